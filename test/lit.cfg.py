@@ -1,0 +1,30 @@
+# -*- Python -*-
+# lit configuration for the flashc regression tests.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "FLASHC"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.flashc_obj_root, "test")
+config.excludes = [
+    "Inputs",
+    "CMakeLists.txt",
+    "lit.cfg.py",
+    "lit.site.cfg.py",
+]
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%shlibext", config.llvm_shlib_ext))
+config.substitutions.append(("%flashc_src_root", config.flashc_src_root))
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+tool_dirs = [config.flashc_tools_dir, config.llvm_tools_dir]
+llvm_config.add_tool_substitutions(["flashc-opt"], tool_dirs)
