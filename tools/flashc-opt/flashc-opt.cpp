@@ -44,6 +44,6 @@ int main(int argc, char **argv) {
   // upstream passes expect to find on these dialects.
   mlir::registerAllExtensions(registry);
 
-  return mlir::asMainReturnCode(mlir::MlirOptMain(
-      argc, argv, "flashc optimizer driver\n", registry));
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "flashc optimizer driver\n", registry));
 }

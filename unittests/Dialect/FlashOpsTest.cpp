@@ -65,16 +65,15 @@ protected:
 TEST_F(FlashOpsTest, AttentionBuilderInfersGqaResultTypes) {
   Type bf16 = builder.getBF16Type();
   int64_t dyn = ShapedType::kDynamic;
-  ValueRange args = makeFunc({tensor({2, 32, dyn, 128}, bf16),
-                              tensor({2, 8, dyn, 128}, bf16),
-                              tensor({2, 8, dyn, 96}, bf16)});
+  ValueRange args =
+      makeFunc({tensor({2, 32, dyn, 128}, bf16), tensor({2, 8, dyn, 128}, bf16),
+                tensor({2, 8, dyn, 96}, bf16)});
   auto op = AttentionOp::create(builder, builder.getUnknownLoc(), args[0],
                                 args[1], args[2], FloatAttr(),
                                 /*causal=*/true, /*withLse=*/true);
   EXPECT_EQ(op.getOut().getType(), tensor({2, 32, dyn, 96}, bf16));
   ASSERT_TRUE(op.getLse());
-  EXPECT_EQ(op.getLse().getType(),
-            tensor({2, 32, dyn}, builder.getF32Type()));
+  EXPECT_EQ(op.getLse().getType(), tensor({2, 32, dyn}, builder.getF32Type()));
   EXPECT_TRUE(op.getCausal());
   EXPECT_EQ(op.getGroupSize(), 4);
   EXPECT_DOUBLE_EQ(op.getEffectiveScale(), 1.0 / std::sqrt(128.0));
@@ -83,12 +82,11 @@ TEST_F(FlashOpsTest, AttentionBuilderInfersGqaResultTypes) {
 
 TEST_F(FlashOpsTest, AttentionExplicitScaleOverridesDefault) {
   Type f16 = builder.getF16Type();
-  ValueRange args = makeFunc({tensor({1, 4, 16, 64}, f16),
-                              tensor({1, 4, 16, 64}, f16),
-                              tensor({1, 4, 16, 64}, f16)});
+  ValueRange args =
+      makeFunc({tensor({1, 4, 16, 64}, f16), tensor({1, 4, 16, 64}, f16),
+                tensor({1, 4, 16, 64}, f16)});
   auto op = AttentionOp::create(builder, builder.getUnknownLoc(), args[0],
-                                args[1], args[2],
-                                builder.getF32FloatAttr(0.5f),
+                                args[1], args[2], builder.getF32FloatAttr(0.5f),
                                 /*causal=*/false, /*withLse=*/false);
   EXPECT_FALSE(op.getLse());
   EXPECT_FALSE(op.getCausal());
@@ -97,9 +95,9 @@ TEST_F(FlashOpsTest, AttentionExplicitScaleOverridesDefault) {
 
 TEST_F(FlashOpsTest, AttentionVerifierNamesMismatchedHeadDims) {
   Type f32 = builder.getF32Type();
-  ValueRange args = makeFunc({tensor({1, 4, 16, 64}, f32),
-                              tensor({1, 4, 16, 128}, f32),
-                              tensor({1, 4, 16, 64}, f32)});
+  ValueRange args =
+      makeFunc({tensor({1, 4, 16, 64}, f32), tensor({1, 4, 16, 128}, f32),
+                tensor({1, 4, 16, 64}, f32)});
   auto op = AttentionOp::create(builder, builder.getUnknownLoc(), args[0],
                                 args[1], args[2], FloatAttr(), false, false);
   std::string messages = verifyAndCollect(op);
@@ -111,9 +109,9 @@ TEST_F(FlashOpsTest, AttentionVerifierNamesMismatchedHeadDims) {
 
 TEST_F(FlashOpsTest, AttentionVerifierRejectsNonPositiveScale) {
   Type f32 = builder.getF32Type();
-  ValueRange args = makeFunc({tensor({1, 4, 16, 64}, f32),
-                              tensor({1, 4, 16, 64}, f32),
-                              tensor({1, 4, 16, 64}, f32)});
+  ValueRange args =
+      makeFunc({tensor({1, 4, 16, 64}, f32), tensor({1, 4, 16, 64}, f32),
+                tensor({1, 4, 16, 64}, f32)});
   for (float bad : {0.0f, -0.25f, INFINITY, NAN}) {
     auto op = AttentionOp::create(builder, builder.getUnknownLoc(), args[0],
                                   args[1], args[2],
@@ -128,9 +126,9 @@ TEST_F(FlashOpsTest, AttentionVerifierRejectsNonPositiveScale) {
 TEST_F(FlashOpsTest, SoftmaxDefaults) {
   Type f32 = builder.getF32Type();
   ValueRange args = makeFunc({tensor({2, 3, 5}, f32)});
-  auto op = SoftmaxOp::create(builder, builder.getUnknownLoc(),
-                              args[0].getType(), args[0], IntegerAttr(),
-                              FloatAttr(), UnitAttr());
+  auto op =
+      SoftmaxOp::create(builder, builder.getUnknownLoc(), args[0].getType(),
+                        args[0], IntegerAttr(), FloatAttr(), UnitAttr());
   EXPECT_EQ(op.getReductionDim(), 2);
   EXPECT_DOUBLE_EQ(op.getEffectiveScale(), 1.0);
   EXPECT_EQ(verifyAndCollect(op), "");

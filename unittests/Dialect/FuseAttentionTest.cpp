@@ -42,40 +42,42 @@ void PrintTo(const FusionCase &c, std::ostream *os) { *os << c.name; }
 
 std::string wrap(const FusionCase &c) {
   return std::string("func.func @f(%q: tensor<1x2x8x16xf32>, %k: ") +
-         c.keyType +
-         ", %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {\n" + c.body +
-         "\n  return %o : tensor<1x2x8x16xf32>\n}\n";
+         c.keyType + ", %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {\n" +
+         c.body + "\n  return %o : tensor<1x2x8x16xf32>\n}\n";
 }
 
-#define QK "%s = flash.matmul %q, %k transpose_b : tensor<1x2x8x16xf32>, " \
-           "tensor<1x2x8x16xf32> -> tensor<1x2x8x8xf32>\n"
-#define PV "%o = flash.matmul %p, %v : tensor<1x2x8x8xf32>, " \
-           "tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>\n"
+#define QK                                                                     \
+  "%s = flash.matmul %q, %k transpose_b : tensor<1x2x8x16xf32>, "              \
+  "tensor<1x2x8x16xf32> -> tensor<1x2x8x8xf32>\n"
+#define PV                                                                     \
+  "%o = flash.matmul %p, %v : tensor<1x2x8x8xf32>, "                           \
+  "tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>\n"
 #define CST(x) "%c = arith.constant dense<" x "> : tensor<1x2x8x8xf32>\n"
-#define SOFTMAX(in, attrs) "%p = flash.softmax " in " " attrs \
-           " : tensor<1x2x8x8xf32> -> tensor<1x2x8x8xf32>\n"
+#define SOFTMAX(in, attrs)                                                     \
+  "%p = flash.softmax " in " " attrs                                           \
+  " : tensor<1x2x8x8xf32> -> tensor<1x2x8x8xf32>\n"
 
 const FusionCase kCases[] = {
     {"Plain", QK SOFTMAX("%s", "") PV, true, 1.0, false},
     {"SoftmaxScaleCausal", QK SOFTMAX("%s", "scale = 2.500000e-01 causal") PV,
      true, 0.25, true},
     {"MulByConstant",
-     QK CST("0.5") "%t = arith.mulf %s, %c : tensor<1x2x8x8xf32>\n"
-         SOFTMAX("%t", "") PV,
+     QK CST("0.5") "%t = arith.mulf %s, %c : tensor<1x2x8x8xf32>\n" SOFTMAX(
+         "%t", "") PV,
      true, 0.5, false},
     {"ConstantTimesScores",
-     QK CST("0.5") "%t = arith.mulf %c, %s : tensor<1x2x8x8xf32>\n"
-         SOFTMAX("%t", "scale = 5.000000e-01") PV,
+     QK CST("0.5") "%t = arith.mulf %c, %s : tensor<1x2x8x8xf32>\n" SOFTMAX(
+         "%t", "scale = 5.000000e-01") PV,
      true, 0.25, false},
     {"DivByConstant",
-     QK CST("4.0") "%t = arith.divf %s, %c : tensor<1x2x8x8xf32>\n"
-         SOFTMAX("%t", "") PV,
+     QK CST("4.0") "%t = arith.divf %s, %c : tensor<1x2x8x8xf32>\n" SOFTMAX(
+         "%t", "") PV,
      true, 0.25, false},
     {"NegativeScale", QK SOFTMAX("%s", "scale = -1.000000e+00") PV, false, 0,
      false},
     {"ConstantDividedByScores",
-     QK CST("4.0") "%t = arith.divf %c, %s : tensor<1x2x8x8xf32>\n"
-         SOFTMAX("%t", "") PV,
+     QK CST("4.0") "%t = arith.divf %c, %s : tensor<1x2x8x8xf32>\n" SOFTMAX(
+         "%t", "") PV,
      false, 0, false},
     {"SoftmaxOnDim2", QK SOFTMAX("%s", "dim = 2") PV, false, 0, false},
     {"KNotTransposed",
@@ -120,10 +122,9 @@ TEST_P(FuseAttentionTest, FusesOnlyWhatItShould) {
   EXPECT_EQ(others, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Graphs, FuseAttentionTest, ::testing::ValuesIn(kCases),
-    [](const ::testing::TestParamInfo<FusionCase> &info) {
-      return std::string(info.param.name);
-    });
+INSTANTIATE_TEST_SUITE_P(Graphs, FuseAttentionTest, ::testing::ValuesIn(kCases),
+                         [](const ::testing::TestParamInfo<FusionCase> &info) {
+                           return std::string(info.param.name);
+                         });
 
 } // namespace

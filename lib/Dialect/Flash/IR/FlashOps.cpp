@@ -45,9 +45,8 @@ LogicalResult checkSameSize(Operation *op, int64_t a, StringRef whatA,
                             int64_t b, StringRef whatB) {
   if (compatible(a, b))
     return success();
-  return op->emitOpError() << whatA << " (" << dimStr(a)
-                           << ") does not match " << whatB << " ("
-                           << dimStr(b) << ")";
+  return op->emitOpError() << whatA << " (" << dimStr(a) << ") does not match "
+                           << whatB << " (" << dimStr(b) << ")";
 }
 
 /// Emits an error unless `scale` is finite and, if `requirePositive`, > 0.
@@ -259,9 +258,8 @@ LogicalResult AttentionOp::verify() {
                            qType.getDimSize(0), "batch size of query")) ||
       failed(checkSameSize(*this, kType.getDimSize(3), "head dimension of key",
                            d, "head dimension of query")) ||
-      failed(checkSameSize(*this, vType.getDimSize(1),
-                           "number of value heads", hkv,
-                           "number of key heads")) ||
+      failed(checkSameSize(*this, vType.getDimSize(1), "number of value heads",
+                           hkv, "number of key heads")) ||
       failed(checkSameSize(*this, vType.getDimSize(2),
                            "sequence length of value", kType.getDimSize(2),
                            "sequence length of key")))
@@ -273,8 +271,8 @@ LogicalResult AttentionOp::verify() {
                          << hkv << ")";
 
   // The output is [B, Hq, Nq, Dv].
-  SmallVector<int64_t> expected = {qType.getDimSize(0), hq,
-                                   qType.getDimSize(2), dv};
+  SmallVector<int64_t> expected = {qType.getDimSize(0), hq, qType.getDimSize(2),
+                                   dv};
   for (int64_t i = 0; i < 4; ++i) {
     if (!compatible(oType.getDimSize(i), expected[i]))
       return emitOpError() << "result shape " << shapeStr(oType.getShape())

@@ -13,8 +13,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Matchers.h"
-#include "mlir/IR/TypeUtilities.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include <cmath>
@@ -117,9 +117,9 @@ struct FuseAttentionPattern : OpRewritePattern<MatmulOp> {
 
     Value q = qk.getLhs(), k = qk.getRhs(), v = pv.getRhs();
     Type resultType = pv.getResult().getType();
-    if (!llvm::all_of(ValueRange{q, k, v}, [](Value x) {
-          return isAttentionOperand(x.getType());
-        }) ||
+    if (!llvm::all_of(
+            ValueRange{q, k, v},
+            [](Value x) { return isAttentionOperand(x.getType()); }) ||
         !isAttentionOperand(resultType))
       return rewriter.notifyMatchFailure(pv, "not rank-4 f32/f16/bf16");
     Type elementType = getElementTypeOrSelf(q.getType());

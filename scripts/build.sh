@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+#===- scripts/build.sh - Configure and build flashc ----------------------===#
+#
+# Installs the dependencies, configures build/ with Ninja, ccache and lld
+# against Debian's LLVM/MLIR 22, and builds everything. Incremental: a second
+# run only rebuilds what changed. BUILD_DIR overrides the build directory.
+#
+#===----------------------------------------------------------------------===#
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${BUILD_DIR:-$root/build}"
+
+"$root/scripts/install-deps.sh"
+
+llvm=/usr/lib/llvm-22
+if [ ! -f "$build/build.ninja" ]; then
+  cmake -G Ninja -S "$root" -B "$build" \
+    -DCMAKE_BUILD_TYPE=Release \
+    -DMLIR_DIR="$llvm/lib/cmake/mlir" \
+    -DLLVM_DIR="$llvm/lib/cmake/llvm" \
+    -DLLVM_EXTERNAL_LIT="$llvm/bin/lit" \
+    -DPython3_EXECUTABLE=/usr/bin/python3 \
+    -DLLVM_USE_LINKER=lld >/dev/null
+fi
+# Two cores: more parallel jobs only add memory pressure.
+ninja -C "$build" -j "${JOBS:-2}" >/dev/null

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+#===- scripts/demo.sh - flashc's main job on the built-in example --------===#
+#
+# Builds flashc and shows a naive attention graph before and after
+# `flash-fuse-attention`.
+#
+#===----------------------------------------------------------------------===#
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${BUILD_DIR:-$root/build}"
+"$root/scripts/build.sh"
+
+example="$root/examples/naive_attention.mlir"
+echo "=== naive attention (examples/naive_attention.mlir) ==="
+"$build/bin/flashc-opt" "$example"
+echo
+echo "=== after flashc-opt --flash-fuse-attention ==="
+"$build/bin/flashc-opt" --flash-fuse-attention "$example"
