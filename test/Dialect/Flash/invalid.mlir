@@ -345,3 +345,207 @@ func.func @attention_scale_nan(%q: tensor<1x8x16x64xf16>, %k: tensor<1x8x16x64xf
   %o = flash.attention %q, %k, %v scale = 0x7FC00000 : tensor<1x8x16x64xf16>, tensor<1x8x16x64xf16>, tensor<1x8x16x64xf16> -> tensor<1x8x16x64xf16>
   return
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// flash.attention_step
+//===----------------------------------------------------------------------===//
+
+func.func @step_mixed(%q: tensor<1x4x8xf32>, %k: memref<4x8xf32>, %v: tensor<4x8xf32>, %acc: tensor<1x4x8xf32>, %m: tensor<1x4xf32>, %l: tensor<1x4xf32>) {
+  // expected-error @+1 {{operands must be all tensors or all memrefs, not a mix}}
+  %r:3 = flash.attention_step ins(%q, %k, %v : tensor<1x4x8xf32>, memref<4x8xf32>, tensor<4x8xf32>) outs(%acc, %m, %l : tensor<1x4x8xf32>, tensor<1x4xf32>, tensor<1x4xf32>) scale = 1.0 -> tensor<1x4x8xf32>, tensor<1x4xf32>, tensor<1x4xf32>
+  return
+}
+
+// -----
+
+func.func @step_query_rank(%q: tensor<4x8xf32>, %k: tensor<4x8xf32>, %v: tensor<4x8xf32>, %acc: tensor<4x8xf32>, %m: tensor<4xf32>, %l: tensor<4xf32>) {
+  // expected-error @+1 {{query must have rank >= 3 ([..., G, Br, D]), got rank 2}}
+  %r:3 = flash.attention_step ins(%q, %k, %v : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) outs(%acc, %m, %l : tensor<4x8xf32>, tensor<4xf32>, tensor<4xf32>) scale = 1.0 -> tensor<4x8xf32>, tensor<4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @step_key_rank(%q: tensor<1x4x8xf32>, %k: tensor<1x4x8xf32>, %v: tensor<4x8xf32>, %acc: tensor<1x4x8xf32>, %m: tensor<1x4xf32>, %l: tensor<1x4xf32>) {
+  // expected-error @+1 {{key must have rank 2 ([..., Bc, D]), got rank 3}}
+  %r:3 = flash.attention_step ins(%q, %k, %v : tensor<1x4x8xf32>, tensor<1x4x8xf32>, tensor<4x8xf32>) outs(%acc, %m, %l : tensor<1x4x8xf32>, tensor<1x4xf32>, tensor<1x4xf32>) scale = 1.0 -> tensor<1x4x8xf32>, tensor<1x4xf32>, tensor<1x4xf32>
+  return
+}
+
+// -----
+
+func.func @step_acc_rank(%q: tensor<1x4x8xf32>, %k: tensor<4x8xf32>, %v: tensor<4x8xf32>, %acc: tensor<4x8xf32>, %m: tensor<1x4xf32>, %l: tensor<1x4xf32>) {
+  // expected-error @+1 {{acc must have rank 3 ([..., G, Br, Dv]), got rank 2}}
+  %r:3 = flash.attention_step ins(%q, %k, %v : tensor<1x4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) outs(%acc, %m, %l : tensor<4x8xf32>, tensor<1x4xf32>, tensor<1x4xf32>) scale = 1.0 -> tensor<4x8xf32>, tensor<1x4xf32>, tensor<1x4xf32>
+  return
+}
+
+// -----
+
+func.func @step_element_types(%q: tensor<1x4x8xf16>, %k: tensor<4x8xf32>, %v: tensor<4x8xf32>, %acc: tensor<1x4x8xf32>, %m: tensor<1x4xf32>, %l: tensor<1x4xf32>) {
+  // expected-error @+1 {{element types of query ('f16'), key ('f32') and value ('f32') must match}}
+  %r:3 = flash.attention_step ins(%q, %k, %v : tensor<1x4x8xf16>, tensor<4x8xf32>, tensor<4x8xf32>) outs(%acc, %m, %l : tensor<1x4x8xf32>, tensor<1x4xf32>, tensor<1x4xf32>) scale = 1.0 -> tensor<1x4x8xf32>, tensor<1x4xf32>, tensor<1x4xf32>
+  return
+}
+
+// -----
+
+func.func @step_state_type(%q: tensor<1x4x8xf16>, %k: tensor<4x8xf16>, %v: tensor<4x8xf16>, %acc: tensor<1x4x8xf16>, %m: tensor<1x4xf32>, %l: tensor<1x4xf32>) {
+  // expected-error @+1 {{operand #3 must be ranked tensor or memref of f32}}
+  %r:3 = flash.attention_step ins(%q, %k, %v : tensor<1x4x8xf16>, tensor<4x8xf16>, tensor<4x8xf16>) outs(%acc, %m, %l : tensor<1x4x8xf16>, tensor<1x4xf32>, tensor<1x4xf32>) scale = 1.0 -> tensor<1x4x8xf16>, tensor<1x4xf32>, tensor<1x4xf32>
+  return
+}
+
+// -----
+
+func.func @step_batch(%q: tensor<2x1x4x8xf32>, %k: tensor<3x4x8xf32>, %v: tensor<3x4x8xf32>, %acc: tensor<2x1x4x8xf32>, %m: tensor<2x1x4xf32>, %l: tensor<2x1x4xf32>) {
+  // expected-error @+1 {{key dimension 0 (3) does not match query dimension 0 (2)}}
+  %r:3 = flash.attention_step ins(%q, %k, %v : tensor<2x1x4x8xf32>, tensor<3x4x8xf32>, tensor<3x4x8xf32>) outs(%acc, %m, %l : tensor<2x1x4x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>) scale = 1.0 -> tensor<2x1x4x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>
+  return
+}
+
+// -----
+
+func.func @step_head_dim(%q: tensor<1x4x8xf32>, %k: tensor<4x16xf32>, %v: tensor<4x8xf32>, %acc: tensor<1x4x8xf32>, %m: tensor<1x4xf32>, %l: tensor<1x4xf32>) {
+  // expected-error @+1 {{key dimension 1 (16) does not match query dimension 2 (8)}}
+  %r:3 = flash.attention_step ins(%q, %k, %v : tensor<1x4x8xf32>, tensor<4x16xf32>, tensor<4x8xf32>) outs(%acc, %m, %l : tensor<1x4x8xf32>, tensor<1x4xf32>, tensor<1x4xf32>) scale = 1.0 -> tensor<1x4x8xf32>, tensor<1x4xf32>, tensor<1x4xf32>
+  return
+}
+
+// -----
+
+func.func @step_kv_length(%q: tensor<1x4x8xf32>, %k: tensor<4x8xf32>, %v: tensor<5x8xf32>, %acc: tensor<1x4x8xf32>, %m: tensor<1x4xf32>, %l: tensor<1x4xf32>) {
+  // expected-error @+1 {{value dimension 0 (5) does not match key dimension 0 (4)}}
+  %r:3 = flash.attention_step ins(%q, %k, %v : tensor<1x4x8xf32>, tensor<4x8xf32>, tensor<5x8xf32>) outs(%acc, %m, %l : tensor<1x4x8xf32>, tensor<1x4xf32>, tensor<1x4xf32>) scale = 1.0 -> tensor<1x4x8xf32>, tensor<1x4xf32>, tensor<1x4xf32>
+  return
+}
+
+// -----
+
+func.func @step_acc_rows(%q: tensor<1x4x8xf32>, %k: tensor<4x8xf32>, %v: tensor<4x8xf32>, %acc: tensor<1x5x8xf32>, %m: tensor<1x4xf32>, %l: tensor<1x4xf32>) {
+  // expected-error @+1 {{acc dimension 1 (5) does not match query dimension 1 (4)}}
+  %r:3 = flash.attention_step ins(%q, %k, %v : tensor<1x4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) outs(%acc, %m, %l : tensor<1x5x8xf32>, tensor<1x4xf32>, tensor<1x4xf32>) scale = 1.0 -> tensor<1x5x8xf32>, tensor<1x4xf32>, tensor<1x4xf32>
+  return
+}
+
+// -----
+
+func.func @step_acc_width(%q: tensor<1x4x8xf32>, %k: tensor<4x8xf32>, %v: tensor<4x16xf32>, %acc: tensor<1x4x8xf32>, %m: tensor<1x4xf32>, %l: tensor<1x4xf32>) {
+  // expected-error @+1 {{acc dimension 2 (8) does not match value dimension 1 (16)}}
+  %r:3 = flash.attention_step ins(%q, %k, %v : tensor<1x4x8xf32>, tensor<4x8xf32>, tensor<4x16xf32>) outs(%acc, %m, %l : tensor<1x4x8xf32>, tensor<1x4xf32>, tensor<1x4xf32>) scale = 1.0 -> tensor<1x4x8xf32>, tensor<1x4xf32>, tensor<1x4xf32>
+  return
+}
+
+// -----
+
+func.func @step_max_shape(%q: tensor<2x4x8xf32>, %k: tensor<4x8xf32>, %v: tensor<4x8xf32>, %acc: tensor<2x4x8xf32>, %m: tensor<1x4xf32>, %l: tensor<2x4xf32>) {
+  // expected-error @+1 {{max dimension 0 (1) does not match query dimension 0 (2)}}
+  %r:3 = flash.attention_step ins(%q, %k, %v : tensor<2x4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) outs(%acc, %m, %l : tensor<2x4x8xf32>, tensor<1x4xf32>, tensor<2x4xf32>) scale = 1.0 -> tensor<2x4x8xf32>, tensor<1x4xf32>, tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @step_result_types(%q: tensor<1x4x8xf32>, %k: tensor<4x8xf32>, %v: tensor<4x8xf32>, %acc: tensor<1x4x8xf32>, %m: tensor<1x4xf32>, %l: tensor<1x4xf32>) {
+  // expected-error @+1 {{expected type of operand #5 ('tensor<1x4xf32>') to match type of corresponding result ('tensor<4xf32>')}}
+  %r:3 = flash.attention_step ins(%q, %k, %v : tensor<1x4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) outs(%acc, %m, %l : tensor<1x4x8xf32>, tensor<1x4xf32>, tensor<1x4xf32>) scale = 1.0 -> tensor<1x4x8xf32>, tensor<1x4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @step_scale(%q: tensor<1x4x8xf32>, %k: tensor<4x8xf32>, %v: tensor<4x8xf32>, %acc: tensor<1x4x8xf32>, %m: tensor<1x4xf32>, %l: tensor<1x4xf32>) {
+  // expected-error @+1 {{scale must be positive, got -1.000000e+00}}
+  %r:3 = flash.attention_step ins(%q, %k, %v : tensor<1x4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) outs(%acc, %m, %l : tensor<1x4x8xf32>, tensor<1x4xf32>, tensor<1x4xf32>) scale = -1.0 -> tensor<1x4x8xf32>, tensor<1x4xf32>, tensor<1x4xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// flash.finalize
+//===----------------------------------------------------------------------===//
+
+func.func @finalize_out_shape(%acc: tensor<4x8xf32>, %m: tensor<4xf32>, %l: tensor<4xf32>, %o: tensor<4x16xf16>) {
+  // expected-error @+1 {{out dimension 1 (16) does not match acc dimension 1 (8)}}
+  %r = flash.finalize ins(%acc, %m, %l : tensor<4x8xf32>, tensor<4xf32>, tensor<4xf32>) outs(%o : tensor<4x16xf16>) -> tensor<4x16xf16>
+  return
+}
+
+// -----
+
+func.func @finalize_out_rank(%acc: tensor<4x8xf32>, %m: tensor<4xf32>, %l: tensor<4xf32>, %o: tensor<32xf16>) {
+  // expected-error @+1 {{out rank (1) does not match acc rank (2)}}
+  %r = flash.finalize ins(%acc, %m, %l : tensor<4x8xf32>, tensor<4xf32>, tensor<4xf32>) outs(%o : tensor<32xf16>) -> tensor<32xf16>
+  return
+}
+
+// -----
+
+func.func @finalize_sum_rank(%acc: tensor<4x8xf32>, %m: tensor<4xf32>, %l: tensor<4x8xf32>, %o: tensor<4x8xf16>) {
+  // expected-error @+1 {{sum must have rank 1 (the rank of acc without its last dimension), got rank 2}}
+  %r = flash.finalize ins(%acc, %m, %l : tensor<4x8xf32>, tensor<4xf32>, tensor<4x8xf32>) outs(%o : tensor<4x8xf16>) -> tensor<4x8xf16>
+  return
+}
+
+// -----
+
+func.func @finalize_lse_shape(%acc: tensor<4x8xf32>, %m: tensor<4xf32>, %l: tensor<4xf32>, %o: tensor<4x8xf16>, %lse: tensor<5xf32>) {
+  // expected-error @+1 {{lse dimension 0 (5) does not match acc dimension 0 (4)}}
+  %r:2 = flash.finalize ins(%acc, %m, %l : tensor<4x8xf32>, tensor<4xf32>, tensor<4xf32>) outs(%o, %lse : tensor<4x8xf16>, tensor<5xf32>) -> tensor<4x8xf16>, tensor<5xf32>
+  return
+}
+
+// -----
+
+func.func @finalize_mixed(%acc: memref<4x8xf32>, %m: memref<4xf32>, %l: memref<4xf32>, %o: tensor<4x8xf16>) {
+  // expected-error @+1 {{operands must be all tensors or all memrefs, not a mix}}
+  %r = flash.finalize ins(%acc, %m, %l : memref<4x8xf32>, memref<4xf32>, memref<4xf32>) outs(%o : tensor<4x8xf16>) -> tensor<4x8xf16>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// flash.combine
+//===----------------------------------------------------------------------===//
+
+func.func @combine_parts_rank(%p: tensor<8xf32>, %pl: tensor<f32>, %o: tensor<f32>) {
+  // expected-error @+1 {{parts must have rank >= 2 ([S, ..., Dv]), got rank 1}}
+  %r = flash.combine ins(%p, %pl : tensor<8xf32>, tensor<f32>) outs(%o : tensor<f32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @combine_part_lse(%p: tensor<8x4x16xf32>, %pl: tensor<4x4xf32>, %o: tensor<4x16xf32>) {
+  // expected-error @+1 {{part_lse dimension 0 (4) does not match parts dimension 0 (8)}}
+  %r = flash.combine ins(%p, %pl : tensor<8x4x16xf32>, tensor<4x4xf32>) outs(%o : tensor<4x16xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @combine_out_rank(%p: tensor<8x4x16xf32>, %pl: tensor<8x4xf32>, %o: tensor<8x4x16xf32>) {
+  // expected-error @+1 {{out must have rank 2 (parts without the split dimension), got rank 3}}
+  %r = flash.combine ins(%p, %pl : tensor<8x4x16xf32>, tensor<8x4xf32>) outs(%o : tensor<8x4x16xf32>) -> tensor<8x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @combine_out_shape(%p: tensor<8x4x16xf32>, %pl: tensor<8x4xf32>, %o: tensor<4x32xf32>) {
+  // expected-error @+1 {{out dimension 1 (32) does not match parts dimension 2 (16)}}
+  %r = flash.combine ins(%p, %pl : tensor<8x4x16xf32>, tensor<8x4xf32>) outs(%o : tensor<4x32xf32>) -> tensor<4x32xf32>
+  return
+}
+
+// -----
+
+func.func @combine_lse_shape(%p: tensor<8x4x16xf32>, %pl: tensor<8x4xf32>, %o: tensor<4x16xf32>, %lse: tensor<3xf32>) {
+  // expected-error @+1 {{lse dimension 0 (3) does not match out dimension 0 (4)}}
+  %r:2 = flash.combine ins(%p, %pl : tensor<8x4x16xf32>, tensor<8x4xf32>) outs(%o, %lse : tensor<4x16xf32>, tensor<3xf32>) -> tensor<4x16xf32>, tensor<3xf32>
+  return
+}

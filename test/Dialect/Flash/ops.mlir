@@ -87,3 +87,52 @@ func.func @attention_mqa_decode(%q: tensor<4x8x1x64xf32>, %k: tensor<4x1x4096x64
       -> tensor<4x8x1x64xf32>
   return %o : tensor<4x8x1x64xf32>
 }
+
+// CHECK-LABEL: func.func @attention_step_tensor
+// CHECK-SAME: (%[[Q:[^:]+]]: tensor<4x64x128xbf16>, %[[K:[^:]+]]: tensor<?x128xbf16>, %[[V:[^:]+]]: tensor<?x128xbf16>, %[[ACC:[^:]+]]: tensor<4x64x128xf32>, %[[M:[^:]+]]: tensor<4x64xf32>, %[[L:[^:]+]]: tensor<4x64xf32>, %[[OFF:[^:]+]]: index)
+func.func @attention_step_tensor(%q: tensor<4x64x128xbf16>, %k: tensor<?x128xbf16>,
+    %v: tensor<?x128xbf16>, %acc: tensor<4x64x128xf32>, %m: tensor<4x64xf32>,
+    %l: tensor<4x64xf32>, %off: index)
+    -> (tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>) {
+  // CHECK: flash.attention_step ins(%[[Q]], %[[K]], %[[V]] : tensor<4x64x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>) mask(%[[OFF]]) outs(%[[ACC]], %[[M]], %[[L]] : tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>) scale = 1.250000e-01 -> tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>
+  %r:3 = flash.attention_step ins(%q, %k, %v : tensor<4x64x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>)
+      mask(%off) outs(%acc, %m, %l : tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>)
+      scale = 0.125 -> tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>
+  return %r#0, %r#1, %r#2 : tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>
+}
+
+// Batched (untiled) form on memrefs: no results, no mask.
+// CHECK-LABEL: func.func @attention_step_memref
+func.func @attention_step_memref(%q: memref<2x8x1x16x64xf32>, %k: memref<2x8x32x64xf32>,
+    %v: memref<2x8x32x64xf32>, %acc: memref<2x8x1x16x64xf32>,
+    %m: memref<2x8x1x16xf32>, %l: memref<2x8x1x16xf32>) {
+  // CHECK: flash.attention_step ins(%{{.+}}, %{{.+}}, %{{.+}} : memref<2x8x1x16x64xf32>, memref<2x8x32x64xf32>, memref<2x8x32x64xf32>) outs(%{{.+}}, %{{.+}}, %{{.+}} : memref<2x8x1x16x64xf32>, memref<2x8x1x16xf32>, memref<2x8x1x16xf32>) scale = 1.250000e-01{{$}}
+  flash.attention_step ins(%q, %k, %v : memref<2x8x1x16x64xf32>, memref<2x8x32x64xf32>, memref<2x8x32x64xf32>)
+      outs(%acc, %m, %l : memref<2x8x1x16x64xf32>, memref<2x8x1x16xf32>, memref<2x8x1x16xf32>)
+      scale = 0.125
+  return
+}
+
+// CHECK-LABEL: func.func @finalize
+func.func @finalize(%acc: tensor<64x128xf32>, %m: tensor<64xf32>, %l: tensor<64xf32>,
+    %out: tensor<64x128xbf16>, %lse: tensor<64xf32>, %mo: memref<64x128xf16>,
+    %macc: memref<64x128xf32>, %mm: memref<64xf32>, %ml: memref<64xf32>)
+    -> (tensor<64x128xbf16>, tensor<64xf32>) {
+  // CHECK: flash.finalize ins(%{{.+}}, %{{.+}}, %{{.+}} : tensor<64x128xf32>, tensor<64xf32>, tensor<64xf32>) outs(%{{.+}}, %{{.+}} : tensor<64x128xbf16>, tensor<64xf32>) -> tensor<64x128xbf16>, tensor<64xf32>
+  %o, %s = flash.finalize ins(%acc, %m, %l : tensor<64x128xf32>, tensor<64xf32>, tensor<64xf32>)
+      outs(%out, %lse : tensor<64x128xbf16>, tensor<64xf32>) -> tensor<64x128xbf16>, tensor<64xf32>
+  // CHECK: flash.finalize ins(%{{.+}}, %{{.+}}, %{{.+}} : memref<64x128xf32>, memref<64xf32>, memref<64xf32>) outs(%{{.+}} : memref<64x128xf16>){{$}}
+  flash.finalize ins(%macc, %mm, %ml : memref<64x128xf32>, memref<64xf32>, memref<64xf32>)
+      outs(%mo : memref<64x128xf16>)
+  return %o, %s : tensor<64x128xbf16>, tensor<64xf32>
+}
+
+// CHECK-LABEL: func.func @combine
+func.func @combine(%parts: tensor<8x1x4x1x128xf32>, %plse: tensor<8x1x4x1xf32>,
+    %out: tensor<1x4x1x128xf16>, %lse: tensor<1x4x1xf32>)
+    -> (tensor<1x4x1x128xf16>, tensor<1x4x1xf32>) {
+  // CHECK: flash.combine ins(%{{.+}}, %{{.+}} : tensor<8x1x4x1x128xf32>, tensor<8x1x4x1xf32>) outs(%{{.+}}, %{{.+}} : tensor<1x4x1x128xf16>, tensor<1x4x1xf32>) -> tensor<1x4x1x128xf16>, tensor<1x4x1xf32>
+  %o, %s = flash.combine ins(%parts, %plse : tensor<8x1x4x1x128xf32>, tensor<8x1x4x1xf32>)
+      outs(%out, %lse : tensor<1x4x1x128xf16>, tensor<1x4x1xf32>) -> tensor<1x4x1x128xf16>, tensor<1x4x1xf32>
+  return %o, %s : tensor<1x4x1x128xf16>, tensor<1x4x1xf32>
+}

@@ -295,5 +295,221 @@ LogicalResult AttentionOp::verify() {
   return checkScale(*this, getScale(), /*requirePositive=*/true);
 }
 
+//===----------------------------------------------------------------------===//
+// Online-level ops: shared helpers
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Checks that the shaped operands of `op` are all tensors or all memrefs.
+LogicalResult checkUniformBufferKind(Operation *op) {
+  bool anyTensor = false, anyMemRef = false;
+  for (Type t : op->getOperandTypes()) {
+    anyTensor |= isa<RankedTensorType>(t);
+    anyMemRef |= isa<MemRefType>(t);
+  }
+  if (anyTensor && anyMemRef)
+    return op->emitOpError()
+           << "operands must be all tensors or all memrefs, not a mix";
+  return success();
+}
+
+/// Emits an error unless `type` has rank `rank`; `what` names the operand and
+/// `layout` its expected layout.
+LogicalResult checkRank(Operation *op, ShapedType type, int64_t rank,
+                        StringRef what, StringRef layout) {
+  if (type.getRank() == rank)
+    return success();
+  return op->emitOpError() << what << " must have rank " << rank << " "
+                           << layout << ", got rank " << type.getRank();
+}
+
+/// Emits an error unless dimension `dimA` of `a` is compatible with `dimB`
+/// of `b`.
+LogicalResult checkDim(Operation *op, ShapedType a, int64_t dimA,
+                       StringRef whatA, ShapedType b, int64_t dimB,
+                       StringRef whatB) {
+  std::string lhs = (whatA + " dimension " + Twine(dimA)).str();
+  std::string rhs = (whatB + " dimension " + Twine(dimB)).str();
+  return checkSameSize(op, a.getDimSize(dimA), lhs, b.getDimSize(dimB), rhs);
+}
+
+/// Memory effects of a destination-style op on memrefs: inputs are read,
+/// inits are read and written. On tensors the op has no effects.
+void getDpsEffects(
+    DestinationStyleOpInterface op,
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (!isa<MemRefType>(operand.get().getType()))
+      continue;
+    effects.emplace_back(MemoryEffects::Read::get(), &operand,
+                         SideEffects::DefaultResource::get());
+    if (op.isDpsInit(&operand))
+      effects.emplace_back(MemoryEffects::Write::get(), &operand,
+                           SideEffects::DefaultResource::get());
+  }
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// AttentionStepOp
+//===----------------------------------------------------------------------===//
+
+MutableOperandRange AttentionStepOp::getDpsInitsMutable() {
+  return MutableOperandRange(getOperation(), getNumOperands() - 3, 3);
+}
+
+void AttentionStepOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  getDpsEffects(*this, effects);
+}
+
+LogicalResult AttentionStepOp::verify() {
+  if (failed(checkUniformBufferKind(*this)))
+    return failure();
+  auto q = cast<ShapedType>(getQuery().getType());
+  auto k = cast<ShapedType>(getKey().getType());
+  auto v = cast<ShapedType>(getValue().getType());
+  auto acc = cast<ShapedType>(getAcc().getType());
+  auto m = cast<ShapedType>(getMax().getType());
+  auto l = cast<ShapedType>(getSum().getType());
+  if (q.getRank() < 3)
+    return emitOpError() << "query must have rank >= 3 ([..., G, Br, D]), got "
+                         << "rank " << q.getRank();
+  int64_t nb = q.getRank() - 3;
+  if (failed(checkRank(*this, k, nb + 2, "key", "([..., Bc, D])")) ||
+      failed(checkRank(*this, v, nb + 2, "value", "([..., Bc, Dv])")) ||
+      failed(checkRank(*this, acc, nb + 3, "acc", "([..., G, Br, Dv])")) ||
+      failed(checkRank(*this, m, nb + 2, "max", "([..., G, Br])")) ||
+      failed(checkRank(*this, l, nb + 2, "sum", "([..., G, Br])")))
+    return failure();
+  if (k.getElementType() != q.getElementType() ||
+      v.getElementType() != q.getElementType())
+    return emitOpError() << "element types of query (" << q.getElementType()
+                         << "), key (" << k.getElementType()
+                         << ") and value (" << v.getElementType()
+                         << ") must match";
+  for (int64_t i = 0; i < nb; ++i) {
+    for (auto [type, name] : {std::pair<ShapedType, StringRef>{k, "key"},
+                              {v, "value"},
+                              {acc, "acc"},
+                              {m, "max"},
+                              {l, "sum"}}) {
+      if (failed(checkDim(*this, type, i, name, q, i, "query")))
+        return failure();
+    }
+  }
+  if (failed(checkDim(*this, k, nb + 1, "key", q, nb + 2, "query")) ||
+      failed(checkDim(*this, v, nb, "value", k, nb, "key")) ||
+      failed(checkDim(*this, acc, nb, "acc", q, nb, "query")) ||
+      failed(checkDim(*this, acc, nb + 1, "acc", q, nb + 1, "query")) ||
+      failed(checkDim(*this, acc, nb + 2, "acc", v, nb + 1, "value")))
+    return failure();
+  for (auto [type, name] :
+       {std::pair<ShapedType, StringRef>{m, "max"}, {l, "sum"}}) {
+    if (failed(checkDim(*this, type, nb, name, q, nb, "query")) ||
+        failed(checkDim(*this, type, nb + 1, name, q, nb + 1, "query")))
+      return failure();
+  }
+  return checkScale(*this, getScale(), /*requirePositive=*/true);
+}
+
+//===----------------------------------------------------------------------===//
+// FinalizeOp
+//===----------------------------------------------------------------------===//
+
+MutableOperandRange FinalizeOp::getDpsInitsMutable() {
+  return getLse() ? MutableOperandRange(getOperation(), 3, 2)
+                  : MutableOperandRange(getOperation(), 3, 1);
+}
+
+void FinalizeOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  getDpsEffects(*this, effects);
+}
+
+/// Checks that `rows` has the shape of `full` without its last dimension.
+static LogicalResult checkRowShape(Operation *op, ShapedType rows,
+                                   StringRef rowsName, ShapedType full,
+                                   StringRef fullName) {
+  if (rows.getRank() != full.getRank() - 1)
+    return op->emitOpError()
+           << rowsName << " must have rank " << full.getRank() - 1
+           << " (the rank of " << fullName << " without its last dimension), "
+           << "got rank " << rows.getRank();
+  for (int64_t i = 0; i < rows.getRank(); ++i)
+    if (failed(checkDim(op, rows, i, rowsName, full, i, fullName)))
+      return failure();
+  return success();
+}
+
+LogicalResult FinalizeOp::verify() {
+  if (failed(checkUniformBufferKind(*this)))
+    return failure();
+  auto acc = cast<ShapedType>(getAcc().getType());
+  auto out = cast<ShapedType>(getOut().getType());
+  if (acc.getRank() < 1)
+    return emitOpError() << "acc must have rank >= 1, got rank 0";
+  if (out.getRank() != acc.getRank())
+    return emitOpError() << "out rank (" << out.getRank()
+                         << ") does not match acc rank (" << acc.getRank()
+                         << ")";
+  for (int64_t i = 0; i < acc.getRank(); ++i)
+    if (failed(checkDim(*this, out, i, "out", acc, i, "acc")))
+      return failure();
+  if (failed(checkRowShape(*this, cast<ShapedType>(getMax().getType()), "max",
+                           acc, "acc")) ||
+      failed(checkRowShape(*this, cast<ShapedType>(getSum().getType()), "sum",
+                           acc, "acc")))
+    return failure();
+  if (Value lse = getLse())
+    return checkRowShape(*this, cast<ShapedType>(lse.getType()), "lse", acc,
+                         "acc");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// CombineOp
+//===----------------------------------------------------------------------===//
+
+MutableOperandRange CombineOp::getDpsInitsMutable() {
+  return getLse() ? MutableOperandRange(getOperation(), 2, 2)
+                  : MutableOperandRange(getOperation(), 2, 1);
+}
+
+void CombineOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  getDpsEffects(*this, effects);
+}
+
+LogicalResult CombineOp::verify() {
+  if (failed(checkUniformBufferKind(*this)))
+    return failure();
+  auto parts = cast<ShapedType>(getParts().getType());
+  auto partLse = cast<ShapedType>(getPartLse().getType());
+  auto out = cast<ShapedType>(getOut().getType());
+  if (parts.getRank() < 2)
+    return emitOpError() << "parts must have rank >= 2 ([S, ..., Dv]), got "
+                         << "rank " << parts.getRank();
+  if (failed(checkRowShape(*this, partLse, "part_lse", parts, "parts")))
+    return failure();
+  if (out.getRank() != parts.getRank() - 1)
+    return emitOpError() << "out must have rank " << parts.getRank() - 1
+                         << " (parts without the split dimension), got rank "
+                         << out.getRank();
+  for (int64_t i = 0; i < out.getRank(); ++i)
+    if (failed(checkDim(*this, out, i, "out", parts, i + 1, "parts")))
+      return failure();
+  if (Value lse = getLse())
+    return checkRowShape(*this, cast<ShapedType>(lse.getType()), "lse", out,
+                         "out");
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "flashc/Dialect/Flash/IR/FlashOps.cpp.inc"

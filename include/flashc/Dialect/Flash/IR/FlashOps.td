@@ -9,6 +9,7 @@
 #define FLASHC_DIALECT_FLASH_IR_FLASHOPS_TD
 
 include "flashc/Dialect/Flash/IR/FlashDialect.td"
+include "mlir/Interfaces/DestinationStyleOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/IR/CommonTypeConstraints.td"
@@ -177,6 +178,155 @@ def Flash_AttentionOp : Flash_Op<"attention", [Pure]> {
     /// Number of query heads sharing one key/value head (Hq / Hkv).
     int64_t getGroupSize();
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// The online level: block-level state updates.
+//
+// These ops are in destination-passing style: on tensors they return the
+// updated destinations; on memrefs (after bufferization) they update them in
+// place and return nothing. They are the boundary between the shared,
+// target-independent compiler and each backend, which expands them into its
+// own register-level code.
+//===----------------------------------------------------------------------===//
+
+def Flash_AnyInput : AnyTypeOf<[RankedTensorOf<[F32, F16, BF16]>,
+                                MemRefOf<[F32, F16, BF16]>],
+                               "ranked tensor or memref of f32, f16 or bf16">;
+def Flash_StateBuffer : AnyTypeOf<[RankedTensorOf<[F32]>, MemRefOf<[F32]>],
+                                  "ranked tensor or memref of f32">;
+
+def Flash_AttentionStepOp : Flash_Op<"attention_step", [
+    DeclareOpInterfaceMethods<DestinationStyleOpInterface>,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "One online-softmax step of a Q block against a KV block";
+  let description = [{
+    Updates the online-softmax state `(acc, m, l)` of a block of query rows
+    with one block of keys and values. With `Q: [..., G, Br, D]`,
+    `K: [..., Bc, D]`, `V: [..., Bc, Dv]`, `acc: [..., G, Br, Dv]` and
+    `m, l: [..., G, Br]` (leading dimensions are shared batch dimensions; `G`
+    query heads of a GQA group share one key/value block), for every row
+    `(g, r)`:
+
+    ```
+    s_c   = scale * Q[g, r, :] . K[c, :]          (-inf where masked)
+    m'    = max(m, max_c s_c)
+    alpha = exp(m - m'),  p_c = exp(s_c - m')     (with m' read as 0 if -inf)
+    l'    = alpha * l + sum_c p_c
+    acc'  = alpha * acc + sum_c p_c V[c, :]
+    ```
+
+    The state is f32 whatever the element type of Q, K and V. When the
+    optional `mask` offset `o` is present, column `c` is masked for row `r`
+    when `c > r + o`; causal attention passes
+    `o = q_start - kv_start + (Nk - Nq)`. A row whose entries are all masked
+    keeps `m = -inf`, `l = 0` and `acc = 0`, never NaN.
+
+    Example (one packed GQA tile of 4 heads x 64 rows, causal diagonal
+    block):
+
+    ```mlir
+    %acc2, %m2, %l2 = flash.attention_step
+        ins(%q, %k, %v : tensor<4x64x128xbf16>, tensor<128x128xbf16>, tensor<128x128xbf16>)
+        mask(%off)
+        outs(%acc, %m, %l : tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>)
+        scale = 0.0883883461 -> tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>
+    ```
+  }];
+
+  let arguments = (ins Flash_AnyInput:$query, Flash_AnyInput:$key,
+                       Flash_AnyInput:$value,
+                       Optional<Index>:$mask_offset,
+                       Flash_StateBuffer:$acc, Flash_StateBuffer:$max,
+                       Flash_StateBuffer:$sum,
+                       F32Attr:$scale);
+  let results = (outs Variadic<RankedTensorOf<[F32]>>:$results);
+
+  let assemblyFormat = [{
+    `ins` `(` $query `,` $key `,` $value `:` type($query) `,` type($key) `,`
+    type($value) `)` (`mask` `(` $mask_offset^ `)`)?
+    `outs` `(` $acc `,` $max `,` $sum `:` type($acc) `,` type($max) `,`
+    type($sum) `)` `scale` `=` $scale attr-dict (`->` type($results)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def Flash_FinalizeOp : Flash_Op<"finalize", [
+    DeclareOpInterfaceMethods<DestinationStyleOpInterface>,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "Normalise an online-softmax state into the output and LSE";
+  let description = [{
+    The deferred normalisation of FlashAttention-2: divides the accumulator
+    by the row sum once, at the end, and optionally produces the row
+    log-sum-exp.
+
+    ```
+    out = l > 0 ? acc / l : 0          (converted to out's element type)
+    lse = l > 0 ? m + log(l) : -inf
+    ```
+
+    `acc` and `out` have one shape `[..., Dv]`; `m`, `l` and `lse` have its
+    leading dimensions `[...]`. A row that saw no key produces 0 and -inf.
+
+    Example:
+
+    ```mlir
+    %o, %lse = flash.finalize ins(%acc, %m, %l : tensor<64x128xf32>, tensor<64xf32>, tensor<64xf32>)
+        outs(%out, %lse0 : tensor<64x128xbf16>, tensor<64xf32>)
+        -> tensor<64x128xbf16>, tensor<64xf32>
+    ```
+  }];
+
+  let arguments = (ins Flash_StateBuffer:$acc, Flash_StateBuffer:$max,
+                       Flash_StateBuffer:$sum, Flash_AnyInput:$out,
+                       Optional<Flash_StateBuffer>:$lse);
+  let results = (outs Variadic<RankedTensorOf<[F32, F16, BF16]>>:$results);
+
+  let assemblyFormat = [{
+    `ins` `(` $acc `,` $max `,` $sum `:` type($acc) `,` type($max) `,`
+    type($sum) `)` `outs` `(` $out (`,` $lse^)? `:` type($out)
+    (`,` type($lse)^)? `)` attr-dict (`->` type($results)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def Flash_CombineOp : Flash_Op<"combine", [
+    DeclareOpInterfaceMethods<DestinationStyleOpInterface>,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "Merge split-KV partial results by log-sum-exp";
+  let description = [{
+    The merge step of flash-decoding. `parts: [S, ..., Dv]` holds `S`
+    normalised partial outputs and `part_lse: [S, ...]` their log-sum-exps,
+    each computed over one split of the keys. For every row:
+
+    ```
+    lse = log(sum_s exp(part_lse[s]))
+    out = sum_s exp(part_lse[s] - lse) * parts[s]
+    ```
+
+    The merge is associative and commutative. Splits that saw no key
+    (`part_lse = -inf`) contribute nothing; a row whose every split is
+    empty produces 0 and `lse = -inf`.
+
+    Example:
+
+    ```mlir
+    %o = flash.combine ins(%parts, %plse : tensor<8x1x4x1x128xf32>, tensor<8x1x4x1xf32>)
+        outs(%out : tensor<1x4x1x128xf16>) -> tensor<1x4x1x128xf16>
+    ```
+  }];
+
+  let arguments = (ins Flash_StateBuffer:$parts, Flash_StateBuffer:$part_lse,
+                       Flash_AnyInput:$out,
+                       Optional<Flash_StateBuffer>:$lse);
+  let results = (outs Variadic<RankedTensorOf<[F32, F16, BF16]>>:$results);
+
+  let assemblyFormat = [{
+    `ins` `(` $parts `,` $part_lse `:` type($parts) `,` type($part_lse) `)`
+    `outs` `(` $out (`,` $lse^)? `:` type($out) (`,` type($lse)^)? `)`
+    attr-dict (`->` type($results)^)?
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // FLASHC_DIALECT_FLASH_IR_FLASHOPS_TD
