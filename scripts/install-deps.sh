@@ -11,7 +11,7 @@ PACKAGES=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools lld-22
   cmake ninja-build ccache g++ python3
   libgtest-dev googletest
-  libopenblas-dev
+  libopenblas-dev libomp-22-dev
 )
 
 missing=()

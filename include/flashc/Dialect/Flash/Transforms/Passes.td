@@ -54,4 +54,156 @@ def FlashFuseAttention : Pass<"flash-fuse-attention"> {
   let dependentDialects = ["::mlir::flash::FlashDialect"];
 }
 
+def FlashOnlineSoftmax : Pass<"flash-online-softmax"> {
+  let summary = "Rewrite flash.attention into an online-softmax loop over KV blocks";
+  let description = [{
+    Replaces each `flash.attention` with the online form of the
+    FlashAttention algorithm: a sequential `scf.for` over blocks of
+    `kv-block` keys that carries the f32 state `(acc, m, l)` and updates it
+    with one `flash.attention_step` per block, followed by one
+    `flash.finalize` that divides by `l` (FA2's deferred normalisation) and
+    produces the log-sum-exp when the attention returns it.
+
+    The query is viewed as `[B, Hkv, G, Nq, D]` (`tensor.expand_shape`) so
+    that the `G = Hq / Hkv` query heads sharing a key/value head form one
+    block of rows. With `causal`, every step carries the mask offset
+    `(Nk - Nq) - j`; `flash-causal-skip` later removes it where a block is
+    fully visible. The loop is tagged `flash.kv_loop` for the later passes.
+
+    Example: `flash.attention %q, %k, %v scale = 0.125` on
+    `tensor<1x8x128x64xf32>` becomes
+
+    ```mlir
+    %qe = tensor.expand_shape %q [[0], [1, 2], [3], [4]] ...
+    %r:3 = scf.for %j = %c0 to %c128 step %c64 iter_args(%acc = %a0, %m = %m0, %l = %l0) {
+      %kb = tensor.extract_slice %k[0, 0, %j, 0] [1, 8, %n, 64] [1, 1, 1, 1]
+      %vb = tensor.extract_slice %v[0, 0, %j, 0] [1, 8, %n, 64] [1, 1, 1, 1]
+      %s:3 = flash.attention_step ins(%qe, %kb, %vb : ...) outs(%acc, %m, %l : ...) scale = 0.125
+      scf.yield %s#0, %s#1, %s#2
+    } {flash.kv_loop}
+    %o = flash.finalize ins(%r#0, %r#1, %r#2 : ...) outs(%e : ...)
+    %out = tensor.collapse_shape %o [[0], [1, 2], [3], [4]] ...
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect"
+  ];
+  let options = [
+    Option<"kvBlock", "kv-block", "int64_t", /*default=*/"128",
+           "Keys per block of the online loop (re-chosen by flash-tile)">
+  ];
+}
+
+def FlashTile : Pass<"flash-tile"> {
+  let summary = "Tile the online attention loop to the target's SRAM capacity";
+  let description = [{
+    Tiles each online attention loop (produced by `flash-online-softmax`)
+    into blocks of `Br` query rows and `Bc` keys chosen from the target's
+    SRAM capacity (`TargetInfo`), or given by `block-q` and `block-kv`.
+
+    - `loop-order=fa2` (default): an `scf.forall` over
+      `(batch, kv-head, q-block)`; each work item packs the `G` query heads
+      of its GQA group into one `[G, Br, D]` tile, keeps its state in a
+      tile-sized buffer and runs the KV loop to the end before finalizing
+      into its slice of the output.
+    - `loop-order=algorithm1`: the order of the FlashAttention paper, a
+      sequential loop over KV blocks around an `scf.forall` over
+      `(batch, kv-head, q-block)` that updates the full-size state.
+
+    Tails (`Nq` or `Nk` not a multiple of the block) give smaller final
+    blocks; `Nq = 1` and `Nk = 1` are ordinary cases of that.
+  }];
+  let dependentDialects = [
+    "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect", "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
+           "Target whose SRAM capacity sizes the blocks (cpu, sm_80, sm_90a)">,
+    Option<"loopOrder", "loop-order", "std::string", /*default=*/"\"fa2\"",
+           "Loop order: fa2 (parallel over Q blocks) or algorithm1">,
+    Option<"blockQ", "block-q", "int64_t", /*default=*/"0",
+           "Query rows per block per head (0: from the target)">,
+    Option<"blockKV", "block-kv", "int64_t", /*default=*/"0",
+           "Keys per block (0: from the target)">,
+    Option<"sramBytes", "sram-bytes", "int64_t", /*default=*/"0",
+           "Override the target's SRAM capacity in bytes (0: the target's)">
+  ];
+}
+
+def FlashCausalSkip : Pass<"flash-causal-skip"> {
+  let summary = "Skip fully masked KV blocks and mask only diagonal blocks";
+  let description = [{
+    For every KV loop whose steps carry a causal mask offset `o(j)`, bounds
+    the loop to the blocks the Q block can see and splits it in two: a loop
+    over blocks every row sees in full, whose steps carry no mask, and a
+    loop over the diagonal blocks, which keep it. With `c = o(0)` (so key
+    `j + t` is visible to row `r` iff `t <= r + o(j)`, `o(j) = c - j`) and
+    `Br` rows, the blocks end at `min(Nk, max(0, c + Br))` and the unmasked
+    prefix at `min(that, max(0, floor((c + 1) / Bc) * Bc))`. Rows that see
+    no key are left with `m = -inf`, `l = 0` and finalize to 0 and -inf.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"
+  ];
+}
+
+def FlashSplitKV : Pass<"flash-split-kv"> {
+  let summary = "Split the KV loop of decode-shaped attention (flash-decoding)";
+  let description = [{
+    For tiled attention whose query block is small (decode: `Nq <= max-seq-q`),
+    adds a split dimension to the parallel loop: each of `S` work items per
+    `(batch, kv-head, q-block)` runs the KV loop over one contiguous range of
+    keys and finalizes a partial f32 output and its log-sum-exp; a
+    `flash.combine` then merges the partials by log-sum-exp into the
+    result. `S` is `splits`, or when 0 the count the CTA x wave model
+    predicts fastest on the target (capped so that each split keeps at least
+    one KV block).
+  }];
+  let dependentDialects = [
+    "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect",
+    "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect"
+  ];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
+           "Target whose SM count and bandwidth drive the wave model">,
+    Option<"splits", "splits", "int64_t", /*default=*/"0",
+           "Number of KV splits (0: chosen by the wave model)">,
+    Option<"maxSeqQ", "max-seq-q", "int64_t", /*default=*/"16",
+           "Split only when the query length is at most this">
+  ];
+}
+
+def FlashReportCost : Pass<"flash-report-cost"> {
+  let summary = "Print the cost model of each flash.attention and its schedule";
+  let description = [{
+    An analysis: leaves the IR unchanged and prints, for every
+    `flash.attention`, its FLOPs; the HBM element reads and writes of
+    standard 3-pass attention, of the algorithm-1 loop order and of the FA2
+    loop order (counted by the convention of the FlashAttention seed's
+    exercise 3); the Theta(N^2 d^2 / M) model; the fraction of blocks a
+    causal mask leaves; the chosen tiles and splits; and, on GPU targets,
+    the split count and time predicted by the CTA x wave model. With
+    `json`, prints one JSON object per attention instead.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
+           "Target (cpu, sm_80, sm_90a)">,
+    Option<"sramBytes", "sram-bytes", "int64_t", /*default=*/"0",
+           "Override the target's SRAM capacity in bytes (0: the target's)">,
+    Option<"loopOrder", "loop-order", "std::string", /*default=*/"\"fa2\"",
+           "Loop order of the chosen schedule: fa2 or algorithm1">,
+    Option<"blockQ", "block-q", "int64_t", /*default=*/"0",
+           "Query rows per block (0: from the target)">,
+    Option<"blockKV", "block-kv", "int64_t", /*default=*/"0",
+           "Keys per block (0: from the target)">,
+    Option<"splits", "splits", "int64_t", /*default=*/"0",
+           "KV splits (0: chosen by the wave model)">,
+    Option<"json", "json", "bool", /*default=*/"false",
+           "Print JSON instead of text">
+  ];
+}
+
 #endif // FLASHC_DIALECT_FLASH_TRANSFORMS_PASSES_TD

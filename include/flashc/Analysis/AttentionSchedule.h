@@ -1,0 +1,76 @@
+//===- AttentionSchedule.h - Tile sizes and loop order ----------*- C++ -*-===//
+//
+// The problem description shared by the tiling pass, the cost model and the
+// C++ API, and the choice of block sizes from a target's SRAM capacity.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_ANALYSIS_ATTENTIONSCHEDULE_H
+#define FLASHC_ANALYSIS_ATTENTIONSCHEDULE_H
+
+#include "flashc/Target/TargetInfo.h"
+
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <optional>
+
+namespace mlir {
+namespace flash {
+
+/// The sizes of one attention problem. Dynamic sizes are not allowed here:
+/// callers substitute a representative value.
+struct AttentionShape {
+  int64_t batch = 1;
+  int64_t heads = 1;   // Hq
+  int64_t kvHeads = 1; // Hkv
+  int64_t seqQ = 1;    // Nq
+  int64_t seqKV = 1;   // Nk
+  int64_t headDim = 64;
+  int64_t headDimV = 64;
+  bool causal = false;
+  /// Bytes per element of Q, K, V and O (4, 2 or 2).
+  int64_t elementBytes = 4;
+
+  int64_t groupSize() const { return heads / kvHeads; }
+};
+
+/// The two loop orders of the FlashAttention papers.
+enum class LoopOrder {
+  /// FlashAttention (algorithm 1): outer loop over KV blocks, inner loop
+  /// over Q blocks; O, m, l are read and written once per KV block.
+  Algorithm1,
+  /// FlashAttention-2: outer (parallel) loop over Q blocks, inner loop over
+  /// KV blocks; each Q block is read once and O written once.
+  FA2,
+};
+
+llvm::StringRef stringifyLoopOrder(LoopOrder order);
+std::optional<LoopOrder> parseLoopOrder(llvm::StringRef name);
+
+/// Block sizes of a schedule.
+struct TileSizes {
+  /// Query rows per block (Br), per query head.
+  int64_t blockQ = 0;
+  /// Keys per block (Bc).
+  int64_t blockKV = 0;
+  LoopOrder order = LoopOrder::FA2;
+};
+
+/// Chooses Br and Bc for `shape` on `target`.
+///
+/// The SRAM capacity M is the target's `sramBytes` over the element size (on
+/// the CPU over 4 bytes, since blocks are held in f32). Algorithm 1 uses the
+/// paper's rule Bc = ceil(M / 4d), Br = min(Bc, d). FA2 fixes Br (128 on a
+/// GPU, 64 on the CPU) and takes the largest Bc, a multiple of 16 and at most
+/// 256, for which the Q block, the K and V blocks, the score block and the
+/// accumulator fit in M. Both are clamped to the sequence lengths; with GQA
+/// the G query heads of a group share one Q block of G x Br rows, so Br is
+/// divided by G when the group is large.
+TileSizes chooseTileSizes(const TargetInfo &target, const AttentionShape &shape,
+                          LoopOrder order);
+
+} // namespace flash
+} // namespace mlir
+
+#endif // FLASHC_ANALYSIS_ATTENTIONSCHEDULE_H

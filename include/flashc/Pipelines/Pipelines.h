@@ -1,0 +1,108 @@
+//===- Pipelines.h - flashc's named pass pipelines --------------*- C++ -*-===//
+//
+// The stages of flashc and their options. `PipelineConfig` is the one
+// options struct: the C++ API fills it directly, and `flashc-opt` parses it
+// from `--flash-cpu-pipeline="target=cpu block-kv=128 ..."`.
+//
+// Stages, in order (each name is also a `--stop-after` point):
+//   fuse        graph -> flash.attention               (flash-fuse-attention)
+//   online      flash.attention -> online KV loop      (flash-online-softmax)
+//   tiled       tiles, splits and causal bounds        (flash-tile,
+//                                                       flash-split-kv,
+//                                                       flash-causal-skip)
+//   bufferized  tensors -> memrefs, deallocations      (one-shot-bufferize)
+//   cpu         block ops -> vector code, OpenMP       (flash-expand-to-cpu)
+//   llvm        LLVM dialect                           (convert-to-llvm)
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_PIPELINES_PIPELINES_H
+#define FLASHC_PIPELINES_PIPELINES_H
+
+#include "mlir/Pass/PassOptions.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+
+namespace mlir {
+class OpPassManager;
+
+namespace flash {
+
+/// Options of every stage. Zero means "choose automatically".
+struct PipelineConfig {
+  /// cpu, sm_80 or sm_90a: sizes the tiles and drives the split model.
+  std::string target = "cpu";
+  /// fa2 or algorithm1.
+  std::string loopOrder = "fa2";
+  int64_t blockQ = 0;
+  int64_t blockKV = 0;
+  int64_t sramBytes = 0;
+  /// KV splits for decode shapes; 0: wave model, 1: never split.
+  int64_t splits = 0;
+  /// Split only when Nq is at most this.
+  int64_t maxSeqQ = 16;
+  /// Block size of the untiled online loop (re-chosen by flash-tile).
+  int64_t kvBlock = 128;
+  /// Worker threads of the CPU code; 0: all cores.
+  int64_t numThreads = 0;
+
+  /// A canonical one-line form, used as part of cache keys and in
+  /// metadata.
+  std::string str() const;
+  /// Checks the values; the error names the offending option.
+  llvm::Error validate() const;
+};
+
+/// The stage names, in pipeline order.
+llvm::ArrayRef<llvm::StringRef> pipelineStages();
+
+/// Adds the passes of one stage to `pm` (anchored on the module).
+llvm::Error buildStage(OpPassManager &pm, llvm::StringRef stage,
+                       const PipelineConfig &config);
+
+/// Adds every stage up to and including `last` (all when empty).
+llvm::Error buildPipeline(OpPassManager &pm, const PipelineConfig &config,
+                          llvm::StringRef last = "");
+
+/// The textual form of PipelineConfig for `flashc-opt`.
+struct FlashPipelineOptions : public PassPipelineOptions<FlashPipelineOptions> {
+  Option<std::string> target{*this, "target",
+                             llvm::cl::desc("cpu, sm_80 or sm_90a"),
+                             llvm::cl::init("cpu")};
+  Option<std::string> loopOrder{*this, "loop-order",
+                                llvm::cl::desc("fa2 or algorithm1"),
+                                llvm::cl::init("fa2")};
+  Option<int64_t> blockQ{*this, "block-q",
+                         llvm::cl::desc("Query rows per block (0: auto)"),
+                         llvm::cl::init(0)};
+  Option<int64_t> blockKV{*this, "block-kv",
+                          llvm::cl::desc("Keys per block (0: auto)"),
+                          llvm::cl::init(0)};
+  Option<int64_t> sramBytes{*this, "sram-bytes",
+                            llvm::cl::desc("SRAM capacity (0: target's)"),
+                            llvm::cl::init(0)};
+  Option<int64_t> splits{*this, "splits",
+                         llvm::cl::desc("KV splits (0: wave model)"),
+                         llvm::cl::init(0)};
+  Option<int64_t> maxSeqQ{*this, "max-seq-q",
+                          llvm::cl::desc("Split only when Nq <= this"),
+                          llvm::cl::init(16)};
+  Option<int64_t> numThreads{*this, "num-threads",
+                             llvm::cl::desc("CPU threads (0: all cores)"),
+                             llvm::cl::init(0)};
+
+  PipelineConfig toConfig() const;
+};
+
+/// Registers `flash-attention-pipeline` (graph to tiled tensors) and
+/// `flash-cpu-pipeline` (graph to the LLVM dialect) with flashc-opt.
+void registerFlashPipelines();
+
+} // namespace flash
+} // namespace mlir
+
+#endif // FLASHC_PIPELINES_PIPELINES_H

@@ -1,0 +1,68 @@
+//===- Reference.h - float64 reference attention and conversions -*- C++
+//-*-===//
+//
+// The numerical ground truth the kernels are checked against: attention
+// computed in float64 with the same semantics as flash.attention (GQA head
+// mapping, bottom-right causal alignment, empty rows giving 0 and -inf), and
+// conversions between f32 and the 16-bit storage formats.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_RUNTIME_REFERENCE_H
+#define FLASHC_RUNTIME_REFERENCE_H
+
+#include "flashc/Runtime/JIT.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace mlir {
+namespace flash {
+
+/// IEEE half and bfloat16 from/to f32, rounding to nearest even.
+uint16_t floatToHalf(float value);
+float halfToFloat(uint16_t bits);
+uint16_t floatToBFloat16(float value);
+float bfloat16ToFloat(uint16_t bits);
+
+/// A dense row-major host tensor of one of the kernel element types, with
+/// its values also available as doubles.
+class HostTensor {
+public:
+  HostTensor(DType dtype, std::vector<int64_t> sizes);
+  DType getDType() const { return dtype; }
+  const std::vector<int64_t> &getSizes() const { return sizes; }
+  int64_t getNumElements() const { return numElements; }
+  void *data() { return storage.data(); }
+  const void *data() const { return storage.data(); }
+  /// Element `i` (row-major) as a double / stores a value (rounded to the
+  /// element type).
+  double get(int64_t i) const;
+  void set(int64_t i, double value);
+  /// A TensorRef over this tensor's storage.
+  TensorRef ref();
+
+private:
+  DType dtype;
+  std::vector<int64_t> sizes;
+  int64_t numElements;
+  std::vector<uint8_t> storage;
+};
+
+/// The float64 reference: returns O [B, Hq, Nq, Dv] and, in `lse`,
+/// [B, Hq, Nq].
+std::vector<double> referenceAttention(const AttentionSpec &spec,
+                                       const HostTensor &q, const HostTensor &k,
+                                       const HostTensor &v,
+                                       std::vector<double> *lse = nullptr);
+
+/// The largest |a - b| over elements, treating equal infinities as 0 and a
+/// NaN anywhere as infinite error.
+double maxAbsError(const std::vector<double> &expected, const HostTensor &got);
+double maxAbsError(const std::vector<double> &expected,
+                   const std::vector<float> &got);
+
+} // namespace flash
+} // namespace mlir
+
+#endif // FLASHC_RUNTIME_REFERENCE_H

@@ -1,0 +1,556 @@
+//===- FlashToCPU.cpp - Expand block-level flash ops for the CPU ----------===//
+//
+// Implements `flash-expand-to-cpu`: flash.attention_step, flash.finalize and
+// flash.combine on memrefs become vector-dialect loops. The step follows the
+// register-blocked shape recorded in DESIGN.md ("CPU lowering"): K is
+// transposed once per step into an f32 scratch, S = Q . K^T is computed
+// 4 rows x 64 columns at a time with accumulators carried through the head
+// dimension loop, the online softmax runs row by row on vector<16xf32>, and
+// P . V accumulates into the f32 state with the alpha rescale folded into the
+// accumulator load.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashc/Conversion/Passes.h"
+#include "flashc/Dialect/Flash/IR/FlashOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+#include <limits>
+
+namespace mlir {
+namespace flash {
+#define GEN_PASS_DEF_FLASHEXPANDTOCPU
+#include "flashc/Conversion/Passes.h.inc"
+} // namespace flash
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::flash;
+
+namespace {
+
+/// f32 lanes of one vector register (AVX-512).
+constexpr int64_t kLanes = 16;
+/// Query rows per register block of S = Q . K^T.
+constexpr int64_t kRowBlock = 4;
+/// Vectors per row in one register block (4 x 16 = 64 columns).
+constexpr int64_t kColVectors = 4;
+
+/// Emits the CPU code of the block-level ops. Holds the builder and small
+/// helpers for constants, element-type conversion and chunked loops.
+class Emitter {
+public:
+  explicit Emitter(ImplicitLocOpBuilder &b) : b(b), f32(b.getF32Type()) {}
+
+  void expandStep(AttentionStepOp op);
+  void expandFinalize(FinalizeOp op);
+  void expandCombine(CombineOp op);
+
+private:
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+  Value f32Const(double v) {
+    return arith::ConstantOp::create(b, f32, b.getF32FloatAttr(v));
+  }
+  VectorType vec(int64_t width) { return VectorType::get({width}, f32); }
+  Value vecConst(int64_t width, double v) {
+    return arith::ConstantOp::create(
+        b, vec(width),
+        DenseElementsAttr::get(vec(width), b.getF32FloatAttr(v)));
+  }
+  Value splat(Value scalar, int64_t width) {
+    return vector::BroadcastOp::create(b, vec(width), scalar);
+  }
+  Value negInf() { return f32Const(-std::numeric_limits<double>::infinity()); }
+
+  Value dim(Value mem, int64_t i) {
+    auto type = cast<MemRefType>(mem.getType());
+    if (!type.isDynamicDim(i))
+      return idx(type.getDimSize(i));
+    return memref::DimOp::create(b, mem, i);
+  }
+
+  /// Loads `width` elements of `mem` at `indices` as vector<width x f32>.
+  Value loadVec(Value mem, ValueRange indices, int64_t width) {
+    Type elt = cast<MemRefType>(mem.getType()).getElementType();
+    Value v =
+        vector::LoadOp::create(b, VectorType::get({width}, elt), mem, indices);
+    return elt == f32 ? v : arith::ExtFOp::create(b, vec(width), v);
+  }
+  /// Stores an f32 vector, converting it to `mem`'s element type.
+  void storeVec(Value v, Value mem, ValueRange indices) {
+    Type elt = cast<MemRefType>(mem.getType()).getElementType();
+    if (elt != f32)
+      v = arith::TruncFOp::create(
+          b, VectorType::get(cast<VectorType>(v.getType()).getShape(), elt), v);
+    vector::StoreOp::create(b, v, mem, indices);
+  }
+  Value loadScalar(Value mem, ValueRange indices) {
+    Value v = memref::LoadOp::create(b, mem, indices);
+    return v.getType() == f32 ? v : arith::ExtFOp::create(b, f32, v);
+  }
+  void storeScalar(Value v, Value mem, ValueRange indices) {
+    Type elt = cast<MemRefType>(mem.getType()).getElementType();
+    if (elt != f32)
+      v = arith::TruncFOp::create(b, elt, v);
+    memref::StoreOp::create(b, v, mem, indices);
+  }
+
+  /// Splits a static extent into vector widths: groups of up to
+  /// `kColVectors` full vectors, then one narrower tail.
+  static SmallVector<SmallVector<int64_t>> chunkGroups(int64_t extent) {
+    SmallVector<SmallVector<int64_t>> groups;
+    int64_t full = extent / kLanes, tail = extent % kLanes;
+    for (int64_t i = 0; i < full; i += kColVectors) {
+      SmallVector<int64_t> group(std::min(kColVectors, full - i), kLanes);
+      groups.push_back(group);
+    }
+    if (tail) {
+      if (!groups.empty() && groups.back().size() < kColVectors)
+        groups.back().push_back(tail);
+      else
+        groups.push_back({tail});
+    }
+    return groups;
+  }
+
+  /// Emits `body(indices)` inside a loop nest over the dimensions of `mem`
+  /// except the last `keep` ones.
+  void forEachRow(Value mem, int64_t keep,
+                  function_ref<void(SmallVector<Value> &)> body) {
+    int64_t rank = cast<MemRefType>(mem.getType()).getRank() - keep;
+    SmallVector<Value> ivs;
+    std::function<void(int64_t)> nest = [&](int64_t d) {
+      if (d == rank) {
+        body(ivs);
+        return;
+      }
+      auto loop = scf::ForOp::create(b, idx(0), dim(mem, d), idx(1));
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      ivs.push_back(loop.getInductionVar());
+      nest(d + 1);
+      ivs.pop_back();
+    };
+    nest(0);
+  }
+
+  void rowBlock(AttentionStepOp op, Value kt, Value s, Value npad, Value n,
+                Value g, Value r0, int64_t rows);
+
+  ImplicitLocOpBuilder &b;
+  Type f32;
+};
+
+//===----------------------------------------------------------------------===//
+// attention_step
+//===----------------------------------------------------------------------===//
+
+void Emitter::expandStep(AttentionStepOp op) {
+  Value q = op.getQuery(), k = op.getKey();
+  int64_t g = cast<MemRefType>(q.getType()).getDimSize(0);
+  int64_t d = cast<MemRefType>(q.getType()).getDimSize(2);
+
+  // The scratch buffers are stack allocations released when the step is
+  // done (a memref.alloca_scope would be the natural form, but its
+  // single-block region does not survive scf-to-cf).
+  Value stack =
+      LLVM::StackSaveOp::create(b, LLVM::LLVMPointerType::get(b.getContext()));
+
+  Value n = dim(k, 0);
+  Value lanes = idx(kLanes);
+  Value npad =
+      arith::MulIOp::create(b, arith::CeilDivSIOp::create(b, n, lanes), lanes);
+
+  // Kt[d, c] = K[c, d] in f32; columns n..npad are zero.
+  auto ktType = MemRefType::get({d, ShapedType::kDynamic}, f32);
+  Value kt = memref::AllocaOp::create(b, ktType, ValueRange{npad});
+  scf::ForOp::create(b, idx(0), n, idx(1), ValueRange{},
+                     [&](OpBuilder &, Location, Value c, ValueRange) {
+                       scf::ForOp::create(
+                           b, idx(0), idx(d), idx(1), ValueRange{},
+                           [&](OpBuilder &, Location, Value dd, ValueRange) {
+                             memref::StoreOp::create(b, loadScalar(k, {c, dd}),
+                                                     kt, ValueRange{dd, c});
+                             scf::YieldOp::create(b);
+                           });
+                       scf::YieldOp::create(b);
+                     });
+  scf::ForOp::create(
+      b, n, npad, idx(1), ValueRange{},
+      [&](OpBuilder &, Location, Value c, ValueRange) {
+        scf::ForOp::create(
+            b, idx(0), idx(d), idx(1), ValueRange{},
+            [&](OpBuilder &, Location, Value dd, ValueRange) {
+              memref::StoreOp::create(b, f32Const(0.0), kt, ValueRange{dd, c});
+              scf::YieldOp::create(b);
+            });
+        scf::YieldOp::create(b);
+      });
+
+  auto sType = MemRefType::get({kRowBlock, ShapedType::kDynamic}, f32);
+  Value s = memref::AllocaOp::create(b, sType, ValueRange{npad});
+
+  Value br = dim(q, 1);
+  Value br4 = arith::MulIOp::create(
+      b, arith::DivSIOp::create(b, br, idx(kRowBlock)), idx(kRowBlock));
+  scf::ForOp::create(
+      b, idx(0), idx(g), idx(1), ValueRange{},
+      [&](OpBuilder &, Location, Value gi, ValueRange) {
+        scf::ForOp::create(b, idx(0), br4, idx(kRowBlock), ValueRange{},
+                           [&](OpBuilder &, Location, Value r0, ValueRange) {
+                             rowBlock(op, kt, s, npad, n, gi, r0, kRowBlock);
+                             scf::YieldOp::create(b);
+                           });
+        scf::ForOp::create(b, br4, br, idx(1), ValueRange{},
+                           [&](OpBuilder &, Location, Value r0, ValueRange) {
+                             rowBlock(op, kt, s, npad, n, gi, r0, 1);
+                             scf::YieldOp::create(b);
+                           });
+        scf::YieldOp::create(b);
+      });
+  LLVM::StackRestoreOp::create(b, stack);
+}
+
+/// Processes `rows` query rows starting at `r0` of head `g` of the Q tile:
+/// S = Q . Kt, the online softmax update of (m, l), and acc += P . V.
+void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value npad,
+                       Value n, Value g, Value r0, int64_t rows) {
+  Value q = op.getQuery(), v = op.getValue();
+  Value acc = op.getAcc(), mMem = op.getMax(), lMem = op.getSum();
+  int64_t d = cast<MemRefType>(q.getType()).getDimSize(2);
+  int64_t dv = cast<MemRefType>(v.getType()).getDimSize(1);
+  auto rowIdx = [&](int64_t r) {
+    return r == 0 ? r0 : Value(arith::AddIOp::create(b, r0, idx(r)));
+  };
+
+  // 1. S[r, :] = Q[g, r0 + r, :] . Kt, in column chunks of `cols` vectors.
+  auto qkChunks = [&](Value lb, Value ub, int64_t cols) {
+    scf::ForOp::create(
+        b, lb, ub, idx(cols * kLanes), ValueRange{},
+        [&](OpBuilder &, Location, Value c0, ValueRange) {
+          SmallVector<Value> init(rows * cols, vecConst(kLanes, 0.0));
+          auto dLoop = scf::ForOp::create(
+              b, idx(0), idx(d), idx(1), init,
+              [&](OpBuilder &, Location, Value dd, ValueRange accs) {
+                SmallVector<Value> kv;
+                for (int64_t c = 0; c < cols; ++c) {
+                  Value col = arith::AddIOp::create(b, c0, idx(c * kLanes));
+                  kv.push_back(vector::LoadOp::create(b, vec(kLanes), kt,
+                                                      ValueRange{dd, col}));
+                }
+                SmallVector<Value> next;
+                for (int64_t r = 0; r < rows; ++r) {
+                  Value qs = splat(loadScalar(q, {g, rowIdx(r), dd}), kLanes);
+                  for (int64_t c = 0; c < cols; ++c)
+                    next.push_back(vector::FMAOp::create(b, qs, kv[c],
+                                                         accs[r * cols + c]));
+                }
+                scf::YieldOp::create(b, next);
+              });
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = 0; c < cols; ++c) {
+              Value col = arith::AddIOp::create(b, c0, idx(c * kLanes));
+              vector::StoreOp::create(b, dLoop.getResult(r * cols + c), s,
+                                      ValueRange{idx(r), col});
+            }
+          scf::YieldOp::create(b);
+        });
+  };
+  Value wide = idx(kColVectors * kLanes);
+  Value npadWide =
+      arith::MulIOp::create(b, arith::DivSIOp::create(b, npad, wide), wide);
+  qkChunks(idx(0), npadWide, kColVectors);
+  qkChunks(npadWide, npad, 1);
+
+  // 2. Online softmax, one row at a time.
+  Value scale = f32Const(op.getScale().convertToDouble());
+  Value scaleVec = splat(scale, kLanes);
+  Value ninf = negInf();
+  Value ninfVec = splat(ninf, kLanes);
+  Value zeroF = f32Const(0.0);
+  Value laneIds =
+      vector::StepOp::create(b, VectorType::get({kLanes}, b.getIndexType()));
+  SmallVector<Value> alphas;
+  for (int64_t r = 0; r < rows; ++r) {
+    Value row = rowIdx(r);
+    // Columns [0, end) are visible: end = n, or min(n, row + offset + 1)
+    // under a causal mask, clamped at 0.
+    Value end = n;
+    if (Value offset = op.getMaskOffset()) {
+      Value lim = arith::AddIOp::create(
+          b, arith::AddIOp::create(b, row, offset), idx(1));
+      end =
+          arith::MaxSIOp::create(b, arith::MinSIOp::create(b, n, lim), idx(0));
+    }
+    Value endVec = vector::BroadcastOp::create(
+        b, VectorType::get({kLanes}, b.getIndexType()), end);
+    Value rIdx = idx(r);
+    auto maxLoop = scf::ForOp::create(
+        b, idx(0), npad, idx(kLanes), ValueRange{ninfVec},
+        [&](OpBuilder &, Location, Value c0, ValueRange iter) {
+          Value sv =
+              vector::LoadOp::create(b, vec(kLanes), s, ValueRange{rIdx, c0});
+          sv = arith::MulFOp::create(b, sv, scaleVec);
+          Value cols = arith::AddIOp::create(
+              b, laneIds,
+              vector::BroadcastOp::create(
+                  b, VectorType::get({kLanes}, b.getIndexType()), c0));
+          Value visible =
+              arith::CmpIOp::create(b, arith::CmpIPredicate::slt, cols, endVec);
+          sv = arith::SelectOp::create(b, visible, sv, ninfVec);
+          vector::StoreOp::create(b, sv, s, ValueRange{rIdx, c0});
+          scf::YieldOp::create(
+              b, ValueRange{arith::MaximumFOp::create(b, iter[0], sv)});
+        });
+    Value rowMax = vector::ReductionOp::create(
+        b, vector::CombiningKind::MAXIMUMF, maxLoop.getResult(0));
+    Value mOld = memref::LoadOp::create(b, mMem, ValueRange{g, row});
+    Value lOld = memref::LoadOp::create(b, lMem, ValueRange{g, row});
+    Value mNew = arith::MaximumFOp::create(b, mOld, rowMax);
+    // A row with no visible key so far keeps m = -inf; subtract 0 instead
+    // so that exp(-inf - m) is 0 rather than NaN.
+    Value mIsInf =
+        arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, mNew, ninf);
+    Value mUse = arith::SelectOp::create(b, mIsInf, zeroF, mNew);
+    Value oldIsInf =
+        arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, mOld, ninf);
+    Value alpha = arith::SelectOp::create(
+        b, oldIsInf, zeroF,
+        math::ExpOp::create(b, arith::SubFOp::create(b, mOld, mUse)));
+    Value mUseVec = splat(mUse, kLanes);
+    Value floorVec = vecConst(kLanes, -87.0);
+    Value zeroVec = vecConst(kLanes, 0.0);
+    auto sumLoop = scf::ForOp::create(
+        b, idx(0), npad, idx(kLanes), ValueRange{zeroVec},
+        [&](OpBuilder &, Location, Value c0, ValueRange iter) {
+          Value sv =
+              vector::LoadOp::create(b, vec(kLanes), s, ValueRange{rIdx, c0});
+          Value masked =
+              arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, sv, ninfVec);
+          Value x = arith::MaximumFOp::create(
+              b, arith::SubFOp::create(b, sv, mUseVec), floorVec);
+          Value p = arith::SelectOp::create(b, masked, zeroVec,
+                                            math::ExpOp::create(b, x));
+          vector::StoreOp::create(b, p, s, ValueRange{rIdx, c0});
+          scf::YieldOp::create(
+              b, ValueRange{arith::AddFOp::create(b, iter[0], p)});
+        });
+    Value rowSum = vector::ReductionOp::create(b, vector::CombiningKind::ADD,
+                                               sumLoop.getResult(0));
+    Value lNew =
+        arith::AddFOp::create(b, arith::MulFOp::create(b, alpha, lOld), rowSum);
+    memref::StoreOp::create(b, mNew, mMem, ValueRange{g, row});
+    memref::StoreOp::create(b, lNew, lMem, ValueRange{g, row});
+    alphas.push_back(alpha);
+  }
+
+  // 3. acc[g, r0 + r, :] = alpha_r * acc + P[r, :] . V, in column groups.
+  int64_t d0 = 0;
+  for (const SmallVector<int64_t> &group : chunkGroups(dv)) {
+    SmallVector<int64_t> offsets;
+    for (int64_t w : group) {
+      offsets.push_back(d0);
+      d0 += w;
+    }
+    SmallVector<Value> init;
+    for (int64_t r = 0; r < rows; ++r)
+      for (auto [w, off] : llvm::zip(group, offsets)) {
+        Value a = loadVec(acc, {g, rowIdx(r), idx(off)}, w);
+        init.push_back(arith::MulFOp::create(b, a, splat(alphas[r], w)));
+      }
+    int64_t cols = group.size();
+    auto cLoop = scf::ForOp::create(
+        b, idx(0), n, idx(1), init,
+        [&](OpBuilder &, Location, Value c, ValueRange accs) {
+          SmallVector<Value> vv;
+          for (auto [w, off] : llvm::zip(group, offsets))
+            vv.push_back(loadVec(v, {c, idx(off)}, w));
+          SmallVector<Value> next;
+          for (int64_t r = 0; r < rows; ++r) {
+            Value p = memref::LoadOp::create(b, s, ValueRange{idx(r), c});
+            for (int64_t j = 0; j < cols; ++j)
+              next.push_back(vector::FMAOp::create(b, splat(p, group[j]), vv[j],
+                                                   accs[r * cols + j]));
+          }
+          scf::YieldOp::create(b, next);
+        });
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < cols; ++j)
+        storeVec(cLoop.getResult(r * cols + j), acc,
+                 {g, rowIdx(r), idx(offsets[j])});
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// finalize and combine
+//===----------------------------------------------------------------------===//
+
+void Emitter::expandFinalize(FinalizeOp op) {
+  Value acc = op.getAcc(), out = op.getOut(), lse = op.getLse();
+  int64_t dv = cast<MemRefType>(acc.getType()).getShape().back();
+  forEachRow(acc, 1, [&](SmallVector<Value> &row) {
+    Value l = memref::LoadOp::create(b, op.getSum(), row);
+    Value positive =
+        arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, l, f32Const(0.0));
+    Value inv = arith::SelectOp::create(
+        b, positive, arith::DivFOp::create(b, f32Const(1.0), l), f32Const(0.0));
+    int64_t d0 = 0;
+    for (const SmallVector<int64_t> &group : chunkGroups(dv))
+      for (int64_t w : group) {
+        SmallVector<Value> at(row);
+        at.push_back(idx(d0));
+        Value x = arith::MulFOp::create(b, loadVec(acc, at, w), splat(inv, w));
+        storeVec(x, out, at);
+        d0 += w;
+      }
+    if (lse) {
+      Value m = memref::LoadOp::create(b, op.getMax(), row);
+      Value value = arith::SelectOp::create(
+          b, positive, arith::AddFOp::create(b, m, math::LogOp::create(b, l)),
+          negInf());
+      memref::StoreOp::create(b, value, lse, row);
+    }
+  });
+}
+
+void Emitter::expandCombine(CombineOp op) {
+  Value parts = op.getParts(), partLse = op.getPartLse();
+  Value out = op.getOut(), lse = op.getLse();
+  int64_t dv = cast<MemRefType>(parts.getType()).getShape().back();
+  Value splits = dim(parts, 0);
+  forEachRow(out, 1, [&](SmallVector<Value> &row) {
+    auto at = [&](Value s) {
+      SmallVector<Value> indices = {s};
+      indices.append(row.begin(), row.end());
+      return indices;
+    };
+    Value ninf = negInf();
+    auto maxLoop = scf::ForOp::create(
+        b, idx(0), splits, idx(1), ValueRange{ninf},
+        [&](OpBuilder &, Location, Value s, ValueRange iter) {
+          Value x = memref::LoadOp::create(b, partLse, at(s));
+          scf::YieldOp::create(
+              b, ValueRange{arith::MaximumFOp::create(b, iter[0], x)});
+        });
+    Value mx = maxLoop.getResult(0);
+    Value empty = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, mx, ninf);
+    Value mUse = arith::SelectOp::create(b, empty, f32Const(0.0), mx);
+    auto sumLoop = scf::ForOp::create(
+        b, idx(0), splits, idx(1), ValueRange{f32Const(0.0)},
+        [&](OpBuilder &, Location, Value s, ValueRange iter) {
+          Value x = memref::LoadOp::create(b, partLse, at(s));
+          Value e = math::ExpOp::create(b, arith::SubFOp::create(b, x, mUse));
+          scf::YieldOp::create(
+              b, ValueRange{arith::AddFOp::create(b, iter[0], e)});
+        });
+    Value total = arith::SelectOp::create(
+        b, empty, ninf,
+        arith::AddFOp::create(b, mUse,
+                              math::LogOp::create(b, sumLoop.getResult(0))));
+    if (lse)
+      memref::StoreOp::create(b, total, lse, row);
+    Value totalUse = arith::SelectOp::create(b, empty, f32Const(0.0), total);
+    int64_t d0 = 0;
+    for (const SmallVector<int64_t> &group : chunkGroups(dv)) {
+      SmallVector<int64_t> offsets;
+      SmallVector<Value> init;
+      for (int64_t w : group) {
+        offsets.push_back(d0);
+        init.push_back(vecConst(w, 0.0));
+        d0 += w;
+      }
+      auto sLoop = scf::ForOp::create(
+          b, idx(0), splits, idx(1), init,
+          [&](OpBuilder &, Location, Value s, ValueRange accs) {
+            Value x = memref::LoadOp::create(b, partLse, at(s));
+            // Empty splits (lse = -inf) get weight exp(-inf) = 0.
+            Value isInf =
+                arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, x, ninf);
+            Value weight = arith::SelectOp::create(
+                b, isInf, f32Const(0.0),
+                math::ExpOp::create(b, arith::SubFOp::create(b, x, totalUse)));
+            SmallVector<Value> next;
+            for (auto [j, w] : llvm::enumerate(group)) {
+              SmallVector<Value> indices = at(s);
+              indices.push_back(idx(offsets[j]));
+              next.push_back(vector::FMAOp::create(
+                  b, splat(weight, w), loadVec(parts, indices, w), accs[j]));
+            }
+            scf::YieldOp::create(b, next);
+          });
+      for (auto [j, w] : llvm::enumerate(group)) {
+        SmallVector<Value> indices(row);
+        indices.push_back(idx(offsets[j]));
+        storeVec(sLoop.getResult(j), out, indices);
+      }
+    }
+  });
+}
+
+struct FlashExpandToCPUPass
+    : flash::impl::FlashExpandToCPUBase<FlashExpandToCPUPass> {
+  void runOnOperation() override {
+    SmallVector<Operation *> ops;
+    bool failedAny = false;
+    getOperation()->walk([&](Operation *op) {
+      if (!isa<AttentionStepOp, FinalizeOp, CombineOp>(op))
+        return;
+      if (op->getNumResults() != 0) {
+        op->emitOpError("must be bufferized (on memrefs) before "
+                        "flash-expand-to-cpu");
+        failedAny = true;
+        return;
+      }
+      if (auto step = dyn_cast<AttentionStepOp>(op)) {
+        int64_t rank = cast<MemRefType>(step.getQuery().getType()).getRank();
+        if (rank != 3) {
+          op->emitOpError() << "query must be a [G, Br, D] tile (rank 3) for "
+                               "the CPU expansion, got rank "
+                            << rank << "; run flash-tile first";
+          failedAny = true;
+          return;
+        }
+        auto vType = cast<MemRefType>(step.getValue().getType());
+        for (Value operand : op->getOperands()) {
+          auto type = dyn_cast<MemRefType>(operand.getType());
+          if (type && !type.getLayout().isIdentity()) {
+            int64_t offset;
+            SmallVector<int64_t> strides;
+            if (failed(type.getStridesAndOffset(strides, offset)) ||
+                strides.back() != 1) {
+              op->emitOpError() << "needs unit stride in the innermost "
+                                   "dimension, got "
+                                << type;
+              failedAny = true;
+              return;
+            }
+          }
+        }
+        (void)vType;
+      }
+      ops.push_back(op);
+    });
+    if (failedAny)
+      return signalPassFailure();
+    for (Operation *op : ops) {
+      ImplicitLocOpBuilder b(op->getLoc(), op);
+      Emitter emitter(b);
+      if (auto step = dyn_cast<AttentionStepOp>(op))
+        emitter.expandStep(step);
+      else if (auto fin = dyn_cast<FinalizeOp>(op))
+        emitter.expandFinalize(fin);
+      else
+        emitter.expandCombine(cast<CombineOp>(op));
+      op->erase();
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,160 @@
+//===- ReportCost.cpp - Print the cost model of each flash.attention ------===//
+//
+// Implements `flash-report-cost`, an analysis pass: for every
+// flash.attention it builds the problem's AttentionShape, resolves the
+// target and the schedule options, and prints the CostModel report (text or
+// JSON) to stdout. Each report is headed by the op's index, in walk order
+// within the operation the pass runs on, and its enclosing function (in
+// JSON, the extra keys `index` and `function`).
+// The IR is left untouched.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashc/Analysis/CostModel.h"
+#include "flashc/Dialect/Flash/IR/FlashOps.h"
+#include "flashc/Dialect/Flash/Transforms/Passes.h"
+
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace mlir {
+namespace flash {
+#define GEN_PASS_DEF_FLASHREPORTCOST
+#include "flashc/Dialect/Flash/Transforms/Passes.h.inc"
+} // namespace flash
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::flash;
+
+namespace {
+
+/// Reads the sizes of `op` into an AttentionShape. Reports the first dynamic
+/// size (B, Nq or Nk; the verifier keeps heads and head dimensions static)
+/// or an unsupported element type on `op` and fails.
+FailureOr<AttentionShape> getAttentionShape(AttentionOp op) {
+  RankedTensorType q = op.getQuery().getType();
+  RankedTensorType k = op.getKey().getType();
+  RankedTensorType v = op.getValue().getType();
+  struct Dim {
+    RankedTensorType type;
+    unsigned index;
+    const char *name;
+  };
+  for (Dim dim : {Dim{q, 0, "batch B (query dimension 0)"},
+                  Dim{q, 1, "query heads Hq (query dimension 1)"},
+                  Dim{k, 1, "kv heads Hkv (key dimension 1)"},
+                  Dim{q, 2, "query length Nq (query dimension 2)"},
+                  Dim{k, 2, "key length Nk (key dimension 2)"},
+                  Dim{q, 3, "head dimension D (query dimension 3)"},
+                  Dim{v, 3, "value head dimension Dv (value dimension 3)"}}) {
+    if (dim.type.isDynamicDim(dim.index))
+      return op.emitError() << "flash-report-cost needs static sizes: the "
+                            << dim.name << " of " << dim.type << " is dynamic";
+  }
+
+  AttentionShape shape;
+  shape.batch = q.getDimSize(0);
+  shape.heads = q.getDimSize(1);
+  shape.kvHeads = k.getDimSize(1);
+  shape.seqQ = q.getDimSize(2);
+  shape.seqKV = k.getDimSize(2);
+  shape.headDim = q.getDimSize(3);
+  shape.headDimV = v.getDimSize(3);
+  shape.causal = op.getCausal();
+  Type elementType = q.getElementType();
+  if (elementType.isF32())
+    shape.elementBytes = 4;
+  else if (elementType.isF16() || elementType.isBF16())
+    shape.elementBytes = 2;
+  else
+    return op.emitError() << "flash-report-cost: unsupported element type "
+                          << elementType << ", expected f32, f16 or bf16";
+  return shape;
+}
+
+struct FlashReportCostPass
+    : flash::impl::FlashReportCostBase<FlashReportCostPass> {
+  using Base::Base;
+
+  void runOnOperation() override;
+};
+
+void FlashReportCostPass::runOnOperation() {
+  Operation *root = getOperation();
+  markAllAnalysesPreserved();
+
+  llvm::Expected<TargetInfo> targetInfo = TargetInfo::get(target);
+  if (!targetInfo) {
+    root->emitError() << "flash-report-cost: "
+                      << llvm::toString(targetInfo.takeError());
+    return signalPassFailure();
+  }
+  if (sramBytes < 0) {
+    root->emitError() << "flash-report-cost: sram-bytes must be positive (or "
+                         "0 for the target's), got "
+                      << static_cast<int64_t>(sramBytes);
+    return signalPassFailure();
+  }
+  if (sramBytes > 0)
+    targetInfo->sramBytes = sramBytes;
+  std::optional<LoopOrder> order = parseLoopOrder(loopOrder);
+  if (!order) {
+    root->emitError() << "flash-report-cost: unknown loop order '" << loopOrder
+                      << "'; expected fa2 or algorithm1";
+    return signalPassFailure();
+  }
+
+  CostOptions options;
+  options.order = *order;
+  options.blockQ = blockQ;
+  options.blockKV = blockKV;
+  options.splits = splits;
+
+  // The reports go to stdout in one write, so that instances of the pass
+  // running on several functions in parallel do not interleave their lines.
+  std::string buffer;
+  llvm::raw_string_ostream os(buffer);
+  bool anyFailed = false;
+  int64_t index = 0;
+  root->walk([&](AttentionOp op) {
+    int64_t opIndex = index++;
+    FailureOr<AttentionShape> shape = getAttentionShape(op);
+    if (failed(shape)) {
+      anyFailed = true;
+      return;
+    }
+    llvm::Expected<CostReport> report =
+        computeCostReport(*targetInfo, *shape, options);
+    if (!report) {
+      op.emitError() << "flash-report-cost: "
+                     << llvm::toString(report.takeError());
+      anyFailed = true;
+      return;
+    }
+
+    std::string function;
+    if (auto func = op->getParentOfType<FunctionOpInterface>())
+      function = func.getName().str();
+    if (json) {
+      llvm::json::Object object = costReportToJSON(*report);
+      object["function"] = function;
+      object["index"] = opIndex;
+      os << llvm::formatv("{0:2}\n", llvm::json::Value(std::move(object)));
+      return;
+    }
+    os << "flash.attention #" << opIndex;
+    if (!function.empty())
+      os << " in @" << function;
+    os << ":\n";
+    printCostReport(*report, os);
+  });
+  llvm::outs() << os.str();
+  llvm::outs().flush();
+  if (anyFailed)
+    signalPassFailure();
+}
+
+} // namespace

@@ -1,0 +1,213 @@
+//===- Pipelines.cpp - flashc's named pass pipelines ----------------------===//
+//
+// Builds the stages of Pipelines.h. The flash passes are created through
+// their generated constructors; the upstream ones by name, which keeps this
+// file free of the heavy conversion headers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashc/Pipelines/Pipelines.h"
+
+#include "flashc/Analysis/AttentionSchedule.h"
+#include "flashc/Conversion/Passes.h"
+#include "flashc/Dialect/Flash/Transforms/Passes.h"
+#include "flashc/Target/TargetInfo.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <thread>
+
+using namespace mlir;
+using namespace mlir::flash;
+
+std::string PipelineConfig::str() const {
+  return llvm::formatv("target={0} loop-order={1} block-q={2} block-kv={3} "
+                       "sram-bytes={4} splits={5} max-seq-q={6} kv-block={7} "
+                       "num-threads={8}",
+                       target, loopOrder, blockQ, blockKV, sramBytes, splits,
+                       maxSeqQ, kvBlock, numThreads)
+      .str();
+}
+
+llvm::Error PipelineConfig::validate() const {
+  if (llvm::Expected<TargetInfo> t = TargetInfo::get(target); !t)
+    return t.takeError();
+  if (!parseLoopOrder(loopOrder))
+    return llvm::createStringError("unknown loop order '" + loopOrder +
+                                   "'; expected fa2 or algorithm1");
+  auto check = [](int64_t v, llvm::StringRef name) -> llvm::Error {
+    if (v < 0)
+      return llvm::createStringError(
+          llvm::formatv("{0} must be non-negative, got {1}", name, v).str());
+    return llvm::Error::success();
+  };
+  for (auto [v, name] : {std::pair<int64_t, const char *>{blockQ, "block-q"},
+                         {blockKV, "block-kv"},
+                         {sramBytes, "sram-bytes"},
+                         {splits, "splits"},
+                         {maxSeqQ, "max-seq-q"},
+                         {numThreads, "num-threads"}})
+    if (llvm::Error e = check(v, name))
+      return e;
+  if (kvBlock <= 0)
+    return llvm::createStringError(
+        llvm::formatv("kv-block must be positive, got {0}", kvBlock).str());
+  return llvm::Error::success();
+}
+
+llvm::ArrayRef<llvm::StringRef> mlir::flash::pipelineStages() {
+  static const llvm::StringRef stages[] = {"fuse",       "online", "tiled",
+                                           "bufferized", "cpu",    "llvm"};
+  return stages;
+}
+
+/// Appends an upstream textual pipeline (a comma-separated pass list
+/// anchored on the module) to `pm`.
+static llvm::Error addTextual(OpPassManager &pm, llvm::StringRef text) {
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  if (failed(parsePassPipeline(text, pm, os)))
+    return llvm::createStringError("invalid pipeline '" + text +
+                                   "': " + errors);
+  return llvm::Error::success();
+}
+
+llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
+                                    const PipelineConfig &c) {
+  if (stage == "fuse") {
+    pm.addPass(createFlashFuseAttention());
+    return llvm::Error::success();
+  }
+  if (stage == "online") {
+    FlashOnlineSoftmaxOptions o;
+    o.kvBlock = c.kvBlock;
+    pm.addPass(createFlashOnlineSoftmax(o));
+    return llvm::Error::success();
+  }
+  if (stage == "tiled") {
+    FlashTileOptions tile;
+    tile.target = c.target;
+    tile.loopOrder = c.loopOrder;
+    tile.blockQ = c.blockQ;
+    tile.blockKV = c.blockKV;
+    tile.sramBytes = c.sramBytes;
+    pm.addPass(createFlashTile(tile));
+    // Split before bounding: flash-causal-skip clamps whatever KV range each
+    // split loop covers.
+    FlashSplitKVOptions split;
+    split.target = c.target;
+    split.splits = c.splits;
+    split.maxSeqQ = c.maxSeqQ;
+    pm.addPass(createFlashSplitKV(split));
+    pm.addPass(createFlashCausalSkip());
+    return llvm::Error::success();
+  }
+  if (stage == "bufferized") {
+    // Empty-tensor elimination must see the destinations before
+    // canonicalization folds reshapes of tensor.empty away. No CSE before
+    // bufferization: it may merge distinct tensor.empty scratch tensors.
+    return addTextual(
+        pm, "eliminate-empty-tensors,canonicalize,"
+            "one-shot-bufferize{bufferize-function-boundaries "
+            "function-boundary-type-conversion=identity-layout-map},"
+            "canonicalize,cse,canonicalize,buffer-deallocation-pipeline");
+  }
+  if (stage == "cpu") {
+    pm.addPass(createFlashExpandToCPU());
+    int64_t threads = c.numThreads;
+    if (threads == 0) {
+      unsigned hw = std::thread::hardware_concurrency();
+      threads = hw ? hw : 1;
+    }
+    return addTextual(
+        pm, llvm::formatv("convert-linalg-to-loops,scf-forall-to-parallel,"
+                          "convert-scf-to-openmp{{num-threads={0}},"
+                          "flash-approximate-math,canonicalize",
+                          threads)
+                .str());
+  }
+  if (stage == "llvm") {
+    // memref.alloca_scope (from scf-to-openmp) must be lowered while its
+    // body is still one block, so memref-to-llvm runs before scf-to-cf.
+    return addTextual(
+        pm, "lower-affine,convert-vector-to-scf,expand-strided-metadata,"
+            "lower-affine,finalize-memref-to-llvm,convert-scf-to-cf,"
+            "convert-vector-to-llvm,convert-math-to-llvm,"
+            "convert-openmp-to-llvm,convert-to-llvm,"
+            "reconcile-unrealized-casts");
+  }
+  return llvm::createStringError("unknown stage '" + stage + "'; expected " +
+                                 "fuse, online, tiled, bufferized, cpu or " +
+                                 "llvm");
+}
+
+llvm::Error mlir::flash::buildPipeline(OpPassManager &pm,
+                                       const PipelineConfig &config,
+                                       llvm::StringRef last) {
+  if (llvm::Error e = config.validate())
+    return e;
+  if (!last.empty() && !llvm::is_contained(pipelineStages(), last))
+    return buildStage(pm, last, config); // reports the unknown stage
+  for (llvm::StringRef stage : pipelineStages()) {
+    if (llvm::Error e = buildStage(pm, stage, config))
+      return e;
+    if (stage == last)
+      break;
+  }
+  return llvm::Error::success();
+}
+
+PipelineConfig FlashPipelineOptions::toConfig() const {
+  PipelineConfig c;
+  c.target = target;
+  c.loopOrder = loopOrder;
+  c.blockQ = blockQ;
+  c.blockKV = blockKV;
+  c.sramBytes = sramBytes;
+  c.splits = splits;
+  c.maxSeqQ = maxSeqQ;
+  c.numThreads = numThreads;
+  return c;
+}
+
+namespace {
+/// Stands in for a pipeline whose options were invalid: fails with the
+/// message when run, so that flashc-opt reports it as a diagnostic.
+struct InvalidPipelinePass
+    : public PassWrapper<InvalidPipelinePass, OperationPass<>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(InvalidPipelinePass)
+  explicit InvalidPipelinePass(std::string message)
+      : message(std::move(message)) {}
+  StringRef getArgument() const final { return "flash-invalid-pipeline"; }
+  void runOnOperation() override {
+    getOperation()->emitError(message);
+    signalPassFailure();
+  }
+  std::string message;
+};
+} // namespace
+
+void mlir::flash::registerFlashPipelines() {
+  auto build = [](llvm::StringRef last) {
+    return [last](OpPassManager &pm, const FlashPipelineOptions &options) {
+      if (llvm::Error e = buildPipeline(pm, options.toConfig(), last)) {
+        pm.clear();
+        pm.addPass(std::make_unique<InvalidPipelinePass>(
+            "invalid flash pipeline options: " + llvm::toString(std::move(e))));
+      }
+    };
+  };
+  PassPipelineRegistration<FlashPipelineOptions>(
+      "flash-attention-pipeline",
+      "Fuse, rewrite into online softmax, tile, split and bound causal "
+      "loops (tensor level, target-independent)",
+      build("tiled"));
+  PassPipelineRegistration<FlashPipelineOptions>(
+      "flash-cpu-pipeline",
+      "The whole CPU pipeline: the naive graph or flash.attention to the "
+      "LLVM dialect",
+      build("llvm"));
+}

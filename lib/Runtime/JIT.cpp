@@ -1,0 +1,600 @@
+//===- JIT.cpp - Compile, cache and run attention kernels -----------------===//
+//
+// Implements the C++ API: the kernel module of an AttentionSpec, the staged
+// compilation through flashc's pipeline to LLVM, the MLIR ExecutionEngine
+// with the host CPU's features, buffer checking, and the content-addressed
+// cache.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashc/Runtime/JIT.h"
+
+#include "flashc/Dialect/Flash/IR/FlashOps.h"
+#include "flashc/Dialect/Flash/Transforms/Passes.h"
+#include "flashc/InitFlashc.h"
+#include "flashc/Target/TargetInfo.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+
+#include <chrono>
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::flash;
+
+//===----------------------------------------------------------------------===//
+// DType and AttentionSpec
+//===----------------------------------------------------------------------===//
+
+llvm::StringRef mlir::flash::stringifyDType(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return "f32";
+  case DType::F16:
+    return "f16";
+  case DType::BF16:
+    return "bf16";
+  }
+  return "?";
+}
+
+std::optional<DType> mlir::flash::parseDType(llvm::StringRef name) {
+  if (name == "f32")
+    return DType::F32;
+  if (name == "f16")
+    return DType::F16;
+  if (name == "bf16")
+    return DType::BF16;
+  return std::nullopt;
+}
+
+int64_t mlir::flash::getDTypeBytes(DType dtype) {
+  return dtype == DType::F32 ? 4 : 2;
+}
+
+double AttentionSpec::effectiveScale() const {
+  return scale ? *scale : 1.0 / std::sqrt(static_cast<double>(headDim));
+}
+
+llvm::Error AttentionSpec::validate() const {
+  auto bad = [](const llvm::Twine &msg) {
+    return llvm::createStringError(msg.str());
+  };
+  for (auto [value, name] : {std::pair<int64_t, const char *>{batch, "batch"},
+                             {heads, "heads"},
+                             {kvHeads, "kv-heads"},
+                             {seqQ, "seq-q"},
+                             {seqKV, "seq-kv"},
+                             {headDim, "head-dim"}})
+    if (value <= 0)
+      return bad(llvm::formatv("{0} must be positive, got {1}", name, value));
+  if (headDimV < 0)
+    return bad(llvm::formatv("head-dim-v must be positive, got {0}", headDimV));
+  if (heads % kvHeads != 0)
+    return bad(llvm::formatv("heads ({0}) must be a multiple of kv-heads ({1})",
+                             heads, kvHeads));
+  if (scale && (!std::isfinite(*scale) || *scale <= 0))
+    return bad(
+        llvm::formatv("scale must be finite and positive, got {0}", *scale));
+  return llvm::Error::success();
+}
+
+std::string AttentionSpec::str() const {
+  return llvm::formatv("b={0} hq={1} hkv={2} nq={3} nk={4} d={5} dv={6} {7} "
+                       "causal={8} scale={9:e} lse={10}",
+                       batch, heads, kvHeads, seqQ, seqKV, headDim, valueDim(),
+                       stringifyDType(dtype), causal, effectiveScale(), withLse)
+      .str();
+}
+
+AttentionShape AttentionSpec::shape() const {
+  AttentionShape s;
+  s.batch = batch;
+  s.heads = heads;
+  s.kvHeads = kvHeads;
+  s.seqQ = seqQ;
+  s.seqKV = seqKV;
+  s.headDim = headDim;
+  s.headDimV = valueDim();
+  s.causal = causal;
+  s.elementBytes = getDTypeBytes(dtype);
+  return s;
+}
+
+std::string AttentionSpec::toMLIR() const {
+  std::string t = stringifyDType(dtype).str();
+  auto tensor = [&](int64_t h, int64_t n, int64_t d) {
+    return llvm::formatv("{0}x{1}x{2}x{3}x{4}", batch, h, n, d, t).str();
+  };
+  std::string q = tensor(heads, seqQ, headDim);
+  std::string k = tensor(kvHeads, seqKV, headDim);
+  std::string v = tensor(kvHeads, seqKV, valueDim());
+  std::string o = tensor(heads, seqQ, valueDim());
+  std::string l = llvm::formatv("{0}x{1}x{2}xf32", batch, heads, seqQ).str();
+  const char *strided4 = ", strided<[?, ?, ?, 1], offset: ?>";
+  const char *strided3 = ", strided<[?, ?, 1], offset: ?>";
+  auto mem = [&](const std::string &shape, bool rank3 = false) {
+    return "memref<" + shape + (rank3 ? strided3 : strided4) + ">";
+  };
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "func.func @flash_attention(%qm: " << mem(q) << ", %km: " << mem(k)
+     << ", %vm: " << mem(v) << ", %om: " << mem(o);
+  if (withLse)
+    os << ", %lm: " << mem(l, true);
+  os << ") attributes {llvm.emit_c_interface} {\n";
+  auto toTensor = [&](const char *name, const std::string &shape, bool r3) {
+    os << "  %" << name << " = bufferization.to_tensor %" << name
+       << "m restrict : " << mem(shape, r3) << " to tensor<" << shape << ">\n";
+  };
+  toTensor("q", q, false);
+  toTensor("k", k, false);
+  toTensor("v", v, false);
+  os << "  " << (withLse ? "%o, %l" : "%o")
+     << " = flash.attention %q, %k, %v scale = "
+     << llvm::formatv("{0:e9}", effectiveScale()) << (causal ? " causal" : "")
+     << " : tensor<" << q << ">, tensor<" << k << ">, tensor<" << v
+     << "> -> tensor<" << o << ">" << (withLse ? ", tensor<" + l + ">" : "")
+     << "\n";
+  os << "  bufferization.materialize_in_destination %o in restrict writable "
+        "%om : (tensor<"
+     << o << ">, " << mem(o) << ") -> ()\n";
+  if (withLse)
+    os << "  bufferization.materialize_in_destination %l in restrict "
+          "writable %lm : (tensor<"
+       << l << ">, " << mem(l, true) << ") -> ()\n";
+  os << "  return\n}\n";
+  return s;
+}
+
+//===----------------------------------------------------------------------===//
+// Compilation
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The dialects and translations every compilation needs, built once.
+const DialectRegistry &getRegistry() {
+  static DialectRegistry *registry = [] {
+    auto *r = new DialectRegistry();
+    registerFlashcDialects(*r);
+    registerFlashcTranslations(*r);
+    registerFlashcPasses();
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    return r;
+  }();
+  return *registry;
+}
+
+/// Collects the diagnostics emitted while it lives.
+struct DiagnosticCollector {
+  explicit DiagnosticCollector(MLIRContext &ctx)
+      : handler(&ctx, [this](Diagnostic &diag) {
+          llvm::raw_string_ostream os(messages);
+          os << diag.getLocation() << ": " << diag << "\n";
+          return success();
+        }) {}
+  std::string messages;
+  ScopedDiagnosticHandler handler;
+};
+
+std::string printOp(Operation *op) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  op->print(os);
+  return s;
+}
+
+/// Parses `source` and runs the stages up to `last` (all when empty),
+/// recording the IR after each into `stageIR` when it is non-null.
+llvm::Expected<OwningOpRef<ModuleOp>>
+runStages(MLIRContext &ctx, llvm::StringRef source,
+          const PipelineConfig &config, llvm::StringRef last,
+          std::vector<std::pair<std::string, std::string>> *stageIR) {
+  DiagnosticCollector diags(ctx);
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(source, &ctx);
+  if (!module)
+    return llvm::createStringError("cannot parse the kernel module:\n" +
+                                   diags.messages);
+  if (llvm::Error e = config.validate())
+    return e;
+  for (llvm::StringRef stage : pipelineStages()) {
+    PassManager pm(&ctx);
+    if (llvm::Error e = buildStage(pm, stage, config))
+      return e;
+    if (failed(pm.run(*module)))
+      return llvm::createStringError("stage '" + stage + "' failed:\n" +
+                                     diags.messages);
+    if (stageIR)
+      stageIR->emplace_back(stage.str(), printOp(*module));
+    if (stage == last)
+      break;
+  }
+  return module;
+}
+
+} // namespace
+
+Kernel::~Kernel() = default;
+
+llvm::Expected<std::string> Compiler::lowerToStage(const AttentionSpec &spec,
+                                                   const PipelineConfig &config,
+                                                   llvm::StringRef stage) {
+  if (llvm::Error e = spec.validate())
+    return e;
+  if (!stage.empty() && !llvm::is_contained(pipelineStages(), stage))
+    return llvm::createStringError(
+        "unknown stage '" + stage +
+        "'; expected fuse, online, tiled, bufferized, cpu or llvm");
+  MLIRContext ctx(getRegistry(), MLIRContext::Threading::DISABLED);
+  llvm::Expected<OwningOpRef<ModuleOp>> module =
+      runStages(ctx, spec.toMLIR(), config, stage, nullptr);
+  if (!module)
+    return module.takeError();
+  return printOp(**module);
+}
+
+namespace mlir {
+namespace flash {
+/// Builds kernels; the only code that fills a Kernel's private state.
+struct KernelBuilder {
+  static llvm::Expected<std::unique_ptr<Kernel>>
+  build(const AttentionSpec &spec, const PipelineConfig &config);
+};
+} // namespace flash
+} // namespace mlir
+
+/// Builds the kernel for `spec` (no caching).
+llvm::Expected<std::unique_ptr<Kernel>>
+KernelBuilder::build(const AttentionSpec &spec, const PipelineConfig &config) {
+  auto start = std::chrono::steady_clock::now();
+  auto kernel = std::unique_ptr<Kernel>(new Kernel());
+  kernel->spec = spec;
+  kernel->metadata.target = config.target;
+  kernel->metadata.config = config.str();
+  MLIRContext ctx(getRegistry(), MLIRContext::Threading::DISABLED);
+  KernelMetadata &meta = kernel->metadata;
+  llvm::Expected<OwningOpRef<ModuleOp>> module =
+      runStages(ctx, spec.toMLIR(), config, "", &meta.stageIR);
+  if (!module)
+    return module.takeError();
+
+  // Record the schedule the passes chose from the tiled IR.
+  meta.tiles = chooseTileSizes(*TargetInfo::get(config.target), spec.shape(),
+                               *parseLoopOrder(config.loopOrder));
+  if (config.blockQ)
+    meta.tiles.blockQ = config.blockQ;
+  if (config.blockKV)
+    meta.tiles.blockKV = config.blockKV;
+
+  auto tmBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!tmBuilder)
+    return tmBuilder.takeError();
+  tmBuilder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  auto tm = tmBuilder->createTargetMachine();
+  if (!tm)
+    return tm.takeError();
+  kernel->targetMachine = std::move(*tm);
+  kernel->transformer = makeOptimizingTransformer(
+      /*optLevel=*/3, /*sizeLevel=*/0, kernel->targetMachine.get());
+  ExecutionEngineOptions options;
+  llvm::StringRef libraries[] = {FLASHC_OPENMP_LIBRARY,
+                                 FLASHC_RUNNER_UTILS_LIBRARY};
+  options.sharedLibPaths = libraries;
+  options.transformer = kernel->transformer;
+  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
+  options.enableGDBNotificationListener = false;
+  options.enablePerfNotificationListener = false;
+  DiagnosticCollector diags(ctx);
+  auto engine = ExecutionEngine::create(**module, options);
+  if (!engine)
+    return llvm::createStringError(
+        "JIT compilation failed: " + llvm::toString(engine.takeError()) + "\n" +
+        diags.messages);
+  auto entry = (*engine)->lookup("_mlir_ciface_flash_attention");
+  if (!entry)
+    return entry.takeError();
+  kernel->engine = std::move(*engine);
+  kernel->entry = *entry;
+  meta.compileSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  return kernel;
+}
+
+//===----------------------------------------------------------------------===//
+// Running
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+template <int N> struct MemRefDescriptor {
+  void *allocated;
+  void *aligned;
+  int64_t offset;
+  int64_t sizes[N];
+  int64_t strides[N];
+};
+
+template <int N> MemRefDescriptor<N> describe(const TensorRef &t) {
+  MemRefDescriptor<N> d;
+  d.allocated = d.aligned = t.data;
+  d.offset = 0;
+  for (int i = 0; i < N; ++i) {
+    d.sizes[i] = t.sizes[i];
+    d.strides[i] = t.strides[i];
+  }
+  return d;
+}
+
+llvm::Error checkBuffer(const TensorRef &t, llvm::StringRef name, DType dtype,
+                        llvm::ArrayRef<int64_t> sizes) {
+  auto shapeStr = [](llvm::ArrayRef<int64_t> s) {
+    std::string r = "[";
+    for (size_t i = 0; i < s.size(); ++i)
+      r += (i ? ", " : "") + std::to_string(s[i]);
+    return r + "]";
+  };
+  if (!t.data)
+    return llvm::createStringError(name + " buffer is null");
+  if (t.dtype != dtype)
+    return llvm::createStringError(
+        llvm::formatv("{0} has element type {1}, expected {2}", name,
+                      stringifyDType(t.dtype), stringifyDType(dtype))
+            .str());
+  if (llvm::ArrayRef<int64_t>(t.sizes) != sizes)
+    return llvm::createStringError(
+        llvm::formatv("{0} has shape {1}, expected {2}", name,
+                      shapeStr(t.sizes), shapeStr(sizes))
+            .str());
+  if (t.strides.size() != sizes.size())
+    return llvm::createStringError(
+        llvm::formatv("{0} has {1} strides for rank {2}", name,
+                      t.strides.size(), sizes.size())
+            .str());
+  if (t.strides.back() != 1)
+    return llvm::createStringError(
+        llvm::formatv("{0} must have unit stride in its last dimension, got "
+                      "strides {1}",
+                      name, shapeStr(t.strides))
+            .str());
+  for (int64_t s : t.strides)
+    if (s < 0)
+      return llvm::createStringError(
+          llvm::formatv("{0} has a negative stride: {1}", name,
+                        shapeStr(t.strides))
+              .str());
+  return llvm::Error::success();
+}
+
+} // namespace
+
+TensorRef TensorRef::contiguous(void *data, DType dtype,
+                                llvm::ArrayRef<int64_t> sizes) {
+  TensorRef t;
+  t.data = data;
+  t.dtype = dtype;
+  t.sizes.assign(sizes.begin(), sizes.end());
+  t.strides.resize(sizes.size());
+  int64_t stride = 1;
+  for (int64_t i = static_cast<int64_t>(sizes.size()) - 1; i >= 0; --i) {
+    t.strides[i] = stride;
+    stride *= sizes[i];
+  }
+  return t;
+}
+
+llvm::Error Kernel::run(const TensorRef &q, const TensorRef &k,
+                        const TensorRef &v, const TensorRef &out,
+                        const TensorRef *lse) const {
+  const AttentionSpec &s = spec;
+  if (llvm::Error e = checkBuffer(q, "query", s.dtype,
+                                  {s.batch, s.heads, s.seqQ, s.headDim}))
+    return e;
+  if (llvm::Error e = checkBuffer(k, "key", s.dtype,
+                                  {s.batch, s.kvHeads, s.seqKV, s.headDim}))
+    return e;
+  if (llvm::Error e = checkBuffer(v, "value", s.dtype,
+                                  {s.batch, s.kvHeads, s.seqKV, s.valueDim()}))
+    return e;
+  if (llvm::Error e = checkBuffer(out, "output", s.dtype,
+                                  {s.batch, s.heads, s.seqQ, s.valueDim()}))
+    return e;
+  if (s.withLse != (lse != nullptr))
+    return llvm::createStringError(
+        s.withLse ? "the kernel writes an LSE buffer but none was given"
+                  : "an LSE buffer was given but the kernel has no LSE "
+                    "output");
+  MemRefDescriptor<4> dq = describe<4>(q), dk = describe<4>(k),
+                      dv = describe<4>(v), dout = describe<4>(out);
+  if (lse) {
+    if (llvm::Error e =
+            checkBuffer(*lse, "lse", DType::F32, {s.batch, s.heads, s.seqQ}))
+      return e;
+    MemRefDescriptor<3> dl = describe<3>(*lse);
+    auto fn =
+        reinterpret_cast<void (*)(void *, void *, void *, void *, void *)>(
+            entry);
+    fn(&dq, &dk, &dv, &dout, &dl);
+  } else {
+    auto fn = reinterpret_cast<void (*)(void *, void *, void *, void *)>(entry);
+    fn(&dq, &dk, &dv, &dout);
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error Kernel::dumpIR(llvm::StringRef directory) const {
+  if (std::error_code ec = llvm::sys::fs::create_directories(directory))
+    return llvm::createStringError("cannot create '" + directory +
+                                   "': " + ec.message());
+  int index = 0;
+  for (const auto &[stage, ir] : metadata.stageIR) {
+    llvm::SmallString<256> path(directory);
+    llvm::sys::path::append(path,
+                            llvm::formatv("{0:2}-{1}.mlir", index++, stage));
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    if (ec)
+      return llvm::createStringError("cannot write '" + path +
+                                     "': " + ec.message());
+    os << ir;
+  }
+  return llvm::Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Compiler and cache
+//===----------------------------------------------------------------------===//
+
+struct Compiler::PendingCompile {
+  std::once_flag once;
+  std::shared_ptr<const Kernel> kernel;
+  std::string error;
+};
+
+Compiler &Compiler::global() {
+  // Never destroyed: tearing a JIT session down runs code generation, which
+  // must not happen while LLVM's own globals are being destroyed at exit.
+  static Compiler *compiler = new Compiler();
+  return *compiler;
+}
+
+llvm::Expected<std::shared_ptr<const Kernel>>
+Compiler::compile(const AttentionSpec &spec, llvm::StringRef target,
+                  const PipelineConfig &config) {
+  if (llvm::Error e = spec.validate())
+    return e;
+  PipelineConfig c = config;
+  c.target = target.str();
+  if (llvm::Error e = c.validate())
+    return e;
+  llvm::Expected<TargetInfo> info = TargetInfo::get(target);
+  if (!info)
+    return info.takeError();
+  if (info->isGPU())
+    return llvm::createStringError(
+        "target '" + target +
+        "' has no code generation yet; kernels run on target 'cpu' (GPU "
+        "targets are available to the cost model)");
+  std::string key = spec.str() + " | " + c.str();
+
+  // One entry per key; the first caller compiles, the others wait for it.
+  std::shared_ptr<PendingCompile> entry;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = cache.find(key);
+    if (it != cache.end()) {
+      ++hits;
+      return it->second;
+    }
+    std::shared_ptr<PendingCompile> &slot = pending[key];
+    if (!slot)
+      slot = std::make_shared<PendingCompile>();
+    entry = slot;
+  }
+  std::call_once(entry->once, [&] {
+    llvm::Expected<std::unique_ptr<Kernel>> built =
+        KernelBuilder::build(spec, c);
+    if (!built) {
+      entry->error = llvm::toString(built.takeError());
+      return;
+    }
+    entry->kernel = std::shared_ptr<const Kernel>(std::move(*built));
+  });
+  std::lock_guard<std::mutex> lock(mutex);
+  pending.erase(key);
+  if (!entry->kernel)
+    return llvm::createStringError(entry->error);
+  cache.emplace(key, entry->kernel);
+  return entry->kernel;
+}
+
+llvm::Expected<std::shared_ptr<const Kernel>>
+Compiler::compileModule(llvm::StringRef source, llvm::StringRef target,
+                        const PipelineConfig &config) {
+  llvm::Expected<AttentionSpec> spec = AttentionSpec::fromMLIR(source);
+  if (!spec)
+    return spec.takeError();
+  return compile(*spec, target, config);
+}
+
+llvm::Expected<AttentionSpec> AttentionSpec::fromMLIR(llvm::StringRef source) {
+  MLIRContext ctx(getRegistry(), MLIRContext::Threading::DISABLED);
+  DiagnosticCollector diags(ctx);
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(source, &ctx);
+  if (!module)
+    return llvm::createStringError("cannot parse the module:\n" +
+                                   diags.messages);
+  PassManager pm(&ctx);
+  pm.addPass(createFlashFuseAttention());
+  if (failed(pm.run(*module)))
+    return llvm::createStringError("fusion failed:\n" + diags.messages);
+  SmallVector<AttentionOp> ops;
+  module->walk([&](AttentionOp op) { ops.push_back(op); });
+  if (ops.size() != 1)
+    return llvm::createStringError(
+        llvm::formatv("expected exactly one attention (flash.attention or a "
+                      "fusable matmul-softmax-matmul chain), found {0}",
+                      ops.size())
+            .str());
+  AttentionOp op = ops.front();
+  for (Value operand : op->getOperands())
+    if (!isa<BlockArgument>(operand))
+      return llvm::createStringError(
+          "the attention's operands must be function arguments");
+  auto q = op.getQuery().getType(), k = op.getKey().getType();
+  auto v = op.getValue().getType();
+  if (!q.hasStaticShape() || !k.hasStaticShape() || !v.hasStaticShape())
+    return llvm::createStringError(
+        "the attention's operands must have static shapes to build a kernel");
+  AttentionSpec spec;
+  spec.batch = q.getDimSize(0);
+  spec.heads = q.getDimSize(1);
+  spec.seqQ = q.getDimSize(2);
+  spec.headDim = q.getDimSize(3);
+  spec.kvHeads = k.getDimSize(1);
+  spec.seqKV = k.getDimSize(2);
+  spec.headDimV = v.getDimSize(3);
+  Type elt = q.getElementType();
+  spec.dtype = elt.isF32()   ? DType::F32
+               : elt.isF16() ? DType::F16
+                             : DType::BF16;
+  spec.causal = op.getCausal();
+  spec.scale = op.getEffectiveScale();
+  spec.withLse = static_cast<bool>(op.getLse());
+  if (llvm::Error e = spec.validate())
+    return e;
+  return spec;
+}
+
+size_t Compiler::getCacheSize() const {
+  std::lock_guard<std::mutex> lock(mutex);
+  return cache.size();
+}
+
+int64_t Compiler::getCacheHits() const {
+  std::lock_guard<std::mutex> lock(mutex);
+  return hits;
+}
+
+void Compiler::clearCache() {
+  std::lock_guard<std::mutex> lock(mutex);
+  cache.clear();
+  hits = 0;
+}

@@ -1,0 +1,212 @@
+//===- Reference.cpp - float64 reference attention and conversions --------===//
+//
+// Straightforward loops in double precision; clarity over speed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashc/Runtime/Reference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+using namespace mlir::flash;
+
+uint16_t mlir::flash::floatToHalf(float value) {
+  uint32_t x;
+  std::memcpy(&x, &value, 4);
+  uint32_t sign = (x >> 16) & 0x8000;
+  int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
+  uint32_t mant = x & 0x7fffff;
+  if (((x >> 23) & 0xff) == 0xff) // inf or nan
+    return static_cast<uint16_t>(sign | 0x7c00 | (mant ? 0x200 : 0));
+  if (exp >= 31)
+    return static_cast<uint16_t>(sign | 0x7c00);
+  if (exp <= 0) {
+    if (exp < -10)
+      return static_cast<uint16_t>(sign);
+    mant |= 0x800000;
+    uint32_t shift = static_cast<uint32_t>(14 - exp);
+    uint32_t half = mant >> shift;
+    uint32_t rem = mant & ((1u << shift) - 1);
+    uint32_t mid = 1u << (shift - 1);
+    if (rem > mid || (rem == mid && (half & 1)))
+      ++half;
+    return static_cast<uint16_t>(sign | half);
+  }
+  uint32_t half = (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
+  uint32_t rem = mant & 0x1fff;
+  if (rem > 0x1000 || (rem == 0x1000 && (half & 1)))
+    ++half; // may carry into the exponent, which is correct
+  return static_cast<uint16_t>(sign | half);
+}
+
+float mlir::flash::halfToFloat(uint16_t bits) {
+  uint32_t sign = static_cast<uint32_t>(bits & 0x8000) << 16;
+  uint32_t exp = (bits >> 10) & 0x1f;
+  uint32_t mant = bits & 0x3ff;
+  uint32_t x;
+  if (exp == 0x1f) {
+    x = sign | 0x7f800000 | (mant << 13);
+  } else if (exp == 0) {
+    if (mant == 0) {
+      x = sign;
+    } else {
+      // Subnormal: normalise.
+      int32_t e = -1;
+      do {
+        mant <<= 1;
+        ++e;
+      } while (!(mant & 0x400));
+      x = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) |
+          ((mant & 0x3ff) << 13);
+    }
+  } else {
+    x = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+uint16_t mlir::flash::floatToBFloat16(float value) {
+  uint32_t x;
+  std::memcpy(&x, &value, 4);
+  if ((x & 0x7fffffff) > 0x7f800000) // nan
+    return static_cast<uint16_t>((x >> 16) | 0x40);
+  uint32_t rounding = 0x7fff + ((x >> 16) & 1);
+  return static_cast<uint16_t>((x + rounding) >> 16);
+}
+
+float mlir::flash::bfloat16ToFloat(uint16_t bits) {
+  uint32_t x = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+HostTensor::HostTensor(DType dtype, std::vector<int64_t> sizes)
+    : dtype(dtype), sizes(std::move(sizes)) {
+  numElements = 1;
+  for (int64_t s : this->sizes)
+    numElements *= s;
+  storage.assign(static_cast<size_t>(numElements * getDTypeBytes(dtype)), 0);
+}
+
+double HostTensor::get(int64_t i) const {
+  switch (dtype) {
+  case DType::F32: {
+    float f;
+    std::memcpy(&f, storage.data() + 4 * i, 4);
+    return f;
+  }
+  case DType::F16: {
+    uint16_t b;
+    std::memcpy(&b, storage.data() + 2 * i, 2);
+    return halfToFloat(b);
+  }
+  case DType::BF16: {
+    uint16_t b;
+    std::memcpy(&b, storage.data() + 2 * i, 2);
+    return bfloat16ToFloat(b);
+  }
+  }
+  return 0;
+}
+
+void HostTensor::set(int64_t i, double value) {
+  float f = static_cast<float>(value);
+  switch (dtype) {
+  case DType::F32:
+    std::memcpy(storage.data() + 4 * i, &f, 4);
+    return;
+  case DType::F16: {
+    uint16_t b = floatToHalf(f);
+    std::memcpy(storage.data() + 2 * i, &b, 2);
+    return;
+  }
+  case DType::BF16: {
+    uint16_t b = floatToBFloat16(f);
+    std::memcpy(storage.data() + 2 * i, &b, 2);
+    return;
+  }
+  }
+}
+
+TensorRef HostTensor::ref() {
+  return TensorRef::contiguous(storage.data(), dtype, sizes);
+}
+
+std::vector<double> mlir::flash::referenceAttention(const AttentionSpec &spec,
+                                                    const HostTensor &q,
+                                                    const HostTensor &k,
+                                                    const HostTensor &v,
+                                                    std::vector<double> *lse) {
+  const int64_t b = spec.batch, hq = spec.heads, hkv = spec.kvHeads;
+  const int64_t nq = spec.seqQ, nk = spec.seqKV, d = spec.headDim;
+  const int64_t dv = spec.valueDim(), group = hq / hkv;
+  const double scale = spec.effectiveScale();
+  const double ninf = -std::numeric_limits<double>::infinity();
+  std::vector<double> out(static_cast<size_t>(b * hq * nq * dv), 0.0);
+  if (lse)
+    lse->assign(static_cast<size_t>(b * hq * nq), ninf);
+  std::vector<double> s(static_cast<size_t>(nk));
+  for (int64_t bi = 0; bi < b; ++bi)
+    for (int64_t h = 0; h < hq; ++h) {
+      int64_t g = h / group;
+      for (int64_t i = 0; i < nq; ++i) {
+        // Keys j <= i + (nk - nq) are visible under the causal mask.
+        int64_t visible =
+            spec.causal ? std::clamp<int64_t>(i + nk - nq + 1, 0, nk) : nk;
+        if (visible == 0)
+          continue; // output 0, lse -inf
+        double mx = ninf;
+        for (int64_t j = 0; j < visible; ++j) {
+          double dot = 0;
+          for (int64_t t = 0; t < d; ++t)
+            dot += q.get(((bi * hq + h) * nq + i) * d + t) *
+                   k.get(((bi * hkv + g) * nk + j) * d + t);
+          s[j] = scale * dot;
+          mx = std::max(mx, s[j]);
+        }
+        double sum = 0;
+        for (int64_t j = 0; j < visible; ++j) {
+          s[j] = std::exp(s[j] - mx);
+          sum += s[j];
+        }
+        double *o = &out[static_cast<size_t>(((bi * hq + h) * nq + i) * dv)];
+        for (int64_t j = 0; j < visible; ++j)
+          for (int64_t t = 0; t < dv; ++t)
+            o[t] += s[j] / sum * v.get(((bi * hkv + g) * nk + j) * dv + t);
+        if (lse)
+          (*lse)[static_cast<size_t>((bi * hq + h) * nq + i)] =
+              mx + std::log(sum);
+      }
+    }
+  return out;
+}
+
+static double elementError(double expected, double got) {
+  if (std::isnan(got) || std::isnan(expected))
+    return std::numeric_limits<double>::infinity();
+  if (std::isinf(expected) || std::isinf(got))
+    return expected == got ? 0.0 : std::numeric_limits<double>::infinity();
+  return std::fabs(expected - got);
+}
+
+double mlir::flash::maxAbsError(const std::vector<double> &expected,
+                                const HostTensor &got) {
+  double err = 0;
+  for (size_t i = 0; i < expected.size(); ++i)
+    err = std::max(err, elementError(expected[i], got.get(i)));
+  return err;
+}
+
+double mlir::flash::maxAbsError(const std::vector<double> &expected,
+                                const std::vector<float> &got) {
+  double err = 0;
+  for (size_t i = 0; i < expected.size(); ++i)
+    err = std::max(err, elementError(expected[i], got[i]));
+  return err;
+}

@@ -1,0 +1,271 @@
+//===- JITTest.cpp - The JIT API: cache, checks, metadata, module input ---===//
+//
+// Exercises the C++ API around the kernels: the content-addressed cache and
+// its thread safety, the errors a bad spec or a bad buffer produces, strided
+// buffers, IR dumps and compiling from an MLIR module.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashc/Runtime/Reference.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+#include "gtest/gtest.h"
+
+#include <random>
+#include <thread>
+
+using namespace mlir::flash;
+
+namespace {
+
+AttentionSpec smallSpec() {
+  AttentionSpec spec;
+  spec.batch = 1;
+  spec.heads = 2;
+  spec.kvHeads = 1;
+  spec.seqQ = 20;
+  spec.seqKV = 30;
+  spec.headDim = 32;
+  spec.causal = true;
+  return spec;
+}
+
+void fillRandom(HostTensor &t, std::mt19937 &rng) {
+  std::normal_distribution<double> normal;
+  for (int64_t i = 0; i < t.getNumElements(); ++i)
+    t.set(i, normal(rng));
+}
+
+std::string errorOf(llvm::Error e) { return llvm::toString(std::move(e)); }
+
+TEST(JITTest, SameSpecCompilesOnce) {
+  Compiler compiler;
+  AttentionSpec spec = smallSpec();
+  auto first = compiler.compile(spec);
+  ASSERT_TRUE(static_cast<bool>(first)) << errorOf(first.takeError());
+  auto second = compiler.compile(spec);
+  ASSERT_TRUE(static_cast<bool>(second)) << errorOf(second.takeError());
+  EXPECT_EQ(first->get(), second->get());
+  EXPECT_EQ(compiler.getCacheSize(), 1u);
+  EXPECT_EQ(compiler.getCacheHits(), 1);
+
+  PipelineConfig other;
+  other.blockKV = 16;
+  auto third = compiler.compile(spec, "cpu", other);
+  ASSERT_TRUE(static_cast<bool>(third)) << errorOf(third.takeError());
+  EXPECT_NE(first->get(), third->get());
+  EXPECT_EQ(compiler.getCacheSize(), 2u);
+}
+
+TEST(JITTest, ConcurrentCompilesShareOneKernel) {
+  Compiler compiler;
+  AttentionSpec spec = smallSpec();
+  spec.seqKV = 31;
+  const Kernel *seen[4] = {};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&, i] {
+      auto kernel = compiler.compile(spec);
+      if (kernel)
+        seen[i] = kernel->get();
+      else
+        llvm::consumeError(kernel.takeError());
+    });
+  for (std::thread &t : threads)
+    t.join();
+  for (const Kernel *k : seen)
+    EXPECT_EQ(k, seen[0]);
+  EXPECT_NE(seen[0], nullptr);
+  EXPECT_EQ(compiler.getCacheSize(), 1u);
+}
+
+TEST(JITTest, BadSpecsAreErrors) {
+  AttentionSpec spec = smallSpec();
+  spec.heads = 3;
+  spec.kvHeads = 2;
+  auto kernel = Compiler::global().compile(spec);
+  ASSERT_FALSE(static_cast<bool>(kernel));
+  EXPECT_EQ(errorOf(kernel.takeError()),
+            "heads (3) must be a multiple of kv-heads (2)");
+
+  spec = smallSpec();
+  spec.scale = -1.0;
+  kernel = Compiler::global().compile(spec);
+  ASSERT_FALSE(static_cast<bool>(kernel));
+  EXPECT_NE(errorOf(kernel.takeError())
+                .find("scale must be finite and "
+                      "positive"),
+            std::string::npos);
+
+  spec = smallSpec();
+  spec.seqKV = 0;
+  kernel = Compiler::global().compile(spec);
+  ASSERT_FALSE(static_cast<bool>(kernel));
+  EXPECT_EQ(errorOf(kernel.takeError()), "seq-kv must be positive, got 0");
+
+  kernel = Compiler::global().compile(smallSpec(), "sm_99");
+  ASSERT_FALSE(static_cast<bool>(kernel));
+  EXPECT_NE(errorOf(kernel.takeError()).find("unknown target 'sm_99'"),
+            std::string::npos);
+
+  kernel = Compiler::global().compile(smallSpec(), "sm_90a");
+  ASSERT_FALSE(static_cast<bool>(kernel));
+  EXPECT_NE(errorOf(kernel.takeError()).find("no code generation yet"),
+            std::string::npos);
+
+  PipelineConfig config;
+  config.loopOrder = "zigzag";
+  kernel = Compiler::global().compile(smallSpec(), "cpu", config);
+  ASSERT_FALSE(static_cast<bool>(kernel));
+  EXPECT_NE(errorOf(kernel.takeError()).find("unknown loop order 'zigzag'"),
+            std::string::npos);
+}
+
+TEST(JITTest, BadBuffersAreErrorsNotCrashes) {
+  AttentionSpec spec = smallSpec();
+  auto kernel = Compiler::global().compile(spec);
+  ASSERT_TRUE(static_cast<bool>(kernel)) << errorOf(kernel.takeError());
+  HostTensor q(DType::F32, {1, 2, 20, 32}), k(DType::F32, {1, 1, 30, 32});
+  HostTensor v(DType::F32, {1, 1, 30, 32}), o(DType::F32, {1, 2, 20, 32});
+  HostTensor wrongShape(DType::F32, {1, 2, 21, 32});
+  HostTensor wrongType(DType::F16, {1, 2, 20, 32});
+  const Kernel &kr = **kernel;
+
+  EXPECT_EQ(errorOf(kr.run(wrongShape.ref(), k.ref(), v.ref(), o.ref())),
+            "query has shape [1, 2, 21, 32], expected [1, 2, 20, 32]");
+  EXPECT_EQ(errorOf(kr.run(q.ref(), k.ref(), v.ref(), wrongType.ref())),
+            "output has element type f16, expected f32");
+  TensorRef strided = q.ref();
+  strided.strides[3] = 2;
+  EXPECT_NE(errorOf(kr.run(strided, k.ref(), v.ref(), o.ref()))
+                .find("must have unit stride in its last dimension"),
+            std::string::npos);
+  TensorRef null = q.ref();
+  null.data = nullptr;
+  EXPECT_EQ(errorOf(kr.run(null, k.ref(), v.ref(), o.ref())),
+            "query buffer is null");
+  HostTensor lse(DType::F32, {1, 2, 20});
+  TensorRef lseRef = lse.ref();
+  EXPECT_NE(errorOf(kr.run(q.ref(), k.ref(), v.ref(), o.ref(), &lseRef))
+                .find("no LSE output"),
+            std::string::npos);
+}
+
+TEST(JITTest, StridedBuffersReadTheRightElements) {
+  // Q, K, V and O stored as [B, N, H, D] and passed as [B, H, N, D] views.
+  AttentionSpec spec = smallSpec();
+  spec.kvHeads = 2;
+  auto kernel = Compiler::global().compile(spec);
+  ASSERT_TRUE(static_cast<bool>(kernel)) << errorOf(kernel.takeError());
+  unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  HostTensor q(DType::F32, {1, 2, 20, 32}), k(DType::F32, {1, 2, 30, 32});
+  HostTensor v(DType::F32, {1, 2, 30, 32});
+  fillRandom(q, rng);
+  fillRandom(k, rng);
+  fillRandom(v, rng);
+  // Transposed copies.
+  auto transposed = [](const HostTensor &t) {
+    const auto &s = t.getSizes();
+    HostTensor r(DType::F32, {s[0], s[2], s[1], s[3]});
+    for (int64_t h = 0; h < s[1]; ++h)
+      for (int64_t n = 0; n < s[2]; ++n)
+        for (int64_t d = 0; d < s[3]; ++d)
+          r.set((n * s[1] + h) * s[3] + d, t.get((h * s[2] + n) * s[3] + d));
+    return r;
+  };
+  HostTensor qt = transposed(q), kt = transposed(k), vt = transposed(v);
+  HostTensor ot(DType::F32, {1, 20, 2, 32});
+  auto view = [](HostTensor &t) {
+    TensorRef r = t.ref();
+    const auto &s = t.getSizes(); // [B, N, H, D]
+    r.sizes = {s[0], s[2], s[1], s[3]};
+    r.strides = {s[1] * s[2] * s[3], s[3], s[2] * s[3], 1};
+    return r;
+  };
+  llvm::Error err = (*kernel)->run(view(qt), view(kt), view(vt), view(ot));
+  ASSERT_FALSE(static_cast<bool>(err)) << errorOf(std::move(err));
+  std::vector<double> ref = referenceAttention(spec, q, k, v);
+  HostTensor back = transposed(ot);
+  EXPECT_LE(maxAbsError(ref, back), 2e-4);
+}
+
+TEST(JITTest, MetadataAndIRDumps) {
+  AttentionSpec spec = smallSpec();
+  PipelineConfig config;
+  config.blockQ = 8;
+  config.blockKV = 16;
+  auto kernel = Compiler::global().compile(spec, "cpu", config);
+  ASSERT_TRUE(static_cast<bool>(kernel)) << errorOf(kernel.takeError());
+  const KernelMetadata &meta = (*kernel)->getMetadata();
+  EXPECT_EQ(meta.target, "cpu");
+  EXPECT_EQ(meta.tiles.blockQ, 8);
+  EXPECT_EQ(meta.tiles.blockKV, 16);
+  EXPECT_GT(meta.compileSeconds, 0.0);
+  ASSERT_EQ(meta.stageIR.size(), pipelineStages().size());
+  EXPECT_NE(meta.stageIR[1].second.find("flash.attention_step"),
+            std::string::npos);
+  EXPECT_NE(meta.stageIR.back().second.find("llvm.func"), std::string::npos);
+
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("flashc-dump", dir));
+  ASSERT_FALSE(static_cast<bool>((*kernel)->dumpIR(dir)));
+  for (auto [i, stage] : llvm::enumerate(pipelineStages())) {
+    llvm::SmallString<128> path(dir);
+    llvm::sys::path::append(path, (i < 10 ? "0" : "") + std::to_string(i) +
+                                      "-" + stage.str() + ".mlir");
+    EXPECT_TRUE(llvm::sys::fs::exists(path)) << path.str().str();
+  }
+  llvm::sys::fs::remove_directories(dir);
+}
+
+TEST(JITTest, LowerToStageStopsEarly) {
+  auto ir = Compiler::lowerToStage(smallSpec(), {}, "tiled");
+  ASSERT_TRUE(static_cast<bool>(ir)) << errorOf(ir.takeError());
+  EXPECT_NE(ir->find("scf.forall"), std::string::npos);
+  EXPECT_EQ(ir->find("llvm.func"), std::string::npos);
+  auto bad = Compiler::lowerToStage(smallSpec(), {}, "ptx");
+  ASSERT_FALSE(static_cast<bool>(bad));
+  EXPECT_NE(errorOf(bad.takeError()).find("unknown stage 'ptx'"),
+            std::string::npos);
+}
+
+TEST(JITTest, CompilesFromANaiveGraphModule) {
+  const char *source = R"mlir(
+    func.func @naive(%q: tensor<1x2x16x32xf32>, %k: tensor<1x2x24x32xf32>,
+                     %v: tensor<1x2x24x32xf32>) -> tensor<1x2x16x32xf32> {
+      %s = flash.matmul %q, %k transpose_b : tensor<1x2x16x32xf32>, tensor<1x2x24x32xf32> -> tensor<1x2x16x24xf32>
+      %c = arith.constant dense<0.25> : tensor<1x2x16x24xf32>
+      %t = arith.mulf %s, %c : tensor<1x2x16x24xf32>
+      %p = flash.softmax %t causal : tensor<1x2x16x24xf32> -> tensor<1x2x16x24xf32>
+      %o = flash.matmul %p, %v : tensor<1x2x16x24xf32>, tensor<1x2x24x32xf32> -> tensor<1x2x16x32xf32>
+      return %o : tensor<1x2x16x32xf32>
+    })mlir";
+  auto spec = AttentionSpec::fromMLIR(source);
+  ASSERT_TRUE(static_cast<bool>(spec)) << errorOf(spec.takeError());
+  EXPECT_EQ(spec->seqQ, 16);
+  EXPECT_EQ(spec->seqKV, 24);
+  EXPECT_TRUE(spec->causal);
+  EXPECT_DOUBLE_EQ(spec->effectiveScale(), 0.25);
+
+  auto kernel = Compiler::global().compileModule(source);
+  ASSERT_TRUE(static_cast<bool>(kernel)) << errorOf(kernel.takeError());
+  std::mt19937 rng(std::random_device{}());
+  HostTensor q(DType::F32, {1, 2, 16, 32}), k(DType::F32, {1, 2, 24, 32});
+  HostTensor v(DType::F32, {1, 2, 24, 32}), o(DType::F32, {1, 2, 16, 32});
+  fillRandom(q, rng);
+  fillRandom(k, rng);
+  fillRandom(v, rng);
+  ASSERT_FALSE(
+      static_cast<bool>((*kernel)->run(q.ref(), k.ref(), v.ref(), o.ref())));
+  EXPECT_LE(maxAbsError(referenceAttention(*spec, q, k, v), o), 2e-4);
+
+  auto none = AttentionSpec::fromMLIR("func.func @f() { return }");
+  ASSERT_FALSE(static_cast<bool>(none));
+  EXPECT_NE(errorOf(none.takeError()).find("found 0"), std::string::npos);
+}
+
+} // namespace
