@@ -23,7 +23,10 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
@@ -250,6 +253,44 @@ llvm::Expected<std::string> Compiler::lowerToStage(const AttentionSpec &spec,
   return printOp(**module);
 }
 
+/// The host's target machine, for LLVM's optimisation and code generation.
+static llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+createHostTargetMachine() {
+  auto tmBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!tmBuilder)
+    return tmBuilder.takeError();
+  tmBuilder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  return tmBuilder->createTargetMachine();
+}
+
+llvm::Expected<std::string> Compiler::emitLLVMIR(const AttentionSpec &spec,
+                                                 const PipelineConfig &config) {
+  if (llvm::Error e = spec.validate())
+    return e;
+  MLIRContext ctx(getRegistry(), MLIRContext::Threading::DISABLED);
+  llvm::Expected<OwningOpRef<ModuleOp>> module =
+      runStages(ctx, spec.toMLIR(), config, "", nullptr);
+  if (!module)
+    return module.takeError();
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(**module, llvmContext);
+  if (!llvmModule)
+    return llvm::createStringError("translation to LLVM IR failed");
+  auto tm = createHostTargetMachine();
+  if (!tm)
+    return tm.takeError();
+  llvmModule->setDataLayout((*tm)->createDataLayout());
+  llvmModule->setTargetTriple((*tm)->getTargetTriple());
+  if (llvm::Error e =
+          makeOptimizingTransformer(3, 0, tm->get())(llvmModule.get()))
+    return e;
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  llvmModule->print(os, nullptr);
+  return s;
+}
+
 namespace mlir {
 namespace flash {
 /// Builds kernels; the only code that fills a Kernel's private state.
@@ -283,11 +324,7 @@ KernelBuilder::build(const AttentionSpec &spec, const PipelineConfig &config) {
   if (config.blockKV)
     meta.tiles.blockKV = config.blockKV;
 
-  auto tmBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!tmBuilder)
-    return tmBuilder.takeError();
-  tmBuilder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-  auto tm = tmBuilder->createTargetMachine();
+  auto tm = createHostTargetMachine();
   if (!tm)
     return tm.takeError();
   kernel->targetMachine = std::move(*tm);

@@ -138,52 +138,60 @@ TensorRef HostTensor::ref() {
   return TensorRef::contiguous(storage.data(), dtype, sizes);
 }
 
+double mlir::flash::referenceAttentionRow(const AttentionSpec &spec,
+                                          const HostTensor &q,
+                                          const HostTensor &k,
+                                          const HostTensor &v, int64_t b,
+                                          int64_t h, int64_t i, double *out) {
+  const int64_t hq = spec.heads, hkv = spec.kvHeads;
+  const int64_t nq = spec.seqQ, nk = spec.seqKV, d = spec.headDim;
+  const int64_t dv = spec.valueDim(), g = h / (hq / hkv);
+  const double scale = spec.effectiveScale();
+  std::fill(out, out + dv, 0.0);
+  // Keys j <= i + (nk - nq) are visible under the causal mask.
+  int64_t visible =
+      spec.causal ? std::clamp<int64_t>(i + nk - nq + 1, 0, nk) : nk;
+  if (visible == 0)
+    return -std::numeric_limits<double>::infinity();
+  std::vector<double> s(static_cast<size_t>(visible));
+  double mx = -std::numeric_limits<double>::infinity();
+  for (int64_t j = 0; j < visible; ++j) {
+    double dot = 0;
+    for (int64_t t = 0; t < d; ++t)
+      dot += q.get(((b * hq + h) * nq + i) * d + t) *
+             k.get(((b * hkv + g) * nk + j) * d + t);
+    s[j] = scale * dot;
+    mx = std::max(mx, s[j]);
+  }
+  double sum = 0;
+  for (int64_t j = 0; j < visible; ++j) {
+    s[j] = std::exp(s[j] - mx);
+    sum += s[j];
+  }
+  for (int64_t j = 0; j < visible; ++j)
+    for (int64_t t = 0; t < dv; ++t)
+      out[t] += s[j] / sum * v.get(((b * hkv + g) * nk + j) * dv + t);
+  return mx + std::log(sum);
+}
+
 std::vector<double> mlir::flash::referenceAttention(const AttentionSpec &spec,
                                                     const HostTensor &q,
                                                     const HostTensor &k,
                                                     const HostTensor &v,
                                                     std::vector<double> *lse) {
-  const int64_t b = spec.batch, hq = spec.heads, hkv = spec.kvHeads;
-  const int64_t nq = spec.seqQ, nk = spec.seqKV, d = spec.headDim;
-  const int64_t dv = spec.valueDim(), group = hq / hkv;
-  const double scale = spec.effectiveScale();
-  const double ninf = -std::numeric_limits<double>::infinity();
-  std::vector<double> out(static_cast<size_t>(b * hq * nq * dv), 0.0);
+  const int64_t hq = spec.heads, nq = spec.seqQ, dv = spec.valueDim();
+  std::vector<double> out(static_cast<size_t>(spec.batch * hq * nq * dv));
   if (lse)
-    lse->assign(static_cast<size_t>(b * hq * nq), ninf);
-  std::vector<double> s(static_cast<size_t>(nk));
-  for (int64_t bi = 0; bi < b; ++bi)
-    for (int64_t h = 0; h < hq; ++h) {
-      int64_t g = h / group;
+    lse->resize(static_cast<size_t>(spec.batch * hq * nq));
+  for (int64_t b = 0; b < spec.batch; ++b)
+    for (int64_t h = 0; h < hq; ++h)
       for (int64_t i = 0; i < nq; ++i) {
-        // Keys j <= i + (nk - nq) are visible under the causal mask.
-        int64_t visible =
-            spec.causal ? std::clamp<int64_t>(i + nk - nq + 1, 0, nk) : nk;
-        if (visible == 0)
-          continue; // output 0, lse -inf
-        double mx = ninf;
-        for (int64_t j = 0; j < visible; ++j) {
-          double dot = 0;
-          for (int64_t t = 0; t < d; ++t)
-            dot += q.get(((bi * hq + h) * nq + i) * d + t) *
-                   k.get(((bi * hkv + g) * nk + j) * d + t);
-          s[j] = scale * dot;
-          mx = std::max(mx, s[j]);
-        }
-        double sum = 0;
-        for (int64_t j = 0; j < visible; ++j) {
-          s[j] = std::exp(s[j] - mx);
-          sum += s[j];
-        }
-        double *o = &out[static_cast<size_t>(((bi * hq + h) * nq + i) * dv)];
-        for (int64_t j = 0; j < visible; ++j)
-          for (int64_t t = 0; t < dv; ++t)
-            o[t] += s[j] / sum * v.get(((bi * hkv + g) * nk + j) * dv + t);
+        int64_t row = (b * hq + h) * nq + i;
+        double l = referenceAttentionRow(spec, q, k, v, b, h, i,
+                                         &out[static_cast<size_t>(row * dv)]);
         if (lse)
-          (*lse)[static_cast<size_t>((bi * hq + h) * nq + i)] =
-              mx + std::log(sum);
+          (*lse)[static_cast<size_t>(row)] = l;
       }
-    }
   return out;
 }
 

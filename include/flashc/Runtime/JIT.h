@@ -165,6 +165,11 @@ public:
                                                   const PipelineConfig &config,
                                                   llvm::StringRef stage);
 
+  /// Runs the whole pipeline on `spec`'s module and returns the LLVM IR
+  /// after LLVM's O3 pipeline for the host CPU.
+  static llvm::Expected<std::string> emitLLVMIR(const AttentionSpec &spec,
+                                                const PipelineConfig &config);
+
   size_t getCacheSize() const;
   int64_t getCacheHits() const;
   void clearCache();

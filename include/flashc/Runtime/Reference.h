@@ -49,6 +49,13 @@ private:
   std::vector<uint8_t> storage;
 };
 
+/// The float64 reference for one query row (batch `b`, head `h`, row `i`):
+/// writes its Dv outputs to `out` and returns its log-sum-exp (-inf when the
+/// row sees no key).
+double referenceAttentionRow(const AttentionSpec &spec, const HostTensor &q,
+                             const HostTensor &k, const HostTensor &v,
+                             int64_t b, int64_t h, int64_t i, double *out);
+
 /// The float64 reference: returns O [B, Hq, Nq, Dv] and, in `lse`,
 /// [B, Hq, Nq].
 std::vector<double> referenceAttention(const AttentionSpec &spec,

@@ -1,0 +1,309 @@
+//===- Bench.cpp - flashc bench -------------------------------------------===//
+//
+// Each measurement runs in its own process (`flashc bench-one`): flashc's
+// kernel, or the 3-pass baseline S = Q K^T (cblas_sgemm), a row softmax with
+// the causal mask, O = P V (cblas_sgemm), one head at a time. Both use the
+// same number of threads; OpenBLAS's pool is set explicitly so that the two
+// runtimes never share a process. Times are medians; GFLOP/s count the
+// useful FLOPs (the visible (query, key) pairs) for both.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Bench.h"
+#include "Options.h"
+
+#include "flashc/Analysis/CostModel.h"
+#include "flashc/Runtime/Reference.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/Threading.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <sys/resource.h>
+#include <thread>
+
+extern "C" void openblas_set_num_threads(int);
+
+using namespace mlir::flash;
+using namespace flashc;
+
+namespace {
+
+int fail(llvm::Error e) {
+  llvm::errs() << "flashc: error: " << llvm::toString(std::move(e)) << "\n";
+  return 1;
+}
+
+double now() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// Median time of `fn` over at least `minIters` runs and about `budget`
+/// seconds.
+template <typename Fn>
+double medianTime(Fn fn, int64_t minIters, double budget) {
+  std::vector<double> times;
+  double total = 0;
+  while (static_cast<int64_t>(times.size()) < minIters || total < budget) {
+    double t0 = now();
+    fn();
+    double t = now() - t0;
+    times.push_back(t);
+    total += t;
+    if (times.size() >= 50)
+      break;
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+/// Standard attention, one head at a time: two sgemms and a row softmax
+/// over the full N x N score matrix.
+void blasAttention(int64_t heads, int64_t n, int64_t d, bool causal,
+                   float scale, const float *q, const float *k, const float *v,
+                   float *o, std::vector<float> &s) {
+  for (int64_t h = 0; h < heads; ++h) {
+    const float *qh = q + h * n * d, *kh = k + h * n * d, *vh = v + h * n * d;
+    float *oh = o + h * n * d;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, d, scale, qh, d,
+                kh, d, 0.0f, s.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      float *row = s.data() + i * n;
+      int64_t visible = causal ? i + 1 : n;
+      float mx = -INFINITY;
+      for (int64_t j = 0; j < visible; ++j)
+        mx = std::max(mx, row[j]);
+      float sum = 0;
+      for (int64_t j = 0; j < visible; ++j) {
+        row[j] = std::exp(row[j] - mx);
+        sum += row[j];
+      }
+      float inv = 1.0f / sum;
+      for (int64_t j = 0; j < visible; ++j)
+        row[j] *= inv;
+      for (int64_t j = visible; j < n; ++j)
+        row[j] = 0;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, d, n, 1.0f,
+                s.data(), n, vh, d, 0.0f, oh, d);
+  }
+}
+
+int64_t peakRssKB() {
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+} // namespace
+
+int flashc::benchOneCommand(llvm::ArrayRef<const char *> args) {
+  llvm::Expected<Options> o =
+      Options::parse(args, {"causal"},
+                     {"impl", "seq", "head-dim", "heads", "threads", "iters"});
+  if (!o)
+    return fail(o.takeError());
+  llvm::Expected<int64_t> n = o->integer("seq", 1024),
+                          d = o->integer("head-dim", 64),
+                          heads = o->integer("heads", 8),
+                          threads = o->integer("threads", 0),
+                          iters = o->integer("iters", 3);
+  for (auto *e : {&n, &d, &heads, &threads, &iters})
+    if (!*e)
+      return fail(e->takeError());
+  bool causal = o->has("causal");
+  std::string impl = o->str("impl", "flashc");
+  int64_t nthreads =
+      *threads ? *threads
+               : static_cast<int>(std::thread::hardware_concurrency());
+  if (nthreads <= 0)
+    nthreads = 1;
+
+  AttentionSpec spec;
+  spec.heads = spec.kvHeads = *heads;
+  spec.seqQ = spec.seqKV = *n;
+  spec.headDim = *d;
+  spec.causal = causal;
+  if (llvm::Error e = spec.validate())
+    return fail(std::move(e));
+  std::vector<int64_t> shape = {1, *heads, *n, *d};
+  HostTensor q(DType::F32, shape), k(DType::F32, shape), v(DType::F32, shape),
+      out(DType::F32, shape);
+  std::mt19937 rng(7);
+  std::normal_distribution<double> normal;
+  for (HostTensor *t : {&q, &k, &v})
+    for (int64_t i = 0; i < t->getNumElements(); ++i)
+      t->set(i, normal(rng));
+
+  llvm::json::Object result{{"impl", impl},     {"seq", *n},
+                            {"headDim", *d},    {"heads", *heads},
+                            {"causal", causal}, {"threads", nthreads}};
+  double seconds;
+  if (impl == "flashc") {
+    PipelineConfig config;
+    config.numThreads = nthreads;
+    double t0 = now();
+    auto kernel = Compiler::global().compile(spec, "cpu", config);
+    double cold = now() - t0;
+    if (!kernel)
+      return fail(kernel.takeError());
+    t0 = now();
+    (void)Compiler::global().compile(spec, "cpu", config);
+    double cached = now() - t0;
+    result["compileColdMs"] = cold * 1e3;
+    result["compileCachedUs"] = cached * 1e6;
+    result["blockQ"] = (*kernel)->getMetadata().tiles.blockQ;
+    result["blockKV"] = (*kernel)->getMetadata().tiles.blockKV;
+    bool ok = true;
+    seconds = medianTime(
+        [&] {
+          if (llvm::Error e =
+                  (*kernel)->run(q.ref(), k.ref(), v.ref(), out.ref())) {
+            llvm::consumeError(std::move(e));
+            ok = false;
+          }
+        },
+        *iters, 1.0);
+    if (!ok)
+      return fail(llvm::createStringError("kernel run failed"));
+  } else if (impl == "blas") {
+    openblas_set_num_threads(static_cast<int>(nthreads));
+    std::vector<float> s(static_cast<size_t>(*n * *n));
+    const float *qp = static_cast<const float *>(q.data());
+    const float *kp = static_cast<const float *>(k.data());
+    const float *vp = static_cast<const float *>(v.data());
+    float *op = static_cast<float *>(out.data());
+    float scale = static_cast<float>(spec.effectiveScale());
+    seconds = medianTime(
+        [&] {
+          blasAttention(*heads, *n, *d, causal, scale, qp, kp, vp, op, s);
+        },
+        *iters, 1.0);
+  } else {
+    return fail(llvm::createStringError("--impl must be flashc or blas"));
+  }
+  // A spot check that the two implementations compute the same thing.
+  std::vector<double> expected(static_cast<size_t>(*d));
+  double err = 0;
+  for (int64_t i : {int64_t(0), *n / 2, *n - 1}) {
+    referenceAttentionRow(spec, q, k, v, 0, *heads - 1, i, expected.data());
+    for (int64_t t = 0; t < *d; ++t)
+      err = std::max(err, std::fabs(expected[t] -
+                                    out.get(((*heads - 1) * *n + i) * *d + t)));
+  }
+  double flops = static_cast<double>(getCausalFlops(spec.shape()));
+  result["seconds"] = seconds;
+  result["gflops"] = flops / seconds * 1e-9;
+  result["peakRssMB"] = static_cast<double>(peakRssKB()) / 1024.0;
+  result["maxError"] = err;
+  llvm::outs() << llvm::json::Value(std::move(result)) << "\n";
+  return 0;
+}
+
+int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
+  llvm::Expected<Options> o = Options::parse(
+      args, {}, {"sizes", "head-dims", "heads", "threads", "iters", "json"});
+  if (!o)
+    return fail(o.takeError());
+  auto list =
+      [&](llvm::StringRef name,
+          llvm::StringRef dflt) -> llvm::Expected<std::vector<int64_t>> {
+    std::vector<int64_t> values;
+    llvm::SmallVector<llvm::StringRef> parts;
+    llvm::StringRef(o->str(name, dflt)).split(parts, ',');
+    for (llvm::StringRef p : parts) {
+      int64_t v;
+      if (p.trim().getAsInteger(10, v) || v <= 0)
+        return llvm::createStringError(
+            "--" + name + " expects positive integers, got '" + p + "'");
+      values.push_back(v);
+    }
+    return values;
+  };
+  auto sizes = list("sizes", "512,1024,2048,4096,8192");
+  if (!sizes)
+    return fail(sizes.takeError());
+  auto dims = list("head-dims", "64,128");
+  if (!dims)
+    return fail(dims.takeError());
+  std::string heads = o->str("heads", "8"), iters = o->str("iters", "3");
+  std::string threads =
+      o->str("threads",
+             std::to_string(std::max(
+                 1, static_cast<int>(std::thread::hardware_concurrency()))));
+  std::string self = llvm::sys::fs::getMainExecutable(argv0, (void *)&fail);
+
+  llvm::outs() << llvm::formatv(
+      "flashc bench: f32, batch 1, {0} heads, {1} threads for both; GFLOP/s "
+      "count visible (query, key) pairs\n",
+      heads, threads);
+  llvm::outs() << llvm::formatv(
+      "{0,6} {1,4} {2,7} | {3,10} {4,8} {5,8} | {6,10} {7,8} | {8,7} | {9,8} "
+      "{10,8} | {11,9} {12,9}\n",
+      "N", "d", "causal", "flashc ms", "GFLOP/s", "/thread", "BLAS ms",
+      "GFLOP/s", "speedup", "RSS MB", "BLAS MB", "cold ms", "cached us");
+  llvm::json::Array all;
+  for (int64_t d : *dims)
+    for (int64_t n : *sizes)
+      for (bool causal : {false, true}) {
+        llvm::json::Object row;
+        for (const char *impl : {"flashc", "blas"}) {
+          std::string cmd = "'" + self + "' bench-one --impl " + impl +
+                            " --seq " + std::to_string(n) + " --head-dim " +
+                            std::to_string(d) + " --heads " + heads +
+                            " --threads " + threads + " --iters " + iters +
+                            (causal ? " --causal" : "");
+          FILE *pipe = popen(cmd.c_str(), "r");
+          if (!pipe)
+            return fail(llvm::createStringError("cannot run " + cmd));
+          std::string text;
+          char buf[4096];
+          while (size_t got = fread(buf, 1, sizeof(buf), pipe))
+            text.append(buf, got);
+          int status = pclose(pipe);
+          llvm::Expected<llvm::json::Value> value = llvm::json::parse(text);
+          if (status != 0 || !value)
+            return fail(llvm::createStringError(
+                "measurement failed: " + cmd + "\n" + text +
+                (value ? "" : llvm::toString(value.takeError()))));
+          row[impl] = std::move(*value);
+        }
+        auto get = [&](const char *impl, const char *key) {
+          return row.getObject(impl)->getNumber(key).value_or(NAN);
+        };
+        double speedup = get("blas", "seconds") / get("flashc", "seconds");
+        double perThread = get("flashc", "gflops") / std::stod(threads);
+        llvm::outs() << llvm::formatv(
+            "{0,6} {1,4} {2,7} | {3,10:f2} {4,8:f1} {5,8:f1} | {6,10:f2} "
+            "{7,8:f1} | {8,7:f2} | {9,8:f1} {10,8:f1} | {11,9:f1} {12,9:f1}\n",
+            n, d, causal ? "yes" : "no", get("flashc", "seconds") * 1e3,
+            get("flashc", "gflops"), perThread, get("blas", "seconds") * 1e3,
+            get("blas", "gflops"), speedup, get("flashc", "peakRssMB"),
+            get("blas", "peakRssMB"), get("flashc", "compileColdMs"),
+            get("flashc", "compileCachedUs"));
+        llvm::outs().flush();
+        row["speedup"] = speedup;
+        all.push_back(std::move(row));
+      }
+  if (o->has("json")) {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(o->str("json"), ec);
+    if (ec)
+      return fail(llvm::createStringError("cannot write '" + o->str("json") +
+                                          "': " + ec.message()));
+    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(all))) << "\n";
+  }
+  return 0;
+}

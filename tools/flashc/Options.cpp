@@ -1,0 +1,145 @@
+//===- Options.cpp - Command-line options of the flashc driver ------------===//
+
+#include "Options.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir::flash;
+
+llvm::Expected<flashc::Options>
+flashc::Options::parse(llvm::ArrayRef<const char *> args,
+                       const std::set<std::string> &flags,
+                       const std::set<std::string> &valued) {
+  Options options;
+  for (size_t i = 0; i < args.size(); ++i) {
+    llvm::StringRef arg = args[i];
+    if (!arg.consume_front("--") && !(arg == "-o"))
+      return llvm::createStringError("unexpected argument '" + arg + "'");
+    if (arg == "-o")
+      arg = "o";
+    auto [name, value] = arg.split('=');
+    bool hasValue = arg.contains('=');
+    if (flags.count(name.str())) {
+      if (hasValue)
+        return llvm::createStringError("--" + name + " takes no value");
+      options.values[name] = "1";
+      continue;
+    }
+    if (!valued.count(name.str()))
+      return llvm::createStringError("unknown option '--" + name + "'");
+    if (!hasValue) {
+      if (i + 1 >= args.size())
+        return llvm::createStringError("--" + name + " needs a value");
+      value = args[++i];
+    }
+    options.values[name] = value.str();
+  }
+  return options;
+}
+
+std::string flashc::Options::str(llvm::StringRef name,
+                                 llvm::StringRef dflt) const {
+  auto it = values.find(name);
+  return it == values.end() ? dflt.str() : it->second;
+}
+
+llvm::Expected<int64_t> flashc::Options::integer(llvm::StringRef name,
+                                                 int64_t dflt) const {
+  auto it = values.find(name);
+  if (it == values.end())
+    return dflt;
+  int64_t value;
+  if (llvm::StringRef(it->second).getAsInteger(10, value))
+    return llvm::createStringError("--" + name + " expects an integer, got '" +
+                                   it->second + "'");
+  return value;
+}
+
+llvm::Expected<double> flashc::Options::real(llvm::StringRef name,
+                                             double dflt) const {
+  auto it = values.find(name);
+  if (it == values.end())
+    return dflt;
+  double value;
+  if (llvm::StringRef(it->second).getAsDouble(value))
+    return llvm::createStringError("--" + name + " expects a number, got '" +
+                                   it->second + "'");
+  return value;
+}
+
+const std::set<std::string> &flashc::shapeFlags() {
+  static const std::set<std::string> flags = {"causal", "lse"};
+  return flags;
+}
+
+const std::set<std::string> &flashc::shapeValued() {
+  static const std::set<std::string> valued = {
+      "batch",  "heads",      "kv-heads",   "seq-q",
+      "seq-kv", "head-dim",   "head-dim-v", "dtype",
+      "scale",  "target",     "block-q",    "block-kv",
+      "splits", "loop-order", "threads",    "sram-bytes"};
+  return valued;
+}
+
+llvm::Error flashc::readSpec(const Options &o, AttentionSpec &spec) {
+  auto get = [&](llvm::StringRef name, int64_t &field) -> llvm::Error {
+    llvm::Expected<int64_t> v = o.integer(name, field);
+    if (!v)
+      return v.takeError();
+    field = *v;
+    return llvm::Error::success();
+  };
+  if (llvm::Error e = get("batch", spec.batch))
+    return e;
+  if (llvm::Error e = get("heads", spec.heads))
+    return e;
+  if (o.has("heads") && !o.has("kv-heads"))
+    spec.kvHeads = spec.heads;
+  if (llvm::Error e = get("kv-heads", spec.kvHeads))
+    return e;
+  if (llvm::Error e = get("seq-q", spec.seqQ))
+    return e;
+  if (o.has("seq-q") && !o.has("seq-kv"))
+    spec.seqKV = spec.seqQ;
+  if (llvm::Error e = get("seq-kv", spec.seqKV))
+    return e;
+  if (llvm::Error e = get("head-dim", spec.headDim))
+    return e;
+  if (llvm::Error e = get("head-dim-v", spec.headDimV))
+    return e;
+  if (o.has("dtype")) {
+    std::optional<DType> dtype = parseDType(o.str("dtype"));
+    if (!dtype)
+      return llvm::createStringError("--dtype must be f32, f16 or bf16, got '" +
+                                     o.str("dtype") + "'");
+    spec.dtype = *dtype;
+  }
+  if (o.has("causal"))
+    spec.causal = true;
+  if (o.has("lse"))
+    spec.withLse = true;
+  if (o.has("scale")) {
+    llvm::Expected<double> scale = o.real("scale", 0);
+    if (!scale)
+      return scale.takeError();
+    spec.scale = *scale;
+  }
+  return spec.validate();
+}
+
+llvm::Error flashc::readConfig(const Options &o, PipelineConfig &config) {
+  config.target = o.str("target", config.target);
+  config.loopOrder = o.str("loop-order", config.loopOrder);
+  for (auto [name, field] :
+       {std::pair<const char *, int64_t *>{"block-q", &config.blockQ},
+        {"block-kv", &config.blockKV},
+        {"splits", &config.splits},
+        {"threads", &config.numThreads},
+        {"sram-bytes", &config.sramBytes}}) {
+    llvm::Expected<int64_t> v = o.integer(name, *field);
+    if (!v)
+      return v.takeError();
+    *field = *v;
+  }
+  return config.validate();
+}

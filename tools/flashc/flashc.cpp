@@ -1,0 +1,387 @@
+//===- flashc.cpp - The flashc command-line driver ------------------------===//
+//
+// flashc's main job: compile an attention problem, run it, check it against
+// a float64 reference and report its cost. Subcommands:
+//
+//   flashc [run]   compile, run, check, time, and print the cost report
+//   flashc compile --emit mlir|llvm|ptx [-o FILE] [--stop-after STAGE]
+//   flashc cost    [--sram-bytes N] [--json] [--target cpu|sm_80|sm_90a]
+//   flashc bench   flashc's CPU kernel against a 3-pass OpenBLAS attention
+//
+// With no arguments it runs a built-in example. Bad flags or shapes get a
+// one-line error and exit code 1 (2 for a failed numerical check).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Bench.h"
+#include "Npy.h"
+#include "Options.h"
+
+#include "flashc/Analysis/CostModel.h"
+#include "flashc/Runtime/Reference.h"
+#include "flashc/Target/TargetInfo.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <random>
+#include <thread>
+
+using namespace mlir::flash;
+using namespace flashc;
+
+namespace {
+
+int fail(llvm::Error e) {
+  llvm::errs() << "flashc: error: " << llvm::toString(std::move(e)) << "\n";
+  return 1;
+}
+
+const char *kUsage =
+    "usage: flashc [run|compile|cost|bench] [options]\n"
+    "  problem: --batch B --heads H --kv-heads HKV --seq-q NQ --seq-kv NK\n"
+    "           --head-dim D [--head-dim-v DV] --dtype f32|f16|bf16\n"
+    "           [--causal] [--scale S] [--lse] [--target cpu|sm_80|sm_90a]\n"
+    "  schedule: [--loop-order fa2|algorithm1] [--block-q N] [--block-kv N]\n"
+    "            [--splits N] [--threads N] [--sram-bytes N]\n"
+    "  run:     [--q F.npy --k F.npy --v F.npy] [--out F.npy] [--lse-out "
+    "F.npy]\n"
+    "           [--iters N] [--check-rows N]\n"
+    "  compile: --emit mlir|llvm|ptx [-o FILE] [--stop-after STAGE]\n"
+    "  cost:    [--json]\n"
+    "  bench:   [--sizes 512,1024,...] [--head-dims 64,128] [--heads H]\n"
+    "           [--iters N] [--json FILE]\n";
+
+/// The built-in example: causal GQA prefill, 2 x 8 heads (2 KV heads) x
+/// 1024 tokens x 64, f32.
+AttentionSpec builtinExample() {
+  AttentionSpec spec;
+  spec.batch = 2;
+  spec.heads = 8;
+  spec.kvHeads = 2;
+  spec.seqQ = spec.seqKV = 1024;
+  spec.headDim = 64;
+  spec.causal = true;
+  spec.withLse = true;
+  return spec;
+}
+
+/// Parses the options of a subcommand and the problem they describe.
+llvm::Error parseProblem(llvm::ArrayRef<const char *> args,
+                         const std::set<std::string> &extraFlags,
+                         const std::set<std::string> &extraValued,
+                         Options &options, AttentionSpec &spec,
+                         PipelineConfig &config) {
+  std::set<std::string> flags = shapeFlags(), valued = shapeValued();
+  flags.insert(extraFlags.begin(), extraFlags.end());
+  valued.insert(extraValued.begin(), extraValued.end());
+  llvm::Expected<Options> parsed = Options::parse(args, flags, valued);
+  if (!parsed)
+    return parsed.takeError();
+  options = std::move(*parsed);
+  if (llvm::Error e = readSpec(options, spec))
+    return e;
+  return readConfig(options, config);
+}
+
+void printSpec(const AttentionSpec &s, llvm::raw_ostream &os) {
+  os << llvm::formatv(
+      "attention: batch {0}, heads {1} (kv-heads {2}), seq-q "
+      "{3}, seq-kv {4}, head-dim {5}/{6}, {7}{8}, scale {9:f6}\n",
+      s.batch, s.heads, s.kvHeads, s.seqQ, s.seqKV, s.headDim, s.valueDim(),
+      stringifyDType(s.dtype), s.causal ? ", causal" : "", s.effectiveScale());
+}
+
+llvm::Expected<CostReport> costReport(const AttentionSpec &spec,
+                                      const PipelineConfig &config) {
+  llvm::Expected<TargetInfo> target = TargetInfo::get(config.target);
+  if (!target)
+    return target.takeError();
+  if (config.sramBytes)
+    target->sramBytes = config.sramBytes;
+  CostOptions options;
+  options.order = *parseLoopOrder(config.loopOrder);
+  options.blockQ = config.blockQ;
+  options.blockKV = config.blockKV;
+  options.splits = config.splits;
+  return computeCostReport(*target, spec.shape(), options);
+}
+
+//===----------------------------------------------------------------------===//
+// run
+//===----------------------------------------------------------------------===//
+
+int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
+  Options o;
+  AttentionSpec spec = builtin ? builtinExample() : AttentionSpec();
+  PipelineConfig config;
+  if (llvm::Error e = parseProblem(
+          args, {},
+          {"q", "k", "v", "out", "lse-out", "iters", "check-rows", "seed"}, o,
+          spec, config))
+    return fail(std::move(e));
+  if (o.has("lse-out"))
+    spec.withLse = true;
+  llvm::Expected<int64_t> iters = o.integer("iters", 0);
+  llvm::Expected<int64_t> checkRows = o.integer("check-rows", 256);
+  llvm::Expected<int64_t> seedOpt = o.integer("seed", -1);
+  if (!iters)
+    return fail(iters.takeError());
+  if (!checkRows)
+    return fail(checkRows.takeError());
+  if (!seedOpt)
+    return fail(seedOpt.takeError());
+
+  if (builtin)
+    llvm::outs() << "flashc: running the built-in example (see `flashc "
+                    "--help` for options)\n";
+  printSpec(spec, llvm::outs());
+
+  // Inputs: .npy files, or fresh random values.
+  HostTensor q(spec.dtype, {spec.batch, spec.heads, spec.seqQ, spec.headDim});
+  HostTensor k(spec.dtype,
+               {spec.batch, spec.kvHeads, spec.seqKV, spec.headDim});
+  HostTensor v(spec.dtype,
+               {spec.batch, spec.kvHeads, spec.seqKV, spec.valueDim()});
+  unsigned seed =
+      *seedOpt >= 0 ? static_cast<unsigned>(*seedOpt) : std::random_device{}();
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> normal;
+  for (auto [name, tensor] :
+       {std::pair<const char *, HostTensor *>{"q", &q}, {"k", &k}, {"v", &v}}) {
+    if (o.has(name)) {
+      if (llvm::Error e = readNpy(o.str(name), *tensor))
+        return fail(std::move(e));
+      continue;
+    }
+    for (int64_t i = 0; i < tensor->getNumElements(); ++i)
+      tensor->set(i, normal(rng));
+  }
+
+  auto start = std::chrono::steady_clock::now();
+  auto kernel = Compiler::global().compile(spec, config.target, config);
+  double compileSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  if (!kernel)
+    return fail(kernel.takeError());
+  start = std::chrono::steady_clock::now();
+  (void)Compiler::global().compile(spec, config.target, config);
+  double cachedSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  const KernelMetadata &meta = (*kernel)->getMetadata();
+
+  HostTensor out(spec.dtype,
+                 {spec.batch, spec.heads, spec.seqQ, spec.valueDim()});
+  HostTensor lse(DType::F32, {spec.batch, spec.heads, spec.seqQ});
+  TensorRef lseRef = lse.ref();
+  auto runOnce = [&]() -> llvm::Error {
+    return (*kernel)->run(q.ref(), k.ref(), v.ref(), out.ref(),
+                          spec.withLse ? &lseRef : nullptr);
+  };
+  if (llvm::Error e = runOnce())
+    return fail(std::move(e));
+  // Time: at least 3 runs and about half a second, or --iters.
+  std::vector<double> times;
+  double total = 0;
+  while ((*iters > 0 && static_cast<int64_t>(times.size()) < *iters) ||
+         (*iters == 0 && (times.size() < 3 || total < 0.5))) {
+    auto t0 = std::chrono::steady_clock::now();
+    if (llvm::Error e = runOnce())
+      return fail(std::move(e));
+    double t =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
+    times.push_back(t);
+    total += t;
+    if (times.size() >= 1000)
+      break;
+  }
+  std::sort(times.begin(), times.end());
+  double median = times[times.size() / 2];
+  double flops = static_cast<double>(getCausalFlops(spec.shape()));
+  int64_t threads = config.numThreads
+                        ? config.numThreads
+                        : static_cast<int>(std::thread::hardware_concurrency());
+  if (threads <= 0)
+    threads = 1;
+
+  llvm::outs() << llvm::formatv(
+      "schedule: target {0}, {1} order, Br {2} x Bc {3}, threads {4}\n",
+      meta.target, stringifyLoopOrder(meta.tiles.order), meta.tiles.blockQ,
+      meta.tiles.blockKV, threads);
+  llvm::outs() << llvm::formatv("compile: {0:f1} ms cold, {1:f1} us cached\n",
+                                compileSeconds * 1e3, cachedSeconds * 1e6);
+  llvm::outs() << llvm::formatv(
+      "time: {0:f3} ms (median of {1} runs), {2:f1} GFLOP/s ({3:f1} per "
+      "thread)\n",
+      median * 1e3, times.size(), flops / median * 1e-9,
+      flops / median * 1e-9 / threads);
+
+  // Check against the float64 reference, on every row or a sample.
+  int64_t rows = spec.batch * spec.heads * spec.seqQ;
+  std::vector<int64_t> picked;
+  if (*checkRows <= 0 || *checkRows >= rows) {
+    for (int64_t r = 0; r < rows; ++r)
+      picked.push_back(r);
+  } else {
+    std::uniform_int_distribution<int64_t> pick(0, rows - 1);
+    for (int64_t i = 0; i < *checkRows; ++i)
+      picked.push_back(pick(rng));
+  }
+  double tolerance = spec.dtype == DType::F32   ? 2e-4
+                     : spec.dtype == DType::F16 ? 4e-3
+                                                : 3e-2;
+  double worst = 0, worstLse = 0;
+  std::vector<double> expected(static_cast<size_t>(spec.valueDim()));
+  for (int64_t r : picked) {
+    int64_t i = r % spec.seqQ, h = (r / spec.seqQ) % spec.heads,
+            b = r / (spec.seqQ * spec.heads);
+    double l = referenceAttentionRow(spec, q, k, v, b, h, i, expected.data());
+    for (int64_t t = 0; t < spec.valueDim(); ++t) {
+      double got = out.get(r * spec.valueDim() + t);
+      double err = std::isfinite(got) ? std::fabs(got - expected[t]) : INFINITY;
+      worst = std::max(worst, err);
+    }
+    if (spec.withLse) {
+      double got = lse.get(r);
+      double err = std::isinf(l) ? (got == l ? 0 : INFINITY)
+                                 : std::fabs(got - l) / (1 + std::fabs(l));
+      worstLse = std::max(worstLse, err);
+    }
+  }
+  bool ok = worst <= tolerance && worstLse <= 1e-3;
+  llvm::outs() << llvm::formatv(
+      "check: max |error| {0:e2} on {1} of {2} rows vs float64 reference "
+      "(tolerance {3:e1}, seed {4}){5}: {6}\n",
+      worst, picked.size(), rows, tolerance, seed,
+      spec.withLse
+          ? llvm::formatv(", lse relative error {0:e2}", worstLse).str()
+          : std::string(),
+      ok ? "PASS" : "FAIL");
+
+  if (o.has("out"))
+    if (llvm::Error e = writeNpy(o.str("out"), out))
+      return fail(std::move(e));
+  if (o.has("lse-out"))
+    if (llvm::Error e = writeNpy(o.str("lse-out"), lse))
+      return fail(std::move(e));
+
+  llvm::Expected<CostReport> report = costReport(spec, config);
+  if (!report)
+    return fail(report.takeError());
+  llvm::outs() << "\n";
+  printCostReport(*report, llvm::outs());
+  return ok ? 0 : 2;
+}
+
+//===----------------------------------------------------------------------===//
+// compile and cost
+//===----------------------------------------------------------------------===//
+
+int compileCommand(llvm::ArrayRef<const char *> args) {
+  Options o;
+  AttentionSpec spec;
+  PipelineConfig config;
+  if (llvm::Error e =
+          parseProblem(args, {}, {"emit", "o", "stop-after"}, o, spec, config))
+    return fail(std::move(e));
+  std::string emit = o.str("emit", "mlir");
+  std::string text;
+  if (emit == "ptx") {
+    return fail(llvm::createStringError(
+        "--emit ptx: GPU code generation is not implemented yet; targets "
+        "sm_80 and sm_90a are available to `flashc cost`"));
+  }
+  llvm::Expected<TargetInfo> target = TargetInfo::get(config.target);
+  if (!target)
+    return fail(target.takeError());
+  if (target->isGPU() && (emit != "mlir" || !o.has("stop-after")))
+    return fail(llvm::createStringError(
+        "target '" + config.target +
+        "' has no code generation yet; use --stop-after tiled (or an "
+        "earlier stage) or --target cpu"));
+  if (emit == "mlir") {
+    llvm::Expected<std::string> ir =
+        Compiler::lowerToStage(spec, config, o.str("stop-after"));
+    if (!ir)
+      return fail(ir.takeError());
+    text = std::move(*ir);
+  } else if (emit == "llvm") {
+    if (o.has("stop-after"))
+      return fail(
+          llvm::createStringError("--stop-after applies to --emit mlir only"));
+    llvm::Expected<std::string> ir = Compiler::emitLLVMIR(spec, config);
+    if (!ir)
+      return fail(ir.takeError());
+    text = std::move(*ir);
+  } else {
+    return fail(llvm::createStringError(
+        "--emit must be mlir, llvm or ptx, got '" + emit + "'"));
+  }
+  std::string path = o.str("o", "-");
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec)
+    return fail(llvm::createStringError("cannot write '" + path +
+                                        "': " + ec.message()));
+  os << text;
+  return 0;
+}
+
+int costCommand(llvm::ArrayRef<const char *> args) {
+  Options o;
+  AttentionSpec spec;
+  PipelineConfig config;
+  if (llvm::Error e = parseProblem(args, {"json"}, {}, o, spec, config))
+    return fail(std::move(e));
+  llvm::Expected<CostReport> report = costReport(spec, config);
+  if (!report)
+    return fail(report.takeError());
+  if (o.has("json")) {
+    llvm::outs() << llvm::formatv("{0:2}",
+                                  llvm::json::Value(costReportToJSON(*report)))
+                 << "\n";
+    return 0;
+  }
+  printSpec(spec, llvm::outs());
+  printCostReport(*report, llvm::outs());
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::ArrayRef<const char *> args(const_cast<const char **>(argv) + 1,
+                                    argc - 1);
+  if (!args.empty() && (llvm::StringRef(args[0]) == "--help" ||
+                        llvm::StringRef(args[0]) == "-h" ||
+                        llvm::StringRef(args[0]) == "help")) {
+    llvm::outs() << kUsage;
+    return 0;
+  }
+  if (args.empty())
+    return runCommand({}, /*builtin=*/true);
+  llvm::StringRef command = args[0];
+  if (command.starts_with("--"))
+    return runCommand(args, /*builtin=*/false);
+  args = args.drop_front();
+  if (command == "run")
+    return runCommand(args, /*builtin=*/args.empty());
+  if (command == "compile")
+    return compileCommand(args);
+  if (command == "cost")
+    return costCommand(args);
+  if (command == "bench")
+    return benchCommand(args, argv[0]);
+  if (command == "bench-one")
+    return benchOneCommand(args);
+  return fail(llvm::createStringError(
+      "unknown command '" + command +
+      "'; expected run, compile, cost or bench (see flashc --help)"));
+}
