@@ -106,6 +106,9 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
     return llvm::Error::success();
   }
   if (stage == "bufferized") {
+    // Backend layout choices on tensors come first: the CPU kernels read one
+    // transposed copy of K.
+    pm.addPass(createFlashCPUTransposeKeys());
     // Empty-tensor elimination must see the destinations before
     // canonicalization folds reshapes of tensor.empty away. No CSE before
     // bufferization: it may merge distinct tensor.empty scratch tensors.

@@ -40,6 +40,23 @@ def FlashExpandToCPU : Pass<"flash-expand-to-cpu"> {
   ];
 }
 
+def FlashCPUTransposeKeys : Pass<"flash-cpu-transpose-keys"> {
+  let summary = "Keep one transposed copy of K for the CPU kernels";
+  let description = [{
+    The CPU kernel computes `S = Q . K^T` with K's columns in vector lanes,
+    so it wants K as `[D, Bc]`. Rather than transposing every K block for
+    every Q tile that visits it, this pass transposes each key tensor once
+    (`linalg.transpose` to `[B, Hkv, D, Nk]`, where the key tensor is
+    defined), slices the blocks from the copy and marks the steps
+    `key_transposed`. Runs on tiled tensor IR, before bufferization; steps
+    whose key block is not a slice of a function-level tensor are left as
+    they are (the expansion then transposes per step).
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect"
+  ];
+}
+
 def FlashApproximateMath : Pass<"flash-approximate-math"> {
   let summary = "Rewrite vector exp/log into polynomial approximations";
   let description = [{

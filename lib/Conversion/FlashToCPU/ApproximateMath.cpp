@@ -28,7 +28,9 @@ struct FlashApproximateMathPass
     : flash::impl::FlashApproximateMathBase<FlashApproximateMathPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
+    // The predicate sees operation names ("math.exp").
     auto wanted = [](StringRef name) {
+      name.consume_front("math.");
       return name == "exp" || name == "log" || name == "exp2";
     };
     populateMathF32ExpansionPatterns(patterns, wanted);

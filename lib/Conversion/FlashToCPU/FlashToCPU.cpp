@@ -91,6 +91,15 @@ private:
           b, VectorType::get(cast<VectorType>(v.getType()).getShape(), elt), v);
     vector::StoreOp::create(b, v, mem, indices);
   }
+  /// Loads 16 elements with the lanes off in `mask` reading as 0.
+  Value loadVecMasked(Value mem, ValueRange indices, Value mask) {
+    Type elt = cast<MemRefType>(mem.getType()).getElementType();
+    auto type = VectorType::get({kLanes}, elt);
+    Value zero = arith::ConstantOp::create(
+        b, type, DenseElementsAttr::get(type, b.getFloatAttr(elt, 0.0)));
+    Value v = vector::MaskedLoadOp::create(b, type, mem, indices, mask, zero);
+    return elt == f32 ? v : arith::ExtFOp::create(b, vec(kLanes), v);
+  }
   Value loadScalar(Value mem, ValueRange indices) {
     Value v = memref::LoadOp::create(b, mem, indices);
     return v.getType() == f32 ? v : arith::ExtFOp::create(b, f32, v);
@@ -163,36 +172,32 @@ void Emitter::expandStep(AttentionStepOp op) {
   Value stack =
       LLVM::StackSaveOp::create(b, LLVM::LLVMPointerType::get(b.getContext()));
 
-  Value n = dim(k, 0);
   Value lanes = idx(kLanes);
+  Value kt, n;
+  if (op.getKeyTransposed()) {
+    // K is already [D, Bc]: read it in place.
+    kt = k;
+    n = dim(k, 1);
+  } else {
+    // Kt[d, c] = K[c, d] in f32.
+    n = dim(k, 0);
+    auto ktType = MemRefType::get({d, ShapedType::kDynamic}, f32);
+    kt = memref::AllocaOp::create(b, ktType, ValueRange{n});
+    scf::ForOp::create(b, idx(0), n, idx(1), ValueRange{},
+                       [&](OpBuilder &, Location, Value c, ValueRange) {
+                         scf::ForOp::create(
+                             b, idx(0), idx(d), idx(1), ValueRange{},
+                             [&](OpBuilder &, Location, Value dd, ValueRange) {
+                               memref::StoreOp::create(b,
+                                                       loadScalar(k, {c, dd}),
+                                                       kt, ValueRange{dd, c});
+                               scf::YieldOp::create(b);
+                             });
+                         scf::YieldOp::create(b);
+                       });
+  }
   Value npad =
       arith::MulIOp::create(b, arith::CeilDivSIOp::create(b, n, lanes), lanes);
-
-  // Kt[d, c] = K[c, d] in f32; columns n..npad are zero.
-  auto ktType = MemRefType::get({d, ShapedType::kDynamic}, f32);
-  Value kt = memref::AllocaOp::create(b, ktType, ValueRange{npad});
-  scf::ForOp::create(b, idx(0), n, idx(1), ValueRange{},
-                     [&](OpBuilder &, Location, Value c, ValueRange) {
-                       scf::ForOp::create(
-                           b, idx(0), idx(d), idx(1), ValueRange{},
-                           [&](OpBuilder &, Location, Value dd, ValueRange) {
-                             memref::StoreOp::create(b, loadScalar(k, {c, dd}),
-                                                     kt, ValueRange{dd, c});
-                             scf::YieldOp::create(b);
-                           });
-                       scf::YieldOp::create(b);
-                     });
-  scf::ForOp::create(
-      b, n, npad, idx(1), ValueRange{},
-      [&](OpBuilder &, Location, Value c, ValueRange) {
-        scf::ForOp::create(
-            b, idx(0), idx(d), idx(1), ValueRange{},
-            [&](OpBuilder &, Location, Value dd, ValueRange) {
-              memref::StoreOp::create(b, f32Const(0.0), kt, ValueRange{dd, c});
-              scf::YieldOp::create(b);
-            });
-        scf::YieldOp::create(b);
-      });
 
   auto sType = MemRefType::get({kRowBlock, ShapedType::kDynamic}, f32);
   Value s = memref::AllocaOp::create(b, sType, ValueRange{npad});
@@ -230,8 +235,10 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value npad,
     return r == 0 ? r0 : Value(arith::AddIOp::create(b, r0, idx(r)));
   };
 
-  // 1. S[r, :] = Q[g, r0 + r, :] . Kt, in column chunks of `cols` vectors.
-  auto qkChunks = [&](Value lb, Value ub, int64_t cols) {
+  // 1. S[r, :] = Q[g, r0 + r, :] . Kt, in column chunks of `cols` vectors;
+  // the last partial chunk of 16 uses masked loads (`tailMask`) so that no
+  // key column at or past n is read.
+  auto qkChunks = [&](Value lb, Value ub, int64_t cols, Value tailMask) {
     scf::ForOp::create(
         b, lb, ub, idx(cols * kLanes), ValueRange{},
         [&](OpBuilder &, Location, Value c0, ValueRange) {
@@ -242,8 +249,8 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value npad,
                 SmallVector<Value> kv;
                 for (int64_t c = 0; c < cols; ++c) {
                   Value col = arith::AddIOp::create(b, c0, idx(c * kLanes));
-                  kv.push_back(vector::LoadOp::create(b, vec(kLanes), kt,
-                                                      ValueRange{dd, col}));
+                  kv.push_back(tailMask ? loadVecMasked(kt, {dd, col}, tailMask)
+                                        : loadVec(kt, {dd, col}, kLanes));
                 }
                 SmallVector<Value> next;
                 for (int64_t r = 0; r < rows; ++r) {
@@ -264,10 +271,16 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value npad,
         });
   };
   Value wide = idx(kColVectors * kLanes);
-  Value npadWide =
-      arith::MulIOp::create(b, arith::DivSIOp::create(b, npad, wide), wide);
-  qkChunks(idx(0), npadWide, kColVectors);
-  qkChunks(npadWide, npad, 1);
+  Value nWide =
+      arith::MulIOp::create(b, arith::DivSIOp::create(b, n, wide), wide);
+  Value nFull = arith::MulIOp::create(
+      b, arith::DivSIOp::create(b, n, idx(kLanes)), idx(kLanes));
+  qkChunks(idx(0), nWide, kColVectors, nullptr);
+  qkChunks(nWide, nFull, 1, nullptr);
+  Value mask = vector::CreateMaskOp::create(
+      b, VectorType::get({kLanes}, b.getI1Type()),
+      ValueRange{arith::SubIOp::create(b, n, nFull)});
+  qkChunks(nFull, npad, 1, mask);
 
   // 2. Online softmax, one row at a time.
   Value scale = f32Const(op.getScale().convertToDouble());

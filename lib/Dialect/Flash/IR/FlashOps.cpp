@@ -389,9 +389,8 @@ LogicalResult AttentionStepOp::verify() {
   if (k.getElementType() != q.getElementType() ||
       v.getElementType() != q.getElementType())
     return emitOpError() << "element types of query (" << q.getElementType()
-                         << "), key (" << k.getElementType()
-                         << ") and value (" << v.getElementType()
-                         << ") must match";
+                         << "), key (" << k.getElementType() << ") and value ("
+                         << v.getElementType() << ") must match";
   for (int64_t i = 0; i < nb; ++i) {
     for (auto [type, name] : {std::pair<ShapedType, StringRef>{k, "key"},
                               {v, "value"},
@@ -402,8 +401,11 @@ LogicalResult AttentionStepOp::verify() {
         return failure();
     }
   }
-  if (failed(checkDim(*this, k, nb + 1, "key", q, nb + 2, "query")) ||
-      failed(checkDim(*this, v, nb, "value", k, nb, "key")) ||
+  // K is [..., Bc, D], or [..., D, Bc] when transposed.
+  int64_t kRowDim = getKeyTransposed() ? nb + 1 : nb;
+  int64_t kHeadDim = getKeyTransposed() ? nb : nb + 1;
+  if (failed(checkDim(*this, k, kHeadDim, "key", q, nb + 2, "query")) ||
+      failed(checkDim(*this, v, nb, "value", k, kRowDim, "key")) ||
       failed(checkDim(*this, acc, nb, "acc", q, nb, "query")) ||
       failed(checkDim(*this, acc, nb + 1, "acc", q, nb + 1, "query")) ||
       failed(checkDim(*this, acc, nb + 2, "acc", v, nb + 1, "value")))

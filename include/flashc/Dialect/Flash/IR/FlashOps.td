@@ -222,6 +222,9 @@ def Flash_AttentionStepOp : Flash_Op<"attention_step", [
     `o = q_start - kv_start + (Nk - Nq)`. A row whose entries are all masked
     keeps `m = -inf`, `l = 0` and `acc = 0`, never NaN.
 
+    With `key_transposed`, K is given as `[..., D, Bc]` (a backend may keep
+    a transposed copy of K so that its inner loop reads keys contiguously).
+
     Example (one packed GQA tile of 4 heads x 64 rows, causal diagonal
     block):
 
@@ -239,14 +242,15 @@ def Flash_AttentionStepOp : Flash_Op<"attention_step", [
                        Optional<Index>:$mask_offset,
                        Flash_StateBuffer:$acc, Flash_StateBuffer:$max,
                        Flash_StateBuffer:$sum,
-                       F32Attr:$scale);
+                       F32Attr:$scale, UnitAttr:$key_transposed);
   let results = (outs Variadic<RankedTensorOf<[F32]>>:$results);
 
   let assemblyFormat = [{
     `ins` `(` $query `,` $key `,` $value `:` type($query) `,` type($key) `,`
     type($value) `)` (`mask` `(` $mask_offset^ `)`)?
     `outs` `(` $acc `,` $max `,` $sum `:` type($acc) `,` type($max) `,`
-    type($sum) `)` `scale` `=` $scale attr-dict (`->` type($results)^)?
+    type($sum) `)` `scale` `=` $scale (`key_transposed` $key_transposed^)?
+    attr-dict (`->` type($results)^)?
   }];
   let hasVerifier = 1;
 }

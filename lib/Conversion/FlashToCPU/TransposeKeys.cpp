@@ -1,0 +1,111 @@
+//===- TransposeKeys.cpp - One transposed copy of K for the CPU -----------===//
+//
+// Implements `flash-cpu-transpose-keys`: a key block
+//   tensor.extract_slice %K[b, h, j, 0] [1, 1, n, D] -> [n, D]
+// of a function-level K [B, Hkv, Nk, D] becomes
+//   tensor.extract_slice %Kt[b, h, 0, j] [1, 1, D, n] -> [D, n]
+// of Kt = linalg.transpose(K) [B, Hkv, D, Nk], created once per K, and the
+// step is marked key_transposed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashc/Conversion/Passes.h"
+#include "flashc/Dialect/Flash/IR/FlashOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace mlir {
+namespace flash {
+#define GEN_PASS_DEF_FLASHCPUTRANSPOSEKEYS
+#include "flashc/Conversion/Passes.h.inc"
+} // namespace flash
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::flash;
+
+namespace {
+
+/// The transposed copy of `key`, created after its definition (or at the
+/// start of its block for an argument).
+Value getTransposed(RewriterBase &rewriter, Value key,
+                    llvm::DenseMap<Value, Value> &cache) {
+  if (Value t = cache.lookup(key))
+    return t;
+  OpBuilder::InsertionGuard guard(rewriter);
+  if (Operation *def = key.getDefiningOp())
+    rewriter.setInsertionPointAfter(def);
+  else
+    rewriter.setInsertionPointToStart(key.getParentBlock());
+  Location loc = key.getLoc();
+  auto type = cast<RankedTensorType>(key.getType());
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t d : {0, 1, 3, 2}) {
+    if (type.isDynamicDim(d))
+      sizes.push_back(tensor::DimOp::create(rewriter, loc, key, d).getResult());
+    else
+      sizes.push_back(rewriter.getIndexAttr(type.getDimSize(d)));
+  }
+  Value empty =
+      tensor::EmptyOp::create(rewriter, loc, sizes, type.getElementType());
+  Value t = linalg::TransposeOp::create(rewriter, loc, key, empty,
+                                        ArrayRef<int64_t>{0, 1, 3, 2})
+                .getResult()[0];
+  cache[key] = t;
+  return t;
+}
+
+struct FlashCPUTransposeKeysPass
+    : flash::impl::FlashCPUTransposeKeysBase<FlashCPUTransposeKeysPass> {
+  void runOnOperation() override {
+    IRRewriter rewriter(&getContext());
+    llvm::DenseMap<Value, Value> cache;
+    SmallVector<AttentionStepOp> steps;
+    getOperation()->walk([&](AttentionStepOp step) { steps.push_back(step); });
+    for (AttentionStepOp step : steps) {
+      if (step.getKeyTransposed() || step.getNumResults() == 0)
+        continue;
+      auto slice = step.getKey().getDefiningOp<tensor::ExtractSliceOp>();
+      if (!slice || slice.getSourceType().getRank() != 4 ||
+          slice.getType().getRank() != 2 || !slice.hasUnitStride())
+        continue;
+      Value key = slice.getSource();
+      auto func = step->getParentOfType<FunctionOpInterface>();
+      if (!func || key.getParentRegion() != &func.getFunctionBody())
+        continue;
+      SmallVector<OpFoldResult> offsets = slice.getMixedOffsets();
+      SmallVector<OpFoldResult> sizes = slice.getMixedSizes();
+      // A [1, 1, n, D] box starting at column 0 of the head dimension.
+      if (!isConstantIntValue(sizes[0], 1) ||
+          !isConstantIntValue(sizes[1], 1) ||
+          !isConstantIntValue(offsets[3], 0) ||
+          !isConstantIntValue(sizes[3], slice.getSourceType().getDimSize(3)))
+        continue;
+      Value kt = getTransposed(rewriter, key, cache);
+      rewriter.setInsertionPoint(slice);
+      SmallVector<OpFoldResult> tOffsets = {
+          offsets[0], offsets[1], rewriter.getIndexAttr(0), offsets[2]};
+      SmallVector<OpFoldResult> tSizes = {sizes[0], sizes[1], sizes[3],
+                                          sizes[2]};
+      SmallVector<OpFoldResult> strides(4, rewriter.getIndexAttr(1));
+      auto sliceType = cast<RankedTensorType>(slice.getType());
+      auto tType = RankedTensorType::get(
+          {sliceType.getDimSize(1), sliceType.getDimSize(0)},
+          sliceType.getElementType());
+      Value tSlice = tensor::ExtractSliceOp::create(
+          rewriter, slice.getLoc(), tType, kt, tOffsets, tSizes, strides);
+      rewriter.modifyOpInPlace(step, [&] {
+        step.getKeyMutable().assign(tSlice);
+        step.setKeyTransposed(true);
+      });
+      if (slice->use_empty())
+        rewriter.eraseOp(slice);
+    }
+  }
+};
+
+} // namespace
