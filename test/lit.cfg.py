@@ -8,7 +8,7 @@ from lit.llvm import llvm_config
 
 config.name = "FLASHC"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir"]
+config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.flashc_obj_root, "test")
 config.excludes = [
@@ -27,4 +27,4 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.flashc_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["flashc-opt"], tool_dirs)
+llvm_config.add_tool_substitutions(["flashc-opt", "flashc"], tool_dirs)

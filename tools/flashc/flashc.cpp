@@ -45,10 +45,11 @@ const char *kUsage =
     "usage: flashc [run|compile|cost|bench] [options]\n"
     "  problem: --batch B --heads H --kv-heads HKV --seq-q NQ --seq-kv NK\n"
     "           --head-dim D [--head-dim-v DV] --dtype f32|f16|bf16\n"
-    "           [--causal] [--scale S] [--lse] [--target cpu|sm_80|sm_90a]\n"
+    "           [--causal] [--scale S] [--target cpu|sm_80|sm_90a]\n"
+    "           [--lse] (run: --lse F.npy writes the log-sum-exp)\n"
     "  schedule: [--loop-order fa2|algorithm1] [--block-q N] [--block-kv N]\n"
     "            [--splits N] [--threads N] [--sram-bytes N]\n"
-    "  run:     [--q F.npy --k F.npy --v F.npy] [--out F.npy] [--lse-out "
+    "  run:     [--q F.npy --k F.npy --v F.npy] [--out F.npy] [--lse "
     "F.npy]\n"
     "           [--iters N] [--check-rows N]\n"
     "  compile: --emit mlir|llvm|ptx [-o FILE] [--stop-after STAGE]\n"
@@ -70,7 +71,8 @@ AttentionSpec builtinExample() {
   return spec;
 }
 
-/// Parses the options of a subcommand and the problem they describe.
+/// Parses the options of a subcommand and the problem they describe. A name
+/// in `extraValued` that is also a shape flag (`--lse`) takes a value here.
 llvm::Error parseProblem(llvm::ArrayRef<const char *> args,
                          const std::set<std::string> &extraFlags,
                          const std::set<std::string> &extraValued,
@@ -79,6 +81,8 @@ llvm::Error parseProblem(llvm::ArrayRef<const char *> args,
   std::set<std::string> flags = shapeFlags(), valued = shapeValued();
   flags.insert(extraFlags.begin(), extraFlags.end());
   valued.insert(extraValued.begin(), extraValued.end());
+  for (const std::string &name : extraValued)
+    flags.erase(name);
   llvm::Expected<Options> parsed = Options::parse(args, flags, valued);
   if (!parsed)
     return parsed.takeError();
@@ -108,6 +112,13 @@ llvm::Expected<CostReport> costReport(const AttentionSpec &spec,
   options.blockQ = config.blockQ;
   options.blockKV = config.blockKV;
   options.splits = config.splits;
+  // Like flash-split-kv, never more splits than KV blocks.
+  if (options.splits > 0) {
+    TileSizes tiles = chooseTileSizes(*target, spec.shape(), options.order);
+    int64_t blockKV = config.blockKV ? config.blockKV : tiles.blockKV;
+    options.splits =
+        std::min(options.splits, getMaxSplits(spec.shape(), blockKV));
+  }
   return computeCostReport(*target, spec.shape(), options);
 }
 
@@ -121,11 +132,9 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
   PipelineConfig config;
   if (llvm::Error e = parseProblem(
           args, {},
-          {"q", "k", "v", "out", "lse-out", "iters", "check-rows", "seed"}, o,
-          spec, config))
+          {"q", "k", "v", "out", "lse", "iters", "check-rows", "seed"}, o, spec,
+          config))
     return fail(std::move(e));
-  if (o.has("lse-out"))
-    spec.withLse = true;
   llvm::Expected<int64_t> iters = o.integer("iters", 0);
   llvm::Expected<int64_t> checkRows = o.integer("check-rows", 256);
   llvm::Expected<int64_t> seedOpt = o.integer("seed", -1);
@@ -268,8 +277,8 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
   if (o.has("out"))
     if (llvm::Error e = writeNpy(o.str("out"), out))
       return fail(std::move(e));
-  if (o.has("lse-out"))
-    if (llvm::Error e = writeNpy(o.str("lse-out"), lse))
+  if (o.has("lse"))
+    if (llvm::Error e = writeNpy(o.str("lse"), lse))
       return fail(std::move(e));
 
   llvm::Expected<CostReport> report = costReport(spec, config);

@@ -530,23 +530,41 @@ struct FlashExpandToCPUPass
           failedAny = true;
           return;
         }
-        auto vType = cast<MemRefType>(step.getValue().getType());
-        for (Value operand : op->getOperands()) {
-          auto type = dyn_cast<MemRefType>(operand.getType());
-          if (type && !type.getLayout().isIdentity()) {
-            int64_t offset;
-            SmallVector<int64_t> strides;
-            if (failed(type.getStridesAndOffset(strides, offset)) ||
-                strides.back() != 1) {
-              op->emitOpError() << "needs unit stride in the innermost "
-                                   "dimension, got "
-                                << type;
-              failedAny = true;
-              return;
-            }
-          }
+      }
+      // The kernels are unrolled over the head dimensions: the innermost
+      // size of Q, K (untransposed), V, acc, out and parts must be static.
+      SmallVector<Value> headDimOperands;
+      if (auto step = dyn_cast<AttentionStepOp>(op)) {
+        headDimOperands = {step.getQuery(), step.getValue(), step.getAcc()};
+        if (!step.getKeyTransposed())
+          headDimOperands.push_back(step.getKey());
+      } else if (auto fin = dyn_cast<FinalizeOp>(op)) {
+        headDimOperands = {fin.getAcc(), fin.getOut()};
+      } else {
+        auto combine = cast<CombineOp>(op);
+        headDimOperands = {combine.getParts(), combine.getOut()};
+      }
+      for (Value operand : headDimOperands) {
+        auto type = cast<MemRefType>(operand.getType());
+        if (type.isDynamicDim(type.getRank() - 1)) {
+          op->emitOpError() << "needs static head dimensions for the CPU "
+                               "expansion, got "
+                            << type;
+          failedAny = true;
+          return;
         }
-        (void)vType;
+        // These are read and written with vector loads and stores.
+        int64_t offset;
+        SmallVector<int64_t> strides;
+        if (type.getShape().back() != 1 &&
+            (failed(type.getStridesAndOffset(strides, offset)) ||
+             strides.back() != 1)) {
+          op->emitOpError() << "needs unit stride in the innermost "
+                               "dimension, got "
+                            << type;
+          failedAny = true;
+          return;
+        }
       }
       ops.push_back(op);
     });

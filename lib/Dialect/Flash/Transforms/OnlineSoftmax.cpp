@@ -145,7 +145,8 @@ struct FlashOnlineSoftmaxPass
   void runOnOperation() override {
     if (kvBlock <= 0) {
       getOperation()->emitError()
-          << "flash-online-softmax: kv-block must be positive, got " << kvBlock;
+          << "flash-online-softmax: kv-block must be positive, got "
+          << static_cast<int64_t>(kvBlock);
       return signalPassFailure();
     }
     SmallVector<AttentionOp> ops;

@@ -34,6 +34,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 
+#include <limits>
+
 namespace mlir {
 namespace flash {
 #define GEN_PASS_DEF_FLASHSPLITKV
@@ -118,7 +120,9 @@ AttentionShape describe(TiledAttention t) {
   s.batch = orDefault(out.getDimSize(0), 1);
   s.heads = headMajor ? out.getDimSize(1) : out.getDimSize(1) * g;
   s.kvHeads = s.heads / g;
-  s.seqQ = orDefault(out.getDimSize(headMajor ? 2 : 3), 1);
+  // An unknown query length is not known to be a decode shape.
+  s.seqQ = orDefault(out.getDimSize(headMajor ? 2 : 3),
+                     std::numeric_limits<int64_t>::max());
   std::optional<int64_t> nk = getConstantIntValue(t.kvLoop.getUpperBound());
   s.seqKV = nk ? *nk : 4096;
   s.headDim = q.getDimSize(2);
@@ -279,7 +283,8 @@ struct FlashSplitKVPass : flash::impl::FlashSplitKVBase<FlashSplitKVPass> {
     if (splits < 0 || maxSeqQ < 0) {
       getOperation()->emitError()
           << "flash-split-kv: splits and max-seq-q must be non-negative, got "
-          << splits << " and " << maxSeqQ;
+          << static_cast<int64_t>(splits) << " and "
+          << static_cast<int64_t>(maxSeqQ);
       return signalPassFailure();
     }
     SmallVector<TiledAttention> matches;

@@ -254,10 +254,14 @@ void eraseWithDeadProducers(RewriterBase &rewriter, Operation *root) {
     Operation *cur = worklist.pop_back_val();
     if (erased.contains(cur) || !cur->use_empty())
       continue;
+    // Producers of the values it uses, including inside its regions.
     SmallVector<Operation *> producers;
-    for (Value operand : cur->getOperands())
-      if (Operation *def = operand.getDefiningOp())
-        producers.push_back(def);
+    cur->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          if (!cur->isAncestor(def))
+            producers.push_back(def);
+    });
     erased.insert(cur);
     rewriter.eraseOp(cur);
     for (Operation *def : producers)
@@ -424,7 +428,9 @@ struct FlashTilePass : flash::impl::FlashTileBase<FlashTilePass> {
       getOperation()->emitError()
           << "flash-tile: sram-bytes, block-q and block-kv must be "
              "non-negative, got "
-          << sramBytes << ", " << blockQ << ", " << blockKV;
+          << static_cast<int64_t>(sramBytes) << ", "
+          << static_cast<int64_t>(blockQ) << ", "
+          << static_cast<int64_t>(blockKV);
       return signalPassFailure();
     }
     if (sramBytes > 0)

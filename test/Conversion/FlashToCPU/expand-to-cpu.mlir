@@ -1,0 +1,280 @@
+// Tests of flash-expand-to-cpu on hand-written memref-form ops. The inputs
+// are the parts below the `//---` markers, written out by split-file.
+//
+// RUN: split-file %s %t
+// RUN: flashc-opt %t/valid.mlir --split-input-file --flash-expand-to-cpu | FileCheck %s
+// RUN: flashc-opt %t/valid.mlir --split-input-file --flash-expand-to-cpu --canonicalize \
+// RUN:   | FileCheck %s --check-prefix=CANON
+// Errors, one per rule of the pass:
+// RUN: flashc-opt %t/invalid.mlir --split-input-file --flash-expand-to-cpu -verify-diagnostics
+
+//--- valid.mlir
+
+//===----------------------------------------------------------------------===//
+// attention_step
+//===----------------------------------------------------------------------===//
+
+// A causal GQA tile: 2 heads x 5 rows (one block of 4 rows and one single
+// row), D = 64, Dv = 40 (16 + 16 + an 8-wide tail), f16 operands.
+// CHECK-LABEL: func.func @step_masked
+// CHECK-SAME: (%[[Q:.+]]: memref<2x5x64xf16>, %[[K:.+]]: memref<?x64xf16>, %[[V:.+]]: memref<?x40xf16>, %[[ACC:.+]]: memref<2x5x40xf32>, %[[M:.+]]: memref<2x5xf32>, %[[L:.+]]: memref<2x5xf32>, %[[OFF:.+]]: index)
+// The scratch lives on the stack for the step only.
+// CHECK: %[[SP:.+]] = llvm.intr.stacksave : !llvm.ptr
+// CHECK: %[[N:.+]] = memref.dim %[[K]], %{{.+}} : memref<?x64xf16>
+// Kt [D, n] in f32.
+// CHECK: %[[KT:.+]] = memref.alloca(%{{.+}}) : memref<64x?xf32>
+// CHECK: memref.load %[[K]]
+// CHECK: arith.extf %{{.+}} : f16 to f32
+// CHECK: memref.store %{{.+}}, %[[KT]]
+// The 4-row score block, n rounded up to whole vectors.
+// CHECK: %[[S:.+]] = memref.alloca(%{{.+}}) : memref<4x?xf32>
+// S = Q . Kt: 4 rows x 4 vectors of accumulators through the D loop.
+// CHECK: scf.for {{.+}} iter_args({{.+}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK: vector.load %[[KT]]
+// CHECK: memref.load %[[Q]]
+// CHECK: vector.broadcast %{{.+}} : f32 to vector<16xf32>
+// CHECK: vector.fma %{{.+}}, %{{.+}}, %{{.+}} : vector<16xf32>
+// CHECK: vector.store %{{.+}}, %[[S]]
+// The last partial vector of keys is read with a mask: nothing at or past n.
+// CHECK: vector.create_mask %{{.+}} : vector<16xi1>
+// CHECK: vector.maskedload %[[KT]]
+// Online softmax of one row: the mask bounds the visible columns by
+// row + offset + 1.
+// CHECK: vector.step : vector<16xindex>
+// CHECK: arith.addi %{{.+}}, %[[OFF]] : index
+// CHECK: arith.cmpi slt, %{{.+}}, %{{.+}} : vector<16xindex>
+// CHECK: arith.select %{{.+}}, %{{.+}}, %{{.+}} : vector<16xi1>, vector<16xf32>
+// CHECK: arith.maximumf %{{.+}}, %{{.+}} : vector<16xf32>
+// CHECK: vector.reduction <maximumf>, %{{.+}} : vector<16xf32> into f32
+// CHECK: memref.load %[[M]]
+// CHECK: memref.load %[[L]]
+// alpha = exp(m - m'), guarded against -inf.
+// CHECK: arith.cmpf oeq, %{{.+}}, %{{.+}} : f32
+// CHECK: math.exp %{{.+}} : f32
+// CHECK: math.exp %{{.+}} : vector<16xf32>
+// CHECK: vector.reduction <add>, %{{.+}} : vector<16xf32> into f32
+// CHECK: memref.store %{{.+}}, %[[M]]
+// CHECK: memref.store %{{.+}}, %[[L]]
+// acc = alpha * acc + P . V, the 8-wide tail included.
+// CHECK: vector.load %[[ACC]]{{.+}} : memref<2x5x40xf32>, vector<16xf32>
+// CHECK: vector.load %[[ACC]]{{.+}} : memref<2x5x40xf32>, vector<8xf32>
+// CHECK: vector.load %[[V]]{{.+}} : memref<?x40xf16>, vector<8xf16>
+// CHECK: vector.fma %{{.+}}, %{{.+}}, %{{.+}} : vector<8xf32>
+// CHECK: vector.store %{{.+}}, %[[ACC]]{{.+}} : memref<2x5x40xf32>, vector<8xf32>
+// CHECK: llvm.intr.stackrestore %[[SP]] : !llvm.ptr
+// CHECK-NEXT: return
+// CHECK-NOT: flash.
+func.func @step_masked(%q: memref<2x5x64xf16>, %k: memref<?x64xf16>, %v: memref<?x40xf16>,
+                       %acc: memref<2x5x40xf32>, %m: memref<2x5xf32>, %l: memref<2x5xf32>,
+                       %off: index) {
+  flash.attention_step ins(%q, %k, %v : memref<2x5x64xf16>, memref<?x64xf16>, memref<?x40xf16>)
+      mask(%off) outs(%acc, %m, %l : memref<2x5x40xf32>, memref<2x5xf32>, memref<2x5xf32>)
+      scale = 0.125
+  return
+}
+
+// CANON-LABEL: func.func @step_masked
+// CANON: llvm.intr.stacksave
+// CANON: vector.fma
+// CANON: vector.reduction <maximumf>
+// CANON: math.exp
+// CANON: llvm.intr.stackrestore
+// CANON-NOT: flash.
+
+// -----
+
+// f32 operands in the strided layout bufferization gives slices (unit
+// innermost stride), without a mask: the columns past n are still excluded.
+// CHECK-LABEL: func.func @step_unmasked_strided
+// CHECK-SAME: %[[K:[^:]+]]: memref<?x64xf32, strided<[?, 1], offset: ?>>
+// CHECK: llvm.intr.stacksave
+// CHECK: %[[N:.+]] = memref.dim %[[K]], %{{.+}}
+// CHECK: memref.alloca(%{{.+}}) : memref<64x?xf32>
+// CHECK: memref.alloca(%{{.+}}) : memref<4x?xf32>
+// CHECK-NOT: arith.extf
+// CHECK: vector.fma
+// CHECK: %[[END:.+]] = vector.broadcast %[[N]] : index to vector<16xindex>
+// CHECK: arith.cmpi slt, %{{.+}}, %[[END]] : vector<16xindex>
+// CHECK: vector.reduction <maximumf>
+// CHECK: math.exp
+// CHECK: vector.reduction <add>
+// CHECK: llvm.intr.stackrestore
+// CHECK-NOT: flash.
+func.func @step_unmasked_strided(
+    %q: memref<1x8x64xf32, strided<[?, ?, 1], offset: ?>>,
+    %k: memref<?x64xf32, strided<[?, 1], offset: ?>>,
+    %v: memref<?x64xf32, strided<[?, 1], offset: ?>>,
+    %acc: memref<1x8x64xf32>, %m: memref<1x8xf32>, %l: memref<1x8xf32>) {
+  flash.attention_step ins(%q, %k, %v : memref<1x8x64xf32, strided<[?, ?, 1], offset: ?>>, memref<?x64xf32, strided<[?, 1], offset: ?>>, memref<?x64xf32, strided<[?, 1], offset: ?>>)
+      outs(%acc, %m, %l : memref<1x8x64xf32>, memref<1x8xf32>, memref<1x8xf32>)
+      scale = 0.125
+  return
+}
+
+// -----
+
+// With key_transposed, K is already [D, Bc]: it is read in place, without
+// a transposed copy.
+// CHECK-LABEL: func.func @step_key_transposed
+// CHECK-SAME: %[[K:[^:]+]]: memref<32x?xf32>
+// CHECK: llvm.intr.stacksave
+// CHECK: memref.dim %[[K]], %{{.+}} : memref<32x?xf32>
+// CHECK-NOT: memref.alloca({{.+}}) : memref<32x?xf32>
+// CHECK: memref.alloca(%{{.+}}) : memref<4x?xf32>
+// CHECK: vector.load %[[K]]
+// CHECK: vector.maskedload %[[K]]
+// CHECK: llvm.intr.stackrestore
+// CHECK-NOT: flash.
+func.func @step_key_transposed(%q: memref<1x4x32xf32>, %k: memref<32x?xf32>,
+    %v: memref<?x16xf32>, %acc: memref<1x4x16xf32>, %m: memref<1x4xf32>,
+    %l: memref<1x4xf32>) {
+  flash.attention_step ins(%q, %k, %v : memref<1x4x32xf32>, memref<32x?xf32>, memref<?x16xf32>)
+      outs(%acc, %m, %l : memref<1x4x16xf32>, memref<1x4xf32>, memref<1x4xf32>)
+      scale = 0.125 key_transposed
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// finalize
+//===----------------------------------------------------------------------===//
+
+// out = l > 0 ? acc / l : 0 in bf16 (16 + 4 lanes), lse = l > 0 ? m + log(l) : -inf.
+// CHECK-LABEL: func.func @finalize_lse
+// CHECK-SAME: (%[[ACC:.+]]: memref<2x3x20xf32>, %[[M:.+]]: memref<2x3xf32>, %[[L:.+]]: memref<2x3xf32>, %[[OUT:.+]]: memref<2x3x20xbf16>, %[[LSE:.+]]: memref<2x3xf32>)
+// CHECK: scf.for %[[I:.+]] =
+// CHECK: scf.for %[[J:.+]] =
+// CHECK: %[[LV:.+]] = memref.load %[[L]][%[[I]], %[[J]]] : memref<2x3xf32>
+// CHECK: %[[POS:.+]] = arith.cmpf ogt, %[[LV]], %{{.+}} : f32
+// CHECK: %[[INV:.+]] = arith.divf %{{.+}}, %[[LV]] : f32
+// CHECK: arith.select %[[POS]], %[[INV]], %{{.+}} : f32
+// CHECK: vector.load %[[ACC]][%[[I]], %[[J]], %{{.+}}] : memref<2x3x20xf32>, vector<16xf32>
+// CHECK: arith.truncf %{{.+}} : vector<16xf32> to vector<16xbf16>
+// CHECK: vector.store %{{.+}}, %[[OUT]][%[[I]], %[[J]], %{{.+}}] : memref<2x3x20xbf16>, vector<16xbf16>
+// CHECK: vector.load %[[ACC]][%[[I]], %[[J]], %{{.+}}] : memref<2x3x20xf32>, vector<4xf32>
+// CHECK: vector.store %{{.+}}, %[[OUT]][%[[I]], %[[J]], %{{.+}}] : memref<2x3x20xbf16>, vector<4xbf16>
+// CHECK: %[[MV:.+]] = memref.load %[[M]][%[[I]], %[[J]]] : memref<2x3xf32>
+// CHECK: %[[LOG:.+]] = math.log %[[LV]] : f32
+// CHECK: %[[SUM:.+]] = arith.addf %[[MV]], %[[LOG]] : f32
+// CHECK: %[[V:.+]] = arith.select %[[POS]], %[[SUM]], %{{.+}} : f32
+// CHECK: memref.store %[[V]], %[[LSE]][%[[I]], %[[J]]] : memref<2x3xf32>
+// CHECK-NOT: flash.
+func.func @finalize_lse(%acc: memref<2x3x20xf32>, %m: memref<2x3xf32>, %l: memref<2x3xf32>,
+                        %out: memref<2x3x20xbf16>, %lse: memref<2x3xf32>) {
+  flash.finalize ins(%acc, %m, %l : memref<2x3x20xf32>, memref<2x3xf32>, memref<2x3xf32>)
+      outs(%out, %lse : memref<2x3x20xbf16>, memref<2x3xf32>)
+  return
+}
+
+// -----
+
+// Without the log-sum-exp, no log is computed.
+// CHECK-LABEL: func.func @finalize
+// CHECK: arith.divf
+// CHECK: vector.store %{{.+}} : memref<64x32xf32>, vector<16xf32>
+// CHECK-NOT: math.log
+// CHECK-NOT: flash.
+func.func @finalize(%acc: memref<64x32xf32>, %m: memref<64xf32>, %l: memref<64xf32>,
+                    %out: memref<64x32xf32>) {
+  flash.finalize ins(%acc, %m, %l : memref<64x32xf32>, memref<64xf32>, memref<64xf32>)
+      outs(%out : memref<64x32xf32>)
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// combine
+//===----------------------------------------------------------------------===//
+
+// lse = log(sum_s exp(plse[s])), out = sum_s exp(plse[s] - lse) * parts[s].
+// CHECK-LABEL: func.func @combine
+// CHECK-SAME: (%[[P:.+]]: memref<4x2x1x32xf32>, %[[PL:.+]]: memref<4x2x1xf32>, %[[OUT:.+]]: memref<2x1x32xf16>, %[[LSE:.+]]: memref<2x1xf32>)
+// The maximum over the splits.
+// CHECK: scf.for {{.+}} iter_args(%{{.+}} = %{{.+}}) -> (f32)
+// CHECK: memref.load %[[PL]]
+// CHECK: arith.maximumf
+// The sum of exponentials, then its log.
+// CHECK: scf.for {{.+}} iter_args(%{{.+}} = %{{.+}}) -> (f32)
+// CHECK: math.exp %{{.+}} : f32
+// CHECK: math.log %{{.+}} : f32
+// CHECK: memref.store %{{.+}}, %[[LSE]]
+// Weighted sum of the partial outputs, two 16-lane vectors.
+// CHECK: scf.for {{.+}} -> (vector<16xf32>, vector<16xf32>)
+// CHECK: math.exp %{{.+}} : f32
+// CHECK: vector.load %[[P]]{{.+}} : memref<4x2x1x32xf32>, vector<16xf32>
+// CHECK: vector.fma %{{.+}}, %{{.+}}, %{{.+}} : vector<16xf32>
+// CHECK: arith.truncf %{{.+}} : vector<16xf32> to vector<16xf16>
+// CHECK: vector.store %{{.+}}, %[[OUT]]{{.+}} : memref<2x1x32xf16>, vector<16xf16>
+// CHECK-NOT: flash.
+func.func @combine(%parts: memref<4x2x1x32xf32>, %plse: memref<4x2x1xf32>,
+                   %out: memref<2x1x32xf16>, %lse: memref<2x1xf32>) {
+  flash.combine ins(%parts, %plse : memref<4x2x1x32xf32>, memref<4x2x1xf32>)
+      outs(%out, %lse : memref<2x1x32xf16>, memref<2x1xf32>)
+  return
+}
+
+// -----
+
+// Functions without flash ops are left unchanged.
+// CHECK-LABEL: func.func @no_flash_ops
+// CHECK-SAME: (%[[A:.+]]: memref<4xf32>)
+// CHECK-NEXT: %[[C0:.+]] = arith.constant 0 : index
+// CHECK-NEXT: %[[X:.+]] = memref.load %[[A]][%[[C0]]] : memref<4xf32>
+// CHECK-NEXT: return %[[X]] : f32
+func.func @no_flash_ops(%a: memref<4xf32>) -> f32 {
+  %c0 = arith.constant 0 : index
+  %x = memref.load %a[%c0] : memref<4xf32>
+  return %x : f32
+}
+
+//--- invalid.mlir
+
+// A step on tensors has not been bufferized.
+func.func @tensor_step(%q: tensor<1x16x8xf32>, %k: tensor<16x8xf32>, %v: tensor<16x8xf32>,
+    %acc: tensor<1x16x8xf32>, %m: tensor<1x16xf32>, %l: tensor<1x16xf32>)
+    -> (tensor<1x16x8xf32>, tensor<1x16xf32>, tensor<1x16xf32>) {
+  // expected-error @+1 {{'flash.attention_step' op must be bufferized (on memrefs) before flash-expand-to-cpu}}
+  %r:3 = flash.attention_step ins(%q, %k, %v : tensor<1x16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>)
+      outs(%acc, %m, %l : tensor<1x16x8xf32>, tensor<1x16xf32>, tensor<1x16xf32>)
+      scale = 0.125 -> tensor<1x16x8xf32>, tensor<1x16xf32>, tensor<1x16xf32>
+  return %r#0, %r#1, %r#2 : tensor<1x16x8xf32>, tensor<1x16xf32>, tensor<1x16xf32>
+}
+
+// -----
+
+// So has a finalize on tensors.
+func.func @tensor_finalize(%acc: tensor<4x8xf32>, %m: tensor<4xf32>, %l: tensor<4xf32>,
+                           %out: tensor<4x8xf16>) -> tensor<4x8xf16> {
+  // expected-error @+1 {{'flash.finalize' op must be bufferized (on memrefs) before flash-expand-to-cpu}}
+  %o = flash.finalize ins(%acc, %m, %l : tensor<4x8xf32>, tensor<4xf32>, tensor<4xf32>)
+      outs(%out : tensor<4x8xf16>) -> tensor<4x8xf16>
+  return %o : tensor<4x8xf16>
+}
+
+// -----
+
+// The untiled [B, Hkv, G, Nq, D] step of flash-online-softmax.
+func.func @rank5_query(%q: memref<2x8x1x16x64xf32>, %k: memref<2x8x32x64xf32>,
+    %v: memref<2x8x32x64xf32>, %acc: memref<2x8x1x16x64xf32>,
+    %m: memref<2x8x1x16xf32>, %l: memref<2x8x1x16xf32>) {
+  // expected-error @+1 {{query must be a [G, Br, D] tile (rank 3) for the CPU expansion, got rank 5; run flash-tile first}}
+  flash.attention_step ins(%q, %k, %v : memref<2x8x1x16x64xf32>, memref<2x8x32x64xf32>, memref<2x8x32x64xf32>)
+      outs(%acc, %m, %l : memref<2x8x1x16x64xf32>, memref<2x8x1x16xf32>, memref<2x8x1x16xf32>)
+      scale = 0.125
+  return
+}
+
+// -----
+
+// K read transposed through its layout.
+func.func @strided_innermost(%q: memref<1x16x8xf32>, %k: memref<16x8xf32, strided<[1, 16]>>,
+    %v: memref<16x8xf32>, %acc: memref<1x16x8xf32>, %m: memref<1x16xf32>,
+    %l: memref<1x16xf32>) {
+  // expected-error @+1 {{needs unit stride in the innermost dimension, got 'memref<16x8xf32, strided<[1, 16]>>'}}
+  flash.attention_step ins(%q, %k, %v : memref<1x16x8xf32>, memref<16x8xf32, strided<[1, 16]>>, memref<16x8xf32>)
+      outs(%acc, %m, %l : memref<1x16x8xf32>, memref<1x16xf32>, memref<1x16xf32>)
+      scale = 0.125
+  return
+}

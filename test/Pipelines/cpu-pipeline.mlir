@@ -1,0 +1,209 @@
+// End-to-end tests of the named pipelines of flashc-opt. The inputs are the
+// parts below the `//---` markers, written out by split-file; the memref
+// functions have the form the JIT builds (AttentionSpec::toMLIR in
+// lib/Runtime/JIT.cpp).
+//
+// RUN: split-file %s %t
+//
+// The naive matmul-softmax-matmul graph to the LLVM dialect. Nothing of the
+// flash, scf, memref, math or bufferization dialects is left, and exp/log
+// are polynomials (no llvm.intr.exp or llvm.intr.log).
+// RUN: flashc-opt %t/graph.mlir --flash-cpu-pipeline="num-threads=2" \
+// RUN:   | FileCheck %s --check-prefix=GRAPH \
+// RUN:       --implicit-check-not=flash. --implicit-check-not=scf. \
+// RUN:       --implicit-check-not=memref. --implicit-check-not=math. \
+// RUN:       --implicit-check-not=bufferization. --implicit-check-not=unrealized_conversion_cast \
+// RUN:       --implicit-check-not=llvm.intr.exp --implicit-check-not=llvm.intr.log
+// The OpenMP dialect becomes calls into the OpenMP runtime in LLVM IR
+// (mlir-translate ships with mlir-tblgen, which the build needs).
+// RUN: flashc-opt %t/graph.mlir --flash-cpu-pipeline="num-threads=2" \
+// RUN:   | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=GRAPH-IR
+//
+// flash.attention (GQA, causal, f16, with the log-sum-exp) with explicit
+// tiles and 4 KV splits.
+// RUN: flashc-opt %t/attention.mlir \
+// RUN:   --flash-cpu-pipeline="num-threads=2 block-q=16 block-kv=32 splits=4" \
+// RUN:   | FileCheck %s --check-prefix=ATTN \
+// RUN:       --implicit-check-not=flash. --implicit-check-not=scf. \
+// RUN:       --implicit-check-not=memref. --implicit-check-not=math. \
+// RUN:       --implicit-check-not=bufferization. --implicit-check-not=unrealized_conversion_cast \
+// RUN:       --implicit-check-not=llvm.intr.exp --implicit-check-not=llvm.intr.log
+// RUN: flashc-opt %t/attention.mlir \
+// RUN:   --flash-cpu-pipeline="num-threads=2 block-q=16 block-kv=32 splits=4" \
+// RUN:   | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=ATTN-IR
+//
+// --flash-attention-pipeline stops at tiled tensors.
+// RUN: flashc-opt %t/tensor.mlir --flash-attention-pipeline="block-q=16 block-kv=16" \
+// RUN:   | FileCheck %s --check-prefix=TILED --implicit-check-not=memref
+// RUN: flashc-opt %t/attention.mlir --flash-attention-pipeline="block-q=16 block-kv=32 splits=4" \
+// RUN:   | FileCheck %s --check-prefix=TILED-SPLIT
+//
+// Invalid options are reported as an error, for both pipelines.
+// RUN: not flashc-opt %t/tensor.mlir --flash-attention-pipeline="target=sm_99" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BAD-TARGET
+// RUN: not flashc-opt %t/graph.mlir --flash-cpu-pipeline="target=sm_99" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BAD-TARGET
+// RUN: not flashc-opt %t/tensor.mlir --flash-attention-pipeline="loop-order=x" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BAD-ORDER
+// RUN: not flashc-opt %t/graph.mlir --flash-cpu-pipeline="loop-order=x" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BAD-ORDER
+// RUN: not flashc-opt %t/tensor.mlir --flash-attention-pipeline="block-q=-1" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BAD-BLOCK
+// RUN: not flashc-opt %t/tensor.mlir --flash-cpu-pipeline="splits=-3" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BAD-SPLITS
+
+// BAD-TARGET: error: invalid flash pipeline options: unknown target 'sm_99'; known targets: cpu, sm_80, sm_90a
+// BAD-ORDER: error: invalid flash pipeline options: unknown loop order 'x'; expected fa2 or algorithm1
+// BAD-BLOCK: error: invalid flash pipeline options: block-q must be non-negative, got -1
+// BAD-SPLITS: error: invalid flash pipeline options: splits must be non-negative, got -3
+
+//===----------------------------------------------------------------------===//
+// The naive graph.
+//===----------------------------------------------------------------------===//
+
+// GRAPH: module
+// GRAPH-DAG: llvm.func @malloc(
+// GRAPH-DAG: llvm.func @free(
+// GRAPH-LABEL: llvm.func @naive(
+// GRAPH-SAME: attributes {llvm.emit_c_interface}
+// The parallel loop over (batch, head, Q block) runs on OpenMP threads.
+// GRAPH: omp.parallel num_threads(
+// GRAPH: omp.wsloop
+// GRAPH: omp.loop_nest
+// The register-blocked step: scratch on the stack, vector FMAs, reductions.
+// GRAPH: llvm.intr.stacksave
+// GRAPH: llvm.intr.fma{{.+}}vector<16xf32>
+// GRAPH: llvm.intr.vector.reduce.fmaximum
+// GRAPH: llvm.intr.vector.reduce.fadd
+// GRAPH: llvm.intr.stackrestore
+// GRAPH: omp.yield
+// GRAPH: omp.terminator
+// GRAPH: llvm.return
+// GRAPH-LABEL: llvm.func @_mlir_ciface_naive(
+// GRAPH: llvm.call @naive(
+// GRAPH: llvm.return
+
+// GRAPH-IR-LABEL: define void @naive(
+// GRAPH-IR: call void (ptr, i32, ptr, ...) @__kmpc_fork_call(
+// GRAPH-IR-LABEL: define void @_mlir_ciface_naive(
+// GRAPH-IR: declare {{.*}}void @__kmpc_fork_call(ptr, i32, ptr, ...)
+
+//--- graph.mlir
+func.func @naive(%qm: memref<1x2x32x16xf32, strided<[?, ?, ?, 1], offset: ?>>,
+                 %km: memref<1x2x48x16xf32, strided<[?, ?, ?, 1], offset: ?>>,
+                 %vm: memref<1x2x48x16xf32, strided<[?, ?, ?, 1], offset: ?>>,
+                 %om: memref<1x2x32x16xf32, strided<[?, ?, ?, 1], offset: ?>>)
+    attributes {llvm.emit_c_interface} {
+  %q = bufferization.to_tensor %qm restrict
+      : memref<1x2x32x16xf32, strided<[?, ?, ?, 1], offset: ?>> to tensor<1x2x32x16xf32>
+  %k = bufferization.to_tensor %km restrict
+      : memref<1x2x48x16xf32, strided<[?, ?, ?, 1], offset: ?>> to tensor<1x2x48x16xf32>
+  %v = bufferization.to_tensor %vm restrict
+      : memref<1x2x48x16xf32, strided<[?, ?, ?, 1], offset: ?>> to tensor<1x2x48x16xf32>
+  %s = flash.matmul %q, %k transpose_b
+      : tensor<1x2x32x16xf32>, tensor<1x2x48x16xf32> -> tensor<1x2x32x48xf32>
+  %p = flash.softmax %s scale = 0.25 : tensor<1x2x32x48xf32> -> tensor<1x2x32x48xf32>
+  %o = flash.matmul %p, %v
+      : tensor<1x2x32x48xf32>, tensor<1x2x48x16xf32> -> tensor<1x2x32x16xf32>
+  bufferization.materialize_in_destination %o in restrict writable %om
+      : (tensor<1x2x32x16xf32>, memref<1x2x32x16xf32, strided<[?, ?, ?, 1], offset: ?>>) -> ()
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// flash.attention, split.
+//===----------------------------------------------------------------------===//
+
+// ATTN-LABEL: llvm.func @flash_attention(
+// ATTN-SAME: attributes {llvm.emit_c_interface}
+// ATTN: omp.parallel num_threads(
+// ATTN: omp.wsloop
+// ATTN: llvm.intr.stacksave
+// f16 operands are widened to f32 in the step.
+// ATTN: llvm.fpext {{.+}} : f16 to f32
+// ATTN: llvm.intr.fma{{.+}}vector<16xf32>
+// ATTN: llvm.intr.vector.reduce.fmaximum
+// ATTN: llvm.intr.stackrestore
+// ATTN: omp.terminator
+// The combine of the 4 splits runs after the parallel region.
+// ATTN: llvm.fptrunc {{.+}} to vector<16xf16>
+// ATTN: llvm.return
+// ATTN-LABEL: llvm.func @_mlir_ciface_flash_attention(
+// ATTN: llvm.call @flash_attention(
+
+// ATTN-IR-LABEL: define void @flash_attention(
+// ATTN-IR: call void (ptr, i32, ptr, ...) @__kmpc_fork_call(
+
+// TILED-SPLIT-LABEL: func.func @flash_attention
+// TILED-SPLIT: bufferization.to_tensor
+// TILED-SPLIT-NOT: memref.
+// TILED-SPLIT: scf.forall (%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}) in (1, 2, %{{.+}}, 4)
+// TILED-SPLIT: scf.for
+// TILED-SPLIT: flash.attention_step
+// TILED-SPLIT: } {flash.kv_loop}
+// Causal skipping ran after the split: a second, masked loop.
+// TILED-SPLIT: scf.for
+// TILED-SPLIT: flash.attention_step {{.+}} mask(
+// TILED-SPLIT: } {flash.kv_loop}
+// TILED-SPLIT: flash.finalize
+// TILED-SPLIT: } {flash.tile_loop}
+// TILED-SPLIT: %[[C:.+]]:2 = flash.combine
+// TILED-SPLIT-NOT: memref.
+// TILED-SPLIT: bufferization.materialize_in_destination %[[C]]#0
+// TILED-SPLIT: bufferization.materialize_in_destination %[[C]]#1
+
+//--- attention.mlir
+func.func @flash_attention(%qm: memref<1x4x8x32xf16, strided<[?, ?, ?, 1], offset: ?>>,
+                           %km: memref<1x2x200x32xf16, strided<[?, ?, ?, 1], offset: ?>>,
+                           %vm: memref<1x2x200x32xf16, strided<[?, ?, ?, 1], offset: ?>>,
+                           %om: memref<1x4x8x32xf16, strided<[?, ?, ?, 1], offset: ?>>,
+                           %lm: memref<1x4x8xf32, strided<[?, ?, 1], offset: ?>>)
+    attributes {llvm.emit_c_interface} {
+  %q = bufferization.to_tensor %qm restrict
+      : memref<1x4x8x32xf16, strided<[?, ?, ?, 1], offset: ?>> to tensor<1x4x8x32xf16>
+  %k = bufferization.to_tensor %km restrict
+      : memref<1x2x200x32xf16, strided<[?, ?, ?, 1], offset: ?>> to tensor<1x2x200x32xf16>
+  %v = bufferization.to_tensor %vm restrict
+      : memref<1x2x200x32xf16, strided<[?, ?, ?, 1], offset: ?>> to tensor<1x2x200x32xf16>
+  %o, %l = flash.attention %q, %k, %v scale = 1.767766953e-01 causal
+      : tensor<1x4x8x32xf16>, tensor<1x2x200x32xf16>, tensor<1x2x200x32xf16>
+      -> tensor<1x4x8x32xf16>, tensor<1x4x8xf32>
+  bufferization.materialize_in_destination %o in restrict writable %om
+      : (tensor<1x4x8x32xf16>, memref<1x4x8x32xf16, strided<[?, ?, ?, 1], offset: ?>>) -> ()
+  bufferization.materialize_in_destination %l in restrict writable %lm
+      : (tensor<1x4x8xf32>, memref<1x4x8xf32, strided<[?, ?, 1], offset: ?>>) -> ()
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Stopping at the tiled tensor level.
+//===----------------------------------------------------------------------===//
+
+// The graph is fused, rewritten online, tiled and its causal loop split.
+// TILED-LABEL: func.func @naive
+// TILED-SAME: -> tensor<1x2x32x16xf32>
+// TILED-NOT: flash.matmul
+// TILED-NOT: flash.softmax
+// TILED-NOT: flash.attention {{.+}}:
+// TILED: %[[R:.+]] = scf.forall (%{{.+}}, %{{.+}}, %{{.+}}) in (1, 2, %{{.+}}) shared_outs
+// TILED: scf.for
+// TILED: flash.attention_step ins({{[^)]+}}) outs(
+// TILED: } {flash.kv_loop}
+// TILED: scf.for
+// TILED: flash.attention_step {{.+}} mask(
+// TILED: } {flash.kv_loop}
+// TILED: flash.finalize
+// TILED: tensor.parallel_insert_slice
+// TILED: } {flash.tile_loop}
+// TILED-NEXT: return %[[R]]
+
+//--- tensor.mlir
+func.func @naive(%q: tensor<1x2x32x16xf32>, %k: tensor<1x2x48x16xf32>,
+                 %v: tensor<1x2x48x16xf32>) -> tensor<1x2x32x16xf32> {
+  %s = flash.matmul %q, %k transpose_b
+      : tensor<1x2x32x16xf32>, tensor<1x2x48x16xf32> -> tensor<1x2x32x48xf32>
+  %p = flash.softmax %s scale = 0.25 causal : tensor<1x2x32x48xf32> -> tensor<1x2x32x48xf32>
+  %o = flash.matmul %p, %v
+      : tensor<1x2x32x48xf32>, tensor<1x2x48x16xf32> -> tensor<1x2x32x16xf32>
+  return %o : tensor<1x2x32x16xf32>
+}
