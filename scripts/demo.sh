@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 #===- scripts/demo.sh - flashc's main job on the built-in example --------===#
 #
-# Builds flashc and shows a naive attention graph before and after
-# `flash-fuse-attention`.
+# Builds flashc, shows a naive attention graph before and after
+# `flash-fuse-attention`, then runs the `flashc` driver on its built-in
+# example: compile for the CPU, run, check against a float64 reference,
+# time, and print the cost report.
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail
@@ -16,3 +18,6 @@ echo "=== naive attention (examples/naive_attention.mlir) ==="
 echo
 echo "=== after flashc-opt --flash-fuse-attention ==="
 "$build/bin/flashc-opt" --flash-fuse-attention "$example"
+echo
+echo "=== flashc (the built-in example: compile, run, check, cost) ==="
+"$build/bin/flashc"

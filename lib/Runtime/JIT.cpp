@@ -209,7 +209,9 @@ std::string printOp(Operation *op) {
 llvm::Expected<OwningOpRef<ModuleOp>>
 runStages(MLIRContext &ctx, llvm::StringRef source,
           const PipelineConfig &config, llvm::StringRef last,
-          std::vector<std::pair<std::string, std::string>> *stageIR) {
+          std::vector<std::pair<std::string, std::string>> *stageIR,
+          llvm::function_ref<void(llvm::StringRef, ModuleOp)> afterStage =
+              nullptr) {
   DiagnosticCollector diags(ctx);
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(source, &ctx);
   if (!module)
@@ -226,6 +228,8 @@ runStages(MLIRContext &ctx, llvm::StringRef source,
                                      diags.messages);
     if (stageIR)
       stageIR->emplace_back(stage.str(), printOp(*module));
+    if (afterStage)
+      afterStage(stage, *module);
     if (stage == last)
       break;
   }
@@ -311,18 +315,26 @@ KernelBuilder::build(const AttentionSpec &spec, const PipelineConfig &config) {
   kernel->metadata.config = config.str();
   MLIRContext ctx(getRegistry(), MLIRContext::Threading::DISABLED);
   KernelMetadata &meta = kernel->metadata;
-  llvm::Expected<OwningOpRef<ModuleOp>> module =
-      runStages(ctx, spec.toMLIR(), config, "", &meta.stageIR);
-  if (!module)
-    return module.takeError();
-
-  // Record the schedule the passes chose from the tiled IR.
+  // The schedule the passes chose: tile sizes from the model (as flash-tile
+  // computes them), the split count read off the tiled IR.
   meta.tiles = chooseTileSizes(*TargetInfo::get(config.target), spec.shape(),
                                *parseLoopOrder(config.loopOrder));
   if (config.blockQ)
     meta.tiles.blockQ = config.blockQ;
   if (config.blockKV)
     meta.tiles.blockKV = config.blockKV;
+  meta.splits = 1;
+  auto inspect = [&](llvm::StringRef stage, ModuleOp module) {
+    if (stage != "tiled")
+      return;
+    module->walk([&](CombineOp combine) {
+      meta.splits = cast<ShapedType>(combine.getParts().getType()).getDimSize(0);
+    });
+  };
+  llvm::Expected<OwningOpRef<ModuleOp>> module =
+      runStages(ctx, spec.toMLIR(), config, "", &meta.stageIR, inspect);
+  if (!module)
+    return module.takeError();
 
   auto tm = createHostTargetMachine();
   if (!tm)

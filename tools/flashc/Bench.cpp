@@ -224,8 +224,9 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
       [&](llvm::StringRef name,
           llvm::StringRef dflt) -> llvm::Expected<std::vector<int64_t>> {
     std::vector<int64_t> values;
+    std::string text = o->str(name, dflt);
     llvm::SmallVector<llvm::StringRef> parts;
-    llvm::StringRef(o->str(name, dflt)).split(parts, ',');
+    llvm::StringRef(text).split(parts, ',');
     for (llvm::StringRef p : parts) {
       int64_t v;
       if (p.trim().getAsInteger(10, v) || v <= 0)

@@ -204,6 +204,7 @@ TEST(JITTest, MetadataAndIRDumps) {
   EXPECT_EQ(meta.target, "cpu");
   EXPECT_EQ(meta.tiles.blockQ, 8);
   EXPECT_EQ(meta.tiles.blockKV, 16);
+  EXPECT_EQ(meta.splits, 1);
   EXPECT_GT(meta.compileSeconds, 0.0);
   ASSERT_EQ(meta.stageIR.size(), pipelineStages().size());
   EXPECT_NE(meta.stageIR[1].second.find("flash.attention_step"),
@@ -220,6 +221,18 @@ TEST(JITTest, MetadataAndIRDumps) {
     EXPECT_TRUE(llvm::sys::fs::exists(path)) << path.str().str();
   }
   llvm::sys::fs::remove_directories(dir);
+}
+
+TEST(JITTest, MetadataRecordsSplits) {
+  AttentionSpec spec = smallSpec();
+  spec.seqQ = 1;
+  spec.seqKV = 200;
+  PipelineConfig config;
+  config.blockKV = 16;
+  config.splits = 5;
+  auto kernel = Compiler::global().compile(spec, "cpu", config);
+  ASSERT_TRUE(static_cast<bool>(kernel)) << errorOf(kernel.takeError());
+  EXPECT_EQ((*kernel)->getMetadata().splits, 5);
 }
 
 TEST(JITTest, LowerToStageStopsEarly) {
