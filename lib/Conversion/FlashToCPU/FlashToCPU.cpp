@@ -150,8 +150,8 @@ private:
     nest(0);
   }
 
-  void rowBlock(AttentionStepOp op, Value kt, Value s, Value npad, Value n,
-                Value g, Value r0, int64_t rows);
+  void rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value g,
+                Value r0, int64_t rows);
 
   ImplicitLocOpBuilder &b;
   Type f32;
@@ -210,12 +210,12 @@ void Emitter::expandStep(AttentionStepOp op) {
       [&](OpBuilder &, Location, Value gi, ValueRange) {
         scf::ForOp::create(b, idx(0), br4, idx(kRowBlock), ValueRange{},
                            [&](OpBuilder &, Location, Value r0, ValueRange) {
-                             rowBlock(op, kt, s, npad, n, gi, r0, kRowBlock);
+                             rowBlock(op, kt, s, n, gi, r0, kRowBlock);
                              scf::YieldOp::create(b);
                            });
         scf::ForOp::create(b, br4, br, idx(1), ValueRange{},
                            [&](OpBuilder &, Location, Value r0, ValueRange) {
-                             rowBlock(op, kt, s, npad, n, gi, r0, 1);
+                             rowBlock(op, kt, s, n, gi, r0, 1);
                              scf::YieldOp::create(b);
                            });
         scf::YieldOp::create(b);
@@ -225,8 +225,8 @@ void Emitter::expandStep(AttentionStepOp op) {
 
 /// Processes `rows` query rows starting at `r0` of head `g` of the Q tile:
 /// S = Q . Kt, the online softmax update of (m, l), and acc += P . V.
-void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value npad,
-                       Value n, Value g, Value r0, int64_t rows) {
+void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value g,
+                       Value r0, int64_t rows) {
   Value q = op.getQuery(), v = op.getValue();
   Value acc = op.getAcc(), mMem = op.getMax(), lMem = op.getSum();
   int64_t d = cast<MemRefType>(q.getType()).getDimSize(2);
@@ -237,7 +237,7 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value npad,
 
   // 1. S[r, :] = Q[g, r0 + r, :] . Kt, in column chunks of `cols` vectors;
   // the last partial chunk of 16 uses masked loads (`tailMask`) so that no
-  // key column at or past n is read.
+  // key column at or past the visible ones is read.
   auto qkChunks = [&](Value lb, Value ub, int64_t cols, Value tailMask) {
     scf::ForOp::create(
         b, lb, ub, idx(cols * kLanes), ValueRange{},
@@ -270,17 +270,30 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value npad,
           scf::YieldOp::create(b);
         });
   };
+  // Under a causal mask the rows of this block see no column at or past
+  // r0 + rows + offset: such columns are neither computed nor read.
+  Value visible = n;
+  if (Value offset = op.getMaskOffset())
+    visible = arith::MaxSIOp::create(
+        b,
+        arith::MinSIOp::create(
+            b, n,
+            arith::AddIOp::create(b, arith::AddIOp::create(b, r0, idx(rows)),
+                                  offset)),
+        idx(0));
+  Value colsPad = arith::MulIOp::create(
+      b, arith::CeilDivSIOp::create(b, visible, idx(kLanes)), idx(kLanes));
   Value wide = idx(kColVectors * kLanes);
-  Value nWide =
-      arith::MulIOp::create(b, arith::DivSIOp::create(b, n, wide), wide);
-  Value nFull = arith::MulIOp::create(
-      b, arith::DivSIOp::create(b, n, idx(kLanes)), idx(kLanes));
-  qkChunks(idx(0), nWide, kColVectors, nullptr);
-  qkChunks(nWide, nFull, 1, nullptr);
+  Value colsWide =
+      arith::MulIOp::create(b, arith::DivSIOp::create(b, visible, wide), wide);
+  Value colsFull = arith::MulIOp::create(
+      b, arith::DivSIOp::create(b, visible, idx(kLanes)), idx(kLanes));
+  qkChunks(idx(0), colsWide, kColVectors, nullptr);
+  qkChunks(colsWide, colsFull, 1, nullptr);
   Value mask = vector::CreateMaskOp::create(
       b, VectorType::get({kLanes}, b.getI1Type()),
-      ValueRange{arith::SubIOp::create(b, n, nFull)});
-  qkChunks(nFull, npad, 1, mask);
+      ValueRange{arith::SubIOp::create(b, visible, colsFull)});
+  qkChunks(colsFull, colsPad, 1, mask);
 
   // 2. Online softmax, one row at a time.
   Value scale = f32Const(op.getScale().convertToDouble());
@@ -306,7 +319,7 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value npad,
         b, VectorType::get({kLanes}, b.getIndexType()), end);
     Value rIdx = idx(r);
     auto maxLoop = scf::ForOp::create(
-        b, idx(0), npad, idx(kLanes), ValueRange{ninfVec},
+        b, idx(0), colsPad, idx(kLanes), ValueRange{ninfVec},
         [&](OpBuilder &, Location, Value c0, ValueRange iter) {
           Value sv =
               vector::LoadOp::create(b, vec(kLanes), s, ValueRange{rIdx, c0});
@@ -315,9 +328,9 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value npad,
               b, laneIds,
               vector::BroadcastOp::create(
                   b, VectorType::get({kLanes}, b.getIndexType()), c0));
-          Value visible =
+          Value inRange =
               arith::CmpIOp::create(b, arith::CmpIPredicate::slt, cols, endVec);
-          sv = arith::SelectOp::create(b, visible, sv, ninfVec);
+          sv = arith::SelectOp::create(b, inRange, sv, ninfVec);
           vector::StoreOp::create(b, sv, s, ValueRange{rIdx, c0});
           scf::YieldOp::create(
               b, ValueRange{arith::MaximumFOp::create(b, iter[0], sv)});
@@ -341,7 +354,7 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value npad,
     Value floorVec = vecConst(kLanes, -87.0);
     Value zeroVec = vecConst(kLanes, 0.0);
     auto sumLoop = scf::ForOp::create(
-        b, idx(0), npad, idx(kLanes), ValueRange{zeroVec},
+        b, idx(0), colsPad, idx(kLanes), ValueRange{zeroVec},
         [&](OpBuilder &, Location, Value c0, ValueRange iter) {
           Value sv =
               vector::LoadOp::create(b, vec(kLanes), s, ValueRange{rIdx, c0});
@@ -380,7 +393,7 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value npad,
       }
     int64_t cols = group.size();
     auto cLoop = scf::ForOp::create(
-        b, idx(0), n, idx(1), init,
+        b, idx(0), visible, idx(1), init,
         [&](OpBuilder &, Location, Value c, ValueRange accs) {
           SmallVector<Value> vv;
           for (auto [w, off] : llvm::zip(group, offsets))
