@@ -7,6 +7,8 @@
 
 #include "flashc/Analysis/AttentionSchedule.h"
 
+#include "llvm/Support/raw_ostream.h"
+
 #include <algorithm>
 
 using namespace mlir::flash;
@@ -21,6 +23,53 @@ std::optional<LoopOrder> mlir::flash::parseLoopOrder(llvm::StringRef name) {
   if (name == "fa2")
     return LoopOrder::FA2;
   return std::nullopt;
+}
+
+llvm::Expected<AttentionShape>
+mlir::flash::getStaticAttentionShape(RankedTensorType q, RankedTensorType k,
+                                     RankedTensorType v, bool causal) {
+  struct Dim {
+    RankedTensorType type;
+    unsigned index;
+    const char *name;
+  };
+  for (Dim dim : {Dim{q, 0, "batch B (query dimension 0)"},
+                  Dim{q, 1, "query heads Hq (query dimension 1)"},
+                  Dim{k, 1, "kv heads Hkv (key dimension 1)"},
+                  Dim{q, 2, "query length Nq (query dimension 2)"},
+                  Dim{k, 2, "key length Nk (key dimension 2)"},
+                  Dim{q, 3, "head dimension D (query dimension 3)"},
+                  Dim{v, 3, "value head dimension Dv (value dimension 3)"}}) {
+    if (dim.type.isDynamicDim(dim.index)) {
+      std::string type;
+      llvm::raw_string_ostream os(type);
+      os << dim.type;
+      return llvm::createStringError(std::string("the ") + dim.name + " of '" +
+                                     type + "' is dynamic");
+    }
+  }
+  AttentionShape shape;
+  shape.batch = q.getDimSize(0);
+  shape.heads = q.getDimSize(1);
+  shape.kvHeads = k.getDimSize(1);
+  shape.seqQ = q.getDimSize(2);
+  shape.seqKV = k.getDimSize(2);
+  shape.headDim = q.getDimSize(3);
+  shape.headDimV = v.getDimSize(3);
+  shape.causal = causal;
+  Type elementType = q.getElementType();
+  if (elementType.isF32()) {
+    shape.elementBytes = 4;
+  } else if (elementType.isF16() || elementType.isBF16()) {
+    shape.elementBytes = 2;
+  } else {
+    std::string type;
+    llvm::raw_string_ostream os(type);
+    os << elementType;
+    return llvm::createStringError("unsupported element type " + type +
+                                   ", expected f32, f16 or bf16");
+  }
+  return shape;
 }
 
 static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }

@@ -206,12 +206,11 @@ std::string printOp(Operation *op) {
 
 /// Parses `source` and runs the stages up to `last` (all when empty),
 /// recording the IR after each into `stageIR` when it is non-null.
-llvm::Expected<OwningOpRef<ModuleOp>>
-runStages(MLIRContext &ctx, llvm::StringRef source,
-          const PipelineConfig &config, llvm::StringRef last,
-          std::vector<std::pair<std::string, std::string>> *stageIR,
-          llvm::function_ref<void(llvm::StringRef, ModuleOp)> afterStage =
-              nullptr) {
+llvm::Expected<OwningOpRef<ModuleOp>> runStages(
+    MLIRContext &ctx, llvm::StringRef source, const PipelineConfig &config,
+    llvm::StringRef last,
+    std::vector<std::pair<std::string, std::string>> *stageIR,
+    llvm::function_ref<void(llvm::StringRef, ModuleOp)> afterStage = nullptr) {
   DiagnosticCollector diags(ctx);
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(source, &ctx);
   if (!module)
@@ -328,7 +327,8 @@ KernelBuilder::build(const AttentionSpec &spec, const PipelineConfig &config) {
     if (stage != "tiled")
       return;
     module->walk([&](CombineOp combine) {
-      meta.splits = cast<ShapedType>(combine.getParts().getType()).getDimSize(0);
+      meta.splits =
+          cast<ShapedType>(combine.getParts().getType()).getDimSize(0);
     });
   };
   llvm::Expected<OwningOpRef<ModuleOp>> module =
@@ -607,20 +607,21 @@ llvm::Expected<AttentionSpec> AttentionSpec::fromMLIR(llvm::StringRef source) {
     if (!isa<BlockArgument>(operand))
       return llvm::createStringError(
           "the attention's operands must be function arguments");
-  auto q = op.getQuery().getType(), k = op.getKey().getType();
-  auto v = op.getValue().getType();
-  if (!q.hasStaticShape() || !k.hasStaticShape() || !v.hasStaticShape())
-    return llvm::createStringError(
-        "the attention's operands must have static shapes to build a kernel");
+  llvm::Expected<AttentionShape> shape =
+      getStaticAttentionShape(op.getQuery().getType(), op.getKey().getType(),
+                              op.getValue().getType(), op.getCausal());
+  if (!shape)
+    return llvm::createStringError("cannot build a kernel: " +
+                                   llvm::toString(shape.takeError()));
   AttentionSpec spec;
-  spec.batch = q.getDimSize(0);
-  spec.heads = q.getDimSize(1);
-  spec.seqQ = q.getDimSize(2);
-  spec.headDim = q.getDimSize(3);
-  spec.kvHeads = k.getDimSize(1);
-  spec.seqKV = k.getDimSize(2);
-  spec.headDimV = v.getDimSize(3);
-  Type elt = q.getElementType();
+  spec.batch = shape->batch;
+  spec.heads = shape->heads;
+  spec.kvHeads = shape->kvHeads;
+  spec.seqQ = shape->seqQ;
+  spec.seqKV = shape->seqKV;
+  spec.headDim = shape->headDim;
+  spec.headDimV = shape->headDimV;
+  Type elt = op.getQuery().getType().getElementType();
   spec.dtype = elt.isF32()   ? DType::F32
                : elt.isF16() ? DType::F16
                              : DType::BF16;

@@ -41,11 +41,6 @@ using namespace flashc;
 
 namespace {
 
-int fail(llvm::Error e) {
-  llvm::errs() << "flashc: error: " << llvm::toString(std::move(e)) << "\n";
-  return 1;
-}
-
 double now() {
   return std::chrono::duration<double>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -117,7 +112,7 @@ int flashc::benchOneCommand(llvm::ArrayRef<const char *> args) {
       Options::parse(args, {"causal"},
                      {"impl", "seq", "head-dim", "heads", "threads", "iters"});
   if (!o)
-    return fail(o.takeError());
+    return reportError(o.takeError());
   llvm::Expected<int64_t> n = o->integer("seq", 1024),
                           d = o->integer("head-dim", 64),
                           heads = o->integer("heads", 8),
@@ -125,7 +120,7 @@ int flashc::benchOneCommand(llvm::ArrayRef<const char *> args) {
                           iters = o->integer("iters", 3);
   for (auto *e : {&n, &d, &heads, &threads, &iters})
     if (!*e)
-      return fail(e->takeError());
+      return reportError(e->takeError());
   bool causal = o->has("causal");
   std::string impl = o->str("impl", "flashc");
   int64_t nthreads =
@@ -140,7 +135,7 @@ int flashc::benchOneCommand(llvm::ArrayRef<const char *> args) {
   spec.headDim = *d;
   spec.causal = causal;
   if (llvm::Error e = spec.validate())
-    return fail(std::move(e));
+    return reportError(std::move(e));
   std::vector<int64_t> shape = {1, *heads, *n, *d};
   HostTensor q(DType::F32, shape), k(DType::F32, shape), v(DType::F32, shape),
       out(DType::F32, shape);
@@ -161,7 +156,7 @@ int flashc::benchOneCommand(llvm::ArrayRef<const char *> args) {
     auto kernel = Compiler::global().compile(spec, "cpu", config);
     double cold = now() - t0;
     if (!kernel)
-      return fail(kernel.takeError());
+      return reportError(kernel.takeError());
     t0 = now();
     (void)Compiler::global().compile(spec, "cpu", config);
     double cached = now() - t0;
@@ -180,7 +175,7 @@ int flashc::benchOneCommand(llvm::ArrayRef<const char *> args) {
         },
         *iters, 1.0);
     if (!ok)
-      return fail(llvm::createStringError("kernel run failed"));
+      return reportError(llvm::createStringError("kernel run failed"));
   } else if (impl == "blas") {
     openblas_set_num_threads(static_cast<int>(nthreads));
     std::vector<float> s(static_cast<size_t>(*n * *n));
@@ -195,7 +190,8 @@ int flashc::benchOneCommand(llvm::ArrayRef<const char *> args) {
         },
         *iters, 1.0);
   } else {
-    return fail(llvm::createStringError("--impl must be flashc or blas"));
+    return reportError(
+        llvm::createStringError("--impl must be flashc or blas"));
   }
   // A spot check that the two implementations compute the same thing.
   std::vector<double> expected(static_cast<size_t>(*d));
@@ -219,7 +215,7 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
   llvm::Expected<Options> o = Options::parse(
       args, {}, {"sizes", "head-dims", "heads", "threads", "iters", "json"});
   if (!o)
-    return fail(o.takeError());
+    return reportError(o.takeError());
   auto list =
       [&](llvm::StringRef name,
           llvm::StringRef dflt) -> llvm::Expected<std::vector<int64_t>> {
@@ -238,16 +234,16 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
   };
   auto sizes = list("sizes", "512,1024,2048,4096,8192");
   if (!sizes)
-    return fail(sizes.takeError());
+    return reportError(sizes.takeError());
   auto dims = list("head-dims", "64,128");
   if (!dims)
-    return fail(dims.takeError());
+    return reportError(dims.takeError());
   std::string heads = o->str("heads", "8"), iters = o->str("iters", "3");
   std::string threads =
       o->str("threads",
              std::to_string(std::max(
                  1, static_cast<int>(std::thread::hardware_concurrency()))));
-  std::string self = llvm::sys::fs::getMainExecutable(argv0, (void *)&fail);
+  std::string self = llvm::sys::fs::getMainExecutable(argv0, (void *)&flashc::reportError);
 
   llvm::outs() << llvm::formatv(
       "flashc bench: f32, batch 1, {0} heads, {1} threads for both; GFLOP/s "
@@ -271,7 +267,7 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
                             (causal ? " --causal" : "");
           FILE *pipe = popen(cmd.c_str(), "r");
           if (!pipe)
-            return fail(llvm::createStringError("cannot run " + cmd));
+            return reportError(llvm::createStringError("cannot run " + cmd));
           std::string text;
           char buf[4096];
           while (size_t got = fread(buf, 1, sizeof(buf), pipe))
@@ -279,7 +275,7 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
           int status = pclose(pipe);
           llvm::Expected<llvm::json::Value> value = llvm::json::parse(text);
           if (status != 0 || !value)
-            return fail(llvm::createStringError(
+            return reportError(llvm::createStringError(
                 "measurement failed: " + cmd + "\n" + text +
                 (value ? "" : llvm::toString(value.takeError()))));
           row[impl] = std::move(*value);
@@ -305,8 +301,8 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
     std::error_code ec;
     llvm::raw_fd_ostream os(o->str("json"), ec);
     if (ec)
-      return fail(llvm::createStringError("cannot write '" + o->str("json") +
-                                          "': " + ec.message()));
+      return reportError(llvm::createStringError(
+          "cannot write '" + o->str("json") + "': " + ec.message()));
     os << llvm::formatv("{0:2}", llvm::json::Value(std::move(all))) << "\n";
   }
   return 0;

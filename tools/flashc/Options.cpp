@@ -4,7 +4,14 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include "llvm/Support/raw_ostream.h"
+
 using namespace mlir::flash;
+
+int flashc::reportError(llvm::Error error) {
+  llvm::errs() << "flashc: error: " << llvm::toString(std::move(error)) << "\n";
+  return 1;
+}
 
 llvm::Expected<flashc::Options>
 flashc::Options::parse(llvm::ArrayRef<const char *> args,

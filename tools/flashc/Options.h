@@ -18,6 +18,9 @@
 
 namespace flashc {
 
+/// Prints `flashc: error: <message>` and returns the exit code 1.
+int reportError(llvm::Error error);
+
 /// Parsed `--name[=value]` arguments.
 class Options {
 public:

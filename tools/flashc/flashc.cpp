@@ -36,11 +36,6 @@ using namespace flashc;
 
 namespace {
 
-int fail(llvm::Error e) {
-  llvm::errs() << "flashc: error: " << llvm::toString(std::move(e)) << "\n";
-  return 1;
-}
-
 const char *kUsage =
     "usage: flashc [run|compile|cost|bench] [options]\n"
     "  problem: --batch B --heads H --kv-heads HKV --seq-q NQ --seq-kv NK\n"
@@ -134,16 +129,16 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
           args, {},
           {"q", "k", "v", "out", "lse", "iters", "check-rows", "seed"}, o, spec,
           config))
-    return fail(std::move(e));
+    return reportError(std::move(e));
   llvm::Expected<int64_t> iters = o.integer("iters", 0);
   llvm::Expected<int64_t> checkRows = o.integer("check-rows", 256);
   llvm::Expected<int64_t> seedOpt = o.integer("seed", -1);
   if (!iters)
-    return fail(iters.takeError());
+    return reportError(iters.takeError());
   if (!checkRows)
-    return fail(checkRows.takeError());
+    return reportError(checkRows.takeError());
   if (!seedOpt)
-    return fail(seedOpt.takeError());
+    return reportError(seedOpt.takeError());
 
   if (builtin)
     llvm::outs() << "flashc: running the built-in example (see `flashc "
@@ -164,7 +159,7 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
        {std::pair<const char *, HostTensor *>{"q", &q}, {"k", &k}, {"v", &v}}) {
     if (o.has(name)) {
       if (llvm::Error e = readNpy(o.str(name), *tensor))
-        return fail(std::move(e));
+        return reportError(std::move(e));
       continue;
     }
     for (int64_t i = 0; i < tensor->getNumElements(); ++i)
@@ -177,7 +172,7 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   if (!kernel)
-    return fail(kernel.takeError());
+    return reportError(kernel.takeError());
   start = std::chrono::steady_clock::now();
   (void)Compiler::global().compile(spec, config.target, config);
   double cachedSeconds =
@@ -194,7 +189,7 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
                           spec.withLse ? &lseRef : nullptr);
   };
   if (llvm::Error e = runOnce())
-    return fail(std::move(e));
+    return reportError(std::move(e));
   // Time: at least 3 runs and about half a second, or --iters.
   std::vector<double> times;
   double total = 0;
@@ -202,7 +197,7 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
          (*iters == 0 && (times.size() < 3 || total < 0.5))) {
     auto t0 = std::chrono::steady_clock::now();
     if (llvm::Error e = runOnce())
-      return fail(std::move(e));
+      return reportError(std::move(e));
     double t =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
             .count();
@@ -276,14 +271,14 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
 
   if (o.has("out"))
     if (llvm::Error e = writeNpy(o.str("out"), out))
-      return fail(std::move(e));
+      return reportError(std::move(e));
   if (o.has("lse"))
     if (llvm::Error e = writeNpy(o.str("lse"), lse))
-      return fail(std::move(e));
+      return reportError(std::move(e));
 
   llvm::Expected<CostReport> report = costReport(spec, config);
   if (!report)
-    return fail(report.takeError());
+    return reportError(report.takeError());
   llvm::outs() << "\n";
   printCostReport(*report, llvm::outs());
   return ok ? 0 : 2;
@@ -299,19 +294,19 @@ int compileCommand(llvm::ArrayRef<const char *> args) {
   PipelineConfig config;
   if (llvm::Error e =
           parseProblem(args, {}, {"emit", "o", "stop-after"}, o, spec, config))
-    return fail(std::move(e));
+    return reportError(std::move(e));
   std::string emit = o.str("emit", "mlir");
   std::string text;
   if (emit == "ptx") {
-    return fail(llvm::createStringError(
+    return reportError(llvm::createStringError(
         "--emit ptx: GPU code generation is not implemented yet; targets "
         "sm_80 and sm_90a are available to `flashc cost`"));
   }
   llvm::Expected<TargetInfo> target = TargetInfo::get(config.target);
   if (!target)
-    return fail(target.takeError());
+    return reportError(target.takeError());
   if (target->isGPU() && (emit != "mlir" || !o.has("stop-after")))
-    return fail(llvm::createStringError(
+    return reportError(llvm::createStringError(
         "target '" + config.target +
         "' has no code generation yet; use --stop-after tiled (or an "
         "earlier stage) or --target cpu"));
@@ -319,26 +314,26 @@ int compileCommand(llvm::ArrayRef<const char *> args) {
     llvm::Expected<std::string> ir =
         Compiler::lowerToStage(spec, config, o.str("stop-after"));
     if (!ir)
-      return fail(ir.takeError());
+      return reportError(ir.takeError());
     text = std::move(*ir);
   } else if (emit == "llvm") {
     if (o.has("stop-after"))
-      return fail(
+      return reportError(
           llvm::createStringError("--stop-after applies to --emit mlir only"));
     llvm::Expected<std::string> ir = Compiler::emitLLVMIR(spec, config);
     if (!ir)
-      return fail(ir.takeError());
+      return reportError(ir.takeError());
     text = std::move(*ir);
   } else {
-    return fail(llvm::createStringError(
+    return reportError(llvm::createStringError(
         "--emit must be mlir, llvm or ptx, got '" + emit + "'"));
   }
   std::string path = o.str("o", "-");
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec);
   if (ec)
-    return fail(llvm::createStringError("cannot write '" + path +
-                                        "': " + ec.message()));
+    return reportError(llvm::createStringError("cannot write '" + path +
+                                               "': " + ec.message()));
   os << text;
   return 0;
 }
@@ -348,10 +343,10 @@ int costCommand(llvm::ArrayRef<const char *> args) {
   AttentionSpec spec;
   PipelineConfig config;
   if (llvm::Error e = parseProblem(args, {"json"}, {}, o, spec, config))
-    return fail(std::move(e));
+    return reportError(std::move(e));
   llvm::Expected<CostReport> report = costReport(spec, config);
   if (!report)
-    return fail(report.takeError());
+    return reportError(report.takeError());
   if (o.has("json")) {
     llvm::outs() << llvm::formatv("{0:2}",
                                   llvm::json::Value(costReportToJSON(*report)))
@@ -390,7 +385,7 @@ int main(int argc, char **argv) {
     return benchCommand(args, argv[0]);
   if (command == "bench-one")
     return benchOneCommand(args);
-  return fail(llvm::createStringError(
+  return reportError(llvm::createStringError(
       "unknown command '" + command +
       "'; expected run, compile, cost or bench (see flashc --help)"));
 }

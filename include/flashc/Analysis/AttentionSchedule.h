@@ -10,7 +10,9 @@
 
 #include "flashc/Target/TargetInfo.h"
 
+#include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
 
 #include <cstdint>
 #include <optional>
@@ -34,6 +36,14 @@ struct AttentionShape {
 
   int64_t groupSize() const { return heads / kvHeads; }
 };
+
+/// The shape of an attention whose operands have these types:
+/// Q [B, Hq, Nq, D], K [B, Hkv, Nk, D], V [B, Hkv, Nk, Dv] of f32, f16 or
+/// bf16. The error names the first dynamic size or the element type.
+llvm::Expected<AttentionShape> getStaticAttentionShape(RankedTensorType query,
+                                                       RankedTensorType key,
+                                                       RankedTensorType value,
+                                                       bool causal);
 
 /// The two loop orders of the FlashAttention papers.
 enum class LoopOrder {

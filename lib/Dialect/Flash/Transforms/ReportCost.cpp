@@ -31,48 +31,16 @@ using namespace mlir::flash;
 
 namespace {
 
-/// Reads the sizes of `op` into an AttentionShape. Reports the first dynamic
-/// size (B, Nq or Nk; the verifier keeps heads and head dimensions static)
-/// or an unsupported element type on `op` and fails.
+/// Reads the sizes of `op` into an AttentionShape; reports a dynamic size on
+/// `op` and fails (the verifier guarantees the element type).
 FailureOr<AttentionShape> getAttentionShape(AttentionOp op) {
-  RankedTensorType q = op.getQuery().getType();
-  RankedTensorType k = op.getKey().getType();
-  RankedTensorType v = op.getValue().getType();
-  struct Dim {
-    RankedTensorType type;
-    unsigned index;
-    const char *name;
-  };
-  for (Dim dim : {Dim{q, 0, "batch B (query dimension 0)"},
-                  Dim{q, 1, "query heads Hq (query dimension 1)"},
-                  Dim{k, 1, "kv heads Hkv (key dimension 1)"},
-                  Dim{q, 2, "query length Nq (query dimension 2)"},
-                  Dim{k, 2, "key length Nk (key dimension 2)"},
-                  Dim{q, 3, "head dimension D (query dimension 3)"},
-                  Dim{v, 3, "value head dimension Dv (value dimension 3)"}}) {
-    if (dim.type.isDynamicDim(dim.index))
-      return op.emitError() << "flash-report-cost needs static sizes: the "
-                            << dim.name << " of " << dim.type << " is dynamic";
-  }
-
-  AttentionShape shape;
-  shape.batch = q.getDimSize(0);
-  shape.heads = q.getDimSize(1);
-  shape.kvHeads = k.getDimSize(1);
-  shape.seqQ = q.getDimSize(2);
-  shape.seqKV = k.getDimSize(2);
-  shape.headDim = q.getDimSize(3);
-  shape.headDimV = v.getDimSize(3);
-  shape.causal = op.getCausal();
-  Type elementType = q.getElementType();
-  if (elementType.isF32())
-    shape.elementBytes = 4;
-  else if (elementType.isF16() || elementType.isBF16())
-    shape.elementBytes = 2;
-  else
-    return op.emitError() << "flash-report-cost: unsupported element type "
-                          << elementType << ", expected f32, f16 or bf16";
-  return shape;
+  llvm::Expected<AttentionShape> shape =
+      getStaticAttentionShape(op.getQuery().getType(), op.getKey().getType(),
+                              op.getValue().getType(), op.getCausal());
+  if (!shape)
+    return op.emitError() << "flash-report-cost needs static sizes: "
+                          << llvm::toString(shape.takeError());
+  return *shape;
 }
 
 struct FlashReportCostPass
