@@ -67,8 +67,11 @@ TargetInfo sm90a() {
 } // namespace
 
 llvm::Expected<TargetInfo> TargetInfo::get(llvm::StringRef name) {
-  if (name == "cpu" || name == "host")
-    return hostCPU();
+  if (name == "cpu" || name == "host") {
+    // Asking the OS for the cache size is slow; the host does not change.
+    static const TargetInfo host = hostCPU();
+    return host;
+  }
   if (name == "sm_80")
     return sm80();
   if (name == "sm_90a")
