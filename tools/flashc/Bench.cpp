@@ -245,7 +245,8 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
       o->str("threads",
              std::to_string(std::max(
                  1, static_cast<int>(std::thread::hardware_concurrency()))));
-  std::string self = llvm::sys::fs::getMainExecutable(argv0, (void *)&flashc::reportError);
+  std::string self =
+      llvm::sys::fs::getMainExecutable(argv0, (void *)&flashc::reportError);
 
   llvm::outs() << llvm::formatv(
       "flashc bench: f32, batch 1, {0} heads, {1} threads for both; GFLOP/s "

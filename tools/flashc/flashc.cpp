@@ -219,9 +219,16 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
     threads = 1;
 
   llvm::outs() << llvm::formatv(
-      "schedule: target {0}, {1} order, Br {2} x Bc {3}, threads {4}\n",
+      "schedule: target {0}, {1} order, Br {2} x Bc {3}{4}, {5} split{6}, "
+      "threads {7}\n",
       meta.target, stringifyLoopOrder(meta.tiles.order), meta.tiles.blockQ,
-      meta.tiles.blockKV, threads);
+      meta.tiles.blockKV,
+      spec.heads > spec.kvHeads
+          ? llvm::formatv(" ({0} query heads packed per tile)",
+                          spec.heads / spec.kvHeads)
+                .str()
+          : std::string(),
+      meta.splits, meta.splits == 1 ? "" : "s", threads);
   llvm::outs() << llvm::formatv("compile: {0:f1} ms cold, {1:f1} us cached\n",
                                 compileSeconds * 1e3, cachedSeconds * 1e6);
   llvm::outs() << llvm::formatv(

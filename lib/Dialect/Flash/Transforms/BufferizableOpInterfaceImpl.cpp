@@ -24,8 +24,8 @@ template <typename OpTy>
 struct FlashDstOpInterface
     : public DstBufferizableOpInterfaceExternalModel<FlashDstOpInterface<OpTy>,
                                                      OpTy> {
-  /// Inputs are only read; inits are read (the state update and the output
-  /// tile both depend on what is there) and written.
+  /// Replaces the op by the same op on the buffers of its operands, without
+  /// results; the inits' buffers stand for the results.
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options,
                           BufferizationState &state) const {
