@@ -15,6 +15,7 @@
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -103,6 +104,9 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
     split.maxSeqQ = c.maxSeqQ;
     pm.addPass(createFlashSplitKV(split));
     pm.addPass(createFlashCausalSkip());
+    // Fold the index arithmetic the three passes left, so that later passes
+    // (and readers) see constant trip counts where shapes are static.
+    pm.addPass(createCanonicalizerPass());
     return llvm::Error::success();
   }
   if (stage == "bufferized") {
@@ -138,7 +142,8 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
     return addTextual(
         pm, "lower-affine,convert-vector-to-scf,expand-strided-metadata,"
             "lower-affine,finalize-memref-to-llvm,convert-scf-to-cf,"
-            "convert-vector-to-llvm,convert-math-to-llvm,"
+            "convert-vector-to-llvm{vector-transpose-lowering=shuffle16x16},"
+            "convert-math-to-llvm,"
             "convert-openmp-to-llvm,convert-to-llvm,"
             "reconcile-unrealized-casts");
   }

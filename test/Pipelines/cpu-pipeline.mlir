@@ -137,7 +137,7 @@ func.func @naive(%qm: memref<1x2x32x16xf32, strided<[?, ?, ?, 1], offset: ?>>,
 // TILED-SPLIT-LABEL: func.func @flash_attention
 // TILED-SPLIT: bufferization.to_tensor
 // TILED-SPLIT-NOT: memref.
-// TILED-SPLIT: scf.forall (%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}) in (1, 2, %{{.+}}, 4)
+// TILED-SPLIT: scf.forall (%{{.+}}, %{{.+}}) in (2, 4)
 // TILED-SPLIT: scf.for
 // TILED-SPLIT: flash.attention_step
 // TILED-SPLIT: } {flash.kv_loop}
@@ -185,7 +185,7 @@ func.func @flash_attention(%qm: memref<1x4x8x32xf16, strided<[?, ?, ?, 1], offse
 // TILED-NOT: flash.matmul
 // TILED-NOT: flash.softmax
 // TILED-NOT: flash.attention {{.+}}:
-// TILED: %[[R:.+]] = scf.forall (%{{.+}}, %{{.+}}, %{{.+}}) in (1, 2, %{{.+}}) shared_outs
+// TILED: %[[R:.+]] = scf.forall (%{{.+}}, %{{.+}}) in (2, 2) shared_outs
 // TILED: scf.for
 // TILED: flash.attention_step ins({{[^)]+}}) outs(
 // TILED: } {flash.kv_loop}

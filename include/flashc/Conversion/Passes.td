@@ -48,9 +48,11 @@ def FlashCPUTransposeKeys : Pass<"flash-cpu-transpose-keys"> {
     every Q tile that visits it, this pass transposes each key tensor once
     (`linalg.transpose` to `[B, Hkv, D, Nk]`, where the key tensor is
     defined), slices the blocks from the copy and marks the steps
-    `key_transposed`. Runs on tiled tensor IR, before bufferization; steps
-    whose key block is not a slice of a function-level tensor are left as
-    they are (the expansion then transposes per step).
+    `key_transposed`. Runs on tiled tensor IR, before bufferization. Steps
+    whose key block is not a slice of a function-level tensor, and steps
+    whose Q tile holds the whole query (decode: each key block is read by one
+    tile only), are left as they are; the expansion then transposes per
+    step.
   }];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect"

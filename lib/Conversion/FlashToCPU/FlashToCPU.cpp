@@ -16,9 +16,11 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
@@ -50,6 +52,7 @@ public:
   explicit Emitter(ImplicitLocOpBuilder &b) : b(b), f32(b.getF32Type()) {}
 
   void expandStep(AttentionStepOp op);
+  void expandKeyTranspose(linalg::TransposeOp op);
   void expandFinalize(FinalizeOp op);
   void expandCombine(CombineOp op);
 
@@ -150,8 +153,10 @@ private:
     nest(0);
   }
 
-  void rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value g,
-                Value r0, int64_t rows);
+  void rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
+                Value f0, int64_t rows);
+  void transposeKeys(Value k, Value kt, Value n, int64_t d,
+                     ValueRange prefix = {});
 
   ImplicitLocOpBuilder &b;
   Type f32;
@@ -179,22 +184,12 @@ void Emitter::expandStep(AttentionStepOp op) {
     kt = k;
     n = dim(k, 1);
   } else {
-    // Kt[d, c] = K[c, d] in f32.
+    // Kt[d, c] = K[c, d] in f32: 16 x 16 blocks through registers
+    // (vector.transpose), then the remaining rows and columns one by one.
     n = dim(k, 0);
     auto ktType = MemRefType::get({d, ShapedType::kDynamic}, f32);
     kt = memref::AllocaOp::create(b, ktType, ValueRange{n});
-    scf::ForOp::create(b, idx(0), n, idx(1), ValueRange{},
-                       [&](OpBuilder &, Location, Value c, ValueRange) {
-                         scf::ForOp::create(
-                             b, idx(0), idx(d), idx(1), ValueRange{},
-                             [&](OpBuilder &, Location, Value dd, ValueRange) {
-                               memref::StoreOp::create(b,
-                                                       loadScalar(k, {c, dd}),
-                                                       kt, ValueRange{dd, c});
-                               scf::YieldOp::create(b);
-                             });
-                         scf::YieldOp::create(b);
-                       });
+    transposeKeys(k, kt, n, d);
   }
   Value npad =
       arith::MulIOp::create(b, arith::CeilDivSIOp::create(b, n, lanes), lanes);
@@ -202,40 +197,97 @@ void Emitter::expandStep(AttentionStepOp op) {
   auto sType = MemRefType::get({kRowBlock, ShapedType::kDynamic}, f32);
   Value s = memref::AllocaOp::create(b, sType, ValueRange{npad});
 
+  // The G x Br rows of the tile (the query heads of a GQA group, then the
+  // rows of each) are processed as one row space, four at a time, so that
+  // packed heads share every load of K and V.
   Value br = dim(q, 1);
-  Value br4 = arith::MulIOp::create(
-      b, arith::DivSIOp::create(b, br, idx(kRowBlock)), idx(kRowBlock));
-  scf::ForOp::create(
-      b, idx(0), idx(g), idx(1), ValueRange{},
-      [&](OpBuilder &, Location, Value gi, ValueRange) {
-        scf::ForOp::create(b, idx(0), br4, idx(kRowBlock), ValueRange{},
-                           [&](OpBuilder &, Location, Value r0, ValueRange) {
-                             rowBlock(op, kt, s, n, gi, r0, kRowBlock);
-                             scf::YieldOp::create(b);
-                           });
-        scf::ForOp::create(b, br4, br, idx(1), ValueRange{},
-                           [&](OpBuilder &, Location, Value r0, ValueRange) {
-                             rowBlock(op, kt, s, n, gi, r0, 1);
-                             scf::YieldOp::create(b);
-                           });
-        scf::YieldOp::create(b);
-      });
+  Value total = arith::MulIOp::create(b, idx(g), br);
+  Value total4 = arith::MulIOp::create(
+      b, arith::DivSIOp::create(b, total, idx(kRowBlock)), idx(kRowBlock));
+  scf::ForOp::create(b, idx(0), total4, idx(kRowBlock), ValueRange{},
+                     [&](OpBuilder &, Location, Value f0, ValueRange) {
+                       rowBlock(op, kt, s, n, br, f0, kRowBlock);
+                       scf::YieldOp::create(b);
+                     });
+  scf::ForOp::create(b, total4, total, idx(1), ValueRange{},
+                     [&](OpBuilder &, Location, Value f0, ValueRange) {
+                       rowBlock(op, kt, s, n, br, f0, 1);
+                       scf::YieldOp::create(b);
+                     });
   LLVM::StackRestoreOp::create(b, stack);
 }
 
-/// Processes `rows` query rows starting at `r0` of head `g` of the Q tile:
-/// S = Q . Kt, the online softmax update of (m, l), and acc += P . V.
-void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value g,
-                       Value r0, int64_t rows) {
+/// Writes Kt[d, c] = K[c, d] for the n x d key block `k`, converting to
+/// Kt's element type.
+void Emitter::transposeKeys(Value k, Value kt, Value n, int64_t d,
+                            ValueRange prefix) {
+  // Indices of K[c, dd] and Kt[dd, c] behind the leading `prefix`.
+  auto at = [&](Value first, Value second) {
+    SmallVector<Value> indices(prefix.begin(), prefix.end());
+    indices.push_back(first);
+    indices.push_back(second);
+    return indices;
+  };
+  auto scalarLoop = [&](Value cLb, Value cUb, int64_t dLb, int64_t dUb) {
+    scf::ForOp::create(b, cLb, cUb, idx(1), ValueRange{},
+                       [&](OpBuilder &, Location, Value c, ValueRange) {
+                         scf::ForOp::create(
+                             b, idx(dLb), idx(dUb), idx(1), ValueRange{},
+                             [&](OpBuilder &, Location, Value dd, ValueRange) {
+                               storeScalar(loadScalar(k, at(c, dd)), kt,
+                                           at(dd, c));
+                               scf::YieldOp::create(b);
+                             });
+                         scf::YieldOp::create(b);
+                       });
+  };
+  Value n16 = arith::MulIOp::create(
+      b, arith::DivSIOp::create(b, n, idx(kLanes)), idx(kLanes));
+  int64_t d16 = d / kLanes * kLanes;
+  auto blockType = VectorType::get({kLanes, kLanes}, f32);
+  scf::ForOp::create(
+      b, idx(0), n16, idx(kLanes), ValueRange{},
+      [&](OpBuilder &, Location, Value c0, ValueRange) {
+        for (int64_t d0 = 0; d0 < d16; d0 += kLanes) {
+          Value block = arith::ConstantOp::create(
+              b, blockType,
+              DenseElementsAttr::get(blockType, b.getF32FloatAttr(0.0)));
+          for (int64_t i = 0; i < kLanes; ++i) {
+            Value row = loadVec(
+                k, at(arith::AddIOp::create(b, c0, idx(i)), idx(d0)), kLanes);
+            block = vector::InsertOp::create(b, row, block, i);
+          }
+          Value t = vector::TransposeOp::create(b, block, {1, 0});
+          for (int64_t j = 0; j < kLanes; ++j)
+            storeVec(vector::ExtractOp::create(b, t, j), kt,
+                     at(idx(d0 + j), c0));
+        }
+        scf::YieldOp::create(b);
+      });
+  if (d16 < d)
+    scalarLoop(idx(0), n16, d16, d);
+  scalarLoop(n16, n, 0, d);
+}
+
+/// Processes `rows` query rows of the tile starting at flat row `f0` (row
+/// f is row f mod Br of head f div Br): S = Q . Kt, the online softmax
+/// update of (m, l), and acc += P . V.
+void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
+                       Value f0, int64_t rows) {
   Value q = op.getQuery(), v = op.getValue();
   Value acc = op.getAcc(), mMem = op.getMax(), lMem = op.getSum();
   int64_t d = cast<MemRefType>(q.getType()).getDimSize(2);
   int64_t dv = cast<MemRefType>(v.getType()).getDimSize(1);
-  auto rowIdx = [&](int64_t r) {
-    return r == 0 ? r0 : Value(arith::AddIOp::create(b, r0, idx(r)));
-  };
+  // Head and row of each of the `rows` flat rows.
+  int64_t heads = cast<MemRefType>(q.getType()).getDimSize(0);
+  SmallVector<Value> gs, rs;
+  for (int64_t r = 0; r < rows; ++r) {
+    Value f = r == 0 ? f0 : Value(arith::AddIOp::create(b, f0, idx(r)));
+    gs.push_back(heads == 1 ? idx(0) : Value(arith::DivUIOp::create(b, f, br)));
+    rs.push_back(heads == 1 ? f : Value(arith::RemUIOp::create(b, f, br)));
+  }
 
-  // 1. S[r, :] = Q[g, r0 + r, :] . Kt, in column chunks of `cols` vectors;
+  // 1. S[r, :] = Q[g_r, row_r, :] . Kt, in column chunks of `cols` vectors;
   // the last partial chunk of 16 uses masked loads (`tailMask`) so that no
   // key column at or past the visible ones is read.
   auto qkChunks = [&](Value lb, Value ub, int64_t cols, Value tailMask) {
@@ -254,7 +306,7 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value g,
                 }
                 SmallVector<Value> next;
                 for (int64_t r = 0; r < rows; ++r) {
-                  Value qs = splat(loadScalar(q, {g, rowIdx(r), dd}), kLanes);
+                  Value qs = splat(loadScalar(q, {gs[r], rs[r], dd}), kLanes);
                   for (int64_t c = 0; c < cols; ++c)
                     next.push_back(vector::FMAOp::create(b, qs, kv[c],
                                                          accs[r * cols + c]));
@@ -270,17 +322,18 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value g,
           scf::YieldOp::create(b);
         });
   };
-  // Under a causal mask the rows of this block see no column at or past
-  // r0 + rows + offset: such columns are neither computed nor read.
+  // Under a causal mask row r sees no column at or past r + 1 + offset:
+  // columns no row of the block sees are neither computed nor read.
   Value visible = n;
-  if (Value offset = op.getMaskOffset())
-    visible = arith::MaxSIOp::create(
-        b,
-        arith::MinSIOp::create(
-            b, n,
-            arith::AddIOp::create(b, arith::AddIOp::create(b, r0, idx(rows)),
-                                  offset)),
-        idx(0));
+  if (Value offset = op.getMaskOffset()) {
+    Value reach = rs[0];
+    for (int64_t r = 1; r < rows; ++r)
+      reach = arith::MaxSIOp::create(b, reach, rs[r]);
+    reach = arith::AddIOp::create(b, arith::AddIOp::create(b, reach, idx(1)),
+                                  offset);
+    visible =
+        arith::MaxSIOp::create(b, arith::MinSIOp::create(b, n, reach), idx(0));
+  }
   Value colsPad = arith::MulIOp::create(
       b, arith::CeilDivSIOp::create(b, visible, idx(kLanes)), idx(kLanes));
   Value wide = idx(kColVectors * kLanes);
@@ -305,7 +358,7 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value g,
       vector::StepOp::create(b, VectorType::get({kLanes}, b.getIndexType()));
   SmallVector<Value> alphas;
   for (int64_t r = 0; r < rows; ++r) {
-    Value row = rowIdx(r);
+    Value g = gs[r], row = rs[r];
     // Columns [0, end) are visible: end = n, or min(n, row + offset + 1)
     // under a causal mask, clamped at 0.
     Value end = n;
@@ -377,7 +430,7 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value g,
     alphas.push_back(alpha);
   }
 
-  // 3. acc[g, r0 + r, :] = alpha_r * acc + P[r, :] . V, in column groups.
+  // 3. acc[g_r, row_r, :] = alpha_r * acc + P[r, :] . V, in column groups.
   int64_t d0 = 0;
   for (const SmallVector<int64_t> &group : chunkGroups(dv)) {
     SmallVector<int64_t> offsets;
@@ -388,7 +441,7 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value g,
     SmallVector<Value> init;
     for (int64_t r = 0; r < rows; ++r)
       for (auto [w, off] : llvm::zip(group, offsets)) {
-        Value a = loadVec(acc, {g, rowIdx(r), idx(off)}, w);
+        Value a = loadVec(acc, {gs[r], rs[r], idx(off)}, w);
         init.push_back(arith::MulFOp::create(b, a, splat(alphas[r], w)));
       }
     int64_t cols = group.size();
@@ -410,7 +463,7 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value g,
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < cols; ++j)
         storeVec(cLoop.getResult(r * cols + j), acc,
-                 {g, rowIdx(r), idx(offsets[j])});
+                 {gs[r], rs[r], idx(offsets[j])});
   }
 }
 
@@ -520,6 +573,34 @@ void Emitter::expandCombine(CombineOp op) {
   });
 }
 
+//===----------------------------------------------------------------------===//
+// The transposed copy of K
+//===----------------------------------------------------------------------===//
+
+/// Returns true for the [B, H, N, D] -> [B, H, D, N] memref transposes that
+/// flash-cpu-transpose-keys creates.
+static bool isKeyTranspose(linalg::TransposeOp op) {
+  auto in = dyn_cast<MemRefType>(op.getInput().getType());
+  auto out = dyn_cast<MemRefType>(op.getInit().getType());
+  return in && out && in.getRank() == 4 &&
+         op.getPermutation() == ArrayRef<int64_t>{0, 1, 3, 2} &&
+         !in.isDynamicDim(3);
+}
+
+void Emitter::expandKeyTranspose(linalg::TransposeOp op) {
+  Value in = op.getInput(), out = op.getInit();
+  int64_t d = cast<MemRefType>(in.getType()).getDimSize(3);
+  Value n = dim(in, 2);
+  // One work item per (batch, head), run in parallel like the tiles.
+  SmallVector<OpFoldResult> space = {getAsOpFoldResult(dim(in, 0)),
+                                     getAsOpFoldResult(dim(in, 1))};
+  auto forall = scf::ForallOp::create(b, space, ValueRange{}, std::nullopt);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(forall.getTerminator());
+  SmallVector<Value> ivs = forall.getInductionVars();
+  transposeKeys(in, out, n, d, ivs);
+}
+
 struct FlashExpandToCPUPass
     : flash::impl::FlashExpandToCPUBase<FlashExpandToCPUPass> {
   void runOnOperation() override {
@@ -583,10 +664,16 @@ struct FlashExpandToCPUPass
     });
     if (failedAny)
       return signalPassFailure();
+    getOperation()->walk([&](linalg::TransposeOp op) {
+      if (isKeyTranspose(op))
+        ops.push_back(op);
+    });
     for (Operation *op : ops) {
       ImplicitLocOpBuilder b(op->getLoc(), op);
       Emitter emitter(b);
-      if (auto step = dyn_cast<AttentionStepOp>(op))
+      if (auto transpose = dyn_cast<linalg::TransposeOp>(op))
+        emitter.expandKeyTranspose(transpose);
+      else if (auto step = dyn_cast<AttentionStepOp>(op))
         emitter.expandStep(step);
       else if (auto fin = dyn_cast<FinalizeOp>(op))
         emitter.expandFinalize(fin);

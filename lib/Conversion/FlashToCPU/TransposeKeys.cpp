@@ -73,6 +73,16 @@ struct FlashCPUTransposeKeysPass
       if (!slice || slice.getSourceType().getRank() != 4 ||
           slice.getType().getRank() != 2 || !slice.hasUnitStride())
         continue;
+      // When the Q tile holds the whole query (decode), every key block is
+      // read by one tile only: a transposed copy would just add a pass.
+      auto qTile = cast<RankedTensorType>(step.getQuery().getType());
+      if (auto qSlice =
+              step.getQuery().getDefiningOp<tensor::ExtractSliceOp>()) {
+        RankedTensorType source = qSlice.getSourceType();
+        int64_t nq = source.getDimSize(source.getRank() - 2);
+        if (!qTile.isDynamicDim(1) && nq == qTile.getDimSize(1))
+          continue;
+      }
       Value key = slice.getSource();
       auto func = step->getParentOfType<FunctionOpInterface>();
       if (!func || key.getParentRegion() != &func.getFunctionBody())
