@@ -245,23 +245,28 @@ void Emitter::transposeKeys(Value k, Value kt, Value n, int64_t d,
       b, arith::DivSIOp::create(b, n, idx(kLanes)), idx(kLanes));
   int64_t d16 = d / kLanes * kLanes;
   auto blockType = VectorType::get({kLanes, kLanes}, f32);
+  // Loops, not unrolled code: the 16 x 16 block is large once lowered to
+  // shuffles, and compile time matters to a JIT.
   scf::ForOp::create(
       b, idx(0), n16, idx(kLanes), ValueRange{},
       [&](OpBuilder &, Location, Value c0, ValueRange) {
-        for (int64_t d0 = 0; d0 < d16; d0 += kLanes) {
-          Value block = arith::ConstantOp::create(
-              b, blockType,
-              DenseElementsAttr::get(blockType, b.getF32FloatAttr(0.0)));
-          for (int64_t i = 0; i < kLanes; ++i) {
-            Value row = loadVec(
-                k, at(arith::AddIOp::create(b, c0, idx(i)), idx(d0)), kLanes);
-            block = vector::InsertOp::create(b, row, block, i);
-          }
-          Value t = vector::TransposeOp::create(b, block, {1, 0});
-          for (int64_t j = 0; j < kLanes; ++j)
-            storeVec(vector::ExtractOp::create(b, t, j), kt,
-                     at(idx(d0 + j), c0));
-        }
+        scf::ForOp::create(
+            b, idx(0), idx(d16), idx(kLanes), ValueRange{},
+            [&](OpBuilder &, Location, Value d0, ValueRange) {
+              Value block = arith::ConstantOp::create(
+                  b, blockType,
+                  DenseElementsAttr::get(blockType, b.getF32FloatAttr(0.0)));
+              for (int64_t i = 0; i < kLanes; ++i) {
+                Value row = loadVec(
+                    k, at(arith::AddIOp::create(b, c0, idx(i)), d0), kLanes);
+                block = vector::InsertOp::create(b, row, block, i);
+              }
+              Value t = vector::TransposeOp::create(b, block, {1, 0});
+              for (int64_t j = 0; j < kLanes; ++j)
+                storeVec(vector::ExtractOp::create(b, t, j), kt,
+                         at(arith::AddIOp::create(b, d0, idx(j)), c0));
+              scf::YieldOp::create(b);
+            });
         scf::YieldOp::create(b);
       });
   if (d16 < d)
