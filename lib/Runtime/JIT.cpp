@@ -36,6 +36,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 
 using namespace mlir;
 using namespace mlir::flash;
@@ -98,10 +99,14 @@ llvm::Error AttentionSpec::validate() const {
 }
 
 std::string AttentionSpec::str() const {
+  // The scale in hexadecimal: exact, so that distinct scales never share a
+  // cache entry.
+  char scaleText[64];
+  std::snprintf(scaleText, sizeof(scaleText), "%a", effectiveScale());
   return llvm::formatv("b={0} hq={1} hkv={2} nq={3} nk={4} d={5} dv={6} {7} "
-                       "causal={8} scale={9:e} lse={10}",
+                       "causal={8} scale={9} lse={10}",
                        batch, heads, kvHeads, seqQ, seqKV, headDim, valueDim(),
-                       stringifyDType(dtype), causal, effectiveScale(), withLse)
+                       stringifyDType(dtype), causal, scaleText, withLse)
       .str();
 }
 

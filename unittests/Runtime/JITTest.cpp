@@ -59,6 +59,19 @@ TEST(JITTest, SameSpecCompilesOnce) {
   EXPECT_EQ(compiler.getCacheSize(), 2u);
 }
 
+TEST(JITTest, NearbyScalesAreDistinctKernels) {
+  Compiler compiler;
+  AttentionSpec a = smallSpec(), b = smallSpec();
+  a.scale = 0.1250001;
+  b.scale = 0.1250002;
+  auto ka = compiler.compile(a);
+  auto kb = compiler.compile(b);
+  ASSERT_TRUE(static_cast<bool>(ka)) << errorOf(ka.takeError());
+  ASSERT_TRUE(static_cast<bool>(kb)) << errorOf(kb.takeError());
+  EXPECT_NE(ka->get(), kb->get());
+  EXPECT_EQ(compiler.getCacheSize(), 2u);
+}
+
 TEST(JITTest, ConcurrentCompilesShareOneKernel) {
   Compiler compiler;
   AttentionSpec spec = smallSpec();
