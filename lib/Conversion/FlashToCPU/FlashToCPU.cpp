@@ -292,13 +292,41 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
     rs.push_back(heads == 1 ? f : Value(arith::RemUIOp::create(b, f, br)));
   }
 
-  // 1. S[r, :] = Q[g_r, row_r, :] . Kt, in column chunks of `cols` vectors;
-  // the last partial chunk of 16 uses masked loads (`tailMask`) so that no
-  // key column at or past the visible ones is read.
-  auto qkChunks = [&](Value lb, Value ub, int64_t cols, Value tailMask) {
-    scf::ForOp::create(
-        b, lb, ub, idx(cols * kLanes), ValueRange{},
-        [&](OpBuilder &, Location, Value c0, ValueRange) {
+  Value scaleVec = splat(f32Const(op.getScale().convertToDouble()), kLanes);
+  Value ninf = negInf();
+  Value ninfVec = splat(ninf, kLanes);
+  auto indexVec = VectorType::get({kLanes}, b.getIndexType());
+  Value laneIds = vector::StepOp::create(b, indexVec);
+
+  // Columns [0, end_r) are visible to row r: n, or min(n, row + offset + 1)
+  // under a causal mask, clamped at 0. Columns no row of the block sees are
+  // neither computed nor read.
+  Value offset = op.getMaskOffset();
+  SmallVector<Value> ends, endVecs;
+  Value visible = n;
+  for (int64_t r = 0; r < rows; ++r) {
+    Value end = n;
+    if (offset) {
+      Value lim = arith::AddIOp::create(
+          b, arith::AddIOp::create(b, rs[r], offset), idx(1));
+      end =
+          arith::MaxSIOp::create(b, arith::MinSIOp::create(b, n, lim), idx(0));
+      visible = r == 0 ? end : Value(arith::MaxSIOp::create(b, visible, end));
+    }
+    ends.push_back(end);
+    endVecs.push_back(vector::BroadcastOp::create(b, indexVec, end));
+  }
+
+  // 1. S[r, :] = scale * Q[g_r, row_r, :] . Kt, in column chunks of `cols`
+  // vectors, with masked columns set to -inf and the row maxima carried
+  // along. The last partial chunk of 16 uses masked loads (`tailMask`) so
+  // that no key column at or past the visible ones is read.
+  auto qkChunks = [&](Value lb, Value ub, int64_t cols, Value tailMask,
+                      ValueRange maxima) -> SmallVector<Value> {
+    bool selectColumns = offset || tailMask;
+    auto chunkLoop = scf::ForOp::create(
+        b, lb, ub, idx(cols * kLanes), maxima,
+        [&](OpBuilder &, Location, Value c0, ValueRange rowMax) {
           SmallVector<Value> init(rows * cols, vecConst(kLanes, 0.0));
           auto dLoop = scf::ForOp::create(
               b, idx(0), idx(d), idx(1), init,
@@ -318,27 +346,29 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
                 }
                 scf::YieldOp::create(b, next);
               });
-          for (int64_t r = 0; r < rows; ++r)
-            for (int64_t c = 0; c < cols; ++c) {
-              Value col = arith::AddIOp::create(b, c0, idx(c * kLanes));
-              vector::StoreOp::create(b, dLoop.getResult(r * cols + c), s,
-                                      ValueRange{idx(r), col});
+          SmallVector<Value> nextMax(rowMax.begin(), rowMax.end());
+          for (int64_t c = 0; c < cols; ++c) {
+            Value col = arith::AddIOp::create(b, c0, idx(c * kLanes));
+            Value colIds;
+            if (selectColumns)
+              colIds = arith::AddIOp::create(
+                  b, laneIds, vector::BroadcastOp::create(b, indexVec, col));
+            for (int64_t r = 0; r < rows; ++r) {
+              Value sv = arith::MulFOp::create(b, dLoop.getResult(r * cols + c),
+                                               scaleVec);
+              if (selectColumns) {
+                Value inRange = arith::CmpIOp::create(
+                    b, arith::CmpIPredicate::slt, colIds, endVecs[r]);
+                sv = arith::SelectOp::create(b, inRange, sv, ninfVec);
+              }
+              vector::StoreOp::create(b, sv, s, ValueRange{idx(r), col});
+              nextMax[r] = arith::MaximumFOp::create(b, nextMax[r], sv);
             }
-          scf::YieldOp::create(b);
+          }
+          scf::YieldOp::create(b, nextMax);
         });
+    return SmallVector<Value>(chunkLoop.getResults());
   };
-  // Under a causal mask row r sees no column at or past r + 1 + offset:
-  // columns no row of the block sees are neither computed nor read.
-  Value visible = n;
-  if (Value offset = op.getMaskOffset()) {
-    Value reach = rs[0];
-    for (int64_t r = 1; r < rows; ++r)
-      reach = arith::MaxSIOp::create(b, reach, rs[r]);
-    reach = arith::AddIOp::create(b, arith::AddIOp::create(b, reach, idx(1)),
-                                  offset);
-    visible =
-        arith::MaxSIOp::create(b, arith::MinSIOp::create(b, n, reach), idx(0));
-  }
   Value colsPad = arith::MulIOp::create(
       b, arith::CeilDivSIOp::create(b, visible, idx(kLanes)), idx(kLanes));
   Value wide = idx(kColVectors * kLanes);
@@ -346,55 +376,22 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
       arith::MulIOp::create(b, arith::DivSIOp::create(b, visible, wide), wide);
   Value colsFull = arith::MulIOp::create(
       b, arith::DivSIOp::create(b, visible, idx(kLanes)), idx(kLanes));
-  qkChunks(idx(0), colsWide, kColVectors, nullptr);
-  qkChunks(colsWide, colsFull, 1, nullptr);
+  SmallVector<Value> maxima(rows, ninfVec);
+  maxima = qkChunks(idx(0), colsWide, kColVectors, nullptr, maxima);
+  maxima = qkChunks(colsWide, colsFull, 1, nullptr, maxima);
   Value mask = vector::CreateMaskOp::create(
       b, VectorType::get({kLanes}, b.getI1Type()),
       ValueRange{arith::SubIOp::create(b, visible, colsFull)});
-  qkChunks(colsFull, colsPad, 1, mask);
+  maxima = qkChunks(colsFull, colsPad, 1, mask, maxima);
 
   // 2. Online softmax, one row at a time.
-  Value scale = f32Const(op.getScale().convertToDouble());
-  Value scaleVec = splat(scale, kLanes);
-  Value ninf = negInf();
-  Value ninfVec = splat(ninf, kLanes);
   Value zeroF = f32Const(0.0);
-  Value laneIds =
-      vector::StepOp::create(b, VectorType::get({kLanes}, b.getIndexType()));
   SmallVector<Value> alphas;
   for (int64_t r = 0; r < rows; ++r) {
     Value g = gs[r], row = rs[r];
-    // Columns [0, end) are visible: end = n, or min(n, row + offset + 1)
-    // under a causal mask, clamped at 0.
-    Value end = n;
-    if (Value offset = op.getMaskOffset()) {
-      Value lim = arith::AddIOp::create(
-          b, arith::AddIOp::create(b, row, offset), idx(1));
-      end =
-          arith::MaxSIOp::create(b, arith::MinSIOp::create(b, n, lim), idx(0));
-    }
-    Value endVec = vector::BroadcastOp::create(
-        b, VectorType::get({kLanes}, b.getIndexType()), end);
     Value rIdx = idx(r);
-    auto maxLoop = scf::ForOp::create(
-        b, idx(0), colsPad, idx(kLanes), ValueRange{ninfVec},
-        [&](OpBuilder &, Location, Value c0, ValueRange iter) {
-          Value sv =
-              vector::LoadOp::create(b, vec(kLanes), s, ValueRange{rIdx, c0});
-          sv = arith::MulFOp::create(b, sv, scaleVec);
-          Value cols = arith::AddIOp::create(
-              b, laneIds,
-              vector::BroadcastOp::create(
-                  b, VectorType::get({kLanes}, b.getIndexType()), c0));
-          Value inRange =
-              arith::CmpIOp::create(b, arith::CmpIPredicate::slt, cols, endVec);
-          sv = arith::SelectOp::create(b, inRange, sv, ninfVec);
-          vector::StoreOp::create(b, sv, s, ValueRange{rIdx, c0});
-          scf::YieldOp::create(
-              b, ValueRange{arith::MaximumFOp::create(b, iter[0], sv)});
-        });
     Value rowMax = vector::ReductionOp::create(
-        b, vector::CombiningKind::MAXIMUMF, maxLoop.getResult(0));
+        b, vector::CombiningKind::MAXIMUMF, maxima[r]);
     Value mOld = memref::LoadOp::create(b, mMem, ValueRange{g, row});
     Value lOld = memref::LoadOp::create(b, lMem, ValueRange{g, row});
     Value mNew = arith::MaximumFOp::create(b, mOld, rowMax);
