@@ -15,16 +15,22 @@ def FlashExpandToCPU : Pass<"flash-expand-to-cpu"> {
     The CPU backend's expansion of the online-level ops, on memrefs (after
     bufferization):
 
-    - `flash.attention_step` on a `[G, Br, D]` Q tile: K is transposed into
-      an f32 scratch `Kt [D, Bc]` (padded to 16 columns) once per step; for
-      each group of 4 query rows, `S = Q . Kt` is computed with 4 x 4
-      `vector<16xf32>` accumulators carried through the D loop (broadcast +
-      `vector.fma`); the online softmax then runs one row at a time on
-      `vector<16xf32>` (scale, mask, max, `exp`, sum), writing P over S; and
-      `acc = alpha * acc + P . V` is accumulated with the rescale folded into
-      the accumulator load. The f32 scratch (`Kt` and a 4-row S) is stack
-      memory between `llvm.intr.stacksave` and `llvm.intr.stackrestore`, so
-      it is released after every step.
+    - `flash.attention_step` on a `[G, Br, D]` Q tile: unless the step is
+      `key_transposed`, the K block is transposed into an f32 scratch
+      `Kt [D, Bc]` (16 x 16 blocks through `vector.transpose`). The G x Br
+      rows are processed four at a time (the heads of a GQA group share the
+      blocks): `S = Q . Kt` with 4 x 4 `vector<16xf32>` accumulators carried
+      through the D loop (broadcast + `vector.fma`), scaled, masked and
+      reduced to row maxima as it is stored; then, one row at a time, `exp`
+      and the row sum write P over S; and `acc = alpha * acc + P . V` is
+      accumulated with the rescale folded into the accumulator load. Under
+      a causal mask, columns no row of the block sees are skipped. The f32
+      scratch (`Kt` and a 4-row S) is stack memory between
+      `llvm.intr.stacksave` and `llvm.intr.stackrestore`, released after
+      every step.
+    - The `[B, H, N, D] -> [B, H, D, N]` `linalg.transpose` that
+      `flash-cpu-transpose-keys` creates: a parallel loop over (batch, head)
+      of the same 16 x 16 block transposes.
     - `flash.finalize` and `flash.combine` on any rank: loops over the rows
       with the head dimension vectorised.
 
