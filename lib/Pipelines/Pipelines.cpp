@@ -24,6 +24,13 @@
 using namespace mlir;
 using namespace mlir::flash;
 
+int64_t PipelineConfig::getNumThreads() const {
+  if (numThreads > 0)
+    return numThreads;
+  unsigned cores = std::thread::hardware_concurrency();
+  return cores ? cores : 1;
+}
+
 std::string PipelineConfig::str() const {
   return llvm::formatv("target={0} loop-order={1} block-q={2} block-kv={3} "
                        "sram-bytes={4} splits={5} max-seq-q={6} kv-block={7} "
@@ -63,6 +70,14 @@ llvm::ArrayRef<llvm::StringRef> mlir::flash::pipelineStages() {
   static const llvm::StringRef stages[] = {"fuse",       "online", "tiled",
                                            "bufferized", "cpu",    "llvm"};
   return stages;
+}
+
+llvm::Error mlir::flash::checkStage(llvm::StringRef stage) {
+  if (llvm::is_contained(pipelineStages(), stage))
+    return llvm::Error::success();
+  return llvm::createStringError("unknown stage '" + stage + "'; expected " +
+                                 "fuse, online, tiled, bufferized, cpu or " +
+                                 "llvm");
 }
 
 /// Appends an upstream textual pipeline (a comma-separated pass list
@@ -124,16 +139,11 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
   }
   if (stage == "cpu") {
     pm.addPass(createFlashExpandToCPU());
-    int64_t threads = c.numThreads;
-    if (threads == 0) {
-      unsigned hw = std::thread::hardware_concurrency();
-      threads = hw ? hw : 1;
-    }
     return addTextual(
         pm, llvm::formatv("convert-linalg-to-loops,scf-forall-to-parallel,"
                           "convert-scf-to-openmp{{num-threads={0}},"
                           "flash-approximate-math,canonicalize",
-                          threads)
+                          c.getNumThreads())
                 .str());
   }
   if (stage == "llvm") {
@@ -147,9 +157,7 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
             "convert-openmp-to-llvm,convert-to-llvm,"
             "reconcile-unrealized-casts");
   }
-  return llvm::createStringError("unknown stage '" + stage + "'; expected " +
-                                 "fuse, online, tiled, bufferized, cpu or " +
-                                 "llvm");
+  return checkStage(stage);
 }
 
 llvm::Error mlir::flash::buildPipeline(OpPassManager &pm,
@@ -157,8 +165,9 @@ llvm::Error mlir::flash::buildPipeline(OpPassManager &pm,
                                        llvm::StringRef last) {
   if (llvm::Error e = config.validate())
     return e;
-  if (!last.empty() && !llvm::is_contained(pipelineStages(), last))
-    return buildStage(pm, last, config); // reports the unknown stage
+  if (!last.empty())
+    if (llvm::Error e = checkStage(last))
+      return e;
   for (llvm::StringRef stage : pipelineStages()) {
     if (llvm::Error e = buildStage(pm, stage, config))
       return e;

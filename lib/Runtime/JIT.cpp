@@ -249,10 +249,9 @@ llvm::Expected<std::string> Compiler::lowerToStage(const AttentionSpec &spec,
                                                    llvm::StringRef stage) {
   if (llvm::Error e = spec.validate())
     return e;
-  if (!stage.empty() && !llvm::is_contained(pipelineStages(), stage))
-    return llvm::createStringError(
-        "unknown stage '" + stage +
-        "'; expected fuse, online, tiled, bufferized, cpu or llvm");
+  if (!stage.empty())
+    if (llvm::Error e = checkStage(stage))
+      return e;
   MLIRContext ctx(getRegistry(), MLIRContext::Threading::DISABLED);
   llvm::Expected<OwningOpRef<ModuleOp>> module =
       runStages(ctx, spec.toMLIR(), config, stage, nullptr);

@@ -195,6 +195,18 @@ std::vector<double> mlir::flash::referenceAttention(const AttentionSpec &spec,
   return out;
 }
 
+double mlir::flash::getOutputTolerance(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return 2e-4;
+  case DType::F16:
+    return 4e-3;
+  case DType::BF16:
+    return 3e-2;
+  }
+  return 0;
+}
+
 static double elementError(double expected, double got) {
   if (std::isnan(got) || std::isnan(expected))
     return std::numeric_limits<double>::infinity();

@@ -32,7 +32,6 @@
 #include <cstdio>
 #include <random>
 #include <sys/resource.h>
-#include <thread>
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -123,11 +122,9 @@ int flashc::benchOneCommand(llvm::ArrayRef<const char *> args) {
       return reportError(e->takeError());
   bool causal = o->has("causal");
   std::string impl = o->str("impl", "flashc");
-  int64_t nthreads =
-      *threads ? *threads
-               : static_cast<int>(std::thread::hardware_concurrency());
-  if (nthreads <= 0)
-    nthreads = 1;
+  PipelineConfig config;
+  config.numThreads = *threads;
+  int64_t nthreads = config.getNumThreads();
 
   AttentionSpec spec;
   spec.heads = spec.kvHeads = *heads;
@@ -150,8 +147,6 @@ int flashc::benchOneCommand(llvm::ArrayRef<const char *> args) {
                             {"causal", causal}, {"threads", nthreads}};
   double seconds;
   if (impl == "flashc") {
-    PipelineConfig config;
-    config.numThreads = nthreads;
     double t0 = now();
     auto kernel = Compiler::global().compile(spec, "cpu", config);
     double cold = now() - t0;
@@ -242,9 +237,7 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
     return reportError(dims.takeError());
   std::string heads = o->str("heads", "8"), iters = o->str("iters", "3");
   std::string threads =
-      o->str("threads",
-             std::to_string(std::max(
-                 1, static_cast<int>(std::thread::hardware_concurrency()))));
+      o->str("threads", std::to_string(PipelineConfig().getNumThreads()));
   std::string self =
       llvm::sys::fs::getMainExecutable(argv0, (void *)&flashc::reportError);
 

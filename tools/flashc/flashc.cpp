@@ -29,7 +29,6 @@
 #include <chrono>
 #include <cmath>
 #include <random>
-#include <thread>
 
 using namespace mlir::flash;
 using namespace flashc;
@@ -212,11 +211,7 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
   std::sort(times.begin(), times.end());
   double median = times[times.size() / 2];
   double flops = static_cast<double>(getCausalFlops(spec.shape()));
-  int64_t threads = config.numThreads
-                        ? config.numThreads
-                        : static_cast<int>(std::thread::hardware_concurrency());
-  if (threads <= 0)
-    threads = 1;
+  int64_t threads = config.getNumThreads();
 
   llvm::outs() << llvm::formatv(
       "schedule: target {0}, {1} order, Br {2} x Bc {3}{4}, {5} split{6}, "
@@ -248,9 +243,7 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
     for (int64_t i = 0; i < *checkRows; ++i)
       picked.push_back(pick(rng));
   }
-  double tolerance = spec.dtype == DType::F32   ? 2e-4
-                     : spec.dtype == DType::F16 ? 4e-3
-                                                : 3e-2;
+  double tolerance = getOutputTolerance(spec.dtype);
   double worst = 0, worstLse = 0;
   std::vector<double> expected(static_cast<size_t>(spec.valueDim()));
   for (int64_t r : picked) {

@@ -45,18 +45,6 @@ struct NumericsCase {
 
 void PrintTo(const NumericsCase &c, std::ostream *os) { *os << c.name; }
 
-double outputTolerance(DType dtype) {
-  switch (dtype) {
-  case DType::F32:
-    return 2e-4;
-  case DType::F16:
-    return 4e-3;
-  case DType::BF16:
-    return 3e-2;
-  }
-  return 0;
-}
-
 const NumericsCase kCases[] = {
     // name, B, Hq, Hkv, Nq, Nk, D, Dv, dtype, causal
     {"MhaF32", 2, 4, 4, 128, 128, 64, 64, DType::F32, false},
@@ -161,7 +149,7 @@ TEST_P(AttentionNumericsTest, MatchesFloat64Reference) {
   std::vector<double> refLse;
   std::vector<double> ref =
       referenceAttention(spec, q, k, v, c.lse ? &refLse : nullptr);
-  double tol = outputTolerance(c.dtype) * c.toleranceScale;
+  double tol = getOutputTolerance(c.dtype) * c.toleranceScale;
   EXPECT_LE(maxAbsError(ref, out), tol);
   if (c.lse) {
     double worst = 0;

@@ -50,6 +50,8 @@ struct PipelineConfig {
   /// Worker threads of the CPU code; 0: all cores.
   int64_t numThreads = 0;
 
+  /// The worker threads the CPU code uses: numThreads, or every core.
+  int64_t getNumThreads() const;
   /// A canonical one-line form, used as part of cache keys and in
   /// metadata.
   std::string str() const;
@@ -59,6 +61,9 @@ struct PipelineConfig {
 
 /// The stage names, in pipeline order.
 llvm::ArrayRef<llvm::StringRef> pipelineStages();
+
+/// Fails, naming the stages, unless `stage` is one of them.
+llvm::Error checkStage(llvm::StringRef stage);
 
 /// Adds the passes of one stage to `pm` (anchored on the module).
 llvm::Error buildStage(OpPassManager &pm, llvm::StringRef stage,

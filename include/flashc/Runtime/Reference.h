@@ -63,6 +63,11 @@ std::vector<double> referenceAttention(const AttentionSpec &spec,
                                        const HostTensor &v,
                                        std::vector<double> *lse = nullptr);
 
+/// The absolute error allowed on outputs of unit scale (convex combinations
+/// of V entries of unit scale): about 4 ulps of the element type at 1.0 plus
+/// the f32 accumulation error.
+double getOutputTolerance(DType dtype);
+
 /// The largest |a - b| over elements, treating equal infinities as 0 and a
 /// NaN anywhere as infinite error.
 double maxAbsError(const std::vector<double> &expected, const HostTensor &got);
