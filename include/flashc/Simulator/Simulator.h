@@ -1,0 +1,238 @@
+//===- Simulator.h - A functional simulator for PTX -------------*- C++ -*-===//
+//
+// flashc's PTX simulator executes the PTX that the GPU backend emits (and
+// PTX from nvcc) on the CPU, so that GPU kernels run, and are checked, on a
+// machine without a GPU:
+//
+//   auto module = sim::Module::parse(ptxText);          // decode once
+//   sim::Device device;
+//   device.registerBuffer(q.data(), q.size() * 2, "q");  // global memory
+//   sim::LaunchConfig config;
+//   config.grid = {16, 8}; config.block = {128};
+//   config.dynamicSharedBytes = 81920;
+//   auto stats = device.launch(**module, "flash_fwd", config,
+//                              {sim::KernelArg::pointer(q.data()), ...});
+//   if (!stats) ... stats.error().message() ...
+//
+// Global memory is the caller's host memory: a pointer argument is the host
+// address of a registered buffer, and every global access must fall inside a
+// registered buffer. Threads follow independent-thread-scheduling semantics;
+// warp-collective instructions rendezvous over their member masks and
+// `bar.sync` over the CTA. The simulator reports out-of-bounds and
+// misaligned accesses, shared-memory races (including reads of cp.async
+// destinations before their wait) and barrier deadlocks as errors naming the
+// kernel, the PTX line, the thread and the address.
+//
+// This library is plain C++17: it depends on neither LLVM nor MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_SIMULATOR_SIMULATOR_H
+#define FLASHC_SIMULATOR_SIMULATOR_H
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace flashc {
+namespace sim {
+
+/// What went wrong. The first group are faults of the simulated program; the
+/// rest are errors of the input or the caller.
+enum class ErrorKind {
+  None,
+  OutOfBounds,
+  Misaligned,
+  Race,
+  Deadlock,
+  Trap,
+  Parse,
+  Unsupported,
+  Usage,
+};
+
+/// A success, or an error with a kind and a message. Converts to true when
+/// it holds an error, like llvm::Error.
+class Error {
+public:
+  Error() = default;
+  static Error success() { return Error(); }
+  static Error make(ErrorKind kind, std::string message) {
+    Error e;
+    e.errorKind = kind;
+    e.text = std::move(message);
+    return e;
+  }
+  explicit operator bool() const { return errorKind != ErrorKind::None; }
+  ErrorKind kind() const { return errorKind; }
+  const std::string &message() const { return text; }
+  /// True for faults of the simulated program (out of bounds, misaligned,
+  /// race, deadlock, trap), as opposed to input or usage errors.
+  bool isFault() const {
+    return errorKind == ErrorKind::OutOfBounds ||
+           errorKind == ErrorKind::Misaligned || errorKind == ErrorKind::Race ||
+           errorKind == ErrorKind::Deadlock || errorKind == ErrorKind::Trap;
+  }
+
+private:
+  ErrorKind errorKind = ErrorKind::None;
+  std::string text;
+};
+
+/// A value or an error.
+template <typename T> class Expected {
+public:
+  Expected(T value) : storage(std::move(value)) {}
+  Expected(Error error) : storage(std::move(error)) {}
+  explicit operator bool() const { return storage.index() == 0; }
+  T &operator*() { return std::get<0>(storage); }
+  const T &operator*() const { return std::get<0>(storage); }
+  T *operator->() { return &std::get<0>(storage); }
+  const T *operator->() const { return &std::get<0>(storage); }
+  const Error &error() const { return std::get<1>(storage); }
+
+private:
+  std::variant<T, Error> storage;
+};
+
+struct Dim3 {
+  uint32_t x = 1, y = 1, z = 1;
+  uint64_t count() const { return uint64_t(x) * y * z; }
+};
+
+/// One kernel parameter, as the bytes of its `.param` slot.
+struct KernelArg {
+  std::vector<uint8_t> bytes;
+
+  template <typename T> static KernelArg scalar(T value) {
+    KernelArg arg;
+    arg.bytes.resize(sizeof(T));
+    std::memcpy(arg.bytes.data(), &value, sizeof(T));
+    return arg;
+  }
+  static KernelArg u32(uint32_t v) { return scalar(v); }
+  static KernelArg s32(int32_t v) { return scalar(v); }
+  static KernelArg u64(uint64_t v) { return scalar(v); }
+  static KernelArg s64(int64_t v) { return scalar(v); }
+  static KernelArg f32(float v) { return scalar(v); }
+  static KernelArg pointer(const void *p) {
+    return scalar(reinterpret_cast<uint64_t>(p));
+  }
+};
+
+/// A kernel's `.param` as declared.
+struct ParamInfo {
+  std::string name;
+  uint32_t bytes = 0;
+  uint32_t offset = 0;
+  bool isPointer = false;
+};
+
+/// What a parsed `.entry` declares.
+struct KernelInfo {
+  std::string name;
+  std::vector<ParamInfo> params;
+  uint32_t staticSharedBytes = 0;
+  /// `.reqntid` / `.maxntid` when present (0 otherwise).
+  Dim3 requiredBlock{0, 0, 0};
+  Dim3 maxBlock{0, 0, 0};
+};
+
+namespace detail {
+struct Program;
+} // namespace detail
+
+/// A parsed and decoded PTX module.
+class Module {
+public:
+  ~Module();
+  /// Parses `ptx`. Errors name the line; an instruction the simulator does
+  /// not implement is an Unsupported error naming it and its line.
+  static Expected<std::shared_ptr<const Module>>
+  parse(std::string_view ptx, std::string sourceName = "<ptx>");
+
+  std::vector<std::string> kernelNames() const;
+  /// Null when there is no such `.entry`.
+  const KernelInfo *getKernel(std::string_view name) const;
+  /// The distinct opcodes (with their modifiers) of every kernel body.
+  const std::set<std::string> &getOpcodes() const;
+  const std::string &getSourceName() const;
+
+  const detail::Program &getProgram() const { return *program; }
+
+private:
+  Module() = default;
+  std::unique_ptr<detail::Program> program;
+};
+
+/// True when the simulator implements `opcode` (as spelled in PTX, e.g.
+/// "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32").
+bool isSupportedOpcode(std::string_view opcode);
+
+/// The distinct opcodes of `ptx` without decoding it (for coverage tests).
+Expected<std::set<std::string>> listOpcodes(std::string_view ptx);
+
+struct LaunchConfig {
+  Dim3 grid;
+  Dim3 block;
+  uint32_t dynamicSharedBytes = 0;
+  /// Host threads that run CTAs in parallel; 0: up to the cores available.
+  unsigned workers = 0;
+  /// Shared-memory race checking (on by default; off only for speed).
+  bool checkRaces = true;
+  /// Guard against runaway kernels: a thread that executes more than this
+  /// many instructions is reported as a trap. 0: no limit.
+  uint64_t maxInstructionsPerThread = 0;
+};
+
+struct LaunchStats {
+  /// Instructions executed, summed over every thread.
+  uint64_t threadInstructions = 0;
+  double seconds = 0;
+};
+
+/// A simulated GPU: the set of global allocations and the launcher.
+class Device {
+public:
+  Device();
+  ~Device();
+  Device(const Device &) = delete;
+  Device &operator=(const Device &) = delete;
+
+  /// Makes `[data, data + bytes)` addressable as global memory. A kernel
+  /// receives `data` itself as the buffer's address.
+  Error registerBuffer(void *data, uint64_t bytes, std::string name = "");
+  Error unregisterBuffer(void *data);
+  /// Forgets every registered buffer.
+  void clearBuffers();
+
+  /// Runs `kernel` of `module` over the grid. Arguments must match the
+  /// kernel's parameters in number and size.
+  Expected<LaunchStats> launch(const Module &module, std::string_view kernel,
+                               const LaunchConfig &config,
+                               const std::vector<KernelArg> &args);
+
+  struct Buffer {
+    uint64_t begin = 0, end = 0;
+    std::string name;
+  };
+  /// The buffer holding `[addr, addr + bytes)`, or null.
+  const Buffer *findBuffer(uint64_t addr, uint64_t bytes) const;
+
+private:
+  std::map<uint64_t, Buffer> buffers; // keyed by begin
+  mutable std::mutex mutex;
+};
+
+} // namespace sim
+} // namespace flashc
+
+#endif // FLASHC_SIMULATOR_SIMULATOR_H

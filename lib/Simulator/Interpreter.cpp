@@ -1,0 +1,2053 @@
+//===- Interpreter.cpp - Executing decoded PTX ----------------------------===//
+//
+// Runs a grid of CTAs. Within a CTA every thread runs on its own until it
+// reaches a warp-collective instruction (mma.sync, ldmatrix, shfl.sync,
+// vote.sync, redux.sync, bar.warp.sync), a CTA barrier or its end; then the
+// scheduler completes whatever rendezvous is complete: a collective once
+// every lane of its member mask waits at one, a barrier once every thread
+// of the CTA waits at it. This is one legal schedule under Volta's
+// independent thread scheduling. When no thread can move, the CTA is
+// deadlocked and the error says who waits where.
+//
+// Memory checking: global accesses must fall inside a registered buffer;
+// shared accesses inside the static plus dynamic size; vector and cp.async
+// accesses must be aligned to their size. Race checking keeps, per byte of
+// shared memory, the last writer and reader with the barrier epoch of the
+// access: two accesses by different threads in one epoch, one a write, are
+// a race (bar.warp.sync orders the lanes of one warp). A cp.async copy
+// lands when the wait that retires its group executes; touching its
+// destination before then is a race too.
+//
+// Independent CTAs run on several host threads.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Numerics.h"
+#include "Program.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cfenv>
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <sstream>
+#include <thread>
+
+using namespace flashc::sim;
+using namespace flashc::sim::detail;
+
+namespace {
+
+/// Generic addresses of the shared and local windows: far above any user
+/// space pointer, so that they never collide with global (host) memory.
+constexpr uint64_t kSharedWindow = 0xfe00000000000000ull;
+constexpr uint64_t kLocalWindow = 0xfd00000000000000ull;
+constexpr uint64_t kWindowSize = 1ull << 40;
+
+enum class State : uint8_t { Ready, AtWarpOp, AtBarrier, Exited };
+
+struct PendingCopy {
+  uint32_t dst = 0;
+  uint32_t bytes = 0;
+  uint32_t group = 0;
+  uint32_t line = 0;
+  uint8_t data[16];
+};
+
+struct Thread {
+  uint32_t pc = 0;
+  State state = State::Ready;
+  uint32_t linear = 0;
+  uint32_t x = 0, y = 0, z = 0;
+  uint32_t lane = 0, warp = 0;
+  uint64_t executed = 0;
+  uint32_t exitLine = 0;
+  uint32_t barrierId = 0;
+  uint32_t barrierCount = 0;
+  uint32_t groupsCommitted = 0;
+  std::vector<PendingCopy> pending;
+};
+
+/// Race-checking state of one byte of shared memory.
+struct ShadowByte {
+  uint32_t writeEpoch = 0;
+  uint32_t readEpoch = 0;
+  uint32_t writeLine = 0;
+  uint32_t readLine = 0;
+  uint32_t writeWarpSync = 0;
+  uint32_t readWarpSync = 0;
+  uint32_t inflightLine = 0; // line of a cp.async in flight (0: none)
+  uint16_t writeThread = 0;
+  uint16_t readThread = 0;
+  uint16_t inflightThread = 0;
+  bool multipleReaders = false;
+};
+
+struct Buffer {
+  uint64_t begin, end;
+  std::string name;
+};
+
+/// Everything a launch shares between its worker threads.
+struct LaunchEnv {
+  const KernelProgram &kernel;
+  std::string sourceName;
+  Dim3 grid, block;
+  uint32_t dynamicShared = 0;
+  std::vector<uint8_t> params;
+  std::vector<Buffer> buffers; // sorted by begin
+  bool checkRaces = true;
+  uint64_t maxInstructions = 0;
+  std::atomic<uint64_t> nextCTA{0};
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> instructions{0};
+  std::mutex errorMutex;
+  uint64_t errorCTA = UINT64_MAX;
+  Error error;
+
+  LaunchEnv(const KernelProgram &k) : kernel(k) {}
+
+  void report(uint64_t cta, Error e) {
+    std::lock_guard<std::mutex> lock(errorMutex);
+    if (cta < errorCTA) {
+      errorCTA = cta;
+      error = std::move(e);
+    }
+    stop = true;
+  }
+};
+
+template <typename T> inline T as(uint64_t v) {
+  T r;
+  std::memcpy(&r, &v, sizeof(T));
+  return r;
+}
+template <typename T> inline uint64_t bits(T v) {
+  uint64_t r = 0;
+  std::memcpy(&r, &v, sizeof(T));
+  return r;
+}
+
+inline uint64_t maskTo(Ty t, uint64_t v) {
+  switch (sizeOf(t)) {
+  case 1:
+    return v & 0xffu;
+  case 2:
+    return v & 0xffffu;
+  case 4:
+    return v & 0xffffffffu;
+  default:
+    return v;
+  }
+}
+
+/// The value of an integer of type `t` held in `v`, sign- or zero-extended.
+inline int64_t sext(Ty t, uint64_t v) {
+  switch (t) {
+  case Ty::S8:
+    return static_cast<int8_t>(v);
+  case Ty::S16:
+    return static_cast<int16_t>(v);
+  case Ty::S32:
+    return static_cast<int32_t>(v);
+  case Ty::S64:
+    return static_cast<int64_t>(v);
+  default:
+    return static_cast<int64_t>(maskTo(t, v));
+  }
+}
+
+/// Rounds a double to f32 with round-to-odd: a second rounding to a
+/// narrower format (f16, bf16) then equals one correct rounding.
+inline float toFloatOdd(double d) {
+  float f = static_cast<float>(d);
+  if (static_cast<double>(f) != d && std::isfinite(d)) {
+    if (std::fabs(static_cast<double>(f)) > std::fabs(d))
+      f = std::nextafter(f, 0.0f);
+    f = bitsFloat(floatBits(f) | 1u);
+  }
+  return f;
+}
+
+/// Rounds `d` to f32 with a PTX rounding mode.
+inline float roundToFloat(double d, Round r) {
+  switch (r) {
+  case Round::RZ:
+  case Round::RM:
+  case Round::RP: {
+    float f = static_cast<float>(d);
+    double back = f;
+    if (back == d || !std::isfinite(d))
+      return f;
+    bool up = back < d;
+    // f is the nearest; step to the directed neighbour when needed.
+    if (r == Round::RZ) {
+      if (std::fabs(back) > std::fabs(d))
+        f = std::nextafter(f, 0.0f);
+    } else if (r == Round::RM) {
+      if (!up)
+        f = std::nextafter(f, -INFINITY);
+    } else {
+      if (up)
+        f = std::nextafter(f, INFINITY);
+    }
+    return f;
+  }
+  default:
+    return static_cast<float>(d);
+  }
+}
+
+/// A half value (f16 or bf16 by `bf`) from 16 bits, and back.
+inline float halfValue(uint16_t h, bool bf) {
+  return bf ? bfloatToFloat(h) : halfToFloat(h);
+}
+inline uint16_t toHalf(float f, bool bf) {
+  return bf ? floatToBFloat(f) : floatToHalf(f);
+}
+inline uint16_t roundHalf(double d, bool bf) { return toHalf(toFloatOdd(d), bf); }
+
+/// Applies a scalar float operation to one or two packed halves.
+template <typename F>
+uint64_t halfOp(Ty t, uint64_t a, uint64_t b, uint64_t c, F f) {
+  bool bf = t == Ty::BF16 || t == Ty::BF16x2;
+  int lanes = (t == Ty::F16x2 || t == Ty::BF16x2) ? 2 : 1;
+  uint64_t out = 0;
+  for (int i = 0; i < lanes; ++i) {
+    double x = halfValue(static_cast<uint16_t>(a >> (16 * i)), bf);
+    double y = halfValue(static_cast<uint16_t>(b >> (16 * i)), bf);
+    double z = halfValue(static_cast<uint16_t>(c >> (16 * i)), bf);
+    uint16_t h = f(x, y, z, bf);
+    out |= static_cast<uint64_t>(h) << (16 * i);
+  }
+  return out;
+}
+
+double roundIntegral(double d, Round r) {
+  switch (r) {
+  case Round::RNI:
+    return std::nearbyint(d); // default environment: to nearest even
+  case Round::RZI:
+    return std::trunc(d);
+  case Round::RMI:
+    return std::floor(d);
+  case Round::RPI:
+    return std::ceil(d);
+  default:
+    return d;
+  }
+}
+
+std::string hex(uint64_t v) {
+  std::ostringstream os;
+  os << "0x" << std::hex << v;
+  return os.str();
+}
+
+/// Executes the CTAs handed to one worker.
+class CTARunner {
+public:
+  CTARunner(LaunchEnv &env) : env(env), k(env.kernel) {
+    nthreads = static_cast<uint32_t>(env.block.count());
+    nwarps = (nthreads + 31) / 32;
+    regs.assign(static_cast<size_t>(nthreads) * std::max(1u, k.numRegs), 0);
+    threads.resize(nthreads);
+    sharedSize = k.dynamicSharedOffset + env.dynamicShared;
+    if (env.dynamicShared == 0)
+      sharedSize = std::max(sharedSize, k.info.staticSharedBytes);
+    shared.assign(sharedSize, 0);
+    if (env.checkRaces)
+      shadow.assign(sharedSize, ShadowByte());
+    local.assign(static_cast<size_t>(nthreads) * k.localBytes, 0);
+    warpSync.assign(nwarps, 0);
+  }
+
+  /// Runs one CTA. Returns false (after reporting) on an error.
+  bool run(uint64_t index);
+  uint64_t instructions = 0;
+
+private:
+  LaunchEnv &env;
+  const KernelProgram &k;
+  uint32_t nthreads = 0, nwarps = 0;
+  std::vector<uint64_t> regs;
+  std::vector<Thread> threads;
+  std::vector<uint8_t> shared;
+  uint32_t sharedSize = 0;
+  std::vector<ShadowByte> shadow;
+  std::vector<uint8_t> local;
+  std::vector<uint32_t> warpSync;
+  uint32_t epoch = 0;
+  Dim3 ctaid;
+  uint64_t ctaIndex = 0;
+  Error error;
+  size_t lastBuffer = 0;
+
+  uint64_t *regsOf(const Thread &t) {
+    return regs.data() + static_cast<size_t>(t.linear) * k.numRegs;
+  }
+  const Operand &opnd(const Inst &inst, unsigned i) const {
+    return k.operands[inst.firstOp + i];
+  }
+
+  std::string where(const Thread &t) const {
+    std::ostringstream os;
+    os << "thread (" << t.x << "," << t.y << "," << t.z << ") of CTA ("
+       << ctaid.x << "," << ctaid.y << "," << ctaid.z << ")";
+    return os.str();
+  }
+  std::string threadName(uint32_t linear) const {
+    return where(threads[linear]).substr(0, where(threads[linear]).find(" of"));
+  }
+  std::string at(uint32_t line) const {
+    return env.sourceName + ":" + std::to_string(line);
+  }
+  bool fail(ErrorKind kind, const std::string &msg) {
+    if (!error)
+      error = Error::make(kind, msg);
+    return false;
+  }
+  bool fault(ErrorKind kind, const Inst &inst, const Thread &t,
+             const std::string &what) {
+    const char *name = kind == ErrorKind::OutOfBounds ? "out-of-bounds"
+                       : kind == ErrorKind::Misaligned ? "misaligned"
+                       : kind == ErrorKind::Race       ? "race"
+                       : kind == ErrorKind::Trap       ? "trap"
+                                                       : "error";
+    return fail(kind, std::string(name) + ": " + what + " in kernel '" +
+                          k.info.name + "' at " + at(inst.line) + " ('" +
+                          k.opcodeNames[inst.opcodeIndex] + "') by " +
+                          where(t));
+  }
+
+  uint64_t special(Special s, const Thread &t) const {
+    switch (s) {
+    case Special::TidX: return t.x;
+    case Special::TidY: return t.y;
+    case Special::TidZ: return t.z;
+    case Special::NtidX: return env.block.x;
+    case Special::NtidY: return env.block.y;
+    case Special::NtidZ: return env.block.z;
+    case Special::CtaidX: return ctaid.x;
+    case Special::CtaidY: return ctaid.y;
+    case Special::CtaidZ: return ctaid.z;
+    case Special::NctaidX: return env.grid.x;
+    case Special::NctaidY: return env.grid.y;
+    case Special::NctaidZ: return env.grid.z;
+    case Special::LaneId: return t.lane;
+    case Special::WarpId: return t.warp;
+    case Special::NWarpId: return nwarps;
+    case Special::SmId: return 0;
+    case Special::NSmId: return 1;
+    case Special::GridId: return 0;
+    case Special::Clock:
+    case Special::Clock64:
+    case Special::GlobalTimer: return t.executed;
+    case Special::LanemaskEq: return 1u << t.lane;
+    case Special::LanemaskLt: return (1u << t.lane) - 1;
+    case Special::LanemaskLe: return ((1ull << (t.lane + 1)) - 1) & 0xffffffffu;
+    case Special::LanemaskGt: return (~((1ull << (t.lane + 1)) - 1)) & 0xffffffffu;
+    case Special::LanemaskGe: return (~((1ull << t.lane) - 1)) & 0xffffffffu;
+    case Special::DynamicSmemSize: return env.dynamicShared;
+    case Special::TotalSmemSize: return sharedSize;
+    }
+    return 0;
+  }
+
+  inline uint64_t val(const Operand &o, const Thread &t, const uint64_t *r) {
+    if (o.kind == OperandKind::Reg) {
+      uint64_t v = r[o.reg];
+      return o.negate ? (~v & 1u) : v;
+    }
+    if (o.kind == OperandKind::Imm)
+      return o.imm;
+    if (o.kind == OperandKind::Special)
+      return special(o.special, t);
+    return 0;
+  }
+  inline void set(const Operand &o, uint64_t *r, uint64_t v) {
+    if (o.kind == OperandKind::Reg)
+      r[o.reg] = v;
+  }
+
+  // Memory -----------------------------------------------------------------
+
+  const Buffer *findGlobal(uint64_t addr, uint64_t bytes) {
+    const std::vector<Buffer> &b = env.buffers;
+    if (lastBuffer < b.size() && addr >= b[lastBuffer].begin &&
+        addr + bytes <= b[lastBuffer].end && addr + bytes >= addr)
+      return &b[lastBuffer];
+    auto it = std::upper_bound(
+        b.begin(), b.end(), addr,
+        [](uint64_t a, const Buffer &buf) { return a < buf.begin; });
+    if (it == b.begin())
+      return nullptr;
+    --it;
+    if (addr + bytes < addr || addr + bytes > it->end)
+      return nullptr;
+    lastBuffer = static_cast<size_t>(it - b.begin());
+    return &*it;
+  }
+
+  /// Checks an access to shared bytes [off, off + size) for races and
+  /// records it. `write` marks stores.
+  bool checkShared(uint32_t off, uint32_t size, bool write, const Inst &inst,
+                   const Thread &t) {
+    if (!env.checkRaces)
+      return true;
+    uint16_t me = static_cast<uint16_t>(t.linear);
+    uint32_t mySync = warpSync[t.warp];
+      // bar.warp.sync orders the lanes of one warp.
+    auto ordered = [&](uint16_t other, uint32_t sync) {
+      return threads[other].warp == t.warp && sync < mySync;
+    };
+    for (uint32_t i = 0; i < size; ++i) {
+      ShadowByte &s = shadow[off + i];
+      if (s.inflightLine) {
+        return fault(ErrorKind::Race, inst, t,
+                     std::string(write ? "write to" : "read of") +
+                         " shared address " + hex(off + i) +
+                         " while a cp.async into it is in flight (issued at " +
+                         at(s.inflightLine) + " by " +
+                         threadName(s.inflightThread) +
+                         ", not yet retired by cp.async.wait_group)");
+      }
+      if (s.writeEpoch == epoch && s.writeThread != me &&
+          !ordered(s.writeThread, s.writeWarpSync)) {
+        return fault(ErrorKind::Race, inst, t,
+                     std::string(write ? "write" : "read") +
+                         " of shared address " + hex(off + i) +
+                         " conflicts with the write at " + at(s.writeLine) +
+                         " by " + threadName(s.writeThread) +
+                         " with no barrier between them");
+      }
+      if (write) {
+        bool otherReader = s.readThread != me || s.multipleReaders;
+        if (s.readEpoch == epoch && otherReader &&
+            !ordered(s.readThread, s.readWarpSync)) {
+          return fault(ErrorKind::Race, inst, t,
+                       "write of shared address " + hex(off + i) +
+                           " conflicts with the read at " + at(s.readLine) +
+                           " by " + threadName(s.readThread) +
+                           (s.multipleReaders ? " (and other threads)" : "") +
+                           " with no barrier between them");
+        }
+        s.writeEpoch = epoch;
+        s.writeThread = me;
+        s.writeLine = inst.line;
+        s.writeWarpSync = mySync;
+      } else {
+        if (s.readEpoch != epoch) {
+          s.readEpoch = epoch;
+          s.readThread = me;
+          s.readLine = inst.line;
+          s.readWarpSync = mySync;
+          s.multipleReaders = false;
+        } else if (s.readThread != me) {
+          s.multipleReaders = true;
+        }
+      }
+    }
+    return true;
+  }
+
+  /// Resolves an access of `size` bytes at `addr` in `space` to host
+  /// memory, checking bounds, alignment and (for shared memory) races.
+  uint8_t *access(const Inst &inst, Thread &t, Space space, uint64_t addr,
+                  uint32_t size, uint32_t align, bool write,
+                  bool checkRace = true) {
+    if (align > 1 && (addr & (align - 1))) {
+      fault(ErrorKind::Misaligned, inst, t,
+            std::to_string(size) + "-byte access at address " + hex(addr) +
+                " is not " + std::to_string(align) + "-byte aligned");
+      return nullptr;
+    }
+    if (space == Space::Generic) {
+      if (addr >= kSharedWindow && addr < kSharedWindow + kWindowSize) {
+        space = Space::Shared;
+        addr -= kSharedWindow;
+      } else if (addr >= kLocalWindow && addr < kLocalWindow + kWindowSize) {
+        space = Space::Local;
+        addr -= kLocalWindow;
+      } else {
+        space = Space::Global;
+      }
+    }
+    switch (space) {
+    case Space::Global:
+    case Space::Const: {
+      if (!findGlobal(addr, size)) {
+        fault(ErrorKind::OutOfBounds, inst, t,
+              std::string(write ? "store" : "load") + " of " +
+                  std::to_string(size) + " bytes at global address " +
+                  hex(addr) + " outside every registered buffer");
+        return nullptr;
+      }
+      return reinterpret_cast<uint8_t *>(addr);
+    }
+    case Space::Shared:
+      if (addr + size > sharedSize || addr + size < addr) {
+        fault(ErrorKind::OutOfBounds, inst, t,
+              std::string(write ? "store" : "load") + " of " +
+                  std::to_string(size) + " bytes at shared address " +
+                  hex(addr) + " beyond the " + std::to_string(sharedSize) +
+                  " bytes of shared memory (" +
+                  std::to_string(k.info.staticSharedBytes) + " static + " +
+                  std::to_string(env.dynamicShared) + " dynamic)");
+        return nullptr;
+      }
+      if (checkRace &&
+          !checkShared(static_cast<uint32_t>(addr), size, write, inst, t))
+        return nullptr;
+      return shared.data() + addr;
+    case Space::Local:
+      if (addr + size > k.localBytes || addr + size < addr) {
+        fault(ErrorKind::OutOfBounds, inst, t,
+              "access of " + std::to_string(size) + " bytes at local address " +
+                  hex(addr) + " beyond the " + std::to_string(k.localBytes) +
+                  " bytes of local memory");
+        return nullptr;
+      }
+      return local.data() + static_cast<size_t>(t.linear) * k.localBytes + addr;
+    case Space::Param:
+      if (write || addr + size > env.params.size()) {
+        fault(ErrorKind::OutOfBounds, inst, t,
+              std::string(write ? "store to" : "load beyond") +
+                  " the kernel parameters at offset " + hex(addr));
+        return nullptr;
+      }
+      return const_cast<uint8_t *>(env.params.data()) + addr;
+    default:
+      fail(ErrorKind::Unsupported, "unsupported state space");
+      return nullptr;
+    }
+  }
+
+  /// Lands the cp.async copies of `t` whose group is below `limit`.
+  void landCopies(Thread &t, uint32_t limit, uint32_t line) {
+    (void)line;
+    size_t keep = 0;
+    for (size_t i = 0; i < t.pending.size(); ++i) {
+      PendingCopy &c = t.pending[i];
+      if (c.group < limit) {
+        std::memcpy(shared.data() + c.dst, c.data, c.bytes);
+        if (env.checkRaces) {
+          for (uint32_t b = 0; b < c.bytes; ++b) {
+            ShadowByte &s = shadow[c.dst + b];
+            s.inflightLine = 0;
+            s.writeEpoch = epoch;
+            s.writeThread = static_cast<uint16_t>(t.linear);
+            s.writeLine = c.line;
+            s.writeWarpSync = warpSync[t.warp];
+          }
+        }
+      } else {
+        t.pending[keep++] = c;
+      }
+    }
+    t.pending.resize(keep);
+  }
+
+  bool execCpAsync(const Inst &inst, Thread &t, uint64_t *r) {
+    const Operand &dstOp = opnd(inst, 0), &srcOp = opnd(inst, 1);
+    uint64_t dst = (dstOp.reg >= 0 ? r[dstOp.reg] : 0) + dstOp.imm;
+    uint64_t src = (srcOp.reg >= 0 ? r[srcOp.reg] : 0) + srcOp.imm;
+    uint32_t size = inst.target;
+    uint32_t srcSize = size;
+    if (inst.flags & kSrcSize) {
+      srcSize = static_cast<uint32_t>(val(opnd(inst, 2), t, r));
+      if (srcSize > size)
+        return fault(ErrorKind::OutOfBounds, inst, t,
+                     "cp.async src-size " + std::to_string(srcSize) +
+                         " exceeds cp-size " + std::to_string(size));
+    } else if (inst.flags & kIgnoreSrc) {
+      if (val(opnd(inst, 2), t, r) & 1)
+        srcSize = 0;
+    }
+    if (dst & (size - 1))
+      return fault(ErrorKind::Misaligned, inst, t,
+                   "cp.async destination " + hex(dst) + " is not " +
+                       std::to_string(size) + "-byte aligned");
+    if (src & (size - 1))
+      return fault(ErrorKind::Misaligned, inst, t,
+                   "cp.async source " + hex(src) + " is not " +
+                       std::to_string(size) + "-byte aligned");
+    if (dst + size > sharedSize)
+      return fault(ErrorKind::OutOfBounds, inst, t,
+                   "cp.async of " + std::to_string(size) +
+                       " bytes to shared address " + hex(dst) +
+                       " beyond the " + std::to_string(sharedSize) +
+                       " bytes of shared memory");
+    PendingCopy copy;
+    copy.dst = static_cast<uint32_t>(dst);
+    copy.bytes = size;
+    copy.group = t.groupsCommitted;
+    copy.line = inst.line;
+    std::memset(copy.data, 0, sizeof(copy.data));
+    if (srcSize > 0) {
+      if (!findGlobal(src, srcSize))
+        return fault(ErrorKind::OutOfBounds, inst, t,
+                     "cp.async reads " + std::to_string(srcSize) +
+                         " bytes at global address " + hex(src) +
+                         " outside every registered buffer");
+      std::memcpy(copy.data, reinterpret_cast<const void *>(src), srcSize);
+    }
+    // The destination is written: check it like a store, then mark it in
+    // flight until the copy lands.
+    if (env.checkRaces) {
+      if (!checkWriteOnly(copy.dst, size, inst, t))
+        return false;
+      for (uint32_t b = 0; b < size; ++b) {
+        shadow[copy.dst + b].inflightLine = inst.line;
+        shadow[copy.dst + b].inflightThread = static_cast<uint16_t>(t.linear);
+      }
+    }
+    t.pending.push_back(copy);
+    return true;
+  }
+
+  /// The race check of a store without recording it (for cp.async issue).
+  bool checkWriteOnly(uint32_t off, uint32_t size, const Inst &inst,
+                      const Thread &t) {
+    std::vector<ShadowByte> saved(shadow.begin() + off,
+                                  shadow.begin() + off + size);
+    bool ok = checkShared(off, size, true, inst, t);
+    std::copy(saved.begin(), saved.end(), shadow.begin() + off);
+    return ok;
+  }
+
+  // Execution --------------------------------------------------------------
+
+  void runThread(Thread &t);
+  bool execWarpOp(uint32_t warp);
+  bool tryBarriers();
+  bool finishThread(Thread &t, uint32_t line) {
+    landCopies(t, UINT32_MAX, line);
+    t.state = State::Exited;
+    t.exitLine = line;
+    return true;
+  }
+  std::string describeDeadlock();
+};
+
+bool CTARunner::run(uint64_t index) {
+  ctaIndex = index;
+  ctaid.x = static_cast<uint32_t>(index % env.grid.x);
+  ctaid.y = static_cast<uint32_t>((index / env.grid.x) % env.grid.y);
+  ctaid.z = static_cast<uint32_t>(index / (uint64_t(env.grid.x) * env.grid.y));
+  error = Error();
+  // A fresh epoch: every record of earlier CTAs is stale.
+  epoch += 2;
+  // Uninitialised shared memory reads as all-ones bytes (NaN as floats), so
+  // that a kernel relying on zeroed shared memory shows it.
+  std::fill(shared.begin(), shared.end(), 0xff);
+  std::fill(warpSync.begin(), warpSync.end(), 0);
+  std::fill(regs.begin(), regs.end(), 0);
+  for (uint32_t i = 0; i < nthreads; ++i) {
+    Thread &t = threads[i];
+    t = Thread();
+    t.linear = i;
+    t.x = i % env.block.x;
+    t.y = (i / env.block.x) % env.block.y;
+    t.z = i / (env.block.x * env.block.y);
+    t.lane = i % 32;
+    t.warp = i / 32;
+  }
+  while (true) {
+    bool progress = false;
+    for (uint32_t w = 0; w < nwarps && !error; ++w) {
+      uint32_t lo = w * 32, hi = std::min(nthreads, lo + 32);
+      while (true) {
+        bool ran = false;
+        for (uint32_t i = lo; i < hi; ++i) {
+          if (threads[i].state == State::Ready) {
+            runThread(threads[i]);
+            ran = true;
+            if (error)
+              break;
+          }
+        }
+        if (error)
+          break;
+        progress |= ran;
+        if (!execWarpOp(w))
+          break;
+        progress = true;
+      }
+    }
+    if (error)
+      break;
+    if (tryBarriers())
+      continue;
+    bool allExited = std::all_of(threads.begin(), threads.end(), [](auto &t) {
+      return t.state == State::Exited;
+    });
+    if (allExited)
+      break;
+    if (!progress) {
+      fail(ErrorKind::Deadlock, describeDeadlock());
+      break;
+    }
+  }
+  for (Thread &t : threads)
+    instructions += t.executed;
+  if (error) {
+    if (env.checkRaces)
+      for (ShadowByte &s : shadow)
+        s.inflightLine = 0;
+    env.report(index, std::move(error));
+    return false;
+  }
+  return true;
+}
+
+std::string CTARunner::describeDeadlock() {
+  std::ostringstream os;
+  os << "deadlock in kernel '" << k.info.name << "', CTA (" << ctaid.x << ","
+     << ctaid.y << "," << ctaid.z << "):";
+  // Group the waiting threads by where they wait.
+  std::map<std::pair<int, uint32_t>, std::vector<uint32_t>> groups;
+  uint32_t exited = 0, firstExited = UINT32_MAX;
+  for (const Thread &t : threads) {
+    if (t.state == State::Exited) {
+      ++exited;
+      firstExited = std::min(firstExited, t.linear);
+      continue;
+    }
+    groups[{static_cast<int>(t.state), k.code[t.pc].line}].push_back(t.linear);
+  }
+  bool first = true;
+  for (auto &[key, members] : groups) {
+    const Inst &inst = k.code[threads[members[0]].pc];
+    os << (first ? " " : "; ") << members.size() << " thread(s) wait at '"
+       << k.opcodeNames[inst.opcodeIndex] << "' (" << at(key.second)
+       << ", e.g. " << threadName(members[0]) << ")";
+    first = false;
+  }
+  if (exited)
+    os << "; " << exited << " thread(s) have exited (e.g. "
+       << threadName(firstExited) << " at "
+       << at(threads[firstExited].exitLine)
+       << ") and can never reach the barrier";
+  os << "; a barrier or warp-collective that some threads can never reach";
+  return os.str();
+}
+
+bool CTARunner::tryBarriers() {
+  // Threads wait at barriers by id; a barrier completes when its expected
+  // number of threads (the whole CTA unless given) waits at it.
+  uint32_t waiting[16] = {0};
+  uint32_t expected[16] = {0};
+  bool any = false;
+  for (const Thread &t : threads) {
+    if (t.state != State::AtBarrier)
+      continue;
+    any = true;
+    waiting[t.barrierId]++;
+    expected[t.barrierId] = t.barrierCount ? t.barrierCount : nthreads;
+  }
+  if (!any)
+    return false;
+  bool released = false;
+  for (uint32_t id = 0; id < 16; ++id) {
+    if (!waiting[id] || waiting[id] < expected[id])
+      continue;
+    uint32_t count = 0;
+    for (Thread &t : threads) {
+      if (t.state == State::AtBarrier && t.barrierId == id &&
+          count < expected[id]) {
+        t.state = State::Ready;
+        t.pc++;
+        ++count;
+      }
+    }
+    released = true;
+  }
+  if (released)
+    ++epoch; // every access after the barrier is ordered after those before
+  return released;
+}
+
+/// Completes one warp-collective operation of warp `w` if every lane of its
+/// member mask waits at one. Returns true when it did.
+bool CTARunner::execWarpOp(uint32_t w) {
+  uint32_t lo = w * 32, hi = std::min(nthreads, lo + 32);
+  uint32_t leader = UINT32_MAX;
+  for (uint32_t i = lo; i < hi; ++i)
+    if (threads[i].state == State::AtWarpOp) {
+      leader = i;
+      break;
+    }
+  if (leader == UINT32_MAX)
+    return false;
+  Thread &lt = threads[leader];
+  const Inst &li = k.code[lt.pc];
+  uint64_t *lr = regsOf(lt);
+  uint32_t existing = hi - lo == 32 ? 0xffffffffu : ((1u << (hi - lo)) - 1);
+  uint32_t mask;
+  bool aligned = li.op == Op::Mma || li.op == Op::Ldmatrix;
+  if (aligned) {
+    mask = existing;
+  } else {
+    unsigned maskIndex = li.op == Op::Shfl ? 5 : li.op == Op::BarWarpSync ? 0 : 2;
+    mask = static_cast<uint32_t>(val(opnd(li, maskIndex), lt, lr));
+  }
+  if (!(mask & (1u << lt.lane))) {
+    return fault(ErrorKind::Trap, li, lt,
+                 "the member mask " + hex(mask) +
+                     " of a warp-synchronous instruction excludes the "
+                     "executing lane");
+  }
+  if (mask & ~existing)
+    return fault(ErrorKind::Trap, li, lt,
+                 "the member mask " + hex(mask) +
+                     " names lanes that do not exist in this warp");
+  // Every lane of the mask must wait at the same kind of operation.
+  for (uint32_t l = 0; l < 32; ++l) {
+    if (!(mask & (1u << l)))
+      continue;
+    Thread &t = threads[lo + l];
+    if (t.state == State::Exited)
+      return fault(ErrorKind::Deadlock, li, lt,
+                   "lane " + std::to_string(l) +
+                       " of the member mask has exited (at " +
+                       at(t.exitLine) +
+                       ") and can never join this warp-collective");
+    if (t.state != State::AtWarpOp)
+      return false; // not yet (or deadlocked: decided by the scheduler)
+    const Inst &ti = k.code[t.pc];
+    if (ti.op != li.op)
+      return fault(ErrorKind::Trap, li, lt,
+                   "lanes of one mask wait at different warp-collectives ('" +
+                       k.opcodeNames[ti.opcodeIndex] + "' at " +
+                       at(ti.line) + ")");
+    if (aligned && t.pc != lt.pc)
+      return fault(ErrorKind::Trap, li, lt,
+                   "an .aligned warp-collective reached at different "
+                   "instructions by the lanes of a warp (lane " +
+                       std::to_string(l) + " at " + at(ti.line) + ")");
+    if (!aligned) {
+      uint64_t *tr = regsOf(t);
+      unsigned maskIndex =
+          ti.op == Op::Shfl ? 5 : ti.op == Op::BarWarpSync ? 0 : 2;
+      uint32_t m = static_cast<uint32_t>(val(opnd(ti, maskIndex), t, tr));
+      if (m != mask)
+        return fault(ErrorKind::Trap, li, lt,
+                     "lanes of one warp-collective give different member "
+                     "masks (" +
+                         hex(mask) + " and " + hex(m) + ")");
+    }
+  }
+
+  auto lane = [&](uint32_t l) -> Thread & { return threads[lo + l]; };
+  auto laneInst = [&](uint32_t l) -> const Inst & { return k.code[lane(l).pc]; };
+
+  switch (li.op) {
+  case Op::Shfl: {
+    uint32_t values[32], out[32];
+    bool pred[32];
+    for (uint32_t l = 0; l < 32; ++l)
+      if (mask & (1u << l))
+        values[l] = static_cast<uint32_t>(
+            val(opnd(laneInst(l), 2), lane(l), regsOf(lane(l))));
+    for (uint32_t l = 0; l < 32; ++l) {
+      if (!(mask & (1u << l)))
+        continue;
+      const Inst &ti = laneInst(l);
+      uint64_t *tr = regsOf(lane(l));
+      uint32_t b = static_cast<uint32_t>(val(opnd(ti, 3), lane(l), tr)) & 31;
+      uint32_t c = static_cast<uint32_t>(val(opnd(ti, 4), lane(l), tr));
+      uint32_t cval = c & 31, seg = (c >> 8) & 31;
+      int32_t maxLane = static_cast<int32_t>((l & seg) | (cval & ~seg));
+      int32_t minLane = static_cast<int32_t>(l & seg);
+      int32_t j = static_cast<int32_t>(l);
+      bool p = false;
+      switch (static_cast<ShflMode>(ti.mode)) {
+      case ShflMode::Up:
+        j = static_cast<int32_t>(l) - static_cast<int32_t>(b);
+        p = j >= maxLane;
+        break;
+      case ShflMode::Down:
+        j = static_cast<int32_t>(l + b);
+        p = j <= maxLane;
+        break;
+      case ShflMode::Bfly:
+        j = static_cast<int32_t>(l ^ b);
+        p = j <= maxLane;
+        break;
+      case ShflMode::Idx:
+        j = minLane | static_cast<int32_t>(b & ~seg);
+        p = j <= maxLane;
+        break;
+      }
+      if (!p)
+        j = static_cast<int32_t>(l);
+      if (!(mask & (1u << j)))
+        return fault(ErrorKind::Trap, ti, lane(l),
+                     "shfl.sync reads lane " + std::to_string(j) +
+                         ", outside the member mask " + hex(mask));
+      out[l] = values[j];
+      pred[l] = p;
+    }
+    for (uint32_t l = 0; l < 32; ++l) {
+      if (!(mask & (1u << l)))
+        continue;
+      const Inst &ti = laneInst(l);
+      uint64_t *tr = regsOf(lane(l));
+      set(opnd(ti, 0), tr, out[l]);
+      set(opnd(ti, 1), tr, pred[l] ? 1 : 0);
+    }
+    break;
+  }
+  case Op::Vote: {
+    uint32_t ballot = 0;
+    for (uint32_t l = 0; l < 32; ++l)
+      if ((mask & (1u << l)) &&
+          (val(opnd(laneInst(l), 1), lane(l), regsOf(lane(l))) & 1))
+        ballot |= 1u << l;
+    for (uint32_t l = 0; l < 32; ++l) {
+      if (!(mask & (1u << l)))
+        continue;
+      const Inst &ti = laneInst(l);
+      uint64_t r = 0;
+      switch (static_cast<VoteMode>(ti.mode)) {
+      case VoteMode::Ballot: r = ballot; break;
+      case VoteMode::All: r = ballot == mask; break;
+      case VoteMode::Any: r = ballot != 0; break;
+      case VoteMode::Uni: r = ballot == 0 || ballot == mask; break;
+      }
+      set(opnd(ti, 0), regsOf(lane(l)), r);
+    }
+    break;
+  }
+  case Op::Redux: {
+    bool isSigned = li.type == Ty::S32;
+    int64_t acc = 0;
+    bool firstValue = true;
+    for (uint32_t l = 0; l < 32; ++l) {
+      if (!(mask & (1u << l)))
+        continue;
+      uint32_t v32 = static_cast<uint32_t>(
+          val(opnd(laneInst(l), 1), lane(l), regsOf(lane(l))));
+      int64_t v = isSigned ? static_cast<int32_t>(v32) : v32;
+      if (firstValue) {
+        acc = v;
+        firstValue = false;
+        continue;
+      }
+      switch (static_cast<AtomOp>(li.mode)) {
+      case AtomOp::Add: acc += v; break;
+      case AtomOp::Min: acc = std::min(acc, v); break;
+      case AtomOp::Max: acc = std::max(acc, v); break;
+      case AtomOp::And: acc &= v; break;
+      case AtomOp::Or: acc |= v; break;
+      case AtomOp::Xor: acc ^= v; break;
+      default: break;
+      }
+    }
+    for (uint32_t l = 0; l < 32; ++l)
+      if (mask & (1u << l))
+        set(opnd(laneInst(l), 0), regsOf(lane(l)),
+            static_cast<uint32_t>(acc));
+    break;
+  }
+  case Op::BarWarpSync:
+    warpSync[w]++;
+    break;
+  case Op::Ldmatrix: {
+    uint32_t num = li.vec;
+    bool trans = li.flags & kTrans;
+    uint64_t rowAddr[32];
+    // Lanes 8i..8i+7 give the rows of matrix i.
+    for (uint32_t l = 0; l < 8 * num; ++l) {
+      if (!(mask & (1u << l)))
+        return fault(ErrorKind::Trap, li, lt,
+                     "ldmatrix needs lane " + std::to_string(l) +
+                         " for a row address");
+      const Operand &a = opnd(li, num);
+      uint64_t *tr = regsOf(lane(l));
+      uint64_t addr = (a.reg >= 0 ? tr[a.reg] : 0) + a.imm;
+      if (li.space == Space::Generic) {
+        if (addr < kSharedWindow || addr >= kSharedWindow + kWindowSize)
+          return fault(ErrorKind::OutOfBounds, li, lane(l),
+                       "ldmatrix row address " + hex(addr) +
+                           " is not in shared memory");
+        addr -= kSharedWindow;
+      }
+      rowAddr[l] = addr;
+    }
+    uint16_t rows[4][8][8];
+    for (uint32_t l = 0; l < 8 * num; ++l) {
+      uint8_t *p = access(li, lane(l), Space::Shared, rowAddr[l], 16, 16, false);
+      if (!p)
+        return false;
+      std::memcpy(rows[l / 8][l % 8], p, 16);
+    }
+    for (uint32_t l = 0; l < 32; ++l) {
+      if (!(mask & (1u << l)))
+        continue;
+      uint64_t *tr = regsOf(lane(l));
+      for (uint32_t i = 0; i < num; ++i) {
+        uint16_t lo16, hi16;
+        if (!trans) {
+          lo16 = rows[i][l / 4][2 * (l % 4)];
+          hi16 = rows[i][l / 4][2 * (l % 4) + 1];
+        } else {
+          lo16 = rows[i][2 * (l % 4)][l / 4];
+          hi16 = rows[i][2 * (l % 4) + 1][l / 4];
+        }
+        set(opnd(li, i), tr, lo16 | (static_cast<uint32_t>(hi16) << 16));
+      }
+    }
+    break;
+  }
+  case Op::Mma: {
+    bool bf = li.type2 == Ty::BF16;
+    bool k16 = li.mode == M16N8K16;
+    uint32_t kDim = k16 ? 16 : 8;
+    uint32_t na = k16 ? 4 : 2, nb = k16 ? 2 : 1;
+    if (mask != 0xffffffffu)
+      return fault(ErrorKind::Trap, li, lt,
+                   "mma.sync needs all 32 lanes of the warp");
+    double A[16][16], B[16][8], C[16][8];
+    for (uint32_t l = 0; l < 32; ++l) {
+      uint32_t g = l / 4, tq = l % 4;
+      uint64_t *tr = regsOf(lane(l));
+      auto half = [&](unsigned opIndex, unsigned which) {
+        uint32_t v = static_cast<uint32_t>(val(opnd(li, opIndex), lane(l), tr));
+        return static_cast<double>(
+            halfValue(static_cast<uint16_t>(v >> (16 * which)), bf));
+      };
+      unsigned aBase = 4, bBase = 4 + na, cBase = 4 + na + nb;
+      for (unsigned h = 0; h < 2; ++h) {
+        A[g][2 * tq + h] = half(aBase + 0, h);
+        A[g + 8][2 * tq + h] = half(aBase + 1, h);
+        if (k16) {
+          A[g][2 * tq + 8 + h] = half(aBase + 2, h);
+          A[g + 8][2 * tq + 8 + h] = half(aBase + 3, h);
+        }
+        B[2 * tq + h][g] = half(bBase + 0, h);
+        if (k16)
+          B[2 * tq + 8 + h][g] = half(bBase + 1, h);
+      }
+      for (unsigned i = 0; i < 4; ++i) {
+        float c = bitsFloat(static_cast<uint32_t>(val(opnd(li, cBase + i), lane(l), tr)));
+        C[g + (i >= 2 ? 8 : 0)][2 * tq + (i & 1)] = c;
+      }
+    }
+    for (uint32_t l = 0; l < 32; ++l) {
+      uint32_t g = l / 4, tq = l % 4;
+      uint64_t *tr = regsOf(lane(l));
+      for (unsigned i = 0; i < 4; ++i) {
+        uint32_t row = g + (i >= 2 ? 8 : 0), col = 2 * tq + (i & 1);
+        double acc = C[row][col];
+        for (uint32_t kk = 0; kk < kDim; ++kk)
+          acc += A[row][kk] * B[kk][col];
+        set(opnd(li, i), tr, floatBits(static_cast<float>(acc)));
+      }
+    }
+    break;
+  }
+  default:
+    return fail(ErrorKind::Unsupported, "internal: not a warp operation");
+  }
+  for (uint32_t l = 0; l < 32; ++l) {
+    if (!(mask & (1u << l)))
+      continue;
+    lane(l).state = State::Ready;
+    lane(l).pc++;
+  }
+  return true;
+}
+
+void CTARunner::runThread(Thread &t) {
+  uint64_t *R = regsOf(t);
+  const Inst *code = k.code.data();
+  const uint64_t limit = env.maxInstructions;
+  while (true) {
+    const Inst &I = code[t.pc];
+    ++t.executed;
+    if (limit && t.executed > limit) {
+      fault(ErrorKind::Trap, I, t,
+            "the instruction limit of " + std::to_string(limit) +
+                " per thread was exceeded (a runaway loop?)");
+      return;
+    }
+    if (I.guard >= 0 && ((R[I.guard] & 1) == (I.guardNegated ? 1u : 0u))) {
+      t.pc++;
+      continue;
+    }
+    const Operand *O = k.operands.data() + I.firstOp;
+    auto src = [&](unsigned i) -> uint64_t { return val(O[i], t, R); };
+    auto dst = [&](unsigned i, uint64_t v) { set(O[i], R, v); };
+    Ty ty = I.type;
+    switch (I.op) {
+    case Op::Mov:
+      dst(0, maskTo(ty, src(1)));
+      break;
+    case Op::MovPack: {
+      unsigned partBits = 8 * sizeOf(I.type2);
+      uint64_t v = 0;
+      for (unsigned i = 0; i < I.vec; ++i)
+        v |= (src(1 + i) & ((1ull << partBits) - 1)) << (partBits * i);
+      dst(0, v);
+      break;
+    }
+    case Op::MovUnpack: {
+      unsigned partBits = 8 * sizeOf(I.type2);
+      uint64_t v = src(I.vec);
+      for (unsigned i = 0; i < I.vec; ++i)
+        dst(i, (v >> (partBits * i)) & ((1ull << partBits) - 1));
+      break;
+    }
+    case Op::Ld:
+    case Op::St: {
+      bool isLoad = I.op == Op::Ld;
+      const Operand &a = O[isLoad ? I.vec : 0];
+      uint64_t addr = (a.reg >= 0 ? R[a.reg] : 0) + a.imm;
+      unsigned esize = sizeOf(ty);
+      unsigned total = esize * I.vec;
+      uint8_t *p = access(I, t, I.space, addr, total, total, !isLoad);
+      if (!p)
+        return;
+      for (unsigned i = 0; i < I.vec; ++i) {
+        if (isLoad) {
+          uint64_t v = 0;
+          std::memcpy(&v, p + i * esize, esize);
+          if (isSigned(ty))
+            v = static_cast<uint64_t>(sext(ty, v));
+          dst(i, v);
+        } else {
+          uint64_t v = src(1 + i);
+          std::memcpy(p + i * esize, &v, esize);
+        }
+      }
+      break;
+    }
+    case Op::Add:
+    case Op::Sub:
+    case Op::Mul:
+    case Op::Fma:
+    case Op::Div:
+    case Op::Min:
+    case Op::Max: {
+      uint64_t a = src(1), b = src(2);
+      uint64_t c = I.op == Op::Fma ? src(3) : 0;
+      if (ty == Ty::F32) {
+        float x = bitsFloat(static_cast<uint32_t>(a));
+        float y = bitsFloat(static_cast<uint32_t>(b));
+        float z = bitsFloat(static_cast<uint32_t>(c));
+        bool ftz = I.flags & kFtz;
+        if (ftz) {
+          x = flushSubnormal(x);
+          y = flushSubnormal(y);
+          z = flushSubnormal(z);
+        }
+        float r;
+        switch (I.op) {
+        case Op::Add:
+          r = I.round <= Round::RN ? x + y
+                                   : roundToFloat(static_cast<double>(x) + y,
+                                                  I.round);
+          break;
+        case Op::Sub:
+          r = I.round <= Round::RN ? x - y
+                                   : roundToFloat(static_cast<double>(x) - y,
+                                                  I.round);
+          break;
+        case Op::Mul:
+          r = I.round <= Round::RN
+                  ? x * y
+                  : roundToFloat(static_cast<double>(x) * y, I.round);
+          break;
+        case Op::Fma:
+          if (I.round <= Round::RN) {
+            r = std::fma(x, y, z);
+          } else {
+            int old = std::fegetround();
+            std::fesetround(I.round == Round::RZ   ? FE_TOWARDZERO
+                            : I.round == Round::RM ? FE_DOWNWARD
+                                                   : FE_UPWARD);
+            r = std::fma(x, y, z);
+            std::fesetround(old);
+          }
+          break;
+        case Op::Div:
+          r = x / y;
+          break;
+        case Op::Min:
+        case Op::Max:
+          if ((I.flags & kPropagateNaN) && (std::isnan(x) || std::isnan(y)))
+            r = NAN;
+          else if (I.op == Op::Min)
+            r = (x == y) ? bitsFloat(floatBits(x) | floatBits(y))
+                         : std::fmin(x, y);
+          else
+            r = (x == y) ? bitsFloat(floatBits(x) & floatBits(y))
+                         : std::fmax(x, y);
+          break;
+        default:
+          r = 0;
+        }
+        if (ftz)
+          r = flushSubnormal(r);
+        if (I.flags & kSat)
+          r = std::isnan(r) ? 0.0f : std::min(1.0f, std::max(0.0f, r));
+        dst(0, floatBits(r));
+      } else if (ty == Ty::F64) {
+        double x = bitsDouble(a), y = bitsDouble(b), z = bitsDouble(c), r;
+        switch (I.op) {
+        case Op::Add: r = x + y; break;
+        case Op::Sub: r = x - y; break;
+        case Op::Mul: r = x * y; break;
+        case Op::Fma: r = std::fma(x, y, z); break;
+        case Op::Div: r = x / y; break;
+        case Op::Min: r = std::fmin(x, y); break;
+        case Op::Max: r = std::fmax(x, y); break;
+        default: r = 0;
+        }
+        dst(0, doubleBits(r));
+      } else if (isFloat(ty)) {
+        Op op = I.op;
+        bool nanProp = I.flags & kPropagateNaN;
+        bool relu = I.flags & kRelu;
+        uint64_t r = halfOp(ty, a, b, c, [&](double x, double y, double z, bool bf) {
+          double v = 0;
+          switch (op) {
+          case Op::Add: v = x + y; break;
+          case Op::Sub: v = x - y; break;
+          case Op::Mul: v = x * y; break;
+          case Op::Fma: v = std::fma(x, y, z); break;
+          case Op::Min: v = (nanProp && (std::isnan(x) || std::isnan(y))) ? NAN : std::fmin(x, y); break;
+          case Op::Max: v = (nanProp && (std::isnan(x) || std::isnan(y))) ? NAN : std::fmax(x, y); break;
+          default: break;
+          }
+          if (relu && v < 0)
+            v = 0;
+          return roundHalf(v, bf);
+        });
+        dst(0, r);
+      } else {
+        // Integers.
+        bool sgn = isSigned(ty);
+        unsigned sz = sizeOf(ty);
+        uint64_t r = 0;
+        switch (I.op) {
+        case Op::Add:
+          if ((I.flags & kSat) && ty == Ty::S32) {
+            int64_t s = static_cast<int64_t>(static_cast<int32_t>(a)) +
+                        static_cast<int32_t>(b);
+            r = static_cast<uint32_t>(static_cast<int32_t>(
+                std::min<int64_t>(INT32_MAX, std::max<int64_t>(INT32_MIN, s))));
+          } else {
+            r = maskTo(ty, a + b);
+          }
+          break;
+        case Op::Sub:
+          if ((I.flags & kSat) && ty == Ty::S32) {
+            int64_t s = static_cast<int64_t>(static_cast<int32_t>(a)) -
+                        static_cast<int32_t>(b);
+            r = static_cast<uint32_t>(static_cast<int32_t>(
+                std::min<int64_t>(INT32_MAX, std::max<int64_t>(INT32_MIN, s))));
+          } else {
+            r = maskTo(ty, a - b);
+          }
+          break;
+        case Op::Mul:
+          if (I.flags & kWide) {
+            if (sgn)
+              r = static_cast<uint64_t>(sext(ty, a) * sext(ty, b));
+            else
+              r = maskTo(ty, a) * maskTo(ty, b);
+            r = sz == 2 ? (r & 0xffffffffu) : r;
+          } else if (I.flags & kHi) {
+            if (sz == 8) {
+              if (sgn)
+                r = static_cast<uint64_t>(
+                    (static_cast<__int128>(static_cast<int64_t>(a)) *
+                     static_cast<int64_t>(b)) >> 64);
+              else
+                r = static_cast<uint64_t>(
+                    (static_cast<unsigned __int128>(a) * b) >> 64);
+            } else {
+              int64_t p = sgn ? sext(ty, a) * sext(ty, b)
+                              : static_cast<int64_t>(maskTo(ty, a) * maskTo(ty, b));
+              r = maskTo(ty, static_cast<uint64_t>(p >> (8 * sz)));
+            }
+          } else {
+            r = maskTo(ty, a * b);
+          }
+          break;
+        case Op::Div:
+          if (maskTo(ty, b) == 0) {
+            r = maskTo(ty, ~0ull);
+          } else if (sgn) {
+            int64_t x = sext(ty, a), y = sext(ty, b);
+            r = (y == -1) ? maskTo(ty, static_cast<uint64_t>(0) - static_cast<uint64_t>(x))
+                          : maskTo(ty, static_cast<uint64_t>(x / y));
+          } else {
+            r = maskTo(ty, a) / maskTo(ty, b);
+          }
+          break;
+        case Op::Min:
+          r = sgn ? maskTo(ty, static_cast<uint64_t>(std::min(sext(ty, a), sext(ty, b))))
+                  : std::min(maskTo(ty, a), maskTo(ty, b));
+          break;
+        case Op::Max:
+          r = sgn ? maskTo(ty, static_cast<uint64_t>(std::max(sext(ty, a), sext(ty, b))))
+                  : std::max(maskTo(ty, a), maskTo(ty, b));
+          break;
+        default:
+          break;
+        }
+        dst(0, r);
+      }
+      break;
+    }
+    case Op::Mad: {
+      uint64_t a = src(1), b = src(2), c = src(3);
+      bool sgn = isSigned(ty);
+      unsigned sz = sizeOf(ty);
+      uint64_t r;
+      if (I.flags & kWide) {
+        uint64_t p = sgn ? static_cast<uint64_t>(sext(ty, a) * sext(ty, b))
+                         : maskTo(ty, a) * maskTo(ty, b);
+        r = p + c;
+        r = sz == 2 ? (r & 0xffffffffu) : r;
+      } else if (I.flags & kHi) {
+        uint64_t hiPart;
+        if (sz == 8)
+          hiPart = sgn ? static_cast<uint64_t>(
+                             (static_cast<__int128>(static_cast<int64_t>(a)) *
+                              static_cast<int64_t>(b)) >> 64)
+                       : static_cast<uint64_t>(
+                             (static_cast<unsigned __int128>(a) * b) >> 64);
+        else {
+          int64_t p = sgn ? sext(ty, a) * sext(ty, b)
+                          : static_cast<int64_t>(maskTo(ty, a) * maskTo(ty, b));
+          hiPart = static_cast<uint64_t>(p >> (8 * sz));
+        }
+        r = maskTo(ty, hiPart + c);
+      } else {
+        r = maskTo(ty, a * b + c);
+      }
+      dst(0, r);
+      break;
+    }
+    case Op::Rem: {
+      uint64_t a = src(1), b = src(2), r;
+      if (maskTo(ty, b) == 0)
+        r = maskTo(ty, a);
+      else if (isSigned(ty)) {
+        int64_t y = sext(ty, b);
+        r = y == -1 ? 0 : maskTo(ty, static_cast<uint64_t>(sext(ty, a) % y));
+      } else
+        r = maskTo(ty, a) % maskTo(ty, b);
+      dst(0, r);
+      break;
+    }
+    case Op::Abs:
+    case Op::Neg: {
+      uint64_t a = src(1);
+      bool isAbs = I.op == Op::Abs;
+      if (ty == Ty::F32) {
+        float x = bitsFloat(static_cast<uint32_t>(a));
+        if (I.flags & kFtz)
+          x = flushSubnormal(x);
+        uint32_t b = floatBits(x);
+        dst(0, isAbs ? (b & 0x7fffffffu) : (b ^ 0x80000000u));
+      } else if (ty == Ty::F64) {
+        dst(0, isAbs ? (a & ~(1ull << 63)) : (a ^ (1ull << 63)));
+      } else if (ty == Ty::F16 || ty == Ty::BF16) {
+        dst(0, isAbs ? (a & 0x7fffu) : ((a ^ 0x8000u) & 0xffffu));
+      } else if (ty == Ty::F16x2 || ty == Ty::BF16x2) {
+        dst(0, isAbs ? (a & 0x7fff7fffu) : ((a ^ 0x80008000u) & 0xffffffffu));
+      } else {
+        int64_t x = sext(ty, a);
+        dst(0, maskTo(ty, static_cast<uint64_t>(isAbs ? (x < 0 ? -x : x) : -x)));
+      }
+      break;
+    }
+    case Op::And:
+      dst(0, maskTo(ty, src(1) & src(2)));
+      break;
+    case Op::Or:
+      dst(0, maskTo(ty, src(1) | src(2)));
+      break;
+    case Op::Xor:
+      dst(0, maskTo(ty, src(1) ^ src(2)));
+      break;
+    case Op::Not:
+      dst(0, ty == Ty::Pred ? (~src(1) & 1u) : maskTo(ty, ~src(1)));
+      break;
+    case Op::Cnot:
+      dst(0, maskTo(ty, src(1)) == 0 ? 1 : 0);
+      break;
+    case Op::Shl: {
+      uint64_t a = src(1);
+      uint32_t s = static_cast<uint32_t>(src(2));
+      unsigned w = 8 * sizeOf(ty);
+      dst(0, s >= w ? 0 : maskTo(ty, a << s));
+      break;
+    }
+    case Op::Shr: {
+      uint64_t a = src(1);
+      uint32_t s = static_cast<uint32_t>(src(2));
+      unsigned w = 8 * sizeOf(ty);
+      if (isSigned(ty)) {
+        int64_t x = sext(ty, a);
+        dst(0, maskTo(ty, static_cast<uint64_t>(x >> std::min(s, w - 1))));
+      } else {
+        dst(0, s >= w ? 0 : maskTo(ty, a) >> s);
+      }
+      break;
+    }
+    case Op::Setp: {
+      uint64_t a = src(2), b = src(3);
+      bool r = false;
+      if (isFloat(ty)) {
+        double x, y;
+        if (ty == Ty::F32) {
+          float fx = bitsFloat(static_cast<uint32_t>(a));
+          float fy = bitsFloat(static_cast<uint32_t>(b));
+          if (I.flags & kFtz) {
+            fx = flushSubnormal(fx);
+            fy = flushSubnormal(fy);
+          }
+          x = fx;
+          y = fy;
+        } else if (ty == Ty::F64) {
+          x = bitsDouble(a);
+          y = bitsDouble(b);
+        } else {
+          bool bf = ty == Ty::BF16;
+          x = halfValue(static_cast<uint16_t>(a), bf);
+          y = halfValue(static_cast<uint16_t>(b), bf);
+        }
+        bool unordered = std::isnan(x) || std::isnan(y);
+        switch (I.cmp) {
+        case Cmp::EQ: r = !unordered && x == y; break;
+        case Cmp::NE: r = !unordered && x != y; break;
+        case Cmp::LT: r = !unordered && x < y; break;
+        case Cmp::LE: r = !unordered && x <= y; break;
+        case Cmp::GT: r = !unordered && x > y; break;
+        case Cmp::GE: r = !unordered && x >= y; break;
+        case Cmp::EQU: r = unordered || x == y; break;
+        case Cmp::NEU: r = unordered || x != y; break;
+        case Cmp::LTU: r = unordered || x < y; break;
+        case Cmp::LEU: r = unordered || x <= y; break;
+        case Cmp::GTU: r = unordered || x > y; break;
+        case Cmp::GEU: r = unordered || x >= y; break;
+        case Cmp::NUM: r = !unordered; break;
+        case Cmp::NAN_: r = unordered; break;
+        default: r = false;
+        }
+      } else {
+        bool sgn = isSigned(ty);
+        int64_t sx = sext(ty, a), sy = sext(ty, b);
+        uint64_t ux = maskTo(ty, a), uy = maskTo(ty, b);
+        switch (I.cmp) {
+        case Cmp::EQ: r = ux == uy; break;
+        case Cmp::NE: r = ux != uy; break;
+        case Cmp::LT: r = sgn ? sx < sy : ux < uy; break;
+        case Cmp::LE: r = sgn ? sx <= sy : ux <= uy; break;
+        case Cmp::GT: r = sgn ? sx > sy : ux > uy; break;
+        case Cmp::GE: r = sgn ? sx >= sy : ux >= uy; break;
+        case Cmp::LO: r = ux < uy; break;
+        case Cmp::LS: r = ux <= uy; break;
+        case Cmp::HI: r = ux > uy; break;
+        case Cmp::HS: r = ux >= uy; break;
+        default: r = false;
+        }
+      }
+      bool p = r, q = !r;
+      if (I.boolOp != BoolOp::None) {
+        bool c = src(4) & 1;
+        switch (I.boolOp) {
+        case BoolOp::And: p = r && c; q = !r && c; break;
+        case BoolOp::Or: p = r || c; q = !r || c; break;
+        case BoolOp::Xor: p = r != c; q = (!r) != c; break;
+        default: break;
+        }
+      }
+      dst(0, p);
+      dst(1, q);
+      break;
+    }
+    case Op::Selp:
+      dst(0, (src(3) & 1) ? src(1) : src(2));
+      break;
+    case Op::Cvt: {
+      Ty dt = I.type, st = I.type2;
+      uint64_t a = src(1);
+      // Read the source as a double (floats) or an integer.
+      bool srcFloat = isFloat(st), dstFloat = isFloat(dt);
+      double d = 0;
+      int64_t si = 0;
+      uint64_t ui = 0;
+      if (srcFloat) {
+        if (st == Ty::F32) {
+          float f = bitsFloat(static_cast<uint32_t>(a));
+          if (I.flags & kFtz)
+            f = flushSubnormal(f);
+          d = f;
+        } else if (st == Ty::F64) {
+          d = bitsDouble(a);
+        } else {
+          d = halfValue(static_cast<uint16_t>(a), st == Ty::BF16);
+        }
+      } else {
+        si = sext(st, a);
+        ui = maskTo(st, a);
+      }
+      uint64_t r = 0;
+      if (dstFloat) {
+        double v;
+        if (srcFloat) {
+          v = roundIntegral(d, I.round);
+        } else {
+          v = isSigned(st) ? static_cast<double>(si) : static_cast<double>(ui);
+          // 64-bit integers to f32 must round once: convert directly.
+          if (dt == Ty::F32 && sizeOf(st) == 8) {
+            float f = isSigned(st) ? static_cast<float>(si)
+                                   : static_cast<float>(ui);
+            v = f;
+          }
+        }
+        if (I.flags & kSat)
+          v = std::isnan(v) ? 0.0 : std::min(1.0, std::max(0.0, v));
+        if ((I.flags & kRelu) && v < 0)
+          v = 0;
+        if (dt == Ty::F32) {
+          float f = (I.round == Round::RZ || I.round == Round::RM ||
+                     I.round == Round::RP)
+                        ? roundToFloat(v, I.round)
+                        : static_cast<float>(v);
+          if (I.flags & kFtz)
+            f = flushSubnormal(f);
+          r = floatBits(f);
+        } else if (dt == Ty::F64) {
+          r = doubleBits(v);
+        } else {
+          bool bf = dt == Ty::BF16;
+          uint16_t h;
+          if (st == Ty::F32 || st == dt)
+            h = toHalf(static_cast<float>(v), bf);
+          else
+            h = roundHalf(v, bf);
+          if (I.round == Round::RZ && !bf) {
+            // Toward zero: step back when rounding went away from zero.
+            double back = halfToFloat(h);
+            if (std::isfinite(v) && std::fabs(back) > std::fabs(v))
+              h = static_cast<uint16_t>(h - 1);
+          }
+          r = h;
+        }
+      } else {
+        // To an integer.
+        unsigned sz = sizeOf(dt);
+        bool sgn = isSigned(dt);
+        if (srcFloat) {
+          double v = roundIntegral(d, I.round == Round::Default ? Round::RZI
+                                                                : I.round);
+          if (std::isnan(v)) {
+            r = 0;
+          } else {
+            // Float-to-integer conversions saturate.
+            double lo = sgn ? -std::ldexp(1.0, 8 * sz - 1) : 0.0;
+            double hiv = sgn ? std::ldexp(1.0, 8 * sz - 1) - 1
+                             : std::ldexp(1.0, 8 * sz) - 1;
+            if (v <= lo)
+              r = maskTo(dt, static_cast<uint64_t>(static_cast<int64_t>(lo)));
+            else if (v >= hiv)
+              r = sz == 8 && !sgn ? ~0ull
+                                  : maskTo(dt, static_cast<uint64_t>(
+                                                   static_cast<int64_t>(hiv)));
+            else
+              r = maskTo(dt, sgn ? static_cast<uint64_t>(static_cast<int64_t>(v))
+                                 : static_cast<uint64_t>(v));
+          }
+        } else {
+          uint64_t v = isSigned(st) ? static_cast<uint64_t>(si) : ui;
+          if (I.flags & kSat) {
+            // Clamp to the destination range.
+            if (sgn) {
+              int64_t lo = -(1ll << (8 * sz - 1)) , hiv = (1ll << (8 * sz - 1)) - 1;
+              if (sz == 8) { lo = INT64_MIN; hiv = INT64_MAX; }
+              if (isSigned(st))
+                v = static_cast<uint64_t>(std::min(hiv, std::max(lo, si)));
+              else
+                v = ui > static_cast<uint64_t>(hiv) ? static_cast<uint64_t>(hiv) : ui;
+            } else {
+              uint64_t hiv = sz == 8 ? ~0ull : (1ull << (8 * sz)) - 1;
+              if (isSigned(st))
+                v = si < 0 ? 0 : std::min<uint64_t>(hiv, static_cast<uint64_t>(si));
+              else
+                v = std::min<uint64_t>(hiv, ui);
+            }
+          }
+          r = maskTo(dt, v);
+          if (sgn)
+            r = maskTo(Ty::U64, static_cast<uint64_t>(sext(dt, r)));
+        }
+      }
+      dst(0, r);
+      break;
+    }
+    case Op::CvtPack: {
+      bool bf = I.type == Ty::BF16x2;
+      float x = bitsFloat(static_cast<uint32_t>(src(1)));
+      float y = bitsFloat(static_cast<uint32_t>(src(2)));
+      if (I.flags & kRelu) {
+        x = (std::isnan(x) || x > 0) ? x : 0.0f;
+        y = (std::isnan(y) || y > 0) ? y : 0.0f;
+      }
+      uint16_t hx = toHalf(x, bf), hy = toHalf(y, bf);
+      if (I.flags & kSatFinite) {
+        uint16_t maxFinite = bf ? 0x7f7f : 0x7bff;
+        auto clampInf = [&](uint16_t h) -> uint16_t {
+          uint16_t expMask = bf ? 0x7f80 : 0x7c00;
+          uint16_t mantMask = bf ? 0x007f : 0x03ff;
+          if ((h & expMask) == expMask && !(h & mantMask))
+            return static_cast<uint16_t>((h & 0x8000) | maxFinite);
+          return h;
+        };
+        hx = clampInf(hx);
+        hy = clampInf(hy);
+      }
+      dst(0, (static_cast<uint32_t>(hx) << 16) | hy);
+      break;
+    }
+    case Op::Cvta: {
+      uint64_t a = src(1);
+      uint64_t base = I.space == Space::Shared ? kSharedWindow
+                      : I.space == Space::Local ? kLocalWindow
+                                                : 0;
+      uint64_t r = I.mode ? a - base : a + base;
+      dst(0, maskTo(ty, r));
+      break;
+    }
+    case Op::Bra:
+      t.pc = I.target;
+      continue;
+    case Op::Ret:
+    case Op::Exit:
+      finishThread(t, I.line);
+      return;
+    case Op::Trap:
+      fault(ErrorKind::Trap, I, t, "the kernel executed trap");
+      return;
+    case Op::Nop:
+      break;
+    case Op::BarSync: {
+      uint32_t id = static_cast<uint32_t>(src(0));
+      uint32_t count = I.numOps > 1 ? static_cast<uint32_t>(src(1)) : 0;
+      if (id >= 16) {
+        fault(ErrorKind::Trap, I, t, "barrier id " + std::to_string(id) +
+                                         " is out of range (0-15)");
+        return;
+      }
+      if (count && (count % 32 || count > nthreads)) {
+        fault(ErrorKind::Trap, I, t,
+              "barrier thread count " + std::to_string(count) +
+                  " is not a multiple of 32 within the CTA's " +
+                  std::to_string(nthreads));
+        return;
+      }
+      t.state = State::AtBarrier;
+      t.barrierId = id;
+      t.barrierCount = count;
+      return;
+    }
+    case Op::BarWarpSync:
+    case Op::Shfl:
+    case Op::Vote:
+    case Op::Redux:
+    case Op::Mma:
+    case Op::Ldmatrix:
+      t.state = State::AtWarpOp;
+      return;
+    case Op::Activemask: {
+      uint32_t lo = t.warp * 32, m = 0;
+      for (uint32_t l = 0; l < 32 && lo + l < nthreads; ++l)
+        if (threads[lo + l].state != State::Exited)
+          m |= 1u << l;
+      dst(0, m);
+      break;
+    }
+    case Op::CpAsync:
+      if (!execCpAsync(I, t, R))
+        return;
+      break;
+    case Op::CpAsyncCommit:
+      t.groupsCommitted++;
+      break;
+    case Op::CpAsyncWait:
+      if (I.mode == 1) { // wait_all: everything, committed or not
+        landCopies(t, UINT32_MAX, I.line);
+      } else {
+        uint32_t keep = I.target;
+        uint32_t limit =
+            t.groupsCommitted > keep ? t.groupsCommitted - keep : 0;
+        landCopies(t, limit, I.line);
+      }
+      break;
+    case Op::Ex2:
+    case Op::Lg2:
+    case Op::Rcp:
+    case Op::Sqrt:
+    case Op::Rsqrt:
+    case Op::Sin:
+    case Op::Cos:
+    case Op::Tanh: {
+      uint64_t a = src(1);
+      double x = ty == Ty::F32 ? bitsFloat(static_cast<uint32_t>(a))
+                               : bitsDouble(a);
+      if (ty == Ty::F32 && (I.flags & kFtz))
+        x = flushSubnormal(static_cast<float>(x));
+      double r = 0;
+      switch (I.op) {
+      case Op::Ex2: r = std::exp2(x); break;
+      case Op::Lg2: r = std::log2(x); break;
+      case Op::Rcp: r = 1.0 / x; break;
+      case Op::Sqrt: r = std::sqrt(x); break;
+      case Op::Rsqrt: r = 1.0 / std::sqrt(x); break;
+      case Op::Sin: r = std::sin(x); break;
+      case Op::Cos: r = std::cos(x); break;
+      case Op::Tanh: r = std::tanh(x); break;
+      default: break;
+      }
+      if (ty == Ty::F32) {
+        float f = I.op == Op::Rcp || I.op == Op::Sqrt
+                      ? (I.op == Op::Rcp ? 1.0f / static_cast<float>(x)
+                                         : std::sqrt(static_cast<float>(x)))
+                      : static_cast<float>(r);
+        if (I.flags & kFtz)
+          f = flushSubnormal(f);
+        dst(0, floatBits(f));
+      } else {
+        dst(0, doubleBits(r));
+      }
+      break;
+    }
+    case Op::Copysign: {
+      uint64_t a = src(1), b = src(2);
+      if (ty == Ty::F32)
+        dst(0, (b & 0x7fffffffu) | (a & 0x80000000u));
+      else
+        dst(0, (b & ~(1ull << 63)) | (a & (1ull << 63)));
+      break;
+    }
+    case Op::Popc:
+      dst(0, static_cast<uint64_t>(__builtin_popcountll(maskTo(ty, src(1)))));
+      break;
+    case Op::Clz: {
+      uint64_t a = maskTo(ty, src(1));
+      unsigned w = 8 * sizeOf(ty);
+      dst(0, a == 0 ? w : static_cast<uint64_t>(__builtin_clzll(a) - (64 - w)));
+      break;
+    }
+    case Op::Brev: {
+      uint64_t a = src(1), r = 0;
+      unsigned w = 8 * sizeOf(ty);
+      for (unsigned i = 0; i < w; ++i)
+        if (a & (1ull << i))
+          r |= 1ull << (w - 1 - i);
+      dst(0, r);
+      break;
+    }
+    case Op::Bfe: {
+      uint64_t a = src(1);
+      uint32_t pos = static_cast<uint32_t>(src(2)) & 0xff;
+      uint32_t len = static_cast<uint32_t>(src(3)) & 0xff;
+      unsigned w = 8 * sizeOf(ty);
+      uint64_t r = 0;
+      bool sgn = isSigned(ty);
+      bool sbit = false;
+      if (sgn) {
+        uint32_t bitPos = std::min(w - 1, pos + len - (len ? 1 : 0));
+        sbit = len != 0 && ((a >> bitPos) & 1);
+      }
+      for (unsigned i = 0; i < w; ++i) {
+        bool bit;
+        if (i < len && pos + i < w)
+          bit = (a >> (pos + i)) & 1;
+        else
+          bit = sbit;
+        if (bit)
+          r |= 1ull << i;
+      }
+      dst(0, maskTo(ty, r));
+      break;
+    }
+    case Op::Bfi: {
+      uint64_t a = src(1), b = src(2);
+      uint32_t pos = static_cast<uint32_t>(src(3)) & 0xff;
+      uint32_t len = static_cast<uint32_t>(src(4)) & 0xff;
+      unsigned w = 8 * sizeOf(ty);
+      uint64_t r = b;
+      for (unsigned i = 0; i < len && pos + i < w; ++i) {
+        r &= ~(1ull << (pos + i));
+        r |= ((a >> i) & 1) << (pos + i);
+      }
+      dst(0, maskTo(ty, r));
+      break;
+    }
+    case Op::Prmt: {
+      uint64_t a = src(1), b = src(2), c = src(3);
+      uint64_t bytes = (maskTo(Ty::U32, b) << 32) | maskTo(Ty::U32, a);
+      uint32_t r = 0;
+      for (unsigned i = 0; i < 4; ++i) {
+        uint32_t sel = (c >> (4 * i)) & 0xf;
+        uint32_t byte = (bytes >> (8 * (sel & 7))) & 0xff;
+        if (sel & 8) // replicate the sign bit
+          byte = (byte & 0x80) ? 0xff : 0;
+        r |= byte << (8 * i);
+      }
+      dst(0, r);
+      break;
+    }
+    case Op::Testp: {
+      uint64_t a = src(1);
+      double x = ty == Ty::F32 ? bitsFloat(static_cast<uint32_t>(a))
+                               : bitsDouble(a);
+      int cls = std::fpclassify(x);
+      bool r = false;
+      switch (I.mode) {
+      case 0: r = std::isfinite(x); break;
+      case 1: r = std::isinf(x); break;
+      case 2: r = !std::isnan(x); break;
+      case 3: r = std::isnan(x); break;
+      case 4: r = cls == FP_NORMAL; break;
+      case 5: r = cls == FP_SUBNORMAL; break;
+      }
+      if (ty == Ty::F32 && (I.mode == 4 || I.mode == 5)) {
+        float f = static_cast<float>(x);
+        int fc = std::fpclassify(f);
+        r = I.mode == 4 ? fc == FP_NORMAL : fc == FP_SUBNORMAL;
+      }
+      dst(0, r);
+      break;
+    }
+    case Op::Atom: {
+      const Operand &a = O[1];
+      uint64_t addr = (a.reg >= 0 ? R[a.reg] : 0) + a.imm;
+      unsigned sz = sizeOf(ty);
+      // Atomics are not plain accesses for the race checker.
+      uint8_t *p = access(I, t, I.space, addr, sz, sz, true,
+                          /*checkRace=*/false);
+      if (!p)
+        return;
+      uint64_t old = 0;
+      std::memcpy(&old, p, sz);
+      uint64_t b = src(2), r = old;
+      switch (static_cast<AtomOp>(I.mode)) {
+      case AtomOp::Add:
+        if (ty == Ty::F32)
+          r = floatBits(bitsFloat(static_cast<uint32_t>(old)) +
+                        bitsFloat(static_cast<uint32_t>(b)));
+        else
+          r = old + b;
+        break;
+      case AtomOp::Min:
+        r = isSigned(ty) ? static_cast<uint64_t>(std::min(sext(ty, old), sext(ty, b)))
+                         : std::min(maskTo(ty, old), maskTo(ty, b));
+        break;
+      case AtomOp::Max:
+        r = isSigned(ty) ? static_cast<uint64_t>(std::max(sext(ty, old), sext(ty, b)))
+                         : std::max(maskTo(ty, old), maskTo(ty, b));
+        break;
+      case AtomOp::Inc:
+        r = maskTo(ty, old) >= maskTo(ty, b) ? 0 : old + 1;
+        break;
+      case AtomOp::Dec:
+        r = (maskTo(ty, old) == 0 || maskTo(ty, old) > maskTo(ty, b)) ? b : old - 1;
+        break;
+      case AtomOp::And: r = old & b; break;
+      case AtomOp::Or: r = old | b; break;
+      case AtomOp::Xor: r = old ^ b; break;
+      case AtomOp::Exch: r = b; break;
+      case AtomOp::Cas:
+        r = maskTo(ty, old) == maskTo(ty, b) ? src(3) : old;
+        break;
+      }
+      r = maskTo(ty, r);
+      std::memcpy(p, &r, sz);
+      dst(0, maskTo(ty, old));
+      break;
+    }
+    }
+    t.pc++;
+  }
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Device
+//===----------------------------------------------------------------------===//
+
+Device::Device() = default;
+Device::~Device() = default;
+
+Error Device::registerBuffer(void *data, uint64_t bytes, std::string name) {
+  std::lock_guard<std::mutex> lock(mutex);
+  uint64_t begin = reinterpret_cast<uint64_t>(data);
+  if (!data || bytes == 0)
+    return Error::make(ErrorKind::Usage, "cannot register an empty buffer" +
+                                             (name.empty() ? "" : " '" + name + "'"));
+  uint64_t end = begin + bytes;
+  if (end < begin || end > kLocalWindow)
+    return Error::make(ErrorKind::Usage, "buffer '" + name +
+                                             "' overflows the address space");
+  auto it = buffers.lower_bound(begin);
+  if ((it != buffers.end() && it->second.begin < end) ||
+      (it != buffers.begin() && std::prev(it)->second.end > begin))
+    return Error::make(ErrorKind::Usage,
+                       "buffer '" + name + "' overlaps a registered buffer");
+  buffers[begin] = Buffer{begin, end, std::move(name)};
+  return Error::success();
+}
+
+Error Device::unregisterBuffer(void *data) {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!buffers.erase(reinterpret_cast<uint64_t>(data)))
+    return Error::make(ErrorKind::Usage, "no buffer is registered at " +
+                                             hex(reinterpret_cast<uint64_t>(data)));
+  return Error::success();
+}
+
+void Device::clearBuffers() {
+  std::lock_guard<std::mutex> lock(mutex);
+  buffers.clear();
+}
+
+const Device::Buffer *Device::findBuffer(uint64_t addr, uint64_t bytes) const {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = buffers.upper_bound(addr);
+  if (it == buffers.begin())
+    return nullptr;
+  --it;
+  if (addr + bytes > it->second.end)
+    return nullptr;
+  return &it->second;
+}
+
+Expected<LaunchStats> Device::launch(const Module &module,
+                                     std::string_view kernelName,
+                                     const LaunchConfig &config,
+                                     const std::vector<KernelArg> &args) {
+  const Program &prog = module.getProgram();
+  const KernelProgram *kernel = nullptr;
+  for (const KernelProgram &k : prog.kernels)
+    if (k.info.name == kernelName)
+      kernel = &k;
+  if (!kernel) {
+    std::string known;
+    for (const KernelProgram &k : prog.kernels)
+      known += (known.empty() ? "" : ", ") + k.info.name;
+    return Error::make(ErrorKind::Usage, "no kernel '" + std::string(kernelName) +
+                                             "' in " + prog.sourceName +
+                                             " (kernels: " + known + ")");
+  }
+  const KernelInfo &info = kernel->info;
+  if (args.size() != info.params.size())
+    return Error::make(ErrorKind::Usage,
+                       "kernel '" + info.name + "' takes " +
+                           std::to_string(info.params.size()) +
+                           " parameters, " + std::to_string(args.size()) +
+                           " given");
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i].bytes.size() != info.params[i].bytes)
+      return Error::make(ErrorKind::Usage,
+                         "parameter " + std::to_string(i) + " ('" +
+                             info.params[i].name + "') of '" + info.name +
+                             "' has " + std::to_string(info.params[i].bytes) +
+                             " bytes, the argument " +
+                             std::to_string(args[i].bytes.size()));
+  const Dim3 &g = config.grid, &b = config.block;
+  if (g.count() == 0 || b.count() == 0)
+    return Error::make(ErrorKind::Usage, "empty grid or block");
+  if (b.count() > 1024)
+    return Error::make(ErrorKind::Usage,
+                       "a block of " + std::to_string(b.count()) +
+                           " threads exceeds 1024");
+  if (g.y > 65535 || g.z > 65535)
+    return Error::make(ErrorKind::Usage, "grid y and z are limited to 65535");
+  auto checkBound = [&](const Dim3 &bound, const char *what) -> Error {
+    if (bound.x && (b.x > bound.x || b.y > bound.y || b.z > bound.z))
+      return Error::make(ErrorKind::Usage,
+                         "block (" + std::to_string(b.x) + "," +
+                             std::to_string(b.y) + "," + std::to_string(b.z) +
+                             ") exceeds the kernel's " + what + " (" +
+                             std::to_string(bound.x) + "," +
+                             std::to_string(bound.y) + "," +
+                             std::to_string(bound.z) + ")");
+    return Error::success();
+  };
+  if (Error e = checkBound(info.maxBlock, ".maxntid"))
+    return e;
+  if (info.requiredBlock.x &&
+      (b.x != info.requiredBlock.x || b.y != info.requiredBlock.y ||
+       b.z != info.requiredBlock.z))
+    return Error::make(ErrorKind::Usage, "the block does not match the "
+                                         "kernel's .reqntid");
+  uint64_t sharedTotal =
+      uint64_t(kernel->dynamicSharedOffset) + config.dynamicSharedBytes;
+  if (sharedTotal > 256 * 1024)
+    return Error::make(ErrorKind::Usage,
+                       "the kernel needs " + std::to_string(sharedTotal) +
+                           " bytes of shared memory, more than any GPU has");
+
+  LaunchEnv env(*kernel);
+  env.sourceName = prog.sourceName;
+  env.grid = g;
+  env.block = b;
+  env.dynamicShared = config.dynamicSharedBytes;
+  env.checkRaces = config.checkRaces;
+  env.maxInstructions = config.maxInstructionsPerThread;
+  env.params.assign(kernel->paramBytes, 0);
+  for (size_t i = 0; i < args.size(); ++i)
+    std::memcpy(env.params.data() + info.params[i].offset, args[i].bytes.data(),
+                args[i].bytes.size());
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (auto &[begin, buf] : buffers)
+      env.buffers.push_back({buf.begin, buf.end, buf.name});
+  }
+
+  uint64_t total = g.count();
+  unsigned workers = config.workers;
+  if (!workers)
+    workers = std::max(1u, std::thread::hardware_concurrency());
+  workers = static_cast<unsigned>(std::min<uint64_t>(workers, total));
+  auto start = std::chrono::steady_clock::now();
+  auto work = [&env, total]() {
+    CTARunner runner(env);
+    while (!env.stop) {
+      uint64_t index = env.nextCTA.fetch_add(1);
+      if (index >= total)
+        break;
+      if (!runner.run(index))
+        break;
+    }
+    env.instructions += runner.instructions;
+  };
+  if (workers <= 1) {
+    work();
+  } else {
+    std::vector<std::thread> pool;
+    for (unsigned i = 0; i < workers; ++i)
+      pool.emplace_back(work);
+    for (std::thread &th : pool)
+      th.join();
+  }
+  auto end = std::chrono::steady_clock::now();
+  if (env.error)
+    return env.error;
+  LaunchStats stats;
+  stats.threadInstructions = env.instructions;
+  stats.seconds = std::chrono::duration<double>(end - start).count();
+  return stats;
+}

@@ -1,0 +1,2231 @@
+//===- Parser.cpp - PTX text to the decoded program -----------------------===//
+//
+// A tokenizer and a recursive-descent parser for the subset of PTX that
+// compilers emit for compute kernels: the module header, `.entry` kernels
+// with their `.param`s and performance directives, `.reg`, `.shared` and
+// `.local` declarations (module or function scope, extern dynamic shared
+// memory included), labels, predicated instructions and `{ }` scopes.
+// Debug directives (`.loc`, `.file`, `.section`) are skipped; `.func`
+// definitions are skipped (calls are not supported).
+//
+// Each instruction is decoded on the spot: its opcode's modifiers into the
+// fields of `Inst`, its operands into pre-classified `Operand`s. Anything
+// not implemented is an Unsupported error naming the opcode and its line.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Program.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <unordered_map>
+
+using namespace flashc::sim;
+using namespace flashc::sim::detail;
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+unsigned detail::sizeOf(Ty t) {
+  switch (t) {
+  case Ty::None:
+    return 0;
+  case Ty::Pred:
+  case Ty::B8:
+  case Ty::U8:
+  case Ty::S8:
+    return 1;
+  case Ty::B16:
+  case Ty::U16:
+  case Ty::S16:
+  case Ty::F16:
+  case Ty::BF16:
+    return 2;
+  case Ty::B32:
+  case Ty::U32:
+  case Ty::S32:
+  case Ty::F32:
+  case Ty::F16x2:
+  case Ty::BF16x2:
+    return 4;
+  case Ty::B64:
+  case Ty::U64:
+  case Ty::S64:
+  case Ty::F64:
+    return 8;
+  }
+  return 0;
+}
+
+bool detail::isFloat(Ty t) {
+  return t == Ty::F16 || t == Ty::F16x2 || t == Ty::BF16 ||
+         t == Ty::BF16x2 || t == Ty::F32 || t == Ty::F64;
+}
+
+bool detail::isSigned(Ty t) {
+  return t == Ty::S8 || t == Ty::S16 || t == Ty::S32 || t == Ty::S64;
+}
+
+const char *detail::stringify(Ty t) {
+  switch (t) {
+  case Ty::None: return "none";
+  case Ty::Pred: return "pred";
+  case Ty::B8: return "b8";
+  case Ty::B16: return "b16";
+  case Ty::B32: return "b32";
+  case Ty::B64: return "b64";
+  case Ty::U8: return "u8";
+  case Ty::U16: return "u16";
+  case Ty::U32: return "u32";
+  case Ty::U64: return "u64";
+  case Ty::S8: return "s8";
+  case Ty::S16: return "s16";
+  case Ty::S32: return "s32";
+  case Ty::S64: return "s64";
+  case Ty::F16: return "f16";
+  case Ty::F16x2: return "f16x2";
+  case Ty::BF16: return "bf16";
+  case Ty::BF16x2: return "bf16x2";
+  case Ty::F32: return "f32";
+  case Ty::F64: return "f64";
+  }
+  return "?";
+}
+
+static std::optional<Ty> parseType(std::string_view s) {
+  static const std::pair<const char *, Ty> table[] = {
+      {"pred", Ty::Pred}, {"b8", Ty::B8},       {"b16", Ty::B16},
+      {"b32", Ty::B32},   {"b64", Ty::B64},     {"u8", Ty::U8},
+      {"u16", Ty::U16},   {"u32", Ty::U32},     {"u64", Ty::U64},
+      {"s8", Ty::S8},     {"s16", Ty::S16},     {"s32", Ty::S32},
+      {"s64", Ty::S64},   {"f16", Ty::F16},     {"f16x2", Ty::F16x2},
+      {"bf16", Ty::BF16}, {"bf16x2", Ty::BF16x2}, {"f32", Ty::F32},
+      {"f64", Ty::F64}};
+  for (auto &[name, ty] : table)
+    if (s == name)
+      return ty;
+  return std::nullopt;
+}
+
+static bool isIntType(Ty t) {
+  return t != Ty::None && t != Ty::Pred && !isFloat(t);
+}
+
+//===----------------------------------------------------------------------===//
+// Tokens
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+enum class Tok { Ident, Number, String, Punct, End };
+
+struct Token {
+  Tok kind = Tok::End;
+  std::string_view text;
+  uint32_t line = 0;
+  bool is(std::string_view s) const {
+    return kind != Tok::End && kind != Tok::String && text == s;
+  }
+};
+
+bool isIdentStart(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == '$' ||
+         c == '%' || c == '.';
+}
+bool isIdentChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$' ||
+         c == '.';
+}
+
+/// Splits PTX text into tokens, dropping comments.
+Error tokenize(std::string_view src, const std::string &name,
+               std::vector<Token> &out) {
+  uint32_t line = 1;
+  size_t i = 0, n = src.size();
+  while (i < n) {
+    char c = src[i];
+    if (c == '\n') {
+      ++line;
+      ++i;
+      continue;
+    }
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      ++i;
+      continue;
+    }
+    if (c == '/' && i + 1 < n && src[i + 1] == '/') {
+      while (i < n && src[i] != '\n')
+        ++i;
+      continue;
+    }
+    if (c == '/' && i + 1 < n && src[i + 1] == '*') {
+      i += 2;
+      while (i + 1 < n && !(src[i] == '*' && src[i + 1] == '/')) {
+        if (src[i] == '\n')
+          ++line;
+        ++i;
+      }
+      i += 2;
+      continue;
+    }
+    Token t;
+    t.line = line;
+    size_t start = i;
+    if (c == '"') {
+      ++i;
+      while (i < n && src[i] != '"')
+        ++i;
+      if (i >= n)
+        return Error::make(ErrorKind::Parse, name + ":" + std::to_string(line) +
+                                                 ": unterminated string");
+      t.kind = Tok::String;
+      t.text = src.substr(start + 1, i - start - 1);
+      ++i;
+    } else if (std::isdigit(static_cast<unsigned char>(c))) {
+      bool decimal = !(c == '0' && i + 1 < n &&
+                       std::strchr("xXfFdD", src[i + 1]) != nullptr);
+      while (i < n && (std::isalnum(static_cast<unsigned char>(src[i])) ||
+                       src[i] == '.' || src[i] == '_')) {
+        char d = src[i++];
+        if (decimal && (d == 'e' || d == 'E') && i < n &&
+            (src[i] == '+' || src[i] == '-'))
+          ++i;
+      }
+      t.kind = Tok::Number;
+      t.text = src.substr(start, i - start);
+    } else if (isIdentStart(c)) {
+      ++i;
+      while (i < n) {
+        if (isIdentChar(src[i])) {
+          ++i;
+        } else if (src[i] == ':' && i + 2 < n && src[i + 1] == ':' &&
+                   isIdentChar(src[i + 2])) {
+          i += 2; // shared::cta, L2::128B
+        } else {
+          break;
+        }
+      }
+      t.kind = Tok::Ident;
+      t.text = src.substr(start, i - start);
+    } else {
+      t.kind = Tok::Punct;
+      t.text = src.substr(i, 1);
+      ++i;
+    }
+    out.push_back(t);
+  }
+  Token end;
+  end.line = line;
+  out.push_back(end);
+  return Error::success();
+}
+
+std::optional<int64_t> parseInteger(std::string_view s) {
+  if (s.empty())
+    return std::nullopt;
+  if (s.back() == 'U' || s.back() == 'u')
+    s.remove_suffix(1);
+  std::string str(s);
+  char *end = nullptr;
+  int base = 10;
+  const char *p = str.c_str();
+  if (str.size() > 2 && str[0] == '0' && (str[1] == 'x' || str[1] == 'X')) {
+    base = 16;
+    p += 2;
+  } else if (str.size() > 1 && str[0] == '0' &&
+             std::all_of(str.begin(), str.end(),
+                         [](char c) { return c >= '0' && c <= '7'; })) {
+    base = 8;
+  }
+  errno = 0;
+  unsigned long long v = std::strtoull(p, &end, base);
+  if (errno || *end)
+    return std::nullopt;
+  return static_cast<int64_t>(v);
+}
+
+//===----------------------------------------------------------------------===//
+// Opcode decoding
+//===----------------------------------------------------------------------===//
+
+/// Splits "ld.global.v4.u32" into {"ld", "global", "v4", "u32"}.
+std::vector<std::string_view> splitOpcode(std::string_view op) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  for (size_t i = 0; i <= op.size(); ++i) {
+    if (i == op.size() || op[i] == '.') {
+      parts.push_back(op.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  return parts;
+}
+
+std::optional<Round> parseRound(std::string_view s) {
+  static const std::pair<const char *, Round> table[] = {
+      {"rn", Round::RN},   {"rz", Round::RZ},   {"rm", Round::RM},
+      {"rp", Round::RP},   {"rni", Round::RNI}, {"rzi", Round::RZI},
+      {"rmi", Round::RMI}, {"rpi", Round::RPI}};
+  for (auto &[name, r] : table)
+    if (s == name)
+      return r;
+  return std::nullopt;
+}
+
+std::optional<Cmp> parseCmp(std::string_view s) {
+  static const std::pair<const char *, Cmp> table[] = {
+      {"eq", Cmp::EQ},   {"ne", Cmp::NE},   {"lt", Cmp::LT},
+      {"le", Cmp::LE},   {"gt", Cmp::GT},   {"ge", Cmp::GE},
+      {"lo", Cmp::LO},   {"ls", Cmp::LS},   {"hi", Cmp::HI},
+      {"hs", Cmp::HS},   {"equ", Cmp::EQU}, {"neu", Cmp::NEU},
+      {"ltu", Cmp::LTU}, {"leu", Cmp::LEU}, {"gtu", Cmp::GTU},
+      {"geu", Cmp::GEU}, {"num", Cmp::NUM}, {"nan", Cmp::NAN_}};
+  for (auto &[name, c] : table)
+    if (s == name)
+      return c;
+  return std::nullopt;
+}
+
+std::optional<Space> parseSpace(std::string_view s) {
+  if (s == "global")
+    return Space::Global;
+  if (s == "shared" || s == "shared::cta")
+    return Space::Shared;
+  if (s == "local")
+    return Space::Local;
+  if (s == "param")
+    return Space::Param;
+  if (s == "const")
+    return Space::Const;
+  return std::nullopt;
+}
+
+/// Modifiers that only carry cache or ordering hints.
+bool isHint(std::string_view s) {
+  static const char *hints[] = {
+      "ca",      "cg",     "cs",      "lu",       "cv",  "wb",   "wt",
+      "nc",      "volatile", "relaxed", "acquire", "release", "weak",
+      "sys",     "gpu",    "cta",     "uni",      "sync", "aligned",
+      "acq_rel", "sc",     "mmio"};
+  for (const char *h : hints)
+    if (s == h)
+      return true;
+  return s.rfind("L1::", 0) == 0 || s.rfind("L2::", 0) == 0 ||
+         s.rfind("level::", 0) == 0;
+}
+
+/// Decodes the opcode spelling into `inst` (everything but the operands).
+/// Returns an empty string on success, else why the opcode is unsupported.
+std::string decodeOpcode(std::string_view opcode, Inst &inst) {
+  std::vector<std::string_view> p = splitOpcode(opcode);
+  std::string_view base = p[0];
+  std::vector<std::string_view> mods(p.begin() + 1, p.end());
+  // Collect the type suffixes in order; the rest are handled per opcode.
+  std::vector<Ty> types;
+  std::vector<std::string_view> rest;
+  for (std::string_view m : mods) {
+    if (std::optional<Ty> t = parseType(m))
+      types.push_back(*t);
+    else
+      rest.push_back(m);
+  }
+  auto oneType = [&]() -> bool {
+    if (types.size() != 1)
+      return false;
+    inst.type = types[0];
+    return true;
+  };
+  auto takeCommonFloatMods = [&](std::string_view m) {
+    if (m == "ftz") {
+      inst.flags |= kFtz;
+      return true;
+    }
+    if (m == "sat") {
+      inst.flags |= kSat;
+      return true;
+    }
+    if (m == "approx" || m == "full") {
+      inst.flags |= kApprox;
+      return true;
+    }
+    if (std::optional<Round> r = parseRound(m)) {
+      inst.round = *r;
+      return true;
+    }
+    return false;
+  };
+  const std::string unsupported = "unsupported instruction";
+
+  if (base == "mov") {
+    inst.op = Op::Mov;
+    return rest.empty() && oneType() ? "" : unsupported;
+  }
+  if (base == "ld" || base == "st") {
+    inst.op = base == "ld" ? Op::Ld : Op::St;
+    for (std::string_view m : rest) {
+      if (std::optional<Space> s = parseSpace(m))
+        inst.space = *s;
+      else if (m == "v2" || m == "v4" || m == "v8")
+        inst.vec = static_cast<uint8_t>(m[1] - '0');
+      else if (!isHint(m))
+        return unsupported;
+    }
+    return oneType() ? "" : unsupported;
+  }
+  if (base == "add" || base == "sub" || base == "mul" || base == "mad" ||
+      base == "fma" || base == "div" || base == "rem" || base == "abs" ||
+      base == "neg" || base == "min" || base == "max") {
+    static const std::pair<const char *, Op> ops[] = {
+        {"add", Op::Add}, {"sub", Op::Sub}, {"mul", Op::Mul},
+        {"mad", Op::Mad}, {"fma", Op::Fma}, {"div", Op::Div},
+        {"rem", Op::Rem}, {"abs", Op::Abs}, {"neg", Op::Neg},
+        {"min", Op::Min}, {"max", Op::Max}};
+    for (auto &[name, op] : ops)
+      if (base == name)
+        inst.op = op;
+    for (std::string_view m : rest) {
+      if (takeCommonFloatMods(m))
+        continue;
+      if (m == "lo")
+        continue;
+      if (m == "hi") {
+        inst.flags |= kHi;
+        continue;
+      }
+      if (m == "wide") {
+        inst.flags |= kWide;
+        continue;
+      }
+      if (m == "NaN") {
+        inst.flags |= kPropagateNaN;
+        continue;
+      }
+      if (m == "relu") {
+        inst.flags |= kRelu;
+        continue;
+      }
+      return unsupported;
+    }
+    if (!oneType())
+      return unsupported;
+    Ty t = inst.type;
+    bool half = t == Ty::F16 || t == Ty::F16x2 || t == Ty::BF16 ||
+                t == Ty::BF16x2;
+    if (half && !(inst.op == Op::Add || inst.op == Op::Sub ||
+                  inst.op == Op::Mul || inst.op == Op::Fma ||
+                  inst.op == Op::Neg || inst.op == Op::Min ||
+                  inst.op == Op::Max || inst.op == Op::Abs))
+      return unsupported;
+    if ((inst.op == Op::Rem) && !isIntType(t))
+      return unsupported;
+    if ((inst.op == Op::Fma) && !isFloat(t))
+      return unsupported;
+    if (inst.flags & (kWide | kHi)) {
+      if (!(inst.op == Op::Mul || inst.op == Op::Mad) || !isIntType(t))
+        return unsupported;
+      if ((inst.flags & kWide) && sizeOf(t) == 8)
+        return unsupported;
+    }
+    if (inst.op == Op::Mad && isFloat(t))
+      inst.op = Op::Fma; // mad.rn.f32 is fused
+    return "";
+  }
+  if (base == "and" || base == "or" || base == "xor" || base == "not" ||
+      base == "cnot" || base == "shl" || base == "shr" || base == "popc" ||
+      base == "clz" || base == "brev" || base == "bfe" || base == "bfi" ||
+      base == "copysign") {
+    static const std::pair<const char *, Op> ops[] = {
+        {"and", Op::And},   {"or", Op::Or},     {"xor", Op::Xor},
+        {"not", Op::Not},   {"cnot", Op::Cnot}, {"shl", Op::Shl},
+        {"shr", Op::Shr},   {"popc", Op::Popc}, {"clz", Op::Clz},
+        {"brev", Op::Brev}, {"bfe", Op::Bfe},   {"bfi", Op::Bfi},
+        {"copysign", Op::Copysign}};
+    for (auto &[name, op] : ops)
+      if (base == name)
+        inst.op = op;
+    if (!rest.empty() || !oneType())
+      return unsupported;
+    if (inst.op == Op::Copysign && !(inst.type == Ty::F32 || inst.type == Ty::F64))
+      return unsupported;
+    if (inst.op != Op::Copysign && isFloat(inst.type))
+      return unsupported;
+    return "";
+  }
+  if (base == "prmt") {
+    inst.op = Op::Prmt;
+    return rest.empty() && oneType() && inst.type == Ty::B32 ? "" : unsupported;
+  }
+  if (base == "setp") {
+    inst.op = Op::Setp;
+    bool haveCmp = false;
+    for (std::string_view m : rest) {
+      if (std::optional<Cmp> c = parseCmp(m); c && !haveCmp) {
+        inst.cmp = *c;
+        haveCmp = true;
+      } else if (m == "and") {
+        inst.boolOp = BoolOp::And;
+      } else if (m == "or") {
+        inst.boolOp = BoolOp::Or;
+      } else if (m == "xor") {
+        inst.boolOp = BoolOp::Xor;
+      } else if (m == "ftz") {
+        inst.flags |= kFtz;
+      } else {
+        return unsupported;
+      }
+    }
+    if (!haveCmp || !oneType())
+      return unsupported;
+    if (inst.type == Ty::F16x2 || inst.type == Ty::BF16x2)
+      return unsupported;
+    return "";
+  }
+  if (base == "selp") {
+    inst.op = Op::Selp;
+    return rest.empty() && oneType() ? "" : unsupported;
+  }
+  if (base == "cvt") {
+    inst.op = Op::Cvt;
+    for (std::string_view m : rest) {
+      if (takeCommonFloatMods(m))
+        continue;
+      if (m == "relu") {
+        inst.flags |= kRelu;
+        continue;
+      }
+      if (m == "satfinite") {
+        inst.flags |= kSatFinite;
+        continue;
+      }
+      return unsupported;
+    }
+    if (types.size() != 2)
+      return unsupported;
+    inst.type = types[0];
+    inst.type2 = types[1];
+    if (inst.type == Ty::F16x2 || inst.type == Ty::BF16x2) {
+      if (inst.type2 != Ty::F32)
+        return unsupported;
+      inst.op = Op::CvtPack;
+    } else if (inst.type2 == Ty::F16x2 || inst.type2 == Ty::BF16x2 ||
+               inst.type == Ty::Pred || inst.type2 == Ty::Pred) {
+      return unsupported;
+    }
+    return "";
+  }
+  if (base == "cvta") {
+    inst.op = Op::Cvta;
+    bool to = false;
+    for (std::string_view m : rest) {
+      if (m == "to")
+        to = true;
+      else if (std::optional<Space> s = parseSpace(m))
+        inst.space = *s;
+      else
+        return unsupported;
+    }
+    // mode 1: generic -> space; 0: space -> generic.
+    inst.mode = to ? 1 : 0;
+    if (inst.space == Space::Generic || inst.space == Space::Param)
+      return unsupported;
+    return oneType() && (inst.type == Ty::U64 || inst.type == Ty::U32 ||
+                         inst.type == Ty::B64)
+               ? ""
+               : unsupported;
+  }
+  if (base == "bra") {
+    inst.op = Op::Bra;
+    for (std::string_view m : rest)
+      if (m != "uni")
+        return unsupported;
+    return types.empty() ? "" : unsupported;
+  }
+  if (base == "ret" || base == "exit" || base == "trap") {
+    inst.op = base == "trap" ? Op::Trap : (base == "ret" ? Op::Ret : Op::Exit);
+    for (std::string_view m : rest)
+      if (m != "uni")
+        return unsupported;
+    return types.empty() ? "" : unsupported;
+  }
+  if (base == "membar" || base == "fence" || base == "nanosleep" ||
+      base == "prefetch" || base == "prefetchu") {
+    inst.op = Op::Nop;
+    return "";
+  }
+  if (base == "bar" || base == "barrier") {
+    // bar.sync, bar.sync.aligned, barrier.sync, barrier.sync.aligned,
+    // bar.warp.sync.
+    if (!rest.empty() && rest[0] == "warp") {
+      inst.op = Op::BarWarpSync;
+      return rest.size() == 2 && rest[1] == "sync" && types.empty()
+                 ? ""
+                 : unsupported;
+    }
+    inst.op = Op::BarSync;
+    if (rest.empty() || rest[0] != "sync")
+      return unsupported; // bar.arrive, bar.red: not implemented
+    for (size_t i = 1; i < rest.size(); ++i)
+      if (rest[i] != "aligned")
+        return unsupported;
+    return types.empty() ? "" : unsupported;
+  }
+  if (base == "shfl") {
+    inst.op = Op::Shfl;
+    bool sync = false, haveMode = false;
+    for (std::string_view m : rest) {
+      if (m == "sync") {
+        sync = true;
+      } else if (m == "up" || m == "down" || m == "bfly" || m == "idx") {
+        inst.mode = static_cast<uint8_t>(
+            m == "up" ? ShflMode::Up
+                      : m == "down" ? ShflMode::Down
+                                    : m == "bfly" ? ShflMode::Bfly
+                                                  : ShflMode::Idx);
+        haveMode = true;
+      } else {
+        return unsupported;
+      }
+    }
+    return sync && haveMode && oneType() && inst.type == Ty::B32 ? ""
+                                                                 : unsupported;
+  }
+  if (base == "vote") {
+    inst.op = Op::Vote;
+    bool sync = false, haveMode = false;
+    for (std::string_view m : rest) {
+      if (m == "sync") {
+        sync = true;
+      } else if (m == "all" || m == "any" || m == "uni" || m == "ballot") {
+        inst.mode = static_cast<uint8_t>(
+            m == "all" ? VoteMode::All
+                       : m == "any" ? VoteMode::Any
+                                    : m == "uni" ? VoteMode::Uni
+                                                 : VoteMode::Ballot);
+        haveMode = true;
+      } else {
+        return unsupported;
+      }
+    }
+    if (!sync || !haveMode || !oneType())
+      return unsupported;
+    bool ballot = inst.mode == static_cast<uint8_t>(VoteMode::Ballot);
+    return (ballot ? inst.type == Ty::B32 : inst.type == Ty::Pred)
+               ? ""
+               : unsupported;
+  }
+  if (base == "activemask") {
+    inst.op = Op::Activemask;
+    return rest.empty() && oneType() && inst.type == Ty::B32 ? ""
+                                                             : unsupported;
+  }
+  if (base == "redux") {
+    inst.op = Op::Redux;
+    bool sync = false, haveOp = false;
+    for (std::string_view m : rest) {
+      if (m == "sync") {
+        sync = true;
+      } else if (m == "add" || m == "min" || m == "max" || m == "and" ||
+                 m == "or" || m == "xor") {
+        inst.mode = static_cast<uint8_t>(
+            m == "add" ? AtomOp::Add
+                       : m == "min" ? AtomOp::Min
+                                    : m == "max" ? AtomOp::Max
+                                                 : m == "and"
+                                                       ? AtomOp::And
+                                                       : m == "or" ? AtomOp::Or
+                                                                   : AtomOp::Xor);
+        haveOp = true;
+      } else {
+        return unsupported;
+      }
+    }
+    return sync && haveOp && oneType() &&
+                   (inst.type == Ty::U32 || inst.type == Ty::S32 ||
+                    inst.type == Ty::B32)
+               ? ""
+               : unsupported;
+  }
+  if (base == "mma") {
+    // mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 (and bf16, m16n8k8)
+    inst.op = Op::Mma;
+    bool sync = false, aligned = false, row = false, col = false,
+         shape = false;
+    for (std::string_view m : rest) {
+      if (m == "sync") {
+        sync = true;
+      } else if (m == "aligned") {
+        aligned = true;
+      } else if (m == "row") {
+        row = true;
+      } else if (m == "col") {
+        col = true;
+      } else if (m == "m16n8k16") {
+        inst.mode = M16N8K16;
+        shape = true;
+      } else if (m == "m16n8k8") {
+        inst.mode = M16N8K8;
+        shape = true;
+      } else {
+        return unsupported;
+      }
+    }
+    if (!sync || !aligned || !row || !col || !shape || types.size() != 4)
+      return unsupported;
+    // D, A, B, C types: f32 accumulate over f16 or bf16 inputs.
+    if (types[0] != Ty::F32 || types[3] != Ty::F32 || types[1] != types[2] ||
+        !(types[1] == Ty::F16 || types[1] == Ty::BF16))
+      return unsupported;
+    inst.type = Ty::F32;
+    inst.type2 = types[1];
+    return "";
+  }
+  if (base == "ldmatrix") {
+    inst.op = Op::Ldmatrix;
+    bool sync = false, aligned = false, shape = false, num = false;
+    inst.space = Space::Generic;
+    for (std::string_view m : rest) {
+      if (m == "sync") {
+        sync = true;
+      } else if (m == "aligned") {
+        aligned = true;
+      } else if (m == "m8n8") {
+        shape = true;
+      } else if (m == "x1" || m == "x2" || m == "x4") {
+        inst.vec = static_cast<uint8_t>(m[1] - '0');
+        num = true;
+      } else if (m == "trans") {
+        inst.flags |= kTrans;
+      } else if (std::optional<Space> s = parseSpace(m);
+                 s && *s == Space::Shared) {
+        inst.space = Space::Shared;
+      } else {
+        return unsupported;
+      }
+    }
+    return sync && aligned && shape && num && oneType() &&
+                   inst.type == Ty::B16
+               ? ""
+               : unsupported;
+  }
+  if (base == "cp") {
+    if (rest.empty() || rest[0] != "async")
+      return unsupported;
+    if (rest.size() == 2 && rest[1] == "commit_group" && types.empty()) {
+      inst.op = Op::CpAsyncCommit;
+      return "";
+    }
+    if (rest.size() == 2 && rest[1] == "wait_group" && types.empty()) {
+      inst.op = Op::CpAsyncWait;
+      return "";
+    }
+    if (rest.size() == 2 && rest[1] == "wait_all" && types.empty()) {
+      inst.op = Op::CpAsyncWait;
+      inst.target = 0;
+      inst.mode = 1; // wait_all: no operand
+      return "";
+    }
+    inst.op = Op::CpAsync;
+    bool dstShared = false, srcGlobal = false;
+    for (size_t i = 1; i < rest.size(); ++i) {
+      std::string_view m = rest[i];
+      if (m == "ca" || m == "cg")
+        continue;
+      if (std::optional<Space> s = parseSpace(m)) {
+        if (*s == Space::Shared && !dstShared)
+          dstShared = true;
+        else if (*s == Space::Global && dstShared)
+          srcGlobal = true;
+        else
+          return unsupported;
+        continue;
+      }
+      if (isHint(m))
+        continue;
+      return unsupported;
+    }
+    return dstShared && srcGlobal && types.empty() ? "" : unsupported;
+  }
+  if (base == "ex2" || base == "lg2" || base == "rcp" || base == "sqrt" ||
+      base == "rsqrt" || base == "sin" || base == "cos" || base == "tanh") {
+    static const std::pair<const char *, Op> ops[] = {
+        {"ex2", Op::Ex2},   {"lg2", Op::Lg2},     {"rcp", Op::Rcp},
+        {"sqrt", Op::Sqrt}, {"rsqrt", Op::Rsqrt}, {"sin", Op::Sin},
+        {"cos", Op::Cos},   {"tanh", Op::Tanh}};
+    for (auto &[name, op] : ops)
+      if (base == name)
+        inst.op = op;
+    for (std::string_view m : rest)
+      if (!takeCommonFloatMods(m))
+        return unsupported;
+    if (!oneType() || !(inst.type == Ty::F32 || inst.type == Ty::F64))
+      return unsupported;
+    return "";
+  }
+  if (base == "testp") {
+    inst.op = Op::Testp;
+    static const char *classes[] = {"finite",     "infinite", "number",
+                                    "notanumber", "normal",   "subnormal"};
+    bool have = false;
+    for (std::string_view m : rest) {
+      bool found = false;
+      for (uint8_t c = 0; c < 6; ++c)
+        if (m == classes[c]) {
+          inst.mode = c;
+          found = have = true;
+        }
+      if (!found)
+        return unsupported;
+    }
+    return have && oneType() && (inst.type == Ty::F32 || inst.type == Ty::F64)
+               ? ""
+               : unsupported;
+  }
+  if (base == "atom" || base == "red") {
+    inst.op = Op::Atom;
+    inst.flags |= base == "red" ? kAligned : 0; // kAligned marks `red`
+    bool haveOp = false;
+    for (std::string_view m : rest) {
+      static const std::pair<const char *, AtomOp> ops[] = {
+          {"add", AtomOp::Add}, {"min", AtomOp::Min}, {"max", AtomOp::Max},
+          {"inc", AtomOp::Inc}, {"dec", AtomOp::Dec}, {"and", AtomOp::And},
+          {"or", AtomOp::Or},   {"xor", AtomOp::Xor}, {"exch", AtomOp::Exch},
+          {"cas", AtomOp::Cas}};
+      bool found = false;
+      for (auto &[name, op] : ops)
+        if (m == name) {
+          inst.mode = static_cast<uint8_t>(op);
+          found = haveOp = true;
+        }
+      if (found)
+        continue;
+      if (std::optional<Space> s = parseSpace(m)) {
+        inst.space = *s;
+        continue;
+      }
+      if (isHint(m))
+        continue;
+      return unsupported;
+    }
+    if (!haveOp || !oneType())
+      return unsupported;
+    Ty t = inst.type;
+    if (t == Ty::F32 && inst.mode != static_cast<uint8_t>(AtomOp::Add) &&
+        inst.mode != static_cast<uint8_t>(AtomOp::Exch))
+      return unsupported;
+    if (isFloat(t) && t != Ty::F32)
+      return unsupported;
+    if (sizeOf(t) < 4)
+      return unsupported;
+    return "";
+  }
+  return unsupported;
+}
+
+//===----------------------------------------------------------------------===//
+// The parser
+//===----------------------------------------------------------------------===//
+
+struct SharedVar {
+  uint32_t align = 1;
+  uint32_t bytes = 0;
+  bool isExtern = false;
+};
+
+class Parser {
+public:
+  Parser(std::vector<Token> &tokens, Program &program)
+      : toks(tokens), prog(program) {}
+
+  Error parseModule();
+
+private:
+  std::vector<Token> &toks;
+  Program &prog;
+  size_t pos = 0;
+  /// Module-scope shared variables, in declaration order.
+  std::vector<std::pair<std::string, SharedVar>> moduleShared;
+
+  const Token &peek(size_t ahead = 0) const {
+    return toks[std::min(pos + ahead, toks.size() - 1)];
+  }
+  const Token &next() {
+    const Token &t = toks[pos];
+    if (pos + 1 < toks.size())
+      ++pos;
+    return t;
+  }
+  bool consume(std::string_view s) {
+    if (peek().is(s)) {
+      next();
+      return true;
+    }
+    return false;
+  }
+  Error fail(const Token &at, const std::string &msg) const {
+    return Error::make(ErrorKind::Parse, prog.sourceName + ":" +
+                                             std::to_string(at.line) + ": " +
+                                             msg);
+  }
+  Error expect(std::string_view s) {
+    if (consume(s))
+      return Error::success();
+    return fail(peek(), "expected '" + std::string(s) + "', found '" +
+                            std::string(peek().text) + "'");
+  }
+  /// Skips the tokens of the current line (for line-terminated directives).
+  void skipLine() {
+    uint32_t line = peek().line;
+    while (peek().kind != Tok::End && peek().line == line)
+      next();
+  }
+  /// Skips a balanced `{ ... }` block starting at the current `{`.
+  void skipBlock() {
+    int depth = 0;
+    do {
+      const Token &t = next();
+      if (t.is("{"))
+        ++depth;
+      else if (t.is("}"))
+        --depth;
+      if (t.kind == Tok::End)
+        return;
+    } while (depth > 0);
+  }
+  Error parseVarDecl(Space space, bool isExtern,
+                     std::vector<std::pair<std::string, SharedVar>> *sharedOut,
+                     uint32_t *localBytes);
+  Error parseEntry();
+  Error skipFunc();
+};
+
+/// `[.align N] .type name[SIZE] [= {...}];` after the state space token.
+Error Parser::parseVarDecl(
+    Space space, bool isExtern,
+    std::vector<std::pair<std::string, SharedVar>> *sharedOut,
+    uint32_t *localBytes) {
+  SharedVar var;
+  var.isExtern = isExtern;
+  Ty elem = Ty::B8;
+  const Token &start = peek();
+  while (peek().kind == Tok::Ident && peek().text[0] == '.') {
+    std::string_view d = next().text.substr(1);
+    if (d == "align") {
+      std::optional<int64_t> a = parseInteger(next().text);
+      if (!a || *a <= 0)
+        return fail(start, "bad .align");
+      var.align = static_cast<uint32_t>(*a);
+    } else if (std::optional<Ty> t = parseType(d)) {
+      elem = *t;
+    } else if (d == "v2" || d == "v4") {
+      return fail(start, "vector variables are not supported");
+    } else {
+      return fail(start, "unexpected '." + std::string(d) +
+                             "' in a variable declaration");
+    }
+  }
+  const Token &name = next();
+  if (name.kind != Tok::Ident)
+    return fail(name, "expected a variable name");
+  uint64_t count = 1;
+  bool unsized = false;
+  while (consume("[")) {
+    if (consume("]")) {
+      unsized = true;
+      continue;
+    }
+    std::optional<int64_t> n = parseInteger(next().text);
+    if (!n || *n < 0)
+      return fail(name, "bad array size for '" + std::string(name.text) + "'");
+    count *= static_cast<uint64_t>(*n);
+    if (Error e = expect("]"))
+      return e;
+  }
+  if (peek().is("="))
+    return fail(name, "initialised variables are not supported ('" +
+                          std::string(name.text) + "')");
+  if (Error e = expect(";"))
+    return e;
+  uint64_t bytes = count * std::max(1u, sizeOf(elem));
+  if (bytes > (1u << 30))
+    return fail(name, "variable '" + std::string(name.text) + "' is too large");
+  var.bytes = static_cast<uint32_t>(bytes);
+  if (space == Space::Shared) {
+    if (unsized && !isExtern)
+      return fail(name, "an unsized .shared array must be .extern");
+    sharedOut->emplace_back(std::string(name.text), var);
+    return Error::success();
+  }
+  if (space == Space::Local && localBytes) {
+    // Locals are laid out by the caller; record the name.
+    sharedOut->emplace_back(std::string(name.text), var);
+    (void)localBytes;
+    return Error::success();
+  }
+  return fail(name, "variables in this state space are not supported");
+}
+
+Error Parser::skipFunc() {
+  // .func [(.param ...)] name (.param ...) [.noreturn] { ... } or ;
+  while (peek().kind != Tok::End && !peek().is("{") && !peek().is(";"))
+    next();
+  if (peek().is("{"))
+    skipBlock();
+  else
+    next();
+  return Error::success();
+}
+
+Error Parser::parseModule() {
+  while (peek().kind != Tok::End) {
+    const Token &t = peek();
+    if (t.is(".version") || t.is(".target") || t.is(".address_size") ||
+        t.is(".file") || t.is(".loc")) {
+      skipLine();
+      continue;
+    }
+    if (t.is(".section")) {
+      while (peek().kind != Tok::End && !peek().is("{"))
+        next();
+      skipBlock();
+      continue;
+    }
+    if (t.is(".pragma")) {
+      while (peek().kind != Tok::End && !peek().is(";"))
+        next();
+      next();
+      continue;
+    }
+    bool isExtern = false;
+    while (peek().is(".visible") || peek().is(".extern") ||
+           peek().is(".weak") || peek().is(".common")) {
+      isExtern |= peek().is(".extern");
+      next();
+    }
+    if (peek().is(".entry")) {
+      if (Error e = parseEntry())
+        return e;
+      continue;
+    }
+    if (peek().is(".func")) {
+      if (Error e = skipFunc())
+        return e;
+      continue;
+    }
+    if (peek().is(".shared")) {
+      next();
+      if (Error e = parseVarDecl(Space::Shared, isExtern, &moduleShared,
+                                 nullptr))
+        return e;
+      continue;
+    }
+    if (peek().is(".global") || peek().is(".const")) {
+      return fail(peek(), "module-scope " + std::string(peek().text) +
+                              " variables are not supported");
+    }
+    return fail(peek(), "unexpected '" + std::string(peek().text) +
+                            "' at module scope");
+  }
+  return Error::success();
+}
+
+/// The per-function state of instruction decoding.
+struct FunctionScope {
+  /// Register names visible in each open scope.
+  std::vector<std::unordered_map<std::string, int32_t>> regScopes;
+  /// `%r<40>` style families: prefix -> (first index, count), per scope.
+  std::vector<std::unordered_map<std::string, std::pair<int32_t, int32_t>>>
+      familyScopes;
+  std::unordered_map<std::string, uint32_t> labels;
+  /// (instruction index, label, line) of branches to resolve.
+  std::vector<std::tuple<size_t, std::string, uint32_t>> pendingBranches;
+  std::unordered_map<std::string, uint64_t> sharedSymbols; // -> address
+  std::unordered_map<std::string, uint64_t> localSymbols;
+  std::unordered_map<std::string, uint32_t> paramSymbols;  // -> offset
+  std::vector<Ty> regTypes;
+
+  std::optional<int32_t> lookupReg(const std::string &name) const {
+    for (size_t s = regScopes.size(); s-- > 0;) {
+      auto it = regScopes[s].find(name);
+      if (it != regScopes[s].end())
+        return it->second;
+      // %r12 of a family %r<N>.
+      size_t d = name.size();
+      while (d > 0 && std::isdigit(static_cast<unsigned char>(name[d - 1])))
+        --d;
+      if (d == name.size() || d == 0)
+        continue;
+      auto fam = familyScopes[s].find(name.substr(0, d));
+      if (fam == familyScopes[s].end())
+        continue;
+      if (name.size() - d > 1 && name[d] == '0')
+        continue; // %r01 is not %r1
+      long idx = std::strtol(name.c_str() + d, nullptr, 10);
+      if (idx < fam->second.second)
+        return fam->second.first + static_cast<int32_t>(idx);
+    }
+    return std::nullopt;
+  }
+};
+
+struct RawOperand {
+  // One of: a token sequence for a scalar, or a vector of scalars, or an
+  // address.
+  enum Kind { Scalar, Vector, Address } kind = Scalar;
+  std::vector<std::vector<const Token *>> parts; // scalars (vector: each)
+  uint32_t line = 0;
+};
+
+class FunctionParser {
+public:
+  FunctionParser(Parser &parser, Program &prog, KernelProgram &kernel,
+                 FunctionScope &scope)
+      : prog(prog), kernel(kernel), scope(scope) {
+    (void)parser;
+  }
+  Program &prog;
+  KernelProgram &kernel;
+  FunctionScope &scope;
+
+  Error failAt(uint32_t line, const std::string &msg) const {
+    return Error::make(ErrorKind::Parse,
+                       prog.sourceName + ":" + std::to_string(line) + ": " +
+                           msg);
+  }
+
+  /// A scalar operand: register, special register, immediate or symbol.
+  Error scalar(const std::vector<const Token *> &toks, Ty type, Operand &out,
+               uint32_t line) {
+    if (toks.empty())
+      return failAt(line, "empty operand");
+    size_t i = 0;
+    bool negate = false;
+    if (toks[i]->is("!")) {
+      negate = true;
+      ++i;
+    }
+    bool minus = false;
+    if (i < toks.size() && toks[i]->is("-")) {
+      minus = true;
+      ++i;
+    }
+    if (i + 1 != toks.size())
+      return failAt(line, "cannot parse operand '" +
+                              std::string(toks[i]->text) + "...'");
+    const Token &t = *toks[i];
+    if (t.kind == Tok::Number) {
+      out.kind = OperandKind::Imm;
+      return immediate(t, type, minus, out, line);
+    }
+    if (minus)
+      return failAt(line, "unexpected '-' before '" + std::string(t.text) + "'");
+    std::string name(t.text);
+    if (name == "_") {
+      out.kind = OperandKind::Sink;
+      return Error::success();
+    }
+    if (name[0] == '%') {
+      if (std::optional<int32_t> r = scope.lookupReg(name)) {
+        out.kind = OperandKind::Reg;
+        out.reg = *r;
+        out.negate = negate;
+        return Error::success();
+      }
+      if (std::optional<Special> s = special(name)) {
+        out.kind = OperandKind::Special;
+        out.special = *s;
+        return Error::success();
+      }
+      return failAt(line, "undeclared register '" + name + "'");
+    }
+    // Symbols: shared variables give their address.
+    if (auto it = scope.sharedSymbols.find(name); it != scope.sharedSymbols.end()) {
+      out.kind = OperandKind::Imm;
+      out.imm = it->second;
+      return Error::success();
+    }
+    if (scope.paramSymbols.count(name))
+      return failAt(line, "taking the address of parameter '" + name +
+                              "' is not supported");
+    return failAt(line, "unknown symbol '" + name + "'");
+  }
+
+  static std::optional<Special> special(const std::string &name) {
+    static const std::pair<const char *, Special> table[] = {
+        {"%tid.x", Special::TidX},
+        {"%tid.y", Special::TidY},
+        {"%tid.z", Special::TidZ},
+        {"%ntid.x", Special::NtidX},
+        {"%ntid.y", Special::NtidY},
+        {"%ntid.z", Special::NtidZ},
+        {"%ctaid.x", Special::CtaidX},
+        {"%ctaid.y", Special::CtaidY},
+        {"%ctaid.z", Special::CtaidZ},
+        {"%nctaid.x", Special::NctaidX},
+        {"%nctaid.y", Special::NctaidY},
+        {"%nctaid.z", Special::NctaidZ},
+        {"%laneid", Special::LaneId},
+        {"%warpid", Special::WarpId},
+        {"%nwarpid", Special::NWarpId},
+        {"%smid", Special::SmId},
+        {"%nsmid", Special::NSmId},
+        {"%gridid", Special::GridId},
+        {"%clock", Special::Clock},
+        {"%clock64", Special::Clock64},
+        {"%globaltimer", Special::GlobalTimer},
+        {"%lanemask_eq", Special::LanemaskEq},
+        {"%lanemask_lt", Special::LanemaskLt},
+        {"%lanemask_le", Special::LanemaskLe},
+        {"%lanemask_gt", Special::LanemaskGt},
+        {"%lanemask_ge", Special::LanemaskGe},
+        {"%dynamic_smem_size", Special::DynamicSmemSize},
+        {"%total_smem_size", Special::TotalSmemSize}};
+    for (auto &[n, s] : table)
+      if (name == n)
+        return s;
+    return std::nullopt;
+  }
+
+  Error immediate(const Token &t, Ty type, bool minus, Operand &out,
+                  uint32_t line) {
+    std::string_view s = t.text;
+    auto bad = [&]() {
+      return failAt(line, "bad immediate '" + std::string(s) + "'");
+    };
+    bool hexFloat32 = s.size() == 10 && s[0] == '0' && (s[1] == 'f' || s[1] == 'F');
+    bool hexFloat64 = s.size() == 18 && s[0] == '0' && (s[1] == 'd' || s[1] == 'D');
+    if (hexFloat32 || hexFloat64) {
+      std::optional<int64_t> bits =
+          parseInteger("0x" + std::string(s.substr(2)));
+      if (!bits)
+        return bad();
+      uint64_t b = static_cast<uint64_t>(*bits);
+      if (hexFloat32) {
+        float f;
+        uint32_t b32 = static_cast<uint32_t>(b);
+        std::memcpy(&f, &b32, 4);
+        return floatImmediate(minus ? -static_cast<double>(f) : f, type, out,
+                              line);
+      }
+      double d;
+      std::memcpy(&d, &b, 8);
+      return floatImmediate(minus ? -d : d, type, out, line);
+    }
+    bool isDecimalFloat = s.find('.') != std::string_view::npos ||
+                          ((s.find('e') != std::string_view::npos ||
+                            s.find('E') != std::string_view::npos) &&
+                           !(s.size() > 1 && (s[1] == 'x' || s[1] == 'X')));
+    if (isDecimalFloat) {
+      std::string str(s);
+      char *end = nullptr;
+      double d = std::strtod(str.c_str(), &end);
+      if (*end)
+        return bad();
+      return floatImmediate(minus ? -d : d, type, out, line);
+    }
+    std::optional<int64_t> v = parseInteger(s);
+    if (!v)
+      return bad();
+    int64_t value = minus ? -*v : *v;
+    if (isFloat(type)) {
+      // An integer literal in a float instruction is its value.
+      return floatImmediate(static_cast<double>(value), type, out, line);
+    }
+    out.imm = static_cast<uint64_t>(value);
+    return Error::success();
+  }
+
+  Error floatImmediate(double d, Ty type, Operand &out, uint32_t line) {
+    if (type == Ty::F32) {
+      float f = static_cast<float>(d);
+      uint32_t b;
+      std::memcpy(&b, &f, 4);
+      out.imm = b;
+    } else if (type == Ty::F64) {
+      std::memcpy(&out.imm, &d, 8);
+    } else if (type == Ty::B32 || type == Ty::U32 || type == Ty::S32) {
+      float f = static_cast<float>(d);
+      uint32_t b;
+      std::memcpy(&b, &f, 4);
+      out.imm = b;
+    } else if (type == Ty::B64 || type == Ty::U64 || type == Ty::S64) {
+      std::memcpy(&out.imm, &d, 8);
+    } else {
+      return failAt(line, "floating-point immediate for a ." +
+                              std::string(stringify(type)) + " operand");
+    }
+    return Error::success();
+  }
+
+  /// `[reg]`, `[reg+imm]`, `[reg+-imm]`, `[sym]`, `[sym+imm]`, `[imm]`.
+  Error address(const std::vector<const Token *> &toks, Space &space,
+                Operand &out, uint32_t line) {
+    out.kind = OperandKind::Addr;
+    out.reg = -1;
+    out.imm = 0;
+    size_t i = 0;
+    bool first = true;
+    while (i < toks.size()) {
+      bool negative = false;
+      if (!first) {
+        if (!toks[i]->is("+"))
+          return failAt(line, "bad address expression");
+        ++i;
+      }
+      if (i < toks.size() && toks[i]->is("-")) {
+        negative = true;
+        ++i;
+      }
+      if (i >= toks.size())
+        return failAt(line, "bad address expression");
+      const Token &t = *toks[i++];
+      if (t.kind == Tok::Number) {
+        std::optional<int64_t> v = parseInteger(t.text);
+        if (!v)
+          return failAt(line, "bad address offset '" + std::string(t.text) + "'");
+        out.imm += static_cast<uint64_t>(negative ? -*v : *v);
+      } else if (t.kind == Tok::Ident && !negative) {
+        std::string name(t.text);
+        if (name[0] == '%') {
+          std::optional<int32_t> r = scope.lookupReg(name);
+          if (!r || out.reg >= 0)
+            return failAt(line, "bad address register '" + name + "'");
+          out.reg = *r;
+        } else if (auto it = scope.paramSymbols.find(name);
+                   it != scope.paramSymbols.end()) {
+          if (space != Space::Param)
+            return failAt(line, "parameter '" + name +
+                                    "' used outside ld.param");
+          out.imm += it->second;
+        } else if (auto it2 = scope.sharedSymbols.find(name);
+                   it2 != scope.sharedSymbols.end()) {
+          if (space == Space::Generic)
+            return failAt(line, "a generic access to shared symbol '" + name +
+                                    "' needs cvta");
+          out.imm += it2->second;
+        } else if (auto it3 = scope.localSymbols.find(name);
+                   it3 != scope.localSymbols.end()) {
+          if (space != Space::Local)
+            return failAt(line, "local symbol '" + name +
+                                    "' used outside ld/st.local");
+          out.imm += it3->second;
+        } else {
+          return failAt(line, "unknown symbol '" + name + "' in an address");
+        }
+      } else {
+        return failAt(line, "bad address expression");
+      }
+      first = false;
+    }
+    return Error::success();
+  }
+
+  Error instruction(const std::string &opcode,
+                    const std::vector<RawOperand> &raw, int32_t guard,
+                    bool guardNeg, uint32_t line);
+};
+
+/// Reads the operands of an instruction up to `;`.
+Error readOperands(Parser &, std::vector<Token> &toks, size_t &pos,
+                   std::vector<RawOperand> &out, const std::string &source) {
+  auto fail = [&](uint32_t line, const std::string &msg) {
+    return Error::make(ErrorKind::Parse,
+                       source + ":" + std::to_string(line) + ": " + msg);
+  };
+  RawOperand cur;
+  std::vector<const Token *> scalar;
+  auto flushScalar = [&]() {
+    if (!scalar.empty()) {
+      cur.parts.push_back(scalar);
+      scalar.clear();
+    }
+  };
+  while (true) {
+    const Token &t = toks[pos];
+    if (t.kind == Tok::End)
+      return fail(t.line, "unexpected end of input in an instruction");
+    if (t.is(";")) {
+      ++pos;
+      if (!cur.parts.empty() || !scalar.empty() || !out.empty()) {
+        flushScalar();
+        if (cur.parts.empty())
+          return fail(t.line, "empty operand");
+        out.push_back(cur);
+      }
+      return Error::success();
+    }
+    cur.line = t.line;
+    if (t.is("{")) {
+      ++pos;
+      cur.kind = RawOperand::Vector;
+      while (true) {
+        const Token &u = toks[pos];
+        if (u.kind == Tok::End)
+          return fail(u.line, "unterminated vector operand");
+        ++pos;
+        if (u.is("}"))
+          break;
+        if (u.is(",")) {
+          flushScalar();
+          continue;
+        }
+        scalar.push_back(&u);
+      }
+      flushScalar();
+      continue;
+    }
+    if (t.is("[")) {
+      ++pos;
+      cur.kind = RawOperand::Address;
+      while (true) {
+        const Token &u = toks[pos];
+        if (u.kind == Tok::End)
+          return fail(u.line, "unterminated address operand");
+        ++pos;
+        if (u.is("]"))
+          break;
+        scalar.push_back(&u);
+      }
+      flushScalar();
+      continue;
+    }
+    if (t.is(",")) {
+      ++pos;
+      flushScalar();
+      if (cur.parts.empty())
+        return fail(t.line, "empty operand");
+      out.push_back(cur);
+      cur = RawOperand();
+      continue;
+    }
+    if (t.is("|")) {
+      // setp/shfl's second destination: p|q
+      ++pos;
+      flushScalar();
+      cur.kind = RawOperand::Vector;
+      continue;
+    }
+    scalar.push_back(&t);
+    ++pos;
+  }
+}
+
+Error Parser::parseEntry() {
+  next(); // .entry
+  const Token &nameTok = next();
+  if (nameTok.kind != Tok::Ident)
+    return fail(nameTok, "expected a kernel name after .entry");
+  KernelProgram kernel;
+  kernel.info.name = std::string(nameTok.text);
+  FunctionScope scope;
+  scope.regScopes.emplace_back();
+  scope.familyScopes.emplace_back();
+  // Parameters.
+  if (Error e = expect("("))
+    return e;
+  uint32_t paramOffset = 0;
+  while (!peek().is(")")) {
+    if (Error e = expect(".param"))
+      return e;
+    ParamInfo param;
+    uint32_t align = 0;
+    Ty elem = Ty::None;
+    uint64_t count = 1;
+    while (peek().kind == Tok::Ident && peek().text[0] == '.') {
+      std::string_view d = next().text.substr(1);
+      if (d == "align") {
+        std::optional<int64_t> a = parseInteger(next().text);
+        if (!a || *a <= 0)
+          return fail(peek(), "bad .align");
+        align = static_cast<uint32_t>(*a);
+      } else if (d == "ptr") {
+        param.isPointer = true;
+      } else if (d == "global" || d == "shared" || d == "const" ||
+                 d == "local") {
+        continue; // .ptr.global
+      } else if (std::optional<Ty> t = parseType(d)) {
+        elem = *t;
+      } else {
+        return fail(peek(), "unexpected '." + std::string(d) +
+                                "' in a parameter");
+      }
+    }
+    const Token &pname = next();
+    if (pname.kind != Tok::Ident || elem == Ty::None)
+      return fail(pname, "malformed parameter of '" + kernel.info.name + "'");
+    while (consume("[")) {
+      std::optional<int64_t> n = parseInteger(next().text);
+      if (!n || *n <= 0)
+        return fail(pname, "bad parameter array size");
+      count *= static_cast<uint64_t>(*n);
+      if (Error e = expect("]"))
+        return e;
+    }
+    uint32_t size = sizeOf(elem);
+    if (!align)
+      align = size;
+    paramOffset = (paramOffset + align - 1) / align * align;
+    param.name = std::string(pname.text);
+    param.bytes = static_cast<uint32_t>(size * count);
+    param.offset = paramOffset;
+    param.isPointer |= (elem == Ty::U64 || elem == Ty::B64) && count == 1;
+    paramOffset += param.bytes;
+    scope.paramSymbols[param.name] = param.offset;
+    kernel.info.params.push_back(param);
+    if (!consume(","))
+      break;
+  }
+  if (Error e = expect(")"))
+    return e;
+  kernel.paramBytes = paramOffset;
+  // Performance directives.
+  while (peek().kind == Tok::Ident && peek().text[0] == '.' &&
+         !peek().is(".reg")) {
+    std::string_view d = next().text;
+    if (d == ".maxntid" || d == ".reqntid") {
+      uint32_t v[3] = {1, 1, 1};
+      for (int i = 0; i < 3; ++i) {
+        std::optional<int64_t> n = parseInteger(next().text);
+        if (!n)
+          return fail(peek(), "bad " + std::string(d));
+        v[i] = static_cast<uint32_t>(*n);
+        if (!consume(","))
+          break;
+      }
+      Dim3 &dim = d == ".maxntid" ? kernel.info.maxBlock
+                                  : kernel.info.requiredBlock;
+      dim = Dim3{v[0], v[1], v[2]};
+    } else if (d == ".minnctapersm" || d == ".maxnreg" ||
+               d == ".maxnctapersm" || d == ".maxclusterrank") {
+      next();
+    } else if (d == ".noreturn") {
+      continue;
+    } else if (d == ".pragma") {
+      while (!peek().is(";") && peek().kind != Tok::End)
+        next();
+      next();
+    } else {
+      return fail(peek(), "unexpected directive '" + std::string(d) +
+                              "' before the body of '" + kernel.info.name +
+                              "'");
+    }
+  }
+  if (consume(";"))
+    return Error::success(); // a declaration only
+  if (!peek().is("{"))
+    return fail(peek(), "expected the body of '" + kernel.info.name + "'");
+
+  // Shared memory: the module's variables, then the kernel's.
+  std::vector<std::pair<std::string, SharedVar>> shared = moduleShared;
+  std::vector<std::pair<std::string, SharedVar>> locals;
+  FunctionParser fp(*this, prog, kernel, scope);
+
+  // Body.
+  int depth = 0;
+  bool layoutFrozen = false;
+  // The shared layout is fixed at the first label or instruction: static
+  // variables in declaration order, then the dynamic (extern) area.
+  auto freezeLayout = [&]() {
+    if (layoutFrozen)
+      return;
+    layoutFrozen = true;
+    uint32_t off = 0, dynAlign = 16;
+    for (auto &[name, var] : shared) {
+      if (var.isExtern) {
+        dynAlign = std::max(dynAlign, var.align);
+        continue;
+      }
+      off = (off + var.align - 1) / var.align * var.align;
+      scope.sharedSymbols[name] = off;
+      off += var.bytes;
+    }
+    kernel.info.staticSharedBytes = off;
+    kernel.dynamicSharedOffset = (off + dynAlign - 1) / dynAlign * dynAlign;
+    for (auto &[name, var] : shared)
+      if (var.isExtern)
+        scope.sharedSymbols[name] = kernel.dynamicSharedOffset;
+  };
+  while (true) {
+    const Token &t = peek();
+    if (t.kind == Tok::End)
+      return fail(t, "unterminated body of '" + kernel.info.name + "'");
+    if (t.is("{")) {
+      next();
+      ++depth;
+      if (depth > 1) {
+        scope.regScopes.emplace_back();
+        scope.familyScopes.emplace_back();
+      }
+      continue;
+    }
+    if (t.is("}")) {
+      next();
+      --depth;
+      if (depth == 0)
+        break;
+      scope.regScopes.pop_back();
+      scope.familyScopes.pop_back();
+      continue;
+    }
+    if (t.is(".loc") || t.is(".file")) {
+      skipLine();
+      continue;
+    }
+    if (t.is(".pragma")) {
+      while (!peek().is(";") && peek().kind != Tok::End)
+        next();
+      next();
+      continue;
+    }
+    if (t.is(".reg")) {
+      next();
+      Ty type = Ty::None;
+      while (peek().kind == Tok::Ident && peek().text[0] == '.') {
+        std::string_view d = next().text.substr(1);
+        if (std::optional<Ty> ty = parseType(d))
+          type = *ty;
+        else if (d == "v2" || d == "v4")
+          return fail(t, "vector registers are not supported");
+        else
+          return fail(t, "unexpected '." + std::string(d) + "' in .reg");
+      }
+      if (type == Ty::None)
+        return fail(t, ".reg without a type");
+      while (true) {
+        const Token &name = next();
+        if (name.kind != Tok::Ident || name.text[0] != '%')
+          return fail(name, "expected a register name in .reg");
+        std::string n(name.text);
+        if (consume("<")) {
+          std::optional<int64_t> count = parseInteger(next().text);
+          if (!count || *count < 0 || *count > (1 << 20))
+            return fail(name, "bad register count");
+          if (Error e = expect(">"))
+            return e;
+          int32_t first = static_cast<int32_t>(kernel.numRegs);
+          scope.familyScopes.back()[n] = {first, static_cast<int32_t>(*count)};
+          for (int64_t i = 0; i < *count; ++i) {
+            kernel.regNames.push_back(n + std::to_string(i));
+            scope.regTypes.push_back(type);
+          }
+          kernel.numRegs += static_cast<uint32_t>(*count);
+        } else {
+          scope.regScopes.back()[n] = static_cast<int32_t>(kernel.numRegs++);
+          kernel.regNames.push_back(n);
+          scope.regTypes.push_back(type);
+        }
+        if (!consume(","))
+          break;
+      }
+      if (Error e = expect(";"))
+        return e;
+      continue;
+    }
+    if (t.is(".shared") || t.is(".local")) {
+      bool isShared = t.is(".shared");
+      next();
+      std::vector<std::pair<std::string, SharedVar>> &dst =
+          isShared ? shared : locals;
+      if (Error e = parseVarDecl(isShared ? Space::Shared : Space::Local,
+                                 false, &dst, isShared ? nullptr : &kernel.localBytes))
+        return e;
+      if (isShared && layoutFrozen)
+        return fail(t, "a .shared declaration after the first instruction of '" +
+                           kernel.info.name + "'");
+      if (!isShared) {
+        uint32_t off = 0;
+        for (auto &[name, var] : locals) {
+          off = (off + var.align - 1) / var.align * var.align;
+          scope.localSymbols[name] = off;
+          off += var.bytes;
+        }
+        kernel.localBytes = off;
+      }
+      continue;
+    }
+    if (t.kind == Tok::Ident && t.text[0] == '.')
+      return fail(t, "unsupported directive '" + std::string(t.text) +
+                         "' in the body of '" + kernel.info.name + "'");
+    freezeLayout();
+    // A label?
+    if (t.kind == Tok::Ident && peek(1).is(":")) {
+      std::string label(t.text);
+      next();
+      next();
+      if (scope.labels.count(label))
+        return fail(t, "label '" + label + "' defined twice");
+      scope.labels[label] = static_cast<uint32_t>(kernel.code.size());
+      continue;
+    }
+    // An instruction, maybe guarded.
+    int32_t guard = -1;
+    bool guardNeg = false;
+    uint32_t line = t.line;
+    if (consume("@")) {
+      if (consume("!"))
+        guardNeg = true;
+      const Token &p = next();
+      std::optional<int32_t> r = scope.lookupReg(std::string(p.text));
+      if (!r || scope.regTypes[*r] != Ty::Pred)
+        return fail(p, "bad guard predicate '" + std::string(p.text) + "'");
+      guard = *r;
+    }
+    const Token &opTok = next();
+    if (opTok.kind != Tok::Ident)
+      return fail(opTok, "expected an instruction, found '" +
+                             std::string(opTok.text) + "'");
+    std::string opcode(opTok.text);
+    std::vector<RawOperand> raw;
+    if (Error e = readOperands(*this, toks, pos, raw, prog.sourceName))
+      return e;
+    if (Error e = fp.instruction(opcode, raw, guard, guardNeg, line))
+      return e;
+  }
+
+  freezeLayout();
+  // Resolve branches.
+  for (auto &[index, label, line] : scope.pendingBranches) {
+    auto it = scope.labels.find(label);
+    if (it == scope.labels.end())
+      return Error::make(ErrorKind::Parse, prog.sourceName + ":" +
+                                               std::to_string(line) +
+                                               ": unknown label '" + label +
+                                               "'");
+    kernel.code[index].target = it->second;
+  }
+  // A body that falls off its end returns.
+  Inst ret;
+  ret.op = Op::Exit;
+  ret.line = toks[pos > 0 ? pos - 1 : 0].line;
+  kernel.code.push_back(ret);
+
+  prog.kernels.push_back(std::move(kernel));
+  return Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Operand decoding per opcode
+//===----------------------------------------------------------------------===//
+
+Error FunctionParser::instruction(const std::string &opcode,
+                                  const std::vector<RawOperand> &raw,
+                                  int32_t guard, bool guardNeg,
+                                  uint32_t line) {
+  Inst inst;
+  inst.line = line;
+  inst.guard = guard;
+  inst.guardNegated = guardNeg;
+  std::string why = decodeOpcode(opcode, inst);
+  if (!why.empty())
+    return Error::make(ErrorKind::Unsupported,
+                       prog.sourceName + ":" + std::to_string(line) + ": " +
+                           why + " '" + opcode + "' in kernel '" +
+                           kernel.info.name + "'");
+  prog.opcodes.insert(opcode);
+  auto found = std::find(kernel.opcodeNames.begin(), kernel.opcodeNames.end(),
+                         opcode);
+  inst.opcodeIndex = static_cast<uint32_t>(found - kernel.opcodeNames.begin());
+  if (found == kernel.opcodeNames.end())
+    kernel.opcodeNames.push_back(opcode);
+
+  auto bad = [&](const std::string &what) {
+    return failAt(line, "'" + opcode + "': " + what);
+  };
+  std::vector<Operand> ops;
+  auto addScalar = [&](const RawOperand &r, Ty type) -> Error {
+    if (r.kind != RawOperand::Scalar || r.parts.size() != 1)
+      return bad("expected a scalar operand");
+    Operand o;
+    if (Error e = scalar(r.parts[0], type, o, line))
+      return e;
+    ops.push_back(o);
+    return Error::success();
+  };
+  auto addReg = [&](const RawOperand &r, Ty type) -> Error {
+    if (Error e = addScalar(r, type))
+      return e;
+    if (ops.back().kind != OperandKind::Reg &&
+        ops.back().kind != OperandKind::Sink)
+      return bad("expected a register destination");
+    return Error::success();
+  };
+  auto addVector = [&](const RawOperand &r, Ty type, size_t n,
+                       bool dest) -> Error {
+    if (r.kind != RawOperand::Vector || r.parts.size() != n)
+      return bad("expected a vector of " + std::to_string(n) + " operands");
+    for (auto &part : r.parts) {
+      Operand o;
+      if (Error e = scalar(part, type, o, line))
+        return e;
+      if (dest && o.kind != OperandKind::Reg && o.kind != OperandKind::Sink)
+        return bad("expected registers in a destination vector");
+      ops.push_back(o);
+    }
+    return Error::success();
+  };
+  auto addAddr = [&](const RawOperand &r, Space space) -> Error {
+    if (r.kind != RawOperand::Address || r.parts.size() != 1)
+      return bad("expected an address operand");
+    Operand o;
+    if (Error e = address(r.parts[0], space, o, line))
+      return e;
+    ops.push_back(o);
+    return Error::success();
+  };
+  auto count = [&](size_t lo, size_t hi) -> Error {
+    if (raw.size() < lo || raw.size() > hi)
+      return bad("expected " + std::to_string(lo) +
+                 (hi != lo ? "-" + std::to_string(hi) : std::string()) +
+                 " operands, found " + std::to_string(raw.size()));
+    return Error::success();
+  };
+#define TRY(x)                                                                 \
+  do {                                                                         \
+    if (Error e = (x))                                                         \
+      return e;                                                                \
+  } while (false)
+
+  Ty t = inst.type;
+  switch (inst.op) {
+  case Op::Mov:
+    TRY(count(2, 2));
+    if (raw[0].kind == RawOperand::Vector) {
+      inst.op = Op::MovUnpack;
+      size_t n = raw[0].parts.size();
+      if (n != 2 && n != 4)
+        return bad("unpacking needs 2 or 4 destinations");
+      Ty part = sizeOf(t) / n == 2 ? Ty::B16 : sizeOf(t) / n == 4 ? Ty::B32 : Ty::B8;
+      inst.type2 = part;
+      inst.vec = static_cast<uint8_t>(n);
+      TRY(addVector(raw[0], part, n, true));
+      TRY(addScalar(raw[1], t));
+    } else if (raw[1].kind == RawOperand::Vector) {
+      inst.op = Op::MovPack;
+      size_t n = raw[1].parts.size();
+      if (n != 2 && n != 4)
+        return bad("packing needs 2 or 4 sources");
+      Ty part = sizeOf(t) / n == 2 ? Ty::B16 : sizeOf(t) / n == 4 ? Ty::B32 : Ty::B8;
+      inst.type2 = part;
+      inst.vec = static_cast<uint8_t>(n);
+      TRY(addReg(raw[0], t));
+      TRY(addVector(raw[1], part, n, false));
+    } else {
+      TRY(addReg(raw[0], t));
+      TRY(addScalar(raw[1], t));
+    }
+    break;
+  case Op::Ld: {
+    TRY(count(2, 3)); // an optional cache policy operand is ignored;
+    if (inst.vec > 1)
+      TRY(addVector(raw[0], t, inst.vec, true));
+    else
+      TRY(addReg(raw[0], t));
+    TRY(addAddr(raw[1], inst.space));
+    break;
+  }
+  case Op::St:
+    TRY(count(2, 3));
+    TRY(addAddr(raw[0], inst.space));
+    if (inst.vec > 1)
+      TRY(addVector(raw[1], t, inst.vec, false));
+    else
+      TRY(addScalar(raw[1], t));
+    break;
+  case Op::Abs:
+  case Op::Neg:
+  case Op::Not:
+  case Op::Cnot:
+  case Op::Popc:
+  case Op::Clz:
+  case Op::Brev:
+  case Op::Ex2:
+  case Op::Lg2:
+  case Op::Rcp:
+  case Op::Sqrt:
+  case Op::Rsqrt:
+  case Op::Sin:
+  case Op::Cos:
+  case Op::Tanh:
+    TRY(count(2, 2));
+    TRY(addReg(raw[0], (inst.op == Op::Popc || inst.op == Op::Clz) ? Ty::U32 : t));
+    TRY(addScalar(raw[1], t));
+    break;
+  case Op::Add:
+  case Op::Sub:
+  case Op::Div:
+  case Op::Rem:
+  case Op::Min:
+  case Op::Max:
+  case Op::And:
+  case Op::Or:
+  case Op::Xor:
+  case Op::Copysign:
+    TRY(count(3, 3));
+    TRY(addReg(raw[0], t));
+    TRY(addScalar(raw[1], t));
+    TRY(addScalar(raw[2], t));
+    break;
+  case Op::Shl:
+  case Op::Shr:
+    TRY(count(3, 3));
+    TRY(addReg(raw[0], t));
+    TRY(addScalar(raw[1], t));
+    TRY(addScalar(raw[2], Ty::U32));
+    break;
+  case Op::Mul: {
+    TRY(count(3, 3));
+    Ty dt = t;
+    if (inst.flags & kWide)
+      dt = sizeOf(t) == 2 ? (isSigned(t) ? Ty::S32 : Ty::U32)
+                          : (isSigned(t) ? Ty::S64 : Ty::U64);
+    TRY(addReg(raw[0], dt));
+    TRY(addScalar(raw[1], t));
+    TRY(addScalar(raw[2], t));
+    break;
+  }
+  case Op::Mad:
+  case Op::Fma: {
+    TRY(count(4, 4));
+    Ty dt = t;
+    if (inst.flags & kWide)
+      dt = sizeOf(t) == 2 ? (isSigned(t) ? Ty::S32 : Ty::U32)
+                          : (isSigned(t) ? Ty::S64 : Ty::U64);
+    TRY(addReg(raw[0], dt));
+    TRY(addScalar(raw[1], t));
+    TRY(addScalar(raw[2], t));
+    TRY(addScalar(raw[3], dt));
+    break;
+  }
+  case Op::Bfe:
+    TRY(count(4, 4));
+    TRY(addReg(raw[0], t));
+    TRY(addScalar(raw[1], t));
+    TRY(addScalar(raw[2], Ty::U32));
+    TRY(addScalar(raw[3], Ty::U32));
+    break;
+  case Op::Bfi:
+    TRY(count(5, 5));
+    TRY(addReg(raw[0], t));
+    TRY(addScalar(raw[1], t));
+    TRY(addScalar(raw[2], t));
+    TRY(addScalar(raw[3], Ty::U32));
+    TRY(addScalar(raw[4], Ty::U32));
+    break;
+  case Op::Prmt:
+    TRY(count(4, 4));
+    TRY(addReg(raw[0], t));
+    TRY(addScalar(raw[1], t));
+    TRY(addScalar(raw[2], t));
+    TRY(addScalar(raw[3], t));
+    break;
+  case Op::Setp: {
+    TRY(count(3, 4));
+    if (raw[0].kind == RawOperand::Vector) {
+      TRY(addVector(raw[0], Ty::Pred, 2, true));
+      inst.flags |= kHasPred;
+    } else {
+      TRY(addReg(raw[0], Ty::Pred));
+      Operand sink;
+      sink.kind = OperandKind::Sink;
+      ops.push_back(sink);
+    }
+    TRY(addScalar(raw[1], t));
+    TRY(addScalar(raw[2], t));
+    if (raw.size() == 4) {
+      if (inst.boolOp == BoolOp::None)
+        return bad("a fourth operand needs .and, .or or .xor");
+      TRY(addScalar(raw[3], Ty::Pred));
+    } else if (inst.boolOp != BoolOp::None) {
+      return bad("missing the predicate operand of the boolean combiner");
+    }
+    break;
+  }
+  case Op::Selp:
+    TRY(count(4, 4));
+    TRY(addReg(raw[0], t));
+    TRY(addScalar(raw[1], t));
+    TRY(addScalar(raw[2], t));
+    TRY(addScalar(raw[3], Ty::Pred));
+    break;
+  case Op::Cvt:
+    TRY(count(2, 2));
+    TRY(addReg(raw[0], inst.type));
+    TRY(addScalar(raw[1], inst.type2));
+    break;
+  case Op::CvtPack:
+    TRY(count(3, 3));
+    TRY(addReg(raw[0], Ty::B32));
+    TRY(addScalar(raw[1], Ty::F32));
+    TRY(addScalar(raw[2], Ty::F32));
+    break;
+  case Op::Cvta:
+    TRY(count(2, 2));
+    TRY(addReg(raw[0], t));
+    TRY(addScalar(raw[1], t));
+    break;
+  case Op::Bra: {
+    TRY(count(1, 1));
+    if (raw[0].kind != RawOperand::Scalar || raw[0].parts[0].size() != 1)
+      return bad("expected a label");
+    scope.pendingBranches.emplace_back(
+        kernel.code.size(), std::string(raw[0].parts[0][0]->text), line);
+    break;
+  }
+  case Op::Ret:
+  case Op::Exit:
+  case Op::Trap:
+  case Op::CpAsyncCommit:
+    TRY(count(0, 0));
+    break;
+  case Op::Nop:
+    break; // membar.gl, fence.acq_rel.gpu, nanosleep r: operands ignored
+  case Op::CpAsyncWait:
+    if (inst.mode == 1) {
+      TRY(count(0, 0));
+    } else {
+      TRY(count(1, 1));
+      Operand n;
+      TRY(scalar(raw[0].parts[0], Ty::U32, n, line));
+      if (n.kind != OperandKind::Imm)
+        return bad("the group count must be an immediate");
+      inst.target = static_cast<uint32_t>(n.imm);
+    }
+    break;
+  case Op::BarSync:
+    TRY(count(1, 2));
+    TRY(addScalar(raw[0], Ty::U32));
+    if (raw.size() == 2)
+      TRY(addScalar(raw[1], Ty::U32));
+    break;
+  case Op::BarWarpSync:
+    TRY(count(1, 1));
+    TRY(addScalar(raw[0], Ty::U32));
+    break;
+  case Op::Activemask:
+    TRY(count(1, 1));
+    TRY(addReg(raw[0], Ty::B32));
+    break;
+  case Op::Shfl: {
+    TRY(count(5, 5));
+    if (raw[0].kind == RawOperand::Vector) {
+      TRY(addVector(raw[0], Ty::B32, 2, true));
+      inst.flags |= kHasPred;
+    } else {
+      TRY(addReg(raw[0], Ty::B32));
+      Operand sink;
+      sink.kind = OperandKind::Sink;
+      ops.push_back(sink);
+    }
+    for (int i = 1; i < 5; ++i)
+      TRY(addScalar(raw[i], Ty::B32));
+    break;
+  }
+  case Op::Vote:
+    TRY(count(3, 3));
+    TRY(addReg(raw[0], t));
+    TRY(addScalar(raw[1], Ty::Pred));
+    TRY(addScalar(raw[2], Ty::B32));
+    break;
+  case Op::Redux:
+    TRY(count(3, 3));
+    TRY(addReg(raw[0], t));
+    TRY(addScalar(raw[1], t));
+    TRY(addScalar(raw[2], Ty::B32));
+    break;
+  case Op::Mma: {
+    TRY(count(4, 4));
+    size_t na = inst.mode == M16N8K16 ? 4 : 2;
+    size_t nb = inst.mode == M16N8K16 ? 2 : 1;
+    TRY(addVector(raw[0], Ty::F32, 4, true));
+    TRY(addVector(raw[1], Ty::B32, na, false));
+    TRY(addVector(raw[2], Ty::B32, nb, false));
+    TRY(addVector(raw[3], Ty::F32, 4, false));
+    break;
+  }
+  case Op::Ldmatrix:
+    TRY(count(2, 2));
+    if (inst.vec == 1 && raw[0].kind == RawOperand::Scalar)
+      TRY(addReg(raw[0], Ty::B32));
+    else
+      TRY(addVector(raw[0], Ty::B32, inst.vec, true));
+    TRY(addAddr(raw[1], inst.space == Space::Shared ? Space::Shared
+                                                     : Space::Generic));
+    break;
+  case Op::CpAsync: {
+    TRY(count(3, 5));
+    TRY(addAddr(raw[0], Space::Shared));
+    TRY(addAddr(raw[1], Space::Global));
+    Operand size;
+    TRY(scalar(raw[2].parts[0], Ty::U32, size, line));
+    if (size.kind != OperandKind::Imm ||
+        !(size.imm == 4 || size.imm == 8 || size.imm == 16))
+      return bad("cp-size must be 4, 8 or 16");
+    inst.target = static_cast<uint32_t>(size.imm);
+    if (raw.size() >= 4) {
+      // src-size (an integer) or ignore-src (a predicate); a trailing cache
+      // policy is ignored.
+      Operand extra;
+      TRY(scalar(raw[3].parts[0], Ty::U32, extra, line));
+      bool isPred = extra.kind == OperandKind::Reg &&
+                    scope.regTypes[extra.reg] == Ty::Pred;
+      if (opcode.find("cache_hint") != std::string::npos && raw.size() == 4) {
+        // [dst], [src], size, policy
+      } else {
+        inst.flags |= isPred ? kIgnoreSrc : kSrcSize;
+        ops.push_back(extra);
+      }
+    }
+    break;
+  }
+  case Op::Testp:
+    TRY(count(2, 2));
+    TRY(addReg(raw[0], Ty::Pred));
+    TRY(addScalar(raw[1], t));
+    break;
+  case Op::Atom: {
+    bool isRed = inst.flags & kAligned;
+    bool cas = inst.mode == static_cast<uint8_t>(AtomOp::Cas);
+    size_t want = (isRed ? 2 : 3) + (cas ? 1 : 0);
+    TRY(count(want, want));
+    size_t i = 0;
+    if (!isRed)
+      TRY(addReg(raw[i++], t));
+    else {
+      Operand sink;
+      sink.kind = OperandKind::Sink;
+      ops.push_back(sink);
+    }
+    TRY(addAddr(raw[i++], inst.space));
+    for (; i < raw.size(); ++i)
+      TRY(addScalar(raw[i], t));
+    break;
+  }
+  default:
+    return bad("internal: no operand rule");
+  }
+#undef TRY
+  // Type checks of register operands: a register must be at least as wide
+  // as the access (PTX allows wider registers for narrower types).
+  inst.firstOp = static_cast<uint32_t>(kernel.operands.size());
+  inst.numOps = static_cast<uint8_t>(ops.size());
+  kernel.operands.insert(kernel.operands.end(), ops.begin(), ops.end());
+  kernel.code.push_back(inst);
+  return Error::success();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Public entry points
+//===----------------------------------------------------------------------===//
+
+Module::~Module() = default;
+
+Expected<std::shared_ptr<const Module>> Module::parse(std::string_view ptx,
+                                                      std::string sourceName) {
+  std::vector<Token> tokens;
+  auto program = std::make_unique<Program>();
+  program->sourceName = sourceName;
+  if (Error e = tokenize(ptx, sourceName, tokens))
+    return e;
+  Parser parser(tokens, *program);
+  if (Error e = parser.parseModule())
+    return e;
+  std::shared_ptr<Module> module(new Module());
+  module->program = std::move(program);
+  return std::shared_ptr<const Module>(std::move(module));
+}
+
+std::vector<std::string> Module::kernelNames() const {
+  std::vector<std::string> names;
+  for (const KernelProgram &k : program->kernels)
+    names.push_back(k.info.name);
+  return names;
+}
+
+const KernelInfo *Module::getKernel(std::string_view name) const {
+  for (const KernelProgram &k : program->kernels)
+    if (k.info.name == name)
+      return &k.info;
+  return nullptr;
+}
+
+const std::set<std::string> &Module::getOpcodes() const {
+  return program->opcodes;
+}
+
+const std::string &Module::getSourceName() const {
+  return program->sourceName;
+}
+
+bool flashc::sim::isSupportedOpcode(std::string_view opcode) {
+  Inst inst;
+  return decodeOpcode(opcode, inst).empty();
+}
+
+Expected<std::set<std::string>> flashc::sim::listOpcodes(std::string_view ptx) {
+  std::vector<Token> tokens;
+  if (Error e = tokenize(ptx, "<ptx>", tokens))
+    return e;
+  // An opcode is the first identifier of a statement inside a body: after
+  // `{`, `}`, `;` or a label, skipping guards and directives.
+  std::set<std::string> ops;
+  int depth = 0;
+  bool atStart = false;
+  bool inStatement = false; // between an opcode and its `;`
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const Token &t = tokens[i];
+    if (inStatement) {
+      if (t.is(";")) {
+        inStatement = false;
+        atStart = true;
+      }
+      continue; // operands, vector braces included
+    }
+    if (t.is("{")) {
+      ++depth;
+      atStart = true;
+      continue;
+    }
+    if (t.is("}")) {
+      --depth;
+      atStart = true;
+      continue;
+    }
+    if (t.is(";")) {
+      atStart = true;
+      continue;
+    }
+    if (depth <= 0 || !atStart)
+      continue;
+    if (t.is("@")) {
+      // @%p or @!%p
+      i += tokens[i + 1].is("!") ? 2 : 1;
+      continue;
+    }
+    if (t.kind == Tok::Ident && i + 1 < tokens.size() &&
+        tokens[i + 1].is(":") && t.text[0] != '.') {
+      ++i; // label
+      continue;
+    }
+    if (t.kind == Tok::Ident && t.text[0] == '.') {
+      atStart = false; // a declaration, up to its `;`
+      if (t.is(".loc") || t.is(".file")) {
+        // Line-terminated: skip the rest of the line.
+        while (i + 1 < tokens.size() && tokens[i + 1].line == t.line)
+          ++i;
+        atStart = true;
+      }
+      continue;
+    }
+    if (t.kind == Tok::Ident) {
+      ops.insert(std::string(t.text));
+      inStatement = true;
+    }
+    atStart = false;
+  }
+  return ops;
+}

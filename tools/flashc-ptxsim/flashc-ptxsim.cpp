@@ -1,0 +1,290 @@
+//===- flashc-ptxsim.cpp - Run a PTX kernel in the simulator --------------===//
+//
+//   flashc-ptxsim FILE.ptx --kernel NAME --grid X[,Y[,Z]] --block X[,Y[,Z]]
+//       [--dynamic-shared BYTES] --param P ... [--out INDEX=FILE.npy]
+//       [--no-race-check] [--workers N] [--stats] [--list-opcodes]
+//
+// Each --param, in the kernel's parameter order, is one of
+//   buf:FILE.npy               a global buffer holding exactly the array
+//   buf:zeros:DTYPE:SHAPE      a zeroed buffer, e.g. buf:zeros:f32:16x8
+//   u32:V s32:V u64:V s64:V f32:V
+// --out INDEX=FILE.npy writes the buffer of parameter INDEX after the
+// launch, with its dtype and shape.
+//
+// Exit status: 0 when the launch completed cleanly, 3 when the simulation
+// found an out-of-bounds or misaligned access, a race, a deadlock or a trap
+// (the message on stderr names which), 1 for usage, parse and
+// unsupported-instruction errors.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashc/Simulator/Simulator.h"
+#include "flashc/Support/Npy.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <map>
+#include <sstream>
+
+using namespace flashc;
+
+namespace {
+
+const char *kUsage =
+    "usage: flashc-ptxsim FILE.ptx --kernel NAME --grid X[,Y[,Z]] "
+    "--block X[,Y[,Z]]\n"
+    "         [--dynamic-shared BYTES] --param P ... [--out INDEX=FILE.npy]\n"
+    "         [--no-race-check] [--workers N] [--stats]\n"
+    "       flashc-ptxsim FILE.ptx --list-opcodes\n"
+    "  P: buf:FILE.npy | buf:zeros:DTYPE:SHAPE (e.g. buf:zeros:f32:16x8) |\n"
+    "     u32:V | s32:V | u64:V | s64:V | f32:V\n"
+    "  exit status: 0 clean, 3 out-of-bounds/race/deadlock/trap, 1 other "
+    "errors\n";
+
+int usage(const std::string &msg) {
+  std::cerr << "flashc-ptxsim: " << msg << "\n" << kUsage;
+  return 1;
+}
+
+bool parseDim(const std::string &s, sim::Dim3 &d) {
+  uint32_t v[3] = {1, 1, 1};
+  std::stringstream ss(s);
+  std::string part;
+  int i = 0;
+  while (std::getline(ss, part, ',')) {
+    if (i >= 3 || part.empty())
+      return false;
+    char *end = nullptr;
+    unsigned long x = std::strtoul(part.c_str(), &end, 10);
+    if (*end || x == 0 || x > 0xffffffffu)
+      return false;
+    v[i++] = static_cast<uint32_t>(x);
+  }
+  if (i == 0)
+    return false;
+  d = sim::Dim3{v[0], v[1], v[2]};
+  return true;
+}
+
+bool parseInt(const std::string &s, long long &out) {
+  if (s.empty())
+    return false;
+  char *end = nullptr;
+  errno = 0;
+  out = std::strtoll(s.c_str(), &end, 0);
+  return !*end && errno == 0;
+}
+
+bool parseUInt(const std::string &s, unsigned long long &out) {
+  if (s.empty() || s[0] == '-')
+    return false;
+  char *end = nullptr;
+  errno = 0;
+  out = std::strtoull(s.c_str(), &end, 0);
+  return !*end && errno == 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string ptxPath, kernel;
+  sim::LaunchConfig config;
+  bool haveGrid = false, haveBlock = false, stats = false, listOps = false;
+  std::vector<std::string> params;
+  std::map<int, std::string> outs;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](std::string &out) {
+      if (i + 1 >= argc)
+        return false;
+      out = argv[++i];
+      return true;
+    };
+    std::string v;
+    if (a == "--help" || a == "-h") {
+      std::cout << kUsage;
+      return 0;
+    } else if (a == "--kernel") {
+      if (!value(kernel))
+        return usage("--kernel needs a name");
+    } else if (a == "--grid") {
+      if (!value(v) || !parseDim(v, config.grid))
+        return usage("bad --grid '" + v + "'");
+      haveGrid = true;
+    } else if (a == "--block") {
+      if (!value(v) || !parseDim(v, config.block))
+        return usage("bad --block '" + v + "'");
+      haveBlock = true;
+    } else if (a == "--dynamic-shared") {
+      unsigned long long n;
+      if (!value(v) || !parseUInt(v, n) || n > (1u << 20))
+        return usage("bad --dynamic-shared '" + v + "'");
+      config.dynamicSharedBytes = static_cast<uint32_t>(n);
+    } else if (a == "--param") {
+      if (!value(v))
+        return usage("--param needs a value");
+      params.push_back(v);
+    } else if (a == "--out") {
+      if (!value(v))
+        return usage("--out needs INDEX=FILE.npy");
+      size_t eq = v.find('=');
+      long long index;
+      if (eq == std::string::npos || !parseInt(v.substr(0, eq), index) ||
+          index < 0 || eq + 1 == v.size())
+        return usage("bad --out '" + v + "', expected INDEX=FILE.npy");
+      outs[static_cast<int>(index)] = v.substr(eq + 1);
+    } else if (a == "--no-race-check") {
+      config.checkRaces = false;
+    } else if (a == "--workers") {
+      unsigned long long n;
+      if (!value(v) || !parseUInt(v, n) || n == 0 || n > 256)
+        return usage("bad --workers '" + v + "'");
+      config.workers = static_cast<unsigned>(n);
+    } else if (a == "--stats") {
+      stats = true;
+    } else if (a == "--list-opcodes") {
+      listOps = true;
+    } else if (!a.empty() && a[0] == '-') {
+      return usage("unknown option '" + a + "'");
+    } else if (ptxPath.empty()) {
+      ptxPath = a;
+    } else {
+      return usage("more than one PTX file given");
+    }
+  }
+  if (ptxPath.empty())
+    return usage("no PTX file given");
+  std::ifstream in(ptxPath, std::ios::binary);
+  if (!in)
+    return usage("cannot read '" + ptxPath + "'");
+  std::string text((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+
+  if (listOps) {
+    auto ops = sim::listOpcodes(text);
+    if (!ops) {
+      std::cerr << "flashc-ptxsim: " << ops.error().message() << "\n";
+      return 1;
+    }
+    int unsupported = 0;
+    for (const std::string &op : *ops) {
+      bool ok = sim::isSupportedOpcode(op);
+      unsupported += !ok;
+      std::cout << (ok ? "supported   " : "UNSUPPORTED ") << op << "\n";
+    }
+    return unsupported ? 1 : 0;
+  }
+  if (kernel.empty() || !haveGrid || !haveBlock)
+    return usage("--kernel, --grid and --block are required");
+
+  auto module = sim::Module::parse(text, ptxPath);
+  if (!module) {
+    std::cerr << "flashc-ptxsim: " << module.error().message() << "\n";
+    return 1;
+  }
+  const sim::KernelInfo *info = (*module)->getKernel(kernel);
+  if (!info)
+    return usage("no kernel '" + kernel + "' in " + ptxPath);
+  if (params.size() != info->params.size())
+    return usage("kernel '" + kernel + "' takes " +
+                 std::to_string(info->params.size()) + " parameters, " +
+                 std::to_string(params.size()) + " given");
+
+  // Build the arguments; buffers live in `arrays` (stable addresses).
+  sim::Device device;
+  std::vector<NpyArray> arrays(params.size());
+  std::vector<sim::KernelArg> args;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const std::string &p = params[i];
+    size_t colon = p.find(':');
+    if (colon == std::string::npos)
+      return usage("bad --param '" + p + "'");
+    std::string kind = p.substr(0, colon), rest = p.substr(colon + 1);
+    if (kind == "buf") {
+      NpyArray &arr = arrays[i];
+      if (rest.compare(0, 6, "zeros:") == 0) {
+        std::string spec = rest.substr(6);
+        size_t c2 = spec.find(':');
+        if (c2 == std::string::npos)
+          return usage("bad --param '" + p + "', expected buf:zeros:DTYPE:SHAPE");
+        arr.descr = npyDescrOf(spec.substr(0, c2));
+        if (arr.descr.empty())
+          return usage("unknown dtype '" + spec.substr(0, c2) + "' in '" + p + "'");
+        std::stringstream dims(spec.substr(c2 + 1));
+        std::string d;
+        uint64_t total = arr.elementBytes();
+        while (std::getline(dims, d, 'x')) {
+          unsigned long long n;
+          if (!parseUInt(d, n) || n == 0 || n > (1ull << 32))
+            return usage("bad shape in '" + p + "'");
+          arr.shape.push_back(static_cast<int64_t>(n));
+          total *= n;
+          if (total > (1ull << 34))
+            return usage("buffer '" + p + "' is too large");
+        }
+        if (arr.shape.empty())
+          return usage("bad shape in '" + p + "'");
+        arr.data.assign(total, 0);
+      } else {
+        std::string error;
+        if (!readNpy(rest, arr, error))
+          return usage(error);
+        if (arr.data.empty())
+          return usage("buffer '" + rest + "' is empty");
+      }
+      if (sim::Error e = device.registerBuffer(arr.data.data(), arr.data.size(),
+                                               "param " + std::to_string(i)))
+        return usage(e.message());
+      args.push_back(sim::KernelArg::pointer(arr.data.data()));
+      continue;
+    }
+    long long iv;
+    unsigned long long uv;
+    if (kind == "u32" && parseUInt(rest, uv) && uv <= 0xffffffffull)
+      args.push_back(sim::KernelArg::u32(static_cast<uint32_t>(uv)));
+    else if (kind == "s32" && parseInt(rest, iv) && iv >= INT32_MIN &&
+             iv <= INT32_MAX)
+      args.push_back(sim::KernelArg::s32(static_cast<int32_t>(iv)));
+    else if (kind == "u64" && parseUInt(rest, uv))
+      args.push_back(sim::KernelArg::u64(uv));
+    else if (kind == "s64" && parseInt(rest, iv))
+      args.push_back(sim::KernelArg::s64(iv));
+    else if (kind == "f32") {
+      char *end = nullptr;
+      float f = std::strtof(rest.c_str(), &end);
+      if (rest.empty() || *end)
+        return usage("bad --param '" + p + "'");
+      args.push_back(sim::KernelArg::f32(f));
+    } else {
+      return usage("bad --param '" + p + "'");
+    }
+  }
+  for (auto &[index, path] : outs)
+    if (index >= static_cast<int>(params.size()) || arrays[index].data.empty())
+      return usage("--out " + std::to_string(index) +
+                   " does not name a buffer parameter");
+
+  auto result = device.launch(**module, kernel, config, args);
+  if (!result) {
+    std::cerr << "flashc-ptxsim: " << result.error().message() << "\n";
+    return result.error().isFault() ? 3 : 1;
+  }
+  for (auto &[index, path] : outs) {
+    std::string error;
+    if (!writeNpy(path, arrays[index], error)) {
+      std::cerr << "flashc-ptxsim: " << error << "\n";
+      return 1;
+    }
+  }
+  if (stats)
+    std::cout << "thread-instructions: " << result->threadInstructions
+              << "\nseconds: " << result->seconds << "\nrate: "
+              << (result->seconds > 0
+                      ? result->threadInstructions / result->seconds / 1e6
+                      : 0)
+              << " M thread-instructions/s\n";
+  return 0;
+}
