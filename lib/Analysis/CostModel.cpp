@@ -72,23 +72,6 @@ llvm::Error checkWaveTarget(const TargetInfo &target) {
   return llvm::Error::success();
 }
 
-/// Fills the wave counts and times of `p` from its per-CTA work (`ctas`,
-/// `flopsPerCta`, `bytesPerCta`, `kernels` and `combineTimeUs` set).
-void evaluateWaves(const TargetInfo &target, WavePrediction &p) {
-  p.waves = ceilDiv(p.ctas, target.numProcessors);
-  int64_t active = std::min(p.ctas, target.numProcessors);
-  p.bandwidthPerCtaGBs = std::min(target.perProcessorBandwidthGBs,
-                                  target.memoryBandwidthGBs / active);
-  // TFLOP/s = 1e6 FLOP/us; GB/s = 1e3 B/us.
-  double computeUs = p.flopsPerCta / (target.perProcessorPeakTflops * 1e6 *
-                                      kTensorCoreEfficiency);
-  double memoryUs = p.bytesPerCta / (p.bandwidthPerCtaGBs * 1e3);
-  p.computeBound = computeUs > memoryUs;
-  p.ctaTimeUs = std::max(computeUs, memoryUs);
-  p.timeUs = p.waves * p.ctaTimeUs + p.kernels * target.launchOverheadUs +
-             p.combineTimeUs;
-}
-
 } // namespace
 
 llvm::Error mlir::flash::verifyCostShape(const AttentionShape &shape) {
@@ -263,10 +246,39 @@ int64_t mlir::flash::getCtaRowQuantum(const TargetInfo &target) {
   return std::max<int64_t>(64, target.mmaM);
 }
 
+::flashc::WaveTarget mlir::flash::getWaveTarget(const TargetInfo &target) {
+  ::flashc::WaveTarget w;
+  w.numSMs = target.numProcessors;
+  w.perSMPeakTflops = target.perProcessorPeakTflops;
+  w.memoryBandwidthGBs = target.memoryBandwidthGBs;
+  w.perSMBandwidthGBs = target.perProcessorBandwidthGBs;
+  w.launchOverheadUs = target.launchOverheadUs;
+  w.rowQuantum = getCtaRowQuantum(target);
+  return w;
+}
+
+/// The wave model's view of a problem and its tiles.
+static ::flashc::WaveProblem getWaveProblem(const AttentionShape &shape,
+                                            const TileSizes &tiles) {
+  ::flashc::WaveProblem p;
+  p.batch = shape.batch;
+  p.heads = shape.heads;
+  p.kvHeads = shape.kvHeads;
+  p.seqQ = shape.seqQ;
+  p.seqKV = shape.seqKV;
+  p.headDim = shape.headDim;
+  p.headDimV = shape.headDimV;
+  p.elementBytes = shape.elementBytes;
+  p.blockQ = tiles.blockQ;
+  p.blockKV = tiles.blockKV;
+  return p;
+}
+
 int64_t mlir::flash::getMaxSplits(const AttentionShape &shape, int64_t blockKV,
                                   int64_t maxSplits) {
-  int64_t blocks = ceilDiv(shape.seqKV, std::max<int64_t>(blockKV, 1));
-  return std::max<int64_t>(1, std::min(maxSplits, blocks));
+  TileSizes tiles;
+  tiles.blockKV = blockKV;
+  return ::flashc::getMaxSplitCount(getWaveProblem(shape, tiles), maxSplits);
 }
 
 llvm::Expected<WavePrediction>
@@ -289,34 +301,8 @@ mlir::flash::predictSplitKVTime(const TargetInfo &target,
                       "make {3} blocks, and every split needs at least one",
                       splits, shape.seqKV, tiles.blockKV, blocksKV)
             .str());
-
-  int64_t blockQ = std::min(tiles.blockQ, shape.seqQ);
-  int64_t rows = shape.groupSize() * blockQ;
-  int64_t quantum = getCtaRowQuantum(target);
-  int64_t dqk = shape.headDim, dv = shape.headDimV, eb = shape.elementBytes;
-
-  WavePrediction p;
-  p.splits = splits;
-  p.kernels = splits > 1 ? 2 : 1;
-  p.ctas = shape.batch * shape.kvHeads * ceilDiv(shape.seqQ, blockQ) * splits;
-  p.rowsPerCta = ceilDiv(rows, quantum) * quantum;
-  p.keysPerCta =
-      std::min(shape.seqKV, ceilDiv(blocksKV, splits) * tiles.blockKV);
-  p.flopsPerCta = 2.0 * p.rowsPerCta * p.keysPerCta * (dqk + dv);
-  // The Q tile and the split's K and V in; the output rows (f32 partials
-  // when split) and one log-sum-exp per row out.
-  double outRow = splits > 1 ? 4.0 * (dv + 1) : double(dv * eb + 4);
-  p.bytesPerCta = double(rows) * dqk * eb +
-                  double(p.keysPerCta) * (dqk + dv) * eb + rows * outRow;
-  if (splits > 1) {
-    // The combine reads every split's partial row and log-sum-exp and
-    // writes the output row and its log-sum-exp.
-    double rowsTotal = double(headCount(shape)) * shape.seqQ;
-    double bytes = rowsTotal * (splits * 4.0 * (dv + 1) + dv * eb + 4);
-    p.combineTimeUs = bytes / (target.memoryBandwidthGBs * 1e3);
-  }
-  evaluateWaves(target, p);
-  return p;
+  return ::flashc::predictSplitKV(getWaveTarget(target),
+                                  getWaveProblem(shape, tiles), splits);
 }
 
 llvm::Expected<WavePrediction>
@@ -352,7 +338,7 @@ mlir::flash::predictFA2KernelTime(const TargetInfo &target,
   p.bytesPerCta = double(rows) * dqk * eb +
                   double(shape.seqKV) * (dqk + dv) * eb +
                   double(rows) * (dv * eb + 4);
-  evaluateWaves(target, p);
+  ::flashc::evaluateWaves(getWaveTarget(target), p);
   return p;
 }
 

@@ -26,6 +26,7 @@
 #define FLASHC_ANALYSIS_COSTMODEL_H
 
 #include "flashc/Analysis/AttentionSchedule.h"
+#include "flashc/Runtime/WaveModel.h"
 #include "flashc/Target/TargetInfo.h"
 
 #include "llvm/Support/Error.h"
@@ -42,11 +43,8 @@ class raw_ostream;
 namespace mlir {
 namespace flash {
 
-/// Fraction of the tensor-core peak a CTA sustains in the wave model (the
-/// FlashAttention-2 paper reaches 50-73% of peak in the forward pass).
-inline constexpr double kTensorCoreEfficiency = 0.7;
-/// Default upper bound on the number of KV splits `chooseSplits` tries.
-inline constexpr int64_t kDefaultMaxSplits = 256;
+using ::flashc::kDefaultMaxSplits;
+using ::flashc::kTensorCoreEfficiency;
 /// Rows of the Q tile of the FlashAttention-2 library kernel, which the
 /// baseline `predictFA2KernelTime` models.
 inline constexpr int64_t kFA2KernelRows = 128;
@@ -160,38 +158,12 @@ double getIoModelElements(const AttentionShape &shape, int64_t sramElements);
 // The CTA x wave model
 //===----------------------------------------------------------------------===//
 
-/// A kernel's predicted time under the CTA x wave model. One CTA runs per SM
-/// at a time; every CTA takes as long as the longest one, and a partial last
-/// wave costs a whole wave:
-///
-///   per-CTA time = max(padded FLOPs / (per-SM peak * 0.7),
-///                      bytes moved / per-SM bandwidth),
-///   per-SM bandwidth = min(per-SM limit, HBM bandwidth / active SMs),
-///   total = waves * per-CTA time + launch overhead per kernel
-///           [+ the combine kernel's bytes / HBM bandwidth when split].
-struct WavePrediction {
-  int64_t splits = 1;
-  int64_t ctas = 0;
-  int64_t waves = 0;
-  /// Rows of the CTA's Q tile after padding (they cost tensor-core work).
-  int64_t rowsPerCta = 0;
-  /// Keys of the longest split.
-  int64_t keysPerCta = 0;
-  double flopsPerCta = 0;
-  /// Bytes one CTA reads (its Q rows, its keys of K and V) and writes (its
-  /// output rows and their log-sum-exp; f32 partials when split).
-  double bytesPerCta = 0;
-  double bandwidthPerCtaGBs = 0;
-  double ctaTimeUs = 0;
-  /// True when the FLOP term of the per-CTA time dominates.
-  bool computeBound = false;
-  /// 1, or 2 when split (the split kernel and the combine).
-  int64_t kernels = 1;
-  /// Time of the combine kernel without its launch: it reads S f32 partials
-  /// and log-sum-exps per row and writes the output, at full HBM bandwidth.
-  double combineTimeUs = 0;
-  double timeUs = 0;
-};
+/// A kernel's predicted time under the CTA x wave model (see
+/// flashc/Runtime/WaveModel.h, which the runtime shares).
+using WavePrediction = ::flashc::WavePrediction;
+
+/// The wave model's view of a GPU target.
+::flashc::WaveTarget getWaveTarget(const TargetInfo &target);
 
 /// Rows of a CTA's Q tile are padded up to a multiple of this:
 /// max(64, target.mmaM), the smallest M of the tensor-core tiles the
