@@ -7,6 +7,8 @@
 
 #include "flashc/Analysis/AttentionSchedule.h"
 
+#include "flashc/Target/GPUSchedule.h"
+
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -85,8 +87,24 @@ TileSizes mlir::flash::chooseTileSizes(const TargetInfo &target,
   if (order == LoopOrder::Algorithm1) {
     tiles.blockKV = ceilDiv(m, 4 * d);
     tiles.blockQ = std::min(tiles.blockKV, d);
+  } else if (target.isGPU()) {
+    // The GPU kernels' own tiles (flashc/Target/GPUSchedule.h): a decode
+    // tile when every query of a step fits one, halving the KV block while
+    // the shared memory does not fit. Bc is not clamped to Nk: the kernels
+    // mask the tail of a block.
+    bool decode = shape.seqQ <= 16;
+    flashc::GPUTileConfig c =
+        flashc::chooseGPUTiles(shape.groupSize(), shape.headDim,
+                               shape.headDimV, shape.elementBytes, decode);
+    while (c.sharedBytes() > target.sramBytes &&
+           c.blockKV >= 2 * 16 * c.kvWarps)
+      c = flashc::makeGPUTileConfig(c.group, c.headDim, c.headDimV,
+                                    c.elementBytes, c.blockQ, c.blockKV / 2);
+    tiles.blockQ = std::min(c.blockQ, shape.seqQ);
+    tiles.blockKV = c.blockKV;
+    return tiles;
   } else {
-    int64_t rows = target.isGPU() ? 128 : 64;
+    int64_t rows = 64;
     // The G heads of a GQA group are packed into one block of G x Br rows.
     int64_t g = std::max<int64_t>(shape.groupSize(), 1);
     int64_t br = std::max<int64_t>(rows / g, 1);

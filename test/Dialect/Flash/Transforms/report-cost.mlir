@@ -43,7 +43,7 @@
 // SEED-NEXT:   hbm elements    order          Br    Bc            reads           writes            total   x model
 // SEED-NEXT:                   standard        -     -         34340864         33816576         68157440     50.78
 // SEED-NEXT:                   algorithm1     64   200         11706368          5947392         17653760     13.15
-// SEED-NEXT:                   fa2           128   128         17039360           266240         17305600     12.89
+// SEED-NEXT:                   fa2            64   128         33816576           266240         34082816     25.39
 // SEED-NEXT:   io model        N^2 d^2 / M = 1342177.28 elements
 // SEED-NEXT:   schedule        algorithm1, Br=64 Bc=200, 64 x 21 blocks, 1344 of 1344 visited (fraction 1.000000)
 // SEED-NEXT:   splits          1

@@ -19,18 +19,19 @@
 // RUN:   | FileCheck %s --check-prefix=DYN
 //
 // Sizes from the target (see chooseTileSizes in AttentionSchedule.cpp).
-// sm_80, f16, D = 64, G = 4: M = 166912 / 2 = 83456 elements;
-// Br = 128 / 4 = 32, packed rows 128; Bc = (83456 - 2*128*64) / (2*64 + 128)
-// = 262 -> 256 (multiple of 16, at most 256).
+// sm_80, f16, D = 64, G = 4: the GPU kernels' prefill tile of 64 packed
+// rows (4 warps x 16) gives Br = 64 / 4 = 16, and Bc = 128 for D <= 64
+// (flashc::chooseGPUTiles).
 // RUN: flashc-opt %t/gqa.mlir --flash-online-softmax --flash-tile="target=sm_80" \
 // RUN:   | FileCheck %s --check-prefix=SM80
 // CPU with 64 KiB: M = 65536 / 4 = 16384 f32 elements; Br = 64;
 // Bc = (16384 - 2*64*64) / (2*64 + 64) = 42 -> 32.
 // RUN: flashc-opt %t/sram.mlir --flash-online-softmax --flash-tile="target=cpu sram-bytes=65536" \
 // RUN:   | FileCheck %s --check-prefix=SRAM-CPU
-// sm_80 with 64 KiB and f32 operands (4 bytes): M = 16384 elements;
-// Br = 128, and nothing is left after the Q block and accumulator
-// (16384 - 2*128*64 = 0), so Bc falls back to its minimum, 16.
+// sm_80 with 64 KiB and f32 operands (4 bytes): the GPU kernels' tiles
+// (Br = 64 rows, Bc = 128 keys for D = 64) need 16 KiB for Q and
+// 2 stages x 2 x Bc x 64 x 4 bytes for K and V, so Bc halves to 32
+// (16 + 32 KiB) to fit.
 // RUN: flashc-opt %t/sram.mlir --flash-online-softmax --flash-tile="target=sm_80 sram-bytes=65536" \
 // RUN:   | FileCheck %s --check-prefix=SRAM-SM80
 // Explicit sizes override the target's.
@@ -152,13 +153,13 @@ func.func @mha(%q: tensor<1x4x128x64xf32>, %k: tensor<1x4x256x64xf32>,
 // GQA-NEXT: return %[[R]]
 
 // SM80-LABEL: func.func @gqa
-// SM80: %[[BR:.+]] = arith.constant 32 : index
+// SM80: %[[BR:.+]] = arith.constant 16 : index
 // SM80-NEXT: %[[NQ:.+]] = arith.constant 100 : index
 // SM80-NEXT: %[[TQ:.+]] = arith.ceildivsi %[[NQ]], %[[BR]] : index
 // SM80-NEXT: scf.forall (%{{.+}}, %{{.+}}, %{{.+}}) in (2, 2, %[[TQ]])
 // SM80: tensor.extract_slice %{{.+}} : tensor<2x8x100x64xf16> to tensor<4x?x64xf16>
 // SM80: linalg.fill
-// SM80: %[[BC:.+]] = arith.constant 256 : index
+// SM80: %[[BC:.+]] = arith.constant 128 : index
 // SM80: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %[[BC]] iter_args
 // SM80: } {flash.kv_loop}
 // SM80: } {flash.tile_loop}
@@ -272,12 +273,12 @@ func.func @dynamic_lse(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>,
 // SRAM-CPU: } {flash.tile_loop}
 
 // SRAM-SM80-LABEL: func.func @sram
-// SRAM-SM80: %[[BR:.+]] = arith.constant 128 : index
+// SRAM-SM80: %[[BR:.+]] = arith.constant 64 : index
 // SRAM-SM80-NEXT: %[[NQ:.+]] = arith.constant 512 : index
 // SRAM-SM80-NEXT: %[[TQ:.+]] = arith.ceildivsi %[[NQ]], %[[BR]] : index
 // SRAM-SM80-NEXT: scf.forall (%{{.+}}, %{{.+}}, %{{.+}}) in (1, 2, %[[TQ]])
 // SRAM-SM80: linalg.fill
-// SRAM-SM80: %[[BC:.+]] = arith.constant 16 : index
+// SRAM-SM80: %[[BC:.+]] = arith.constant 32 : index
 // SRAM-SM80: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %[[BC]] iter_args
 // SRAM-SM80: } {flash.tile_loop}
 

@@ -1,0 +1,182 @@
+//===- GPUSchedule.h - The CTA shape of flashc's GPU kernels ----*- C++ -*-===//
+//
+// One place decides how a GPU attention kernel is laid out, so that the
+// tiling pass (which fixes Br and Bc in the IR), the NVGPU conversion (which
+// builds the warps) and the cost report agree:
+//
+//  - A CTA computes a Q tile of G x Br rows (the G query heads of a GQA
+//    group packed as rows), cut into 16-row MMA tiles ("row tiles").
+//  - Each warp owns one row tile and a share of the KV block's columns:
+//    prefill tiles have 4 (or more) row tiles and one warp per row tile, so
+//    no softmax state is shared between warps; decode tiles have one or two
+//    row tiles and split the KV block's columns between "kv warps", whose
+//    partial states are merged through shared memory at the end.
+//  - K and V blocks of Bc keys are double-buffered in shared memory; Q is
+//    kept in registers for head dims up to 128 and re-read from shared
+//    memory per KV block beyond that.
+//
+// Dependency-free (C++17), like the runtime that reads the same figures.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_TARGET_GPUSCHEDULE_H
+#define FLASHC_TARGET_GPUSCHEDULE_H
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+namespace flashc {
+
+/// The largest head dimension (D or Dv) the GPU kernels support.
+inline constexpr int64_t kMaxGPUHeadDim = 256;
+/// The largest number of query rows (G x Br) of one CTA's tile.
+inline constexpr int64_t kMaxGPUTileRows = 128;
+/// Rows of one MMA tile (mma.m16n8k16).
+inline constexpr int64_t kMmaRows = 16;
+
+/// Elements per shared-memory row holding `cols` elements of `elementBytes`:
+/// rows with a power-of-two number (at least 2) of 16-byte chunks are
+/// XOR-swizzled and keep their width; others are padded by one chunk. Both
+/// put the 8 rows an ldmatrix reads in 8 different bank groups.
+inline int64_t getSharedRowElements(int64_t cols, int64_t elementBytes) {
+  int64_t chunkElems = 16 / elementBytes;
+  int64_t chunks = cols / chunkElems;
+  bool pow2 = chunks >= 2 && (chunks & (chunks - 1)) == 0;
+  return pow2 ? cols : cols + chunkElems;
+}
+
+struct GPUTileConfig {
+  int64_t group = 1;     // G: query heads packed into one tile
+  int64_t blockQ = 0;    // Br: query rows per head
+  int64_t blockKV = 0;   // Bc: keys per block
+  int64_t rowTiles = 0;  // 16-row MMA tiles of the G x Br rows
+  int64_t kvWarps = 1;   // warps sharing one KV block
+  int64_t headDim = 0, headDimV = 0;             // D, Dv
+  int64_t paddedHeadDim = 0, paddedHeadDimV = 0; // multiples of 16
+  int64_t elementBytes = 2;
+  int64_t stages = 2;
+  bool qInRegisters = true;
+
+  int64_t rows() const { return group * blockQ; }
+  int64_t warps() const { return rowTiles * kvWarps; }
+  int64_t threads() const { return 32 * warps(); }
+  /// Keys of one KV block that each kv warp handles.
+  int64_t warpKeys() const { return blockKV / kvWarps; }
+  /// Elements per shared-memory row of the Q/staging region.
+  int64_t tileRows() const { return kMmaRows * rowTiles; }
+
+  /// Byte offsets of the shared-memory regions: Q (also the output staging
+  /// area, f32 wide), then the K and V stages. The kv-warp merge reuses the
+  /// K/V region.
+  int64_t qRegionBytes() const {
+    return tileRows() *
+           std::max(getSharedRowElements(paddedHeadDim, elementBytes) *
+                        elementBytes,
+                    getSharedRowElements(paddedHeadDimV, 4) * 4);
+  }
+  int64_t kStageBytes() const {
+    return blockKV * getSharedRowElements(paddedHeadDim, elementBytes) *
+           elementBytes;
+  }
+  int64_t vStageBytes() const {
+    return blockKV * getSharedRowElements(paddedHeadDimV, elementBytes) *
+           elementBytes;
+  }
+  int64_t kvRegionBytes() const {
+    return stages * (kStageBytes() + vStageBytes());
+  }
+  /// f32 partial accumulators, maxima and sums of every kv warp.
+  int64_t mergeBytes() const {
+    return kvWarps > 1 ? kvWarps * tileRows() * (paddedHeadDimV + 2) * 4 : 0;
+  }
+  int64_t sharedBytes() const {
+    return qRegionBytes() + std::max(kvRegionBytes(), mergeBytes());
+  }
+};
+
+inline int64_t roundUpTo(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+/// Completes a configuration from its block sizes: the row tiles, the kv
+/// warps (as many as keep 4 warps busy and divide Bc into multiples of 16)
+/// and the padded head dims.
+inline GPUTileConfig makeGPUTileConfig(int64_t group, int64_t headDim,
+                                       int64_t headDimV, int64_t elementBytes,
+                                       int64_t blockQ, int64_t blockKV) {
+  GPUTileConfig c;
+  c.group = std::max<int64_t>(group, 1);
+  c.blockQ = blockQ;
+  c.blockKV = blockKV;
+  c.headDim = headDim;
+  c.headDimV = headDimV;
+  c.paddedHeadDim = roundUpTo(std::max<int64_t>(headDim, 1), 16);
+  c.paddedHeadDimV = roundUpTo(std::max<int64_t>(headDimV, 1), 16);
+  c.elementBytes = elementBytes;
+  c.rowTiles = std::max<int64_t>(1, (c.rows() + kMmaRows - 1) / kMmaRows);
+  c.kvWarps = 1;
+  for (int64_t kw = std::max<int64_t>(1, 4 / c.rowTiles); kw > 1; --kw) {
+    if (blockKV % (16 * kw) == 0) {
+      c.kvWarps = kw;
+      break;
+    }
+  }
+  c.qInRegisters = c.paddedHeadDim <= 128;
+  return c;
+}
+
+/// The default tiles of a kernel. `decode` selects the flash-decoding tile:
+/// Br small enough that the group's rows of a few queries fill one or two
+/// MMA tiles, the KV block split between kv warps.
+inline GPUTileConfig chooseGPUTiles(int64_t group, int64_t headDim,
+                                    int64_t headDimV, int64_t elementBytes,
+                                    bool decode) {
+  int64_t g = std::max<int64_t>(group, 1);
+  int64_t maxD = std::max(roundUpTo(headDim, 16), roundUpTo(headDimV, 16));
+  int64_t blockQ, blockKV;
+  if (decode) {
+    blockQ = g <= kMmaRows ? kMmaRows / g : 1;
+    int64_t rowTiles = (g * blockQ + kMmaRows - 1) / kMmaRows;
+    int64_t kvWarps = std::max<int64_t>(1, 4 / rowTiles);
+    int64_t warpKeys = maxD <= 64 ? 64 : maxD <= 128 ? 32 : 16;
+    blockKV = warpKeys * kvWarps;
+  } else {
+    int64_t rows = g <= 64 ? 64 : roundUpTo(g, kMmaRows);
+    blockQ = std::max<int64_t>(1, rows / g);
+    blockKV = maxD <= 64 ? 128 : maxD <= 128 ? 64 : 32;
+  }
+  return makeGPUTileConfig(g, headDim, headDimV, elementBytes, blockQ,
+                           blockKV);
+}
+
+/// Why `c` cannot be built within `sharedLimit` bytes of shared memory per
+/// block, or an empty string when it can.
+inline std::string checkGPUTileConfig(const GPUTileConfig &c,
+                                      int64_t sharedLimit) {
+  auto str = [](int64_t v) { return std::to_string(v); };
+  if (c.headDim > kMaxGPUHeadDim || c.headDimV > kMaxGPUHeadDim)
+    return "head dims D=" + str(c.headDim) + ", Dv=" + str(c.headDimV) +
+           " exceed the " + str(kMaxGPUHeadDim) +
+           " the GPU kernels support";
+  if (c.elementBytes != 2)
+    return "the GPU kernels take f16 or bf16 inputs, not " +
+           str(8 * c.elementBytes) + "-bit floats";
+  if (c.blockQ < 1 || c.rows() > kMaxGPUTileRows)
+    return "a Q tile of " + str(c.group) + " x " + str(c.blockQ) +
+           " rows is outside 1.." + str(kMaxGPUTileRows) + " rows";
+  if (c.blockKV < 16 || c.blockKV % (16 * c.kvWarps) != 0)
+    return "a KV block of " + str(c.blockKV) +
+           " keys is not a multiple of 16 per kv warp (" + str(c.kvWarps) +
+           " kv warps)";
+  if (c.warps() > 16)
+    return "the tile needs " + str(c.warps()) + " warps, more than 16";
+  if (c.sharedBytes() > sharedLimit)
+    return "a block of " + str(c.rows()) + " query rows x " +
+           str(c.blockKV) + " keys with D=" + str(c.headDim) +
+           ", Dv=" + str(c.headDimV) + " needs " + str(c.sharedBytes()) +
+           " bytes of shared memory, the target has " + str(sharedLimit);
+  return "";
+}
+
+} // namespace flashc
+
+#endif // FLASHC_TARGET_GPUSCHEDULE_H
