@@ -132,13 +132,15 @@ AttentionShape describe(TiledAttention t) {
   return s;
 }
 
-/// `[S] ++ sizes` of type f32.
+/// `[S] ++ sizes` of type f32 (S dynamic when `splits` is kDynamic).
 RankedTensorType partsType(int64_t splits, RankedTensorType type) {
   SmallVector<int64_t> shape = {splits};
   llvm::append_range(shape, type.getShape());
   return RankedTensorType::get(shape, Float32Type::get(type.getContext()));
 }
 
+/// Splits `t` into `splits` ranges, or into a launch-time number of ranges
+/// (flash.split_count) when `splits` is ShapedType::kDynamic.
 void splitKV(RewriterBase &rewriter, TiledAttention t, int64_t splits) {
   scf::ForallOp forall = t.forall;
   Location loc = forall.getLoc();
@@ -149,7 +151,13 @@ void splitKV(RewriterBase &rewriter, TiledAttention t, int64_t splits) {
   if (std::optional<int64_t> cst = getConstantIntValue(oldNk))
     nk = arith::ConstantIndexOp::create(rewriter, loc, *cst);
   Value bcVal = arith::ConstantIndexOp::create(rewriter, loc, bc);
-  Value sVal = arith::ConstantIndexOp::create(rewriter, loc, splits);
+  bool dynamic = ShapedType::isDynamic(splits);
+  Value sVal = dynamic ? SplitCountOp::create(rewriter, loc, rewriter.getIndexType())
+                             .getResult()
+                       : arith::ConstantIndexOp::create(rewriter, loc, splits)
+                             .getResult();
+  OpFoldResult sOfr = dynamic ? OpFoldResult(sVal)
+                              : OpFoldResult(rewriter.getIndexAttr(splits));
   // chunk = ceil(ceil(Nk / Bc) / S) * Bc keys per split.
   Value blocks = arith::CeilDivSIOp::create(rewriter, loc, nk, bcVal);
   Value chunk = arith::MulIOp::create(
@@ -166,7 +174,7 @@ void splitKV(RewriterBase &rewriter, TiledAttention t, int64_t splits) {
       type = RankedTensorType::get(type.getShape().drop_back(),
                                    type.getElementType());
     RankedTensorType ptype = partsType(splits, type);
-    SmallVector<OpFoldResult> sizes = {rewriter.getIndexAttr(splits)};
+    SmallVector<OpFoldResult> sizes = {sOfr};
     for (int64_t d = 0; d < type.getRank(); ++d)
       sizes.push_back(getDim(rewriter, loc, outs[0], d));
     parts.push_back(
@@ -174,7 +182,7 @@ void splitKV(RewriterBase &rewriter, TiledAttention t, int64_t splits) {
   }
 
   SmallVector<OpFoldResult> ubs = forall.getMixedUpperBound();
-  ubs.push_back(rewriter.getIndexAttr(splits));
+  ubs.push_back(sOfr);
   auto split = scf::ForallOp::create(rewriter, loc, ubs, parts,
                                      /*mapping=*/std::nullopt);
   split->setAttr(kTileLoopAttr, rewriter.getUnitAttr());
@@ -287,6 +295,12 @@ struct FlashSplitKVPass : flash::impl::FlashSplitKVBase<FlashSplitKVPass> {
           << static_cast<int64_t>(maxSeqQ);
       return signalPassFailure();
     }
+    if (dynamicSplits && splits != 0) {
+      getOperation()->emitError()
+          << "flash-split-kv: dynamic-splits excludes a fixed count (splits = "
+          << static_cast<int64_t>(splits) << ")";
+      return signalPassFailure();
+    }
     SmallVector<TiledAttention> matches;
     getOperation()->walk([&](scf::ForallOp forall) {
       if (std::optional<TiledAttention> t = matchTiled(forall))
@@ -294,6 +308,10 @@ struct FlashSplitKVPass : flash::impl::FlashSplitKVBase<FlashSplitKVPass> {
     });
     IRRewriter rewriter(&getContext());
     for (TiledAttention &t : matches) {
+      if (dynamicSplits) {
+        splitKV(rewriter, t, ShapedType::kDynamic);
+        continue;
+      }
       AttentionShape shape = describe(t);
       if (shape.seqQ > maxSeqQ)
         continue;

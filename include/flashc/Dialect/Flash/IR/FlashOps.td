@@ -333,4 +333,23 @@ def Flash_CombineOp : Flash_Op<"combine", [
   let hasVerifier = 1;
 }
 
+def Flash_SplitCountOp : Flash_Op<"split_count", [Pure]> {
+  let summary = "The number of KV splits, chosen when the kernel is launched";
+  let description = [{
+    The split count of a split-KV (flash-decoding) loop nest whose count is
+    not fixed at compile time. `flash-split-kv{dynamic-splits}` uses it as
+    the upper bound of the split dimension and the leading size of the
+    partial results; the GPU backend turns it into the kernels' `splits`
+    argument, which the runtime computes at launch from the CTA x wave model
+    and the actual sizes. A kernel compiled this way serves every KV length.
+
+    ```mlir
+    %s = flash.split_count
+    %chunk = arith.ceildivsi %blocks, %s : index
+    ```
+  }];
+  let results = (outs Index:$result);
+  let assemblyFormat = "attr-dict";
+}
+
 #endif // FLASHC_DIALECT_FLASH_IR_FLASHOPS_TD

@@ -161,10 +161,16 @@ def FlashSplitKV : Pass<"flash-split-kv"> {
     result. `S` is `splits`, or when 0 the count the CTA x wave model
     predicts fastest on the target (capped so that each split keeps at least
     one KV block).
+
+    With `dynamic-splits`, every tiled attention is split and `S` is a
+    `flash.split_count`: the count is chosen when the kernel is launched, so
+    one compiled kernel serves every KV length (the GPU backend makes it a
+    kernel argument).
   }];
   let dependentDialects = [
     "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect",
-    "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect"
+    "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::flash::FlashDialect"
   ];
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
@@ -172,7 +178,9 @@ def FlashSplitKV : Pass<"flash-split-kv"> {
     Option<"splits", "splits", "int64_t", /*default=*/"0",
            "Number of KV splits (0: chosen by the wave model)">,
     Option<"maxSeqQ", "max-seq-q", "int64_t", /*default=*/"16",
-           "Split only when the query length is at most this">
+           "Split only when the query length is at most this">,
+    Option<"dynamicSplits", "dynamic-splits", "bool", /*default=*/"false",
+           "Split every tiled attention with a count chosen at launch">
   ];
 }
 
