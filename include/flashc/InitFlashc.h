@@ -19,7 +19,8 @@ namespace flash {
 /// and their interface models into `registry`.
 void registerFlashcDialects(DialectRegistry &registry);
 
-/// Registers the LLVM IR translations the CPU JIT needs.
+/// Registers the LLVM IR translations the CPU JIT and the GPU pipeline need
+/// (the latter also the NVVM target that serialises gpu.modules).
 void registerFlashcTranslations(DialectRegistry &registry);
 
 /// Registers every upstream pass, every flash pass and conversion pass, and

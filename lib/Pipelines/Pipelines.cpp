@@ -31,13 +31,52 @@ int64_t PipelineConfig::getNumThreads() const {
   return cores ? cores : 1;
 }
 
+bool PipelineConfig::isGPU() const {
+  llvm::Expected<TargetInfo> t = TargetInfo::get(target);
+  if (!t) {
+    llvm::consumeError(t.takeError());
+    return false;
+  }
+  return t->isGPU();
+}
+
 std::string PipelineConfig::str() const {
-  return llvm::formatv("target={0} loop-order={1} block-q={2} block-kv={3} "
-                       "sram-bytes={4} splits={5} max-seq-q={6} kv-block={7} "
-                       "num-threads={8}",
-                       target, loopOrder, blockQ, blockKV, sramBytes, splits,
-                       maxSeqQ, kvBlock, numThreads)
-      .str();
+  std::string s =
+      llvm::formatv("target={0} loop-order={1} block-q={2} block-kv={3} "
+                    "sram-bytes={4} splits={5} max-seq-q={6} kv-block={7} "
+                    "num-threads={8}",
+                    target, loopOrder, blockQ, blockKV, sramBytes, splits,
+                    maxSeqQ, kvBlock, numThreads)
+          .str();
+  if (isGPU())
+    s += llvm::formatv(" dynamic-splits={0} ptx={1} format={2}",
+                       dynamicSplits ? 1 : 0,
+                       ptxVersion.empty() ? "ptx80" : ptxVersion, binaryFormat)
+             .str();
+  return s;
+}
+
+llvm::Error mlir::flash::checkChipPTXVersion(llvm::StringRef chip,
+                                             llvm::StringRef ptxVersion) {
+  unsigned version = 0;
+  if (!ptxVersion.starts_with("ptx") ||
+      ptxVersion.drop_front(3).getAsInteger(10, version) || version < 60)
+    return llvm::createStringError(
+        "malformed PTX ISA version '" + ptxVersion +
+        "'; expected e.g. ptx80 (PTX ISA 8.0)");
+  // What this LLVM and CUDA 13's ptxas accept (PTX ISA 7.0 introduced
+  // sm_80, 8.0 sm_90a; LLVM 22 emits up to 9.0).
+  unsigned minimum = chip == "sm_80" ? 70 : chip == "sm_90a" ? 80 : 0;
+  if (!minimum)
+    return llvm::createStringError("unknown GPU chip '" + chip +
+                                   "'; expected sm_80 or sm_90a");
+  if (version < minimum || version > 90)
+    return llvm::createStringError(
+        llvm::formatv("{0} needs a PTX ISA version from ptx{1} to ptx90, got "
+                      "{2}",
+                      chip, minimum, ptxVersion)
+            .str());
+  return llvm::Error::success();
 }
 
 llvm::Error PipelineConfig::validate() const {
@@ -63,21 +102,46 @@ llvm::Error PipelineConfig::validate() const {
   if (kvBlock <= 0)
     return llvm::createStringError(
         llvm::formatv("kv-block must be positive, got {0}", kvBlock).str());
+  if (isGPU()) {
+    if (llvm::Error e = checkChipPTXVersion(
+            target, ptxVersion.empty() ? "ptx80" : ptxVersion))
+      return e;
+    if (binaryFormat != "isa" && binaryFormat != "bin")
+      return llvm::createStringError("unknown binary format '" +
+                                     binaryFormat + "'; expected isa or bin");
+    if (dynamicSplits && splits != 0)
+      return llvm::createStringError(
+          llvm::formatv("dynamic-splits excludes a fixed split count ({0})",
+                        splits)
+              .str());
+  } else if (dynamicSplits) {
+    return llvm::createStringError(
+        "dynamic-splits is a GPU option; the CPU pipeline fixes its splits");
+  }
   return llvm::Error::success();
 }
 
-llvm::ArrayRef<llvm::StringRef> mlir::flash::pipelineStages() {
-  static const llvm::StringRef stages[] = {"fuse",       "online", "tiled",
-                                           "bufferized", "cpu",    "llvm"};
-  return stages;
+llvm::ArrayRef<llvm::StringRef>
+mlir::flash::pipelineStages(llvm::StringRef target) {
+  static const llvm::StringRef cpu[] = {"fuse",       "online", "tiled",
+                                        "bufferized", "cpu",    "llvm"};
+  static const llvm::StringRef gpu[] = {"fuse", "online", "tiled",
+                                        "gpu",  "nvvm",   "binary"};
+  if (target == "sm_80" || target == "sm_90a")
+    return gpu;
+  return cpu;
 }
 
-llvm::Error mlir::flash::checkStage(llvm::StringRef stage) {
-  if (llvm::is_contained(pipelineStages(), stage))
+llvm::Error mlir::flash::checkStage(llvm::StringRef stage,
+                                    llvm::StringRef target) {
+  llvm::ArrayRef<llvm::StringRef> stages = pipelineStages(target);
+  if (llvm::is_contained(stages, stage))
     return llvm::Error::success();
-  return llvm::createStringError("unknown stage '" + stage + "'; expected " +
-                                 "fuse, online, tiled, bufferized, cpu or " +
-                                 "llvm");
+  std::string names;
+  for (auto [i, s] : llvm::enumerate(stages))
+    names += (i == 0 ? "" : i + 1 == stages.size() ? " or " : ", ") + s.str();
+  return llvm::createStringError("unknown stage '" + stage + "' for target " +
+                                 target + "; expected " + names);
 }
 
 /// Appends an upstream textual pipeline (a comma-separated pass list
@@ -117,6 +181,7 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
     split.target = c.target;
     split.splits = c.splits;
     split.maxSeqQ = c.maxSeqQ;
+    split.dynamicSplits = c.dynamicSplits;
     pm.addPass(createFlashSplitKV(split));
     pm.addPass(createFlashCausalSkip());
     // Fold the index arithmetic the three passes left, so that later passes
@@ -157,7 +222,35 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
             "convert-openmp-to-llvm,convert-to-llvm,"
             "reconcile-unrealized-casts");
   }
-  return checkStage(stage);
+  if (stage == "gpu") {
+    FlashToNVGPUOptions o;
+    o.target = c.target;
+    pm.addPass(createFlashToNVGPU(o));
+    return llvm::Error::success();
+  }
+  if (stage == "nvvm") {
+    // The upstream GPU-to-NVVM lowering for device code only (no host code
+    // is left: the runtime launches the kernels), with bare pointers.
+    std::string ptx = c.ptxVersion.empty() ? "ptx80" : c.ptxVersion;
+    return addTextual(
+        pm, llvm::formatv(
+                "convert-nvgpu-to-nvvm,convert-vector-to-scf,"
+                "convert-scf-to-cf,convert-nvvm-to-llvm,expand-strided-metadata,"
+                "nvvm-attach-target{{chip={0} features=+{1} O=3},lower-affine,"
+                "convert-arith-to-llvm,convert-index-to-llvm{{index-bitwidth=64},"
+                "canonicalize,cse,gpu.module(convert-gpu-to-nvvm{{"
+                "use-bare-ptr-memref-call-conv=true index-bitwidth=64},"
+                "canonicalize,cse,reconcile-unrealized-casts)",
+                c.target, ptx)
+                .str());
+  }
+  if (stage == "binary") {
+    return addTextual(
+        pm, llvm::formatv("gpu-module-to-binary{{format={0} toolkit={1}}",
+                          c.binaryFormat, c.toolkitPath)
+                .str());
+  }
+  return checkStage(stage, c.target);
 }
 
 llvm::Error mlir::flash::buildPipeline(OpPassManager &pm,
@@ -166,9 +259,9 @@ llvm::Error mlir::flash::buildPipeline(OpPassManager &pm,
   if (llvm::Error e = config.validate())
     return e;
   if (!last.empty())
-    if (llvm::Error e = checkStage(last))
+    if (llvm::Error e = checkStage(last, config.target))
       return e;
-  for (llvm::StringRef stage : pipelineStages()) {
+  for (llvm::StringRef stage : pipelineStages(config.target)) {
     if (llvm::Error e = buildStage(pm, stage, config))
       return e;
     if (stage == last)
@@ -179,7 +272,7 @@ llvm::Error mlir::flash::buildPipeline(OpPassManager &pm,
 
 PipelineConfig FlashPipelineOptions::toConfig() const {
   PipelineConfig c;
-  c.target = target;
+  c.target = chip.empty() ? std::string(target) : std::string(chip);
   c.loopOrder = loopOrder;
   c.blockQ = blockQ;
   c.blockKV = blockKV;
@@ -187,6 +280,10 @@ PipelineConfig FlashPipelineOptions::toConfig() const {
   c.splits = splits;
   c.maxSeqQ = maxSeqQ;
   c.numThreads = numThreads;
+  c.dynamicSplits = dynamicSplits;
+  c.ptxVersion = ptxVersion;
+  c.binaryFormat = binaryFormat;
+  c.toolkitPath = toolkitPath;
   return c;
 }
 
@@ -208,9 +305,12 @@ struct InvalidPipelinePass
 } // namespace
 
 void mlir::flash::registerFlashPipelines() {
-  auto build = [](llvm::StringRef last) {
-    return [last](OpPassManager &pm, const FlashPipelineOptions &options) {
-      if (llvm::Error e = buildPipeline(pm, options.toConfig(), last)) {
+  auto build = [](llvm::StringRef last, bool gpu = false) {
+    return [last, gpu](OpPassManager &pm, const FlashPipelineOptions &options) {
+      PipelineConfig config = options.toConfig();
+      if (gpu && config.target == "cpu")
+        config.target = "sm_80";
+      if (llvm::Error e = buildPipeline(pm, config, last)) {
         pm.clear();
         pm.addPass(std::make_unique<InvalidPipelinePass>(
             "invalid flash pipeline options: " + llvm::toString(std::move(e))));
@@ -227,4 +327,9 @@ void mlir::flash::registerFlashPipelines() {
       "The whole CPU pipeline: the naive graph or flash.attention to the "
       "LLVM dialect",
       build("llvm"));
+  PassPipelineRegistration<FlashPipelineOptions>(
+      "flash-gpu-pipeline",
+      "The whole GPU pipeline: the naive graph or flash.attention to a "
+      "gpu.binary of PTX kernels (chip=sm_80 by default, or sm_90a)",
+      build("binary", /*gpu=*/true));
 }

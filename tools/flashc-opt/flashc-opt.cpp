@@ -16,6 +16,8 @@ int main(int argc, char **argv) {
 
   mlir::DialectRegistry registry;
   mlir::flash::registerFlashcDialects(registry);
+  // flash-gpu-pipeline serialises gpu.modules to PTX.
+  mlir::flash::registerFlashcTranslations(registry);
 
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "flashc optimizer driver\n", registry));

@@ -78,4 +78,53 @@ def FlashApproximateMath : Pass<"flash-approximate-math"> {
   ];
 }
 
+def FlashToNVGPU : Pass<"flash-to-nvgpu", "::mlir::ModuleOp"> {
+  let summary = "Build FlashAttention-2 GPU kernels from the tiled IR";
+  let description = [{
+    The GPU backend's expansion of the tiled IR (after flash-tile,
+    flash-split-kv and flash-causal-skip, on tensors). For each function
+    holding a `flash.tile_loop`, builds in `gpu.module @flash_kernels`:
+
+    - `<func>_fwd`: one CTA per iteration of the tile loop (the grid is the
+      product of its bounds). The CTA evaluates the tiled IR's own index
+      arithmetic (tile offsets, the bounds of the unmasked and masked KV
+      loops, the causal mask offsets, the split ranges), cloned into the
+      kernel, and expands the block-level ops into warp-level code: K and V
+      blocks double-buffered in swizzled shared memory by `cp.async`
+      (`nvgpu.device_async_copy`), fragments by `nvgpu.ldmatrix` (transposed
+      for V), `mma.sync` m16n8k16 with f32 accumulation (`nvgpu.mma.sync` for
+      f16, `nvvm.mma.sync` for bf16), the online softmax in registers with
+      `gpu.shuffle xor` row reductions and `ex2.approx`, P repacked from the
+      S accumulators as the A operand of P V, and the deferred
+      normalisation, log-sum-exp and 16-byte stores in the epilogue. Each
+      warp owns 16-row MMA tiles (split-Q); decode tiles split a KV block
+      between warps and merge their states through shared memory.
+    - `<func>_combine`, when the KV loop was split: the log-sum-exp merge of
+      the f32 partials, one warp per output row.
+
+    Every kernel takes the same arguments: `q, k, v, out` (element type of
+    Q), `lse, ws_out, ws_lse` (f32), then `batch, seq_q, seq_kv, splits`
+    and the (batch, head, row) strides of `q, k, v, out`, as i64; all
+    pointers are bare and 16-byte aligned. Each carries `flash.grid` (an
+    expression in `B`, `Nq`, `Nk` and `splits`), `flash.block`,
+    `flash.shared_bytes` and `flash.tile` for the runtime. The host function
+    is erased.
+
+    Fails with a diagnostic on f32 inputs, dynamic head counts or head
+    dims, head dims that are not multiples of 8 or exceed 256, and tiles
+    whose shared memory exceeds the target's.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::nvgpu::NVGPUDialect", "::mlir::NVVM::NVVMDialect",
+    "::mlir::scf::SCFDialect", "::mlir::ub::UBDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"sm_80\"",
+           "sm_80 or sm_90a: the shared-memory budget of a block">
+  ];
+}
+
 #endif // FLASHC_CONVERSION_PASSES_TD

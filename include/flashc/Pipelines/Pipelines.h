@@ -4,15 +4,20 @@
 // options struct: the C++ API fills it directly, and `flashc-opt` parses it
 // from `--flash-cpu-pipeline="target=cpu block-kv=128 ..."`.
 //
-// Stages, in order (each name is also a `--stop-after` point):
+// Stages, in order (each name is also a `--stop-after` point). Shared:
 //   fuse        graph -> flash.attention               (flash-fuse-attention)
 //   online      flash.attention -> online KV loop      (flash-online-softmax)
 //   tiled       tiles, splits and causal bounds        (flash-tile,
 //                                                       flash-split-kv,
 //                                                       flash-causal-skip)
+// then for the CPU:
 //   bufferized  tensors -> memrefs, deallocations      (one-shot-bufferize)
 //   cpu         block ops -> vector code, OpenMP       (flash-expand-to-cpu)
 //   llvm        LLVM dialect                           (convert-to-llvm)
+// or for a GPU (sm_80, sm_90a):
+//   gpu         gpu.module of nvgpu/nvvm kernels       (flash-to-nvgpu)
+//   nvvm        the kernels in the LLVM/NVVM dialects  (convert-gpu-to-nvvm)
+//   binary      gpu.binary holding PTX (or a cubin)    (gpu-module-to-binary)
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,6 +54,19 @@ struct PipelineConfig {
   int64_t kvBlock = 128;
   /// Worker threads of the CPU code; 0: all cores.
   int64_t numThreads = 0;
+  /// GPU: split decode shapes with a count chosen at launch
+  /// (flash.split_count) instead of a fixed one.
+  bool dynamicSplits = false;
+  /// GPU: the PTX ISA version, e.g. "ptx80"; empty: the default for the
+  /// chip (ptx80).
+  std::string ptxVersion;
+  /// GPU: "isa" (PTX text) or "bin" (a cubin, assembled by the toolkit's
+  /// ptxas) in the final gpu.binary.
+  std::string binaryFormat = "isa";
+  /// GPU: the CUDA toolkit (ptxas, libdevice).
+  std::string toolkitPath = "/usr/local/cuda";
+
+  bool isGPU() const;
 
   /// The worker threads the CPU code uses: numThreads, or every core.
   int64_t getNumThreads() const;
@@ -59,11 +77,16 @@ struct PipelineConfig {
   llvm::Error validate() const;
 };
 
-/// The stage names, in pipeline order.
-llvm::ArrayRef<llvm::StringRef> pipelineStages();
+/// The stage names of `target`'s pipeline, in order.
+llvm::ArrayRef<llvm::StringRef> pipelineStages(llvm::StringRef target = "cpu");
 
-/// Fails, naming the stages, unless `stage` is one of them.
-llvm::Error checkStage(llvm::StringRef stage);
+/// Fails, naming the stages, unless `stage` is one of `target`'s.
+llvm::Error checkStage(llvm::StringRef stage, llvm::StringRef target = "cpu");
+
+/// Checks that `chip` (sm_80, sm_90a) accepts PTX ISA `ptxVersion`
+/// ("ptx80"); LLVM would otherwise abort the process.
+llvm::Error checkChipPTXVersion(llvm::StringRef chip,
+                                llvm::StringRef ptxVersion);
 
 /// Adds the passes of one stage to `pm` (anchored on the module).
 llvm::Error buildStage(OpPassManager &pm, llvm::StringRef stage,
@@ -78,6 +101,10 @@ struct FlashPipelineOptions : public PassPipelineOptions<FlashPipelineOptions> {
   Option<std::string> target{*this, "target",
                              llvm::cl::desc("cpu, sm_80 or sm_90a"),
                              llvm::cl::init("cpu")};
+  Option<std::string> chip{
+      *this, "chip",
+      llvm::cl::desc("GPU chip (sm_80, sm_90a); sets the target"),
+      llvm::cl::init("")};
   Option<std::string> loopOrder{*this, "loop-order",
                                 llvm::cl::desc("fa2 or algorithm1"),
                                 llvm::cl::init("fa2")};
@@ -99,12 +126,26 @@ struct FlashPipelineOptions : public PassPipelineOptions<FlashPipelineOptions> {
   Option<int64_t> numThreads{*this, "num-threads",
                              llvm::cl::desc("CPU threads (0: all cores)"),
                              llvm::cl::init(0)};
+  Option<bool> dynamicSplits{
+      *this, "dynamic-splits",
+      llvm::cl::desc("GPU: split decode shapes at launch"),
+      llvm::cl::init(false)};
+  Option<std::string> ptxVersion{
+      *this, "ptx", llvm::cl::desc("GPU: PTX ISA version (e.g. ptx80)"),
+      llvm::cl::init("")};
+  Option<std::string> binaryFormat{
+      *this, "format", llvm::cl::desc("GPU: isa (PTX) or bin (cubin)"),
+      llvm::cl::init("isa")};
+  Option<std::string> toolkitPath{
+      *this, "toolkit", llvm::cl::desc("GPU: CUDA toolkit path"),
+      llvm::cl::init("/usr/local/cuda")};
 
   PipelineConfig toConfig() const;
 };
 
-/// Registers `flash-attention-pipeline` (graph to tiled tensors) and
-/// `flash-cpu-pipeline` (graph to the LLVM dialect) with flashc-opt.
+/// Registers `flash-attention-pipeline` (graph to tiled tensors),
+/// `flash-cpu-pipeline` (graph to the LLVM dialect) and
+/// `flash-gpu-pipeline` (graph to a gpu.binary) with flashc-opt.
 void registerFlashPipelines();
 
 } // namespace flash

@@ -1,0 +1,103 @@
+//===- AttentionKernel.h - Warp-level code of the GPU kernels ---*- C++ -*-===//
+//
+// The register-level half of flash-to-nvgpu. The pass lifts what the tiled
+// IR says a CTA computes (its Q tile, its KV loops with their bounds and
+// masks, where the result goes) into a ForwardKernelSpec of kernel values;
+// this emitter writes the FlashAttention-2 body of the CTA from it: cp.async
+// double buffering of K and V in swizzled shared memory, ldmatrix fragments,
+// mma.sync for S = Q K^T and O += P V, the online softmax in registers with
+// quad shuffles, and the epilogue. `emitCombineBody` writes the split-KV
+// merge kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_LIB_CONVERSION_FLASHTONVGPU_ATTENTIONKERNEL_H
+#define FLASHC_LIB_CONVERSION_FLASHTONVGPU_ATTENTIONKERNEL_H
+
+#include "flashc/Target/GPUSchedule.h"
+
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/Value.h"
+
+#include <functional>
+
+namespace mlir {
+namespace flash {
+namespace gpu_kernel {
+
+/// A tile of rows (g, r) inside a flat global buffer: element (g, r, c) is
+/// at `base + g * groupStride + r * rowStride + c`.
+struct TileAddress {
+  Value buffer; // a 1-D memref kernel argument
+  Value base;   // index
+  Value groupStride, rowStride;
+};
+
+/// What the body of one KV loop needs for the iteration at key `j`: the
+/// keys of the block that are valid (the rest are masked) and, for a
+/// masked (causal diagonal) loop, the mask offset `o` of flash.attention_step
+/// (column c is masked for row r when c > r + o).
+struct BlockValues {
+  Value validKeys;
+  Value maskOffset; // null when the loop is not masked
+};
+
+struct KVLoop {
+  Value lower, upper; // key range, index
+  bool masked = false;
+  /// Materialises the block values at the current insertion point.
+  std::function<BlockValues(ImplicitLocOpBuilder &, Value j)> blockValues;
+};
+
+struct ForwardKernelSpec {
+  flashc::GPUTileConfig config;
+  Type elementType; // f16 or bf16 (Q, K, V)
+  Type outType;     // the element type of `out` (elementType, or f32)
+  double scale = 1.0;
+
+  TileAddress q;
+  Value qRows; // valid rows per head of the Q tile
+
+  /// K and V: the block at key j starts at `base0 + j * rowStride`; keys at
+  /// or beyond `seqKV` are never read.
+  Value kBuffer, vBuffer;
+  Value kBase0, vBase0, kRowStride, vRowStride;
+  Value seqKV;
+
+  llvm::SmallVector<KVLoop> loops;
+
+  TileAddress out;
+  /// The log-sum-exp tile (its rowStride used, groupStride per head); null
+  /// buffer when not written.
+  TileAddress lse;
+};
+
+/// Emits the body of the forward kernel (everything between the CTA's
+/// index computations and the return) at the builder's insertion point.
+/// `shared` is the dynamic shared memory as `memref<N x i8, workgroup>`.
+void emitForwardBody(ImplicitLocOpBuilder &b, const ForwardKernelSpec &spec,
+                     Value shared);
+
+struct CombineKernelSpec {
+  Type outType;
+  int64_t headDimV = 0;
+  int64_t warps = 4;
+  /// Rows: r = (b * heads + h) * seqQ + n.
+  int64_t heads = 0;
+  Value seqQ, rows, splits;
+  /// parts[s][r][c] at (s * rows + r) * headDimV + c; partLse[s][r] at
+  /// s * rows + r.
+  Value parts, partLse;
+  /// out[b, h, n, c] at b * s0 + h * s1 + n * s2 + c.
+  Value out, outStrideB, outStrideH, outStrideN;
+  Value lse; // null when not written; contiguous [B, H, Nq]
+};
+
+/// Emits the body of the combine kernel: one warp per output row.
+void emitCombineBody(ImplicitLocOpBuilder &b, const CombineKernelSpec &spec);
+
+} // namespace gpu_kernel
+} // namespace flash
+} // namespace mlir
+
+#endif // FLASHC_LIB_CONVERSION_FLASHTONVGPU_ATTENTIONKERNEL_H

@@ -1,0 +1,1008 @@
+//===- FlashToNVGPU.cpp - GPU kernels from the tiled IR -------------------===//
+//
+// Implements `flash-to-nvgpu`. The input is the tiled IR every backend
+// shares (after flash-tile, flash-split-kv and flash-causal-skip, on
+// tensors):
+//
+//   scf.forall (b, h, qi[, s]) {flash.tile_loop} shared_outs(out[, lse]) {
+//     Q tile = extract_slice Q[...]
+//     scf.for j {flash.kv_loop} { flash.attention_step Q tile, K[j], V[j] }
+//     ... (an unmasked and a masked loop when causal)
+//     flash.finalize into slices of the shared outputs
+//   }
+//   [flash.combine of the split partials]
+//
+// The pass builds one `gpu.module @flash_kernels` holding, per function,
+// the forward kernel `<func>_fwd` (one CTA per iteration of the forall) and,
+// when the KV loop is split, `<func>_combine`; then it erases the host
+// function, whose launches the runtime performs.
+//
+// The algorithm is not re-derived here: the kernel evaluates the tiled IR's
+// own index computations. Its loop bounds, the causal mask offsets, the
+// split ranges and the tile offsets are the tiled IR's scalar arithmetic,
+// cloned into the kernel with the forall's induction variables bound to the
+// block index and the tensor sizes bound to kernel arguments. Only the
+// block-level ops become warp-level code (AttentionKernel.cpp).
+//
+// Every kernel has the same arguments, so that the runtime passes one list
+// to all of them:
+//
+//   q, k, v, out : memref<N x f16|bf16>    (bare pointers, 16-byte aligned)
+//   lse, ws_out, ws_lse : memref<N x f32>   (null when unused)
+//   batch, seq_q, seq_kv, splits : i64
+//   strides (batch, head, row) of q, k, v, out : 12 x i64  (unit innermost)
+//
+// and carries its launch in attributes: `flash.grid` (an expression in B,
+// Nq, Nk and splits), `flash.block` threads and `flash.shared_bytes`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttentionKernel.h"
+
+#include "../../Dialect/Flash/Transforms/AttentionUtils.h"
+
+#include "flashc/Conversion/Passes.h"
+#include "flashc/Dialect/Flash/IR/FlashOps.h"
+#include "flashc/Target/GPUSchedule.h"
+#include "flashc/Target/TargetInfo.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace mlir {
+namespace flash {
+#define GEN_PASS_DEF_FLASHTONVGPU
+#include "flashc/Conversion/Passes.h.inc"
+} // namespace flash
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::flash;
+using namespace mlir::flash::gpu_kernel;
+
+namespace {
+
+/// A static size large enough for any buffer: the bare-pointer convention
+/// needs static memref types, and the kernels index them with i64.
+constexpr int64_t kBufferElements = int64_t(1) << 40;
+
+enum class Role { Q, K, V, Out, Lse, WsOut, WsLse };
+
+/// The kernel arguments, in ABI order.
+enum Arg : unsigned {
+  ArgQ,
+  ArgK,
+  ArgV,
+  ArgOut,
+  ArgLse,
+  ArgWsOut,
+  ArgWsLse,
+  ArgBatch,
+  ArgSeqQ,
+  ArgSeqKV,
+  ArgSplits,
+  ArgStrides, // 12 strides: q, k, v, out x (batch, head, row)
+  kNumArgs = ArgStrides + 12,
+};
+
+/// The pieces of one tiled attention.
+struct TiledAttention {
+  func::FuncOp func;
+  scf::ForallOp forall;
+  SmallVector<scf::ForOp> loops;
+  SmallVector<AttentionStepOp> steps;
+  FinalizeOp finalize;
+  CombineOp combine; // null when not split
+  tensor::ExtractSliceOp qSlice;
+  /// The tensors the kernel reads and writes, by role: function arguments
+  /// (or their to_tensor), and the initial values of the forall's shared
+  /// outputs and of the combine's destinations.
+  DenseMap<Value, Role> roots;
+  Value qRoot, kRoot, vRoot;
+  /// The forall output feeding each finalize destination, and its role.
+  SmallVector<Role> outputRoles;
+};
+
+/// Strips bufferization.to_tensor.
+Value stripToTensor(Value v) {
+  if (auto t = v.getDefiningOp<bufferization::ToTensorOp>())
+    return t.getBuffer();
+  return v;
+}
+
+/// Diagnoses unsupported structure with the op at fault.
+struct MatchError {
+  Operation *op = nullptr;
+  std::string message;
+};
+
+FailureOr<TiledAttention> analyze(func::FuncOp func, scf::ForallOp forall,
+                                  MatchError &err) {
+  auto fail = [&](Operation *op, const Twine &msg) {
+    err.op = op;
+    err.message = msg.str();
+    return failure();
+  };
+  TiledAttention t;
+  t.func = func;
+  t.forall = forall;
+  if (forall.getRank() != 3 && forall.getRank() != 4)
+    return fail(forall, "expected a tiled loop over (batch, kv-head, q-block"
+                        "[, split]), found rank " +
+                            Twine(forall.getRank()));
+  for (Operation &op : forall.getBody()->without_terminator()) {
+    if (auto loop = dyn_cast<scf::ForOp>(op); loop && loop->hasAttr(kKVLoopAttr)) {
+      AttentionStepOp step = getKVLoopStep(loop);
+      if (!step)
+        return fail(loop, "a KV loop must hold exactly one "
+                          "flash.attention_step");
+      t.loops.push_back(loop);
+      t.steps.push_back(step);
+    } else if (auto fin = dyn_cast<FinalizeOp>(op)) {
+      if (t.finalize)
+        return fail(fin, "one flash.finalize per tile expected");
+      t.finalize = fin;
+    } else if (isa<scf::ForOp, scf::ForallOp, AttentionStepOp, CombineOp>(op)) {
+      return fail(&op, "unexpected loop or flash op in the tile loop; run "
+                       "the algorithm in FA2 order (loop-order=fa2)");
+    }
+  }
+  if (t.loops.empty() || !t.finalize)
+    return fail(forall, "a tile loop needs a KV loop and a flash.finalize");
+  AttentionStepOp first = t.steps.front();
+  if (!isa<RankedTensorType>(first.getQuery().getType()))
+    return fail(first, "flash-to-nvgpu runs on tensors, before "
+                       "bufferization");
+  for (AttentionStepOp step : t.steps) {
+    if (step.getKeyTransposed())
+      return fail(step, "the GPU kernels read K untransposed; do not run "
+                        "flash-cpu-transpose-keys");
+    if (step.getQuery() != first.getQuery() ||
+        step.getScaleAttr() != first.getScaleAttr())
+      return fail(step, "the KV loops of a tile must share its Q tile and "
+                        "scale");
+  }
+  t.qSlice = first.getQuery().getDefiningOp<tensor::ExtractSliceOp>();
+  if (!t.qSlice || !forall->isAncestor(t.qSlice))
+    return fail(first, "the Q tile must be a slice of the query taken in the "
+                       "tile loop");
+  // The loops chain their state; the finalize reads the last one's.
+  for (size_t i = 1; i < t.loops.size(); ++i)
+    if (t.loops[i].getInitArgs() != ValueRange(t.loops[i - 1].getResults()))
+      return fail(t.loops[i], "the KV loops of a tile must carry one state");
+  scf::ForOp last = t.loops.back();
+  if (t.finalize.getAcc() != last.getResult(0) ||
+      t.finalize.getMax() != last.getResult(1) ||
+      t.finalize.getSum() != last.getResult(2))
+    return fail(t.finalize, "the finalize must read the last KV loop's "
+                            "state");
+
+  // Inputs.
+  t.qRoot = stripToTensor(t.qSlice.getSource());
+  for (auto [loop, step] : llvm::zip(t.loops, t.steps)) {
+    for (Value operand : {step.getKey(), step.getValue()}) {
+      auto slice = operand.getDefiningOp<tensor::ExtractSliceOp>();
+      if (!slice || slice->getParentOp() != loop)
+        return fail(step, "K and V blocks must be slices taken in the KV "
+                          "loop");
+    }
+    Value k = stripToTensor(
+        step.getKey().getDefiningOp<tensor::ExtractSliceOp>().getSource());
+    Value v = stripToTensor(
+        step.getValue().getDefiningOp<tensor::ExtractSliceOp>().getSource());
+    if ((t.kRoot && t.kRoot != k) || (t.vRoot && t.vRoot != v))
+      return fail(step, "the KV loops of a tile must read one K and one V");
+    t.kRoot = k;
+    t.vRoot = v;
+  }
+  for (Value root : {t.qRoot, t.kRoot, t.vRoot}) {
+    auto arg = dyn_cast<BlockArgument>(root);
+    if (!arg || arg.getOwner()->getParentOp() != func)
+      return fail(first, "Q, K and V must be arguments of the function");
+  }
+  t.roots[t.qRoot] = Role::Q;
+  t.roots[t.kRoot] = Role::K;
+  t.roots[t.vRoot] = Role::V;
+
+  // Outputs: the finalize writes slices of the forall's shared outputs.
+  for (Value dest : t.finalize.getDpsInits()) {
+    auto slice = dest.getDefiningOp<tensor::ExtractSliceOp>();
+    auto arg = slice ? dyn_cast<BlockArgument>(slice.getSource()) : nullptr;
+    if (!arg || arg.getOwner() != forall.getBody())
+      return fail(t.finalize, "the finalize must write slices of the tile "
+                              "loop's shared outputs");
+  }
+  for (Operation *user : forall->getUsers())
+    if (auto c = dyn_cast<CombineOp>(user))
+      t.combine = c;
+  unsigned nOut = forall.getNumResults();
+  if (t.combine) {
+    if (nOut != 2 || t.combine.getParts() != forall.getResult(0) ||
+        t.combine.getPartLse() != forall.getResult(1))
+      return fail(t.combine, "the combine must merge the tile loop's two "
+                             "outputs");
+    t.outputRoles = {Role::WsOut, Role::WsLse};
+    t.roots[forall.getOutputs()[0]] = Role::WsOut;
+    t.roots[forall.getOutputs()[1]] = Role::WsLse;
+    t.roots[t.combine.getOut()] = Role::Out;
+    if (t.combine.getLse())
+      t.roots[t.combine.getLse()] = Role::Lse;
+  } else {
+    if (nOut < 1 || nOut > 2)
+      return fail(forall, "expected one or two shared outputs");
+    t.outputRoles = {Role::Out};
+    t.roots[forall.getOutputs()[0]] = Role::Out;
+    if (nOut == 2) {
+      t.outputRoles.push_back(Role::Lse);
+      t.roots[forall.getOutputs()[1]] = Role::Lse;
+    }
+  }
+  return t;
+}
+
+//===----------------------------------------------------------------------===//
+// Lifting host values into the kernel
+//===----------------------------------------------------------------------===//
+
+/// A buffer the kernel addresses: its argument, per-dimension strides
+/// (elements) and sizes, as kernel values.
+struct Buffer {
+  Value memref;
+  SmallVector<Value> strides;
+};
+
+/// Clones the tiled IR's scalar index computations into the kernel.
+class Lifter {
+public:
+  Lifter(ImplicitLocOpBuilder &b, TiledAttention &t, ValueRange args,
+         MatchError &err)
+      : b(b), t(t), args(args), err(err) {}
+
+  ImplicitLocOpBuilder &b;
+  TiledAttention &t;
+  ValueRange args;
+  MatchError &err;
+  IRMapping map;
+
+  Value arg(unsigned i) { return args[i]; }
+  Value index(Value i64) {
+    return arith::IndexCastOp::create(b, b.getIndexType(), i64);
+  }
+  Value cst(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+
+  Value fail(Operation *op, const Twine &msg) {
+    if (!err.op) {
+      err.op = op;
+      err.message = msg.str();
+    }
+    return Value();
+  }
+
+  /// The kernel value of a host index value.
+  Value get(Value host) {
+    if (Value mapped = map.lookupOrNull(host))
+      return mapped;
+    Operation *def = host.getDefiningOp();
+    if (!def)
+      return fail(t.forall, "flash-to-nvgpu: a block argument the kernel "
+                            "cannot compute");
+    Value result;
+    if (auto dim = dyn_cast<tensor::DimOp>(def)) {
+      std::optional<int64_t> i = dim.getConstantIndex();
+      if (!i)
+        return fail(def, "a tensor.dim with a dynamic index");
+      result = dimOf(dim.getSource(), *i);
+    } else if (isa<SplitCountOp>(def)) {
+      result = index(arg(ArgSplits));
+    } else if (isa<arith::ArithDialect, affine::AffineDialect>(
+                   def->getDialect()) &&
+               def->getNumRegions() == 0 && isMemoryEffectFree(def)) {
+      IRMapping local;
+      for (Value operand : def->getOperands()) {
+        Value v = get(operand);
+        if (!v)
+          return Value();
+        local.map(operand, v);
+      }
+      Operation *clone = b.clone(*def, local);
+      for (auto [h, k] : llvm::zip(def->getResults(), clone->getResults()))
+        map.map(h, k);
+      return map.lookup(host);
+    } else {
+      return fail(def, "flash-to-nvgpu cannot compute this value in the "
+                       "kernel");
+    }
+    if (result)
+      map.map(host, result);
+    return result;
+  }
+
+  Value get(OpFoldResult ofr) {
+    if (auto attr = dyn_cast<Attribute>(ofr))
+      return cst(cast<IntegerAttr>(attr).getInt());
+    return get(cast<Value>(ofr));
+  }
+
+  /// Size `i` of a root of role `role` whose type is `type`.
+  Value rootDim(Role role, ShapedType type, int64_t i) {
+    if (!type.isDynamicDim(i))
+      return cst(type.getDimSize(i));
+    switch (role) {
+    case Role::Q:
+    case Role::K:
+    case Role::V:
+    case Role::Out:
+    case Role::Lse:
+      if (i == 0)
+        return index(arg(ArgBatch));
+      if (i == 2)
+        return index(arg(role == Role::K || role == Role::V ? ArgSeqKV
+                                                            : ArgSeqQ));
+      break;
+    default:
+      break;
+    }
+    return fail(t.forall, "the GPU kernels need static head counts and head "
+                          "dims (dimension " +
+                              Twine(i) + " is dynamic)");
+  }
+
+  /// The kernel value of size `i` of a host tensor.
+  Value dimOf(Value host, int64_t i) {
+    auto type = cast<ShapedType>(host.getType());
+    if (!type.isDynamicDim(i))
+      return cst(type.getDimSize(i));
+    Value root = stripToTensor(host);
+    if (auto it = t.roots.find(root);
+        it != t.roots.end() && isa<BlockArgument>(root))
+      return rootDim(it->second, cast<ShapedType>(root.getType()), i);
+    if (auto arg = dyn_cast<BlockArgument>(host)) {
+      Operation *owner = arg.getOwner()->getParentOp();
+      if (auto forall = dyn_cast<scf::ForallOp>(owner))
+        if (OpOperand *init = forall.getTiedOpOperand(arg))
+          return dimOf(init->get(), i);
+      if (auto loop = dyn_cast<scf::ForOp>(owner))
+        if (OpOperand *init = loop.getTiedLoopInit(arg))
+          return dimOf(init->get(), i);
+      return fail(t.forall, "the size of a block argument");
+    }
+    Operation *def = host.getDefiningOp();
+    if (auto slice = dyn_cast<tensor::ExtractSliceOp>(def)) {
+      llvm::SmallBitVector dropped = slice.getDroppedDims();
+      int64_t kept = -1;
+      for (int64_t d = 0; d < static_cast<int64_t>(dropped.size()); ++d)
+        if (!dropped[d] && ++kept == i)
+          return get(slice.getMixedSizes()[d]);
+    } else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(def)) {
+      return get(expand.getMixedOutputShape()[i]);
+    } else if (auto empty = dyn_cast<tensor::EmptyOp>(def)) {
+      return get(empty.getMixedSizes()[i]);
+    } else if (auto dps = dyn_cast<DestinationStyleOpInterface>(def)) {
+      return dimOf(dps.getTiedOpOperand(cast<OpResult>(host))->get(), i);
+    } else if (auto forall = dyn_cast<scf::ForallOp>(def)) {
+      return dimOf(forall.getOutputs()[cast<OpResult>(host).getResultNumber()],
+                   i);
+    } else if (auto loop = dyn_cast<scf::ForOp>(def)) {
+      return dimOf(loop.getInitArgs()[cast<OpResult>(host).getResultNumber()],
+                   i);
+    }
+    return fail(def, "flash-to-nvgpu cannot compute the sizes of this "
+                     "tensor in the kernel");
+  }
+
+  /// The buffer of a root.
+  Buffer buffer(Value root) {
+    Role role = t.roots.lookup(root);
+    auto type = cast<ShapedType>(root.getType());
+    Buffer buf;
+    auto strideArgs = [&](unsigned which) {
+      for (unsigned d = 0; d < 3; ++d)
+        buf.strides.push_back(index(arg(ArgStrides + 3 * which + d)));
+      buf.strides.push_back(cst(1));
+    };
+    auto contiguous = [&]() {
+      SmallVector<Value> strides(type.getRank());
+      Value s = cst(1);
+      for (int64_t d = type.getRank(); d-- > 0;) {
+        strides[d] = s;
+        if (d > 0) {
+          Value size = dimOf(root, d);
+          if (!size)
+            return;
+          s = arith::MulIOp::create(b, s, size);
+        }
+      }
+      buf.strides = strides;
+    };
+    switch (role) {
+    case Role::Q:
+      buf.memref = arg(ArgQ);
+      strideArgs(0);
+      break;
+    case Role::K:
+      buf.memref = arg(ArgK);
+      strideArgs(1);
+      break;
+    case Role::V:
+      buf.memref = arg(ArgV);
+      strideArgs(2);
+      break;
+    case Role::Out:
+      buf.memref = arg(ArgOut);
+      strideArgs(3);
+      break;
+    case Role::Lse:
+      buf.memref = arg(ArgLse);
+      contiguous();
+      break;
+    case Role::WsOut:
+      buf.memref = arg(ArgWsOut);
+      contiguous();
+      break;
+    case Role::WsLse:
+      buf.memref = arg(ArgWsLse);
+      contiguous();
+      break;
+    }
+    return buf;
+  }
+
+  /// The root a slice source stands for: a function argument, or a forall
+  /// shared output (its initial value).
+  Value rootOf(Value source) {
+    source = stripToTensor(source);
+    if (auto arg = dyn_cast<BlockArgument>(source))
+      if (auto forall = dyn_cast<scf::ForallOp>(arg.getOwner()->getParentOp()))
+        if (OpOperand *init = forall.getTiedOpOperand(arg))
+          return init->get();
+    return source;
+  }
+
+  /// A slice as (buffer, base offset, strides of its kept dimensions). If
+  /// `skipDim` >= 0, that dimension's offset is left out of the base (the
+  /// caller adds it).
+  bool slice(tensor::ExtractSliceOp op, Value &memref, Value &base,
+             SmallVector<Value> &keptStrides, int64_t skipDim = -1) {
+    Value root = rootOf(op.getSource());
+    if (!t.roots.count(root)) {
+      fail(op, "a slice of a tensor the kernel has no buffer for");
+      return false;
+    }
+    for (OpFoldResult s : op.getMixedStrides())
+      if (getConstantIntValue(s) != 1) {
+        fail(op, "the GPU kernels need unit-stride slices");
+        return false;
+      }
+    Buffer buf = buffer(root);
+    if (buf.strides.size() != op.getMixedOffsets().size()) {
+      fail(op, "a slice of unexpected rank");
+      return false;
+    }
+    memref = buf.memref;
+    base = cst(0);
+    llvm::SmallBitVector dropped = op.getDroppedDims();
+    keptStrides.clear();
+    for (auto [d, ofr] : llvm::enumerate(op.getMixedOffsets())) {
+      if (!dropped[d])
+        keptStrides.push_back(buf.strides[d]);
+      if (static_cast<int64_t>(d) == skipDim)
+        continue;
+      Value off = get(ofr);
+      if (!off || !buf.strides[d])
+        return false;
+      base = arith::AddIOp::create(
+          b, base, arith::MulIOp::create(b, off, buf.strides[d]));
+    }
+    return true;
+  }
+};
+
+/// A static upper bound of an index value built from constants, min, max
+/// and select (the tile pass bounds a tile's rows by min(Br, Nq - q0)).
+std::optional<int64_t> getStaticUpperBound(OpFoldResult ofr) {
+  if (std::optional<int64_t> c = getConstantIntValue(ofr))
+    return c;
+  Operation *def = cast<Value>(ofr).getDefiningOp();
+  if (!def)
+    return std::nullopt;
+  if (isa<arith::MinSIOp, arith::MinUIOp>(def)) {
+    std::optional<int64_t> a = getStaticUpperBound(def->getOperand(0));
+    std::optional<int64_t> b = getStaticUpperBound(def->getOperand(1));
+    if (a && b)
+      return std::min(*a, *b);
+    return a ? a : b;
+  }
+  if (isa<arith::MaxSIOp, arith::MaxUIOp>(def) || isa<arith::SelectOp>(def)) {
+    unsigned first = isa<arith::SelectOp>(def) ? 1 : 0;
+    std::optional<int64_t> a = getStaticUpperBound(def->getOperand(first));
+    std::optional<int64_t> b = getStaticUpperBound(def->getOperand(first + 1));
+    if (a && b)
+      return std::max(*a, *b);
+    return std::nullopt;
+  }
+  if (auto min = dyn_cast<affine::AffineMinOp>(def)) {
+    std::optional<int64_t> best;
+    for (AffineExpr e : min.getAffineMap().getResults())
+      if (auto c = dyn_cast<AffineConstantExpr>(e))
+        best = best ? std::min(*best, c.getValue()) : c.getValue();
+    return best;
+  }
+  return std::nullopt;
+}
+
+/// A grid size as an expression in B, Nq, Nk and splits, for the runtime.
+FailureOr<std::string> gridExpression(TiledAttention &t,
+                                      OpFoldResult ofr, MatchError &err) {
+  if (std::optional<int64_t> c = getConstantIntValue(ofr))
+    return std::to_string(*c);
+  Value v = cast<Value>(ofr);
+  Operation *def = v.getDefiningOp();
+  auto fail = [&](const Twine &msg) {
+    err.op = def ? def : t.forall.getOperation();
+    err.message = msg.str();
+    return failure();
+  };
+  if (!def)
+    return fail("a tile-loop bound the runtime cannot compute");
+  if (isa<SplitCountOp>(def))
+    return std::string("splits");
+  if (auto dim = dyn_cast<tensor::DimOp>(def)) {
+    std::optional<int64_t> i = dim.getConstantIndex();
+    if (!i)
+      return fail("a tile-loop bound the runtime cannot compute");
+    // Follow reshapes of Q back to its sizes.
+    if (auto expand = dim.getSource().getDefiningOp<tensor::ExpandShapeOp>())
+      return gridExpression(t, expand.getMixedOutputShape()[*i], err);
+    auto it = t.roots.find(stripToTensor(dim.getSource()));
+    if (it == t.roots.end())
+      return fail("a tile-loop bound the runtime cannot compute");
+    if (*i == 0)
+      return std::string("B");
+    if (*i == 2)
+      return std::string(it->second == Role::K || it->second == Role::V ? "Nk"
+                                                                        : "Nq");
+    return fail("a tile-loop bound over a static dimension");
+  }
+  auto binary = [&](Value a, Value c,
+                    StringRef op) -> FailureOr<std::string> {
+    FailureOr<std::string> x = gridExpression(t, a, err);
+    if (failed(x))
+      return failure();
+    FailureOr<std::string> y = gridExpression(t, c, err);
+    if (failed(y))
+      return failure();
+    if (op == "*")
+      return *x + "*" + *y;
+    return (op + "(" + *x + "," + *y + ")").str();
+  };
+  if (auto op = dyn_cast<arith::CeilDivSIOp>(def))
+    return binary(op.getLhs(), op.getRhs(), "ceildiv");
+  if (auto op = dyn_cast<arith::CeilDivUIOp>(def))
+    return binary(op.getLhs(), op.getRhs(), "ceildiv");
+  if (auto op = dyn_cast<arith::MulIOp>(def))
+    return binary(op.getLhs(), op.getRhs(), "*");
+  return fail("a tile-loop bound the runtime cannot compute");
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+struct FlashToNVGPUPass
+    : public flash::impl::FlashToNVGPUBase<FlashToNVGPUPass> {
+  using Base::Base;
+
+  void runOnOperation() override;
+
+  /// Builds the kernels of one tiled attention into `gpuModule`.
+  LogicalResult build(TiledAttention &t, gpu::GPUModuleOp gpuModule,
+                      const TargetInfo &target);
+};
+
+/// The function type shared by every kernel.
+FunctionType kernelType(MLIRContext *ctx, Type elt) {
+  Type eltMem = MemRefType::get({kBufferElements}, elt);
+  Type f32Mem = MemRefType::get({kBufferElements}, Float32Type::get(ctx));
+  Type i64 = IntegerType::get(ctx, 64);
+  SmallVector<Type> inputs = {eltMem, eltMem, eltMem, eltMem,
+                              f32Mem, f32Mem, f32Mem};
+  inputs.append(4 + 12, i64);
+  return FunctionType::get(ctx, inputs, {});
+}
+
+gpu::GPUFuncOp createKernel(OpBuilder &b, Location loc, StringRef name,
+                            Type elt, int64_t threads) {
+  auto fn = gpu::GPUFuncOp::create(b, loc, name,
+                                   kernelType(b.getContext(), elt));
+  fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  fn.setKnownBlockSizeAttr(
+      b.getDenseI32ArrayAttr({static_cast<int32_t>(threads), 1, 1}));
+  for (unsigned i = 0; i < ArgBatch; ++i) {
+    fn.setArgAttr(i, "llvm.align", b.getI64IntegerAttr(16));
+    fn.setArgAttr(i, "llvm.noalias", b.getUnitAttr());
+    if (i <= ArgV)
+      fn.setArgAttr(i, "llvm.readonly", b.getUnitAttr());
+  }
+  return fn;
+}
+
+LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
+                                      gpu::GPUModuleOp gpuModule,
+                                      const TargetInfo &target) {
+  MLIRContext *ctx = &getContext();
+  MatchError err;
+  auto report = [&]() {
+    (err.op ? err.op : t.forall.getOperation())->emitError()
+        << "flash-to-nvgpu: " << err.message;
+    return failure();
+  };
+
+  auto qType = cast<RankedTensorType>(t.qRoot.getType());
+  auto vType = cast<ShapedType>(t.vRoot.getType());
+  Type elt = qType.getElementType();
+  if (!elt.isF16() && !elt.isBF16())
+    return t.steps[0].emitError()
+           << "flash-to-nvgpu: the GPU kernels take f16 or bf16 inputs, not "
+           << elt;
+  auto tileType = cast<RankedTensorType>(t.steps[0].getQuery().getType());
+  if (tileType.getRank() != 3)
+    return t.steps[0].emitError()
+           << "flash-to-nvgpu: expected a [G, Br, D] Q tile, found "
+           << tileType;
+  int64_t group = tileType.getDimSize(0);
+  int64_t headDim = qType.getDimSize(3), headDimV = vType.getDimSize(3);
+  if (ShapedType::isDynamic(group) || ShapedType::isDynamic(headDim) ||
+      ShapedType::isDynamic(headDimV) || qType.isDynamicDim(1))
+    return t.steps[0].emitError()
+           << "flash-to-nvgpu: the GPU kernels need static head counts and "
+              "head dims";
+  if (headDim % 8 != 0 || headDimV % 8 != 0)
+    return t.steps[0].emitError()
+           << "flash-to-nvgpu: head dims must be multiples of 8 (D = "
+           << headDim << ", Dv = " << headDimV
+           << "): the kernels copy rows 16 bytes at a time";
+  // Br: the static bound of the Q tile's rows; Bc: the KV loops' step.
+  int64_t blockQ = tileType.getDimSize(1);
+  if (ShapedType::isDynamic(blockQ)) {
+    std::optional<int64_t> bound =
+        getStaticUpperBound(t.qSlice.getMixedSizes()[2]);
+    if (!bound)
+      return t.qSlice.emitError()
+             << "flash-to-nvgpu: the Q tile's rows have no static bound";
+    blockQ = *bound;
+  }
+  std::optional<int64_t> blockKV = getConstantIntValue(t.loops[0].getStep());
+  for (scf::ForOp loop : t.loops)
+    if (getConstantIntValue(loop.getStep()) != blockKV)
+      return loop.emitError()
+             << "flash-to-nvgpu: the KV loops must step by one constant "
+                "block size";
+  if (!blockKV)
+    return t.loops[0].emitError()
+           << "flash-to-nvgpu: the KV loops must step by one constant block "
+              "size";
+  flashc::GPUTileConfig config = flashc::makeGPUTileConfig(
+      group, headDim, headDimV, 2, blockQ, *blockKV);
+  std::string why = flashc::checkGPUTileConfig(config, target.sramBytes);
+  if (!why.empty())
+    return t.forall.emitError() << "flash-to-nvgpu: " << why << " on "
+                                << target.name;
+
+  // Launch geometry: one CTA per iteration of the tile loop.
+  std::string grid;
+  for (OpFoldResult ub : t.forall.getMixedUpperBound()) {
+    FailureOr<std::string> e = gridExpression(t, ub, err);
+    if (failed(e))
+      return report();
+    grid += (grid.empty() ? "" : "*") + *e;
+  }
+
+  OpBuilder ob(ctx);
+  ob.setInsertionPointToEnd(gpuModule.getBody());
+  Location loc = t.forall.getLoc();
+  std::string name = t.func.getSymName().str();
+  gpu::GPUFuncOp fwd = createKernel(ob, loc, name + "_fwd", elt,
+                                    config.threads());
+  fwd->setAttr("flash.grid", ob.getStringAttr(grid));
+  fwd->setAttr("flash.block", ob.getI64IntegerAttr(config.threads()));
+  fwd->setAttr("flash.shared_bytes", ob.getI64IntegerAttr(config.sharedBytes()));
+  fwd->setAttr("flash.tile", ob.getDenseI64ArrayAttr(
+                                 {config.group, config.blockQ, config.blockKV,
+                                  config.rowTiles, config.kvWarps}));
+  {
+    ImplicitLocOpBuilder b(loc, ob);
+    b.setInsertionPointToStart(&fwd.getBody().front());
+    ValueRange args = fwd.getArguments();
+    Lifter lift(b, t, args, err);
+
+    // The CTA's iteration of the tile loop: the last induction variable
+    // varies fastest.
+    SmallVector<Value> ubs;
+    for (OpFoldResult ub : t.forall.getMixedUpperBound()) {
+      Value v = lift.get(ub);
+      if (!v)
+        return report();
+      ubs.push_back(v);
+    }
+    Value total = ubs[0];
+    for (size_t i = 1; i < ubs.size(); ++i)
+      total = arith::MulIOp::create(b, total, ubs[i]);
+    Value linear = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+    Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, linear,
+                                          total);
+    auto guard = scf::IfOp::create(b, TypeRange{}, inRange, false);
+    b.setInsertionPointToStart(guard.thenBlock());
+    Value rest = linear;
+    SmallVector<Value> ivs(ubs.size());
+    for (size_t i = ubs.size(); i-- > 0;) {
+      ivs[i] = i == 0 ? rest : arith::RemUIOp::create(b, rest, ubs[i]).getResult();
+      if (i > 0)
+        rest = arith::DivUIOp::create(b, rest, ubs[i]);
+    }
+    for (auto [hostIv, iv] : llvm::zip(t.forall.getInductionVars(), ivs))
+      lift.map.map(hostIv, iv);
+
+    ForwardKernelSpec spec;
+    spec.config = config;
+    spec.elementType = elt;
+    spec.scale = t.steps[0].getScale().convertToDouble();
+
+    // The Q tile.
+    SmallVector<Value> strides;
+    if (!lift.slice(t.qSlice, spec.q.buffer, spec.q.base, strides))
+      return report();
+    if (strides.size() != 3)
+      return t.qSlice.emitError()
+             << "flash-to-nvgpu: expected a [G, Br, D] slice of Q";
+    spec.q.groupStride = strides[0];
+    spec.q.rowStride = strides[1];
+    spec.qRows = lift.get(t.qSlice.getMixedSizes()[2]);
+    if (!spec.qRows)
+      return report();
+
+    // K and V: the block at j starts at base0 + j * rowStride.
+    auto kSlice = t.steps[0].getKey().getDefiningOp<tensor::ExtractSliceOp>();
+    auto vSlice = t.steps[0].getValue().getDefiningOp<tensor::ExtractSliceOp>();
+    for (auto [loop, step] : llvm::zip(t.loops, t.steps)) {
+      for (auto s : {step.getKey().getDefiningOp<tensor::ExtractSliceOp>(),
+                     step.getValue().getDefiningOp<tensor::ExtractSliceOp>()}) {
+        SmallVector<OpFoldResult> offsets = s.getMixedOffsets();
+        if (offsets.size() != 4 ||
+            dyn_cast<Value>(offsets[2]) != loop.getInductionVar() ||
+            getConstantIntValue(offsets[3]) != 0)
+          return s.emitError() << "flash-to-nvgpu: expected K and V blocks "
+                                  "at [b, h, j, 0] of the KV loop";
+        for (int64_t d = 0; d < 2; ++d) {
+          SmallVector<OpFoldResult> first =
+              (s.getSource() == kSlice.getSource() ? kSlice : vSlice)
+                  .getMixedOffsets();
+          if (offsets[d] != first[d])
+            return s.emitError() << "flash-to-nvgpu: the KV loops must "
+                                    "address K and V alike";
+        }
+      }
+    }
+    {
+      SmallVector<Value> kStrides, vStrides;
+      if (!lift.slice(kSlice, spec.kBuffer, spec.kBase0, kStrides, 2) ||
+          !lift.slice(vSlice, spec.vBuffer, spec.vBase0, vStrides, 2))
+        return report();
+      spec.kRowStride = lift.buffer(t.kRoot).strides[2];
+      spec.vRowStride = lift.buffer(t.vRoot).strides[2];
+      spec.seqKV = lift.dimOf(t.kRoot, 2);
+      if (!spec.seqKV)
+        return report();
+    }
+
+    // The KV loops: bounds from the tiled IR, block values per iteration.
+    for (auto [loop, step] : llvm::zip(t.loops, t.steps)) {
+      KVLoop kv;
+      kv.lower = lift.get(loop.getLowerBound());
+      kv.upper = lift.get(loop.getUpperBound());
+      if (!kv.lower || !kv.upper)
+        return report();
+      kv.masked = static_cast<bool>(step.getMaskOffset());
+      scf::ForOp hostLoop = loop;
+      AttentionStepOp hostStep = step;
+      Lifter *lifter = &lift;
+      kv.blockValues = [hostLoop, hostStep, lifter](ImplicitLocOpBuilder &,
+                                                    Value j) mutable {
+        // A scope of its own: values depending on j are not reused.
+        IRMapping saved = lifter->map;
+        lifter->map.map(hostLoop.getInductionVar(), j);
+        auto kBlock =
+            hostStep.getKey().getDefiningOp<tensor::ExtractSliceOp>();
+        BlockValues values;
+        values.validKeys = lifter->get(kBlock.getMixedSizes()[2]);
+        if (Value off = hostStep.getMaskOffset())
+          values.maskOffset = lifter->get(off);
+        lifter->map = saved;
+        return values;
+      };
+      spec.loops.push_back(kv);
+    }
+
+    // Where the finalize writes.
+    for (auto [i, dest] : llvm::enumerate(t.finalize.getDpsInits())) {
+      auto slice = dest.getDefiningOp<tensor::ExtractSliceOp>();
+      TileAddress tile;
+      SmallVector<Value> st;
+      if (!lift.slice(slice, tile.buffer, tile.base, st))
+        return report();
+      if (i == 0) {
+        if (st.size() != 3)
+          return slice.emitError()
+                 << "flash-to-nvgpu: expected a [G, Br, Dv] output tile";
+        tile.groupStride = st[0];
+        tile.rowStride = st[1];
+        spec.out = tile;
+        spec.outType = cast<ShapedType>(slice.getType()).getElementType();
+      } else {
+        if (st.size() != 2)
+          return slice.emitError()
+                 << "flash-to-nvgpu: expected a [G, Br] log-sum-exp tile";
+        tile.groupStride = st[0];
+        tile.rowStride = st[1];
+        spec.lse = tile;
+      }
+    }
+    if (err.op)
+      return report();
+
+    // Dynamic shared memory: the module's extern array, sized here.
+    auto space = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+    auto global = memref::GetGlobalOp::create(
+        b, MemRefType::get({0}, b.getI8Type(), MemRefLayoutAttrInterface(), space),
+        "flash_smem");
+    Value shared = memref::ReinterpretCastOp::create(
+        b,
+        MemRefType::get({config.sharedBytes()}, b.getI8Type(),
+                        MemRefLayoutAttrInterface(), space),
+        global, 0, ArrayRef<int64_t>{config.sharedBytes()},
+        ArrayRef<int64_t>{1});
+    emitForwardBody(b, spec, shared);
+    if (err.op)
+      return report();
+    b.setInsertionPointToEnd(&fwd.getBody().front());
+    gpu::ReturnOp::create(b);
+  }
+
+  if (!t.combine)
+    return success();
+
+  // The combine kernel: one warp per output row.
+  constexpr int64_t kCombineWarps = 4;
+  auto outType = cast<ShapedType>(t.combine.getOut().getType());
+  if (outType.getRank() != 4)
+    return t.combine.emitError()
+           << "flash-to-nvgpu: expected a [B, H, Nq, Dv] output";
+  int64_t heads = outType.getDimSize(1);
+  std::string rows = "B*" + std::to_string(heads) + "*Nq";
+  if (!outType.isDynamicDim(0))
+    rows = std::to_string(outType.getDimSize(0)) + "*" +
+           std::to_string(heads) + "*" +
+           (outType.isDynamicDim(2) ? std::string("Nq")
+                                    : std::to_string(outType.getDimSize(2)));
+  else if (!outType.isDynamicDim(2))
+    rows = "B*" + std::to_string(heads) + "*" +
+           std::to_string(outType.getDimSize(2));
+  gpu::GPUFuncOp comb = createKernel(ob, loc, name + "_combine", elt,
+                                     32 * kCombineWarps);
+  comb->setAttr("flash.grid", ob.getStringAttr("ceildiv(" + rows + "," +
+                                               std::to_string(kCombineWarps) +
+                                               ")"));
+  comb->setAttr("flash.block", ob.getI64IntegerAttr(32 * kCombineWarps));
+  comb->setAttr("flash.shared_bytes", ob.getI64IntegerAttr(0));
+  {
+    ImplicitLocOpBuilder b(loc, ob);
+    b.setInsertionPointToStart(&comb.getBody().front());
+    ValueRange args = comb.getArguments();
+    Lifter lift(b, t, args, err);
+    CombineKernelSpec spec;
+    spec.outType = outType.getElementType();
+    spec.headDimV = outType.getDimSize(3);
+    spec.warps = kCombineWarps;
+    spec.heads = heads;
+    Value batch = lift.dimOf(t.combine.getOut(), 0);
+    spec.seqQ = lift.dimOf(t.combine.getOut(), 2);
+    spec.splits = lift.dimOf(t.combine.getParts(), 0);
+    if (!batch || !spec.seqQ || !spec.splits)
+      return report();
+    spec.rows = arith::MulIOp::create(
+        b, arith::MulIOp::create(b, batch, lift.cst(heads)), spec.seqQ);
+    spec.parts = args[ArgWsOut];
+    spec.partLse = args[ArgWsLse];
+    spec.out = args[ArgOut];
+    Buffer out = lift.buffer(lift.rootOf(t.combine.getOut()));
+    spec.outStrideB = out.strides[0];
+    spec.outStrideH = out.strides[1];
+    spec.outStrideN = out.strides[2];
+    if (t.combine.getLse())
+      spec.lse = args[ArgLse];
+    if (err.op)
+      return report();
+    emitCombineBody(b, spec);
+    b.setInsertionPointToEnd(&comb.getBody().front());
+    gpu::ReturnOp::create(b);
+  }
+  return success();
+}
+
+void FlashToNVGPUPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  llvm::Expected<TargetInfo> target = TargetInfo::get(this->target);
+  if (!target) {
+    module.emitError() << "flash-to-nvgpu: "
+                       << llvm::toString(target.takeError());
+    return signalPassFailure();
+  }
+  if (!target->isGPU()) {
+    module.emitError() << "flash-to-nvgpu: target '" << target->name
+                       << "' is not a GPU";
+    return signalPassFailure();
+  }
+
+  SmallVector<TiledAttention, 1> work;
+  bool failedMatch = false;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    SmallVector<scf::ForallOp> foralls;
+    func.walk([&](scf::ForallOp f) {
+      if (f->hasAttr(kTileLoopAttr))
+        foralls.push_back(f);
+    });
+    if (foralls.empty())
+      continue;
+    if (foralls.size() > 1) {
+      foralls[1].emitError() << "flash-to-nvgpu: one attention per function";
+      failedMatch = true;
+      continue;
+    }
+    MatchError err;
+    FailureOr<TiledAttention> t = analyze(func, foralls[0], err);
+    if (failed(t)) {
+      (err.op ? err.op : foralls[0].getOperation())->emitError()
+          << "flash-to-nvgpu: " << err.message;
+      failedMatch = true;
+      continue;
+    }
+    work.push_back(*t);
+  }
+  if (failedMatch)
+    return signalPassFailure();
+  if (work.empty())
+    return;
+
+  OpBuilder b(&getContext());
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                  b.getUnitAttr());
+  b.setInsertionPointToEnd(module.getBody());
+  auto gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "flash_kernels");
+  b.setInsertionPointToStart(gpuModule.getBody());
+  auto space = gpu::AddressSpaceAttr::get(&getContext(),
+                                          gpu::AddressSpace::Workgroup);
+  memref::GlobalOp::create(
+      b, module.getLoc(), "flash_smem", b.getStringAttr("public"),
+      MemRefType::get({0}, b.getI8Type(), MemRefLayoutAttrInterface(), space),
+      Attribute(), /*constant=*/false, b.getI64IntegerAttr(16));
+  for (TiledAttention &t : work) {
+    if (failed(build(t, gpuModule, *target)))
+      return signalPassFailure();
+    t.func.erase();
+  }
+}
+
+} // namespace
