@@ -128,7 +128,7 @@ public:
   }
   /// 2^x with the hardware approximation (exp2, not libdevice).
   Value exp2(Value x) { return intrinsic("llvm.nvvm.ex2.approx.ftz.f32", x); }
-  Value log2(Value x) { return intrinsic("llvm.nvvm.lg2.approx.f32", x); }
+  Value log2(Value x) { return intrinsic("llvm.nvvm.lg2.approx.f", x); }
   Value shflXor(Value x, int32_t offset) {
     return gpu::ShuffleOp::create(b, x, offset, 32, gpu::ShuffleMode::XOR)
         .getShuffleResult();
@@ -157,6 +157,19 @@ public:
     Value swz = xorI(chunk, f);
     return add(add(mul(row, layout.rowElems), mul(swz, layout.chunkElems)),
                within);
+  }
+
+  /// The index of column `col0 + offset` of a row whose index at `col0` is
+  /// `base`, where col0 is one of the first two chunks and `offset` a
+  /// multiple of two chunks: with the XOR swizzle (chunk' = chunk ^ f(row),
+  /// rows a power of two of chunks wide) that is base ^ offset, since the
+  /// chunk bits of col0 and offset do not overlap. Computing every ldmatrix
+  /// address of a row from one base keeps them from being hoisted out of
+  /// the KV loop as separate 64-bit registers.
+  Value offsetColumn(const SmemLayout &layout, Value base, int64_t offset) {
+    if (offset == 0)
+      return base;
+    return layout.xorSwizzle ? xorI(base, idx(offset)) : add(base, offset);
   }
 
   /// A typed 1-D view of `bytes` bytes of shared memory at `offset`.
@@ -313,6 +326,32 @@ void ForwardEmitter::issueKV(Value j, Value has, Value stage) {
     Value rowStride = which == 0 ? s.kRowStride : s.vRowStride;
     int64_t chunksPerRow = width / 8;
     int64_t total = c.blockKV * chunksPerRow;
+    if (threads % chunksPerRow == 0 && total % threads == 0) {
+      // Every thread copies the same chunk column of rows r0, r0 + R, ...:
+      // addresses advance by constants, so few registers stay live.
+      int64_t rowsPerIter = threads / chunksPerRow;
+      Value r0 = div(tid, chunksPerRow);
+      Value col = mul(rem(tid, chunksPerRow), 8);
+      Value colValid = lt(col, dim);
+      Value n = select(colValid, minI(sub(idx(dim), col), idx(8)), idx(0));
+      Value src = add(add(base, mul(r0, rowStride)), col);
+      Value srcStep = mul(rowStride, rowsPerIter);
+      bool constantSwizzle = !layout.xorSwizzle || rowsPerIter % 8 == 0;
+      Value dst0 = smemIndex(layout, add(rowBase, r0), col);
+      for (int64_t it = 0; it < total / threads; ++it) {
+        Value r = add(r0, it * rowsPerIter);
+        Value valid = andI(lt(r, rows), colValid);
+        Value dst = constantSwizzle
+                        ? add(dst0, it * rowsPerIter * layout.rowElems)
+                        : smemIndex(layout, add(rowBase, r), col);
+        nvgpu::DeviceAsyncCopyOp::create(
+            b, smem, ValueRange{dst}, buffer,
+            ValueRange{select(valid, src, idx(0))}, b.getIndexAttr(8),
+            select(valid, n, idx(0)), b.getUnitAttr());
+        src = add(src, srcStep);
+      }
+      continue;
+    }
     unrolled((total + threads - 1) / threads, [&](int64_t it) {
       Value ci = add(tid, it * threads);
       auto body = [&]() {
@@ -339,8 +378,9 @@ SmallVector<Value> ForwardEmitter::loadQFragments() {
   SmallVector<Value> frags;
   Value row = add(mul(rowTile, 16), rem(lane, 16));
   Value colOff = mul(div(lane, 16), 8);
+  Value base = smemIndex(qLayout, row, colOff);
   for (int64_t kc = 0; kc < c.paddedHeadDim / 16; ++kc) {
-    Value index = smemIndex(qLayout, row, add(colOff, kc * 16));
+    Value index = offsetColumn(qLayout, base, kc * 16);
     frags.push_back(nvgpu::LdMatrixOp::create(b, aType(), qSmem,
                                               ValueRange{index},
                                               /*transpose=*/false, 4u));
@@ -413,18 +453,24 @@ ForwardEmitter::State ForwardEmitter::step(const State &in, Value j,
   Value kColLane = mul(rem(div(lane, 8), 2), 8);
   Value qRowLane = add(mul(rowTile, 16), rem(lane, 16));
   Value qColLane = mul(div(lane, 16), 8);
+  // One base index per 16-key row group and for Q; columns by XOR.
+  SmallVector<Value> kBase;
+  for (int64_t np = 0; np < warpKeys / 16; ++np)
+    kBase.push_back(smemIndex(
+        kLayout, add(add(stageRow, warpCol), add(kRowLane, np * 16)),
+        kColLane));
+  Value qBase = c.qInRegisters ? Value()
+                               : smemIndex(qLayout, qRowLane, qColLane);
   for (int64_t kc = 0; kc < c.paddedHeadDim / 16; ++kc) {
     Value a = c.qInRegisters
                   ? qFrags[kc]
                   : nvgpu::LdMatrixOp::create(
                         b, aType(), qSmem,
-                        ValueRange{smemIndex(qLayout, qRowLane,
-                                             add(qColLane, kc * 16))},
+                        ValueRange{offsetColumn(qLayout, qBase, kc * 16)},
                         false, 4u)
                         .getResult();
     for (int64_t np = 0; np < warpKeys / 16; ++np) {
-      Value row = add(add(stageRow, warpCol), add(kRowLane, np * 16));
-      Value index = smemIndex(kLayout, row, add(kColLane, kc * 16));
+      Value index = offsetColumn(kLayout, kBase[np], kc * 16);
       Value x4 = nvgpu::LdMatrixOp::create(b, aType(), kSmem, ValueRange{index},
                                            false, 4u);
       auto [b0, b1] = splitB(x4);
@@ -461,11 +507,16 @@ ForwardEmitter::State ForwardEmitter::step(const State &in, Value j,
         Value r = rem(p, c.blockQ);
         limit = minI(limit, add(add(r, bv.maskOffset), idx(1)));
       }
+      // colBase + offset < limit  <=>  offset < limit - colBase: one
+      // subtraction, then comparisons with constants (nothing for LLVM to
+      // hoist into registers).
+      Value room = sub(limit, colBase);
       Value ninf = negInf();
       for (int64_t k = 0; k < static_cast<int64_t>(sv[h].size()); ++k) {
         int64_t nt = k / 2, cc = k % 2;
-        Value col = add(colBase, nt * 8 + cc);
-        out[h].push_back(select(lt(col, limit), sv[h][k], ninf));
+        Value visible = arith::CmpIOp::create(b, arith::CmpIPredicate::sgt,
+                                              room, idx(nt * 8 + cc));
+        out[h].push_back(select(visible, sv[h][k], ninf));
       }
     }
     return std::make_pair(out[0], out[1]);
@@ -543,9 +594,10 @@ ForwardEmitter::State ForwardEmitter::step(const State &in, Value j,
       Value packed = arith::TruncFOp::create(b, pairElt, pair);
       a = vector::InsertOp::create(b, packed, a, ArrayRef<int64_t>{i});
     }
+    Value vBase = smemIndex(
+        vLayout, add(add(stageRow, warpCol), add(vRowLane, kc * 16)), vColLane);
     for (int64_t dp = 0; dp < c.paddedHeadDimV / 16; ++dp) {
-      Value row = add(add(stageRow, warpCol), add(vRowLane, kc * 16));
-      Value index = smemIndex(vLayout, row, add(vColLane, dp * 16));
+      Value index = offsetColumn(vLayout, vBase, dp * 16);
       Value x4 = nvgpu::LdMatrixOp::create(b, aType(), vSmem, ValueRange{index},
                                            /*transpose=*/true, 4u);
       auto [b0, b1] = splitB(x4);

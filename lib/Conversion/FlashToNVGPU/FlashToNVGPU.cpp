@@ -140,10 +140,9 @@ FailureOr<TiledAttention> analyze(func::FuncOp func, scf::ForallOp forall,
   TiledAttention t;
   t.func = func;
   t.forall = forall;
-  if (forall.getRank() != 3 && forall.getRank() != 4)
-    return fail(forall, "expected a tiled loop over (batch, kv-head, q-block"
-                        "[, split]), found rank " +
-                            Twine(forall.getRank()));
+  // The tile loop is over (batch, kv-head, q-block[, split]), less any
+  // dimension of one iteration that canonicalization folded away; the
+  // kernel delinearises the CTA index over whatever bounds remain.
   for (Operation &op : forall.getBody()->without_terminator()) {
     if (auto loop = dyn_cast<scf::ForOp>(op); loop && loop->hasAttr(kKVLoopAttr)) {
       AttentionStepOp step = getKVLoopStep(loop);
@@ -964,8 +963,20 @@ void FlashToNVGPUPass::runOnOperation() {
       if (f->hasAttr(kTileLoopAttr))
         foralls.push_back(f);
     });
-    if (foralls.empty())
+    if (foralls.empty()) {
+      // A tile loop of a single iteration may have been folded away.
+      WalkResult steps = func.walk([](AttentionStepOp) {
+        return WalkResult::interrupt();
+      });
+      if (steps.wasInterrupted()) {
+        func.emitError() << "flash-to-nvgpu: attention steps outside a "
+                            "flash.tile_loop (a tile loop of one iteration "
+                            "is folded away for static shapes of one tile; "
+                            "give the batch or the lengths dynamically)";
+        failedMatch = true;
+      }
       continue;
+    }
     if (foralls.size() > 1) {
       foralls[1].emitError() << "flash-to-nvgpu: one attention per function";
       failedMatch = true;
