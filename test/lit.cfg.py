@@ -2,6 +2,7 @@
 # lit configuration for the flashc regression tests.
 
 import os
+import shutil
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -27,4 +28,11 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.flashc_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["flashc-opt", "flashc"], tool_dirs)
+llvm_config.add_tool_substitutions(["flashc-opt", "flashc", "flashc-ptxsim"], tool_dirs)
+
+# nvcc, when present, compiles the CUDA test kernels to PTX for the
+# simulator's tests (`REQUIRES: nvcc`, `%nvcc`).
+nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+if os.path.exists(nvcc):
+    config.available_features.add("nvcc")
+    config.substitutions.append(("%nvcc", nvcc))

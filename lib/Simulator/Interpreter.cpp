@@ -201,10 +201,10 @@ inline float roundToFloat(double d, Round r) {
 
 /// A half value (f16 or bf16 by `bf`) from 16 bits, and back.
 inline float halfValue(uint16_t h, bool bf) {
-  return bf ? bfloatToFloat(h) : halfToFloat(h);
+  return bf ? flashc::bfloat16ToFloat(h) : flashc::halfToFloat(h);
 }
 inline uint16_t toHalf(float f, bool bf) {
-  return bf ? floatToBFloat(f) : floatToHalf(f);
+  return bf ? flashc::floatToBFloat16(f) : flashc::floatToHalf(f);
 }
 inline uint16_t roundHalf(double d, bool bf) { return toHalf(toFloatOdd(d), bf); }
 
@@ -314,6 +314,7 @@ private:
                        : kind == ErrorKind::Misaligned ? "misaligned"
                        : kind == ErrorKind::Race       ? "race"
                        : kind == ErrorKind::Trap       ? "trap"
+                       : kind == ErrorKind::Deadlock   ? "deadlock"
                                                        : "error";
     return fail(kind, std::string(name) + ": " + what + " in kernel '" +
                           k.info.name + "' at " + at(inst.line) + " ('" +
@@ -930,7 +931,8 @@ bool CTARunner::execWarpOp(uint32_t w) {
         continue;
       uint32_t v32 = static_cast<uint32_t>(
           val(opnd(laneInst(l), 1), lane(l), regsOf(lane(l))));
-      int64_t v = isSigned ? static_cast<int32_t>(v32) : v32;
+      int64_t v = isSigned ? static_cast<int64_t>(static_cast<int32_t>(v32))
+                           : static_cast<int64_t>(v32);
       if (firstValue) {
         acc = v;
         firstValue = false;
@@ -1538,7 +1540,7 @@ void CTARunner::runThread(Thread &t) {
             h = roundHalf(v, bf);
           if (I.round == Round::RZ && !bf) {
             // Toward zero: step back when rounding went away from zero.
-            double back = halfToFloat(h);
+            double back = flashc::halfToFloat(h);
             if (std::isfinite(v) && std::fabs(back) > std::fabs(v))
               h = static_cast<uint16_t>(h - 1);
           }
@@ -1561,9 +1563,10 @@ void CTARunner::runThread(Thread &t) {
             if (v <= lo)
               r = maskTo(dt, static_cast<uint64_t>(static_cast<int64_t>(lo)));
             else if (v >= hiv)
-              r = sz == 8 && !sgn ? ~0ull
-                                  : maskTo(dt, static_cast<uint64_t>(
-                                                   static_cast<int64_t>(hiv)));
+              // 2^63 - 1 is not a double: saturate 64-bit types directly.
+              r = sz == 8 ? (sgn ? static_cast<uint64_t>(INT64_MAX) : ~0ull)
+                          : maskTo(dt, static_cast<uint64_t>(
+                                           static_cast<int64_t>(hiv)));
             else
               r = maskTo(dt, sgn ? static_cast<uint64_t>(static_cast<int64_t>(v))
                                  : static_cast<uint64_t>(v));

@@ -1141,8 +1141,14 @@ public:
       }
       return failAt(line, "undeclared register '" + name + "'");
     }
-    // Symbols: shared variables give their address.
+    // Symbols: shared and local variables give their address in their
+    // state space (nvcc's `mov.u64 %SPL, __local_depot0`).
     if (auto it = scope.sharedSymbols.find(name); it != scope.sharedSymbols.end()) {
+      out.kind = OperandKind::Imm;
+      out.imm = it->second;
+      return Error::success();
+    }
+    if (auto it = scope.localSymbols.find(name); it != scope.localSymbols.end()) {
       out.kind = OperandKind::Imm;
       out.imm = it->second;
       return Error::success();

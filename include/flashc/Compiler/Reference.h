@@ -8,10 +8,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FLASHC_RUNTIME_REFERENCE_H
-#define FLASHC_RUNTIME_REFERENCE_H
+#ifndef FLASHC_COMPILER_REFERENCE_H
+#define FLASHC_COMPILER_REFERENCE_H
 
-#include "flashc/Runtime/JIT.h"
+#include "flashc/Compiler/JIT.h"
+#include "flashc/Support/Float16.h"
 
 #include <cstdint>
 #include <vector>
@@ -20,10 +21,10 @@ namespace mlir {
 namespace flash {
 
 /// IEEE half and bfloat16 from/to f32, rounding to nearest even.
-uint16_t floatToHalf(float value);
-float halfToFloat(uint16_t bits);
-uint16_t floatToBFloat16(float value);
-float bfloat16ToFloat(uint16_t bits);
+using ::flashc::bfloat16ToFloat;
+using ::flashc::floatToBFloat16;
+using ::flashc::floatToHalf;
+using ::flashc::halfToFloat;
 
 /// A dense row-major host tensor of one of the kernel element types, with
 /// its values also available as doubles.
@@ -77,4 +78,4 @@ double maxAbsError(const std::vector<double> &expected,
 } // namespace flash
 } // namespace mlir
 
-#endif // FLASHC_RUNTIME_REFERENCE_H
+#endif // FLASHC_COMPILER_REFERENCE_H

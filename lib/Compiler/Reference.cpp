@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "flashc/Runtime/Reference.h"
+#include "flashc/Compiler/Reference.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,78 +13,6 @@
 
 using namespace mlir::flash;
 
-uint16_t mlir::flash::floatToHalf(float value) {
-  uint32_t x;
-  std::memcpy(&x, &value, 4);
-  uint32_t sign = (x >> 16) & 0x8000;
-  int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
-  uint32_t mant = x & 0x7fffff;
-  if (((x >> 23) & 0xff) == 0xff) // inf or nan
-    return static_cast<uint16_t>(sign | 0x7c00 | (mant ? 0x200 : 0));
-  if (exp >= 31)
-    return static_cast<uint16_t>(sign | 0x7c00);
-  if (exp <= 0) {
-    if (exp < -10)
-      return static_cast<uint16_t>(sign);
-    mant |= 0x800000;
-    uint32_t shift = static_cast<uint32_t>(14 - exp);
-    uint32_t half = mant >> shift;
-    uint32_t rem = mant & ((1u << shift) - 1);
-    uint32_t mid = 1u << (shift - 1);
-    if (rem > mid || (rem == mid && (half & 1)))
-      ++half;
-    return static_cast<uint16_t>(sign | half);
-  }
-  uint32_t half = (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
-  uint32_t rem = mant & 0x1fff;
-  if (rem > 0x1000 || (rem == 0x1000 && (half & 1)))
-    ++half; // may carry into the exponent, which is correct
-  return static_cast<uint16_t>(sign | half);
-}
-
-float mlir::flash::halfToFloat(uint16_t bits) {
-  uint32_t sign = static_cast<uint32_t>(bits & 0x8000) << 16;
-  uint32_t exp = (bits >> 10) & 0x1f;
-  uint32_t mant = bits & 0x3ff;
-  uint32_t x;
-  if (exp == 0x1f) {
-    x = sign | 0x7f800000 | (mant << 13);
-  } else if (exp == 0) {
-    if (mant == 0) {
-      x = sign;
-    } else {
-      // Subnormal: normalise.
-      int32_t e = -1;
-      do {
-        mant <<= 1;
-        ++e;
-      } while (!(mant & 0x400));
-      x = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) |
-          ((mant & 0x3ff) << 13);
-    }
-  } else {
-    x = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-  }
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
-
-uint16_t mlir::flash::floatToBFloat16(float value) {
-  uint32_t x;
-  std::memcpy(&x, &value, 4);
-  if ((x & 0x7fffffff) > 0x7f800000) // nan
-    return static_cast<uint16_t>((x >> 16) | 0x40);
-  uint32_t rounding = 0x7fff + ((x >> 16) & 1);
-  return static_cast<uint16_t>((x + rounding) >> 16);
-}
-
-float mlir::flash::bfloat16ToFloat(uint16_t bits) {
-  uint32_t x = static_cast<uint32_t>(bits) << 16;
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
 
 HostTensor::HostTensor(DType dtype, std::vector<int64_t> sizes)
     : dtype(dtype), sizes(std::move(sizes)) {
