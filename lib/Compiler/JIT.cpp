@@ -7,7 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "flashc/Runtime/JIT.h"
+#include "flashc/Compiler/JIT.h"
+
+#include "CompilerUtils.h"
 
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
 #include "flashc/Dialect/Flash/Transforms/Passes.h"
@@ -40,6 +42,7 @@
 
 using namespace mlir;
 using namespace mlir::flash;
+using namespace mlir::flash::detail;
 
 //===----------------------------------------------------------------------===//
 // DType and AttentionSpec
@@ -124,16 +127,20 @@ AttentionShape AttentionSpec::shape() const {
   return s;
 }
 
-std::string AttentionSpec::toMLIR() const {
+std::string AttentionSpec::toMLIR(bool dynamicSizes) const {
   std::string t = stringifyDType(dtype).str();
-  auto tensor = [&](int64_t h, int64_t n, int64_t d) {
-    return llvm::formatv("{0}x{1}x{2}x{3}x{4}", batch, h, n, d, t).str();
+  auto size = [&](int64_t v) {
+    return dynamicSizes ? std::string("?") : std::to_string(v);
   };
-  std::string q = tensor(heads, seqQ, headDim);
-  std::string k = tensor(kvHeads, seqKV, headDim);
-  std::string v = tensor(kvHeads, seqKV, valueDim());
-  std::string o = tensor(heads, seqQ, valueDim());
-  std::string l = llvm::formatv("{0}x{1}x{2}xf32", batch, heads, seqQ).str();
+  std::string b = size(batch), nq = size(seqQ), nk = size(seqKV);
+  auto tensor = [&](int64_t h, const std::string &n, int64_t d) {
+    return llvm::formatv("{0}x{1}x{2}x{3}x{4}", b, h, n, d, t).str();
+  };
+  std::string q = tensor(heads, nq, headDim);
+  std::string k = tensor(kvHeads, nk, headDim);
+  std::string v = tensor(kvHeads, nk, valueDim());
+  std::string o = tensor(heads, nq, valueDim());
+  std::string l = llvm::formatv("{0}x{1}x{2}xf32", b, heads, nq).str();
   const char *strided4 = ", strided<[?, ?, ?, 1], offset: ?>";
   const char *strided3 = ", strided<[?, ?, 1], offset: ?>";
   auto mem = [&](const std::string &shape, bool rank3 = false) {
@@ -174,10 +181,7 @@ std::string AttentionSpec::toMLIR() const {
 // Compilation
 //===----------------------------------------------------------------------===//
 
-namespace {
-
-/// The dialects and translations every compilation needs, built once.
-const DialectRegistry &getRegistry() {
+const DialectRegistry &mlir::flash::detail::getRegistry() {
   static DialectRegistry *registry = [] {
     auto *r = new DialectRegistry();
     registerFlashcDialects(*r);
@@ -190,32 +194,18 @@ const DialectRegistry &getRegistry() {
   return *registry;
 }
 
-/// Collects the diagnostics emitted while it lives.
-struct DiagnosticCollector {
-  explicit DiagnosticCollector(MLIRContext &ctx)
-      : handler(&ctx, [this](Diagnostic &diag) {
-          llvm::raw_string_ostream os(messages);
-          os << diag.getLocation() << ": " << diag << "\n";
-          return success();
-        }) {}
-  std::string messages;
-  ScopedDiagnosticHandler handler;
-};
-
-std::string printOp(Operation *op) {
+std::string mlir::flash::detail::printOp(Operation *op) {
   std::string s;
   llvm::raw_string_ostream os(s);
   op->print(os);
   return s;
 }
 
-/// Parses `source` and runs the stages up to `last` (all when empty),
-/// recording the IR after each into `stageIR` when it is non-null.
-llvm::Expected<OwningOpRef<ModuleOp>> runStages(
+llvm::Expected<OwningOpRef<ModuleOp>> mlir::flash::detail::runStages(
     MLIRContext &ctx, llvm::StringRef source, const PipelineConfig &config,
     llvm::StringRef last,
     std::vector<std::pair<std::string, std::string>> *stageIR,
-    llvm::function_ref<void(llvm::StringRef, ModuleOp)> afterStage = nullptr) {
+    llvm::function_ref<void(llvm::StringRef, ModuleOp)> afterStage) {
   DiagnosticCollector diags(ctx);
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(source, &ctx);
   if (!module)
@@ -223,7 +213,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> runStages(
                                    diags.messages);
   if (llvm::Error e = config.validate())
     return e;
-  for (llvm::StringRef stage : pipelineStages()) {
+  for (llvm::StringRef stage : pipelineStages(config.target)) {
     PassManager pm(&ctx);
     if (llvm::Error e = buildStage(pm, stage, config))
       return e;
@@ -240,8 +230,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> runStages(
   return module;
 }
 
-} // namespace
-
+Kernel::Kernel() = default;
 Kernel::~Kernel() = default;
 
 llvm::Expected<std::string> Compiler::lowerToStage(const AttentionSpec &spec,
@@ -250,11 +239,18 @@ llvm::Expected<std::string> Compiler::lowerToStage(const AttentionSpec &spec,
   if (llvm::Error e = spec.validate())
     return e;
   if (!stage.empty())
-    if (llvm::Error e = checkStage(stage))
+    if (llvm::Error e = checkStage(stage, config.target))
+      return e;
+  // GPU kernels serve every batch and length: their IR has dynamic sizes.
+  bool gpu = config.isGPU();
+  bool sharedStage = stage == "fuse" || stage == "online" || stage == "tiled";
+  if (gpu && !sharedStage)
+    if (llvm::Error e = checkGPUSpec(spec, config.target))
       return e;
   MLIRContext ctx(getRegistry(), MLIRContext::Threading::DISABLED);
   llvm::Expected<OwningOpRef<ModuleOp>> module =
-      runStages(ctx, spec.toMLIR(), config, stage, nullptr);
+      runStages(ctx, (gpu ? gpuKernelSpec(spec) : spec).toMLIR(gpu),
+                gpuConfig(spec, config), stage, nullptr);
   if (!module)
     return module.takeError();
   return printOp(**module);
@@ -298,15 +294,6 @@ llvm::Expected<std::string> Compiler::emitLLVMIR(const AttentionSpec &spec,
   return s;
 }
 
-namespace mlir {
-namespace flash {
-/// Builds kernels; the only code that fills a Kernel's private state.
-struct KernelBuilder {
-  static llvm::Expected<std::unique_ptr<Kernel>>
-  build(const AttentionSpec &spec, const PipelineConfig &config);
-};
-} // namespace flash
-} // namespace mlir
 
 /// Builds the kernel for `spec` (no caching).
 llvm::Expected<std::unique_ptr<Kernel>>
@@ -455,7 +442,16 @@ TensorRef TensorRef::contiguous(void *data, DType dtype,
 
 llvm::Error Kernel::run(const TensorRef &q, const TensorRef &k,
                         const TensorRef &v, const TensorRef &out,
-                        const TensorRef *lse) const {
+                        const TensorRef *lse, const RunOptions &options) const {
+  if (isGPU())
+    return runGPU(q, k, v, out, lse, options);
+  if (options.simulate || options.device || options.stream)
+    return llvm::createStringError(
+        "a CPU kernel runs on the host: GPU run options do not apply");
+  for (const TensorRef *t : {&q, &k, &v, &out, lse})
+    if (t && t->onDevice)
+      return llvm::createStringError(
+          "a CPU kernel cannot read device memory");
   const AttentionSpec &s = spec;
   if (llvm::Error e = checkBuffer(q, "query", s.dtype,
                                   {s.batch, s.heads, s.seqQ, s.headDim}))
@@ -540,12 +536,11 @@ Compiler::compile(const AttentionSpec &spec, llvm::StringRef target,
   llvm::Expected<TargetInfo> info = TargetInfo::get(target);
   if (!info)
     return info.takeError();
-  if (info->isGPU())
-    return llvm::createStringError(
-        "target '" + target +
-        "' has no code generation yet; kernels run on target 'cpu' (GPU "
-        "targets are available to the cost model)");
-  std::string key = spec.str() + " | " + c.str();
+  // A GPU kernel serves every batch and length: they are not in its key.
+  std::string key = info->isGPU()
+                        ? gpuVariantId(spec.gpuQuery(target)) + " | " +
+                              gpuConfig(spec, c).str()
+                        : spec.str() + " | " + c.str();
 
   // One entry per key; the first caller compiles, the others wait for it.
   std::shared_ptr<PendingCompile> entry;
@@ -563,7 +558,8 @@ Compiler::compile(const AttentionSpec &spec, llvm::StringRef target,
   }
   std::call_once(entry->once, [&] {
     llvm::Expected<std::unique_ptr<Kernel>> built =
-        KernelBuilder::build(spec, c);
+        info->isGPU() ? KernelBuilder::buildGPU(spec, c, cacheDirectory)
+                      : KernelBuilder::build(spec, c);
     if (!built) {
       entry->error = llvm::toString(built.takeError());
       return;

@@ -11,6 +11,7 @@
 #include "flashc/Analysis/AttentionSchedule.h"
 #include "flashc/Conversion/Passes.h"
 #include "flashc/Dialect/Flash/Transforms/Passes.h"
+#include "flashc/Target/GPUTargets.h"
 #include "flashc/Target/TargetInfo.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -66,10 +67,11 @@ llvm::Error mlir::flash::checkChipPTXVersion(llvm::StringRef chip,
         "'; expected e.g. ptx80 (PTX ISA 8.0)");
   // What this LLVM and CUDA 13's ptxas accept (PTX ISA 7.0 introduced
   // sm_80, 8.0 sm_90a; LLVM 22 emits up to 9.0).
-  unsigned minimum = chip == "sm_80" ? 70 : chip == "sm_90a" ? 80 : 0;
-  if (!minimum)
+  const flashc::GPUTargetFigures *figures = flashc::findGPUTarget(chip);
+  if (!figures)
     return llvm::createStringError("unknown GPU chip '" + chip +
                                    "'; expected sm_80 or sm_90a");
+  unsigned minimum = static_cast<unsigned>(figures->minPtxVersion);
   if (version < minimum || version > 90)
     return llvm::createStringError(
         llvm::formatv("{0} needs a PTX ISA version from ptx{1} to ptx90, got "

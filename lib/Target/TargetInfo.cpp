@@ -1,11 +1,14 @@
 //===- TargetInfo.cpp - Built-in target descriptions ----------------------===//
 //
 // The figures for sm_80 (A100) and sm_90a (H100/H200) are the vendor's
-// published limits; the host CPU is described from what the OS reports.
+// published limits (flashc/Target/GPUTargets.h, which the runtime shares);
+// the host CPU is described from what the OS reports.
 //
 //===----------------------------------------------------------------------===//
 
 #include "flashc/Target/TargetInfo.h"
+
+#include "flashc/Target/GPUTargets.h"
 
 #include <thread>
 #include <unistd.h>
@@ -34,32 +37,21 @@ TargetInfo hostCPU() {
   return t;
 }
 
-TargetInfo sm80() {
+TargetInfo gpu(const flashc::GPUTargetFigures &f) {
   TargetInfo t;
-  t.name = "sm_80";
+  t.name = f.name;
   t.kind = TargetKind::CUDA;
-  t.sramBytes = 163 * 1024; // opt-in maximum per block (164 KB per SM)
-  t.numProcessors = 108;
-  t.memoryBandwidthGBs = 1555;
-  t.perProcessorBandwidthGBs = 80;
-  t.perProcessorPeakTflops = 312.0 / 108; // dense f16 tensor cores
-  t.launchOverheadUs = 5;
-  t.mmaM = 16, t.mmaN = 8, t.mmaK = 16;
-  t.maxRegistersPerThread = 255;
-  return t;
-}
-
-TargetInfo sm90a() {
-  TargetInfo t;
-  t.name = "sm_90a";
-  t.kind = TargetKind::CUDA;
-  t.sramBytes = 227 * 1024; // opt-in maximum per block (228 KB per SM)
-  t.numProcessors = 132;
-  t.memoryBandwidthGBs = 3350;
-  t.perProcessorBandwidthGBs = 80;
-  t.perProcessorPeakTflops = 989.0 / 132; // dense f16/bf16 tensor cores
-  t.launchOverheadUs = 5;
-  t.mmaM = 64, t.mmaN = 256, t.mmaK = 16; // wgmma m64nNk16
+  t.sramBytes = f.sharedBytesPerBlock;
+  t.numProcessors = f.numSMs;
+  t.memoryBandwidthGBs = f.memoryBandwidthGBs;
+  t.perProcessorBandwidthGBs = f.perSMBandwidthGBs;
+  t.perProcessorPeakTflops = f.perSMPeakTflops;
+  t.launchOverheadUs = f.launchOverheadUs;
+  // mma.sync m16n8k16 on both; sm_90a's wgmma tiles are m64nNk16.
+  bool hopper = std::string_view(f.name) == "sm_90a";
+  t.mmaM = hopper ? 64 : 16;
+  t.mmaN = hopper ? 256 : 8;
+  t.mmaK = 16;
   t.maxRegistersPerThread = 255;
   return t;
 }
@@ -72,10 +64,8 @@ llvm::Expected<TargetInfo> TargetInfo::get(llvm::StringRef name) {
     static const TargetInfo host = hostCPU();
     return host;
   }
-  if (name == "sm_80")
-    return sm80();
-  if (name == "sm_90a")
-    return sm90a();
+  if (const flashc::GPUTargetFigures *f = flashc::findGPUTarget(name))
+    return gpu(*f);
   return llvm::createStringError("unknown target '" + name +
                                  "'; known targets: " + knownTargets());
 }

@@ -15,7 +15,7 @@
 #include "Options.h"
 
 #include "flashc/Analysis/CostModel.h"
-#include "flashc/Runtime/Reference.h"
+#include "flashc/Compiler/Reference.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"

@@ -8,7 +8,7 @@
 #ifndef FLASHC_TOOLS_FLASHC_NPY_H
 #define FLASHC_TOOLS_FLASHC_NPY_H
 
-#include "flashc/Runtime/Reference.h"
+#include "flashc/Compiler/Reference.h"
 
 #include "llvm/Support/Error.h"
 

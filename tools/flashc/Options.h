@@ -8,7 +8,7 @@
 #ifndef FLASHC_TOOLS_FLASHC_OPTIONS_H
 #define FLASHC_TOOLS_FLASHC_OPTIONS_H
 
-#include "flashc/Runtime/JIT.h"
+#include "flashc/Compiler/JIT.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"

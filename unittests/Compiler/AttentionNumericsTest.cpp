@@ -14,7 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "flashc/Runtime/Reference.h"
+#include "flashc/Compiler/Reference.h"
 
 #include "gtest/gtest.h"
 

@@ -11,16 +11,25 @@
 //   if (!kernel) ... llvm::toString(kernel.takeError()) ...
 //   if (llvm::Error e = (*kernel)->run(q, k, v, out)) ...
 //
+// GPU targets (sm_80, sm_90a) compile one kernel per (dtype, head dims,
+// causal, GQA group, LSE, scale, prefill or decode variant): batch and
+// sequence lengths are kernel arguments, so the spec's sizes only choose
+// the variant (decode when Nq <= 16). A GPU kernel runs on device memory
+// through the CUDA driver, or on host memory in the PTX simulator
+// (RunOptions::simulate).
+//
 // Compilation is content-addressed and thread-safe: the same spec, target
-// and options compile once per process.
+// and options compile once per process; GPU kernels can also be cached in a
+// directory (a runtime bundle) across processes.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FLASHC_RUNTIME_JIT_H
-#define FLASHC_RUNTIME_JIT_H
+#ifndef FLASHC_COMPILER_JIT_H
+#define FLASHC_COMPILER_JIT_H
 
 #include "flashc/Analysis/AttentionSchedule.h"
 #include "flashc/Pipelines/Pipelines.h"
+#include "flashc/Runtime/Runtime.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
@@ -80,8 +89,14 @@ struct AttentionSpec {
   AttentionShape shape() const;
   /// The kernel module: `func.func @flash_attention` taking Q, K, V, O (and
   /// LSE) as memrefs with any strides but a unit innermost stride, wrapping
-  /// one flash.attention.
-  std::string toMLIR() const;
+  /// one flash.attention. With `dynamicSizes`, the batch and both sequence
+  /// lengths are dynamic (the GPU kernels take them as arguments).
+  std::string toMLIR(bool dynamicSizes = false) const;
+  /// True when a GPU kernel for this spec is the decode variant (split-KV
+  /// with a combine): Nq <= 16.
+  bool isDecode() const { return seqQ <= 16; }
+  /// The runtime's identity of the GPU kernel computing this spec.
+  flashc::runtime::AttentionQuery gpuQuery(llvm::StringRef target) const;
 
   /// Reads the spec of the single flash.attention (or naive graph, which is
   /// fused first) of `source`, whose operands must be static function
@@ -95,6 +110,9 @@ struct TensorRef {
   DType dtype = DType::F32;
   llvm::SmallVector<int64_t, 4> sizes;
   llvm::SmallVector<int64_t, 4> strides;
+  /// GPU device memory (CUDA). CPU kernels and the simulator take host
+  /// memory.
+  bool onDevice = false;
 
   /// A densely packed row-major tensor.
   static TensorRef contiguous(void *data, DType dtype,
@@ -110,6 +128,20 @@ struct KernelMetadata {
   double compileSeconds = 0;
   /// (stage, IR after it), in pipeline order.
   std::vector<std::pair<std::string, std::string>> stageIR;
+  /// GPU kernels: the PTX and launch metadata (null for the CPU).
+  std::shared_ptr<const flashc::runtime::KernelVariant> gpu;
+};
+
+/// How a kernel runs.
+struct RunOptions {
+  /// GPU kernels: the CUDA stream (null: the default stream).
+  void *stream = nullptr;
+  /// GPU kernels: run in the PTX simulator on host memory.
+  bool simulate = false;
+  /// GPU decode kernels: the KV split count (0: the CTA x wave model's).
+  int64_t splits = 0;
+  /// GPU kernels: the device (null: CUDA device 0, or the simulator).
+  std::shared_ptr<flashc::runtime::Device> device;
 };
 
 /// A compiled attention kernel for one AttentionSpec.
@@ -119,11 +151,15 @@ public:
   const AttentionSpec &getSpec() const { return spec; }
   const KernelMetadata &getMetadata() const { return metadata; }
 
+  bool isGPU() const { return static_cast<bool>(metadata.gpu); }
+
   /// Runs the kernel. Checks every buffer's element type, sizes and strides
   /// against the spec first; a mismatch is an error naming the buffer, not
-  /// a crash. `lse` must be given exactly when the spec asks for it.
+  /// a crash. `lse` must be given exactly when the spec asks for it. A GPU
+  /// kernel takes any batch and sequence lengths (its buffers' sizes).
   llvm::Error run(const TensorRef &q, const TensorRef &k, const TensorRef &v,
-                  const TensorRef &out, const TensorRef *lse = nullptr) const;
+                  const TensorRef &out, const TensorRef *lse = nullptr,
+                  const RunOptions &options = {}) const;
 
   /// Writes `<NN>-<stage>.mlir` for every stage into `directory`.
   llvm::Error dumpIR(llvm::StringRef directory) const;
@@ -131,7 +167,10 @@ public:
 private:
   friend class Compiler;
   friend struct KernelBuilder;
-  Kernel() = default;
+  Kernel();
+  llvm::Error runGPU(const TensorRef &q, const TensorRef &k,
+                     const TensorRef &v, const TensorRef &out,
+                     const TensorRef *lse, const RunOptions &options) const;
   AttentionSpec spec;
   KernelMetadata metadata;
   // The engine keeps using the target machine and the IR transformer (for
@@ -170,6 +209,20 @@ public:
   static llvm::Expected<std::string> emitLLVMIR(const AttentionSpec &spec,
                                                 const PipelineConfig &config);
 
+  /// Compiles the GPU kernel variant computing `spec` on `config.target`
+  /// (PTX and launch metadata), without caching. With `assemble`, also runs
+  /// the toolkit's ptxas: the variant gets a cubin and each kernel its
+  /// registers and spill bytes. `stageIR`, when given, receives the IR after
+  /// every stage.
+  static llvm::Expected<flashc::runtime::KernelVariant> compileGPUVariant(
+      const AttentionSpec &spec, const PipelineConfig &config,
+      bool assemble = false,
+      std::vector<std::pair<std::string, std::string>> *stageIR = nullptr);
+
+  /// Keeps compiled GPU kernels in `directory` (a runtime bundle): later
+  /// compilations, in this or another process, load them from there.
+  void setCacheDirectory(std::string directory);
+
   size_t getCacheSize() const;
   int64_t getCacheHits() const;
   void clearCache();
@@ -181,9 +234,10 @@ private:
   /// Compilations in flight: later callers for the same key wait on them.
   std::map<std::string, std::shared_ptr<PendingCompile>> pending;
   int64_t hits = 0;
+  std::string cacheDirectory;
 };
 
 } // namespace flash
 } // namespace mlir
 
-#endif // FLASHC_RUNTIME_JIT_H
+#endif // FLASHC_COMPILER_JIT_H

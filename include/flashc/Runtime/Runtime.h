@@ -1,0 +1,211 @@
+//===- Runtime.h - Load and launch flashc's GPU kernels ---------*- C++ -*-===//
+//
+// The LLVM-free runtime. It knows compiled GPU kernels only as artifacts:
+// a KernelVariant is the PTX (and possibly a cubin) of one attention
+// configuration plus the launch metadata the compiler recorded. It checks a
+// call's tensors, computes the grid and, for decode variants, the split
+// count (the CTA x wave model with the device's SM count), and launches on a
+// Device: the CUDA driver (resolved with dlopen at run time, so the same
+// binary starts on machines without a GPU) or the PTX simulator (host
+// memory; slow, but every kernel runs anywhere).
+//
+//   flashc::Result<flashc::runtime::Bundle> bundle =
+//       flashc::runtime::Bundle::load("kernels/");
+//   auto device = flashc::runtime::getCudaDevice();
+//   const KernelVariant *v = bundle->find(query);
+//   AttentionCall call{q, k, v, out};           // device pointers
+//   if (Status s = launchAttention(**device, *v, call)) ... s.message() ...
+//
+// Builds from a C++17 compiler and the CUDA headers alone.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_RUNTIME_RUNTIME_H
+#define FLASHC_RUNTIME_RUNTIME_H
+
+#include "flashc/Runtime/WaveModel.h"
+#include "flashc/Support/Json.h"
+#include "flashc/Support/Status.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace flashc {
+namespace runtime {
+
+enum class ElementType { F32, F16, BF16 };
+const char *stringify(ElementType type);
+std::optional<ElementType> parseElementType(const std::string &name);
+int64_t getElementBytes(ElementType type);
+
+/// A strided tensor in device memory (host memory for the simulator).
+/// Sizes and strides are in elements.
+struct TensorView {
+  void *data = nullptr;
+  ElementType dtype = ElementType::F16;
+  int rank = 0;
+  int64_t sizes[4] = {0, 0, 0, 0};
+  int64_t strides[4] = {0, 0, 0, 0};
+
+  /// A densely packed row-major tensor.
+  static TensorView contiguous(void *data, ElementType dtype,
+                               std::initializer_list<int64_t> sizes);
+  /// Bytes from `data` to one past the last element the view addresses;
+  /// an error when that does not fit 63 bits.
+  Result<uint64_t> getExtentBytes() const;
+};
+
+/// One kernel of a variant.
+struct KernelEntry {
+  std::string name;
+  /// The grid size: an expression in B, Nq, Nk and splits (flash.grid).
+  std::string grid;
+  int64_t block = 0;
+  int64_t sharedBytes = 0;
+  /// From ptxas when it was run on the PTX (-1: unknown).
+  int64_t registers = -1;
+  int64_t spillBytes = -1;
+
+  JsonValue toJson() const;
+  static Result<KernelEntry> fromJson(const JsonValue &value);
+};
+
+/// The identity of an attention configuration: what a variant computes.
+/// Batch, head counts and sequence lengths are not part of it: a variant is
+/// compiled for one KV head and its `group` query heads, and the runtime
+/// folds the KV heads of a call into its batch.
+struct AttentionQuery {
+  std::string target; // sm_80, sm_90a
+  ElementType dtype = ElementType::F16;
+  /// Query heads per KV head (Hq / Hkv): 1 for MHA.
+  int64_t group = 1;
+  int64_t headDim = 0, headDimV = 0;
+  bool causal = false;
+  bool withLse = false;
+  double scale = 0;    // exact
+  bool decode = false; // split-KV with a launch-time split count
+};
+
+/// A compiled GPU attention kernel: one forward kernel and, for decode
+/// variants, the combine kernel.
+struct KernelVariant {
+  std::string id;
+  AttentionQuery query;
+  int64_t blockQ = 0, blockKV = 0;
+  KernelEntry forward;
+  std::optional<KernelEntry> combine;
+  std::string ptx;
+  /// A cubin for `query.target`, when one was assembled.
+  std::string cubin;
+  /// How it was built (the pipeline options), and how long it took.
+  std::string config;
+  double compileSeconds = 0;
+
+  /// The manifest entry (the PTX and cubin live in files named after id).
+  JsonValue toJson() const;
+  static Result<KernelVariant> fromJson(const JsonValue &value);
+};
+
+/// Evaluates a grid expression (products, `ceildiv(a,b)`, integers and the
+/// names B, Nq, Nk, splits); overflow is an error.
+struct GridSizes {
+  int64_t batch = 0, seqQ = 0, seqKV = 0, splits = 1;
+};
+Result<int64_t> evaluateGrid(const std::string &expression,
+                             const GridSizes &sizes);
+
+/// One argument of a kernel launch.
+struct LaunchArg {
+  uint64_t value = 0;
+  bool isPointer = false;
+  /// For pointers: the bytes the kernel may address from `value`.
+  uint64_t extentBytes = 0;
+};
+
+/// Where kernels run.
+class Device {
+public:
+  virtual ~Device();
+  virtual std::string describe() const = 0;
+  virtual bool isSimulator() const = 0;
+  /// The chip whose kernels this device runs best (sm_80, sm_90a).
+  virtual std::string getChip() const = 0;
+  virtual int64_t getNumSMs() const = 0;
+  /// Device memory (workspaces, buffers), ordered on `stream`.
+  virtual Result<void *> allocate(uint64_t bytes, void *stream) = 0;
+  virtual Status release(void *pointer, void *stream) = 0;
+  virtual Status launch(const KernelVariant &variant,
+                        const KernelEntry &kernel, uint64_t grid,
+                        const std::vector<LaunchArg> &args, void *stream) = 0;
+  /// Copies between host and device memory, ordered on `stream`.
+  virtual Status copyToDevice(void *dst, const void *src, uint64_t bytes,
+                              void *stream) = 0;
+  virtual Status copyToHost(void *dst, const void *src, uint64_t bytes,
+                            void *stream) = 0;
+  /// Waits for everything queued on `stream`.
+  virtual Status synchronize(void *stream) = 0;
+};
+
+/// The CUDA driver's device `ordinal`, or an error naming why there is none
+/// (no libcuda.so.1, no device, an old driver).
+Result<std::shared_ptr<Device>> getCudaDevice(int ordinal = 0);
+
+/// The PTX simulator as a device: kernels run on the host's cores over host
+/// memory, with out-of-bounds, race and deadlock checking. `chip` is the
+/// target it claims to be (sm_80 or sm_90a).
+std::shared_ptr<Device> getSimulatorDevice(const std::string &chip = "sm_80");
+
+/// One attention call: O = softmax(scale Q K^T) V (and its log-sum-exp).
+struct AttentionCall {
+  TensorView q, k, v, out;
+  /// [B, Hq, Nq] f32, contiguous; exactly when the variant writes it.
+  const TensorView *lse = nullptr;
+  void *stream = nullptr;
+  /// Decode variants: the KV split count; 0: the CTA x wave model's.
+  int64_t splits = 0;
+};
+
+/// What a launch did.
+struct LaunchReport {
+  /// Launches of the forward kernel (1, or B when the batch and head
+  /// strides do not fold together).
+  int64_t launches = 1;
+  int64_t splits = 1;
+  int64_t forwardGrid = 0;
+  int64_t combineGrid = 0;
+};
+
+/// Checks the call's tensors against the variant (element types, shapes,
+/// unit innermost strides, 16-byte alignment of rows) and launches it. The
+/// call's Hkv KV heads become part of the kernels' batch: one launch over
+/// B * Hkv when the strides allow it (as for densely packed tensors), else
+/// one launch per batch entry. Errors name the offending tensor.
+Status launchAttention(Device &device, const KernelVariant &variant,
+                       const AttentionCall &call,
+                       LaunchReport *report = nullptr);
+
+/// The wave model's figures of a device running `chip`'s kernels.
+WaveTarget getWaveTarget(const std::string &chip, int64_t numSMs);
+
+/// A directory of kernels: `manifest.json` and one `<id>.ptx` (and
+/// `<id>.cubin`) per variant. The JIT's disk cache has the same format.
+class Bundle {
+public:
+  static Result<Bundle> load(const std::string &directory);
+  /// Writes the manifest and every variant's files.
+  Status save(const std::string &directory) const;
+  /// The variant computing `query`, or null.
+  const KernelVariant *find(const AttentionQuery &query) const;
+  /// Adds or replaces the variant with the same id.
+  void add(KernelVariant variant);
+
+  std::vector<KernelVariant> variants;
+};
+
+} // namespace runtime
+} // namespace flashc
+
+#endif // FLASHC_RUNTIME_RUNTIME_H

@@ -1,0 +1,83 @@
+/*===- flashc_runtime.h - The C API of flashc's runtime -----------*- C -*-===*\
+|*                                                                            *|
+|* Loads a bundle of precompiled flashc GPU kernels and runs attention with  *|
+|* them, from any language with a C FFI, without the compiler:               *|
+|*                                                                            *|
+|*   flashc_bundle *bundle;                                                   *|
+|*   if (flashc_bundle_open("kernels/", &bundle) != FLASHC_OK)                *|
+|*     fprintf(stderr, "%s\n", flashc_last_error());                         *|
+|*   flashc_tensor q = {qptr, FLASHC_F16, 4, {B, H, N, D}, {...}};            *|
+|*   flashc_attention(bundle, FLASHC_DEVICE_CUDA, &q, &k, &v, &o, NULL,       *|
+|*                    1, 0.0, stream);                                        *|
+|*                                                                            *|
+|* Errors are return codes; flashc_last_error() gives the message of the     *|
+|* calling thread's last failure.                                             *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef FLASHC_RUNTIME_FLASHC_RUNTIME_H
+#define FLASHC_RUNTIME_FLASHC_RUNTIME_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  FLASHC_OK = 0,
+  FLASHC_ERROR_INVALID_ARGUMENT = 1,
+  FLASHC_ERROR_NOT_FOUND = 2,
+  FLASHC_ERROR_NO_DEVICE = 3,
+  FLASHC_ERROR_LAUNCH = 4,
+} flashc_status;
+
+typedef enum { FLASHC_F32 = 0, FLASHC_F16 = 1, FLASHC_BF16 = 2 } flashc_dtype;
+
+typedef enum {
+  /* The CUDA driver's current device (device pointers). */
+  FLASHC_DEVICE_CUDA = 0,
+  /* The PTX simulator (host pointers; slow, checks every access). */
+  FLASHC_DEVICE_SIMULATOR = 1,
+} flashc_device_kind;
+
+/* A strided tensor; sizes and strides in elements, rank <= 4. */
+typedef struct {
+  void *data;
+  flashc_dtype dtype;
+  int32_t rank;
+  int64_t sizes[4];
+  int64_t strides[4];
+} flashc_tensor;
+
+typedef struct flashc_bundle flashc_bundle;
+
+/* Opens the bundle directory `dir` (manifest.json and its kernels). */
+flashc_status flashc_bundle_open(const char *dir, flashc_bundle **bundle);
+void flashc_bundle_close(flashc_bundle *bundle);
+/* Number of kernel variants in the bundle. */
+int64_t flashc_bundle_size(const flashc_bundle *bundle);
+
+/* 1 when a CUDA device that can run flashc's kernels is present. */
+int flashc_cuda_available(void);
+
+/* O = softmax(scale Q K^T) V. q [B, Hq, Nq, D], k [B, Hkv, Nk, D],
+ * v [B, Hkv, Nk, Dv], out [B, Hq, Nq, Dv], lse [B, Hq, Nq] (f32) or NULL.
+ * scale <= 0 selects 1/sqrt(D). The bundle must hold the matching kernel
+ * (target of the device, dtype, heads, head dims, causal, LSE, scale;
+ * the decode variant when Nq <= 16 and the bundle has one). */
+flashc_status flashc_attention(flashc_bundle *bundle,
+                               flashc_device_kind device,
+                               const flashc_tensor *q, const flashc_tensor *k,
+                               const flashc_tensor *v,
+                               const flashc_tensor *out,
+                               const flashc_tensor *lse, int causal,
+                               double scale, void *stream);
+
+/* The message of the calling thread's last error ("" when none). */
+const char *flashc_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FLASHC_RUNTIME_FLASHC_RUNTIME_H */

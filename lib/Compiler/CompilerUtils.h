@@ -1,0 +1,88 @@
+//===- CompilerUtils.h - Shared pieces of the compile drivers ---*- C++ -*-===//
+//
+// The registry, diagnostics capture and staged pipeline runner shared by the
+// CPU JIT (JIT.cpp) and the GPU kernel compiler (GPUCompiler.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_LIB_COMPILER_COMPILERUTILS_H
+#define FLASHC_LIB_COMPILER_COMPILERUTILS_H
+
+#include "flashc/Compiler/JIT.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mlir {
+namespace flash {
+namespace detail {
+
+/// The dialects and translations every compilation needs, built once.
+const DialectRegistry &getRegistry();
+
+/// Collects the diagnostics emitted while it lives.
+struct DiagnosticCollector {
+  explicit DiagnosticCollector(MLIRContext &ctx)
+      : handler(&ctx, [this](Diagnostic &diag) {
+          llvm::raw_string_ostream os(messages);
+          os << diag.getLocation() << ": " << diag << "\n";
+          return success();
+        }) {}
+  std::string messages;
+  ScopedDiagnosticHandler handler;
+};
+
+std::string printOp(Operation *op);
+
+/// Parses `source` and runs `config.target`'s stages up to `last` (all when
+/// empty), recording the IR after each into `stageIR` when it is non-null
+/// and calling `afterStage` after each.
+llvm::Expected<OwningOpRef<ModuleOp>> runStages(
+    MLIRContext &ctx, llvm::StringRef source, const PipelineConfig &config,
+    llvm::StringRef last,
+    std::vector<std::pair<std::string, std::string>> *stageIR,
+    llvm::function_ref<void(llvm::StringRef, ModuleOp)> afterStage = nullptr);
+
+/// The pipeline options a GPU kernel for `spec` is built with: the decode
+/// variant (Nq <= 16) gets the decode tiles and a launch-time split count,
+/// the prefill variant never splits. CPU configurations come back as given.
+PipelineConfig gpuConfig(const AttentionSpec &spec, const PipelineConfig &c);
+
+/// The GPU kernels' limits on a spec (f16/bf16, head dims), checked before
+/// any MLIR runs.
+llvm::Error checkGPUSpec(const AttentionSpec &spec, llvm::StringRef target);
+
+/// The spec a GPU kernel is compiled from: one KV head and its group of
+/// query heads (the runtime folds KV heads into the batch).
+AttentionSpec gpuKernelSpec(const AttentionSpec &spec);
+
+/// The runtime's id of the GPU variant computing `query` (also the file
+/// stem of its PTX in a bundle).
+std::string gpuVariantId(const flashc::runtime::AttentionQuery &query);
+
+} // namespace detail
+
+/// Builds kernels; the only code that fills a Kernel's private state.
+struct KernelBuilder {
+  /// CPU kernels (JIT.cpp).
+  static llvm::Expected<std::unique_ptr<Kernel>>
+  build(const AttentionSpec &spec, const PipelineConfig &config);
+  /// GPU kernels (GPUCompiler.cpp), found in or added to the bundle at
+  /// `cacheDirectory` when it is not empty.
+  static llvm::Expected<std::unique_ptr<Kernel>>
+  buildGPU(const AttentionSpec &spec, const PipelineConfig &config,
+           const std::string &cacheDirectory);
+};
+
+} // namespace flash
+} // namespace mlir
+
+#endif // FLASHC_LIB_COMPILER_COMPILERUTILS_H

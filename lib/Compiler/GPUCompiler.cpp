@@ -1,0 +1,421 @@
+//===- GPUCompiler.cpp - GPU kernels: spec to PTX and launch metadata -----===//
+//
+// Compiles the GPU kernel variant of an AttentionSpec: the spec's module
+// with dynamic batch and lengths goes through the GPU stages (fuse, online,
+// tiled, gpu, nvvm, binary); the launch metadata comes from the kernels'
+// attributes after flash-to-nvgpu and the PTX from the gpu.binary. The
+// result is a runtime KernelVariant, which the LLVM-free runtime launches
+// on a CUDA device or in the PTX simulator. Optionally the toolkit's ptxas
+// assembles it (a cubin, and each kernel's registers and spills).
+//
+//===----------------------------------------------------------------------===//
+
+#include "CompilerUtils.h"
+
+#include "flashc/Target/GPUSchedule.h"
+#include "flashc/Target/TargetInfo.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/Regex.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <mutex>
+
+using namespace mlir;
+using namespace mlir::flash;
+using namespace mlir::flash::detail;
+namespace rt = flashc::runtime;
+
+flashc::runtime::AttentionQuery
+AttentionSpec::gpuQuery(llvm::StringRef target) const {
+  rt::AttentionQuery q;
+  q.target = target.str();
+  q.dtype = dtype == DType::F32   ? rt::ElementType::F32
+            : dtype == DType::F16 ? rt::ElementType::F16
+                                  : rt::ElementType::BF16;
+  q.group = heads / kvHeads;
+  q.headDim = headDim;
+  q.headDimV = valueDim();
+  q.causal = causal;
+  q.withLse = withLse;
+  q.scale = effectiveScale();
+  q.decode = isDecode();
+  return q;
+}
+
+std::string mlir::flash::detail::gpuVariantId(const rt::AttentionQuery &q) {
+  std::string id = llvm::formatv("{0}-{1}-g{2}-d{3}", q.target,
+                                 rt::stringify(q.dtype), q.group, q.headDim)
+                       .str();
+  if (q.headDimV != q.headDim)
+    id += "dv" + std::to_string(q.headDimV);
+  if (q.causal)
+    id += "-causal";
+  if (q.withLse)
+    id += "-lse";
+  id += q.decode ? "-decode" : "-prefill";
+  // A scale other than 1/sqrt(D), by the bits of its double.
+  if (q.scale != 1.0 / std::sqrt(static_cast<double>(q.headDim))) {
+    uint64_t bits;
+    std::memcpy(&bits, &q.scale, 8);
+    id += llvm::formatv("-s{0:x16}", bits).str();
+  }
+  return id;
+}
+
+AttentionSpec mlir::flash::detail::gpuKernelSpec(const AttentionSpec &spec) {
+  AttentionSpec k = spec;
+  k.heads = spec.heads / spec.kvHeads;
+  k.kvHeads = 1;
+  return k;
+}
+
+PipelineConfig mlir::flash::detail::gpuConfig(const AttentionSpec &spec,
+                                 const PipelineConfig &c) {
+  if (!c.isGPU())
+    return c;
+  PipelineConfig g = c;
+  g.numThreads = 0;
+  if (spec.isDecode()) {
+    // The decode tile is fixed per variant (it serves every Nq <= 16), so
+    // it is chosen for Nq = 16, not for this spec's Nq.
+    llvm::Expected<TargetInfo> target = TargetInfo::get(c.target);
+    AttentionShape shape = spec.shape();
+    shape.seqQ = 16;
+    TileSizes tiles = chooseTileSizes(*target, shape, LoopOrder::FA2);
+    if (!g.blockQ)
+      g.blockQ = tiles.blockQ;
+    if (!g.blockKV)
+      g.blockKV = tiles.blockKV;
+    g.dynamicSplits = c.splits == 0;
+  } else {
+    g.splits = 1;
+  }
+  return g;
+}
+
+llvm::Error mlir::flash::detail::checkGPUSpec(const AttentionSpec &spec,
+                                              llvm::StringRef target) {
+  if (spec.dtype == DType::F32)
+    return llvm::createStringError(
+        "the GPU kernels take f16 or bf16 inputs (tensor cores); got f32 "
+        "for target " +
+        target);
+  for (auto [d, name] : {std::pair<int64_t, const char *>{spec.headDim, "D"},
+                         {spec.valueDim(), "Dv"}}) {
+    if (d > flashc::kMaxGPUHeadDim)
+      return llvm::createStringError(
+          llvm::formatv("head dim {0} = {1} exceeds the {2} the GPU kernels "
+                        "support",
+                        name, d, flashc::kMaxGPUHeadDim)
+              .str());
+    if (d % 8 != 0)
+      return llvm::createStringError(
+          llvm::formatv("head dim {0} = {1} is not a multiple of 8: the GPU "
+                        "kernels move rows 16 bytes at a time",
+                        name, d)
+              .str());
+  }
+  return llvm::Error::success();
+}
+
+namespace {
+
+/// Runs ptxas on the variant's PTX: a cubin, and registers and spill bytes
+/// per kernel.
+llvm::Error assemble(rt::KernelVariant &variant, const std::string &toolkit) {
+  std::string ptxas = toolkit + "/bin/ptxas";
+  if (!llvm::sys::fs::can_execute(ptxas))
+    return llvm::createStringError("cannot assemble: no ptxas at " + ptxas);
+  llvm::SmallString<128> ptxPath, cubinPath, logPath;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("flashc", "ptx", ptxPath))
+    return llvm::createStringError("temporary file: " + ec.message());
+  llvm::sys::fs::createTemporaryFile("flashc", "cubin", cubinPath);
+  llvm::sys::fs::createTemporaryFile("flashc", "log", logPath);
+  auto cleanup = llvm::make_scope_exit([&] {
+    llvm::sys::fs::remove(ptxPath);
+    llvm::sys::fs::remove(cubinPath);
+    llvm::sys::fs::remove(logPath);
+  });
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(ptxPath, ec);
+    if (ec)
+      return llvm::createStringError("cannot write " + ptxPath.str().str());
+    os << variant.ptx;
+  }
+  std::string arch = "-arch=" + variant.query.target;
+  llvm::StringRef argv[] = {ptxas, arch, "-v", "-o", cubinPath, ptxPath};
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, logPath, logPath};
+  std::string message;
+  int rc = llvm::sys::ExecuteAndWait(ptxas, argv, std::nullopt, redirects, 0,
+                                     0, &message);
+  auto log = llvm::MemoryBuffer::getFile(logPath);
+  std::string text = log ? (*log)->getBuffer().str() : "";
+  if (rc != 0)
+    return llvm::createStringError("ptxas failed on " + variant.id + ": " +
+                                   message + "\n" + text);
+  // "Compiling entry function 'NAME'", then "N bytes spill stores" and
+  // "Used R registers" lines for it.
+  rt::KernelEntry *current = nullptr;
+  llvm::SmallVector<llvm::StringRef> lines;
+  llvm::StringRef(text).split(lines, '\n');
+  llvm::Regex entry("Compiling entry function '([^']+)'");
+  llvm::Regex spills("([0-9]+) bytes spill stores");
+  llvm::Regex regs("Used ([0-9]+) registers");
+  for (llvm::StringRef line : lines) {
+    llvm::SmallVector<llvm::StringRef> m;
+    if (entry.match(line, &m)) {
+      current = m[1] == variant.forward.name ? &variant.forward
+                : variant.combine && m[1] == variant.combine->name
+                    ? &*variant.combine
+                    : nullptr;
+    } else if (current && spills.match(line, &m)) {
+      m[1].getAsInteger(10, current->spillBytes);
+    } else if (current && regs.match(line, &m)) {
+      m[1].getAsInteger(10, current->registers);
+    }
+  }
+  auto cubin = llvm::MemoryBuffer::getFile(cubinPath, /*IsText=*/false);
+  if (!cubin)
+    return llvm::createStringError("ptxas wrote no cubin for " + variant.id);
+  variant.cubin = (*cubin)->getBuffer().str();
+  return llvm::Error::success();
+}
+
+} // namespace
+
+llvm::Expected<rt::KernelVariant> Compiler::compileGPUVariant(
+    const AttentionSpec &spec, const PipelineConfig &config, bool assembleIt,
+    std::vector<std::pair<std::string, std::string>> *stageIR) {
+  auto start = std::chrono::steady_clock::now();
+  if (llvm::Error e = spec.validate())
+    return std::move(e);
+  if (!config.isGPU())
+    return llvm::createStringError("target '" + config.target +
+                                   "' is not a GPU");
+  if (llvm::Error e = checkGPUSpec(spec, config.target))
+    return std::move(e);
+  PipelineConfig g = gpuConfig(spec, config);
+  if (llvm::Error e = g.validate())
+    return std::move(e);
+  if (g.binaryFormat != "isa")
+    return llvm::createStringError(
+        "GPU kernels are compiled to PTX (format isa); assemble them with "
+        "ptxas for a cubin");
+
+  rt::KernelVariant variant;
+  variant.query = spec.gpuQuery(g.target);
+  variant.id = gpuVariantId(variant.query);
+  variant.config = g.str();
+
+  // The launch metadata the conversion recorded on each kernel.
+  std::string metadataError;
+  auto readKernels = [&](llvm::StringRef stage, ModuleOp module) {
+    if (stage != "gpu")
+      return;
+    module->walk([&](gpu::GPUFuncOp fn) {
+      auto grid = fn->getAttrOfType<StringAttr>("flash.grid");
+      auto block = fn->getAttrOfType<IntegerAttr>("flash.block");
+      auto shared = fn->getAttrOfType<IntegerAttr>("flash.shared_bytes");
+      if (!grid || !block || !shared) {
+        metadataError = "kernel " + fn.getName().str() +
+                        " lacks its launch metadata";
+        return;
+      }
+      rt::KernelEntry e;
+      e.name = fn.getName().str();
+      e.grid = grid.getValue().str();
+      e.block = block.getInt();
+      e.sharedBytes = shared.getInt();
+      if (llvm::StringRef(e.name).ends_with("_combine")) {
+        variant.combine = e;
+      } else {
+        variant.forward = e;
+        if (auto tile = fn->getAttrOfType<DenseI64ArrayAttr>("flash.tile")) {
+          variant.blockQ = tile[1];
+          variant.blockKV = tile[2];
+        }
+      }
+    });
+  };
+  // The kernels are built for one KV head and its group of query heads; the
+  // runtime folds a call's KV heads into the batch.
+  AttentionSpec kernelSpec = gpuKernelSpec(spec);
+  MLIRContext ctx(getRegistry(), MLIRContext::Threading::DISABLED);
+  llvm::Expected<OwningOpRef<ModuleOp>> module =
+      runStages(ctx, kernelSpec.toMLIR(/*dynamicSizes=*/true), g, "", stageIR,
+                readKernels);
+  if (!module)
+    return module.takeError();
+  if (!metadataError.empty())
+    return llvm::createStringError(metadataError);
+  if (variant.forward.name.empty() ||
+      variant.query.decode != variant.combine.has_value())
+    return llvm::createStringError(
+        "the GPU pipeline built an unexpected set of kernels for " +
+        variant.id);
+  (*module)->walk([&](gpu::BinaryOp binary) {
+    for (Attribute a : binary.getObjectsAttr())
+      variant.ptx = cast<gpu::ObjectAttr>(a).getObject().getValue().str();
+  });
+  if (variant.ptx.empty())
+    return llvm::createStringError("the GPU pipeline produced no PTX for " +
+                                   variant.id);
+  variant.compileSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  if (assembleIt)
+    if (llvm::Error e = assemble(variant, g.toolkitPath))
+      return std::move(e);
+  return variant;
+}
+
+llvm::Expected<std::unique_ptr<Kernel>>
+KernelBuilder::buildGPU(const AttentionSpec &spec, const PipelineConfig &config,
+                        const std::string &cacheDirectory) {
+  auto start = std::chrono::steady_clock::now();
+  auto kernel = std::unique_ptr<Kernel>(new Kernel());
+  kernel->spec = spec;
+  KernelMetadata &meta = kernel->metadata;
+  PipelineConfig g = gpuConfig(spec, config);
+  meta.target = g.target;
+  meta.config = g.str();
+
+  // The disk cache: a bundle whose entries were built with the same
+  // options.
+  std::shared_ptr<rt::KernelVariant> variant;
+  static std::mutex diskMutex;
+  if (!cacheDirectory.empty()) {
+    std::lock_guard<std::mutex> lock(diskMutex);
+    flashc::Result<rt::Bundle> bundle = rt::Bundle::load(cacheDirectory);
+    if (bundle)
+      if (const rt::KernelVariant *v = bundle->find(spec.gpuQuery(g.target)))
+        if (v->config == g.str())
+          variant = std::make_shared<rt::KernelVariant>(*v);
+  }
+  if (!variant) {
+    llvm::Expected<rt::KernelVariant> built = Compiler::compileGPUVariant(
+        spec, config, /*assemble=*/false, &meta.stageIR);
+    if (!built)
+      return built.takeError();
+    variant = std::make_shared<rt::KernelVariant>(std::move(*built));
+    if (!cacheDirectory.empty()) {
+      std::lock_guard<std::mutex> lock(diskMutex);
+      flashc::Result<rt::Bundle> bundle = rt::Bundle::load(cacheDirectory);
+      rt::Bundle updated = bundle ? std::move(*bundle) : rt::Bundle();
+      updated.add(*variant);
+      if (flashc::Status s = updated.save(cacheDirectory))
+        return llvm::createStringError("kernel cache: " + s.message());
+    }
+  }
+  meta.tiles.blockQ = variant->blockQ;
+  meta.tiles.blockKV = variant->blockKV;
+  meta.tiles.order = LoopOrder::FA2;
+  // Decode kernels choose their split count at launch.
+  meta.splits = variant->query.decode ? 0 : 1;
+  meta.gpu = variant;
+  meta.compileSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  return kernel;
+}
+
+void Compiler::setCacheDirectory(std::string directory) {
+  std::lock_guard<std::mutex> lock(mutex);
+  cacheDirectory = std::move(directory);
+}
+
+//===----------------------------------------------------------------------===//
+// Running GPU kernels
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+llvm::Expected<rt::TensorView> toView(const TensorRef &t,
+                                      llvm::StringRef name) {
+  if (t.sizes.size() != t.strides.size() || t.sizes.empty() ||
+      t.sizes.size() > 4)
+    return llvm::createStringError(
+        llvm::formatv("{0} has rank {1} with {2} strides; expected the same "
+                      "number, at most 4",
+                      name, t.sizes.size(), t.strides.size())
+            .str());
+  rt::TensorView v;
+  v.data = t.data;
+  v.dtype = t.dtype == DType::F32   ? rt::ElementType::F32
+            : t.dtype == DType::F16 ? rt::ElementType::F16
+                                    : rt::ElementType::BF16;
+  v.rank = static_cast<int>(t.sizes.size());
+  for (int d = 0; d < v.rank; ++d) {
+    v.sizes[d] = t.sizes[d];
+    v.strides[d] = t.strides[d];
+  }
+  return v;
+}
+
+} // namespace
+
+llvm::Error Kernel::runGPU(const TensorRef &q, const TensorRef &k,
+                           const TensorRef &v, const TensorRef &out,
+                           const TensorRef *lse,
+                           const RunOptions &options) const {
+  std::shared_ptr<rt::Device> device = options.device;
+  if (!device && options.simulate) {
+    // One simulator per chip, kept for its parsed modules.
+    static std::mutex mutex;
+    static std::map<std::string, std::shared_ptr<rt::Device>> simulators;
+    std::lock_guard<std::mutex> lock(mutex);
+    std::shared_ptr<rt::Device> &sim = simulators[metadata.target];
+    if (!sim)
+      sim = rt::getSimulatorDevice(metadata.target);
+    device = sim;
+  }
+  if (!device) {
+    flashc::Result<std::shared_ptr<rt::Device>> cuda = rt::getCudaDevice(0);
+    if (!cuda)
+      return llvm::createStringError(
+          cuda.message() + " (RunOptions::simulate runs GPU kernels in the "
+                           "PTX simulator)");
+    device = *cuda;
+  }
+  bool host = device->isSimulator();
+  rt::AttentionCall call;
+  call.stream = options.stream;
+  call.splits = options.splits;
+  rt::TensorView lseView;
+  for (auto [ref, view, name] :
+       {std::tuple<const TensorRef *, rt::TensorView *, const char *>{
+            &q, &call.q, "query"},
+        {&k, &call.k, "key"},
+        {&v, &call.v, "value"},
+        {&out, &call.out, "output"},
+        {lse, &lseView, "lse"}}) {
+    if (!ref)
+      continue;
+    if (ref->onDevice == host)
+      return llvm::createStringError(
+          llvm::formatv("{0} is in {1} memory, but {2} runs on {3} memory",
+                        name, ref->onDevice ? "device" : "host",
+                        device->describe(), host ? "host" : "device")
+              .str());
+    llvm::Expected<rt::TensorView> converted = toView(*ref, name);
+    if (!converted)
+      return converted.takeError();
+    *view = *converted;
+  }
+  if (lse)
+    call.lse = &lseView;
+  if (flashc::Status s = rt::launchAttention(*device, *metadata.gpu, call))
+    return llvm::createStringError(s.message());
+  return llvm::Error::success();
+}

@@ -1,0 +1,337 @@
+//===- Attention.cpp - Checking and launching an attention call -----------===//
+//
+// Validates a call against the kernel it will run (element types, shapes,
+// strides and the 16-byte alignment the kernels' vector copies need),
+// chooses the split count of a decode variant with the CTA x wave model,
+// allocates the split workspace, and launches the forward kernel and the
+// combine with the shared argument list of flashc's kernels:
+//
+//   q, k, v, out, lse, ws_out, ws_lse, B, Nq, Nk, splits,
+//   strides (batch, head, row) of q, k, v, out
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashc/Runtime/Runtime.h"
+
+#include "flashc/Target/GPUTargets.h"
+
+#include <algorithm>
+
+using namespace flashc;
+using namespace flashc::runtime;
+
+Device::~Device() = default;
+
+WaveTarget runtime::getWaveTarget(const std::string &chip, int64_t numSMs) {
+  const GPUTargetFigures *f = findGPUTarget(chip);
+  if (!f)
+    f = findGPUTarget("sm_80");
+  WaveTarget t;
+  t.numSMs = numSMs > 0 ? numSMs : f->numSMs;
+  t.perSMPeakTflops = f->perSMPeakTflops;
+  t.memoryBandwidthGBs = f->memoryBandwidthGBs;
+  t.perSMBandwidthGBs = f->perSMBandwidthGBs;
+  t.launchOverheadUs = f->launchOverheadUs;
+  // flashc's decode tiles pad rows to one MMA tile of 16.
+  t.rowQuantum = 16;
+  return t;
+}
+
+namespace {
+
+std::string shapeString(const TensorView &t) {
+  std::string s = "[";
+  for (int d = 0; d < t.rank; ++d)
+    s += (d ? ", " : "") + std::to_string(t.sizes[d]);
+  return s + "]";
+}
+
+std::string stridesString(const TensorView &t) {
+  std::string s = "[";
+  for (int d = 0; d < t.rank; ++d)
+    s += (d ? ", " : "") + std::to_string(t.strides[d]);
+  return s + "]";
+}
+
+/// Checks one tensor of the call.
+Status checkTensor(const TensorView &t, const char *name, ElementType dtype,
+                   std::initializer_list<int64_t> sizes, bool aligned) {
+  if (!t.data)
+    return Status::error(std::string(name) + " is null");
+  if (t.dtype != dtype)
+    return Status::error(std::string(name) + " has element type " +
+                         stringify(t.dtype) + ", the kernel takes " +
+                         stringify(dtype));
+  TensorView expected;
+  expected.rank = static_cast<int>(sizes.size());
+  int i = 0;
+  for (int64_t s : sizes)
+    expected.sizes[i++] = s;
+  bool same = t.rank == expected.rank;
+  for (int d = 0; same && d < t.rank; ++d)
+    same = t.sizes[d] == expected.sizes[d];
+  if (!same)
+    return Status::error(std::string(name) + " has shape " + shapeString(t) +
+                         ", expected " + shapeString(expected));
+  if (t.strides[t.rank - 1] != 1)
+    return Status::error(std::string(name) +
+                         " must have unit stride in its last dimension, got "
+                         "strides " +
+                         stridesString(t));
+  for (int d = 0; d < t.rank; ++d)
+    if (t.strides[d] < 0)
+      return Status::error(std::string(name) + " has a negative stride: " +
+                           stridesString(t));
+  if (aligned) {
+    // Rows are copied and stored 16 bytes at a time.
+    int64_t perChunk = 16 / getElementBytes(t.dtype);
+    if (reinterpret_cast<uintptr_t>(t.data) % 16 != 0)
+      return Status::error(std::string(name) +
+                           " must be 16-byte aligned for the GPU kernels");
+    for (int d = 0; d + 1 < t.rank; ++d)
+      if (t.strides[d] % perChunk != 0)
+        return Status::error(std::string(name) + " has strides " +
+                             stridesString(t) +
+                             "; the GPU kernels need strides that are "
+                             "multiples of " +
+                             std::to_string(perChunk) + " elements");
+  }
+  Result<uint64_t> extent = t.getExtentBytes();
+  if (!extent)
+    return Status::error(std::string(name) + ": " + extent.message());
+  return Status::success();
+}
+
+LaunchArg pointer(const void *p, uint64_t extent) {
+  LaunchArg a;
+  a.value = reinterpret_cast<uint64_t>(p);
+  a.isPointer = true;
+  a.extentBytes = p ? extent : 0;
+  return a;
+}
+
+LaunchArg scalar(int64_t v) {
+  LaunchArg a;
+  a.value = static_cast<uint64_t>(v);
+  return a;
+}
+
+} // namespace
+
+namespace {
+
+/// One launch of a variant's kernels over `batch` = (batch, KV head) pairs.
+struct Slice {
+  const char *q, *k, *v, *out, *lse;
+  int64_t batch;
+};
+
+} // namespace
+
+Status runtime::launchAttention(Device &device, const KernelVariant &variant,
+                                const AttentionCall &call,
+                                LaunchReport *report) {
+  const AttentionQuery &q = variant.query;
+  for (auto [t, name] : {std::pair<const TensorView *, const char *>{
+                             &call.q, "query"},
+                         {&call.k, "key"},
+                         {&call.v, "value"},
+                         {&call.out, "output"}})
+    if (t->rank != 4)
+      return Status::error(std::string(name) +
+                           " must have rank 4 [B, H, N, D], got rank " +
+                           std::to_string(t->rank));
+  int64_t batch = call.q.sizes[0], heads = call.q.sizes[1];
+  int64_t seqQ = call.q.sizes[2], kvHeads = call.k.sizes[1];
+  int64_t seqKV = call.k.sizes[2];
+  if (batch <= 0 || seqQ <= 0 || seqKV <= 0 || kvHeads <= 0)
+    return Status::error("batch, KV heads, query length and key length must "
+                         "be positive, got B=" +
+                         std::to_string(batch) + " Hkv=" +
+                         std::to_string(kvHeads) + " Nq=" +
+                         std::to_string(seqQ) + " Nk=" + std::to_string(seqKV));
+  if (heads != q.group * kvHeads)
+    return Status::error("the kernel packs " + std::to_string(q.group) +
+                         " query head(s) per KV head, but the call has " +
+                         std::to_string(heads) + " query heads over " +
+                         std::to_string(kvHeads) + " KV heads");
+  if (Status s = checkTensor(call.q, "query", q.dtype,
+                             {batch, heads, seqQ, q.headDim}, true))
+    return s;
+  if (Status s = checkTensor(call.k, "key", q.dtype,
+                             {batch, kvHeads, seqKV, q.headDim}, true))
+    return s;
+  if (Status s = checkTensor(call.v, "value", q.dtype,
+                             {batch, kvHeads, seqKV, q.headDimV}, true))
+    return s;
+  if (Status s = checkTensor(call.out, "output", q.dtype,
+                             {batch, heads, seqQ, q.headDimV}, true))
+    return s;
+  if (q.withLse != (call.lse != nullptr))
+    return Status::error(q.withLse
+                             ? "the kernel writes an LSE buffer but none "
+                               "was given"
+                             : "an LSE buffer was given but the kernel has "
+                               "no LSE output");
+  if (call.lse) {
+    if (Status s = checkTensor(*call.lse, "lse", ElementType::F32,
+                               {batch, heads, seqQ}, false))
+      return s;
+    const TensorView &l = *call.lse;
+    if (l.strides[1] != seqQ || l.strides[0] != heads * seqQ)
+      return Status::error("lse must be contiguous, got strides " +
+                           stridesString(l));
+  }
+  if (call.splits < 0)
+    return Status::error("splits must be non-negative, got " +
+                         std::to_string(call.splits));
+  if (!q.decode && call.splits > 1)
+    return Status::error("a prefill kernel does not split its KV loop (" +
+                         std::to_string(call.splits) + " splits asked)");
+
+  // The kernels see [B', G, N, D] query/output and [B', 1, N, D] key/value
+  // blocks with B' = (batch, KV head) pairs. When every tensor's batch
+  // stride is Hkv times its stride per KV head, one launch covers B x Hkv;
+  // otherwise each batch entry is a launch over its Hkv heads.
+  int64_t eb = getElementBytes(q.dtype);
+  auto folds = [&](const TensorView &t, int64_t headsPerKV) {
+    return batch == 1 || t.strides[0] == kvHeads * headsPerKV * t.strides[1];
+  };
+  bool fold = folds(call.q, q.group) && folds(call.out, q.group) &&
+              folds(call.k, 1) && folds(call.v, 1);
+  std::vector<Slice> slices;
+  auto base = [](const TensorView &t, int64_t b, int64_t bytes) {
+    return static_cast<const char *>(t.data) + b * t.strides[0] * bytes;
+  };
+  const char *lse = call.lse ? static_cast<const char *>(call.lse->data) : nullptr;
+  if (fold) {
+    slices.push_back({base(call.q, 0, eb), base(call.k, 0, eb),
+                      base(call.v, 0, eb), base(call.out, 0, eb), lse,
+                      batch * kvHeads});
+  } else {
+    for (int64_t b = 0; b < batch; ++b)
+      slices.push_back({base(call.q, b, eb), base(call.k, b, eb),
+                        base(call.v, b, eb), base(call.out, b, eb),
+                        lse ? lse + b * heads * seqQ * 4 : nullptr, kvHeads});
+  }
+  int64_t kernelBatch = slices.front().batch;
+
+  // The split count of a decode variant: the CTA x wave model over the
+  // whole call, unless the caller fixes it; every split keeps at least one
+  // KV block.
+  int64_t splits = 1;
+  if (q.decode) {
+    WaveProblem p;
+    p.batch = batch * kvHeads;
+    p.heads = q.group;
+    p.kvHeads = 1;
+    p.seqQ = seqQ;
+    p.seqKV = seqKV;
+    p.headDim = q.headDim;
+    p.headDimV = q.headDimV;
+    p.elementBytes = eb;
+    p.blockQ = variant.blockQ;
+    p.blockKV = variant.blockKV;
+    splits = call.splits ? std::min(call.splits, getMaxSplitCount(p))
+                         : chooseSplitCount(getWaveTarget(device.getChip(),
+                                                          device.getNumSMs()),
+                                            p)
+                               .splits;
+  }
+
+  GridSizes sizes{kernelBatch, seqQ, seqKV, splits};
+  Result<int64_t> forwardGrid = evaluateGrid(variant.forward.grid, sizes);
+  if (!forwardGrid)
+    return forwardGrid.status();
+  if (*forwardGrid <= 0 || *forwardGrid > 0x7fffffff)
+    return Status::error("a grid of " + std::to_string(*forwardGrid) +
+                         " CTAs is outside what a launch allows");
+  int64_t combineGrid = 0;
+  if (variant.combine) {
+    Result<int64_t> g = evaluateGrid(variant.combine->grid, sizes);
+    if (!g)
+      return g.status();
+    combineGrid = *g;
+  }
+
+  // Workspace of the split partials, reused by every launch (they are
+  // ordered on one stream): [S, B', G, Nq, Dv] and [S, B', G, Nq] f32.
+  void *wsOut = nullptr, *wsLse = nullptr;
+  uint64_t wsOutBytes = 0, wsLseBytes = 0;
+  if (q.decode) {
+    __int128 rows =
+        static_cast<__int128>(splits) * kernelBatch * q.group * seqQ;
+    __int128 bytes = rows * q.headDimV * 4;
+    if (bytes > (static_cast<__int128>(1) << 62))
+      return Status::error("the split workspace overflows");
+    wsOutBytes = static_cast<uint64_t>(bytes);
+    wsLseBytes = static_cast<uint64_t>(rows * 4);
+    Result<void *> a = device.allocate(wsOutBytes + wsLseBytes, call.stream);
+    if (!a)
+      return a.status();
+    wsOut = *a;
+    wsLse = static_cast<char *>(*a) + wsOutBytes;
+  }
+
+  // Extents of one slice's views, for the simulator's bounds checking.
+  auto extent = [&](const TensorView &t, int64_t headsPerKV) {
+    TensorView v = t;
+    v.rank = 3;
+    v.sizes[0] = kernelBatch * headsPerKV;
+    v.strides[0] = t.strides[1];
+    v.sizes[1] = t.sizes[2];
+    v.strides[1] = t.strides[2];
+    v.sizes[2] = t.sizes[3];
+    v.strides[2] = 1;
+    return *v.getExtentBytes();
+  };
+  Status status;
+  for (const Slice &slice : slices) {
+    std::vector<LaunchArg> args = {
+        pointer(slice.q, extent(call.q, q.group)),
+        pointer(slice.k, extent(call.k, 1)),
+        pointer(slice.v, extent(call.v, 1)),
+        pointer(slice.out, extent(call.out, q.group)),
+        pointer(slice.lse,
+                static_cast<uint64_t>(kernelBatch * q.group * seqQ * 4)),
+        pointer(wsOut, wsOutBytes),
+        pointer(wsLse, wsLseBytes),
+        scalar(kernelBatch),
+        scalar(seqQ),
+        scalar(seqKV),
+        scalar(splits)};
+    // Strides of the kernel views: (batch', head, row).
+    for (auto [t, headsPerKV] :
+         {std::pair<const TensorView *, int64_t>{&call.q, q.group},
+          {&call.k, 1},
+          {&call.v, 1},
+          {&call.out, q.group}}) {
+      args.push_back(scalar(headsPerKV * t->strides[1]));
+      args.push_back(scalar(t->strides[1]));
+      args.push_back(scalar(t->strides[2]));
+    }
+    status = device.launch(variant, variant.forward,
+                           static_cast<uint64_t>(*forwardGrid), args,
+                           call.stream);
+    if (!status && variant.combine)
+      status = device.launch(variant, *variant.combine,
+                             static_cast<uint64_t>(combineGrid), args,
+                             call.stream);
+    if (status)
+      break;
+  }
+  if (wsOut) {
+    Status freed = device.release(wsOut, call.stream);
+    if (!status && freed)
+      status = freed;
+  }
+  if (status)
+    return status;
+  if (report) {
+    report->launches = static_cast<int64_t>(slices.size());
+    report->splits = splits;
+    report->forwardGrid = *forwardGrid;
+    report->combineGrid = combineGrid;
+  }
+  return Status::success();
+}

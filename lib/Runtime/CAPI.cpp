@@ -1,0 +1,170 @@
+//===- CAPI.cpp - The C API of the runtime --------------------------------===//
+//
+// flashc_runtime.h over the C++ runtime: bundles, device selection and the
+// attention call, with per-thread error messages.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashc/Runtime/flashc_runtime.h"
+#include "flashc/Runtime/Runtime.h"
+
+#include <cmath>
+#include <mutex>
+
+using namespace flashc;
+using namespace flashc::runtime;
+
+struct flashc_bundle {
+  Bundle bundle;
+};
+
+namespace {
+
+thread_local std::string lastError;
+
+flashc_status fail(flashc_status code, const std::string &message) {
+  lastError = message;
+  return code;
+}
+
+bool toView(const flashc_tensor *t, const char *name, TensorView &view) {
+  if (!t) {
+    lastError = std::string(name) + " is null";
+    return false;
+  }
+  if (t->rank < 1 || t->rank > 4) {
+    lastError = std::string(name) + " has rank " + std::to_string(t->rank) +
+                ", expected 1 to 4";
+    return false;
+  }
+  if (t->dtype < FLASHC_F32 || t->dtype > FLASHC_BF16) {
+    lastError = std::string(name) + " has an unknown dtype";
+    return false;
+  }
+  view.data = t->data;
+  view.dtype = t->dtype == FLASHC_F32   ? ElementType::F32
+               : t->dtype == FLASHC_F16 ? ElementType::F16
+                                        : ElementType::BF16;
+  view.rank = t->rank;
+  for (int d = 0; d < t->rank; ++d) {
+    view.sizes[d] = t->sizes[d];
+    view.strides[d] = t->strides[d];
+  }
+  return true;
+}
+
+} // namespace
+
+extern "C" {
+
+flashc_status flashc_bundle_open(const char *dir, flashc_bundle **out) {
+  if (!dir || !out)
+    return fail(FLASHC_ERROR_INVALID_ARGUMENT, "null argument");
+  Result<Bundle> bundle = Bundle::load(dir);
+  if (!bundle)
+    return fail(FLASHC_ERROR_NOT_FOUND, bundle.message());
+  *out = new flashc_bundle{std::move(*bundle)};
+  lastError.clear();
+  return FLASHC_OK;
+}
+
+void flashc_bundle_close(flashc_bundle *bundle) { delete bundle; }
+
+int64_t flashc_bundle_size(const flashc_bundle *bundle) {
+  return bundle ? static_cast<int64_t>(bundle->bundle.variants.size()) : 0;
+}
+
+int flashc_cuda_available(void) {
+  return getCudaDevice(0) ? 1 : 0;
+}
+
+flashc_status flashc_attention(flashc_bundle *bundle,
+                               flashc_device_kind kind,
+                               const flashc_tensor *q, const flashc_tensor *k,
+                               const flashc_tensor *v,
+                               const flashc_tensor *out,
+                               const flashc_tensor *lse, int causal,
+                               double scale, void *stream) {
+  if (!bundle)
+    return fail(FLASHC_ERROR_INVALID_ARGUMENT, "bundle is null");
+  AttentionCall call;
+  if (!toView(q, "query", call.q) || !toView(k, "key", call.k) ||
+      !toView(v, "value", call.v) || !toView(out, "output", call.out))
+    return FLASHC_ERROR_INVALID_ARGUMENT;
+  TensorView lseView;
+  if (lse) {
+    if (!toView(lse, "lse", lseView))
+      return FLASHC_ERROR_INVALID_ARGUMENT;
+    call.lse = &lseView;
+  }
+  call.stream = stream;
+  if (call.q.rank != 4 || call.k.rank != 4 || call.v.rank != 4)
+    return fail(FLASHC_ERROR_INVALID_ARGUMENT,
+                "query, key and value must have rank 4");
+
+  std::shared_ptr<Device> device;
+  if (kind == FLASHC_DEVICE_SIMULATOR) {
+    static std::mutex mutex;
+    static std::shared_ptr<Device> simulator;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!simulator)
+      simulator = getSimulatorDevice("sm_80");
+    device = simulator;
+  } else if (kind == FLASHC_DEVICE_CUDA) {
+    Result<std::shared_ptr<Device>> cuda = getCudaDevice(0);
+    if (!cuda)
+      return fail(FLASHC_ERROR_NO_DEVICE, cuda.message());
+    device = *cuda;
+  } else {
+    return fail(FLASHC_ERROR_INVALID_ARGUMENT, "unknown device kind");
+  }
+
+  AttentionQuery query;
+  query.dtype = call.q.dtype;
+  if (call.k.sizes[1] <= 0 || call.q.sizes[1] % call.k.sizes[1] != 0)
+    return fail(FLASHC_ERROR_INVALID_ARGUMENT,
+                "the query heads (" + std::to_string(call.q.sizes[1]) +
+                    ") must be a multiple of the key heads (" +
+                    std::to_string(call.k.sizes[1]) + ")");
+  query.group = call.q.sizes[1] / call.k.sizes[1];
+  query.headDim = call.q.sizes[3];
+  query.headDimV = call.v.sizes[3];
+  query.causal = causal != 0;
+  query.withLse = lse != nullptr;
+  query.scale = scale > 0 ? scale
+                          : 1.0 / std::sqrt(static_cast<double>(query.headDim));
+  // A kernel for the device's chip; on the simulator, any chip's.
+  const KernelVariant *variant = nullptr;
+  for (bool decode : {call.q.sizes[2] <= 16, false}) {
+    query.decode = decode;
+    for (const char *chip : {"sm_90a", "sm_80"}) {
+      if (!device->isSimulator() && device->getChip() != chip &&
+          !(device->getChip() == "sm_90a" && std::string(chip) == "sm_80"))
+        continue;
+      query.target = chip;
+      if ((variant = bundle->bundle.find(query)))
+        break;
+    }
+    if (variant)
+      break;
+  }
+  if (!variant)
+    return fail(FLASHC_ERROR_NOT_FOUND,
+                std::string("the bundle has no kernel for ") +
+                    stringify(query.dtype) + " with " +
+                    std::to_string(query.group) + " query head(s) per KV "
+                    "head, D=" +
+                    std::to_string(query.headDim) + " Dv=" +
+                    std::to_string(query.headDimV) +
+                    (query.causal ? " causal" : "") +
+                    (query.withLse ? " with LSE" : "") + " on " +
+                    device->describe());
+  if (Status s = launchAttention(*device, *variant, call))
+    return fail(FLASHC_ERROR_LAUNCH, s.message());
+  lastError.clear();
+  return FLASHC_OK;
+}
+
+const char *flashc_last_error(void) { return lastError.c_str(); }
+
+} // extern "C"

@@ -1,0 +1,319 @@
+//===- CudaDevice.cpp - The CUDA driver, found at run time ----------------===//
+//
+// Resolves the CUDA driver API with dlopen("libcuda.so.1"), so that the
+// runtime (and everything linking it) starts on machines without a GPU and
+// reports "no CUDA driver" as an error instead. Kernels are loaded from PTX
+// (or a cubin for the device's chip) with cuModuleLoadDataEx, once per
+// variant; the dynamic shared-memory limit is raised per function before
+// its first launch; launches go on the caller's stream, and workspaces are
+// stream-ordered allocations.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashc/Runtime/Runtime.h"
+
+#include <cuda.h>
+#include <dlfcn.h>
+
+#include <map>
+#include <mutex>
+
+using namespace flashc;
+using namespace flashc::runtime;
+
+namespace {
+
+/// The driver entry points flashc uses.
+struct Driver {
+  void *handle = nullptr;
+  CUresult (*cuInit)(unsigned);
+  CUresult (*cuDriverGetVersion)(int *);
+  CUresult (*cuDeviceGetCount)(int *);
+  CUresult (*cuDeviceGet)(CUdevice *, int);
+  CUresult (*cuDeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
+  CUresult (*cuDeviceGetName)(char *, int, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+  CUresult (*cuCtxGetCurrent)(CUcontext *);
+  CUresult (*cuCtxSetCurrent)(CUcontext);
+  CUresult (*cuModuleLoadDataEx)(CUmodule *, const void *, unsigned,
+                                 CUjit_option *, void **);
+  CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*cuFuncSetAttribute)(CUfunction, CUfunction_attribute, int);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, unsigned, unsigned, CUstream,
+                             void **, void **);
+  CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream);
+  CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
+  CUresult (*cuGetErrorString)(CUresult, const char **);
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+  CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+  CUresult (*cuStreamSynchronize)(CUstream);
+
+  std::string error(CUresult r) const {
+    const char *s = nullptr;
+    if (cuGetErrorString && cuGetErrorString(r, &s) == CUDA_SUCCESS && s)
+      return s;
+    return "CUDA error " + std::to_string(static_cast<int>(r));
+  }
+};
+
+/// Loads the driver once; the status says why it is unusable.
+const Driver &getDriver(Status &status) {
+  static Status loadStatus;
+  static Driver driver = [] {
+    Driver d{};
+    d.handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!d.handle) {
+      loadStatus = Status::error(
+          "no CUDA driver: cannot load libcuda.so.1 (this machine has no "
+          "NVIDIA GPU driver; run GPU kernels in the simulator instead)");
+      return d;
+    }
+    bool ok = true;
+    auto sym = [&](auto &fn, const char *name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
+          dlsym(d.handle, name));
+      ok &= fn != nullptr;
+    };
+    sym(d.cuInit, "cuInit");
+    sym(d.cuDriverGetVersion, "cuDriverGetVersion");
+    sym(d.cuDeviceGetCount, "cuDeviceGetCount");
+    sym(d.cuDeviceGet, "cuDeviceGet");
+    sym(d.cuDeviceGetAttribute, "cuDeviceGetAttribute");
+    sym(d.cuDeviceGetName, "cuDeviceGetName");
+    sym(d.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    sym(d.cuCtxGetCurrent, "cuCtxGetCurrent");
+    sym(d.cuCtxSetCurrent, "cuCtxSetCurrent");
+    sym(d.cuModuleLoadDataEx, "cuModuleLoadDataEx");
+    sym(d.cuModuleGetFunction, "cuModuleGetFunction");
+    sym(d.cuFuncSetAttribute, "cuFuncSetAttribute");
+    sym(d.cuLaunchKernel, "cuLaunchKernel");
+    sym(d.cuMemAllocAsync, "cuMemAllocAsync");
+    sym(d.cuMemFreeAsync, "cuMemFreeAsync");
+    sym(d.cuGetErrorString, "cuGetErrorString");
+    sym(d.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+    sym(d.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+    sym(d.cuStreamSynchronize, "cuStreamSynchronize");
+    if (!ok) {
+      loadStatus = Status::error("the CUDA driver is too old: it lacks "
+                                 "entry points flashc needs (CUDA 11.2+)");
+      return d;
+    }
+    if (CUresult r = d.cuInit(0); r != CUDA_SUCCESS)
+      loadStatus = Status::error("cuInit failed: " + d.error(r));
+    return d;
+  }();
+  status = loadStatus;
+  return driver;
+}
+
+class CudaDevice : public Device {
+public:
+  CudaDevice(const Driver &driver, CUdevice device, CUcontext context,
+             std::string name, int major, int minor, int sms)
+      : d(driver), device(device), context(context), name(std::move(name)),
+        major(major), minor(minor), sms(sms) {}
+
+  std::string describe() const override {
+    return name + " (sm_" + std::to_string(major) + std::to_string(minor) +
+           ", " + std::to_string(sms) + " SMs)";
+  }
+  bool isSimulator() const override { return false; }
+  std::string getChip() const override {
+    return major >= 9 ? "sm_90a" : "sm_80";
+  }
+  int64_t getNumSMs() const override { return sms; }
+
+  Result<void *> allocate(uint64_t bytes, void *stream) override {
+    if (Status s = makeCurrent())
+      return s;
+    CUdeviceptr p = 0;
+    if (CUresult r = d.cuMemAllocAsync(&p, bytes, static_cast<CUstream>(stream));
+        r != CUDA_SUCCESS)
+      return Status::error("cuMemAllocAsync of " + std::to_string(bytes) +
+                           " bytes: " + d.error(r));
+    return reinterpret_cast<void *>(p);
+  }
+
+  Status release(void *p, void *stream) override {
+    if (CUresult r = d.cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(p),
+                                      static_cast<CUstream>(stream));
+        r != CUDA_SUCCESS)
+      return Status::error("cuMemFreeAsync: " + d.error(r));
+    return Status::success();
+  }
+
+  Status copyToDevice(void *dst, const void *src, uint64_t bytes,
+                      void *stream) override {
+    if (Status s = makeCurrent())
+      return s;
+    if (CUresult r = d.cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst),
+                                         src, bytes,
+                                         static_cast<CUstream>(stream));
+        r != CUDA_SUCCESS)
+      return Status::error("copy to the device: " + d.error(r));
+    return Status::success();
+  }
+
+  Status copyToHost(void *dst, const void *src, uint64_t bytes,
+                    void *stream) override {
+    if (Status s = makeCurrent())
+      return s;
+    if (CUresult r = d.cuMemcpyDtoHAsync(
+            dst, reinterpret_cast<CUdeviceptr>(src), bytes,
+            static_cast<CUstream>(stream));
+        r != CUDA_SUCCESS)
+      return Status::error("copy to the host: " + d.error(r));
+    return Status::success();
+  }
+
+  Status synchronize(void *stream) override {
+    if (Status s = makeCurrent())
+      return s;
+    if (CUresult r = d.cuStreamSynchronize(static_cast<CUstream>(stream));
+        r != CUDA_SUCCESS)
+      return Status::error("the stream failed: " + d.error(r));
+    return Status::success();
+  }
+
+  Status launch(const KernelVariant &variant, const KernelEntry &kernel,
+                uint64_t grid, const std::vector<LaunchArg> &args,
+                void *stream) override {
+    if (Status s = makeCurrent())
+      return s;
+    Result<CUfunction> fn = getFunction(variant, kernel);
+    if (!fn)
+      return fn.status();
+    std::vector<uint64_t> values;
+    std::vector<void *> pointers;
+    values.reserve(args.size());
+    for (const LaunchArg &a : args)
+      values.push_back(a.value);
+    for (uint64_t &v : values)
+      pointers.push_back(&v);
+    if (grid > 0x7fffffffull)
+      return Status::error("a grid of " + std::to_string(grid) +
+                           " CTAs exceeds the launch limit");
+    CUresult r = d.cuLaunchKernel(
+        *fn, static_cast<unsigned>(grid), 1, 1,
+        static_cast<unsigned>(kernel.block), 1, 1,
+        static_cast<unsigned>(kernel.sharedBytes),
+        static_cast<CUstream>(stream), pointers.data(), nullptr);
+    if (r != CUDA_SUCCESS)
+      return Status::error("launching " + kernel.name + ": " + d.error(r));
+    return Status::success();
+  }
+
+private:
+  const Driver &d;
+  CUdevice device;
+  CUcontext context;
+  std::string name;
+  int major, minor, sms;
+  std::mutex mutex;
+  /// Loaded modules and functions, by variant id.
+  std::map<std::string, CUmodule> modules;
+  std::map<std::string, CUfunction> functions;
+
+  Status makeCurrent() {
+    CUcontext current = nullptr;
+    d.cuCtxGetCurrent(&current);
+    if (current)
+      return Status::success();
+    if (CUresult r = d.cuCtxSetCurrent(context); r != CUDA_SUCCESS)
+      return Status::error("cuCtxSetCurrent: " + d.error(r));
+    return Status::success();
+  }
+
+  Result<CUfunction> getFunction(const KernelVariant &variant,
+                                 const KernelEntry &kernel) {
+    std::lock_guard<std::mutex> lock(mutex);
+    std::string key = variant.id + "/" + kernel.name;
+    if (auto it = functions.find(key); it != functions.end())
+      return it->second;
+    CUmodule module = nullptr;
+    if (auto it = modules.find(variant.id); it != modules.end()) {
+      module = it->second;
+    } else {
+      // A cubin when it was assembled for this device's chip, else PTX
+      // (which the driver compiles, and which runs on newer chips too).
+      bool useCubin = !variant.cubin.empty() && variant.query.target == getChip();
+      const void *image = useCubin ? variant.cubin.data() : variant.ptx.c_str();
+      char log[4096] = {0};
+      CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER,
+                                CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+      void *values[] = {log, reinterpret_cast<void *>(sizeof(log))};
+      if (CUresult r = d.cuModuleLoadDataEx(&module, image, 2, options, values);
+          r != CUDA_SUCCESS)
+        return Status::error("loading the kernels of '" + variant.id +
+                             "': " + d.error(r) + (log[0] ? ": " : "") + log);
+      modules[variant.id] = module;
+    }
+    CUfunction fn = nullptr;
+    if (CUresult r = d.cuModuleGetFunction(&fn, module, kernel.name.c_str());
+        r != CUDA_SUCCESS)
+      return Status::error("no kernel '" + kernel.name + "' in '" +
+                           variant.id + "': " + d.error(r));
+    // Above 48 KB, dynamic shared memory must be opted into.
+    if (CUresult r = d.cuFuncSetAttribute(
+            fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            static_cast<int>(kernel.sharedBytes));
+        r != CUDA_SUCCESS)
+      return Status::error(kernel.name + " needs " +
+                           std::to_string(kernel.sharedBytes) +
+                           " bytes of shared memory: " + d.error(r));
+    functions[key] = fn;
+    return fn;
+  }
+};
+
+} // namespace
+
+static Result<std::shared_ptr<Device>> openCudaDevice(int ordinal) {
+  Status status;
+  const Driver &d = getDriver(status);
+  if (status)
+    return status;
+  int count = 0;
+  if (CUresult r = d.cuDeviceGetCount(&count); r != CUDA_SUCCESS || count == 0)
+    return Status::error("no CUDA device is present");
+  if (ordinal < 0 || ordinal >= count)
+    return Status::error("no CUDA device " + std::to_string(ordinal) + " (" +
+                         std::to_string(count) + " present)");
+  CUdevice device;
+  if (CUresult r = d.cuDeviceGet(&device, ordinal); r != CUDA_SUCCESS)
+    return Status::error("cuDeviceGet: " + d.error(r));
+  int major = 0, minor = 0, sms = 0;
+  d.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                         device);
+  d.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                         device);
+  d.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                         device);
+  if (major < 8)
+    return Status::error("flashc's GPU kernels need compute capability 8.0 "
+                         "or newer, device " +
+                         std::to_string(ordinal) + " has " +
+                         std::to_string(major) + "." + std::to_string(minor));
+  char name[256] = {0};
+  d.cuDeviceGetName(name, sizeof(name), device);
+  CUcontext context = nullptr;
+  if (CUresult r = d.cuDevicePrimaryCtxRetain(&context, device);
+      r != CUDA_SUCCESS)
+    return Status::error("cuDevicePrimaryCtxRetain: " + d.error(r));
+  return std::shared_ptr<Device>(
+      new CudaDevice(d, device, context, name, major, minor, sms));
+}
+
+Result<std::shared_ptr<Device>> runtime::getCudaDevice(int ordinal) {
+  // One device object per ordinal, so that loaded kernels are shared.
+  static std::mutex mutex;
+  static std::map<int, std::shared_ptr<Device>> devices;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = devices.find(ordinal); it != devices.end())
+    return it->second;
+  Result<std::shared_ptr<Device>> device = openCudaDevice(ordinal);
+  if (device)
+    devices[ordinal] = *device;
+  return device;
+}

@@ -1,0 +1,146 @@
+//===- SimulatorDevice.cpp - The PTX simulator as a device ----------------===//
+//
+// Runs a variant's kernels in flashc's PTX simulator over host memory: the
+// pointer arguments become the simulator's global buffers (overlapping
+// views of one allocation are merged into one buffer), every launch checks
+// bounds, alignment, shared-memory races and barrier deadlocks, and an
+// error comes back as a Status naming the kernel, PTX line and thread.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashc/Runtime/Runtime.h"
+#include "flashc/Simulator/Simulator.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+
+using namespace flashc;
+using namespace flashc::runtime;
+
+namespace {
+
+class SimulatorDevice : public Device {
+public:
+  explicit SimulatorDevice(std::string chip) : chip(std::move(chip)) {}
+  ~SimulatorDevice() override {
+    for (void *p : allocations)
+      std::free(p);
+  }
+
+  std::string describe() const override {
+    return "flashc PTX simulator (" + chip + ")";
+  }
+  bool isSimulator() const override { return true; }
+  std::string getChip() const override { return chip; }
+  int64_t getNumSMs() const override {
+    // The figures of the chip it stands for, so that split counts match
+    // what the real device would choose.
+    return getWaveTarget(chip, 0).numSMs;
+  }
+
+  Result<void *> allocate(uint64_t bytes, void *) override {
+    void *p = std::aligned_alloc(256, (std::max<uint64_t>(bytes, 1) + 255) /
+                                          256 * 256);
+    if (!p)
+      return Status::error("out of host memory for a " +
+                           std::to_string(bytes) + "-byte workspace");
+    std::lock_guard<std::mutex> lock(mutex);
+    allocations.insert(p);
+    return p;
+  }
+
+  Status release(void *p, void *) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!allocations.erase(p))
+      return Status::error("releasing memory the simulator did not allocate");
+    std::free(p);
+    return Status::success();
+  }
+
+  Status copyToDevice(void *dst, const void *src, uint64_t bytes,
+                      void *) override {
+    std::memcpy(dst, src, bytes);
+    return Status::success();
+  }
+  Status copyToHost(void *dst, const void *src, uint64_t bytes,
+                    void *) override {
+    std::memcpy(dst, src, bytes);
+    return Status::success();
+  }
+  Status synchronize(void *) override { return Status::success(); }
+
+  Status launch(const KernelVariant &variant, const KernelEntry &kernel,
+                uint64_t grid, const std::vector<LaunchArg> &args,
+                void *) override {
+    Result<std::shared_ptr<const sim::Module>> module = getModule(variant);
+    if (!module)
+      return module.status();
+    // Global memory: the pointer arguments' extents, overlaps merged.
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;
+    for (const LaunchArg &a : args)
+      if (a.isPointer && a.value && a.extentBytes)
+        ranges.emplace_back(a.value, a.value + a.extentBytes);
+    std::sort(ranges.begin(), ranges.end());
+    sim::Device device;
+    for (size_t i = 0; i < ranges.size();) {
+      uint64_t begin = ranges[i].first, end = ranges[i].second;
+      for (++i; i < ranges.size() && ranges[i].first <= end; ++i)
+        end = std::max(end, ranges[i].second);
+      if (sim::Error e = device.registerBuffer(
+              reinterpret_cast<void *>(begin), end - begin))
+        return Status::error(e.message());
+    }
+    std::vector<sim::KernelArg> simArgs;
+    for (const LaunchArg &a : args)
+      simArgs.push_back(sim::KernelArg::u64(a.value));
+    sim::LaunchConfig config;
+    if (grid > 0xffffffffull)
+      return Status::error("grid too large for the simulator");
+    config.grid = sim::Dim3{static_cast<uint32_t>(grid), 1, 1};
+    config.block = sim::Dim3{static_cast<uint32_t>(kernel.block), 1, 1};
+    config.dynamicSharedBytes = static_cast<uint32_t>(kernel.sharedBytes);
+    sim::Expected<sim::LaunchStats> stats =
+        device.launch(**module, kernel.name, config, simArgs);
+    if (!stats)
+      return Status::error("simulating " + kernel.name + ": " +
+                           stats.error().message());
+    std::lock_guard<std::mutex> lock(mutex);
+    instructions += stats->threadInstructions;
+    seconds += stats->seconds;
+    return Status::success();
+  }
+
+private:
+  std::string chip;
+  std::mutex mutex;
+  std::set<void *> allocations;
+  /// Parsed modules by variant id (the PTX is decoded once).
+  std::map<std::string, std::pair<std::string, std::shared_ptr<const sim::Module>>>
+      modules;
+  uint64_t instructions = 0;
+  double seconds = 0;
+
+  Result<std::shared_ptr<const sim::Module>>
+  getModule(const KernelVariant &variant) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = modules.find(variant.id);
+    if (it != modules.end() && it->second.first == variant.ptx)
+      return it->second.second;
+    sim::Expected<std::shared_ptr<const sim::Module>> parsed =
+        sim::Module::parse(variant.ptx, variant.id + ".ptx");
+    if (!parsed)
+      return Status::error(parsed.error().message());
+    modules[variant.id] = {variant.ptx, *parsed};
+    return *parsed;
+  }
+};
+
+} // namespace
+
+std::shared_ptr<Device> runtime::getSimulatorDevice(const std::string &chip) {
+  return std::make_shared<SimulatorDevice>(chip);
+}
