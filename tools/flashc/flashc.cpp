@@ -4,9 +4,12 @@
 // a float64 reference and report its cost. Subcommands:
 //
 //   flashc [run]   compile, run, check, time, and print the cost report
-//   flashc compile --emit mlir|llvm|ptx [-o FILE] [--stop-after STAGE]
+//                  (GPU targets: on the CUDA device, or --simulate)
+//   flashc compile --emit mlir|llvm|ptx|cubin|manifest [-o FILE]
+//                  [--stop-after STAGE]
 //   flashc cost    [--sram-bytes N] [--json] [--target cpu|sm_80|sm_90a]
 //   flashc bench   flashc's CPU kernel against a 3-pass OpenBLAS attention
+//   flashc bundle  compile GPU kernel variants into a runtime bundle
 //
 // With no arguments it runs a built-in example. Bad flags or shapes get a
 // one-line error and exit code 1 (2 for a failed numerical check).
@@ -14,11 +17,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "Bench.h"
+#include "Gpu.h"
 #include "Npy.h"
 #include "Options.h"
 
 #include "flashc/Analysis/CostModel.h"
-#include "flashc/Runtime/Reference.h"
+#include "flashc/Compiler/Reference.h"
 #include "flashc/Target/TargetInfo.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -36,7 +40,7 @@ using namespace flashc;
 namespace {
 
 const char *kUsage =
-    "usage: flashc [run|compile|cost|bench] [options]\n"
+    "usage: flashc [run|compile|cost|bench|bundle] [options]\n"
     "  problem: --batch B --heads H --kv-heads HKV --seq-q NQ --seq-kv NK\n"
     "           --head-dim D [--head-dim-v DV] --dtype f32|f16|bf16\n"
     "           [--causal] [--scale S] [--target cpu|sm_80|sm_90a]\n"
@@ -45,11 +49,17 @@ const char *kUsage =
     "            [--splits N] [--threads N] [--sram-bytes N]\n"
     "  run:     [--q F.npy --k F.npy --v F.npy] [--out F.npy] [--lse "
     "F.npy]\n"
-    "           [--iters N] [--check-rows N]\n"
-    "  compile: --emit mlir|llvm|ptx [-o FILE] [--stop-after STAGE]\n"
+    "           [--iters N] [--check-rows N] [--seed N]\n"
+    "           [--simulate] (GPU targets: run in the PTX simulator)\n"
+    "  compile: --emit mlir|llvm|ptx|cubin|manifest [-o FILE] [--stop-after "
+    "STAGE]\n"
     "  cost:    [--json]\n"
     "  bench:   [--sizes 512,1024,...] [--head-dims 64,128] [--heads H]\n"
-    "           [--iters N] [--json FILE]\n";
+    "           [--iters N] [--json FILE]\n"
+    "  bundle:  -o DIR [--targets sm_80,sm_90a] [--dtypes f16,bf16]\n"
+    "           [--head-dims 64,128,256] [--groups 1,4,...]\n"
+    "           [--causal yes|no|both] [--lse yes|no|both]\n"
+    "           [--variants prefill,decode] [--no-assemble]\n";
 
 /// The built-in example: causal GQA prefill, 2 x 8 heads (2 KV heads) x
 /// 1024 tokens x 64, f32.
@@ -125,10 +135,14 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
   AttentionSpec spec = builtin ? builtinExample() : AttentionSpec();
   PipelineConfig config;
   if (llvm::Error e = parseProblem(
-          args, {},
+          args, {"simulate"},
           {"q", "k", "v", "out", "lse", "iters", "check-rows", "seed"}, o, spec,
           config))
     return reportError(std::move(e));
+  bool gpu = config.isGPU();
+  if (o.has("simulate") && !gpu)
+    return reportError(llvm::createStringError(
+        "--simulate runs GPU kernels; the target is " + config.target));
   llvm::Expected<int64_t> iters = o.integer("iters", 0);
   llvm::Expected<int64_t> checkRows = o.integer("check-rows", 256);
   llvm::Expected<int64_t> seedOpt = o.integer("seed", -1);
@@ -185,52 +199,84 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
   HostTensor out(spec.dtype,
                  {spec.batch, spec.heads, spec.seqQ, spec.valueDim()});
   HostTensor lse(DType::F32, {spec.batch, spec.heads, spec.seqQ});
-  TensorRef lseRef = lse.ref();
-  auto runOnce = [&]() -> llvm::Error {
-    return (*kernel)->run(q.ref(), k.ref(), v.ref(), out.ref(),
-                          spec.withLse ? &lseRef : nullptr);
-  };
-  if (llvm::Error e = runOnce())
-    return reportError(std::move(e));
-  // Time: at least 3 runs and about half a second, or --iters.
-  std::vector<double> times;
-  double total = 0;
-  while ((*iters > 0 && static_cast<int64_t>(times.size()) < *iters) ||
-         (*iters == 0 && (times.size() < 3 || total < 0.5))) {
-    auto t0 = std::chrono::steady_clock::now();
+  if (gpu) {
+    // GPU kernels: on the CUDA device, or in the PTX simulator.
+    llvm::Expected<GPURunTimes> times =
+        runGPUKernel(**kernel, q, k, v, out, spec.withLse ? &lse : nullptr,
+                     o.has("simulate"), *iters);
+    if (!times)
+      return reportError(times.takeError());
+    std::vector<double> sorted = times->seconds;
+    std::sort(sorted.begin(), sorted.end());
+    double median = sorted[sorted.size() / 2];
+    const flashc::runtime::KernelVariant &variant = *meta.gpu;
+    llvm::outs() << llvm::formatv(
+        "schedule: target {0}, {1} kernel, Q tile {2} head(s) x {3} rows, "
+        "Bc {4}, {5} threads, {6} bytes of shared memory{7}\n",
+        meta.target, variant.query.decode ? "decode (split-KV)" : "prefill",
+        variant.query.group, variant.blockQ, variant.blockKV,
+        variant.forward.block, variant.forward.sharedBytes,
+        variant.query.decode ? ", splits chosen at launch" : "");
+    llvm::outs() << llvm::formatv(
+        "compile: {0:f1} ms cold, {1:f1} us cached\n", compileSeconds * 1e3,
+        cachedSeconds * 1e6);
+    llvm::outs() << llvm::formatv(
+        "time: {0:f3} ms on {1} (median of {2} runs){3}\n", median * 1e3,
+        times->device, sorted.size(),
+        o.has("simulate") ? "; a simulator's time says nothing of the GPU's"
+                          : llvm::formatv(", {0:f1} TFLOP/s",
+                                          getCausalFlops(spec.shape()) /
+                                              median * 1e-12)
+                                .str());
+  } else {
+    TensorRef lseRef = lse.ref();
+    auto runOnce = [&]() -> llvm::Error {
+      return (*kernel)->run(q.ref(), k.ref(), v.ref(), out.ref(),
+                            spec.withLse ? &lseRef : nullptr);
+    };
     if (llvm::Error e = runOnce())
       return reportError(std::move(e));
-    double t =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-            .count();
-    times.push_back(t);
-    total += t;
-    if (times.size() >= 1000)
-      break;
-  }
-  std::sort(times.begin(), times.end());
-  double median = times[times.size() / 2];
-  double flops = static_cast<double>(getCausalFlops(spec.shape()));
-  int64_t threads = config.getNumThreads();
+    // Time: at least 3 runs and about half a second, or --iters.
+    std::vector<double> times;
+    double total = 0;
+    while ((*iters > 0 && static_cast<int64_t>(times.size()) < *iters) ||
+           (*iters == 0 && (times.size() < 3 || total < 0.5))) {
+      auto t0 = std::chrono::steady_clock::now();
+      if (llvm::Error e = runOnce())
+        return reportError(std::move(e));
+      double t =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+              .count();
+      times.push_back(t);
+      total += t;
+      if (times.size() >= 1000)
+        break;
+    }
+    std::sort(times.begin(), times.end());
+    double median = times[times.size() / 2];
+    double flops = static_cast<double>(getCausalFlops(spec.shape()));
+    int64_t threads = config.getNumThreads();
 
-  llvm::outs() << llvm::formatv(
-      "schedule: target {0}, {1} order, Br {2} x Bc {3}{4}, {5} split{6}, "
-      "threads {7}\n",
-      meta.target, stringifyLoopOrder(meta.tiles.order), meta.tiles.blockQ,
-      meta.tiles.blockKV,
-      spec.heads > spec.kvHeads
-          ? llvm::formatv(" ({0} query heads packed per tile)",
-                          spec.heads / spec.kvHeads)
-                .str()
-          : std::string(),
-      meta.splits, meta.splits == 1 ? "" : "s", threads);
-  llvm::outs() << llvm::formatv("compile: {0:f1} ms cold, {1:f1} us cached\n",
-                                compileSeconds * 1e3, cachedSeconds * 1e6);
-  llvm::outs() << llvm::formatv(
-      "time: {0:f3} ms (median of {1} runs), {2:f1} GFLOP/s ({3:f1} per "
-      "thread)\n",
-      median * 1e3, times.size(), flops / median * 1e-9,
-      flops / median * 1e-9 / threads);
+    llvm::outs() << llvm::formatv(
+        "schedule: target {0}, {1} order, Br {2} x Bc {3}{4}, {5} split{6}, "
+        "threads {7}\n",
+        meta.target, stringifyLoopOrder(meta.tiles.order), meta.tiles.blockQ,
+        meta.tiles.blockKV,
+        spec.heads > spec.kvHeads
+            ? llvm::formatv(" ({0} query heads packed per tile)",
+                            spec.heads / spec.kvHeads)
+                  .str()
+            : std::string(),
+        meta.splits, meta.splits == 1 ? "" : "s", threads);
+    llvm::outs() << llvm::formatv(
+        "compile: {0:f1} ms cold, {1:f1} us cached\n", compileSeconds * 1e3,
+        cachedSeconds * 1e6);
+    llvm::outs() << llvm::formatv(
+        "time: {0:f3} ms (median of {1} runs), {2:f1} GFLOP/s ({3:f1} per "
+        "thread)\n",
+        median * 1e3, times.size(), flops / median * 1e-9,
+        flops / median * 1e-9 / threads);
+  }
 
   // Check against the float64 reference, on every row or a sample.
   int64_t rows = spec.batch * spec.heads * spec.seqQ;
@@ -300,26 +346,36 @@ int compileCommand(llvm::ArrayRef<const char *> args) {
     return reportError(std::move(e));
   std::string emit = o.str("emit", "mlir");
   std::string text;
-  if (emit == "ptx") {
-    return reportError(llvm::createStringError(
-        "--emit ptx: GPU code generation is not implemented yet; targets "
-        "sm_80 and sm_90a are available to `flashc cost`"));
-  }
-  llvm::Expected<TargetInfo> target = TargetInfo::get(config.target);
-  if (!target)
-    return reportError(target.takeError());
-  if (target->isGPU() && (emit != "mlir" || !o.has("stop-after")))
-    return reportError(llvm::createStringError(
-        "target '" + config.target +
-        "' has no code generation yet; use --stop-after tiled (or an "
-        "earlier stage) or --target cpu"));
-  if (emit == "mlir") {
+  if (emit == "ptx" || emit == "cubin" || emit == "manifest") {
+    if (!config.isGPU())
+      return reportError(llvm::createStringError(
+          "--emit " + emit + " needs a GPU target (--target sm_80 or "
+          "sm_90a), not " + config.target));
+    if (o.has("stop-after"))
+      return reportError(
+          llvm::createStringError("--stop-after applies to --emit mlir only"));
+    if (emit == "cubin" && o.str("o", "-") == "-")
+      return reportError(
+          llvm::createStringError("--emit cubin writes a binary: give -o FILE"));
+    llvm::Expected<flashc::runtime::KernelVariant> variant =
+        Compiler::compileGPUVariant(spec, config,
+                                    /*assemble=*/emit != "ptx");
+    if (!variant)
+      return reportError(variant.takeError());
+    text = emit == "ptx"     ? variant->ptx
+           : emit == "cubin" ? variant->cubin
+                             : variant->toJson().printPretty();
+  } else if (emit == "mlir") {
     llvm::Expected<std::string> ir =
         Compiler::lowerToStage(spec, config, o.str("stop-after"));
     if (!ir)
       return reportError(ir.takeError());
     text = std::move(*ir);
   } else if (emit == "llvm") {
+    if (config.isGPU())
+      return reportError(llvm::createStringError(
+          "--emit llvm is the CPU's host code; GPU targets emit mlir, ptx, "
+          "cubin or manifest"));
     if (o.has("stop-after"))
       return reportError(
           llvm::createStringError("--stop-after applies to --emit mlir only"));
@@ -329,7 +385,8 @@ int compileCommand(llvm::ArrayRef<const char *> args) {
     text = std::move(*ir);
   } else {
     return reportError(llvm::createStringError(
-        "--emit must be mlir, llvm or ptx, got '" + emit + "'"));
+        "--emit must be mlir, llvm, ptx, cubin or manifest, got '" + emit +
+        "'"));
   }
   std::string path = o.str("o", "-");
   std::error_code ec;
@@ -388,7 +445,9 @@ int main(int argc, char **argv) {
     return benchCommand(args, argv[0]);
   if (command == "bench-one")
     return benchOneCommand(args);
+  if (command == "bundle")
+    return bundleCommand(args);
   return reportError(llvm::createStringError(
       "unknown command '" + command +
-      "'; expected run, compile, cost or bench (see flashc --help)"));
+      "'; expected run, compile, cost, bench or bundle (see flashc --help)"));
 }

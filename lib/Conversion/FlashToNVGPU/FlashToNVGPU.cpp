@@ -300,11 +300,11 @@ public:
       return fail(t.forall, "flash-to-nvgpu: a block argument the kernel "
                             "cannot compute");
     Value result;
-    if (auto dim = dyn_cast<tensor::DimOp>(def)) {
-      std::optional<int64_t> i = dim.getConstantIndex();
+    if (isa<tensor::DimOp, memref::DimOp>(def)) {
+      std::optional<int64_t> i = getConstantIntValue(def->getOperand(1));
       if (!i)
-        return fail(def, "a tensor.dim with a dynamic index");
-      result = dimOf(dim.getSource(), *i);
+        return fail(def, "a dim with a dynamic index");
+      result = dimOf(def->getOperand(0), *i);
     } else if (isa<SplitCountOp>(def)) {
       result = index(arg(ArgSplits));
     } else if (isa<arith::ArithDialect, affine::AffineDialect>(
@@ -559,14 +559,15 @@ FailureOr<std::string> gridExpression(TiledAttention &t,
     return fail("a tile-loop bound the runtime cannot compute");
   if (isa<SplitCountOp>(def))
     return std::string("splits");
-  if (auto dim = dyn_cast<tensor::DimOp>(def)) {
-    std::optional<int64_t> i = dim.getConstantIndex();
+  if (isa<tensor::DimOp, memref::DimOp>(def)) {
+    Value source = def->getOperand(0);
+    std::optional<int64_t> i = getConstantIntValue(def->getOperand(1));
     if (!i)
       return fail("a tile-loop bound the runtime cannot compute");
     // Follow reshapes of Q back to its sizes.
-    if (auto expand = dim.getSource().getDefiningOp<tensor::ExpandShapeOp>())
+    if (auto expand = source.getDefiningOp<tensor::ExpandShapeOp>())
       return gridExpression(t, expand.getMixedOutputShape()[*i], err);
-    auto it = t.roots.find(stripToTensor(dim.getSource()));
+    auto it = t.roots.find(stripToTensor(source));
     if (it == t.roots.end())
       return fail("a tile-loop bound the runtime cannot compute");
     if (*i == 0)

@@ -1,0 +1,249 @@
+//===- Gpu.cpp - GPU pieces of the flashc driver --------------------------===//
+//
+// See Gpu.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Gpu.h"
+#include "Options.h"
+
+#include "flashc/Runtime/Runtime.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+
+using namespace mlir::flash;
+using namespace flashc;
+namespace rt = flashc::runtime;
+
+namespace {
+
+llvm::Error toError(const flashc::Status &s) {
+  return llvm::createStringError(s.message());
+}
+
+/// A tensor's copy in device memory (or the tensor itself, for the
+/// simulator).
+struct DeviceBuffer {
+  rt::Device *device = nullptr;
+  void *data = nullptr;
+  bool owned = false;
+  ~DeviceBuffer() {
+    if (owned)
+      (void)device->release(data, nullptr);
+  }
+};
+
+} // namespace
+
+llvm::Expected<GPURunTimes>
+flashc::runGPUKernel(const Kernel &kernel, HostTensor &q, HostTensor &k,
+                     HostTensor &v, HostTensor &out, HostTensor *lse,
+                     bool simulate, int64_t iters) {
+  const KernelMetadata &meta = kernel.getMetadata();
+  std::shared_ptr<rt::Device> device;
+  if (simulate) {
+    device = rt::getSimulatorDevice(meta.target);
+  } else {
+    flashc::Result<std::shared_ptr<rt::Device>> cuda = rt::getCudaDevice(0);
+    if (!cuda)
+      return llvm::createStringError(cuda.message() +
+                                     "; add --simulate to run the kernel in "
+                                     "the PTX simulator");
+    device = *cuda;
+  }
+  bool host = device->isSimulator();
+  // Buffers where the device reads them.
+  HostTensor *tensors[] = {&q, &k, &v, &out, lse};
+  DeviceBuffer buffers[5];
+  std::vector<TensorRef> refs;
+  for (int i = 0; i < 5; ++i) {
+    HostTensor *t = tensors[i];
+    if (!t) {
+      refs.emplace_back();
+      continue;
+    }
+    TensorRef ref = t->ref();
+    buffers[i].device = device.get();
+    if (!host) {
+      uint64_t bytes = static_cast<uint64_t>(t->getNumElements()) *
+                       getDTypeBytes(t->getDType());
+      flashc::Result<void *> p = device->allocate(bytes, nullptr);
+      if (!p)
+        return toError(p.status());
+      buffers[i].data = *p;
+      buffers[i].owned = true;
+      if (flashc::Status s =
+              device->copyToDevice(*p, t->data(), bytes, nullptr))
+        return toError(s);
+      ref.data = *p;
+      ref.onDevice = true;
+    }
+    refs.push_back(ref);
+  }
+  RunOptions options;
+  options.device = device;
+  GPURunTimes times;
+  times.device = device->describe();
+  auto runOnce = [&]() -> llvm::Error {
+    if (llvm::Error e = kernel.run(refs[0], refs[1], refs[2], refs[3],
+                                   lse ? &refs[4] : nullptr, options))
+      return e;
+    if (flashc::Status s = device->synchronize(nullptr))
+      return toError(s);
+    return llvm::Error::success();
+  };
+  for (int64_t i = 0; i <= std::max<int64_t>(iters, 1); ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    if (llvm::Error e = runOnce())
+      return std::move(e);
+    double t = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                             t0)
+                   .count();
+    if (i > 0 || iters == 0)
+      times.seconds.push_back(t);
+  }
+  if (!host) {
+    for (int i : {3, 4}) {
+      HostTensor *t = tensors[i];
+      if (!t)
+        continue;
+      uint64_t bytes = static_cast<uint64_t>(t->getNumElements()) *
+                       getDTypeBytes(t->getDType());
+      if (flashc::Status s =
+              device->copyToHost(t->data(), buffers[i].data, bytes, nullptr))
+        return toError(s);
+    }
+    if (flashc::Status s = device->synchronize(nullptr))
+      return toError(s);
+  }
+  return times;
+}
+
+//===----------------------------------------------------------------------===//
+// bundle
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+llvm::Expected<std::vector<std::string>> list(const Options &o,
+                                              llvm::StringRef name,
+                                              llvm::StringRef dflt) {
+  std::vector<std::string> items;
+  llvm::SmallVector<llvm::StringRef> parts;
+  llvm::StringRef(o.has(name) ? o.str(name) : dflt.str()).split(parts, ',');
+  for (llvm::StringRef p : parts) {
+    if (p.trim().empty())
+      return llvm::createStringError("--" + name + ": empty item in '" +
+                                     o.str(name) + "'");
+    items.push_back(p.trim().str());
+  }
+  return items;
+}
+
+llvm::Expected<std::vector<bool>> both(const Options &o, llvm::StringRef name,
+                                       llvm::StringRef dflt) {
+  std::string v = o.str(name, dflt);
+  if (v == "both")
+    return std::vector<bool>{false, true};
+  if (v == "yes")
+    return std::vector<bool>{true};
+  if (v == "no")
+    return std::vector<bool>{false};
+  return llvm::createStringError("--" + name + " must be yes, no or both, got '" +
+                                 v + "'");
+}
+
+} // namespace
+
+int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
+  llvm::Expected<Options> parsed = Options::parse(
+      args, {"no-assemble"},
+      {"targets", "dtypes", "head-dims", "groups", "causal", "lse", "variants",
+       "o"});
+  if (!parsed)
+    return reportError(parsed.takeError());
+  const Options &o = *parsed;
+  if (!o.has("o"))
+    return reportError(
+        llvm::createStringError("bundle needs -o DIR, the bundle directory"));
+  auto targets = list(o, "targets", "sm_80,sm_90a");
+  auto dtypes = list(o, "dtypes", "f16,bf16");
+  auto dims = list(o, "head-dims", "64,128,256");
+  auto groups = list(o, "groups", "1");
+  auto variants = list(o, "variants", "prefill,decode");
+  auto causal = both(o, "causal", "both");
+  auto lse = both(o, "lse", "no");
+  if (!targets)
+    return reportError(targets.takeError());
+  if (!dtypes)
+    return reportError(dtypes.takeError());
+  if (!dims)
+    return reportError(dims.takeError());
+  if (!groups)
+    return reportError(groups.takeError());
+  if (!variants)
+    return reportError(variants.takeError());
+  if (!causal)
+    return reportError(causal.takeError());
+  if (!lse)
+    return reportError(lse.takeError());
+  flashc::runtime::Bundle bundle;
+  bool assemble = !o.has("no-assemble");
+  for (const std::string &target : *targets) {
+    for (const std::string &dtypeName : *dtypes) {
+      std::optional<DType> dtype = parseDType(dtypeName);
+      if (!dtype)
+        return reportError(llvm::createStringError(
+            "--dtypes: unknown dtype '" + dtypeName + "'"));
+      for (const std::string &dimText : *dims) {
+        for (const std::string &groupText : *groups) {
+          for (bool isCausal : *causal) {
+            for (bool withLse : *lse) {
+              for (const std::string &variant : *variants) {
+                if (variant != "prefill" && variant != "decode")
+                  return reportError(llvm::createStringError(
+                      "--variants: expected prefill or decode, got '" +
+                      variant + "'"));
+                AttentionSpec spec;
+                if (llvm::to_integer(dimText, spec.headDim) == false ||
+                    llvm::to_integer(groupText, spec.heads) == false)
+                  return reportError(llvm::createStringError(
+                      "--head-dims and --groups take integers"));
+                spec.kvHeads = 1;
+                spec.dtype = *dtype;
+                spec.causal = isCausal;
+                spec.withLse = withLse;
+                spec.seqQ = variant == "decode" ? 1 : 1024;
+                spec.seqKV = 1024;
+                PipelineConfig config;
+                config.target = target;
+                llvm::Expected<flashc::runtime::KernelVariant> v =
+                    Compiler::compileGPUVariant(spec, config, assemble);
+                if (!v)
+                  return reportError(v.takeError());
+                llvm::outs() << llvm::formatv(
+                    "{0,-44} {1:f0} ms{2}\n", v->id, v->compileSeconds * 1e3,
+                    assemble ? llvm::formatv(", {0} registers, {1} spill "
+                                             "bytes",
+                                             v->forward.registers,
+                                             v->forward.spillBytes)
+                                   .str()
+                             : std::string());
+                bundle.add(std::move(*v));
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  if (flashc::Status s = bundle.save(o.str("o")))
+    return reportError(toError(s));
+  llvm::outs() << bundle.variants.size() << " kernel variants written to "
+               << o.str("o") << "\n";
+  return 0;
+}
