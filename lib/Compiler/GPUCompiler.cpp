@@ -117,12 +117,6 @@ llvm::Error mlir::flash::detail::checkGPUSpec(const AttentionSpec &spec,
                         "support",
                         name, d, flashc::kMaxGPUHeadDim)
               .str());
-    if (d % 8 != 0)
-      return llvm::createStringError(
-          llvm::formatv("head dim {0} = {1} is not a multiple of 8: the GPU "
-                        "kernels move rows 16 bytes at a time",
-                        name, d)
-              .str());
   }
   return llvm::Error::success();
 }

@@ -155,17 +155,20 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
                          " query head(s) per KV head, but the call has " +
                          std::to_string(heads) + " query heads over " +
                          std::to_string(kvHeads) + " KV heads");
+  // Rows of a multiple of 8 elements are moved 16 bytes at a time: they
+  // must be 16-byte aligned. Other rows go element by element.
+  bool alignedD = q.headDim % 8 == 0, alignedDv = q.headDimV % 8 == 0;
   if (Status s = checkTensor(call.q, "query", q.dtype,
-                             {batch, heads, seqQ, q.headDim}, true))
+                             {batch, heads, seqQ, q.headDim}, alignedD))
     return s;
   if (Status s = checkTensor(call.k, "key", q.dtype,
-                             {batch, kvHeads, seqKV, q.headDim}, true))
+                             {batch, kvHeads, seqKV, q.headDim}, alignedD))
     return s;
   if (Status s = checkTensor(call.v, "value", q.dtype,
-                             {batch, kvHeads, seqKV, q.headDimV}, true))
+                             {batch, kvHeads, seqKV, q.headDimV}, alignedDv))
     return s;
   if (Status s = checkTensor(call.out, "output", q.dtype,
-                             {batch, heads, seqQ, q.headDimV}, true))
+                             {batch, heads, seqQ, q.headDimV}, alignedDv))
     return s;
   if (q.withLse != (call.lse != nullptr))
     return Status::error(q.withLse

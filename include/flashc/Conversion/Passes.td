@@ -105,14 +105,19 @@ def FlashToNVGPU : Pass<"flash-to-nvgpu", "::mlir::ModuleOp"> {
     Every kernel takes the same arguments: `q, k, v, out` (element type of
     Q), `lse, ws_out, ws_lse` (f32), then `batch, seq_q, seq_kv, splits`
     and the (batch, head, row) strides of `q, k, v, out`, as i64; all
-    pointers are bare and 16-byte aligned. Each carries `flash.grid` (an
+    pointers are bare, and 16-byte aligned where rows are multiples of 16
+    bytes. Each carries `flash.grid` (an
     expression in `B`, `Nq`, `Nk` and `splits`), `flash.block`,
     `flash.shared_bytes` and `flash.tile` for the runtime. The host function
     is erased.
 
+    Head dims are padded to multiples of 16 in shared memory; rows that
+    are not a multiple of 8 elements (16 bytes) are copied element by
+    element instead of by cp.async, and stored element by element.
+
     Fails with a diagnostic on f32 inputs, dynamic head counts or head
-    dims, head dims that are not multiples of 8 or exceed 256, and tiles
-    whose shared memory exceeds the target's.
+    dims, head dims beyond 256, and tiles whose shared memory exceeds the
+    target's.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",

@@ -43,7 +43,10 @@
 #include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 using namespace mlir;
@@ -83,11 +86,38 @@ public:
   Type f32, i32;
 
   // Constants ---------------------------------------------------------------
-  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
-  Value f32c(double v) {
-    return arith::ConstantOp::create(b, f32,
-                                     b.getF32FloatAttr(static_cast<float>(v)));
+  // Each constant is created once, at the start of the kernel, so that the
+  // unrolled code does not carry thousands of duplicates through the
+  // lowering.
+  Value idx(int64_t v) {
+    Value &c = indexConstants[v];
+    if (!c)
+      c = atEntry([&] { return arith::ConstantIndexOp::create(b, v); });
+    return c;
   }
+  Value f32c(double v) {
+    float f = static_cast<float>(v);
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    Value &c = floatConstants[bits];
+    if (!c)
+      c = atEntry([&] {
+        return arith::ConstantOp::create(b, f32, b.getF32FloatAttr(f));
+      });
+    return c;
+  }
+  template <typename F> Value atEntry(F create) {
+    OpBuilder::InsertionGuard guard(b);
+    Block *entry = &b.getInsertionBlock()
+                        ->getParent()
+                        ->getParentOfType<FunctionOpInterface>()
+                        .getFunctionBody()
+                        .front();
+    b.setInsertionPointToStart(entry);
+    return create();
+  }
+  llvm::DenseMap<int64_t, Value> indexConstants;
+  llvm::DenseMap<uint32_t, Value> floatConstants;
   Value negInf() { return f32c(-std::numeric_limits<double>::infinity()); }
 
   // Index arithmetic ----------------------------------------------------------
@@ -268,21 +298,57 @@ private:
 
   void issueQ();
   void issueKV(Value j, Value has, Value stage);
+  void copyChunk(Value smem, Value dst, Value buffer, Value src, Value valid,
+                 Value col, int64_t dim);
   SmallVector<Value> loadQFragments();
   Value mma(Value a, Value bFrag, Value acc);
   std::pair<Value, Value> splitB(Value x4);
-  State step(const State &in, Value j, const KVLoop &loop,
+  /// How one KV block is masked: keys at or beyond `validKeys` always;
+  /// with `maskOffset`, column c of row r also when c > r + o, for every
+  /// block (`causal` null) or when `causal` (an i1) holds.
+  struct BlockMask {
+    Value validKeys;
+    Value maskOffset;
+    Value causal;
+  };
+  State step(const State &in, Value j, const BlockMask &mask,
              ArrayRef<Value> qFrags, Value nextJ, Value hasNext);
   void epilogue(const State &st);
   void storeTile(Value srcSmem, const SmemLayout &layout, bool summed);
 };
 
+/// Copies the 8 elements at global `src` (columns col.. of a row of `dim`
+/// elements; `valid` false for rows outside the tensor) to shared `dst`,
+/// zero-filling what is outside. Rows of a multiple of 8 elements are
+/// 16-byte aligned and go by cp.async; others element by element (and
+/// synchronously), clamping the address of every skipped element.
+void ForwardEmitter::copyChunk(Value smem, Value dst, Value buffer, Value src,
+                               Value valid, Value col, int64_t dim) {
+  if (dim % 8 == 0) {
+    Value n = select(andI(valid, lt(col, dim)),
+                     minI(sub(idx(dim), col), idx(8)), idx(0));
+    src = select(valid, src, idx(0));
+    nvgpu::DeviceAsyncCopyOp::create(b, smem, ValueRange{dst}, buffer,
+                                     ValueRange{src}, b.getIndexAttr(8), n,
+                                     b.getUnitAttr());
+    return;
+  }
+  SmallVector<Value> elems;
+  Value zero = arith::ConstantOp::create(b, elt, b.getZeroAttr(elt));
+  for (int64_t e = 0; e < 8; ++e) {
+    Value ok = andI(valid, lt(add(col, e), dim));
+    Value at = select(ok, add(src, e), idx(0));
+    Value v = memref::LoadOp::create(b, buffer, ValueRange{at});
+    elems.push_back(select(ok, v, zero));
+  }
+  vector::StoreOp::create(b, fromElements(VectorType::get({8}, elt), elems),
+                          smem, ValueRange{dst});
+}
+
 void ForwardEmitter::issueQ() {
   int64_t chunksPerRow = c.paddedHeadDim / 8;
   int64_t total = c.tileRows() * chunksPerRow;
   int64_t threads = c.threads();
-  // The copies are committed by the group created after them, whatever
-  // their tokens (some are inside scf.if regions).
   unrolled((total + threads - 1) / threads, [&](int64_t it) {
     Value ci = add(tid, it * threads);
     auto body = [&]() {
@@ -290,16 +356,11 @@ void ForwardEmitter::issueQ() {
       Value g, r, valid;
       packedRow(p, g, r, valid);
       Value col = mul(ch, 8);
-      valid = andI(valid, lt(col, c.headDim));
-      Value n = select(valid, minI(sub(idx(c.headDim), col), idx(8)), idx(0));
       Value src = add(add(add(s.q.base, mul(g, s.q.groupStride)),
                           mul(r, s.q.rowStride)),
                       col);
-      src = select(valid, src, idx(0));
-      Value dst = smemIndex(qLayout, p, col);
-      nvgpu::DeviceAsyncCopyOp::create(b, qSmem, ValueRange{dst}, s.q.buffer,
-                                       ValueRange{src}, b.getIndexAttr(8), n,
-                                       b.getUnitAttr());
+      copyChunk(qSmem, smemIndex(qLayout, p, col), s.q.buffer, src, valid,
+                col, c.headDim);
     };
     if ((it + 1) * threads <= total)
       body();
@@ -332,22 +393,16 @@ void ForwardEmitter::issueKV(Value j, Value has, Value stage) {
       int64_t rowsPerIter = threads / chunksPerRow;
       Value r0 = div(tid, chunksPerRow);
       Value col = mul(rem(tid, chunksPerRow), 8);
-      Value colValid = lt(col, dim);
-      Value n = select(colValid, minI(sub(idx(dim), col), idx(8)), idx(0));
       Value src = add(add(base, mul(r0, rowStride)), col);
       Value srcStep = mul(rowStride, rowsPerIter);
       bool constantSwizzle = !layout.xorSwizzle || rowsPerIter % 8 == 0;
       Value dst0 = smemIndex(layout, add(rowBase, r0), col);
       for (int64_t it = 0; it < total / threads; ++it) {
         Value r = add(r0, it * rowsPerIter);
-        Value valid = andI(lt(r, rows), colValid);
         Value dst = constantSwizzle
                         ? add(dst0, it * rowsPerIter * layout.rowElems)
                         : smemIndex(layout, add(rowBase, r), col);
-        nvgpu::DeviceAsyncCopyOp::create(
-            b, smem, ValueRange{dst}, buffer,
-            ValueRange{select(valid, src, idx(0))}, b.getIndexAttr(8),
-            select(valid, n, idx(0)), b.getUnitAttr());
+        copyChunk(smem, dst, buffer, src, lt(r, rows), col, dim);
         src = add(src, srcStep);
       }
       continue;
@@ -357,14 +412,9 @@ void ForwardEmitter::issueKV(Value j, Value has, Value stage) {
       auto body = [&]() {
         Value r = div(ci, chunksPerRow), ch = rem(ci, chunksPerRow);
         Value col = mul(ch, 8);
-        Value valid = andI(lt(r, rows), lt(col, dim));
-        Value n = select(valid, minI(sub(idx(dim), col), idx(8)), idx(0));
-        Value src = select(valid, add(add(base, mul(r, rowStride)), col),
-                           idx(0));
-        Value dst = smemIndex(layout, add(rowBase, r), col);
-        nvgpu::DeviceAsyncCopyOp::create(b, smem, ValueRange{dst}, buffer,
-                                         ValueRange{src}, b.getIndexAttr(8), n,
-                                         b.getUnitAttr());
+        copyChunk(smem, smemIndex(layout, add(rowBase, r), col), buffer,
+                  add(add(base, mul(r, rowStride)), col), lt(r, rows), col,
+                  dim);
       };
       if ((it + 1) * threads <= total)
         body();
@@ -430,7 +480,7 @@ Value ForwardEmitter::mma(Value a, Value bFrag, Value acc) {
 }
 
 ForwardEmitter::State ForwardEmitter::step(const State &in, Value j,
-                                           const KVLoop &loop,
+                                           const BlockMask &mask,
                                            ArrayRef<Value> qFrags,
                                            Value nextJ, Value hasNext) {
   int64_t warpKeys = c.warpKeys();
@@ -442,8 +492,9 @@ ForwardEmitter::State ForwardEmitter::step(const State &in, Value j,
   gpu::BarrierOp::create(b);
   Value other = sub(idx(1), in.stage);
   issueKV(nextJ, hasNext, other);
-  Value group = nvgpu::DeviceAsyncCreateGroupOp::create(
-      b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
+  // Commit the prefetch as one group (the copies' tokens are not needed:
+  // some live in scf.if regions).
+  NVVM::CpAsyncCommitGroupOp::create(b);
 
   // S = Q K^T over this warp's keys.
   Value zero = arith::ConstantOp::create(
@@ -496,16 +547,18 @@ ForwardEmitter::State ForwardEmitter::step(const State &in, Value j,
 
   // Mask keys past the block's valid ones and, in a masked loop, keys past
   // the causal diagonal: column c of row r is masked when c > r + o.
-  BlockValues bv = loop.blockValues(b, j);
   auto applyMask = [&]() {
     Value colBase = add(warpCol, mul(quadCol, 2));
     SmallVector<Value> out[2];
     for (int64_t h = 0; h < 2; ++h) {
-      Value limit = bv.validKeys;
-      if (loop.masked) {
+      Value limit = mask.validKeys;
+      if (mask.maskOffset) {
         Value p = add(add(mul(rowTile, 16), quadRow), h * 8);
         Value r = rem(p, c.blockQ);
-        limit = minI(limit, add(add(r, bv.maskOffset), idx(1)));
+        Value causalLimit =
+            minI(limit, add(add(r, mask.maskOffset), idx(1)));
+        limit = mask.causal ? select(mask.causal, causalLimit, limit)
+                            : causalLimit;
       }
       // colBase + offset < limit  <=>  offset < limit - colBase: one
       // subtraction, then comparisons with constants (nothing for LLVM to
@@ -521,15 +574,18 @@ ForwardEmitter::State ForwardEmitter::step(const State &in, Value j,
     }
     return std::make_pair(out[0], out[1]);
   };
-  if (loop.masked) {
+  if (mask.maskOffset && !mask.causal) {
+    // Every block of a masked loop is masked.
     auto [m0, m1] = applyMask();
     sv[0] = m0;
     sv[1] = m1;
   } else {
-    // Only a partial block needs the key mask.
+    // Only partial blocks, and causal ones, need the selects.
     SmallVector<Type> types(2 * sv[0].size(), f32);
-    Value partial = lt(bv.validKeys, c.blockKV);
-    auto ifOp = scf::IfOp::create(b, types, partial, /*withElse=*/true);
+    Value needed = lt(mask.validKeys, c.blockKV);
+    if (mask.causal)
+      needed = arith::OrIOp::create(b, needed, mask.causal);
+    auto ifOp = scf::IfOp::create(b, types, needed, /*withElse=*/true);
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
@@ -607,7 +663,7 @@ ForwardEmitter::State ForwardEmitter::step(const State &in, Value j,
   }
 
   // The next block has landed before the next iteration starts.
-  nvgpu::DeviceAsyncWaitOp::create(b, group, b.getI32IntegerAttr(0));
+  NVVM::CpAsyncWaitGroupOp::create(b, b.getI32IntegerAttr(0));
   return out;
 }
 
@@ -616,7 +672,8 @@ ForwardEmitter::State ForwardEmitter::step(const State &in, Value j,
 /// area, to be summed on the way (decode tiles).
 void ForwardEmitter::storeTile(Value srcSmem, const SmemLayout &layout,
                                bool summed) {
-  int64_t vec = 16 / outBytes;
+  // 16 bytes per access when rows are 16-byte multiples, else elements.
+  int64_t vec = c.headDimV % (16 / outBytes) == 0 ? 16 / outBytes : 1;
   int64_t chunksPerRow = c.paddedHeadDimV / vec;
   int64_t total = c.tileRows() * chunksPerRow;
   int64_t threads = c.threads();
@@ -654,7 +711,8 @@ void ForwardEmitter::storeTile(Value srcSmem, const SmemLayout &layout,
                           mul(r, s.out.rowStride)),
                       col);
       vector::StoreOp::create(b, v, s.out.buffer, ValueRange{dst},
-                              /*nontemporal=*/false, llvm::MaybeAlign(16));
+                              /*nontemporal=*/false,
+                              llvm::MaybeAlign(vec * outBytes));
     });
   });
 }
@@ -814,9 +872,8 @@ void ForwardEmitter::emit(Value shared) {
   Value hasFirst = arith::CmpIOp::create(b, arith::CmpIPredicate::sge, first,
                                          idx(0));
   issueKV(first, hasFirst, idx(0));
-  Value group = nvgpu::DeviceAsyncCreateGroupOp::create(
-      b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
-  nvgpu::DeviceAsyncWaitOp::create(b, group, b.getI32IntegerAttr(0));
+  NVVM::CpAsyncCommitGroupOp::create(b);
+  NVVM::CpAsyncWaitGroupOp::create(b, b.getI32IntegerAttr(0));
   gpu::BarrierOp::create(b);
   SmallVector<Value> qFrags;
   if (c.qInRegisters)
@@ -830,25 +887,83 @@ void ForwardEmitter::emit(Value shared) {
   st.l[0] = st.l[1] = f32c(0);
   st.stage = idx(0);
 
-  for (size_t i = 0; i < nLoops; ++i) {
-    const KVLoop &loop = s.loops[i];
-    SmallVector<Value> init = st.flatten();
-    auto forOp = scf::ForOp::create(b, loop.lower, loop.upper,
-                                    idx(c.blockKV), init);
+  // Loops that follow each other (one's upper bound is the next's lower
+  // bound, as flash-causal-skip builds them) become one kernel loop whose
+  // blocks take their mask from the loop they belong to: the unrolled step
+  // is emitted once.
+  bool contiguous = nLoops > 1;
+  for (size_t i = 0; i + 1 < nLoops; ++i)
+    contiguous &= s.loops[i].upper == s.loops[i + 1].lower;
+  auto emitLoop = [&](Value lower, Value upper, auto maskOf,
+                      auto nextOf) {
+    auto forOp = scf::ForOp::create(b, lower, upper, idx(c.blockKV),
+                                    st.flatten());
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(forOp.getBody());
       Value j = forOp.getInductionVar();
       State in = State::unflatten(forOp.getRegionIterArgs(), accTiles);
-      Value jn = add(j, c.blockKV);
-      Value inLoop = lt(jn, loop.upper);
-      Value nextJ = select(inLoop, jn, nextStart[i]);
+      Value nextJ = nextOf(j);
       Value hasNext = arith::CmpIOp::create(b, arith::CmpIPredicate::sge,
                                             nextJ, idx(0));
-      State out = step(in, j, loop, qFrags, nextJ, hasNext);
+      State out = step(in, j, maskOf(j), qFrags, nextJ, hasNext);
       scf::YieldOp::create(b, out.flatten());
     }
     st = State::unflatten(forOp.getResults(), accTiles);
+  };
+  if (contiguous) {
+    Value upper = s.loops.back().upper;
+    emitLoop(
+        s.loops.front().lower, upper,
+        [&](Value j) {
+          // The block values of the loop j lies in: the last loop whose
+          // lower bound is at most j.
+          BlockMask m;
+          Value anyCausal;
+          for (size_t i = 0; i < nLoops; ++i) {
+            BlockValues v = s.loops[i].blockValues(b, j);
+            Value in = i == 0 ? Value()
+                              : arith::CmpIOp::create(
+                                    b, arith::CmpIPredicate::sge, j,
+                                    s.loops[i].lower)
+                                    .getResult();
+            m.validKeys = in ? select(in, v.validKeys, m.validKeys)
+                             : v.validKeys;
+            if (!s.loops[i].masked)
+              continue;
+            m.maskOffset = m.maskOffset && in
+                               ? select(in, v.maskOffset, m.maskOffset)
+                               : v.maskOffset;
+            Value here =
+                in ? andI(in, i + 1 < nLoops
+                                  ? lt(j, s.loops[i + 1].lower)
+                                  : lt(j, upper))
+                   : lt(j, i + 1 < nLoops ? s.loops[i + 1].lower : upper);
+            anyCausal = anyCausal ? arith::OrIOp::create(b, anyCausal, here)
+                                        .getResult()
+                                  : here;
+          }
+          m.causal = anyCausal;
+          return m;
+        },
+        [&](Value j) {
+          Value jn = add(j, c.blockKV);
+          return select(lt(jn, upper), jn, idx(-1));
+        });
+  } else {
+    for (size_t i = 0; i < nLoops; ++i) {
+      const KVLoop &loop = s.loops[i];
+      emitLoop(
+          loop.lower, loop.upper,
+          [&](Value j) {
+            BlockValues v = loop.blockValues(b, j);
+            return BlockMask{v.validKeys, v.maskOffset, Value()};
+          },
+          [&](Value j) {
+            Value jn = add(j, c.blockKV);
+            return select(lt(jn, loop.upper), jn, nextStart[i]);
+          });
+    }
   }
   epilogue(st);
 }
@@ -908,8 +1023,11 @@ void gpu_kernel::emitCombineBody(ImplicitLocOpBuilder &b,
     Value outBase = e.add(e.add(e.mul(bIndex, s.outStrideB),
                                 e.mul(h, s.outStrideH)),
                           e.mul(n, s.outStrideN));
-    // Each lane merges chunks of 8 (f16/bf16) or 4 (f32) columns.
+    // Each lane merges chunks of 8 (f16/bf16) or 4 (f32) columns, or single
+    // columns when rows are not 16-byte multiples.
     int64_t vec = 16 / (s.outType.getIntOrFloatBitWidth() / 8);
+    if (s.headDimV % vec != 0)
+      vec = 1;
     int64_t chunks = s.headDimV / vec;
     VectorType f32Vec = VectorType::get({vec}, f32);
     VectorType outVec = VectorType::get({vec}, s.outType);
@@ -932,7 +1050,8 @@ void gpu_kernel::emitCombineBody(ImplicitLocOpBuilder &b,
           Value w = e.fmul(e.exp2(e.fmul(e.fsub(v, mUse), log2e)), inv);
           Value part = vector::LoadOp::create(
               b, f32Vec, s.parts,
-              ValueRange{e.add(e.mul(at, s.headDimV), col)});
+              ValueRange{e.add(e.mul(at, s.headDimV), col)},
+              /*nontemporal=*/false, llvm::MaybeAlign(4 * std::min<int64_t>(vec, 4)));
           Value wv = vector::BroadcastOp::create(b, f32Vec, w);
           Value acc = arith::AddFOp::create(
               b, accLoop.getRegionIterArgs()[0],
@@ -942,8 +1061,10 @@ void gpu_kernel::emitCombineBody(ImplicitLocOpBuilder &b,
         Value result = accLoop.getResult(0);
         if (!s.outType.isF32())
           result = arith::TruncFOp::create(b, outVec, result);
-        vector::StoreOp::create(b, result, s.out, ValueRange{e.add(outBase, col)},
-                                /*nontemporal=*/false, llvm::MaybeAlign(16));
+        vector::StoreOp::create(
+            b, result, s.out, ValueRange{e.add(outBase, col)},
+            /*nontemporal=*/false,
+            llvm::MaybeAlign(vec * (s.outType.getIntOrFloatBitWidth() / 8)));
       });
     }
     if (s.lse) {

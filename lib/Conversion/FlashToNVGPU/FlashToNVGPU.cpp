@@ -670,11 +670,6 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
     return t.steps[0].emitError()
            << "flash-to-nvgpu: the GPU kernels need static head counts and "
               "head dims";
-  if (headDim % 8 != 0 || headDimV % 8 != 0)
-    return t.steps[0].emitError()
-           << "flash-to-nvgpu: head dims must be multiples of 8 (D = "
-           << headDim << ", Dv = " << headDimV
-           << "): the kernels copy rows 16 bytes at a time";
   // Br: the static bound of the Q tile's rows; Bc: the KV loops' step.
   int64_t blockQ = tileType.getDimSize(1);
   if (ShapedType::isDynamic(blockQ)) {
