@@ -257,6 +257,14 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
     combineGrid = *g;
   }
 
+  // The combine kernel divides row indices in 32 bits.
+  if (q.decode && static_cast<__int128>(kernelBatch) * q.group * seqQ >=
+                      (static_cast<__int128>(1) << 31))
+    return Status::error("a decode call of " + std::to_string(kernelBatch) +
+                         " x " + std::to_string(q.group) + " x " +
+                         std::to_string(seqQ) +
+                         " rows exceeds the combine kernel's 2^31 rows");
+
   // Workspace of the split partials, reused by every launch (they are
   // ordered on one stream): [S, B', G, Nq, Dv] and [S, B', G, Nq] f32.
   void *wsOut = nullptr, *wsLse = nullptr;

@@ -173,7 +173,7 @@ int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
   auto targets = list(o, "targets", "sm_80,sm_90a");
   auto dtypes = list(o, "dtypes", "f16,bf16");
   auto dims = list(o, "head-dims", "64,128,256");
-  auto groups = list(o, "groups", "1");
+  auto groups = list(o, "groups", "1,4");
   auto variants = list(o, "variants", "prefill,decode");
   auto causal = both(o, "causal", "both");
   auto lse = both(o, "lse", "no");

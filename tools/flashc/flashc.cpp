@@ -57,7 +57,7 @@ const char *kUsage =
     "  bench:   [--sizes 512,1024,...] [--head-dims 64,128] [--heads H]\n"
     "           [--iters N] [--json FILE]\n"
     "  bundle:  -o DIR [--targets sm_80,sm_90a] [--dtypes f16,bf16]\n"
-    "           [--head-dims 64,128,256] [--groups 1,4,...]\n"
+    "           [--head-dims 64,128,256] [--groups 1,4]\n"
     "           [--causal yes|no|both] [--lse yes|no|both]\n"
     "           [--variants prefill,decode] [--no-assemble]\n";
 

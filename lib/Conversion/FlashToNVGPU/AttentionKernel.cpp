@@ -159,6 +159,9 @@ public:
   /// 2^x with the hardware approximation (exp2, not libdevice).
   Value exp2(Value x) { return intrinsic("llvm.nvvm.ex2.approx.ftz.f32", x); }
   Value log2(Value x) { return intrinsic("llvm.nvvm.lg2.approx.f", x); }
+  /// 1/x within an ulp. The IEEE-exact division has a slow path that SASS
+  /// makes a subroutine call (a stack frame and a spill in small kernels).
+  Value rcp(Value x) { return intrinsic("llvm.nvvm.rcp.approx.ftz.f", x); }
   Value shflXor(Value x, int32_t offset) {
     return gpu::ShuffleOp::create(b, x, offset, 32, gpu::ShuffleMode::XOR)
         .getShuffleResult();
@@ -749,7 +752,7 @@ void ForwardEmitter::epilogue(const State &st) {
     Value inv[2];
     for (int64_t h = 0; h < 2; ++h) {
       Value positive = fcmp(arith::CmpFPredicate::OGT, l[h], zero);
-      inv[h] = select(positive, fdiv(f32c(1), l[h]), zero);
+      inv[h] = select(positive, rcp(l[h]), zero);
     }
     // The staging area is the Q region: every warp is done reading Q.
     gpu::BarrierOp::create(b);
@@ -808,7 +811,8 @@ void ForwardEmitter::epilogue(const State &st) {
     for (int64_t w = 0; w < c.kvWarps; ++w)
       total = fadd(total, fmul(ls[w], exp2(fsub(ms[w], mUse))));
     Value positive = fcmp(arith::CmpFPredicate::OGT, total, zero);
-    factor[h] = select(positive, fdiv(exp2(fsub(st.m[h], mUse)), total), zero);
+    factor[h] =
+        select(positive, fmul(exp2(fsub(st.m[h], mUse)), rcp(total)), zero);
     Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kvPart,
                                         idx(0));
     ifThen(andI(first, quadLeader), [&]() { writeLse(h, mMax, total); });
@@ -988,38 +992,48 @@ void gpu_kernel::emitCombineBody(ImplicitLocOpBuilder &b,
   Value block = gpu::BlockIdOp::create(b, gpu::Dimension::x);
   Value row = e.add(e.mul(block, s.warps), warp);
   e.ifThen(e.lt(row, s.rows), [&]() {
-    // lse = log(sum_s exp(lse_s)); every lane computes it (S is small).
+    // lse = log(sum_s exp(lse_s)) in one online pass over the splits
+    // (every lane computes it; S is small): m is the running maximum, sum
+    // the running sum of 2^((lse_s - m) log2 e).
     Value zero = e.idx(0), one = e.idx(1);
-    auto maxLoop = scf::ForOp::create(b, zero, s.splits, one,
-                                      ValueRange{e.negInf()});
+    Value log2e = e.f32c(kLog2E);
+    auto lseLoop = scf::ForOp::create(b, zero, s.splits, one,
+                                      ValueRange{e.negInf(), e.f32c(0)});
     {
       OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(maxLoop.getBody());
-      Value at = e.add(e.mul(maxLoop.getInductionVar(), s.rows), row);
+      b.setInsertionPointToStart(lseLoop.getBody());
+      Value at = e.add(e.mul(lseLoop.getInductionVar(), s.rows), row);
       Value v = memref::LoadOp::create(b, s.partLse, ValueRange{at});
-      scf::YieldOp::create(b, ValueRange{e.fmax(maxLoop.getRegionIterArgs()[0], v)});
+      Value m = lseLoop.getRegionIterArgs()[0];
+      Value sum = lseLoop.getRegionIterArgs()[1];
+      Value mNew = e.fmax(m, v);
+      // Subtract 0 while every split so far saw no key (m' = -inf).
+      Value isInf = e.fcmp(arith::CmpFPredicate::OEQ, mNew, e.negInf());
+      Value mUse = e.select(isInf, e.f32c(0), mNew);
+      Value scaled = e.fmul(sum, e.exp2(e.fmul(e.fsub(m, mUse), log2e)));
+      Value added = e.fadd(scaled, e.exp2(e.fmul(e.fsub(v, mUse), log2e)));
+      scf::YieldOp::create(b, ValueRange{mNew, added});
     }
-    Value mMax = maxLoop.getResult(0);
+    Value mMax = lseLoop.getResult(0);
+    Value total = lseLoop.getResult(1);
     Value isInf = e.fcmp(arith::CmpFPredicate::OEQ, mMax, e.negInf());
     Value mUse = e.select(isInf, e.f32c(0), mMax);
-    Value log2e = e.f32c(kLog2E);
-    auto sumLoop = scf::ForOp::create(b, zero, s.splits, one,
-                                      ValueRange{e.f32c(0)});
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(sumLoop.getBody());
-      Value at = e.add(e.mul(sumLoop.getInductionVar(), s.rows), row);
-      Value v = memref::LoadOp::create(b, s.partLse, ValueRange{at});
-      Value w = e.exp2(e.fmul(e.fsub(v, mUse), log2e));
-      scf::YieldOp::create(b, ValueRange{e.fadd(sumLoop.getRegionIterArgs()[0], w)});
-    }
-    Value total = sumLoop.getResult(0);
     Value positive = e.fcmp(arith::CmpFPredicate::OGT, total, e.f32c(0));
-    Value inv = e.select(positive, e.fdiv(e.f32c(1), total), e.f32c(0));
-    // Row (b, h, n) of the output.
-    Value n = arith::RemUIOp::create(b, row, s.seqQ);
-    Value bh = arith::DivUIOp::create(b, row, s.seqQ);
-    Value h = e.rem(bh, s.heads), bIndex = e.div(bh, s.heads);
+    Value inv = e.select(positive, e.rcp(total), e.f32c(0));
+    // Row (b, h, n) of the output, divided in 32 bits (a 64-bit division is
+    // a long subroutine; the runtime keeps rows below 2^31).
+    Type i32 = b.getI32Type();
+    auto to32 = [&](Value v) { return arith::IndexCastUIOp::create(b, i32, v); };
+    auto toIndex = [&](Value v) {
+      return arith::IndexCastUIOp::create(b, b.getIndexType(), v);
+    };
+    Value row32 = to32(row), seqQ32 = to32(s.seqQ);
+    Value n = toIndex(arith::RemUIOp::create(b, row32, seqQ32));
+    Value bh32 = arith::DivUIOp::create(b, row32, seqQ32);
+    Value heads32 = arith::ConstantOp::create(
+        b, i32, b.getI32IntegerAttr(static_cast<int32_t>(s.heads)));
+    Value h = toIndex(arith::RemUIOp::create(b, bh32, heads32));
+    Value bIndex = toIndex(arith::DivUIOp::create(b, bh32, heads32));
     Value outBase = e.add(e.add(e.mul(bIndex, s.outStrideB),
                                 e.mul(h, s.outStrideH)),
                           e.mul(n, s.outStrideN));
