@@ -36,3 +36,11 @@ nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
 if os.path.exists(nvcc):
     config.available_features.add("nvcc")
     config.substitutions.append(("%nvcc", nvcc))
+
+# ptxas, when the CUDA toolkit flashc uses by default has it, assembles the
+# GPU kernels: `flashc compile --emit manifest|cubin` and `flashc bundle`
+# without --no-assemble run it (`REQUIRES: ptxas`, `%ptxas`).
+ptxas = "/usr/local/cuda/bin/ptxas"
+if os.path.exists(ptxas):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))

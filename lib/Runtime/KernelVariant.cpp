@@ -102,8 +102,14 @@ bool getInt(const JsonValue &obj, const char *key, int64_t &out) {
   const JsonValue *v = obj.get(key);
   if (!v || v->getKind() != JsonValue::Kind::Number)
     return false;
-  out = static_cast<int64_t>(v->getNumber());
-  return static_cast<double>(out) == v->getNumber();
+  double d = v->getNumber();
+  // Only integral values that fit in int64 are accepted; checking before
+  // converting keeps out-of-range doubles (1e300) well defined.
+  if (!(d >= -9.2e18 && d <= 9.2e18) || d != static_cast<double>(
+                                                static_cast<int64_t>(d)))
+    return false;
+  out = static_cast<int64_t>(d);
+  return true;
 }
 
 bool getBool(const JsonValue &obj, const char *key, bool &out) {
@@ -145,8 +151,10 @@ Result<KernelEntry> KernelEntry::fromJson(const JsonValue &v) {
     return missing("block");
   if (!getInt(v, "shared_bytes", e.sharedBytes) || e.sharedBytes < 0)
     return missing("shared_bytes");
-  getInt(v, "registers", e.registers);
-  getInt(v, "spill_bytes", e.spillBytes);
+  if (v.get("registers") && !getInt(v, "registers", e.registers))
+    return missing("registers");
+  if (v.get("spill_bytes") && !getInt(v, "spill_bytes", e.spillBytes))
+    return missing("spill_bytes");
   return e;
 }
 

@@ -94,9 +94,22 @@ public:
               reinterpret_cast<void *>(begin), end - begin))
         return Status::error(e.message());
     }
+    // Arguments are 8-byte slots; like the CUDA driver, pass each
+    // parameter as many bytes as it declares (the low ones).
+    const sim::KernelInfo *info = (*module)->getKernel(kernel.name);
+    if (!info)
+      return Status::error("no kernel '" + kernel.name + "' in " + variant.id);
+    if (info->params.size() != args.size())
+      return Status::error(kernel.name + " takes " +
+                           std::to_string(info->params.size()) +
+                           " parameters, " + std::to_string(args.size()) +
+                           " given");
     std::vector<sim::KernelArg> simArgs;
-    for (const LaunchArg &a : args)
-      simArgs.push_back(sim::KernelArg::u64(a.value));
+    for (size_t i = 0; i < args.size(); ++i) {
+      sim::KernelArg arg = sim::KernelArg::u64(args[i].value);
+      arg.bytes.resize(std::min<size_t>(8, info->params[i].bytes));
+      simArgs.push_back(arg);
+    }
     sim::LaunchConfig config;
     if (grid > 0xffffffffull)
       return Status::error("grid too large for the simulator");

@@ -1,0 +1,272 @@
+// Tests of flash-to-nvgpu: the GPU kernels built from the tiled IR. Each
+// input below a `//---` marker is a flash.attention with dynamic batch and
+// lengths; flash-attention-pipeline tiles it for sm_80 (as the GPU pipeline
+// does), and flash-to-nvgpu turns the tile loop into a gpu.module of kernels
+// and erases the host function.
+//
+// RUN: split-file %s %t
+//
+// f16 MHA (two heads): the FA2 forward kernel.
+// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN:   | flashc-opt --flash-to-nvgpu | FileCheck %s --check-prefix=MHA
+// sm_90a has the same shared-memory budget for this tile.
+// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN:   | flashc-opt --flash-to-nvgpu=target=sm_90a | FileCheck %s --check-prefix=SM90
+//
+// bf16, causal GQA (8 query heads over 2 KV heads, D = 128).
+// RUN: flashc-opt %t/gqa-bf16.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN:   | flashc-opt --flash-to-nvgpu | FileCheck %s --check-prefix=BF16
+//
+// The log-sum-exp of a prefill kernel.
+// RUN: flashc-opt %t/lse.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN:   | flashc-opt --flash-to-nvgpu | FileCheck %s --check-prefix=LSE
+//
+// Decode: the split count is a kernel argument (dynamic-splits), four query
+// rows per tile; a forward kernel writes f32 partials and a combine kernel
+// merges them.
+// RUN: flashc-opt %t/decode.mlir \
+// RUN:   --flash-attention-pipeline="target=sm_80 dynamic-splits=1 block-q=4" \
+// RUN:   | flashc-opt --flash-to-nvgpu | FileCheck %s --check-prefix=DECODE
+//
+// Unsupported inputs and options are diagnosed.
+// RUN: flashc-opt %t/f32.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN:   | not flashc-opt --flash-to-nvgpu 2>&1 | FileCheck %s --check-prefix=F32
+// RUN: flashc-opt %t/d320.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN:   | not flashc-opt --flash-to-nvgpu 2>&1 | FileCheck %s --check-prefix=D320
+// RUN: flashc-opt %t/static.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN:   | not flashc-opt --flash-to-nvgpu 2>&1 | FileCheck %s --check-prefix=STATIC
+// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN:   | not flashc-opt --flash-to-nvgpu=target=cpu 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=CPU
+// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN:   | not flashc-opt --flash-to-nvgpu=target=sm_99 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=SM99
+//
+// A module without attention is left unchanged.
+// RUN: flashc-opt %t/none.mlir --flash-to-nvgpu | FileCheck %s --check-prefix=NONE
+// RUN: flashc-opt %t/none.mlir -o %t/none.roundtrip.mlir
+// RUN: flashc-opt %t/none.mlir --flash-to-nvgpu -o %t/none.converted.mlir
+// RUN: diff %t/none.roundtrip.mlir %t/none.converted.mlir
+
+//===----------------------------------------------------------------------===//
+// f16 MHA
+//===----------------------------------------------------------------------===//
+
+// The host function is gone: the runtime launches the kernels.
+// MHA-LABEL: module attributes {gpu.container_module}
+// MHA-NOT: func.func
+// MHA: gpu.module @flash_kernels
+// MHA-NEXT: memref.global "public" @flash_smem : memref<0xi8, #gpu.address_space<workgroup>> {alignment = 16 : i64}
+// Every kernel takes q, k, v, out (f16), lse, ws_out, ws_lse (f32), then
+// B, Nq, Nk, splits and 12 strides as i64.
+// MHA-NEXT: gpu.func @mha_fwd(
+// MHA-SAME: %[[Q:[a-z0-9]+]]: memref<1099511627776xf16> {llvm.align = 16 : i64, llvm.noalias, llvm.readonly},
+// MHA-SAME: %[[K:[a-z0-9]+]]: memref<1099511627776xf16> {llvm.align = 16 : i64, llvm.noalias, llvm.readonly},
+// MHA-SAME: %[[V:[a-z0-9]+]]: memref<1099511627776xf16> {llvm.align = 16 : i64, llvm.noalias, llvm.readonly},
+// MHA-SAME: %[[O:[a-z0-9]+]]: memref<1099511627776xf16> {llvm.align = 16 : i64, llvm.noalias},
+// MHA-SAME: %{{[a-z0-9]+}}: memref<1099511627776xf32> {llvm.align = 16 : i64, llvm.noalias}, %{{[a-z0-9]+}}: memref<1099511627776xf32> {llvm.align = 16 : i64, llvm.noalias}, %{{[a-z0-9]+}}: memref<1099511627776xf32> {llvm.align = 16 : i64, llvm.noalias},
+// MHA-SAME: {{ %[a-z0-9]+: i64,}} %[[NQ:[a-z0-9]+]]: i64, %[[NK:[a-z0-9]+]]: i64,
+// MHA-SAME: {{( %[a-z0-9]+: i64,){12} %[a-z0-9]+: i64}}) kernel
+// Its launch: one CTA per (batch, head, 64-row Q tile), 4 warps, K and V
+// blocks of 128 keys double-buffered.
+// MHA-SAME: attributes {flash.block = 128 : i64, flash.grid = "B*2*ceildiv(Nq,64)", flash.shared_bytes = 81920 : i64, flash.tile = array<i64: 1, 64, 128, 4, 1>, known_block_size = array<i32: 128, 1, 1>} {
+// MHA: arith.index_cast %[[NQ]] : i64 to index
+// MHA: gpu.block_id x
+// MHA: %[[SMEM:.+]] = memref.get_global @flash_smem
+// MHA: memref.reinterpret_cast %[[SMEM]] to offset: [0], sizes: [81920], strides: [1]
+// Q, K and V tiles go to shared memory 16 bytes per cp.async, past L1.
+// MHA: nvgpu.device_async_copy %[[Q]][%{{.+}}], %[[QS:[a-z0-9_]+]][%{{.+}}], 8, %{{.+}} {bypassL1}
+// MHA: nvgpu.device_async_copy %[[K]][%{{.+}}], %[[KS:[a-z0-9_]+]][%{{.+}}], 8, %{{.+}} {bypassL1}
+// MHA: nvgpu.device_async_copy %[[V]][%{{.+}}], %[[VS:[a-z0-9_]+]][%{{.+}}], 8, %{{.+}} {bypassL1}
+// MHA: nvvm.cp.async.commit.group
+// MHA-NEXT: nvvm.cp.async.wait.group 0
+// MHA-NEXT: gpu.barrier
+// Q fragments, then the KV loop over the runtime's Nk.
+// MHA: nvgpu.ldmatrix %[[QS]][%{{.+}}] {numTiles = 4 : i32, transpose = false}
+// MHA: scf.for
+// The next K and V blocks are in flight while this one is used.
+// MHA: nvgpu.device_async_copy %[[K]]
+// MHA: nvvm.cp.async.commit.group
+// S = Q K^T: K fragments untransposed, m16n8k16 with f32 accumulators.
+// MHA: nvgpu.ldmatrix %[[KS]][%{{.+}}] {numTiles = 4 : i32, transpose = false}
+// MHA: nvgpu.mma.sync(%{{.+}}, %{{.+}}, %{{.+}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+// The online softmax: row maxima across the four lanes of a row, exp2.
+// MHA: gpu.shuffle xor %{{.+}}, %{{.+}}, %{{.+}} : f32
+// MHA: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
+// O += P V: V fragments transposed by ldmatrix.
+// MHA: nvgpu.ldmatrix %[[VS]][%{{.+}}] {numTiles = 4 : i32, transpose = true}
+// MHA: nvgpu.mma.sync
+// The epilogue stores 16-byte rows of the output.
+// MHA: vector.store %{{.+}}, %[[O]][%{{.+}}] {alignment = 16 : i64} : memref<1099511627776xf16>, vector<8xf16>
+// MHA: gpu.return
+// One kernel only.
+// MHA-NOT: gpu.func
+// MHA-NOT: func.func
+
+// SM90-NOT: func.func
+// SM90-LABEL: gpu.func @mha_fwd(
+// SM90-SAME: flash.grid = "B*2*ceildiv(Nq,64)", flash.shared_bytes = 81920 : i64
+
+//--- mha.mlir
+func.func @mha(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
+               %v: tensor<?x2x?x64xf16>) -> tensor<?x2x?x64xf16> {
+  %o = flash.attention %q, %k, %v
+      : tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>
+      -> tensor<?x2x?x64xf16>
+  return %o : tensor<?x2x?x64xf16>
+}
+
+//===----------------------------------------------------------------------===//
+// bf16, causal GQA
+//===----------------------------------------------------------------------===//
+
+// BF16-NOT: func.func
+// BF16-LABEL: gpu.func @gqa_bf16_fwd(
+// BF16-SAME: %{{[a-z0-9]+}}: memref<1099511627776xbf16> {llvm.align = 16 : i64, llvm.noalias, llvm.readonly},
+// The four query heads of a KV head share one CTA: 4 x 16 rows of Q.
+// BF16-SAME: flash.grid = "B*2*ceildiv(Nq,16)"
+// BF16-SAME: flash.tile = array<i64: 4, 16, 64, 4, 1>
+// BF16: nvgpu.device_async_copy {{.+}} {bypassL1} : memref<1099511627776xbf16> to memref<{{[0-9]+}}xbf16, #gpu.address_space<workgroup>>
+// bf16 has no nvgpu.mma.sync form: nvvm.mma.sync with bf16 multiplicands.
+// BF16-NOT: nvgpu.mma.sync
+// BF16: nvvm.mma.sync A[{{.+}}] B[{{.+}}] C[{{.+}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// BF16: gpu.shuffle xor
+// BF16: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
+// BF16: nvgpu.ldmatrix {{.+}} {numTiles = 4 : i32, transpose = true} : memref<{{[0-9]+}}xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// BF16-NOT: nvgpu.mma.sync
+// BF16: gpu.return
+// BF16-NOT: gpu.func
+
+//--- gqa-bf16.mlir
+func.func @gqa_bf16(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>,
+                    %v: tensor<?x2x?x128xbf16>) -> tensor<?x8x?x128xbf16> {
+  %o = flash.attention %q, %k, %v causal
+      : tensor<?x8x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16>
+      -> tensor<?x8x?x128xbf16>
+  return %o : tensor<?x8x?x128xbf16>
+}
+
+//===----------------------------------------------------------------------===//
+// The log-sum-exp
+//===----------------------------------------------------------------------===//
+
+// LSE-NOT: func.func
+// LSE-LABEL: gpu.func @prefill_lse_fwd(
+// LSE-SAME: %{{[a-z0-9]+}}: memref<1099511627776xf16> {llvm.align = 16 : i64, llvm.noalias},
+// LSE-SAME: %[[LSE:[a-z0-9]+]]: memref<1099511627776xf32> {llvm.align = 16 : i64, llvm.noalias},
+// LSE-SAME: flash.grid = "B*2*ceildiv(Nq,64)"
+// log-sum-exp = m + ln(l), from log2.
+// LSE: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
+// LSE: memref.store %{{.+}}, %[[LSE]][%{{.+}}] : memref<1099511627776xf32>
+// LSE: gpu.return
+
+//--- lse.mlir
+func.func @prefill_lse(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
+                       %v: tensor<?x2x?x64xf16>)
+    -> (tensor<?x2x?x64xf16>, tensor<?x2x?xf32>) {
+  %o, %l = flash.attention %q, %k, %v
+      : tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>
+      -> tensor<?x2x?x64xf16>, tensor<?x2x?xf32>
+  return %o, %l : tensor<?x2x?x64xf16>, tensor<?x2x?xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// Decode: split-KV with a launch-time split count
+//===----------------------------------------------------------------------===//
+
+// DECODE-NOT: func.func
+// DECODE-LABEL: gpu.func @decode_fwd(
+// DECODE-SAME: %{{[a-z0-9]+}}: memref<1099511627776xf32> {llvm.align = 16 : i64, llvm.noalias},
+// DECODE-SAME: %[[WSO:[a-z0-9]+]]: memref<1099511627776xf32> {llvm.align = 16 : i64, llvm.noalias}, %[[WSL:[a-z0-9]+]]: memref<1099511627776xf32> {llvm.align = 16 : i64, llvm.noalias},
+// DECODE-SAME: {{ %[a-z0-9]+: i64, %[a-z0-9]+: i64, %[a-z0-9]+: i64,}} %[[S:[a-z0-9]+]]: i64,
+// One CTA per (batch, 4-row Q tile, split); the single KV head's tile
+// dimension is folded away. Four warps split each KV block.
+// DECODE-SAME: flash.grid = "B*ceildiv(Nq,4)*splits"
+// DECODE-SAME: flash.tile = array<i64: 4, 4, 128, 1, 4>
+// DECODE: arith.index_cast %[[S]] : i64 to index
+// DECODE: nvgpu.mma.sync
+// The split's f32 partial row and its log-sum-exp.
+// DECODE: memref.store %{{.+}}, %[[WSL]][%{{.+}}] : memref<1099511627776xf32>
+// DECODE: vector.store %{{.+}}, %[[WSO]][%{{.+}}] {alignment = 16 : i64} : memref<1099511627776xf32>, vector<4xf32>
+// DECODE: gpu.return
+// The combine: one warp per output row, four rows per CTA.
+// DECODE-LABEL: gpu.func @decode_combine(
+// DECODE-SAME: %[[CO:[a-z0-9]+]]: memref<1099511627776xf16> {llvm.align = 16 : i64, llvm.noalias},
+// DECODE-SAME: %[[CL:[a-z0-9]+]]: memref<1099511627776xf32> {llvm.align = 16 : i64, llvm.noalias},
+// DECODE-SAME: %[[CWSO:[a-z0-9]+]]: memref<1099511627776xf32> {llvm.align = 16 : i64, llvm.noalias}, %[[CWSL:[a-z0-9]+]]: memref<1099511627776xf32> {llvm.align = 16 : i64, llvm.noalias},
+// DECODE-SAME: attributes {flash.block = 128 : i64, flash.grid = "ceildiv(B*4*Nq,4)", flash.shared_bytes = 0 : i64, known_block_size = array<i32: 128, 1, 1>}
+// DECODE: memref.load %[[CWSL]]
+// DECODE: vector.load %[[CWSO]]
+// DECODE: vector.store %{{.+}}, %[[CO]][%{{.+}}] {alignment = 16 : i64} : memref<1099511627776xf16>, vector<8xf16>
+// DECODE: memref.store %{{.+}}, %[[CL]][%{{.+}}] : memref<1099511627776xf32>
+// DECODE: gpu.return
+// DECODE-NOT: gpu.func
+// DECODE-NOT: func.func
+
+//--- decode.mlir
+func.func @decode(%q: tensor<?x4x?x64xf16>, %k: tensor<?x1x?x64xf16>,
+                  %v: tensor<?x1x?x64xf16>)
+    -> (tensor<?x4x?x64xf16>, tensor<?x4x?xf32>) {
+  %o, %l = flash.attention %q, %k, %v causal
+      : tensor<?x4x?x64xf16>, tensor<?x1x?x64xf16>, tensor<?x1x?x64xf16>
+      -> tensor<?x4x?x64xf16>, tensor<?x4x?xf32>
+  return %o, %l : tensor<?x4x?x64xf16>, tensor<?x4x?xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// Errors
+//===----------------------------------------------------------------------===//
+
+// F32: error: flash-to-nvgpu: the GPU kernels take f16 or bf16 inputs, not 'f32'
+
+//--- f32.mlir
+func.func @f32(%q: tensor<?x2x?x64xf32>, %k: tensor<?x2x?x64xf32>,
+               %v: tensor<?x2x?x64xf32>) -> tensor<?x2x?x64xf32> {
+  %o = flash.attention %q, %k, %v
+      : tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32>
+      -> tensor<?x2x?x64xf32>
+  return %o : tensor<?x2x?x64xf32>
+}
+
+// D320: error: flash-to-nvgpu: head dims D=320, Dv=320 exceed the 256 the GPU kernels support on sm_80
+
+//--- d320.mlir
+func.func @d320(%q: tensor<?x2x?x320xf16>, %k: tensor<?x2x?x320xf16>,
+                %v: tensor<?x2x?x320xf16>) -> tensor<?x2x?x320xf16> {
+  %o = flash.attention %q, %k, %v
+      : tensor<?x2x?x320xf16>, tensor<?x2x?x320xf16>, tensor<?x2x?x320xf16>
+      -> tensor<?x2x?x320xf16>
+  return %o : tensor<?x2x?x320xf16>
+}
+
+// One batch entry, one head and one Q tile: canonicalization folds the
+// tile loop of one iteration away.
+// STATIC: error: flash-to-nvgpu: attention steps outside a flash.tile_loop (a tile loop of one iteration is folded away for static shapes of one tile; give the batch or the lengths dynamically)
+
+//--- static.mlir
+func.func @static(%q: tensor<1x1x32x64xf16>, %k: tensor<1x1x32x64xf16>,
+                  %v: tensor<1x1x32x64xf16>) -> tensor<1x1x32x64xf16> {
+  %o = flash.attention %q, %k, %v
+      : tensor<1x1x32x64xf16>, tensor<1x1x32x64xf16>, tensor<1x1x32x64xf16>
+      -> tensor<1x1x32x64xf16>
+  return %o : tensor<1x1x32x64xf16>
+}
+
+// CPU: error: flash-to-nvgpu: target 'cpu' is not a GPU
+// SM99: error: flash-to-nvgpu: unknown target 'sm_99'; known targets: cpu, sm_80, sm_90a
+
+//===----------------------------------------------------------------------===//
+// No attention
+//===----------------------------------------------------------------------===//
+
+// NONE-NOT: gpu.container_module
+// NONE-LABEL: func.func @no_attention
+// NONE-NEXT: arith.addf
+// NONE-NEXT: return
+// NONE-NOT: gpu.module
+
+//--- none.mlir
+func.func @no_attention(%a: tensor<4xf16>, %b: tensor<4xf16>) -> tensor<4xf16> {
+  %c = arith.addf %a, %b : tensor<4xf16>
+  return %c : tensor<4xf16>
+}

@@ -1,0 +1,79 @@
+// The whole GPU pipeline (--flash-gpu-pipeline): from flash.attention to a
+// gpu.binary whose object holds the PTX of the kernels for the chip, and
+// nothing else (the runtime launches the kernels). Bad options are
+// diagnostics, never aborts.
+//
+// RUN: flashc-opt %s --flash-gpu-pipeline="chip=sm_80" -o %t.sm80.mlir
+// RUN: FileCheck %s --check-prefixes=CHECK,SM80 < %t.sm80.mlir
+// RUN: FileCheck %s --check-prefix=PTX < %t.sm80.mlir
+// RUN: flashc-opt %s --flash-gpu-pipeline="chip=sm_90a" -o %t.sm90.mlir
+// RUN: FileCheck %s --check-prefixes=CHECK,SM90 < %t.sm90.mlir
+// RUN: FileCheck %s --check-prefix=PTX < %t.sm90.mlir
+// `target=` names the chip too; a later PTX ISA version is accepted.
+// RUN: flashc-opt %s --flash-gpu-pipeline="target=sm_80 ptx=ptx90" \
+// RUN:   | FileCheck %s --check-prefix=PTX90
+//
+// RUN: not flashc-opt %s --flash-gpu-pipeline="chip=sm_70" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=SM70
+// RUN: not flashc-opt %s --flash-gpu-pipeline="chip=sm_80 ptx=ptx60" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=PTX60
+// RUN: not flashc-opt %s --flash-gpu-pipeline="chip=sm_90a ptx=ptx78" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=PTX78
+// RUN: not flashc-opt %s --flash-gpu-pipeline="chip=sm_80 ptx=8.0" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=PTXTEXT
+// RUN: not flashc-opt %s --flash-gpu-pipeline="chip=sm_80 format=elf" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=ELF
+// RUN: not flashc-opt %s --flash-gpu-pipeline="chip=sm_80 splits=2 dynamic-splits=1" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=SPLITS
+
+// CHECK-LABEL: module attributes {gpu.container_module}
+// CHECK-NOT: func.func
+// CHECK-NOT: gpu.module
+// SM80-NEXT: gpu.binary @flash_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_80", features = "+ptx80">
+// SM90-NEXT: gpu.binary @flash_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">
+// The object is PTX text (\0A: newlines, \09: tabs) for the chip.
+// CHECK-SAME: assembly = "
+// CHECK-SAME: .version 8.0\0A
+// SM80-SAME: .target sm_80\0A
+// SM90-SAME: .target sm_90a\0A
+// CHECK-SAME: .extern .shared .align 16 .b8 flash_smem[];
+// CHECK-SAME: .visible .entry attention_fwd(
+// One kernel: no combine without a split KV loop.
+// CHECK-NOT: .visible .entry
+// CHECK-SAME: .maxntid 128, 1, 1
+// CHECK-NOT: .visible .entry
+// CHECK-SAME: ">]
+// CHECK-NOT: gpu.binary
+// CHECK-NOT: func.func
+
+// The instructions of the FA2 kernel, in any order: cp.async copies,
+// ldmatrix (transposed for V), tensor-core MMAs, butterfly shuffles for the
+// row reductions and ex2 for the exponentials.
+// PTX: assembly = "
+// PTX-DAG: cp.async.cg.shared.global
+// PTX-DAG: cp.async.commit_group
+// PTX-DAG: cp.async.wait_group
+// PTX-DAG: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// PTX-DAG: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+// PTX-DAG: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// PTX-DAG: shfl.sync.bfly.b32
+// PTX-DAG: ex2.approx.ftz.f32
+// PTX-DAG: bar.sync
+
+// PTX90: gpu.binary @flash_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_80", features = "+ptx90">
+// PTX90-SAME: .version 9.0\0A.target sm_80\0A
+
+// SM70: error: invalid flash pipeline options: unknown target 'sm_70'; known targets: cpu, sm_80, sm_90a
+// PTX60: error: invalid flash pipeline options: sm_80 needs a PTX ISA version from ptx70 to ptx90, got ptx60
+// PTX78: error: invalid flash pipeline options: sm_90a needs a PTX ISA version from ptx80 to ptx90, got ptx78
+// PTXTEXT: error: invalid flash pipeline options: malformed PTX ISA version '8.0'; expected e.g. ptx80 (PTX ISA 8.0)
+// ELF: error: invalid flash pipeline options: unknown binary format 'elf'; expected isa or bin
+// SPLITS: error: invalid flash pipeline options: dynamic-splits excludes a fixed split count (2)
+
+func.func @attention(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
+                     %v: tensor<?x2x?x64xf16>) -> tensor<?x2x?x64xf16> {
+  %o = flash.attention %q, %k, %v
+      : tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>
+      -> tensor<?x2x?x64xf16>
+  return %o : tensor<?x2x?x64xf16>
+}

@@ -1,0 +1,399 @@
+/*===- CAPITest.c - The runtime's C API, from C ---------------------------===*\
+|*                                                                            *|
+|* A C99 program that uses flashc_runtime.h and nothing else of flashc, as a  *|
+|* user of libflashc_runtime.so would: it opens the bundle the build wrote    *|
+|* for the runtime tests, runs attention in the PTX simulator on random f16   *|
+|* inputs (a decode call with the log-sum-exp, a prefill call without) and    *|
+|* compares with a float64 reference computed here, then checks the error     *|
+|* codes and messages of bad calls. Exits 0 on success, 1 on any failure.     *|
+|*                                                                            *|
+|* Usage: FlashcCAPITest [BUNDLE_DIR]; FLASHC_TEST_SEED repeats a run.        *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#include "flashc/Runtime/flashc_runtime.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifndef FLASHC_TEST_BUNDLE
+#error "FLASHC_TEST_BUNDLE must name the bundle built for these tests"
+#endif
+
+static int failures = 0;
+
+#define CHECK(cond, ...)                                                       \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                                            \
+      fprintf(stderr, "\n");                                                   \
+      ++failures;                                                              \
+    }                                                                          \
+  } while (0)
+
+/*===----------------------------------------------------------------------===*/
+/* f16 and random numbers                                                   */
+/*===----------------------------------------------------------------------===*/
+
+/* f32 -> IEEE binary16, rounding to nearest even (inputs here are normal
+ * numbers of modest size, or zero). */
+static uint16_t floatToHalf(float value) {
+  uint32_t x;
+  memcpy(&x, &value, 4);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  int32_t exp = (int32_t)((x >> 23) & 0xffu) - 127 + 15;
+  uint32_t mant = x & 0x7fffffu;
+  if (exp >= 31)
+    return (uint16_t)(sign | 0x7c00u);
+  if (exp <= 0) {
+    /* Subnormal or zero. */
+    if (exp < -10)
+      return (uint16_t)sign;
+    uint32_t m = mant | 0x800000u;
+    uint32_t shift = (uint32_t)(14 - exp);
+    uint32_t h = m >> shift, rem = m & ((1u << shift) - 1),
+             mid = 1u << (shift - 1);
+    if (rem > mid || (rem == mid && (h & 1)))
+      ++h;
+    return (uint16_t)(sign | h);
+  }
+  uint32_t h = ((uint32_t)exp << 10) | (mant >> 13);
+  uint32_t rem = mant & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1)))
+    ++h;
+  return (uint16_t)(sign | h);
+}
+
+/* IEEE binary16 -> double (exact). */
+static double halfToDouble(uint16_t h) {
+  int sign = h >> 15, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  double v;
+  if (exp == 0x1f)
+    v = mant ? NAN : INFINITY;
+  else if (exp == 0)
+    v = ldexp((double)mant, -24);
+  else
+    v = ldexp((double)(mant | 0x400), exp - 25);
+  return sign ? -v : v;
+}
+
+static uint64_t rngState;
+
+/* splitmix64 */
+static uint64_t nextRandom(void) {
+  uint64_t z = (rngState += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* A standard normal value (Box-Muller). */
+static double normal(void) {
+  double u1 = ((double)(nextRandom() >> 11) + 1.0) / 9007199254740993.0;
+  double u2 = (double)(nextRandom() >> 11) / 9007199254740992.0;
+  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+/*===----------------------------------------------------------------------===*/
+/* One attention call                                                       */
+/*===----------------------------------------------------------------------===*/
+
+enum { B = 1, HQ = 8, HKV = 2, D = 64 };
+
+typedef struct {
+  int64_t seqQ, seqKV;
+  int causal, withLse;
+  uint16_t *q, *k, *v, *out;
+  float *lse;
+  flashc_tensor tq, tk, tv, tout, tlse;
+} Call;
+
+static void *alignedAlloc(size_t bytes) {
+  void *p = NULL;
+  if (posix_memalign(&p, 256, bytes ? bytes : 1) != 0) {
+    fprintf(stderr, "out of memory\n");
+    exit(1);
+  }
+  return p;
+}
+
+static flashc_tensor dense(void *data, flashc_dtype dtype, int32_t rank,
+                           const int64_t *sizes) {
+  flashc_tensor t;
+  memset(&t, 0, sizeof(t));
+  t.data = data;
+  t.dtype = dtype;
+  t.rank = rank;
+  int64_t stride = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    t.sizes[d] = sizes[d];
+    t.strides[d] = stride;
+    stride *= sizes[d];
+  }
+  return t;
+}
+
+static void fillRandom(uint16_t *data, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    data[i] = floatToHalf((float)normal());
+}
+
+static void initCall(Call *c, int64_t seqQ, int64_t seqKV, int causal,
+                     int withLse) {
+  memset(c, 0, sizeof(*c));
+  c->seqQ = seqQ;
+  c->seqKV = seqKV;
+  c->causal = causal;
+  c->withLse = withLse;
+  int64_t qSizes[4] = {B, HQ, seqQ, D}, kSizes[4] = {B, HKV, seqKV, D};
+  int64_t lseSizes[3] = {B, HQ, seqQ};
+  c->q = alignedAlloc(B * HQ * seqQ * D * 2);
+  c->k = alignedAlloc(B * HKV * seqKV * D * 2);
+  c->v = alignedAlloc(B * HKV * seqKV * D * 2);
+  c->out = alignedAlloc(B * HQ * seqQ * D * 2);
+  c->lse = alignedAlloc(B * HQ * seqQ * 4);
+  fillRandom(c->q, B * HQ * seqQ * D);
+  fillRandom(c->k, B * HKV * seqKV * D);
+  fillRandom(c->v, B * HKV * seqKV * D);
+  /* NaN and a sentinel: an element the kernel does not write is seen. */
+  for (int64_t i = 0; i < B * HQ * seqQ * D; ++i)
+    c->out[i] = 0x7e00;
+  for (int64_t i = 0; i < B * HQ * seqQ; ++i)
+    c->lse[i] = 12345.0f;
+  c->tq = dense(c->q, FLASHC_F16, 4, qSizes);
+  c->tk = dense(c->k, FLASHC_F16, 4, kSizes);
+  c->tv = dense(c->v, FLASHC_F16, 4, kSizes);
+  c->tout = dense(c->out, FLASHC_F16, 4, qSizes);
+  c->tlse = dense(c->lse, FLASHC_F32, 3, lseSizes);
+}
+
+static void freeCall(Call *c) {
+  free(c->q);
+  free(c->k);
+  free(c->v);
+  free(c->out);
+  free(c->lse);
+}
+
+static flashc_status run(flashc_bundle *bundle, Call *c) {
+  return flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR, &c->tq, &c->tk,
+                          &c->tv, &c->tout, c->withLse ? &c->tlse : NULL,
+                          c->causal, 0.0, NULL);
+}
+
+/* Compares every row with softmax(Q K^T / sqrt(D)) V in float64; the causal
+ * mask shows key j to query i when j <= i + Nk - Nq. Tolerances: 4e-3
+ * absolute on the output, 1e-3 relative on the log-sum-exp. */
+static void checkCall(const char *name, const Call *c) {
+  double worst = 0, worstLse = 0;
+  int bad = 0;
+  double row[D];
+  double *s = malloc(sizeof(double) * (size_t)c->seqKV);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < HQ; ++h)
+      for (int64_t i = 0; i < c->seqQ; ++i) {
+        int64_t hk = h / (HQ / HKV);
+        int64_t visible = c->seqKV;
+        if (c->causal) {
+          visible = i + c->seqKV - c->seqQ + 1;
+          visible = visible < 0 ? 0 : visible > c->seqKV ? c->seqKV : visible;
+        }
+        const uint16_t *qr = c->q + ((b * HQ + h) * c->seqQ + i) * D;
+        double mx = -INFINITY, sum = 0, l = -INFINITY;
+        for (int d = 0; d < D; ++d)
+          row[d] = 0;
+        for (int64_t j = 0; j < visible; ++j) {
+          const uint16_t *kr = c->k + ((b * HKV + hk) * c->seqKV + j) * D;
+          double dot = 0;
+          for (int d = 0; d < D; ++d)
+            dot += halfToDouble(qr[d]) * halfToDouble(kr[d]);
+          s[j] = dot / sqrt((double)D);
+          if (s[j] > mx)
+            mx = s[j];
+        }
+        for (int64_t j = 0; j < visible; ++j) {
+          const uint16_t *vr = c->v + ((b * HKV + hk) * c->seqKV + j) * D;
+          double p = exp(s[j] - mx);
+          sum += p;
+          for (int d = 0; d < D; ++d)
+            row[d] += p * halfToDouble(vr[d]);
+        }
+        if (visible > 0) {
+          for (int d = 0; d < D; ++d)
+            row[d] /= sum;
+          l = mx + log(sum);
+        }
+        const uint16_t *got = c->out + ((b * HQ + h) * c->seqQ + i) * D;
+        for (int d = 0; d < D; ++d) {
+          double g = halfToDouble(got[d]);
+          double err = isfinite(g) ? fabs(g - row[d]) : INFINITY;
+          if (err > worst)
+            worst = err;
+          if (err > 4e-3 && bad++ < 8)
+            fprintf(stderr, "%s: out[%lld, %lld, %lld, %d] = %g, expected %g\n",
+                    name, (long long)b, (long long)h, (long long)i, d, g,
+                    row[d]);
+        }
+        if (c->withLse) {
+          double g = c->lse[(b * HQ + h) * c->seqQ + i];
+          double err = isinf(l) ? (g == l ? 0 : INFINITY)
+                                : fabs(g - l) / (fabs(l) > 1 ? fabs(l) : 1);
+          if (!(err <= worstLse))
+            worstLse = isnan(err) ? INFINITY : err;
+          if (!(err <= 1e-3) && bad++ < 8)
+            fprintf(stderr, "%s: lse[%lld, %lld, %lld] = %g, expected %g\n",
+                    name, (long long)b, (long long)h, (long long)i, g, l);
+        }
+      }
+  free(s);
+  printf("%s: max |error| %.2e, lse relative error %.2e\n", name, worst,
+         worstLse);
+  CHECK(bad == 0 && worst <= 4e-3 && worstLse <= 1e-3,
+        "%s: %d elements off the float64 reference", name, bad);
+}
+
+/* Checks a failed call's status and that its message holds `needle`. */
+static void expectError(const char *what, flashc_status got,
+                        flashc_status expected, const char *needle) {
+  const char *message = flashc_last_error();
+  CHECK(got == expected, "%s: status %d, expected %d (%s)", what, (int)got,
+        (int)expected, message);
+  CHECK(message && message[0] != '\0', "%s: no error message", what);
+  CHECK(message && strstr(message, needle) != NULL,
+        "%s: the message '%s' does not mention '%s'", what, message, needle);
+}
+
+int main(int argc, char **argv) {
+  const char *dir = argc > 1 ? argv[1] : FLASHC_TEST_BUNDLE;
+  const char *seedText = getenv("FLASHC_TEST_SEED");
+  uint64_t seed = seedText ? strtoull(seedText, NULL, 10)
+                           : (uint64_t)time(NULL) ^ (uint64_t)clock();
+  rngState = seed;
+  printf("FlashcCAPITest: seed %llu (FLASHC_TEST_SEED repeats it)\n",
+         (unsigned long long)seed);
+
+  flashc_bundle *bundle = NULL;
+  flashc_status status = flashc_bundle_open(dir, &bundle);
+  if (status != FLASHC_OK) {
+    fprintf(stderr, "cannot open the bundle %s: %s\n", dir,
+            flashc_last_error());
+    return 1;
+  }
+  CHECK(flashc_bundle_size(bundle) == 8, "the bundle has %lld variants",
+        (long long)flashc_bundle_size(bundle));
+  CHECK(flashc_last_error()[0] == '\0', "an error after success: %s",
+        flashc_last_error());
+
+  /* Decode (Nq <= 16): causal, with the log-sum-exp; two KV blocks, so the
+   * call may split. */
+  Call c;
+  initCall(&c, 9, 300, 1, 1);
+  status = run(bundle, &c);
+  CHECK(status == FLASHC_OK, "decode: status %d: %s", (int)status,
+        flashc_last_error());
+  CHECK(flashc_last_error()[0] == '\0', "an error after success: %s",
+        flashc_last_error());
+  if (status == FLASHC_OK)
+    checkCall("decode", &c);
+
+  /* A bad call on the same tensors: misaligned rows. */
+  c.tk.data = (char *)c.k + 2;
+  expectError("misaligned key", run(bundle, &c), FLASHC_ERROR_LAUNCH,
+              "key must be 16-byte aligned");
+  c.tk.data = c.k;
+  /* The LSE buffer of the wrong element type. */
+  c.tlse.dtype = FLASHC_F16;
+  expectError("f16 lse", run(bundle, &c), FLASHC_ERROR_LAUNCH,
+              "lse has element type f16");
+  freeCall(&c);
+
+  /* Prefill, neither causal nor with the log-sum-exp. */
+  initCall(&c, 37, 45, 0, 0);
+  status = run(bundle, &c);
+  CHECK(status == FLASHC_OK, "prefill: status %d: %s", (int)status,
+        flashc_last_error());
+  if (status == FLASHC_OK)
+    checkCall("prefill", &c);
+
+  /* Error paths: each sets a code and a message. */
+  flashc_bundle *missing = NULL;
+  expectError("missing bundle",
+              flashc_bundle_open("/nonexistent/flashc-bundle", &missing),
+              FLASHC_ERROR_NOT_FOUND, "/nonexistent/flashc-bundle");
+  CHECK(missing == NULL, "a bundle handle for a missing directory");
+  expectError("null directory", flashc_bundle_open(NULL, &missing),
+              FLASHC_ERROR_INVALID_ARGUMENT, "null");
+
+  expectError("null query",
+              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR, NULL, &c.tk,
+                               &c.tv, &c.tout, NULL, 0, 0.0, NULL),
+              FLASHC_ERROR_INVALID_ARGUMENT, "query is null");
+  expectError("null output",
+              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR, &c.tq, &c.tk,
+                               &c.tv, NULL, NULL, 0, 0.0, NULL),
+              FLASHC_ERROR_INVALID_ARGUMENT, "output is null");
+  expectError("null bundle",
+              flashc_attention(NULL, FLASHC_DEVICE_SIMULATOR, &c.tq, &c.tk,
+                               &c.tv, &c.tout, NULL, 0, 0.0, NULL),
+              FLASHC_ERROR_INVALID_ARGUMENT, "bundle is null");
+  flashc_tensor rank5 = c.tq;
+  rank5.rank = 5;
+  expectError("rank 5",
+              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR, &rank5, &c.tk,
+                               &c.tv, &c.tout, NULL, 0, 0.0, NULL),
+              FLASHC_ERROR_INVALID_ARGUMENT, "query has rank 5");
+
+  /* Configurations the bundle lacks: a head dim, a scale, bf16. */
+  flashc_tensor q128 = c.tq, v128 = c.tv;
+  q128.sizes[3] = 128;
+  v128.sizes[3] = 128;
+  expectError("D = 128",
+              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR, &q128, &c.tk,
+                               &v128, &c.tout, NULL, 0, 0.0, NULL),
+              FLASHC_ERROR_NOT_FOUND, "D=128 Dv=128");
+  expectError("scale 0.5",
+              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR, &c.tq, &c.tk,
+                               &c.tv, &c.tout, NULL, 0, 0.5, NULL),
+              FLASHC_ERROR_NOT_FOUND, "the bundle has no kernel for f16");
+  flashc_tensor qb = c.tq, kb = c.tk, vb = c.tv;
+  qb.dtype = kb.dtype = vb.dtype = FLASHC_BF16;
+  expectError("bf16",
+              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR, &qb, &kb, &vb,
+                               &c.tout, NULL, 1, 0.0, NULL),
+              FLASHC_ERROR_NOT_FOUND, "no kernel for bf16");
+  flashc_tensor k3 = c.tk, v3 = c.tv;
+  k3.sizes[1] = v3.sizes[1] = 3;
+  expectError("8 query heads over 3 KV heads",
+              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR, &c.tq, &k3, &v3,
+                               &c.tout, NULL, 0, 0.0, NULL),
+              FLASHC_ERROR_INVALID_ARGUMENT,
+              "must be a multiple of the key heads (3)");
+
+  /* No CUDA driver on a machine without a GPU. */
+  if (!flashc_cuda_available()) {
+    expectError("CUDA device",
+                flashc_attention(bundle, FLASHC_DEVICE_CUDA, &c.tq, &c.tk,
+                                 &c.tv, &c.tout, NULL, 0, 0.0, NULL),
+                FLASHC_ERROR_NO_DEVICE, "CUDA");
+  } else {
+    printf("a CUDA device is present: the no-device check is skipped\n");
+  }
+  expectError("unknown device",
+              flashc_attention(bundle, (flashc_device_kind)7, &c.tq, &c.tk,
+                               &c.tv, &c.tout, NULL, 0, 0.0, NULL),
+              FLASHC_ERROR_INVALID_ARGUMENT, "unknown device kind");
+
+  freeCall(&c);
+  flashc_bundle_close(bundle);
+  if (failures) {
+    fprintf(stderr, "FlashcCAPITest: %d check(s) failed (seed %llu)\n",
+            failures, (unsigned long long)seed);
+    return 1;
+  }
+  printf("FlashcCAPITest: all checks passed\n");
+  return 0;
+}

@@ -1,0 +1,1328 @@
+//===- RuntimeTest.cpp - The LLVM-free runtime: manifests, checks, runs ---===//
+//
+// Tests flashc's runtime on its own, without the compiler: grid expressions,
+// manifest entries and bundle directories (and every way a manifest can be
+// malformed), the CUDA device on a machine without a driver, the argument
+// checks of launchAttention and the launches it makes (recorded by a fake
+// device), and attention calls that the PTX simulator runs with kernels
+// from a bundle `flashc bundle` built with this build (FLASHC_TEST_BUNDLE),
+// compared with a float64 reference. Links FlashcRuntime only: no LLVM.
+//
+// The inputs are fresh random values; each test prints its seed, and
+// FLASHC_TEST_SEED=<seed> repeats a run. FLASHC_TEST_BUNDLE=<dir> in the
+// environment runs the tests on another bundle of the same variants (say,
+// deliberately broken kernels, to see the tests fail).
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashc/Runtime/Runtime.h"
+#include "flashc/Support/Float16.h"
+
+#include "gtest/gtest.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <random>
+#include <set>
+#include <unistd.h>
+
+using namespace flashc;
+using namespace flashc::runtime;
+
+#ifndef FLASHC_TEST_BUNDLE
+#error "FLASHC_TEST_BUNDLE must name the bundle built for these tests"
+#endif
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+/// The seed of this process's random inputs: FLASHC_TEST_SEED, or a fresh
+/// one. Printed once, so that a failure can be repeated.
+unsigned getSeed() {
+  static const unsigned seed = [] {
+    unsigned s = std::random_device{}();
+    if (const char *env = std::getenv("FLASHC_TEST_SEED"))
+      s = static_cast<unsigned>(std::strtoul(env, nullptr, 10));
+    std::printf("RuntimeTest: seed %u (FLASHC_TEST_SEED=%u repeats it)\n", s,
+                s);
+    return s;
+  }();
+  return seed;
+}
+
+/// Host memory the simulator reads: 256-byte aligned, zeroed.
+class HostBuffer {
+public:
+  explicit HostBuffer(uint64_t bytes)
+      : size((bytes + 255) / 256 * 256 + 256),
+        data(static_cast<char *>(std::aligned_alloc(256, size))) {
+    std::memset(data, 0, size);
+  }
+  ~HostBuffer() { std::free(data); }
+  HostBuffer(const HostBuffer &) = delete;
+  HostBuffer &operator=(const HostBuffer &) = delete;
+
+  char *get() const { return data; }
+
+private:
+  uint64_t size;
+  char *data;
+};
+
+/// A temporary directory, removed with its files at the end of the test.
+class TempDir {
+public:
+  TempDir() {
+    std::string pattern = ::testing::TempDir() + "flashc-runtime-XXXXXX";
+    path = ::mkdtemp(pattern.data()) ? pattern : std::string();
+  }
+  ~TempDir() {
+    if (!path.empty())
+      (void)std::system(("rm -rf '" + path + "'").c_str());
+  }
+  const std::string &str() const { return path; }
+
+private:
+  std::string path;
+};
+
+std::string readText(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+}
+
+void writeText(const std::string &path, const std::string &text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+/// The element offset of index (i0, i1, i2[, i3]) in a view.
+int64_t offsetOf(const TensorView &t, std::initializer_list<int64_t> index) {
+  int64_t offset = 0, d = 0;
+  for (int64_t i : index)
+    offset += i * t.strides[d++];
+  return offset;
+}
+
+/// The bundle built for these tests: f16, D = 64, four query heads per KV
+/// head, causal or not, with LSE or not, prefill and decode, for sm_80.
+const Bundle &getTestBundle() {
+  static const Bundle *bundle = [] {
+    const char *path = std::getenv("FLASHC_TEST_BUNDLE");
+    Result<Bundle> loaded = Bundle::load(path ? path : FLASHC_TEST_BUNDLE);
+    if (!loaded) {
+      std::fprintf(stderr, "cannot load the test bundle: %s\n",
+                   loaded.message().c_str());
+      std::abort();
+    }
+    return new Bundle(std::move(*loaded));
+  }();
+  return *bundle;
+}
+
+AttentionQuery testQuery(bool decode, bool causal, bool lse) {
+  AttentionQuery q;
+  q.target = "sm_80";
+  q.dtype = ElementType::F16;
+  q.group = 4;
+  q.headDim = q.headDimV = 64;
+  q.causal = causal;
+  q.withLse = lse;
+  q.scale = 0.125;
+  q.decode = decode;
+  return q;
+}
+
+const KernelVariant &testVariant(bool decode, bool causal, bool lse) {
+  const KernelVariant *v = getTestBundle().find(testQuery(decode, causal, lse));
+  if (!v) {
+    std::fprintf(stderr, "the test bundle lacks a %s%s%s variant\n",
+                 decode ? "decode" : "prefill", causal ? " causal" : "",
+                 lse ? " LSE" : "");
+    std::abort();
+  }
+  return *v;
+}
+
+//===----------------------------------------------------------------------===//
+// Grid expressions
+//===----------------------------------------------------------------------===//
+
+struct GridCase {
+  const char *expression;
+  GridSizes sizes;
+  int64_t expected;
+};
+
+void PrintTo(const GridCase &c, std::ostream *os) { *os << c.expression; }
+
+class GridTest : public ::testing::TestWithParam<GridCase> {};
+
+TEST_P(GridTest, Evaluates) {
+  const GridCase &c = GetParam();
+  Result<int64_t> v = evaluateGrid(c.expression, c.sizes);
+  ASSERT_TRUE(v.ok()) << c.expression << ": " << v.message();
+  EXPECT_EQ(*v, c.expected) << c.expression;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Runtime, GridTest,
+    ::testing::Values(
+        GridCase{"7", {1, 1, 1, 1}, 7}, GridCase{"B", {5, 1, 1, 1}, 5},
+        GridCase{"B*Nq*Nk*splits", {2, 3, 5, 7}, 210},
+        // The forward kernels' grids: B' x Q blocks (x splits).
+        GridCase{"B*ceildiv(Nq,64)", {4, 129, 1, 1}, 12},
+        GridCase{"B*ceildiv(Nq,64)", {4, 128, 1, 1}, 8},
+        GridCase{"B*ceildiv(Nq,16)*splits", {3, 1, 999, 5}, 15},
+        // The combine's grid: one warp per row, four warps per CTA.
+        GridCase{"ceildiv(B*4*Nq,4)", {3, 5, 1, 1}, 15},
+        GridCase{"ceildiv(ceildiv(Nk,128),splits)", {1, 1, 1000, 3}, 3},
+        GridCase{
+            "ceildiv(ceildiv(Nk,128),ceildiv(splits,2))*B", {2, 1, 1025, 5}, 6},
+        GridCase{"(B*2)*(Nq)", {3, 4, 1, 1}, 24},
+        GridCase{"ceildiv(0,8)", {1, 1, 1, 1}, 0},
+        // Large but in range.
+        GridCase{"B*Nq",
+                 {int64_t(1) << 31, int64_t(1) << 31, 1, 1},
+                 int64_t(1) << 62},
+        GridCase{"9223372036854775807",
+                 {1, 1, 1, 1},
+                 std::numeric_limits<int64_t>::max()}),
+    [](const ::testing::TestParamInfo<GridCase> &info) {
+      return "Case" + std::to_string(info.index);
+    });
+
+struct GridErrorCase {
+  const char *expression;
+  GridSizes sizes;
+  const char *message;
+};
+
+void PrintTo(const GridErrorCase &c, std::ostream *os) {
+  *os << "'" << c.expression << "'";
+}
+
+class GridErrorTest : public ::testing::TestWithParam<GridErrorCase> {};
+
+TEST_P(GridErrorTest, Fails) {
+  const GridErrorCase &c = GetParam();
+  Result<int64_t> v = evaluateGrid(c.expression, c.sizes);
+  ASSERT_FALSE(v.ok()) << c.expression << " evaluated to " << *v;
+  EXPECT_EQ(v.message(), std::string("grid expression '") + c.expression +
+                             "': " + c.message);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Runtime, GridErrorTest,
+    ::testing::Values(
+        GridErrorCase{"B*H", {1, 1, 1, 1}, "unknown name 'H'"},
+        GridErrorCase{"b", {1, 1, 1, 1}, "unknown name 'b'"},
+        GridErrorCase{"B*Nq)", {1, 1, 1, 1}, "unexpected ')'"},
+        GridErrorCase{"B Nq", {1, 1, 1, 1}, "unexpected ' Nq'"},
+        GridErrorCase{"B+1", {1, 1, 1, 1}, "unexpected '+1'"},
+        GridErrorCase{"", {1, 1, 1, 1}, "unexpected end"},
+        GridErrorCase{"B*", {1, 1, 1, 1}, "unexpected end"},
+        GridErrorCase{"*B", {1, 1, 1, 1}, "unknown name ''"},
+        GridErrorCase{"ceildiv(B Nq)", {1, 1, 1, 1}, "expected ','"},
+        GridErrorCase{"ceildiv(B,Nq", {1, 1, 1, 1}, "expected ')'"},
+        GridErrorCase{"(B*Nq", {1, 1, 1, 1}, "expected ')'"},
+        GridErrorCase{
+            "ceildiv(B,0)", {1, 1, 1, 1}, "division by a non-positive value"},
+        GridErrorCase{"ceildiv(B,ceildiv(Nq,64))",
+                      {1, 0, 1, 1},
+                      "division by a non-positive value"},
+        GridErrorCase{"ceildiv(B,splits)",
+                      {1, 1, 1, -2},
+                      "division by a non-positive value"},
+        GridErrorCase{"B*Nq*Nk",
+                      {int64_t(1) << 31, int64_t(1) << 31, 4, 1},
+                      "overflows 64 bits"},
+        GridErrorCase{"ceildiv(B*Nq,2)",
+                      {std::numeric_limits<int64_t>::max(), 2, 1, 1},
+                      "overflows 64 bits"},
+        GridErrorCase{
+            "9223372036854775808", {1, 1, 1, 1}, "number overflows 64 bits"}),
+    [](const ::testing::TestParamInfo<GridErrorCase> &info) {
+      return "Case" + std::to_string(info.index);
+    });
+
+//===----------------------------------------------------------------------===//
+// Manifest entries
+//===----------------------------------------------------------------------===//
+
+/// A decode variant with every field set to a value of its own.
+KernelVariant sampleVariant() {
+  KernelVariant v;
+  v.id = "sm_90a-bf16-g4-d96dv80-causal-lse-decode";
+  v.query.target = "sm_90a";
+  v.query.dtype = ElementType::BF16;
+  v.query.group = 4;
+  v.query.headDim = 96;
+  v.query.headDimV = 80;
+  v.query.causal = true;
+  v.query.withLse = true;
+  v.query.scale = 0.1020620726159658; // 1/sqrt(96), not a short decimal
+  v.query.decode = true;
+  v.blockQ = 16;
+  v.blockKV = 96;
+  v.forward = {"attn_fwd", "B*ceildiv(Nq,16)*splits", 128, 45056, 168, 0};
+  v.combine = KernelEntry{"attn_combine", "ceildiv(B*4*Nq,4)", 128, 0, 40, 8};
+  v.ptx = "// ptx\n";
+  v.config = "target=sm_90a block-q=16";
+  v.compileSeconds = 1.25;
+  return v;
+}
+
+void expectSameEntry(const KernelEntry &a, const KernelEntry &b) {
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.grid, b.grid);
+  EXPECT_EQ(a.block, b.block);
+  EXPECT_EQ(a.sharedBytes, b.sharedBytes);
+  EXPECT_EQ(a.registers, b.registers);
+  EXPECT_EQ(a.spillBytes, b.spillBytes);
+}
+
+/// Every manifest field of two variants (not the PTX and cubin, which live
+/// in files).
+void expectSameVariant(const KernelVariant &a, const KernelVariant &b) {
+  EXPECT_EQ(a.id, b.id);
+  EXPECT_EQ(a.query.target, b.query.target);
+  EXPECT_EQ(a.query.dtype, b.query.dtype);
+  EXPECT_EQ(a.query.group, b.query.group);
+  EXPECT_EQ(a.query.headDim, b.query.headDim);
+  EXPECT_EQ(a.query.headDimV, b.query.headDimV);
+  EXPECT_EQ(a.query.causal, b.query.causal);
+  EXPECT_EQ(a.query.withLse, b.query.withLse);
+  // Bit for bit: the scale is part of what a kernel computes.
+  EXPECT_EQ(std::memcmp(&a.query.scale, &b.query.scale, 8), 0)
+      << a.query.scale << " vs " << b.query.scale;
+  EXPECT_EQ(a.query.decode, b.query.decode);
+  EXPECT_EQ(a.blockQ, b.blockQ);
+  EXPECT_EQ(a.blockKV, b.blockKV);
+  expectSameEntry(a.forward, b.forward);
+  ASSERT_EQ(a.combine.has_value(), b.combine.has_value());
+  if (a.combine)
+    expectSameEntry(*a.combine, *b.combine);
+  EXPECT_EQ(a.config, b.config);
+  EXPECT_EQ(a.compileSeconds, b.compileSeconds);
+}
+
+TEST(ManifestTest, KernelEntryRoundTrip) {
+  KernelEntry e{"k", "B*ceildiv(Nq,128)", 256, 98304, 255, 16};
+  Result<KernelEntry> back = KernelEntry::fromJson(e.toJson());
+  ASSERT_TRUE(back.ok()) << back.message();
+  expectSameEntry(e, *back);
+
+  // registers and spill_bytes are optional: -1 (unknown) without them.
+  JsonValue json = e.toJson();
+  json.getObject().erase("registers");
+  json.getObject().erase("spill_bytes");
+  back = KernelEntry::fromJson(json);
+  ASSERT_TRUE(back.ok()) << back.message();
+  EXPECT_EQ(back->registers, -1);
+  EXPECT_EQ(back->spillBytes, -1);
+}
+
+TEST(ManifestTest, VariantRoundTripThroughText) {
+  for (bool decode : {true, false}) {
+    KernelVariant v = sampleVariant();
+    if (!decode) {
+      v.query.decode = false;
+      v.combine.reset();
+      v.id = "prefill";
+    }
+    // Through printed and parsed text, as a bundle stores it.
+    Result<JsonValue> json = JsonValue::parse(v.toJson().printPretty());
+    ASSERT_TRUE(json.ok()) << json.message();
+    Result<KernelVariant> back = KernelVariant::fromJson(*json);
+    ASSERT_TRUE(back.ok()) << back.message();
+    expectSameVariant(v, *back);
+    const JsonValue *ptx = json->get("ptx");
+    ASSERT_TRUE(ptx && ptx->getKind() == JsonValue::Kind::String);
+    EXPECT_EQ(ptx->getString(), v.id + ".ptx");
+    EXPECT_EQ(json->get("cubin"), nullptr) << "no cubin, no cubin file";
+  }
+}
+
+TEST(ManifestTest, ScalesRoundTripExactly) {
+  std::mt19937 rng(getSeed());
+  std::uniform_real_distribution<double> scale(1e-3, 10);
+  for (double s : {0.125, 1.0 / std::sqrt(59.0), 1e-300, 3.0, scale(rng),
+                   scale(rng), std::nextafter(0.125, 1.0)}) {
+    KernelVariant v = sampleVariant();
+    v.query.scale = s;
+    Result<JsonValue> json = JsonValue::parse(v.toJson().print());
+    ASSERT_TRUE(json.ok()) << json.message();
+    Result<KernelVariant> back = KernelVariant::fromJson(*json);
+    ASSERT_TRUE(back.ok()) << back.message();
+    EXPECT_EQ(back->query.scale, s);
+  }
+}
+
+/// One way to spoil a valid manifest entry, and the error it gives.
+struct MalformedCase {
+  const char *name;
+  std::function<void(JsonValue::Object &variant)> spoil;
+  const char *message;
+};
+
+JsonValue::Object &kernelsOf(JsonValue::Object &v) {
+  return v["kernels"].getObject();
+}
+JsonValue::Object &forwardOf(JsonValue::Object &v) {
+  return kernelsOf(v)["forward"].getObject();
+}
+
+const std::string kMissing = "manifest: missing or malformed ";
+
+void PrintTo(const MalformedCase &c, std::ostream *os) { *os << c.name; }
+
+class MalformedManifestTest : public ::testing::TestWithParam<MalformedCase> {};
+
+TEST_P(MalformedManifestTest, IsAnError) {
+  const MalformedCase &c = GetParam();
+  // A fresh tree: JsonValue copies share their objects.
+  JsonValue json = sampleVariant().toJson();
+  ASSERT_TRUE(KernelVariant::fromJson(json).ok());
+  c.spoil(json.getObject());
+  Result<KernelVariant> v = KernelVariant::fromJson(json);
+  ASSERT_FALSE(v.ok()) << c.name << " was accepted";
+  EXPECT_EQ(v.message(), c.message) << c.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Runtime, MalformedManifestTest,
+    ::testing::Values(
+        MalformedCase{"NoId", [](auto &v) { v.erase("id"); },
+                      "manifest: missing or malformed 'id'"},
+        MalformedCase{"EmptyId", [](auto &v) { v["id"] = ""; },
+                      "manifest: missing or malformed 'id'"},
+        MalformedCase{"IdWithSlash", [](auto &v) { v["id"] = "../x"; },
+                      "manifest: missing or malformed 'id'"},
+        MalformedCase{"NumericId", [](auto &v) { v["id"] = 3; },
+                      "manifest: missing or malformed 'id'"},
+        MalformedCase{"NoTarget", [](auto &v) { v.erase("target"); },
+                      "manifest: missing or malformed 'target'"},
+        MalformedCase{"NoDtype", [](auto &v) { v.erase("dtype"); },
+                      "manifest: missing or malformed 'dtype'"},
+        MalformedCase{"BadDtype", [](auto &v) { v["dtype"] = "f64"; },
+                      "manifest: missing or malformed 'dtype'"},
+        MalformedCase{"NoGroup", [](auto &v) { v.erase("group"); },
+                      "manifest: missing or malformed 'group, head_dim, "
+                      "head_dim_v'"},
+        MalformedCase{"ZeroGroup", [](auto &v) { v["group"] = 0; },
+                      "manifest: missing or malformed 'group, head_dim, "
+                      "head_dim_v'"},
+        MalformedCase{"HugeGroup", [](auto &v) { v["group"] = 1e300; },
+                      "manifest: missing or malformed 'group, head_dim, "
+                      "head_dim_v'"},
+        MalformedCase{"FractionalHeadDim",
+                      [](auto &v) { v["head_dim"] = 63.5; },
+                      "manifest: missing or malformed 'group, head_dim, "
+                      "head_dim_v'"},
+        MalformedCase{"NegativeHeadDimV",
+                      [](auto &v) { v["head_dim_v"] = -64; },
+                      "manifest: missing or malformed 'group, head_dim, "
+                      "head_dim_v'"},
+        MalformedCase{"HeadDimAsString", [](auto &v) { v["head_dim"] = "64"; },
+                      "manifest: missing or malformed 'group, head_dim, "
+                      "head_dim_v'"},
+        MalformedCase{"CausalAsString", [](auto &v) { v["causal"] = "yes"; },
+                      "manifest: missing or malformed 'causal, lse, decode'"},
+        MalformedCase{"NoLse", [](auto &v) { v.erase("lse"); },
+                      "manifest: missing or malformed 'causal, lse, decode'"},
+        MalformedCase{"DecodeAsNumber", [](auto &v) { v["decode"] = 1; },
+                      "manifest: missing or malformed 'causal, lse, decode'"},
+        MalformedCase{"NoScale", [](auto &v) { v.erase("scale"); },
+                      "manifest: missing or malformed 'scale'"},
+        MalformedCase{"ScaleAsNumber", [](auto &v) { v["scale"] = 0.125; },
+                      "manifest: missing or malformed 'scale'"},
+        MalformedCase{"ScaleNotANumber", [](auto &v) { v["scale"] = "abc"; },
+                      "manifest: missing or malformed 'scale'"},
+        MalformedCase{"ScaleTrailingText",
+                      [](auto &v) { v["scale"] = "0x1p-3x"; },
+                      "manifest: missing or malformed 'scale'"},
+        MalformedCase{"ScaleNegative", [](auto &v) { v["scale"] = "-0x1p-3"; },
+                      "manifest: missing or malformed 'scale'"},
+        MalformedCase{"ScaleZero", [](auto &v) { v["scale"] = "0x0p+0"; },
+                      "manifest: missing or malformed 'scale'"},
+        MalformedCase{"ScaleNaN", [](auto &v) { v["scale"] = "nan"; },
+                      "manifest: missing or malformed 'scale'"},
+        MalformedCase{"ScaleOverflows", [](auto &v) { v["scale"] = "1e999"; },
+                      "manifest: missing or malformed 'scale'"},
+        MalformedCase{"NoBlockQ", [](auto &v) { v.erase("block_q"); },
+                      "manifest: missing or malformed 'block_q, block_kv'"},
+        MalformedCase{"NoKernels", [](auto &v) { v.erase("kernels"); },
+                      "manifest: missing or malformed 'kernels.forward'"},
+        MalformedCase{"NoForward",
+                      [](auto &v) { kernelsOf(v).erase("forward"); },
+                      "manifest: missing or malformed 'kernels.forward'"},
+        MalformedCase{"ForwardWithoutName",
+                      [](auto &v) { forwardOf(v).erase("name"); },
+                      "manifest: missing or malformed 'name'"},
+        MalformedCase{"ForwardWithoutGrid",
+                      [](auto &v) { forwardOf(v).erase("grid"); },
+                      "manifest: missing or malformed 'grid'"},
+        MalformedCase{"ForwardBlockZero",
+                      [](auto &v) { forwardOf(v)["block"] = 0; },
+                      "manifest: missing or malformed 'block'"},
+        MalformedCase{"ForwardBlockTooLarge",
+                      [](auto &v) { forwardOf(v)["block"] = 2048; },
+                      "manifest: missing or malformed 'block'"},
+        MalformedCase{"ForwardNegativeShared",
+                      [](auto &v) { forwardOf(v)["shared_bytes"] = -1; },
+                      "manifest: missing or malformed 'shared_bytes'"},
+        MalformedCase{"FractionalRegisters",
+                      [](auto &v) { forwardOf(v)["registers"] = 12.5; },
+                      "manifest: missing or malformed 'registers'"},
+        MalformedCase{"SpillBytesAsString",
+                      [](auto &v) { forwardOf(v)["spill_bytes"] = "0"; },
+                      "manifest: missing or malformed 'spill_bytes'"},
+        MalformedCase{
+            "CombineWithoutGrid",
+            [](auto &v) { kernelsOf(v)["combine"].getObject().erase("grid"); },
+            "manifest: missing or malformed 'grid'"},
+        MalformedCase{"DecodeWithoutCombine",
+                      [](auto &v) { kernelsOf(v).erase("combine"); },
+                      "manifest: variant "
+                      "'sm_90a-bf16-g4-d96dv80-causal-lse-decode' must have "
+                      "a combine kernel exactly when it is a decode variant"},
+        MalformedCase{"PrefillWithCombine",
+                      [](auto &v) { v["decode"] = false; },
+                      "manifest: variant "
+                      "'sm_90a-bf16-g4-d96dv80-causal-lse-decode' must have "
+                      "a combine kernel exactly when it is a decode "
+                      "variant"}),
+    [](const ::testing::TestParamInfo<MalformedCase> &info) {
+      return std::string(info.param.name);
+    });
+
+TEST(ManifestTest, NonObjectVariantIsAnError) {
+  for (JsonValue v : {JsonValue(), JsonValue(3), JsonValue("variant"),
+                      JsonValue(JsonValue::Array{})}) {
+    Result<KernelVariant> k = KernelVariant::fromJson(v);
+    ASSERT_FALSE(k.ok());
+    EXPECT_EQ(k.message(), "manifest: a variant is not an object");
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Bundles
+//===----------------------------------------------------------------------===//
+
+TEST(BundleTest, SaveLoadRoundTrip) {
+  TempDir dir;
+  ASSERT_FALSE(dir.str().empty());
+  Bundle bundle;
+  KernelVariant decode = sampleVariant();
+  decode.ptx = ".version 8.0\n// decode\n";
+  decode.cubin = std::string("\x7f"
+                             "ELF\0\1\2\xff",
+                             8); // binary bytes
+  KernelVariant prefill = sampleVariant();
+  prefill.id = "sm_90a-bf16-g4-d96dv80-causal-lse-prefill";
+  prefill.query.decode = false;
+  prefill.combine.reset();
+  prefill.ptx = ".version 8.0\n// prefill\n";
+  bundle.add(decode);
+  bundle.add(prefill);
+  // Adding an id again replaces that variant.
+  decode.blockKV = 64;
+  bundle.add(decode);
+  ASSERT_EQ(bundle.variants.size(), 2u);
+  EXPECT_EQ(bundle.variants[0].blockKV, 64);
+
+  std::string path = dir.str() + "/kernels";
+  Status s = bundle.save(path);
+  ASSERT_FALSE(s) << s.message();
+  // Saving over an existing bundle works too.
+  s = bundle.save(path);
+  ASSERT_FALSE(s) << s.message();
+  EXPECT_EQ(readText(path + "/" + decode.id + ".cubin"), decode.cubin);
+  EXPECT_NE(readText(path + "/manifest.json").find("\"flashc-bundle-1\""),
+            std::string::npos);
+
+  Result<Bundle> loaded = Bundle::load(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  ASSERT_EQ(loaded->variants.size(), 2u);
+  for (const KernelVariant &want : {decode, prefill}) {
+    const KernelVariant *got = loaded->find(want.query);
+    ASSERT_NE(got, nullptr) << want.id;
+    expectSameVariant(want, *got);
+    EXPECT_EQ(got->ptx, want.ptx);
+    EXPECT_EQ(got->cubin, want.cubin);
+  }
+  // find matches on every field of the query.
+  AttentionQuery other = decode.query;
+  other.scale = std::nextafter(other.scale, 1.0);
+  EXPECT_EQ(loaded->find(other), nullptr);
+  other = decode.query;
+  other.target = "sm_80";
+  EXPECT_EQ(loaded->find(other), nullptr);
+  other = decode.query;
+  other.group = 1;
+  EXPECT_EQ(loaded->find(other), nullptr);
+  other = decode.query;
+  other.headDimV = other.headDim;
+  EXPECT_EQ(loaded->find(other), nullptr);
+}
+
+/// A saved bundle of the sample variant, to spoil.
+class BrokenBundleTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    ASSERT_FALSE(dir.str().empty());
+    path = dir.str() + "/b";
+    Bundle bundle;
+    KernelVariant v = sampleVariant();
+    v.cubin = "cubin";
+    bundle.add(v);
+    Status s = bundle.save(path);
+    ASSERT_FALSE(s) << s.message();
+    ASSERT_TRUE(Bundle::load(path).ok());
+  }
+
+  std::string loadError() {
+    Result<Bundle> b = Bundle::load(path);
+    return b.ok() ? "(loaded)" : b.message();
+  }
+
+  TempDir dir;
+  std::string path;
+  const std::string id = sampleVariant().id;
+};
+
+TEST_F(BrokenBundleTest, MissingPtxFile) {
+  ASSERT_EQ(std::remove((path + "/" + id + ".ptx").c_str()), 0);
+  EXPECT_EQ(loadError(), "cannot read '" + path + "/" + id + ".ptx'");
+}
+
+TEST_F(BrokenBundleTest, MissingCubinFile) {
+  ASSERT_EQ(std::remove((path + "/" + id + ".cubin").c_str()), 0);
+  EXPECT_EQ(loadError(), "cannot read '" + path + "/" + id + ".cubin'");
+}
+
+TEST_F(BrokenBundleTest, MissingDirectory) {
+  path += "/nowhere";
+  EXPECT_EQ(loadError(),
+            "not a flashc bundle: cannot read '" + path + "/manifest.json'");
+}
+
+TEST_F(BrokenBundleTest, OtherFormat) {
+  std::string manifest = readText(path + "/manifest.json");
+  size_t at = manifest.find("flashc-bundle-1");
+  ASSERT_NE(at, std::string::npos);
+  manifest.replace(at, 15, "flashc-bundle-2");
+  writeText(path + "/manifest.json", manifest);
+  EXPECT_EQ(loadError(),
+            path + "/manifest.json: not a flashc-bundle-1 manifest");
+}
+
+TEST_F(BrokenBundleTest, NoFormat) {
+  writeText(path + "/manifest.json", "{\"variants\": []}");
+  EXPECT_EQ(loadError(),
+            path + "/manifest.json: not a flashc-bundle-1 manifest");
+  writeText(path + "/manifest.json", "[]");
+  EXPECT_EQ(loadError(),
+            path + "/manifest.json: not a flashc-bundle-1 manifest");
+}
+
+TEST_F(BrokenBundleTest, NoVariants) {
+  writeText(path + "/manifest.json", "{\"format\": \"flashc-bundle-1\"}");
+  EXPECT_EQ(loadError(), path + "/manifest.json: no 'variants' array");
+  writeText(path + "/manifest.json",
+            "{\"format\": \"flashc-bundle-1\", \"variants\": {}}");
+  EXPECT_EQ(loadError(), path + "/manifest.json: no 'variants' array");
+  // An empty list is a valid, empty bundle.
+  writeText(path + "/manifest.json",
+            "{\"format\": \"flashc-bundle-1\", \"variants\": []}");
+  Result<Bundle> b = Bundle::load(path);
+  ASSERT_TRUE(b.ok()) << b.message();
+  EXPECT_TRUE(b->variants.empty());
+}
+
+TEST_F(BrokenBundleTest, NotJson) {
+  writeText(path + "/manifest.json", "{\"format\": ");
+  std::string error = loadError();
+  EXPECT_EQ(error.rfind(path + "/manifest.json: ", 0), 0u) << error;
+  EXPECT_NE(error, "(loaded)");
+}
+
+TEST_F(BrokenBundleTest, MalformedVariantNamesTheManifest) {
+  std::string manifest = readText(path + "/manifest.json");
+  size_t at = manifest.find("\"dtype\": \"bf16\"");
+  ASSERT_NE(at, std::string::npos) << manifest;
+  manifest.replace(at, 15, "\"dtype\": \"f8\"");
+  writeText(path + "/manifest.json", manifest);
+  EXPECT_EQ(loadError(), path + "/manifest.json: " + kMissing + "'dtype'");
+}
+
+//===----------------------------------------------------------------------===//
+// Devices
+//===----------------------------------------------------------------------===//
+
+TEST(DeviceTest, CudaDeviceWithoutDriverIsAnError) {
+  // Where the driver is present this machine may have a GPU; the test is
+  // about machines without one.
+  if (void *handle = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    ::dlclose(handle);
+    GTEST_SKIP() << "libcuda.so.1 is present";
+  }
+  for (int ordinal : {0, 1}) {
+    Result<std::shared_ptr<Device>> device = getCudaDevice(ordinal);
+    ASSERT_FALSE(device.ok());
+    EXPECT_NE(device.message().find("libcuda.so.1"), std::string::npos)
+        << device.message();
+  }
+}
+
+TEST(DeviceTest, SimulatorDescribesItself) {
+  for (const char *chip : {"sm_80", "sm_90a"}) {
+    std::shared_ptr<Device> sim = getSimulatorDevice(chip);
+    EXPECT_TRUE(sim->isSimulator());
+    EXPECT_EQ(sim->getChip(), chip);
+    EXPECT_EQ(sim->getNumSMs(), getWaveTarget(chip, 0).numSMs);
+    EXPECT_NE(sim->describe().find(chip), std::string::npos) << sim->describe();
+    Result<void *> p = sim->allocate(1000, nullptr);
+    ASSERT_TRUE(p.ok()) << p.message();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(*p) % 16, 0u);
+    EXPECT_FALSE(sim->release(*p, nullptr));
+    // Memory it did not allocate.
+    void *other = std::malloc(16);
+    EXPECT_TRUE(sim->release(other, nullptr));
+    std::free(other);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Attention calls: tensors of a test case
+//===----------------------------------------------------------------------===//
+
+enum class Layout {
+  /// Densely packed [B, H, N, D].
+  Dense,
+  /// Allocated as [B, N, H, D] and viewed as [B, H, N, D]: the batch and
+  /// head strides do not fold together.
+  SequenceMajor,
+};
+
+/// The tensors of one call in host memory, their values as float64 in
+/// logical [B, H, N, D] order, and views in the chosen layout.
+struct Problem {
+  int64_t batch = 1, heads = 8, kvHeads = 2, seqQ = 1, seqKV = 1;
+  int64_t headDim = 64;
+  std::vector<double> q, k, v;
+  std::unique_ptr<HostBuffer> qMem, kMem, vMem, outMem, lseMem;
+  AttentionCall call;
+  TensorView lse;
+
+  /// Allocates the tensors and fills Q, K, V with normal values (rounded
+  /// to f16); the output is filled with NaN, the LSE with a sentinel, so
+  /// that an unwritten element is seen.
+  void init(Layout layout, bool withLse, std::mt19937 &rng) {
+    auto view = [&](std::unique_ptr<HostBuffer> &mem, int64_t h, int64_t n,
+                    int64_t d) {
+      mem = std::make_unique<HostBuffer>(batch * h * n * d * 2);
+      if (layout == Layout::Dense)
+        return TensorView::contiguous(mem->get(), ElementType::F16,
+                                      {batch, h, n, d});
+      TensorView t = TensorView::contiguous(mem->get(), ElementType::F16,
+                                            {batch, n, h, d});
+      std::swap(t.sizes[1], t.sizes[2]);
+      std::swap(t.strides[1], t.strides[2]);
+      return t;
+    };
+    call.q = view(qMem, heads, seqQ, headDim);
+    call.k = view(kMem, kvHeads, seqKV, headDim);
+    call.v = view(vMem, kvHeads, seqKV, headDim);
+    call.out = view(outMem, heads, seqQ, headDim);
+    std::normal_distribution<double> normal;
+    auto fill = [&](const TensorView &t, std::vector<double> &values) {
+      values.resize(t.sizes[0] * t.sizes[1] * t.sizes[2] * t.sizes[3]);
+      auto *data = static_cast<uint16_t *>(t.data);
+      size_t i = 0;
+      for (int64_t a = 0; a < t.sizes[0]; ++a)
+        for (int64_t b = 0; b < t.sizes[1]; ++b)
+          for (int64_t c = 0; c < t.sizes[2]; ++c)
+            for (int64_t d = 0; d < t.sizes[3]; ++d) {
+              uint16_t h = floatToHalf(static_cast<float>(normal(rng)));
+              data[offsetOf(t, {a, b, c, d})] = h;
+              values[i++] = halfToFloat(h);
+            }
+    };
+    fill(call.q, q);
+    fill(call.k, k);
+    fill(call.v, v);
+    auto *out = reinterpret_cast<uint16_t *>(outMem->get());
+    for (int64_t i = 0; i < batch * heads * seqQ * headDim; ++i)
+      out[i] = 0x7e00; // NaN
+    if (withLse) {
+      lseMem = std::make_unique<HostBuffer>(batch * heads * seqQ * 4);
+      lse = TensorView::contiguous(lseMem->get(), ElementType::F32,
+                                   {batch, heads, seqQ});
+      auto *l = reinterpret_cast<float *>(lseMem->get());
+      for (int64_t i = 0; i < batch * heads * seqQ; ++i)
+        l[i] = 12345.0f;
+      call.lse = &lse;
+    }
+  }
+
+  /// Row (b, h, i) of softmax(scale Q K^T) V in float64, with the causal
+  /// mask aligned to the bottom right (key j is visible to query i when
+  /// j <= i + Nk - Nq). Returns the log-sum-exp: -inf, with a zero row,
+  /// when the row sees no key.
+  double reference(int64_t b, int64_t h, int64_t i, bool causal, double scale,
+                   std::vector<double> &row) const {
+    int64_t hk = h / (heads / kvHeads);
+    int64_t visible =
+        causal ? std::clamp<int64_t>(i + seqKV - seqQ + 1, 0, seqKV) : seqKV;
+    row.assign(headDim, 0.0);
+    if (visible == 0)
+      return -std::numeric_limits<double>::infinity();
+    const double *qr = &q[((b * heads + h) * seqQ + i) * headDim];
+    std::vector<double> s(visible);
+    double mx = -std::numeric_limits<double>::infinity();
+    for (int64_t j = 0; j < visible; ++j) {
+      const double *kr = &k[((b * kvHeads + hk) * seqKV + j) * headDim];
+      double dot = 0;
+      for (int64_t d = 0; d < headDim; ++d)
+        dot += qr[d] * kr[d];
+      s[j] = scale * dot;
+      mx = std::max(mx, s[j]);
+    }
+    double sum = 0;
+    for (int64_t j = 0; j < visible; ++j) {
+      double p = std::exp(s[j] - mx);
+      sum += p;
+      const double *vr = &v[((b * kvHeads + hk) * seqKV + j) * headDim];
+      for (int64_t d = 0; d < headDim; ++d)
+        row[d] += p * vr[d];
+    }
+    for (double &x : row)
+      x /= sum;
+    return mx + std::log(sum);
+  }
+};
+
+/// A device that records launches instead of running them.
+class RecordingDevice : public Device {
+public:
+  struct Launch {
+    std::string kernel;
+    uint64_t grid;
+    std::vector<LaunchArg> args;
+  };
+  std::vector<Launch> launches;
+  std::set<void *> live;
+  int64_t allocations = 0;
+
+  std::string describe() const override { return "recording device"; }
+  bool isSimulator() const override { return true; }
+  std::string getChip() const override { return "sm_80"; }
+  int64_t getNumSMs() const override { return 108; }
+  Result<void *> allocate(uint64_t bytes, void *) override {
+    void *p = std::malloc(std::max<uint64_t>(bytes, 1));
+    live.insert(p);
+    ++allocations;
+    return p;
+  }
+  Status release(void *p, void *) override {
+    if (!live.erase(p))
+      return Status::error("unknown pointer");
+    std::free(p);
+    return Status::success();
+  }
+  Status launch(const KernelVariant &, const KernelEntry &kernel, uint64_t grid,
+                const std::vector<LaunchArg> &args, void *) override {
+    launches.push_back({kernel.name, grid, args});
+    return Status::success();
+  }
+  Status copyToDevice(void *, const void *, uint64_t, void *) override {
+    return Status::success();
+  }
+  Status copyToHost(void *, const void *, uint64_t, void *) override {
+    return Status::success();
+  }
+  Status synchronize(void *) override { return Status::success(); }
+};
+
+//===----------------------------------------------------------------------===//
+// Attention calls: argument checks
+//===----------------------------------------------------------------------===//
+
+/// One way to spoil a valid call (B = 1, Hq = 8, Hkv = 2, Nq = 5, Nk = 7,
+/// D = 64, dense), the variant it goes to, and the error it gives.
+struct ArgumentCase {
+  const char *name;
+  bool decode, lse;
+  std::function<void(Problem &)> spoil;
+  const char *message;
+};
+
+void PrintTo(const ArgumentCase &c, std::ostream *os) { *os << c.name; }
+
+class ArgumentCheckTest : public ::testing::TestWithParam<ArgumentCase> {};
+
+TEST_P(ArgumentCheckTest, RejectsTheCall) {
+  const ArgumentCase &c = GetParam();
+  std::mt19937 rng(getSeed());
+  Problem p;
+  p.seqQ = 5;
+  p.seqKV = 7;
+  p.init(Layout::Dense, c.lse, rng);
+  c.spoil(p);
+  std::shared_ptr<Device> sim = getSimulatorDevice("sm_80");
+  LaunchReport report;
+  report.launches = -7;
+  Status s = launchAttention(*sim, testVariant(c.decode, false, c.lse), p.call,
+                             &report);
+  ASSERT_TRUE(s) << c.name << " was accepted";
+  EXPECT_EQ(s.message(), c.message) << c.name;
+  EXPECT_EQ(report.launches, -7) << "a failed call leaves the report alone";
+}
+
+/// Sets dimension `d` of a view to `size`, keeping the strides.
+void resize(TensorView &t, int d, int64_t size) { t.sizes[d] = size; }
+
+INSTANTIATE_TEST_SUITE_P(
+    Runtime, ArgumentCheckTest,
+    ::testing::Values(
+        ArgumentCase{"QueryRank3", false, false,
+                     [](Problem &p) { p.call.q.rank = 3; },
+                     "query must have rank 4 [B, H, N, D], got rank 3"},
+        ArgumentCase{"OutputRank0", false, false,
+                     [](Problem &p) { p.call.out.rank = 0; },
+                     "output must have rank 4 [B, H, N, D], got rank 0"},
+        ArgumentCase{"KeyBF16", false, false,
+                     [](Problem &p) { p.call.k.dtype = ElementType::BF16; },
+                     "key has element type bf16, the kernel takes f16"},
+        ArgumentCase{"ValueF32", false, false,
+                     [](Problem &p) { p.call.v.dtype = ElementType::F32; },
+                     "value has element type f32, the kernel takes f16"},
+        ArgumentCase{"ValueHeadDim", false, false,
+                     [](Problem &p) { resize(p.call.v, 3, 32); },
+                     "value has shape [1, 2, 7, 32], expected [1, 2, 7, 64]"},
+        ArgumentCase{"ValueLength", false, false,
+                     [](Problem &p) { resize(p.call.v, 2, 6); },
+                     "value has shape [1, 2, 6, 64], expected [1, 2, 7, 64]"},
+        ArgumentCase{"KeyBatch", false, false,
+                     [](Problem &p) { resize(p.call.k, 0, 2); },
+                     "key has shape [2, 2, 7, 64], expected [1, 2, 7, 64]"},
+        ArgumentCase{"QueryHeadDim", false, false,
+                     [](Problem &p) { resize(p.call.q, 3, 128); },
+                     "query has shape [1, 8, 5, 128], expected [1, 8, 5, 64]"},
+        ArgumentCase{"OutputRows", false, false,
+                     [](Problem &p) { resize(p.call.out, 2, 4); },
+                     "output has shape [1, 8, 4, 64], expected [1, 8, 5, 64]"},
+        ArgumentCase{"OutputInnerStride", false, false,
+                     [](Problem &p) { p.call.out.strides[3] = 2; },
+                     "output must have unit stride in its last dimension, "
+                     "got strides [2560, 320, 64, 2]"},
+        ArgumentCase{"KeyNegativeStride", false, false,
+                     [](Problem &p) { p.call.k.strides[2] = -64; },
+                     "key has a negative stride: [896, 448, -64, 1]"},
+        ArgumentCase{"QueryMisaligned", false, false,
+                     [](Problem &p) {
+                       p.call.q.data = static_cast<char *>(p.call.q.data) + 2;
+                     },
+                     "query must be 16-byte aligned for the GPU kernels"},
+        ArgumentCase{"OutputMisaligned", true, false,
+                     [](Problem &p) {
+                       p.call.out.data =
+                           static_cast<char *>(p.call.out.data) + 8;
+                     },
+                     "output must be 16-byte aligned for the GPU kernels"},
+        ArgumentCase{"ValueRowStride", false, false,
+                     [](Problem &p) { p.call.v.strides[2] = 68; },
+                     "value has strides [896, 448, 68, 1]; the GPU kernels "
+                     "need strides that are multiples of 8 elements"},
+        ArgumentCase{"KeyHeadStride", true, false,
+                     [](Problem &p) { p.call.k.strides[1] = 450; },
+                     "key has strides [896, 450, 64, 1]; the GPU kernels "
+                     "need strides that are multiples of 8 elements"},
+        ArgumentCase{"QueryNull", false, false,
+                     [](Problem &p) { p.call.q.data = nullptr; },
+                     "query is null"},
+        ArgumentCase{"HeadsNotAGroupMultiple", false, false,
+                     [](Problem &p) {
+                       resize(p.call.q, 1, 6);
+                       resize(p.call.out, 1, 6);
+                     },
+                     "the kernel packs 4 query head(s) per KV head, but the "
+                     "call has 6 query heads over 2 KV heads"},
+        ArgumentCase{"GroupOfTwo", true, false,
+                     [](Problem &p) {
+                       resize(p.call.q, 1, 4);
+                       resize(p.call.out, 1, 4);
+                     },
+                     "the kernel packs 4 query head(s) per KV head, but the "
+                     "call has 4 query heads over 2 KV heads"},
+        ArgumentCase{"EmptyKeys", false, false,
+                     [](Problem &p) {
+                       resize(p.call.k, 2, 0);
+                       resize(p.call.v, 2, 0);
+                     },
+                     "batch, KV heads, query length and key length must be "
+                     "positive, got B=1 Hkv=2 Nq=5 Nk=0"},
+        ArgumentCase{"LseToKernelWithoutLse", false, false,
+                     [](Problem &p) {
+                       p.lseMem = std::make_unique<HostBuffer>(1024);
+                       p.lse = TensorView::contiguous(
+                           p.lseMem->get(), ElementType::F32, {1, 8, 5});
+                       p.call.lse = &p.lse;
+                     },
+                     "an LSE buffer was given but the kernel has no LSE "
+                     "output"},
+        ArgumentCase{"NoLseToKernelWithLse", true, true,
+                     [](Problem &p) { p.call.lse = nullptr; },
+                     "the kernel writes an LSE buffer but none was given"},
+        ArgumentCase{"LseNotContiguous", false, true,
+                     [](Problem &p) {
+                       p.lse.strides[0] = 80;
+                       p.lse.strides[1] = 10;
+                     },
+                     "lse must be contiguous, got strides [80, 10, 1]"},
+        ArgumentCase{"LseF16", true, true,
+                     [](Problem &p) { p.lse.dtype = ElementType::F16; },
+                     "lse has element type f16, the kernel takes f32"},
+        ArgumentCase{"LseShape", false, true,
+                     [](Problem &p) { resize(p.lse, 2, 4); },
+                     "lse has shape [1, 8, 4], expected [1, 8, 5]"},
+        ArgumentCase{"SplitsOnPrefill", false, false,
+                     [](Problem &p) { p.call.splits = 2; },
+                     "a prefill kernel does not split its KV loop (2 splits "
+                     "asked)"},
+        ArgumentCase{"NegativeSplits", true, false,
+                     [](Problem &p) { p.call.splits = -1; },
+                     "splits must be non-negative, got -1"}),
+    [](const ::testing::TestParamInfo<ArgumentCase> &info) {
+      return std::string(info.param.name);
+    });
+
+/// The launches of a valid call: recorded, not run.
+class LaunchTest : public ::testing::Test {
+protected:
+  std::mt19937 rng{getSeed()};
+  RecordingDevice device;
+
+  static int64_t arg(const RecordingDevice::Launch &l, int i) {
+    return static_cast<int64_t>(l.args.at(i).value);
+  }
+};
+
+TEST_F(LaunchTest, DenseTensorsFoldHeadsIntoOneLaunch) {
+  Problem p;
+  p.batch = 3;
+  p.seqQ = 37;
+  p.seqKV = 45;
+  p.init(Layout::Dense, /*withLse=*/true, rng);
+  const KernelVariant &variant = testVariant(false, true, true);
+  LaunchReport report;
+  Status s = launchAttention(device, variant, p.call, &report);
+  ASSERT_FALSE(s) << s.message();
+  ASSERT_EQ(device.launches.size(), 1u);
+  EXPECT_EQ(report.launches, 1);
+  EXPECT_EQ(report.splits, 1);
+  EXPECT_EQ(report.combineGrid, 0);
+  const RecordingDevice::Launch &l = device.launches[0];
+  EXPECT_EQ(l.kernel, variant.forward.name);
+  // 7 pointers, B, Nq, Nk, splits and 12 strides.
+  ASSERT_EQ(l.args.size(), 23u);
+  for (int i = 0; i < 23; ++i)
+    EXPECT_EQ(l.args[i].isPointer, i < 7) << "argument " << i;
+  EXPECT_EQ(l.args[0].value, reinterpret_cast<uint64_t>(p.call.q.data));
+  EXPECT_EQ(l.args[3].value, reinterpret_cast<uint64_t>(p.call.out.data));
+  EXPECT_EQ(l.args[4].value, reinterpret_cast<uint64_t>(p.lse.data));
+  EXPECT_EQ(l.args[4].extentBytes, 3u * 8 * 37 * 4);
+  EXPECT_EQ(l.args[0].extentBytes, 3u * 8 * 37 * 64 * 2);
+  EXPECT_EQ(l.args[1].extentBytes, 3u * 2 * 45 * 64 * 2);
+  EXPECT_EQ(l.args[5].value, 0u) << "no workspace without splits";
+  EXPECT_EQ(arg(l, 7), 3 * 2) << "the KV heads are folded into the batch";
+  EXPECT_EQ(arg(l, 8), 37);
+  EXPECT_EQ(arg(l, 9), 45);
+  EXPECT_EQ(arg(l, 10), 1);
+  // (batch', head, row) strides of q, k, v, out.
+  int64_t expected[12] = {4 * 37 * 64, 37 * 64, 64, 45 * 64,     45 * 64, 64,
+                          45 * 64,     45 * 64, 64, 4 * 37 * 64, 37 * 64, 64};
+  for (int i = 0; i < 12; ++i)
+    EXPECT_EQ(arg(l, 11 + i), expected[i]) << "stride argument " << i;
+  Result<int64_t> grid = evaluateGrid(variant.forward.grid, {6, 37, 45, 1});
+  ASSERT_TRUE(grid.ok()) << grid.message();
+  EXPECT_EQ(l.grid, static_cast<uint64_t>(*grid));
+  EXPECT_EQ(report.forwardGrid, *grid);
+  EXPECT_EQ(device.allocations, 0);
+}
+
+TEST_F(LaunchTest, UnfoldedStridesLaunchPerBatchEntry) {
+  Problem p;
+  p.batch = 3;
+  p.seqQ = 37;
+  p.seqKV = 45;
+  p.init(Layout::SequenceMajor, /*withLse=*/true, rng);
+  LaunchReport report;
+  Status s =
+      launchAttention(device, testVariant(false, false, true), p.call, &report);
+  ASSERT_FALSE(s) << s.message();
+  ASSERT_EQ(device.launches.size(), 3u);
+  EXPECT_EQ(report.launches, 3);
+  for (int64_t b = 0; b < 3; ++b) {
+    const RecordingDevice::Launch &l = device.launches[b];
+    EXPECT_EQ(arg(l, 7), 2) << "one batch entry's KV heads";
+    EXPECT_EQ(l.args[0].value,
+              reinterpret_cast<uint64_t>(p.call.q.data) + b * 37 * 8 * 64 * 2);
+    EXPECT_EQ(l.args[2].value,
+              reinterpret_cast<uint64_t>(p.call.v.data) + b * 45 * 2 * 64 * 2);
+    EXPECT_EQ(l.args[4].value,
+              reinterpret_cast<uint64_t>(p.lse.data) + b * 8 * 37 * 4);
+    // q: (4 heads, head, row) = (4 * 64, 64, 8 * 64).
+    EXPECT_EQ(arg(l, 11), 4 * 64);
+    EXPECT_EQ(arg(l, 12), 64);
+    EXPECT_EQ(arg(l, 13), 8 * 64);
+    // k: (1 head, head, row) = (64, 64, 2 * 64).
+    EXPECT_EQ(arg(l, 14), 64);
+    EXPECT_EQ(arg(l, 16), 2 * 64);
+  }
+}
+
+TEST_F(LaunchTest, OneBatchEntryAlwaysFolds) {
+  Problem p;
+  p.batch = 1;
+  p.seqQ = 20;
+  p.seqKV = 20;
+  p.init(Layout::SequenceMajor, false, rng);
+  LaunchReport report;
+  Status s = launchAttention(device, testVariant(false, false, false), p.call,
+                             &report);
+  ASSERT_FALSE(s) << s.message();
+  EXPECT_EQ(report.launches, 1);
+  EXPECT_EQ(arg(device.launches.at(0), 7), 2);
+}
+
+TEST_F(LaunchTest, DecodeSplitsAndWorkspace) {
+  const KernelVariant &variant = testVariant(true, false, false);
+  ASSERT_TRUE(variant.combine.has_value());
+  ASSERT_GT(variant.blockKV, 0);
+  int64_t seqKV = 10 * variant.blockKV + 3; // 11 KV blocks
+  for (auto [asked, expected] :
+       {std::pair<int64_t, int64_t>{3, 3}, {1, 1}, {11, 11}, {1000, 11}}) {
+    device.launches.clear();
+    Problem p;
+    p.batch = 2;
+    p.seqQ = 3;
+    p.seqKV = seqKV;
+    p.init(Layout::Dense, false, rng);
+    p.call.splits = asked;
+    LaunchReport report;
+    Status s = launchAttention(device, variant, p.call, &report);
+    ASSERT_FALSE(s) << s.message();
+    EXPECT_EQ(report.splits, expected) << asked << " splits asked";
+    ASSERT_EQ(device.launches.size(), 2u);
+    const RecordingDevice::Launch &fwd = device.launches[0];
+    const RecordingDevice::Launch &comb = device.launches[1];
+    EXPECT_EQ(fwd.kernel, variant.forward.name);
+    EXPECT_EQ(comb.kernel, variant.combine->name);
+    EXPECT_EQ(arg(fwd, 10), expected);
+    // Both kernels get the same arguments, the workspace among them:
+    // [S, B', G, Nq, Dv] and [S, B', G, Nq] f32.
+    for (int i = 0; i < 23; ++i)
+      EXPECT_EQ(fwd.args[i].value, comb.args[i].value) << "argument " << i;
+    EXPECT_NE(fwd.args[5].value, 0u);
+    EXPECT_EQ(fwd.args[5].extentBytes,
+              static_cast<uint64_t>(expected * 4 * 4 * 3 * 64 * 4));
+    EXPECT_EQ(fwd.args[6].extentBytes,
+              static_cast<uint64_t>(expected * 4 * 4 * 3 * 4));
+    Result<int64_t> grid =
+        evaluateGrid(variant.forward.grid, {4, 3, seqKV, expected});
+    Result<int64_t> combineGrid =
+        evaluateGrid(variant.combine->grid, {4, 3, seqKV, expected});
+    ASSERT_TRUE(grid.ok() && combineGrid.ok());
+    EXPECT_EQ(fwd.grid, static_cast<uint64_t>(*grid));
+    EXPECT_EQ(comb.grid, static_cast<uint64_t>(*combineGrid));
+    EXPECT_EQ(report.combineGrid, *combineGrid);
+    EXPECT_TRUE(device.live.empty()) << "the workspace is released";
+  }
+  // Splits chosen by the wave model: one query row of one KV head over
+  // 64 blocks of keys leaves the 108 SMs idle unless it splits.
+  Problem p;
+  p.seqQ = 1;
+  p.seqKV = 64 * variant.blockKV;
+  p.init(Layout::Dense, false, rng);
+  LaunchReport report;
+  ASSERT_FALSE(launchAttention(device, variant, p.call, &report));
+  EXPECT_GT(report.splits, 1);
+  EXPECT_LE(report.splits, 64);
+}
+
+TEST_F(LaunchTest, UnalignedRowsNeedNoAlignment) {
+  // A variant for D = 59: its rows are copied element by element, so its
+  // Q and K need no 16-byte alignment, while its V (Dv = 64) does.
+  KernelVariant variant = testVariant(false, false, false);
+  variant.id += "-d59";
+  variant.query.headDim = 59;
+  auto make = [&](int64_t h, int64_t n, int64_t d, int64_t offset) {
+    void *base = std::aligned_alloc(256, 1 << 20);
+    TensorView t = TensorView::contiguous(static_cast<char *>(base) + offset,
+                                          ElementType::F16, {1, h, n, d});
+    return std::pair<void *, TensorView>(base, t);
+  };
+  auto [qBase, q] = make(8, 5, 59, 2);
+  auto [kBase, k] = make(2, 7, 59, 6);
+  auto [vBase, v] = make(2, 7, 64, 0);
+  auto [oBase, o] = make(8, 5, 64, 0);
+  AttentionCall call{q, k, v, o};
+  Status s = launchAttention(device, variant, call);
+  EXPECT_FALSE(s) << s.message();
+  EXPECT_EQ(device.launches.size(), 1u);
+  call.v.data = static_cast<char *>(call.v.data) + 2;
+  s = launchAttention(device, variant, call);
+  EXPECT_EQ(s.message(), "value must be 16-byte aligned for the GPU kernels");
+  for (void *p : {qBase, kBase, vBase, oBase})
+    std::free(p);
+}
+
+//===----------------------------------------------------------------------===//
+// Attention calls: the simulator against the float64 reference
+//===----------------------------------------------------------------------===//
+
+struct RunCase {
+  const char *name;
+  bool decode, causal, lse;
+  int64_t batch, seqQ, seqKV;
+  Layout layout;
+  /// Decode: the split count asked (0: the wave model's).
+  int64_t splits;
+};
+
+void PrintTo(const RunCase &c, std::ostream *os) { *os << c.name; }
+
+class SimulatorRunTest : public ::testing::TestWithParam<RunCase> {};
+
+/// Tolerances against float64 on outputs of unit scale.
+constexpr double kOutputTolerance = 4e-3; // f16
+constexpr double kLseTolerance = 1e-3;    // relative
+
+TEST_P(SimulatorRunTest, MatchesFloat64Reference) {
+  const RunCase &c = GetParam();
+  SCOPED_TRACE(std::string(c.name) + ", seed " + std::to_string(getSeed()));
+  std::mt19937 rng(getSeed());
+  Problem p;
+  p.batch = c.batch;
+  p.seqQ = c.seqQ;
+  p.seqKV = c.seqKV;
+  p.init(c.layout, c.lse, rng);
+  p.call.splits = c.splits;
+  const KernelVariant &variant = testVariant(c.decode, c.causal, c.lse);
+  std::shared_ptr<Device> sim = getSimulatorDevice("sm_80");
+  LaunchReport report;
+  Status s = launchAttention(*sim, variant, p.call, &report);
+  ASSERT_FALSE(s) << s.message();
+
+  bool folds = c.batch == 1 || c.layout == Layout::Dense;
+  EXPECT_EQ(report.launches, folds ? 1 : c.batch);
+  if (c.decode && c.splits) {
+    EXPECT_EQ(report.splits, c.splits);
+  }
+  if (!c.decode) {
+    EXPECT_EQ(report.splits, 1);
+  }
+
+  const double scale = 0.125;
+  std::vector<double> row;
+  double worst = 0, worstLse = 0;
+  int64_t emptyRows = 0, bad = 0;
+  auto *out = static_cast<const uint16_t *>(p.call.out.data);
+  const float *lse = c.lse ? static_cast<const float *>(p.lse.data) : nullptr;
+  // Reports the first few bad elements, and counts them all.
+  auto complain = [&](const std::string &what) {
+    if (bad++ < 8)
+      ADD_FAILURE() << what;
+  };
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t h = 0; h < p.heads; ++h)
+      for (int64_t i = 0; i < p.seqQ; ++i) {
+        double l = p.reference(b, h, i, c.causal, scale, row);
+        bool empty = std::isinf(l);
+        emptyRows += empty;
+        std::string at = "[" + std::to_string(b) + ", " + std::to_string(h) +
+                         ", " + std::to_string(i);
+        for (int64_t d = 0; d < p.headDim; ++d) {
+          double got = halfToFloat(out[offsetOf(p.call.out, {b, h, i, d})]);
+          double err = std::isfinite(got) ? std::fabs(got - row[d]) : INFINITY;
+          worst = std::max(worst, err);
+          if (err > kOutputTolerance || (empty && got != 0.0))
+            complain("out" + at + ", " + std::to_string(d) +
+                     "] = " + std::to_string(got) + ", expected " +
+                     std::to_string(row[d]));
+        }
+        if (!lse)
+          continue;
+        double got = lse[(b * p.heads + h) * p.seqQ + i];
+        double err = empty ? (got == l ? 0 : INFINITY)
+                           : std::fabs(got - l) / std::max(1.0, std::fabs(l));
+        if (std::isnan(err))
+          err = INFINITY;
+        worstLse = std::max(worstLse, err);
+        if (err > kLseTolerance)
+          complain("lse" + at + "] = " + std::to_string(got) + ", expected " +
+                   std::to_string(l));
+      }
+  std::printf("%s: %lld launch(es), %lld split(s), max |error| %.2e, lse "
+              "relative error %.2e, %lld empty rows\n",
+              c.name, static_cast<long long>(report.launches),
+              static_cast<long long>(report.splits), worst, worstLse,
+              static_cast<long long>(emptyRows));
+  EXPECT_EQ(bad, 0) << "elements off the reference";
+  EXPECT_LE(worst, kOutputTolerance);
+  EXPECT_LE(worstLse, kLseTolerance);
+  if (c.causal && c.seqKV < c.seqQ) {
+    EXPECT_EQ(emptyRows, p.batch * p.heads * (c.seqQ - c.seqKV));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Runtime, SimulatorRunTest,
+    ::testing::Values(
+        // name, decode, causal, lse, B, Nq, Nk, layout, splits
+        RunCase{"Prefill", false, false, false, 2, 37, 301, Layout::Dense, 0},
+        // Several Q tiles and KV blocks, with the diagonal inside a block.
+        RunCase{"PrefillCausalLse", false, true, true, 2, 203, 261,
+                Layout::Dense, 0},
+        // Nk < Nq under the causal mask: the first Nq - Nk rows see no key.
+        RunCase{"PrefillCausalShortKeys", false, true, true, 1, 173, 141,
+                Layout::Dense, 0},
+        RunCase{"PrefillOneQuery", false, true, false, 1, 1, 300, Layout::Dense,
+                0},
+        RunCase{"PrefillSequenceMajor", false, true, true, 2, 33, 150,
+                Layout::SequenceMajor, 0},
+        RunCase{"Decode", true, false, false, 2, 1, 1001, Layout::Dense, 0},
+        RunCase{"DecodeCausalLseSplits", true, true, true, 2, 5, 700,
+                Layout::Dense, 3},
+        RunCase{"DecodeSixteenRows", true, true, false, 1, 16, 300,
+                Layout::Dense, 0},
+        RunCase{"DecodeCausalShortKeys", true, true, true, 1, 7, 3,
+                Layout::Dense, 0},
+        // Rows 0 to 11 see no key of the second split: its partial is
+        // empty for them, and the combine must ignore it.
+        RunCase{"DecodeCausalEmptySplit", true, true, true, 2, 16, 260,
+                Layout::Dense, 2},
+        // A decode kernel serves any Nq; only its tile is made for Nq <= 16.
+        RunCase{"DecodeLongQuery", true, true, false, 1, 41, 300, Layout::Dense,
+                2},
+        RunCase{"DecodeSequenceMajor", true, true, true, 2, 3, 555,
+                Layout::SequenceMajor, 2}),
+    [](const ::testing::TestParamInfo<RunCase> &info) {
+      return std::string(info.param.name);
+    });
+
+} // namespace
