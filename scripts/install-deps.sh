@@ -9,7 +9,7 @@ set -euo pipefail
 
 PACKAGES=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools lld-22
-  cmake ninja-build ccache g++ python3
+  cmake ninja-build ccache g++ python3 python3-numpy
   libgtest-dev googletest
   libopenblas-dev libomp-22-dev
 )

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -413,8 +414,10 @@ Result<Bundle> Bundle::load(const std::string &directory) {
 }
 
 Status Bundle::save(const std::string &directory) const {
-  if (::mkdir(directory.c_str(), 0755) != 0 && errno != EEXIST)
-    return Status::error("cannot create '" + directory + "'");
+  std::error_code ec;
+  std::filesystem::create_directories(directory, ec);
+  if (ec)
+    return Status::error("cannot create '" + directory + "': " + ec.message());
   JsonValue::Array list;
   for (const KernelVariant &v : variants) {
     list.push_back(v.toJson());

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+#===- scripts/gpu-bundle.sh - the kernels scripts/gpu-check.sh runs -------===#
+#
+# Compiles the bundle that scripts/gpu-check.sh loads on a GPU machine
+# without MLIR: sm_90a (H200) kernels for f16 and bf16, head dims 64 and
+# 128, MHA and GQA groups of 4 (32 query heads over 8 KV heads), causal and
+# not, with and without LSE, prefill and split-KV decode. The folder is
+# git-ignored; pass it to the device machine with the run's carry list.
+#
+#   scripts/gpu-bundle.sh [OUT_DIR] [extra flashc bundle options]
+#
+# Needs a built tree (scripts/build.sh); FLASHC_BUILD_DIR names another.
+#
+#===----------------------------------------------------------------------===#
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${FLASHC_BUILD_DIR:-$root/build}"
+out="${1:-$root/gpu-bundle}"
+[ $# -gt 0 ] && shift
+flashc="$build/bin/flashc"
+if [ ! -x "$flashc" ]; then
+  echo "gpu-bundle: $flashc not found; run scripts/build.sh first" >&2
+  exit 1
+fi
+rm -rf "$out"
+"$flashc" bundle -o "$out" --targets sm_90a --dtypes f16,bf16 \
+  --head-dims 64,128 --groups 1,4 --causal both --lse both \
+  --variants prefill,decode "$@"
+du -sh "$out"

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+#===- scripts/gpu-check.sh - flashc's checks on a machine with a GPU -----===#
+#
+# One command for a GPU machine that has CUDA, CMake, PyTorch and
+# compute-sanitizer but no MLIR. The kernels come precompiled in a bundle
+# (scripts/gpu-bundle.sh makes it on a machine with the compiler); this
+# script builds the LLVM-free runtime from source and runs, in order:
+#
+#   1. numerics of every kernel in the bundle on the GPU, on random inputs
+#      with poisoned outputs, against a float64 reference (flashc-gpucheck);
+#   2. the PTX simulator's own test kernels (nvcc-compiled) on the GPU and
+#      in the simulator, compared bit for bit where the operations are
+#      exact (flashc-gpucheck simkernels);
+#   3. compute-sanitizer memcheck and racecheck on a few small launches
+#      (reported, not fatal, when the tool refuses the device);
+#   4. numerics against torch SDPA and the benchmark table (prefill TFLOP/s
+#      against SDPA's flash and cuDNN backends; decode GB/s against a
+#      measured copy bandwidth) through the C API (scripts/gpu_check.py).
+#
+#   scripts/gpu-check.sh [--bundle DIR] [--quick] [--json FILE]
+#   scripts/gpu-check.sh --dry-run [--bundle DIR]
+#
+# --dry-run skips everything that needs a GPU and checks the rest: the
+# runtime-only build, the bundle's numerics in the simulator, the
+# simulator-test harness, and the Python script's C API path on numpy
+# arrays. Exit status: 0 when every check passed.
+#
+#===----------------------------------------------------------------------===#
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bundle="$root/gpu-bundle"
+build="${FLASHC_RUNTIME_BUILD:-$root/build-runtime}"
+dry=0
+quick=""
+json=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --dry-run) dry=1 ;;
+    --quick) quick="--quick" ;;
+    --bundle) bundle="$2"; shift ;;
+    --json) json="$2"; shift ;;
+    *) echo "gpu-check: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+  shift
+done
+python="${PYTHON:-python3}"
+start=$(date +%s)
+status=0
+step() { echo; echo "== $* ($(( $(date +%s) - start )) s)"; }
+record() { if [ "$1" -ne 0 ]; then status=1; echo "-- FAILED: $2"; fi; }
+
+if [ ! -f "$bundle/manifest.json" ]; then
+  echo "gpu-check: no bundle at $bundle (make one with scripts/gpu-bundle.sh)" >&2
+  exit 2
+fi
+
+step "building the LLVM-free runtime in $build"
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+cmake "${generator[@]}" -S "$root" -B "$build" -DFLASHC_RUNTIME_ONLY=ON \
+  -DCMAKE_BUILD_TYPE=Release >/dev/null || exit 1
+cmake --build "$build" -j "$(nproc)" >/dev/null || exit 1
+gpucheck="$build/bin/flashc-gpucheck"
+runtime="$build/lib/libflashc_runtime.so"
+
+if [ "$dry" -eq 1 ]; then
+  step "dry run: the bundle's kernels in the PTX simulator"
+  "$gpucheck" numerics --bundle "$bundle" --device sim --quick
+  record $? "numerics in the simulator"
+  step "dry run: the simulator-test harness, simulator against itself"
+  ptx="$build/SimTestKernels.ptx"
+  if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
+    nvcc_bin=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+    "$nvcc_bin" -arch=sm_80 -ptx "$root/unittests/Simulator/kernels/SimTestKernels.cu" -o "$ptx"
+    "$gpucheck" simkernels --ptx "$ptx" --dry-run
+    record $? "simulator test kernels"
+  else
+    echo "no nvcc: skipped"
+  fi
+  step "dry run: gpu_check.py through the C API on the simulator"
+  "$python" "$root/scripts/gpu_check.py" --lib "$runtime" --bundle "$bundle" --dry-run
+  record $? "gpu_check.py --dry-run"
+  step "done: $([ $status -eq 0 ] && echo PASS || echo FAIL) in $(( $(date +%s) - start )) s"
+  exit $status
+fi
+
+step "1. numerics of every bundled kernel on the GPU"
+"$gpucheck" numerics --bundle "$bundle" --device cuda $quick
+record $? "numerics"
+
+step "2. the simulator's test kernels: GPU against simulator"
+ptx="$build/SimTestKernels.ptx"
+nvcc -arch=sm_90a -ptx "$root/unittests/Simulator/kernels/SimTestKernels.cu" -o "$ptx" &&
+  "$gpucheck" simkernels --ptx "$ptx"
+record $? "simulator test kernels"
+
+step "3. compute-sanitizer memcheck and racecheck on small launches"
+if command -v compute-sanitizer >/dev/null; then
+  for tool in memcheck racecheck; do
+    out=$(compute-sanitizer --tool "$tool" --error-exitcode 9 \
+      "$gpucheck" numerics --bundle "$bundle" --device cuda --quick \
+      --filter f16-g4-d128 2>&1)
+    rc=$?
+    echo "$out" | tail -n 4
+    if echo "$out" | grep -q "Device not supported"; then
+      echo "compute-sanitizer $tool: the device is not supported here (not a failure of flashc)"
+    else
+      record $rc "compute-sanitizer $tool"
+    fi
+  done
+else
+  echo "compute-sanitizer not found: skipped"
+fi
+
+step "4. numerics against torch SDPA, and the benchmark table"
+"$python" "$root/scripts/gpu_check.py" --lib "$runtime" --bundle "$bundle" \
+  $quick ${json:+--json "$json"}
+record $? "gpu_check.py"
+
+step "done: $([ $status -eq 0 ] && echo PASS || echo FAIL) in $(( $(date +%s) - start )) s"
+exit $status

@@ -1,0 +1,422 @@
+#!/usr/bin/env python3
+# ===- scripts/gpu_check.py - flashc's kernels against PyTorch on a GPU ---===#
+#
+# Runs flashc's precompiled kernels (a bundle, through the C API of
+# libflashc_runtime.so and ctypes) on PyTorch tensors, on PyTorch's current
+# stream:
+#
+#   1. numerics: fresh random inputs, flashc's outputs poisoned with NaN
+#      beforehand, compared with a float64 reference and with
+#      torch.nn.functional.scaled_dot_product_attention;
+#   2. benchmark (CUDA events, median of many runs): prefill in TFLOP/s
+#      against SDPA's flash and cuDNN backends, and decode in GB/s and as a
+#      percentage of a measured device-to-device copy bandwidth.
+#
+#   gpu_check.py --lib LIB --bundle DIR [--quick] [--json FILE]
+#   gpu_check.py --lib LIB --bundle DIR --dry-run
+#
+# --dry-run needs no GPU: it runs small numerics through the
+# same C API on the PTX simulator with numpy arrays, and prints the
+# benchmark plan.
+#
+# ===----------------------------------------------------------------------===#
+
+import argparse
+import ctypes
+import json
+import math
+import sys
+import time
+
+FLASHC_F32, FLASHC_F16, FLASHC_BF16 = 0, 1, 2
+DEVICE_CUDA, DEVICE_SIMULATOR = 0, 1
+
+
+class Tensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int),
+                ("rank", ctypes.c_int32), ("sizes", ctypes.c_int64 * 4),
+                ("strides", ctypes.c_int64 * 4)]
+
+
+class Flashc:
+    """The runtime's C API."""
+
+    def __init__(self, lib, bundle):
+        self.lib = ctypes.CDLL(lib)
+        self.lib.flashc_bundle_open.argtypes = [
+            ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
+        self.lib.flashc_attention.argtypes = [
+            ctypes.c_void_p, ctypes.c_int] + [ctypes.POINTER(Tensor)] * 5 + [
+            ctypes.c_int, ctypes.c_double, ctypes.c_void_p]
+        self.lib.flashc_last_error.restype = ctypes.c_char_p
+        self.lib.flashc_bundle_size.argtypes = [ctypes.c_void_p]
+        self.lib.flashc_bundle_size.restype = ctypes.c_int64
+        self.bundle = ctypes.c_void_p()
+        if self.lib.flashc_bundle_open(bundle.encode(),
+                                       ctypes.byref(self.bundle)):
+            raise RuntimeError(self.error())
+
+    def error(self):
+        return self.lib.flashc_last_error().decode()
+
+    def attention(self, device, q, k, v, out, lse, causal, stream=None):
+        args = [ctypes.byref(t) if t is not None else None
+                for t in (q, k, v, out, lse)]
+        rc = self.lib.flashc_attention(self.bundle, device, *args,
+                                       int(causal), 0.0, stream)
+        if rc:
+            raise RuntimeError(self.error())
+
+
+def describe(ptr, dtype, sizes, strides):
+    t = Tensor()
+    t.data = ptr
+    t.dtype = dtype
+    t.rank = len(sizes)
+    for i, (s, st) in enumerate(zip(sizes, strides)):
+        t.sizes[i] = s
+        t.strides[i] = st
+    return t
+
+
+# ---------------------------------------------------------------------------
+# The float64 reference (numpy or torch: the same arithmetic)
+# ---------------------------------------------------------------------------
+
+def reference(xp, q, k, v, causal):
+    """O and LSE in float64; bottom-right causal alignment."""
+    b, hq, nq, d = q.shape
+    hkv, nk = k.shape[1], k.shape[2]
+    g = hq // hkv
+    if xp.__name__ == "torch":
+        k = k.repeat_interleave(g, dim=1)
+        v = v.repeat_interleave(g, dim=1)
+        s = (q @ k.transpose(-1, -2)) / math.sqrt(d)
+    else:
+        k = xp.repeat(k, g, axis=1)
+        v = xp.repeat(v, g, axis=1)
+        s = (q @ k.transpose(0, 1, 3, 2)) / math.sqrt(d)
+    if causal:
+        i = xp.arange(nq)[:, None]
+        j = xp.arange(nk)[None, :]
+        visible = j <= i + (nk - nq)
+        s = xp.where(visible, s, -math.inf) if xp.__name__ != "torch" else \
+            s.masked_fill(~visible, -math.inf)
+    m = s.max(-1, keepdims=True) if xp.__name__ != "torch" else \
+        s.amax(-1, keepdim=True)
+    m = xp.where(xp.isinf(m), xp.zeros_like(m), m)
+    p = xp.exp(s - m)
+    l = p.sum(-1, keepdims=True) if xp.__name__ != "torch" else \
+        p.sum(-1, keepdim=True)
+    safe = xp.where(l > 0, l, xp.ones_like(l))
+    o = xp.where(l > 0, (p @ v) / safe, xp.zeros_like(p @ v))
+    lse = xp.where(l[..., 0] > 0, xp.log(safe[..., 0]) + m[..., 0],
+                   -math.inf * xp.ones_like(m[..., 0]))
+    return o, lse
+
+
+# ---------------------------------------------------------------------------
+# Dry run: numpy arrays on the simulator
+# ---------------------------------------------------------------------------
+
+def dry_run(fc):
+    import numpy as np
+    rng = np.random.default_rng()
+    failures = 0
+    for (b, hq, hkv, nq, nk, d, causal) in [(1, 4, 1, 40, 70, 64, True),
+                                            (2, 8, 2, 1, 300, 128, False)]:
+        q = rng.standard_normal((b, hq, nq, d)).astype(np.float16)
+        k = rng.standard_normal((b, hkv, nk, d)).astype(np.float16)
+        v = rng.standard_normal((b, hkv, nk, d)).astype(np.float16)
+        out = np.full((b, hq, nq, d), np.nan, dtype=np.float16)
+
+        def view(a):
+            return describe(a.ctypes.data, FLASHC_F16, a.shape,
+                            [s // a.itemsize for s in a.strides])
+        try:
+            fc.attention(DEVICE_SIMULATOR, view(q), view(k), view(v),
+                         view(out), None, causal)
+        except RuntimeError as e:
+            print(f"  {(b, hq, hkv, nq, nk, d)}: {e}")
+            failures += 1
+            continue
+        ref, _ = reference(np, q.astype(np.float64), k.astype(np.float64),
+                           v.astype(np.float64), causal)
+        err = float(np.nanmax(np.abs(out.astype(np.float64) - ref))) \
+            if np.isfinite(out).all() else math.inf
+        ok = err < 4e-3
+        failures += not ok
+        print(f"  simulator B={b} Hq={hq} Hkv={hkv} Nq={nq} Nk={nk} D={d} "
+              f"causal={causal}: max|err| {err:.2e} {'PASS' if ok else 'FAIL'}")
+    print("benchmark plan:")
+    for row in prefill_configs():
+        print("  prefill", row)
+    for row in decode_configs():
+        print("  decode", row)
+    return failures
+
+
+# ---------------------------------------------------------------------------
+# On the GPU
+# ---------------------------------------------------------------------------
+
+def prefill_configs(quick=False):
+    """(d, heads, causal, batch, n): batch x n = 16K tokens."""
+    sizes = [512, 2048, 8192] if quick else [512, 1024, 2048, 4096, 8192,
+                                             16384]
+    return [(d, 32 if d == 64 else 16, causal, 16384 // n, n)
+            for d in (64, 128) for causal in (False, True) for n in sizes]
+
+
+def decode_configs(quick=False):
+    """(batch, nk): GQA 32/8, d = 128, one query."""
+    if quick:
+        return [(1, 32768), (8, 8192), (64, 1024)]
+    return [(1, 1024), (1, 8192), (1, 32768), (1, 131072), (8, 8192),
+            (8, 32768), (64, 1024), (64, 8192), (64, 32768)]
+
+
+def gpu_view(t, dtype_code):
+    return describe(t.data_ptr(), dtype_code, list(t.shape), list(t.stride()))
+
+
+def time_cuda(torch, fn, iters):
+    """Median of `iters` runs timed with CUDA events, after warm-up."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e-3)
+    times.sort()
+    return times[len(times) // 2]
+
+
+NUMERICS_GPU = [
+    # dtype, B, Hq, Hkv, Nq, Nk, D, causal, lse
+    ("float16", 2, 16, 16, 1023, 1023, 64, True, True),
+    ("bfloat16", 1, 32, 8, 777, 2051, 128, False, False),
+    ("bfloat16", 4, 16, 16, 2048, 2048, 128, True, True),
+    ("float16", 3, 32, 8, 1, 40000, 128, False, True),
+    ("bfloat16", 16, 32, 8, 1, 4097, 128, True, False),
+    ("float16", 1, 32, 8, 4, 1000, 128, True, True),
+    ("float16", 2, 8, 8, 300, 100, 64, True, True)]
+
+# The same code path at simulator sizes (--dry-run with PyTorch present).
+NUMERICS_SIM = [
+    ("float16", 1, 2, 2, 37, 37, 64, True, True),
+    ("bfloat16", 1, 8, 2, 19, 71, 128, False, False),
+    ("float16", 2, 8, 2, 1, 300, 128, False, True),
+    ("bfloat16", 1, 8, 2, 4, 50, 128, True, True),
+    ("float16", 1, 2, 2, 30, 10, 64, True, True)]
+
+
+def torch_check(fc, torch, device_code, dev, stream, timer, numerics_cases,
+                prefill_cfgs, decode_cfgs, copy_elems, iters):
+    """Numerics against float64 and SDPA, then the benchmark tables.
+
+    `dev` is the torch device holding the tensors and `device_code` the
+    runtime device running flashc (CUDA, or the simulator on CPU tensors);
+    `timer(fn, iters)` gives seconds per call.
+    """
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    codes = {torch.float16: FLASHC_F16, torch.bfloat16: FLASHC_BF16}
+    report = {"numerics": [], "prefill": [], "decode": []}
+
+    def flashc(q, k, v, out, causal, lse=None):
+        fc.attention(device_code, gpu_view(q, codes[q.dtype]),
+                     gpu_view(k, codes[k.dtype]), gpu_view(v, codes[v.dtype]),
+                     gpu_view(out, codes[out.dtype]),
+                     gpu_view(lse, FLASHC_F32) if lse is not None else None,
+                     causal, stream())
+
+    def sdpa(backends, q, k, v, causal):
+        with sdpa_kernel(backends):
+            return F.scaled_dot_product_attention(
+                q, k, v, is_causal=causal, enable_gqa=q.shape[1] != k.shape[1])
+
+    # 1. Numerics against float64 and SDPA.
+    print("numerics (flashc vs float64 reference and torch SDPA):")
+    failures = 0
+    for (dtype, b, hq, hkv, nq, nk, d, causal, with_lse) in numerics_cases:
+        dtype = getattr(torch, dtype)
+        g = torch.Generator(device=dev).manual_seed(time.time_ns() % 2**62)
+        q = torch.randn(b, hq, nq, d, device=dev, dtype=dtype, generator=g)
+        k = torch.randn(b, hkv, nk, d, device=dev, dtype=dtype, generator=g)
+        v = torch.randn(b, hkv, nk, d, device=dev, dtype=dtype, generator=g)
+        # Poisoned outputs: a row the kernel never writes stays NaN.
+        out = torch.full_like(q, float("nan"))
+        lse = torch.full((b, hq, nq), float("nan"), device=dev) \
+            if with_lse else None
+        shape = f"{str(dtype):15s} B={b:<3} Hq={hq:<3} Hkv={hkv:<3} " \
+                f"Nq={nq:<5} Nk={nk:<6} D={d:<4} causal={int(causal)}"
+        try:
+            flashc(q, k, v, out, causal, lse)
+            if dev.type == "cuda":
+                torch.cuda.synchronize()
+        except RuntimeError as e:
+            print(f"  {shape}: {e}")
+            failures += 1
+            continue
+        ref, ref_lse = reference(torch, q.double(), k.double(), v.double(),
+                                 causal)
+        err = (out.double() - ref).abs().max().item() \
+            if torch.isfinite(out).all() else math.inf
+        # SDPA aligns causal masks top-left: compare it where that equals
+        # bottom-right alignment (Nq == Nk, or no mask).
+        sdpa_err = float("nan")
+        if not causal or nq == nk:
+            s = sdpa([SDPBackend.FLASH_ATTENTION,
+                      SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH],
+                     q, k, v, causal)
+            sdpa_err = (out.double() - s.double()).abs().max().item()
+        lse_err = 0.0
+        if with_lse:
+            fin = torch.isfinite(ref_lse)
+            lse_err = ((lse.double() - ref_lse).abs()[fin] /
+                       (1 + ref_lse.abs()[fin])).max().item() \
+                if fin.any() else 0.0
+            # Fully masked rows: lse = -inf exactly.
+            masked = lse[~fin]
+            if not bool((masked == -math.inf).all()):
+                lse_err = math.inf
+        tol = 4e-3 if dtype == torch.float16 else 3e-2
+        ok = err <= tol and lse_err <= 1e-3
+        failures += not ok
+        report["numerics"].append(dict(
+            dtype=str(dtype), B=b, Hq=hq, Hkv=hkv, Nq=nq, Nk=nk, D=d,
+            causal=causal, err=err, sdpa_err=sdpa_err, lse_err=lse_err,
+            ok=ok))
+        print(f"  {shape}: max|err| vs f64 {err:.2e} (tol {tol:.0e}), vs "
+              f"SDPA {sdpa_err:.2e}, lse {lse_err:.2e}  "
+              f"{'PASS' if ok else 'FAIL'}")
+
+    def against_sdpa(q, k, v, out, causal):
+        """Seconds per call for flashc and SDPA's flash and cuDNN."""
+        views = [gpu_view(t, FLASHC_BF16) for t in (q, k, v, out)]
+
+        def run_flashc():
+            fc.attention(device_code, *views, None, causal, stream())
+        results = {"flashc": timer(run_flashc, iters)}
+        for name, backend in (("flash", SDPBackend.FLASH_ATTENTION),
+                              ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+            try:
+                results[name] = timer(
+                    lambda: sdpa([backend], q, k, v, causal), iters)
+            except RuntimeError:
+                results[name] = float("nan")
+        return results
+
+    # 2a. Prefill.
+    print("\nprefill (bf16, TFLOP/s; batch x N = 16K tokens):")
+    print(f"  {'D':>4} {'H':>3} {'causal':>6} {'B':>3} {'N':>6} "
+          f"{'flashc':>8} {'flash':>8} {'cudnn':>8} {'flashc/flash':>13}")
+    for (d, h, causal, b, n) in prefill_cfgs:
+        q, k, v = (torch.randn(b, h, n, d, device=dev, dtype=torch.bfloat16)
+                   for _ in range(3))
+        out = torch.empty_like(q)
+        flops = 4 * b * h * n * n * d / (2 if causal else 1)
+        tf = {k2: flops / t * 1e-12
+              for k2, t in against_sdpa(q, k, v, out, causal).items()}
+        report["prefill"].append(dict(D=d, H=h, causal=causal, B=b, N=n, **tf))
+        print(f"  {d:>4} {h:>3} {int(causal):>6} {b:>3} {n:>6} "
+              f"{tf['flashc']:8.1f} {tf['flash']:8.1f} {tf['cudnn']:8.1f} "
+              f"{tf['flashc'] / tf['flash']:13.2f}")
+        del q, k, v, out
+
+    # 2b. Decode, against the measured copy bandwidth.
+    big = torch.empty(copy_elems, device=dev, dtype=torch.float16)
+    dst = torch.empty_like(big)
+    copy_s = timer(lambda: dst.copy_(big), iters)
+    copy_gbs = 2 * big.numel() * 2 / copy_s * 1e-9
+    del big, dst
+    print(f"\ndecode (bf16, GQA 32/8, D = 128, one query; device-to-device "
+          f"copy {copy_gbs:.0f} GB/s):")
+    print(f"  {'B':>3} {'Nk':>7} {'flashc GB/s':>12} {'% copy':>7} "
+          f"{'flash GB/s':>11} {'cudnn GB/s':>11}")
+    for (b, nk) in decode_cfgs:
+        q = torch.randn(b, 32, 1, 128, device=dev, dtype=torch.bfloat16)
+        k = torch.randn(b, 8, nk, 128, device=dev, dtype=torch.bfloat16)
+        v = torch.randn(b, 8, nk, 128, device=dev, dtype=torch.bfloat16)
+        out = torch.empty_like(q)
+        nbytes = (k.numel() + v.numel() + 2 * q.numel()) * 2
+        gbs = {k2: nbytes / t * 1e-9
+               for k2, t in against_sdpa(q, k, v, out, False).items()}
+        report["decode"].append(dict(B=b, Nk=nk, copy_gbs=copy_gbs, **gbs))
+        print(f"  {b:>3} {nk:>7} {gbs['flashc']:12.0f} "
+              f"{100 * gbs['flashc'] / copy_gbs:6.0f}% {gbs['flash']:11.0f} "
+              f"{gbs['cudnn']:11.0f}")
+        del q, k, v, out
+        if dev.type == "cuda":
+            torch.cuda.empty_cache()
+    return failures, report
+
+
+def gpu_check(fc, quick, json_path):
+    import torch
+    dev = torch.device("cuda")
+    failures, report = torch_check(
+        fc, torch, DEVICE_CUDA, dev,
+        lambda: ctypes.c_void_p(torch.cuda.current_stream().cuda_stream),
+        lambda fn, iters: time_cuda(torch, fn, iters), NUMERICS_GPU,
+        prefill_configs(quick), decode_configs(quick), 1 << 29,  # 1 GiB
+        10 if quick else 30)
+    report["device"] = torch.cuda.get_device_name()
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(report, f, indent=2)
+    return failures
+
+
+def wall_clock(fn, iters):
+    start = time.perf_counter()
+    for _ in range(iters):
+        fn()
+    return (time.perf_counter() - start) / iters
+
+
+def torch_dry_run(fc):
+    """gpu_check's PyTorch path on CPU tensors, flashc on the simulator."""
+    try:
+        import torch
+    except ImportError:
+        print("PyTorch not installed: its code path skipped")
+        return 0
+    print("PyTorch path on the simulator (CPU tensors, wall-clock timer; "
+          "the figures mean nothing):")
+    failures, _ = torch_check(
+        fc, torch, DEVICE_SIMULATOR, torch.device("cpu"), lambda: None,
+        wall_clock, NUMERICS_SIM, [(64, 2, True, 1, 48)], [(1, 300)], 1 << 12,
+        1)
+    return failures
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--lib", required=True)
+    parser.add_argument("--bundle", required=True)
+    parser.add_argument("--dry-run", action="store_true")
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    fc = Flashc(args.lib, args.bundle)
+    print(f"bundle: {args.bundle}, "
+          f"{fc.lib.flashc_bundle_size(fc.bundle)} kernel variants")
+    if args.dry_run:
+        failures = dry_run(fc) + torch_dry_run(fc)
+    else:
+        failures = gpu_check(fc, args.quick, args.json)
+    print("gpu_check: " + ("FAIL" if failures else "PASS"))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

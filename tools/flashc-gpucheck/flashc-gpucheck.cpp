@@ -1,0 +1,523 @@
+//===- flashc-gpucheck.cpp - Check kernels on a GPU (or the simulator) ----===//
+//
+// The LLVM-free checks scripts/gpu-check.sh runs on a machine with a GPU
+// (and, with --device sim, anywhere):
+//
+//   flashc-gpucheck numerics --bundle DIR [--device cuda|sim] [--quick]
+//                            [--filter TEXT]
+//       Runs every kernel variant of a bundle on fresh random inputs, with
+//       poisoned outputs, and compares with a float64 reference computed
+//       here. One line per variant and shape; exit 1 on any failure.
+//
+//   flashc-gpucheck simkernels --ptx SimTestKernels.ptx [--dry-run]
+//       Runs the PTX simulator's own test kernels (nvcc-compiled) both on
+//       the CUDA device and in the simulator, on the same inputs, and
+//       compares: bit for bit where the operations are exact (integer,
+//       data movement, fragment placement, correctly rounded float
+//       operations), within stated tolerances for mma.sync (the hardware's
+//       accumulation order) and the .approx instructions. --dry-run uses the
+//       simulator for both sides (a check of the harness without a GPU).
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashc/Runtime/Runtime.h"
+#include "flashc/Support/Float16.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace flashc;
+using namespace flashc::runtime;
+
+namespace {
+
+int fail(const std::string &message) {
+  std::cerr << "flashc-gpucheck: " << message << "\n";
+  return 1;
+}
+
+/// Host buffers mirrored in device memory (the same memory on the
+/// simulator).
+class Buffers {
+public:
+  explicit Buffers(Device &device) : device(device) {}
+  ~Buffers() {
+    for (void *p : owned)
+      (void)device.release(p, nullptr);
+  }
+  /// Device memory holding `bytes` copied from `host`.
+  Result<void *> upload(const void *host, uint64_t bytes) {
+    Result<void *> p = device.allocate(bytes, nullptr);
+    if (!p)
+      return p;
+    owned.push_back(*p);
+    if (Status s = device.copyToDevice(*p, host, bytes, nullptr))
+      return s;
+    return *p;
+  }
+  Status download(void *host, const void *devicePtr, uint64_t bytes) {
+    if (Status s = device.copyToHost(host, devicePtr, bytes, nullptr))
+      return s;
+    return device.synchronize(nullptr);
+  }
+
+private:
+  Device &device;
+  std::vector<void *> owned;
+};
+
+//===----------------------------------------------------------------------===//
+// numerics
+//===----------------------------------------------------------------------===//
+
+double toDouble(uint16_t bits, ElementType t) {
+  return t == ElementType::F16 ? halfToFloat(bits) : bfloat16ToFloat(bits);
+}
+uint16_t fromFloat(float v, ElementType t) {
+  return t == ElementType::F16 ? floatToHalf(v) : floatToBFloat16(v);
+}
+
+struct Shape {
+  int64_t batch, kvHeads, seqQ, seqKV;
+};
+
+/// The float64 reference: bottom-right causal alignment, empty rows 0 and
+/// -inf.
+void reference(const AttentionQuery &q, const Shape &s,
+               const std::vector<uint16_t> &qd, const std::vector<uint16_t> &kd,
+               const std::vector<uint16_t> &vd, std::vector<double> &out,
+               std::vector<double> &lse) {
+  int64_t heads = s.kvHeads * q.group, d = q.headDim, dv = q.headDimV;
+  out.assign(s.batch * heads * s.seqQ * dv, 0);
+  lse.assign(s.batch * heads * s.seqQ, -INFINITY);
+  std::vector<double> p(s.seqKV);
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t h = 0; h < heads; ++h) {
+      int64_t hk = h / q.group;
+      for (int64_t i = 0; i < s.seqQ; ++i) {
+        double m = -INFINITY;
+        for (int64_t j = 0; j < s.seqKV; ++j) {
+          bool visible = !q.causal || j <= i + (s.seqKV - s.seqQ);
+          double dot = 0;
+          for (int64_t c = 0; c < d; ++c)
+            dot += toDouble(qd[((b * heads + h) * s.seqQ + i) * d + c],
+                            q.dtype) *
+                   toDouble(kd[((b * s.kvHeads + hk) * s.seqKV + j) * d + c],
+                            q.dtype);
+          p[j] = visible ? dot * q.scale : -INFINITY;
+          m = std::max(m, p[j]);
+        }
+        if (std::isinf(m))
+          continue;
+        double sum = 0;
+        for (int64_t j = 0; j < s.seqKV; ++j)
+          sum += p[j] = std::exp(p[j] - m);
+        double *o = &out[((b * heads + h) * s.seqQ + i) * dv];
+        for (int64_t j = 0; j < s.seqKV; ++j)
+          for (int64_t c = 0; c < dv; ++c)
+            o[c] += p[j] / sum *
+                    toDouble(vd[((b * s.kvHeads + hk) * s.seqKV + j) * dv + c],
+                             q.dtype);
+        lse[(b * heads + h) * s.seqQ + i] = m + std::log(sum);
+      }
+    }
+}
+
+/// Runs one variant on one shape; returns false on a mismatch.
+bool checkVariant(Device &device, const KernelVariant &v, const Shape &s,
+                  unsigned seed) {
+  const AttentionQuery &q = v.query;
+  int64_t heads = s.kvHeads * q.group;
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  auto random = [&](int64_t n) {
+    std::vector<uint16_t> data(n);
+    for (uint16_t &x : data)
+      x = fromFloat(normal(rng), q.dtype);
+    return data;
+  };
+  std::vector<uint16_t> qd = random(s.batch * heads * s.seqQ * q.headDim);
+  std::vector<uint16_t> kd = random(s.batch * s.kvHeads * s.seqKV * q.headDim);
+  std::vector<uint16_t> vd =
+      random(s.batch * s.kvHeads * s.seqKV * q.headDimV);
+  // Outputs poisoned with NaN: a row the kernel forgets shows.
+  std::vector<uint16_t> out(s.batch * heads * s.seqQ * q.headDimV, 0xffff);
+  std::vector<float> lse(s.batch * heads * s.seqQ, NAN);
+
+  Buffers buffers(device);
+  auto up = [&](const auto &host) {
+    return buffers.upload(host.data(), host.size() * sizeof(host[0]));
+  };
+  Result<void *> dq = up(qd), dk = up(kd), dvv = up(vd), dout = up(out),
+                 dlse = up(lse);
+  for (Result<void *> *r : {&dq, &dk, &dvv, &dout, &dlse})
+    if (!*r) {
+      std::cout << v.id << ": " << r->message() << "\n";
+      return false;
+    }
+  AttentionCall call;
+  call.q = TensorView::contiguous(*dq, q.dtype,
+                                  {s.batch, heads, s.seqQ, q.headDim});
+  call.k = TensorView::contiguous(*dk, q.dtype,
+                                  {s.batch, s.kvHeads, s.seqKV, q.headDim});
+  call.v = TensorView::contiguous(*dvv, q.dtype,
+                                  {s.batch, s.kvHeads, s.seqKV, q.headDimV});
+  call.out = TensorView::contiguous(*dout, q.dtype,
+                                    {s.batch, heads, s.seqQ, q.headDimV});
+  TensorView lseView = TensorView::contiguous(*dlse, ElementType::F32,
+                                              {s.batch, heads, s.seqQ});
+  if (q.withLse)
+    call.lse = &lseView;
+  LaunchReport report;
+  Status status = launchAttention(device, v, call, &report);
+  if (!status)
+    status = buffers.download(out.data(), *dout, out.size() * 2);
+  if (!status && q.withLse)
+    status = buffers.download(lse.data(), *dlse, lse.size() * 4);
+  char shape[96];
+  std::snprintf(shape, sizeof(shape), "B=%lld Hkv=%lld Nq=%lld Nk=%lld",
+                static_cast<long long>(s.batch),
+                static_cast<long long>(s.kvHeads),
+                static_cast<long long>(s.seqQ),
+                static_cast<long long>(s.seqKV));
+  if (status) {
+    std::cout << v.id << " " << shape << ": " << status.message() << "\n";
+    return false;
+  }
+  std::vector<double> expected, expectedLse;
+  reference(q, s, qd, kd, vd, expected, expectedLse);
+  double worst = 0, worstLse = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    double got = toDouble(out[i], q.dtype);
+    worst = std::max(worst, std::isfinite(got) ? std::fabs(got - expected[i])
+                                               : INFINITY);
+  }
+  if (q.withLse)
+    for (size_t i = 0; i < lse.size(); ++i) {
+      double want = expectedLse[i], got = lse[i];
+      double err = std::isinf(want) ? (got == want ? 0 : INFINITY)
+                                    : std::fabs(got - want) / (1 + std::fabs(want));
+      worstLse = std::max(worstLse, err);
+    }
+  double tolerance = q.dtype == ElementType::F16 ? 4e-3 : 3e-2;
+  bool ok = worst <= tolerance && worstLse <= 1e-3;
+  char lseText[32] = "";
+  if (q.withLse)
+    std::snprintf(lseText, sizeof(lseText), ", lse %.2e", worstLse);
+  std::printf("%-44s %-28s splits %-3lld max|err| %.2e%s  %s\n", v.id.c_str(),
+              shape, static_cast<long long>(report.splits), worst, lseText,
+              ok ? "PASS" : "FAIL");
+  return ok;
+}
+
+int numerics(const std::vector<std::string> &args) {
+  std::string bundleDir, deviceName = "cuda", filter;
+  bool quick = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--bundle" && i + 1 < args.size())
+      bundleDir = args[++i];
+    else if (args[i] == "--device" && i + 1 < args.size())
+      deviceName = args[++i];
+    else if (args[i] == "--filter" && i + 1 < args.size())
+      filter = args[++i];
+    else if (args[i] == "--quick")
+      quick = true;
+    else
+      return fail("numerics: unexpected argument '" + args[i] + "'");
+  }
+  if (bundleDir.empty())
+    return fail("numerics needs --bundle DIR");
+  Result<Bundle> bundle = Bundle::load(bundleDir);
+  if (!bundle)
+    return fail(bundle.message());
+  std::shared_ptr<Device> device;
+  if (deviceName == "sim") {
+    device = getSimulatorDevice("sm_90a");
+  } else if (deviceName == "cuda") {
+    Result<std::shared_ptr<Device>> cuda = getCudaDevice(0);
+    if (!cuda)
+      return fail(cuda.message());
+    device = *cuda;
+  } else {
+    return fail("--device must be cuda or sim");
+  }
+  std::cout << "device: " << device->describe() << "\n";
+  unsigned seed = std::random_device{}();
+  std::cout << "seed: " << seed << "\n";
+  int failures = 0, runs = 0;
+  for (const KernelVariant &v : bundle->variants) {
+    if (!filter.empty() && v.id.find(filter) == std::string::npos)
+      continue;
+    // The device's chip (sm_80 kernels run on sm_90 too); the simulator
+    // runs both.
+    if (!device->isSimulator() && v.query.target == "sm_90a" &&
+        device->getChip() != "sm_90a")
+      continue;
+    std::vector<Shape> shapes;
+    if (v.query.decode)
+      shapes = quick ? std::vector<Shape>{{1, 2, 1, 200}}
+                     : std::vector<Shape>{{3, 2, 1, 1000}, {1, 2, 3, 70}};
+    else
+      shapes = quick ? std::vector<Shape>{{1, 1, 40, 70}}
+                     : std::vector<Shape>{{2, 2, 133, 257}, {1, 1, 70, 33}};
+    for (const Shape &s : shapes) {
+      ++runs;
+      failures += !checkVariant(*device, v, s, seed + runs);
+    }
+  }
+  std::cout << runs - failures << " of " << runs << " runs passed\n";
+  return failures ? 1 : 0;
+}
+
+//===----------------------------------------------------------------------===//
+// simkernels
+//===----------------------------------------------------------------------===//
+
+/// One buffer argument of a test kernel.
+struct Arg {
+  std::vector<uint8_t> data; // empty for scalars
+  uint64_t scalar = 0;
+  bool output = false;
+};
+
+template <typename T> Arg input(const std::vector<T> &values) {
+  Arg a;
+  a.data.resize(values.size() * sizeof(T));
+  std::memcpy(a.data.data(), values.data(), a.data.size());
+  return a;
+}
+Arg output(size_t bytes) {
+  Arg a;
+  a.data.assign(bytes, 0);
+  a.output = true;
+  return a;
+}
+Arg scalar(int64_t v) {
+  Arg a;
+  a.scalar = static_cast<uint64_t>(v);
+  return a;
+}
+
+/// Runs `kernel` on `device` and returns the output buffers' bytes.
+Result<std::vector<std::vector<uint8_t>>>
+runKernel(Device &device, const KernelVariant &module, const std::string &name,
+          uint64_t grid, int64_t block, std::vector<Arg> args) {
+  Buffers buffers(device);
+  std::vector<LaunchArg> launch;
+  std::vector<void *> pointers;
+  for (Arg &a : args) {
+    LaunchArg l;
+    if (a.data.empty()) {
+      l.value = a.scalar;
+    } else {
+      Result<void *> p = buffers.upload(a.data.data(), a.data.size());
+      if (!p)
+        return p.status();
+      l.value = reinterpret_cast<uint64_t>(*p);
+      l.isPointer = true;
+      l.extentBytes = a.data.size();
+    }
+    pointers.push_back(reinterpret_cast<void *>(l.value));
+    launch.push_back(l);
+  }
+  KernelEntry entry;
+  entry.name = name;
+  entry.block = block;
+  if (Status s = device.launch(module, entry, grid, launch, nullptr))
+    return s;
+  std::vector<std::vector<uint8_t>> outs;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i].output)
+      continue;
+    std::vector<uint8_t> host(args[i].data.size());
+    if (Status s = buffers.download(host.data(), pointers[i], host.size()))
+      return s;
+    outs.push_back(std::move(host));
+  }
+  return outs;
+}
+
+int simkernels(const std::vector<std::string> &args) {
+  std::string ptxPath;
+  bool dryRun = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--ptx" && i + 1 < args.size())
+      ptxPath = args[++i];
+    else if (args[i] == "--dry-run")
+      dryRun = true;
+    else
+      return fail("simkernels: unexpected argument '" + args[i] + "'");
+  }
+  std::ifstream in(ptxPath);
+  if (!in)
+    return fail("cannot read '" + ptxPath + "'");
+  KernelVariant module;
+  module.id = "SimTestKernels";
+  module.ptx.assign(std::istreambuf_iterator<char>(in),
+                    std::istreambuf_iterator<char>());
+  // --dry-run compares the simulator with itself: it checks this harness
+  // (arguments, buffers) on a machine without a GPU.
+  Result<std::shared_ptr<Device>> cuda =
+      dryRun ? Result<std::shared_ptr<Device>>(getSimulatorDevice("sm_80"))
+             : getCudaDevice(0);
+  if (!cuda)
+    return fail(cuda.message());
+  std::shared_ptr<Device> sim = getSimulatorDevice((*cuda)->getChip());
+  std::cout << "device: " << (*cuda)->describe() << "\n";
+
+  std::mt19937 rng(std::random_device{}());
+  auto uniformU32 = [&](size_t n) {
+    std::vector<uint32_t> v(n);
+    for (uint32_t &x : v)
+      x = rng();
+    return v;
+  };
+  auto normalF32 = [&](size_t n, float scale = 1) {
+    std::normal_distribution<float> d(0, scale);
+    std::vector<float> v(n);
+    for (float &x : v)
+      x = d(rng);
+    return v;
+  };
+  auto halves = [&](size_t n) {
+    std::normal_distribution<float> d;
+    std::vector<uint16_t> v(n);
+    for (uint16_t &x : v)
+      x = floatToHalf(d(rng));
+    return v;
+  };
+  auto bhalves = [&](size_t n) {
+    std::normal_distribution<float> d;
+    std::vector<uint16_t> v(n);
+    for (uint16_t &x : v)
+      x = floatToBFloat16(d(rng));
+    return v;
+  };
+  const int n = 1000;
+  std::vector<float> a = normalF32(n, 3), b = normalF32(n, 3);
+  std::vector<int32_t> shuffleIn(64);
+  for (int32_t &x : shuffleIn)
+    x = static_cast<int32_t>(rng() % 1000);
+  std::vector<uint16_t> matrix(256);
+  for (size_t i = 0; i < matrix.size(); ++i)
+    matrix[i] = static_cast<uint16_t>(i * 7 + 3);
+
+  struct Case {
+    const char *name;
+    uint64_t grid;
+    int64_t block;
+    std::vector<Arg> args;
+    /// 0: bit for bit; else the relative tolerance on f32 outputs.
+    double tolerance;
+  };
+  std::vector<Case> cases = {
+      {"saxpy", (n + 127) / 128, 128,
+       {input(a), input(b), scalar(0x40200000), scalar(n)}, 0},
+      {"blockReduce", 4, 256, {input(a), output(16), scalar(n)}, 0},
+      {"integerOps", (n + 127) / 128, 128,
+       {input(uniformU32(n)), input(uniformU32(n)), output(16 * 4 * n),
+        scalar(n)},
+       0},
+      {"floatOps", (n + 127) / 128, 128,
+       {input(a), input(b), output(8 * 4 * n), scalar(n)}, 0},
+      {"approxOps", (n + 127) / 128, 128, {input(a), output(16 * n), scalar(n)},
+       1e-5},
+      {"warpShuffles", 1, 64, {input(shuffleIn), output(2 * 192 * 4)}, 0},
+      {"ldmatrixLayouts", 1, 32, {input(matrix), output(6 * 32 * 4 * 4)}, 0},
+      {"cpAsyncCopy", 1, 256,
+       {input(normalF32(1024)), output(1024 * 4), output(32 * 4),
+        scalar(1024), scalar(1021)},
+       0},
+      {"mmaF16", 1, 32,
+       {input(halves(256)), input(halves(128)), input(normalF32(128)),
+        output(128 * 4)},
+       1e-5},
+      {"mmaBF16", 1, 32,
+       {input(bhalves(256)), input(bhalves(128)), input(normalF32(128)),
+        output(128 * 4)},
+       1e-5},
+      {"mmaF16K8", 1, 32,
+       {input(halves(128)), input(halves(64)), input(normalF32(128)),
+        output(128 * 4)},
+       1e-5},
+      // M = 64 keeps the grid one-dimensional: (N / 64) CTAs.
+      {"gemmF16", 2, 128,
+       {input(halves(64 * 96)), input(halves(96 * 128)),
+        output(64 * 128 * 4), scalar(64), scalar(128), scalar(96)},
+       1e-4},
+  };
+  // Scalars travel in 8-byte slots of which the devices pass each
+  // parameter's own size (saxpy's a is f32 2.5 in the low 4 bytes).
+  int mismatches = 0;
+  for (Case &c : cases) {
+    // saxpy's y is in-out.
+    if (std::string(c.name) == "saxpy")
+      c.args[1].output = true;
+    Result<std::vector<std::vector<uint8_t>>> hw =
+        runKernel(**cuda, module, c.name, c.grid, c.block, c.args);
+    Result<std::vector<std::vector<uint8_t>>> simulated =
+        runKernel(*sim, module, c.name, c.grid, c.block, c.args);
+    if (!hw || !simulated) {
+      std::printf("%-16s error: %s\n", c.name,
+                  (!hw ? hw.message() : simulated.message()).c_str());
+      ++mismatches;
+      continue;
+    }
+    size_t differing = 0, total = 0;
+    double worst = 0;
+    for (size_t o = 0; o < hw->size(); ++o) {
+      const std::vector<uint8_t> &x = (*hw)[o], &y = (*simulated)[o];
+      if (c.tolerance == 0) {
+        for (size_t i = 0; i < x.size(); ++i)
+          differing += x[i] != y[i];
+        total += x.size();
+      } else {
+        for (size_t i = 0; i + 4 <= x.size(); i += 4) {
+          float fx, fy;
+          std::memcpy(&fx, &x[i], 4);
+          std::memcpy(&fy, &y[i], 4);
+          double err = std::fabs(fx - fy) / (1 + std::fabs(fy));
+          worst = std::max(worst, std::isnan(err) ? INFINITY : err);
+          ++total;
+        }
+      }
+    }
+    bool ok = c.tolerance == 0 ? differing == 0 : worst <= c.tolerance;
+    if (c.tolerance == 0)
+      std::printf("%-16s %zu of %zu bytes differ (bit for bit)  %s\n", c.name,
+                  differing, total, ok ? "PASS" : "FAIL");
+    else
+      std::printf("%-16s max relative difference %.2e over %zu values "
+                  "(tolerance %.0e)  %s\n",
+                  c.name, worst, total, c.tolerance, ok ? "PASS" : "FAIL");
+    mismatches += !ok;
+  }
+  return mismatches ? 1 : 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::cout << "usage: flashc-gpucheck numerics --bundle DIR [--device "
+                 "cuda|sim] [--quick] [--filter TEXT]\n"
+                 "       flashc-gpucheck simkernels --ptx FILE [--dry-run]\n";
+    return args.empty() ? 1 : 0;
+  }
+  std::string command = args[0];
+  args.erase(args.begin());
+  if (command == "numerics")
+    return numerics(args);
+  if (command == "simkernels")
+    return simkernels(args);
+  return fail("unknown command '" + command + "'");
+}
