@@ -25,7 +25,8 @@ namespace {
 
 class SimulatorDevice : public Device {
 public:
-  explicit SimulatorDevice(std::string chip) : chip(std::move(chip)) {}
+  SimulatorDevice(std::string chip, const SimulatorOptions &options)
+      : chip(std::move(chip)), options(options) {}
   ~SimulatorDevice() override {
     for (void *p : allocations)
       std::free(p);
@@ -116,6 +117,8 @@ public:
     config.grid = sim::Dim3{static_cast<uint32_t>(grid), 1, 1};
     config.block = sim::Dim3{static_cast<uint32_t>(kernel.block), 1, 1};
     config.dynamicSharedBytes = static_cast<uint32_t>(kernel.sharedBytes);
+    config.workers = options.workers;
+    config.checkRaces = options.checkRaces;
     sim::Expected<sim::LaunchStats> stats =
         device.launch(**module, kernel.name, config, simArgs);
     if (!stats)
@@ -127,8 +130,14 @@ public:
     return Status::success();
   }
 
+  SimulatorCounters getCounters() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return {instructions, seconds};
+  }
+
 private:
   std::string chip;
+  SimulatorOptions options;
   std::mutex mutex;
   std::set<void *> allocations;
   /// Parsed modules by variant id (the PTX is decoded once).
@@ -154,6 +163,15 @@ private:
 
 } // namespace
 
-std::shared_ptr<Device> runtime::getSimulatorDevice(const std::string &chip) {
-  return std::make_shared<SimulatorDevice>(chip);
+std::shared_ptr<Device>
+runtime::getSimulatorDevice(const std::string &chip,
+                            const SimulatorOptions &options) {
+  return std::make_shared<SimulatorDevice>(chip, options);
+}
+
+Result<SimulatorCounters> runtime::getSimulatorCounters(const Device &device) {
+  auto *sim = dynamic_cast<const SimulatorDevice *>(&device);
+  if (!sim)
+    return Status::error(device.describe() + " is not the simulator");
+  return const_cast<SimulatorDevice *>(sim)->getCounters();
 }

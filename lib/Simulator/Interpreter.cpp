@@ -69,19 +69,31 @@ struct Thread {
   std::vector<PendingCopy> pending;
 };
 
-/// Race-checking state of one byte of shared memory.
+/// Race-checking state of one byte of shared memory that every access
+/// reads: the barrier epochs (mod 2^16) and threads of the last write and
+/// of this epoch's reads. Threads fit 15 bits (at most 1024 per CTA); the
+/// top bit of `writeThread` marks a cp.async in flight into the byte, that
+/// of `readThread` more than one reader in the epoch.
 struct ShadowByte {
-  uint32_t writeEpoch = 0;
-  uint32_t readEpoch = 0;
+  uint16_t writeEpoch = 0;
+  uint16_t readEpoch = 0;
+  uint16_t writeThread = 0;
+  uint16_t readThread = 0;
+};
+constexpr uint16_t kInflightBit = 0x8000;
+constexpr uint16_t kMultipleReadersBit = 0x8000;
+constexpr uint16_t kThreadMask = 0x7fff;
+
+/// The rest of a byte's race-checking state, touched when an access is
+/// recorded or reported: source lines, and the warp's bar.warp.sync count
+/// at each access (which orders lanes of one warp).
+struct ShadowDetail {
   uint32_t writeLine = 0;
   uint32_t readLine = 0;
   uint32_t writeWarpSync = 0;
   uint32_t readWarpSync = 0;
-  uint32_t inflightLine = 0; // line of a cp.async in flight (0: none)
-  uint16_t writeThread = 0;
-  uint16_t readThread = 0;
-  uint16_t inflightThread = 0;
-  bool multipleReaders = false;
+  uint32_t inflightLine = 0;
+  uint32_t inflightThread = 0;
 };
 
 struct Buffer {
@@ -257,8 +269,10 @@ public:
     if (env.dynamicShared == 0)
       sharedSize = std::max(sharedSize, k.info.staticSharedBytes);
     shared.assign(sharedSize, 0);
-    if (env.checkRaces)
+    if (env.checkRaces) {
       shadow.assign(sharedSize, ShadowByte());
+      detail.assign(sharedSize, ShadowDetail());
+    }
     local.assign(static_cast<size_t>(nthreads) * k.localBytes, 0);
     warpSync.assign(nwarps, 0);
   }
@@ -276,9 +290,10 @@ private:
   std::vector<uint8_t> shared;
   uint32_t sharedSize = 0;
   std::vector<ShadowByte> shadow;
+  std::vector<ShadowDetail> detail;
   std::vector<uint8_t> local;
   std::vector<uint32_t> warpSync;
-  uint32_t epoch = 0;
+  uint16_t epoch = 0;
   Dim3 ctaid;
   uint64_t ctaIndex = 0;
   Error error;
@@ -322,7 +337,8 @@ private:
                           where(t));
   }
 
-  uint64_t special(Special s, const Thread &t) const {
+  __attribute__((noinline)) uint64_t special(Special s,
+                                             const Thread &t) const {
     switch (s) {
     case Special::TidX: return t.x;
     case Special::TidY: return t.y;
@@ -356,7 +372,9 @@ private:
     return 0;
   }
 
-  inline uint64_t val(const Operand &o, const Thread &t, const uint64_t *r) {
+  __attribute__((always_inline)) uint64_t val(const Operand &o,
+                                              const Thread &t,
+                                              const uint64_t *r) {
     if (o.kind == OperandKind::Reg) {
       uint64_t v = r[o.reg];
       return o.negate ? (~v & 1u) : v;
@@ -391,66 +409,98 @@ private:
     return &*it;
   }
 
-  /// Checks an access to shared bytes [off, off + size) for races and
-  /// records it. `write` marks stores.
+  /// Starts a new barrier epoch: accesses after it are ordered after
+  /// those before. Epochs are 16-bit; when they wrap, every record is made
+  /// stale (epoch 0 is never current).
+  void advanceEpoch(unsigned by) {
+    if (static_cast<unsigned>(epoch) + by <= 0xffff) {
+      epoch = static_cast<uint16_t>(epoch + by);
+      return;
+    }
+    for (ShadowByte &b : shadow)
+      b.writeEpoch = b.readEpoch = 0;
+    epoch = 1;
+  }
+
+  /// Whether an access of thread `other` of this warp, made at its warp's
+  /// bar.warp.sync count `sync`, is ordered before the current one.
+  bool orderedInWarp(const Thread &t, uint32_t other, uint32_t sync) const {
+    return threads[other].warp == t.warp && sync < warpSync[t.warp];
+  }
+
+  /// Checks an access to shared bytes [off, off + size) for races and,
+  /// when `record`, records it. `write` marks stores.
   bool checkShared(uint32_t off, uint32_t size, bool write, const Inst &inst,
-                   const Thread &t) {
+                   const Thread &t, bool record = true) {
     if (!env.checkRaces)
       return true;
-    uint16_t me = static_cast<uint16_t>(t.linear);
-    uint32_t mySync = warpSync[t.warp];
-      // bar.warp.sync orders the lanes of one warp.
-    auto ordered = [&](uint16_t other, uint32_t sync) {
-      return threads[other].warp == t.warp && sync < mySync;
-    };
+    const uint16_t me = static_cast<uint16_t>(t.linear);
+    const uint16_t ep = epoch;
+    ShadowByte *hot = shadow.data() + off;
     for (uint32_t i = 0; i < size; ++i) {
-      ShadowByte &s = shadow[off + i];
-      if (s.inflightLine) {
-        return fault(ErrorKind::Race, inst, t,
-                     std::string(write ? "write to" : "read of") +
-                         " shared address " + hex(off + i) +
-                         " while a cp.async into it is in flight (issued at " +
-                         at(s.inflightLine) + " by " +
-                         threadName(s.inflightThread) +
-                         ", not yet retired by cp.async.wait_group)");
-      }
-      if (s.writeEpoch == epoch && s.writeThread != me &&
-          !ordered(s.writeThread, s.writeWarpSync)) {
-        return fault(ErrorKind::Race, inst, t,
-                     std::string(write ? "write" : "read") +
-                         " of shared address " + hex(off + i) +
-                         " conflicts with the write at " + at(s.writeLine) +
-                         " by " + threadName(s.writeThread) +
-                         " with no barrier between them");
-      }
+      ShadowByte &s = hot[i];
+      if (s.writeThread & kInflightBit)
+        return reportRace(off + i, write, inst, t, RaceWith::Inflight);
+      if (s.writeEpoch == ep && s.writeThread != me &&
+          !orderedInWarp(t, s.writeThread, detail[off + i].writeWarpSync))
+        return reportRace(off + i, write, inst, t, RaceWith::Write);
+      if (write && s.readEpoch == ep && s.readThread != me &&
+          !orderedInWarp(t, s.readThread & kThreadMask,
+                         detail[off + i].readWarpSync))
+        return reportRace(off + i, write, inst, t, RaceWith::Read);
+    }
+    if (!record)
+      return true;
+    const uint32_t mySync = warpSync[t.warp];
+    ShadowDetail *cold = detail.data() + off;
+    for (uint32_t i = 0; i < size; ++i) {
+      ShadowByte &s = hot[i];
       if (write) {
-        bool otherReader = s.readThread != me || s.multipleReaders;
-        if (s.readEpoch == epoch && otherReader &&
-            !ordered(s.readThread, s.readWarpSync)) {
-          return fault(ErrorKind::Race, inst, t,
-                       "write of shared address " + hex(off + i) +
-                           " conflicts with the read at " + at(s.readLine) +
-                           " by " + threadName(s.readThread) +
-                           (s.multipleReaders ? " (and other threads)" : "") +
-                           " with no barrier between them");
-        }
-        s.writeEpoch = epoch;
+        s.writeEpoch = ep;
         s.writeThread = me;
-        s.writeLine = inst.line;
-        s.writeWarpSync = mySync;
-      } else {
-        if (s.readEpoch != epoch) {
-          s.readEpoch = epoch;
-          s.readThread = me;
-          s.readLine = inst.line;
-          s.readWarpSync = mySync;
-          s.multipleReaders = false;
-        } else if (s.readThread != me) {
-          s.multipleReaders = true;
-        }
+        cold[i].writeLine = inst.line;
+        cold[i].writeWarpSync = mySync;
+      } else if (s.readEpoch != ep) {
+        s.readEpoch = ep;
+        s.readThread = me;
+        cold[i].readLine = inst.line;
+        cold[i].readWarpSync = mySync;
+      } else if ((s.readThread & kThreadMask) != me) {
+        s.readThread |= kMultipleReadersBit;
       }
     }
     return true;
+  }
+
+  enum class RaceWith { Inflight, Write, Read };
+  /// Reports the race of an access to shared byte `b` (kept out of line).
+  bool reportRace(uint32_t b, bool write, const Inst &inst, const Thread &t,
+                  RaceWith with) {
+    const ShadowByte &s = shadow[b];
+    const ShadowDetail &d = detail[b];
+    std::string what;
+    switch (with) {
+    case RaceWith::Inflight:
+      what = std::string(write ? "write to" : "read of") + " shared address " +
+             hex(b) + " while a cp.async into it is in flight (issued at " +
+             at(d.inflightLine) + " by " + threadName(d.inflightThread) +
+             ", not yet retired by cp.async.wait_group)";
+      break;
+    case RaceWith::Write:
+      what = std::string(write ? "write" : "read") + " of shared address " +
+             hex(b) + " conflicts with the write at " + at(d.writeLine) +
+             " by " + threadName(s.writeThread) + " with no barrier between them";
+      break;
+    case RaceWith::Read:
+      what = "write of shared address " + hex(b) +
+             " conflicts with the read at " + at(d.readLine) + " by " +
+             threadName(s.readThread & kThreadMask) +
+             ((s.readThread & kMultipleReadersBit) ? " (and other threads)"
+                                                   : "") +
+             " with no barrier between them";
+      break;
+    }
+    return fault(ErrorKind::Race, inst, t, what);
   }
 
   /// Resolves an access of `size` bytes at `addr` in `space` to host
@@ -536,11 +586,12 @@ private:
         if (env.checkRaces) {
           for (uint32_t b = 0; b < c.bytes; ++b) {
             ShadowByte &s = shadow[c.dst + b];
-            s.inflightLine = 0;
+            ShadowDetail &d = detail[c.dst + b];
             s.writeEpoch = epoch;
             s.writeThread = static_cast<uint16_t>(t.linear);
-            s.writeLine = c.line;
-            s.writeWarpSync = warpSync[t.warp];
+            d.inflightLine = 0;
+            d.writeLine = c.line;
+            d.writeWarpSync = warpSync[t.warp];
           }
         }
       } else {
@@ -597,25 +648,16 @@ private:
     // The destination is written: check it like a store, then mark it in
     // flight until the copy lands.
     if (env.checkRaces) {
-      if (!checkWriteOnly(copy.dst, size, inst, t))
+      if (!checkShared(copy.dst, size, true, inst, t, /*record=*/false))
         return false;
       for (uint32_t b = 0; b < size; ++b) {
-        shadow[copy.dst + b].inflightLine = inst.line;
-        shadow[copy.dst + b].inflightThread = static_cast<uint16_t>(t.linear);
+        shadow[copy.dst + b].writeThread |= kInflightBit;
+        detail[copy.dst + b].inflightLine = inst.line;
+        detail[copy.dst + b].inflightThread = t.linear;
       }
     }
     t.pending.push_back(copy);
     return true;
-  }
-
-  /// The race check of a store without recording it (for cp.async issue).
-  bool checkWriteOnly(uint32_t off, uint32_t size, const Inst &inst,
-                      const Thread &t) {
-    std::vector<ShadowByte> saved(shadow.begin() + off,
-                                  shadow.begin() + off + size);
-    bool ok = checkShared(off, size, true, inst, t);
-    std::copy(saved.begin(), saved.end(), shadow.begin() + off);
-    return ok;
   }
 
   // Execution --------------------------------------------------------------
@@ -639,7 +681,7 @@ bool CTARunner::run(uint64_t index) {
   ctaid.z = static_cast<uint32_t>(index / (uint64_t(env.grid.x) * env.grid.y));
   error = Error();
   // A fresh epoch: every record of earlier CTAs is stale.
-  epoch += 2;
+  advanceEpoch(2);
   // Uninitialised shared memory reads as all-ones bytes (NaN as floats), so
   // that a kernel relying on zeroed shared memory shows it.
   std::fill(shared.begin(), shared.end(), 0xff);
@@ -696,7 +738,7 @@ bool CTARunner::run(uint64_t index) {
   if (error) {
     if (env.checkRaces)
       for (ShadowByte &s : shadow)
-        s.inflightLine = 0;
+        s.writeThread &= kThreadMask;
     env.report(index, std::move(error));
     return false;
   }
@@ -766,7 +808,7 @@ bool CTARunner::tryBarriers() {
     released = true;
   }
   if (released)
-    ++epoch; // every access after the barrier is ordered after those before
+    advanceEpoch(1); // accesses after the barrier are ordered after those before
   return released;
 }
 
@@ -1016,7 +1058,8 @@ bool CTARunner::execWarpOp(uint32_t w) {
     for (uint32_t l = 0; l < 32; ++l) {
       uint32_t g = l / 4, tq = l % 4;
       uint64_t *tr = regsOf(lane(l));
-      auto half = [&](unsigned opIndex, unsigned which) {
+      auto half = [&](unsigned opIndex, unsigned which)
+                      __attribute__((always_inline)) {
         uint32_t v = static_cast<uint32_t>(val(opnd(li, opIndex), lane(l), tr));
         return static_cast<double>(
             halfValue(static_cast<uint16_t>(v >> (16 * which)), bf));
@@ -1038,15 +1081,20 @@ bool CTARunner::execWarpOp(uint32_t w) {
         C[g + (i >= 2 ? 8 : 0)][2 * tq + (i & 1)] = c;
       }
     }
+    // D = C + A B in double, each element summed in k order (the loop
+    // order lets the compiler vectorise over columns).
+    for (uint32_t row = 0; row < 16; ++row)
+      for (uint32_t kk = 0; kk < kDim; ++kk) {
+        double a = A[row][kk];
+        for (uint32_t col = 0; col < 8; ++col)
+          C[row][col] += a * B[kk][col];
+      }
     for (uint32_t l = 0; l < 32; ++l) {
       uint32_t g = l / 4, tq = l % 4;
       uint64_t *tr = regsOf(lane(l));
       for (unsigned i = 0; i < 4; ++i) {
         uint32_t row = g + (i >= 2 ? 8 : 0), col = 2 * tq + (i & 1);
-        double acc = C[row][col];
-        for (uint32_t kk = 0; kk < kDim; ++kk)
-          acc += A[row][kk] * B[kk][col];
-        set(opnd(li, i), tr, floatBits(static_cast<float>(acc)));
+        set(opnd(li, i), tr, floatBits(static_cast<float>(C[row][col])));
       }
     }
     break;
@@ -1081,8 +1129,12 @@ void CTARunner::runThread(Thread &t) {
       continue;
     }
     const Operand *O = k.operands.data() + I.firstOp;
-    auto src = [&](unsigned i) -> uint64_t { return val(O[i], t, R); };
-    auto dst = [&](unsigned i, uint64_t v) { set(O[i], R, v); };
+    auto src = [&](unsigned i) __attribute__((always_inline)) -> uint64_t {
+      return val(O[i], t, R);
+    };
+    auto dst = [&](unsigned i, uint64_t v) __attribute__((always_inline)) {
+      set(O[i], R, v);
+    };
     Ty ty = I.type;
     switch (I.op) {
     case Op::Mov:

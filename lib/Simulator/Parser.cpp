@@ -30,46 +30,6 @@ using namespace flashc::sim::detail;
 // Types
 //===----------------------------------------------------------------------===//
 
-unsigned detail::sizeOf(Ty t) {
-  switch (t) {
-  case Ty::None:
-    return 0;
-  case Ty::Pred:
-  case Ty::B8:
-  case Ty::U8:
-  case Ty::S8:
-    return 1;
-  case Ty::B16:
-  case Ty::U16:
-  case Ty::S16:
-  case Ty::F16:
-  case Ty::BF16:
-    return 2;
-  case Ty::B32:
-  case Ty::U32:
-  case Ty::S32:
-  case Ty::F32:
-  case Ty::F16x2:
-  case Ty::BF16x2:
-    return 4;
-  case Ty::B64:
-  case Ty::U64:
-  case Ty::S64:
-  case Ty::F64:
-    return 8;
-  }
-  return 0;
-}
-
-bool detail::isFloat(Ty t) {
-  return t == Ty::F16 || t == Ty::F16x2 || t == Ty::BF16 ||
-         t == Ty::BF16x2 || t == Ty::F32 || t == Ty::F64;
-}
-
-bool detail::isSigned(Ty t) {
-  return t == Ty::S8 || t == Ty::S16 || t == Ty::S32 || t == Ty::S64;
-}
-
 const char *detail::stringify(Ty t) {
   switch (t) {
   case Ty::None: return "none";

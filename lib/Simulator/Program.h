@@ -51,10 +51,26 @@ enum class Ty : uint8_t {
   F64,
 };
 
-/// Size in bytes of a value of type `t` (predicates count as 1).
-unsigned sizeOf(Ty t);
-bool isFloat(Ty t);
-bool isSigned(Ty t);
+/// Size in bytes of a value of type `t` (predicates count as 1). Inline
+/// table lookups: the interpreter asks on every instruction.
+inline unsigned sizeOf(Ty t) {
+  //                                 None Pred B8 B16 B32 B64 U8 U16 U32 U64
+  static constexpr uint8_t kSizes[] = {0, 1, 1, 2, 4, 8, 1, 2, 4, 8,
+                                       // S8 S16 S32 S64 F16 F16x2 BF16
+                                       1, 2, 4, 8, 2, 4, 2,
+                                       // BF16x2 F32 F64
+                                       4, 4, 8};
+  static_assert(sizeof(kSizes) == static_cast<unsigned>(Ty::F64) + 1,
+                "one size per type");
+  return kSizes[static_cast<uint8_t>(t)];
+}
+inline bool isFloat(Ty t) {
+  return t == Ty::F16 || t == Ty::F16x2 || t == Ty::BF16 ||
+         t == Ty::BF16x2 || t == Ty::F32 || t == Ty::F64;
+}
+inline bool isSigned(Ty t) {
+  return t == Ty::S8 || t == Ty::S16 || t == Ty::S32 || t == Ty::S64;
+}
 const char *stringify(Ty t);
 
 enum class Special : uint8_t {

@@ -18,6 +18,11 @@
 //       accumulation order) and the .approx instructions. --dry-run uses the
 //       simulator for both sides (a check of the harness without a GPU).
 //
+//   flashc-gpucheck simbench --bundle DIR [--filter TEXT] [--workers N]
+//       The PTX simulator's speed on the bundle's kernels, in simulated
+//       thread-instructions per second (one worker, with and without race
+//       checking, and N workers).
+//
 //===----------------------------------------------------------------------===//
 
 #include "flashc/Runtime/Runtime.h"
@@ -133,7 +138,7 @@ void reference(const AttentionQuery &q, const Shape &s,
 
 /// Runs one variant on one shape; returns false on a mismatch.
 bool checkVariant(Device &device, const KernelVariant &v, const Shape &s,
-                  unsigned seed) {
+                  unsigned seed, bool print = true) {
   const AttentionQuery &q = v.query;
   int64_t heads = s.kvHeads * q.group;
   std::mt19937 rng(seed);
@@ -212,9 +217,10 @@ bool checkVariant(Device &device, const KernelVariant &v, const Shape &s,
   char lseText[32] = "";
   if (q.withLse)
     std::snprintf(lseText, sizeof(lseText), ", lse %.2e", worstLse);
-  std::printf("%-44s %-28s splits %-3lld max|err| %.2e%s  %s\n", v.id.c_str(),
-              shape, static_cast<long long>(report.splits), worst, lseText,
-              ok ? "PASS" : "FAIL");
+  if (print)
+    std::printf("%-44s %-28s splits %-3lld max|err| %.2e%s  %s\n",
+                v.id.c_str(), shape, static_cast<long long>(report.splits),
+                worst, lseText, ok ? "PASS" : "FAIL");
   return ok;
 }
 
@@ -274,6 +280,85 @@ int numerics(const std::vector<std::string> &args) {
     }
   }
   std::cout << runs - failures << " of " << runs << " runs passed\n";
+  return failures ? 1 : 0;
+}
+
+//===----------------------------------------------------------------------===//
+// simbench
+//===----------------------------------------------------------------------===//
+
+/// The simulator's speed on the bundle's kernels: thread-instructions per
+/// second with one worker (race checking on, then off) and with every
+/// core, on a prefill and a decode shape per variant. Each run is also
+/// checked against the float64 reference (outside the timed launches).
+int simbench(const std::vector<std::string> &args) {
+  std::string bundleDir, filter;
+  unsigned workers = 2;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--bundle" && i + 1 < args.size())
+      bundleDir = args[++i];
+    else if (args[i] == "--filter" && i + 1 < args.size())
+      filter = args[++i];
+    else if (args[i] == "--workers" && i + 1 < args.size())
+      workers = static_cast<unsigned>(std::stoul(args[++i]));
+    else
+      return fail("simbench: unexpected argument '" + args[i] + "'");
+  }
+  if (bundleDir.empty())
+    return fail("simbench needs --bundle DIR");
+  Result<Bundle> bundle = Bundle::load(bundleDir);
+  if (!bundle)
+    return fail(bundle.message());
+  struct Mode {
+    const char *name;
+    SimulatorOptions options;
+  };
+  const Mode modes[] = {{"1 worker", {1, true}},
+                        {"1 worker, no race check", {1, false}},
+                        {"workers", {workers, true}}};
+  std::printf("%-40s %-26s %10s %9s %9s %9s %7s\n", "variant", "shape",
+              "Minstr", "1w Mi/s", "1w-nr", "Nw Mi/s", "Nw/1w");
+  unsigned seed = std::random_device{}();
+  int failures = 0, rows = 0;
+  uint64_t totalInstructions = 0;
+  double totalSeconds[3] = {0, 0, 0};
+  for (const KernelVariant &v : bundle->variants) {
+    if (!filter.empty() && v.id.find(filter) == std::string::npos)
+      continue;
+    Shape shape = v.query.decode ? Shape{1, 2, 1, 4096} : Shape{1, 1, 256, 512};
+    double rate[3] = {0, 0, 0};
+    uint64_t instructions = 0;
+    for (int m = 0; m < 3; ++m) {
+      std::shared_ptr<Device> device =
+          getSimulatorDevice(v.query.target, modes[m].options);
+      failures += !checkVariant(*device, v, shape, seed + rows, false);
+      Result<SimulatorCounters> counters = getSimulatorCounters(*device);
+      if (!counters)
+        return fail(counters.message());
+      instructions = counters->threadInstructions;
+      rate[m] = counters->threadInstructions / counters->seconds * 1e-6;
+      totalSeconds[m] += counters->seconds;
+    }
+    totalInstructions += instructions;
+    ++rows;
+    char text[64];
+    std::snprintf(text, sizeof(text), "B=%lld Hkv=%lld Nq=%lld Nk=%lld",
+                  static_cast<long long>(shape.batch),
+                  static_cast<long long>(shape.kvHeads),
+                  static_cast<long long>(shape.seqQ),
+                  static_cast<long long>(shape.seqKV));
+    std::printf("%-40s %-26s %10.1f %9.1f %9.1f %9.1f %7.2f\n", v.id.c_str(),
+                text, instructions * 1e-6, rate[0], rate[1], rate[2],
+                rate[2] / rate[0]);
+  }
+  if (rows)
+    std::printf("all %d: %.1f M thread-instructions/s on 1 worker, %.1f "
+                "without race checking, %.1f on %u workers\n",
+                rows, totalInstructions / totalSeconds[0] * 1e-6,
+                totalInstructions / totalSeconds[1] * 1e-6,
+                totalInstructions / totalSeconds[2] * 1e-6, workers);
+  if (failures)
+    std::printf("%d runs did not match the float64 reference\n", failures);
   return failures ? 1 : 0;
 }
 
@@ -510,7 +595,9 @@ int main(int argc, char **argv) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << "usage: flashc-gpucheck numerics --bundle DIR [--device "
                  "cuda|sim] [--quick] [--filter TEXT]\n"
-                 "       flashc-gpucheck simkernels --ptx FILE [--dry-run]\n";
+                 "       flashc-gpucheck simkernels --ptx FILE [--dry-run]\n"
+                 "       flashc-gpucheck simbench --bundle DIR [--filter TEXT] "
+                 "[--workers N]\n";
     return args.empty() ? 1 : 0;
   }
   std::string command = args[0];
@@ -519,5 +606,7 @@ int main(int argc, char **argv) {
     return numerics(args);
   if (command == "simkernels")
     return simkernels(args);
+  if (command == "simbench")
+    return simbench(args);
   return fail("unknown command '" + command + "'");
 }

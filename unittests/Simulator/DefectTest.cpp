@@ -272,6 +272,57 @@ INSTANTIATE_TEST_SUITE_P(Hand, HandFaultTest, ::testing::ValuesIn(kHandFaults),
                            return std::string(info.param.name);
                          });
 
+/// Barrier epochs are 16-bit in the race checker: 80000 barriers wrap them.
+/// Across the wrap, properly ordered accesses stay race-free and a race
+/// after it is still found.
+std::string epochWrapBody(bool withRace) {
+  return std::string("  mov.u32 %r1, s;\n"
+                     "  shl.b32 %r2, %r0, 2;\n"
+                     "  add.u32 %r3, %r1, %r2;\n"
+                     "  add.u32 %r4, %r0, 1;\n"
+                     "  and.b32 %r4, %r4, 31;\n"
+                     "  shl.b32 %r4, %r4, 2;\n"
+                     "  add.u32 %r4, %r1, %r4;\n"
+                     "  mov.u32 %r5, 0;\n"
+                     // s[32], written once by thread 0 before the loop,
+                     // read by thread 1 in every epoch after: a record
+                     // of the first epochs must not look current again
+                     // once the epochs wrap.
+                     "  setp.eq.u32 %p2, %r0, 0;\n"
+                     "  setp.eq.u32 %p3, %r0, 1;\n"
+                     "  @%p2 st.shared.u32 [%r1+128], %r0;\n"
+                     "  bar.sync 0;\n"
+                     "LOOP:\n"
+                     "  st.shared.u32 [%r3], %r5;\n"
+                     "  @%p3 ld.shared.u32 %r7, [%r1+128];\n"
+                     "  bar.sync 0;\n"
+                     "  ld.shared.u32 %r6, [%r4];\n"
+                     "  @%p3 ld.shared.u32 %r7, [%r1+128];\n"
+                     "  bar.sync 0;\n"
+                     "  add.u32 %r5, %r5, 1;\n"
+                     "  setp.lt.u32 %p1, %r5, 40000;\n"
+                     "  @%p1 bra LOOP;\n"
+                     "  mul.wide.u32 %rd1, %r0, 8;\n"
+                     "  add.s64 %rd2, %rd14, %rd1;\n"
+                     "  cvt.u64.u32 %rd3, %r6;\n"
+                     "  st.global.u64 [%rd2], %rd3;\n") +
+         (withRace ? "  st.shared.u32 [%r1], %r0;\n" : "");
+}
+
+TEST(FaultTest, RaceCheckingSurvivesEpochWrap) {
+  const char *decls = ".shared .align 4 .b32 s[33];";
+  auto clean = runBody(epochWrapBody(false), {0}, 32, 32, decls);
+  ASSERT_TRUE(ok(clean));
+  for (uint64_t v : *clean)
+    EXPECT_EQ(v, 39999u);
+  auto racy = runBody(epochWrapBody(true), {0}, 32, 32, decls);
+  ASSERT_FALSE(racy) << "the race after the epoch wrap was missed";
+  EXPECT_EQ(racy.error().kind(), K::Race) << racy.error().message();
+  EXPECT_NE(racy.error().message().find("conflicts with the write"),
+            std::string::npos)
+      << racy.error().message();
+}
+
 /// With several CTAs failing, the error is the first CTA's whatever the
 /// number of workers.
 TEST(FaultTest, FirstFailingCTAIsReported) {

@@ -153,10 +153,32 @@ public:
 /// (no libcuda.so.1, no device, an old driver).
 Result<std::shared_ptr<Device>> getCudaDevice(int ordinal = 0);
 
+/// How the simulator device runs its launches.
+struct SimulatorOptions {
+  /// Host threads running CTAs in parallel; 0: every core.
+  unsigned workers = 0;
+  /// Shared-memory race checking (off only to measure its cost).
+  bool checkRaces = true;
+};
+
 /// The PTX simulator as a device: kernels run on the host's cores over host
 /// memory, with out-of-bounds, race and deadlock checking. `chip` is the
 /// target it claims to be (sm_80 or sm_90a).
-std::shared_ptr<Device> getSimulatorDevice(const std::string &chip = "sm_80");
+std::shared_ptr<Device>
+getSimulatorDevice(const std::string &chip = "sm_80",
+                   const SimulatorOptions &options = SimulatorOptions());
+
+/// What a simulator device has executed since it was made.
+struct SimulatorCounters {
+  /// Instructions executed, summed over every simulated thread.
+  uint64_t threadInstructions = 0;
+  /// Wall-clock seconds spent inside launches.
+  double seconds = 0;
+};
+
+/// The counters of a device from getSimulatorDevice; an error for any other
+/// device.
+Result<SimulatorCounters> getSimulatorCounters(const Device &device);
 
 /// One attention call: O = softmax(scale Q K^T) V (and its log-sum-exp).
 struct AttentionCall {
