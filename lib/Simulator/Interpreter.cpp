@@ -86,14 +86,13 @@ constexpr uint16_t kThreadMask = 0x7fff;
 
 /// The rest of a byte's race-checking state, touched when an access is
 /// recorded or reported: source lines, and the warp's bar.warp.sync count
-/// at each access (which orders lanes of one warp).
+/// at each access (which orders lanes of one warp). A copy in flight is
+/// found in its thread's pending copies when it is reported.
 struct ShadowDetail {
   uint32_t writeLine = 0;
   uint32_t readLine = 0;
   uint32_t writeWarpSync = 0;
   uint32_t readWarpSync = 0;
-  uint32_t inflightLine = 0;
-  uint32_t inflightThread = 0;
 };
 
 struct Buffer {
@@ -480,12 +479,20 @@ private:
     const ShadowDetail &d = detail[b];
     std::string what;
     switch (with) {
-    case RaceWith::Inflight:
+    case RaceWith::Inflight: {
+      uint32_t line = 0, issuer = 0;
+      for (const Thread &other : threads)
+        for (const PendingCopy &c : other.pending)
+          if (b >= c.dst && b < c.dst + c.bytes) {
+            line = c.line;
+            issuer = other.linear;
+          }
       what = std::string(write ? "write to" : "read of") + " shared address " +
              hex(b) + " while a cp.async into it is in flight (issued at " +
-             at(d.inflightLine) + " by " + threadName(d.inflightThread) +
+             at(line) + " by " + threadName(issuer) +
              ", not yet retired by cp.async.wait_group)";
       break;
+    }
     case RaceWith::Write:
       what = std::string(write ? "write" : "read") + " of shared address " +
              hex(b) + " conflicts with the write at " + at(d.writeLine) +
@@ -589,7 +596,6 @@ private:
             ShadowDetail &d = detail[c.dst + b];
             s.writeEpoch = epoch;
             s.writeThread = static_cast<uint16_t>(t.linear);
-            d.inflightLine = 0;
             d.writeLine = c.line;
             d.writeWarpSync = warpSync[t.warp];
           }
@@ -650,11 +656,8 @@ private:
     if (env.checkRaces) {
       if (!checkShared(copy.dst, size, true, inst, t, /*record=*/false))
         return false;
-      for (uint32_t b = 0; b < size; ++b) {
+      for (uint32_t b = 0; b < size; ++b)
         shadow[copy.dst + b].writeThread |= kInflightBit;
-        detail[copy.dst + b].inflightLine = inst.line;
-        detail[copy.dst + b].inflightThread = t.linear;
-      }
     }
     t.pending.push_back(copy);
     return true;
