@@ -23,6 +23,16 @@
 // destinations before their wait) and barrier deadlocks as errors naming the
 // kernel, the PTX line, the thread and the address.
 //
+// Numerics, and where they differ from the hardware: f32 arithmetic is IEEE
+// with PTX's rounding modifiers (`fma` fused); f16/bf16 conversions round
+// to nearest even. The `.approx` instructions (ex2, lg2, rcp, sqrt, ...)
+// are computed in double and rounded once to f32, so they are at least as
+// accurate as the hardware's (ex2.approx: 2 ulp; rcp/sqrt.approx: 1 ulp).
+// `mma.sync` sums each output element in double (C first, then k in order)
+// and rounds once to f32, where the tensor cores truncate partial sums in
+// an unspecified order. Tests against a float64 reference must allow for
+// both differences, which are far below any f16/bf16 tolerance.
+//
 // This library is plain C++17: it depends on neither LLVM nor MLIR.
 //
 //===----------------------------------------------------------------------===//

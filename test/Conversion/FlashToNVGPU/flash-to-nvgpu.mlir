@@ -41,6 +41,8 @@
 // RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80" \
 // RUN:   | not flashc-opt --flash-to-nvgpu=target=sm_99 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=SM99
+// RUN: flashc-opt %t/two.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN:   | not flashc-opt --flash-to-nvgpu 2>&1 | FileCheck %s --check-prefix=TWO
 //
 // A module without attention is left unchanged.
 // RUN: flashc-opt %t/none.mlir --flash-to-nvgpu | FileCheck %s --check-prefix=NONE
@@ -269,4 +271,19 @@ func.func @static(%q: tensor<1x1x32x64xf16>, %k: tensor<1x1x32x64xf16>,
 func.func @no_attention(%a: tensor<4xf16>, %b: tensor<4xf16>) -> tensor<4xf16> {
   %c = arith.addf %a, %b : tensor<4xf16>
   return %c : tensor<4xf16>
+}
+
+// TWO: error: flash-to-nvgpu: one attention per function
+
+//--- two.mlir
+func.func @two(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
+               %v: tensor<?x2x?x64xf16>)
+    -> (tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>) {
+  %o1 = flash.attention %q, %k, %v
+      : tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>
+      -> tensor<?x2x?x64xf16>
+  %o2 = flash.attention %q, %k, %v causal
+      : tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>
+      -> tensor<?x2x?x64xf16>
+  return %o1, %o2 : tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>
 }
