@@ -226,6 +226,13 @@ llvm::Expected<rt::KernelVariant> Compiler::compileGPUVariant(
                         " lacks its launch metadata";
         return;
       }
+      if (fn.getNumArguments() != rt::getKernelParameters().size()) {
+        metadataError = "kernel " + fn.getName().str() + " takes " +
+                        std::to_string(fn.getNumArguments()) +
+                        " arguments; the runtime passes " +
+                        std::to_string(rt::getKernelParameters().size());
+        return;
+      }
       rt::KernelEntry e;
       e.name = fn.getName().str();
       e.grid = grid.getValue().str();

@@ -159,6 +159,35 @@ Result<KernelEntry> KernelEntry::fromJson(const JsonValue &v) {
   return e;
 }
 
+const std::vector<KernelParameter> &runtime::getKernelParameters() {
+  static const std::vector<KernelParameter> parameters = {
+      {"q", "Q: batch x G query heads x Nq x D elements (one KV head's group)"},
+      {"k", "K: batch x Nk x D elements"},
+      {"v", "V: batch x Nk x Dv elements"},
+      {"out", "O: batch x G x Nq x Dv elements"},
+      {"lse", "log-sum-exp, f32, batch x G x Nq (read only by lse variants)"},
+      {"ws_out", "split partial outputs, f32 (decode variants)"},
+      {"ws_lse", "split partial log-sum-exps, f32 (decode variants)"},
+      {"B", "batch: the call's batch x KV heads when they fold"},
+      {"Nq", "query rows per head"},
+      {"Nk", "keys"},
+      {"splits", "KV splits (decode variants; 1 otherwise)"},
+      {"q_stride_b", "elements between batch entries of q"},
+      {"q_stride_h", "elements between query heads of q"},
+      {"q_stride_n", "elements between rows of q"},
+      {"k_stride_b", "elements between batch entries of k"},
+      {"k_stride_h", "elements between heads of k"},
+      {"k_stride_n", "elements between rows of k"},
+      {"v_stride_b", "elements between batch entries of v"},
+      {"v_stride_h", "elements between heads of v"},
+      {"v_stride_n", "elements between rows of v"},
+      {"out_stride_b", "elements between batch entries of out"},
+      {"out_stride_h", "elements between query heads of out"},
+      {"out_stride_n", "elements between rows of out"},
+  };
+  return parameters;
+}
+
 JsonValue KernelVariant::toJson() const {
   JsonValue::Object o;
   o["id"] = id;
@@ -183,6 +212,14 @@ JsonValue KernelVariant::toJson() const {
   if (combine)
     kernels["combine"] = combine->toJson();
   o["kernels"] = JsonValue(std::move(kernels));
+  JsonValue::Array arguments;
+  for (const KernelParameter &p : getKernelParameters()) {
+    JsonValue::Object a;
+    a["name"] = p.name;
+    a["meaning"] = p.meaning;
+    arguments.push_back(JsonValue(std::move(a)));
+  }
+  o["arguments"] = JsonValue(std::move(arguments));
   return JsonValue(std::move(o));
 }
 
@@ -218,8 +255,11 @@ Result<KernelVariant> KernelVariant::fromJson(const JsonValue &v) {
   if (!getInt(v, "block_q", k.blockQ) || !getInt(v, "block_kv", k.blockKV))
     return missing("block_q, block_kv");
   getString(v, "config", k.config);
-  if (const JsonValue *t = v.get("compile_seconds"))
+  if (const JsonValue *t = v.get("compile_seconds")) {
+    if (t->getKind() != JsonValue::Kind::Number)
+      return missing("compile_seconds");
     k.compileSeconds = t->getNumber();
+  }
   const JsonValue *kernels = v.get("kernels");
   if (!kernels || !kernels->get("forward"))
     return missing("kernels.forward");
@@ -237,6 +277,23 @@ Result<KernelVariant> KernelVariant::fromJson(const JsonValue &v) {
     return Status::error("manifest: variant '" + k.id +
                          "' must have a combine kernel exactly when it is a "
                          "decode variant");
+  // The kernels' parameters must be the ones this runtime passes.
+  const JsonValue *arguments = v.get("arguments");
+  if (!arguments || !arguments->isArray())
+    return missing("arguments");
+  std::string have, want;
+  for (const JsonValue &a : arguments->getArray()) {
+    std::string name;
+    if (!getString(a, "name", name))
+      return missing("arguments");
+    have += (have.empty() ? "" : ", ") + name;
+  }
+  for (const KernelParameter &p : getKernelParameters())
+    want += (want.empty() ? "" : ", ") + std::string(p.name);
+  if (have != want)
+    return Status::error("manifest: the kernels of variant '" + k.id +
+                         "' take (" + have + "); this runtime passes (" +
+                         want + ")");
   return k;
 }
 

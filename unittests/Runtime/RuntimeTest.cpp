@@ -483,6 +483,17 @@ INSTANTIATE_TEST_SUITE_P(
         MalformedCase{"ForwardNegativeShared",
                       [](auto &v) { forwardOf(v)["shared_bytes"] = -1; },
                       "manifest: missing or malformed 'shared_bytes'"},
+        MalformedCase{"NoArguments", [](auto &v) { v.erase("arguments"); },
+                      "manifest: missing or malformed 'arguments'"},
+        MalformedCase{"ArgumentWithoutName",
+                      [](auto &v) {
+                        v["arguments"].getArray()[2] =
+                            JsonValue(JsonValue::Object{});
+                      },
+                      "manifest: missing or malformed 'arguments'"},
+        MalformedCase{"CompileSecondsAsString",
+                      [](auto &v) { v["compile_seconds"] = "fast"; },
+                      "manifest: missing or malformed 'compile_seconds'"},
         MalformedCase{"FractionalRegisters",
                       [](auto &v) { forwardOf(v)["registers"] = 12.5; },
                       "manifest: missing or malformed 'registers'"},
@@ -507,6 +518,20 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<MalformedCase> &info) {
       return std::string(info.param.name);
     });
+
+TEST(ManifestTest, OtherKernelParametersAreRejected) {
+  JsonValue json = sampleVariant().toJson();
+  JsonValue::Array &args = json.getObject()["arguments"].getArray();
+  ASSERT_EQ(args.size(), getKernelParameters().size());
+  args.pop_back();
+  Result<KernelVariant> v = KernelVariant::fromJson(json);
+  ASSERT_FALSE(v.ok());
+  EXPECT_NE(v.message().find("' take (q, k, v, out, lse"), std::string::npos)
+      << v.message();
+  EXPECT_NE(v.message().find("out_stride_h); this runtime passes ("),
+            std::string::npos)
+      << v.message();
+}
 
 TEST(ManifestTest, NonObjectVariantIsAnError) {
   for (JsonValue v : {JsonValue(), JsonValue(3), JsonValue("variant"),

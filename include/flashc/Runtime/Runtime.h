@@ -125,6 +125,18 @@ struct LaunchArg {
   uint64_t extentBytes = 0;
 };
 
+/// One parameter of flashc's GPU kernels.
+struct KernelParameter {
+  const char *name;
+  const char *meaning;
+};
+
+/// The parameters every flashc GPU kernel (forward and combine) takes, in
+/// order: a uniform ABI, whether or not a kernel reads them all. Each
+/// manifest records the list, and a bundle whose kernels take another is
+/// rejected when loaded.
+const std::vector<KernelParameter> &getKernelParameters();
+
 /// Where kernels run.
 class Device {
 public:
