@@ -21,6 +21,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <ostream>
 #include <random>
 
 using namespace mlir::flash;
@@ -50,6 +51,8 @@ std::string nameOf(const Config &c) {
     s += "_dv" + std::to_string(c.headDimV);
   return s;
 }
+
+void PrintTo(const Config &c, std::ostream *os) { *os << nameOf(c); }
 
 /// Sizes a call picks at run time.
 struct Shape {
