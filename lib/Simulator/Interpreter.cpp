@@ -219,6 +219,18 @@ inline uint16_t toHalf(float f, bool bf) {
 }
 inline uint16_t roundHalf(double d, bool bf) { return toHalf(toFloatOdd(d), bf); }
 
+/// D = C + A B for mma.sync, in double: each element summed in k order (the
+/// loop order lets the compiler vectorise over columns).
+inline void mmaAccumulate(const double (&A)[16][16], const double (&B)[16][8],
+                   double (&C)[16][8], uint32_t kDim) {
+  for (uint32_t row = 0; row < 16; ++row)
+    for (uint32_t kk = 0; kk < kDim; ++kk) {
+      double a = A[row][kk];
+      for (uint32_t col = 0; col < 8; ++col)
+        C[row][col] += a * B[kk][col];
+    }
+}
+
 /// Applies a scalar float operation to one or two packed halves.
 template <typename F>
 uint64_t halfOp(Ty t, uint64_t a, uint64_t b, uint64_t c, F f) {
@@ -436,7 +448,20 @@ private:
     const uint16_t me = static_cast<uint16_t>(t.linear);
     const uint16_t ep = epoch;
     ShadowByte *hot = shadow.data() + off;
-    for (uint32_t i = 0; i < size; ++i) {
+    // Fast path: the bytes of a vector access usually share one record
+    // (one thread wrote them, the same threads read them). When they do
+    // and that record allows the access without consulting the per-byte
+    // details, there is nothing to check byte by byte.
+    bool uniform = size > 1;
+    for (uint32_t i = 1; i < size && uniform; ++i)
+      uniform = std::memcmp(&hot[i], &hot[0], sizeof(ShadowByte)) == 0;
+    if (uniform) {
+      const ShadowByte &s = hot[0];
+      uniform = !(s.writeThread & kInflightBit) &&
+                !(s.writeEpoch == ep && s.writeThread != me) &&
+                !(write && s.readEpoch == ep && s.readThread != me);
+    }
+    for (uint32_t i = 0; i < size && !uniform; ++i) {
       ShadowByte &s = hot[i];
       if (s.writeThread & kInflightBit)
         return reportRace(off + i, write, inst, t, RaceWith::Inflight);
@@ -452,6 +477,34 @@ private:
       return true;
     const uint32_t mySync = warpSync[t.warp];
     ShadowDetail *cold = detail.data() + off;
+    if (uniform) {
+      // Every byte gets the same update.
+      ShadowByte s = hot[0];
+      bool first = false;
+      if (write) {
+        s.writeEpoch = ep;
+        s.writeThread = me;
+      } else if (s.readEpoch != ep) {
+        s.readEpoch = ep;
+        s.readThread = me;
+        first = true;
+      } else if ((s.readThread & kThreadMask) != me) {
+        s.readThread |= kMultipleReadersBit;
+      }
+      for (uint32_t i = 0; i < size; ++i)
+        hot[i] = s;
+      if (write)
+        for (uint32_t i = 0; i < size; ++i) {
+          cold[i].writeLine = inst.line;
+          cold[i].writeWarpSync = mySync;
+        }
+      else if (first)
+        for (uint32_t i = 0; i < size; ++i) {
+          cold[i].readLine = inst.line;
+          cold[i].readWarpSync = mySync;
+        }
+      return true;
+    }
     for (uint32_t i = 0; i < size; ++i) {
       ShadowByte &s = hot[i];
       if (write) {
@@ -1084,14 +1137,7 @@ bool CTARunner::execWarpOp(uint32_t w) {
         C[g + (i >= 2 ? 8 : 0)][2 * tq + (i & 1)] = c;
       }
     }
-    // D = C + A B in double, each element summed in k order (the loop
-    // order lets the compiler vectorise over columns).
-    for (uint32_t row = 0; row < 16; ++row)
-      for (uint32_t kk = 0; kk < kDim; ++kk) {
-        double a = A[row][kk];
-        for (uint32_t col = 0; col < 8; ++col)
-          C[row][col] += a * B[kk][col];
-      }
+    mmaAccumulate(A, B, C, kDim);
     for (uint32_t l = 0; l < 32; ++l) {
       uint32_t g = l / 4, tq = l % 4;
       uint64_t *tr = regsOf(lane(l));
