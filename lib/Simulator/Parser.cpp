@@ -20,8 +20,10 @@
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 
 using namespace flashc::sim;
 using namespace flashc::sim::detail;
@@ -276,6 +278,29 @@ bool isHint(std::string_view s) {
       return true;
   return s.rfind("L1::", 0) == 0 || s.rfind("L2::", 0) == 0 ||
          s.rfind("level::", 0) == 0;
+}
+
+/// The modifiers of a warp collective: `.sync` and exactly one of `modes`
+/// (stored in `inst.mode`); false on anything else.
+template <typename Mode>
+bool decodeCollectiveModifiers(
+    const std::vector<std::string_view> &rest,
+    std::initializer_list<std::pair<std::string_view, Mode>> modes,
+    Inst &inst) {
+  bool sync = false, haveMode = false;
+  for (std::string_view m : rest) {
+    if (m == "sync") {
+      sync = true;
+      continue;
+    }
+    auto it = std::find_if(modes.begin(), modes.end(),
+                           [&](const auto &mode) { return mode.first == m; });
+    if (it == modes.end() || haveMode)
+      return false;
+    inst.mode = static_cast<uint8_t>(it->second);
+    haveMode = true;
+  }
+  return sync && haveMode;
 }
 
 /// Decodes the opcode spelling into `inst` (everything but the operands).
@@ -535,42 +560,21 @@ std::string decodeOpcode(std::string_view opcode, Inst &inst) {
   }
   if (base == "shfl") {
     inst.op = Op::Shfl;
-    bool sync = false, haveMode = false;
-    for (std::string_view m : rest) {
-      if (m == "sync") {
-        sync = true;
-      } else if (m == "up" || m == "down" || m == "bfly" || m == "idx") {
-        inst.mode = static_cast<uint8_t>(
-            m == "up" ? ShflMode::Up
-                      : m == "down" ? ShflMode::Down
-                                    : m == "bfly" ? ShflMode::Bfly
-                                                  : ShflMode::Idx);
-        haveMode = true;
-      } else {
-        return unsupported;
-      }
-    }
-    return sync && haveMode && oneType() && inst.type == Ty::B32 ? ""
-                                                                 : unsupported;
+    bool ok = decodeCollectiveModifiers<ShflMode>(
+        rest,
+        {{"up", ShflMode::Up}, {"down", ShflMode::Down},
+         {"bfly", ShflMode::Bfly}, {"idx", ShflMode::Idx}},
+        inst);
+    return ok && oneType() && inst.type == Ty::B32 ? "" : unsupported;
   }
   if (base == "vote") {
     inst.op = Op::Vote;
-    bool sync = false, haveMode = false;
-    for (std::string_view m : rest) {
-      if (m == "sync") {
-        sync = true;
-      } else if (m == "all" || m == "any" || m == "uni" || m == "ballot") {
-        inst.mode = static_cast<uint8_t>(
-            m == "all" ? VoteMode::All
-                       : m == "any" ? VoteMode::Any
-                                    : m == "uni" ? VoteMode::Uni
-                                                 : VoteMode::Ballot);
-        haveMode = true;
-      } else {
-        return unsupported;
-      }
-    }
-    if (!sync || !haveMode || !oneType())
+    bool ok = decodeCollectiveModifiers<VoteMode>(
+        rest,
+        {{"all", VoteMode::All}, {"any", VoteMode::Any},
+         {"uni", VoteMode::Uni}, {"ballot", VoteMode::Ballot}},
+        inst);
+    if (!ok || !oneType())
       return unsupported;
     bool ballot = inst.mode == static_cast<uint8_t>(VoteMode::Ballot);
     return (ballot ? inst.type == Ty::B32 : inst.type == Ty::Pred)
@@ -584,26 +588,12 @@ std::string decodeOpcode(std::string_view opcode, Inst &inst) {
   }
   if (base == "redux") {
     inst.op = Op::Redux;
-    bool sync = false, haveOp = false;
-    for (std::string_view m : rest) {
-      if (m == "sync") {
-        sync = true;
-      } else if (m == "add" || m == "min" || m == "max" || m == "and" ||
-                 m == "or" || m == "xor") {
-        inst.mode = static_cast<uint8_t>(
-            m == "add" ? AtomOp::Add
-                       : m == "min" ? AtomOp::Min
-                                    : m == "max" ? AtomOp::Max
-                                                 : m == "and"
-                                                       ? AtomOp::And
-                                                       : m == "or" ? AtomOp::Or
-                                                                   : AtomOp::Xor);
-        haveOp = true;
-      } else {
-        return unsupported;
-      }
-    }
-    return sync && haveOp && oneType() &&
+    bool ok = decodeCollectiveModifiers<AtomOp>(
+        rest,
+        {{"add", AtomOp::Add}, {"min", AtomOp::Min}, {"max", AtomOp::Max},
+         {"and", AtomOp::And}, {"or", AtomOp::Or}, {"xor", AtomOp::Xor}},
+        inst);
+    return ok && oneType() &&
                    (inst.type == Ty::U32 || inst.type == Ty::S32 ||
                     inst.type == Ty::B32)
                ? ""

@@ -241,6 +241,16 @@ const BadInput kBadInputs[] = {
      12,
      {"bar.arrive"}},
     {"Call", "  call.uni helper, (%r1);", K::Unsupported, 10, {"call.uni"}},
+    {"ShuffleWithTwoModes",
+     "  shfl.sync.up.down.b32 %r1, %r2, 1, 0, 0xffffffff;",
+     K::Unsupported,
+     10,
+     {"shfl.sync.up.down.b32"}},
+    {"VoteWithoutSync",
+     "  vote.all.pred %p1, %p2;",
+     K::Unsupported,
+     10,
+     {"vote.all.pred"}},
 };
 
 INSTANTIATE_TEST_SUITE_P(Parser, BadInputTest, ::testing::ValuesIn(kBadInputs),
