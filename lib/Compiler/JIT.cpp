@@ -24,6 +24,7 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
@@ -215,10 +216,19 @@ llvm::Expected<OwningOpRef<ModuleOp>> mlir::flash::detail::runStages(
     return e;
   for (llvm::StringRef stage : pipelineStages(config.target)) {
     PassManager pm(&ctx);
+    // The IR is verified once per stage rather than after every pass: the
+    // GPU stages run a dozen passes over kernels of thousands of ops, and
+    // per-pass verification was a tenth of the compile time. (flashc-opt
+    // and the lit tests keep verifying after each pass.)
+    pm.enableVerifier(false);
     if (llvm::Error e = buildStage(pm, stage, config))
       return e;
     if (failed(pm.run(*module)))
       return llvm::createStringError("stage '" + stage + "' failed:\n" +
+                                     diags.messages);
+    if (failed(verify(*module)))
+      return llvm::createStringError("stage '" + stage +
+                                     "' produced invalid IR:\n" +
                                      diags.messages);
     if (stageIR)
       stageIR->emplace_back(stage.str(), printOp(*module));
