@@ -7,6 +7,7 @@
 
 #include "flashc/Analysis/AttentionSchedule.h"
 
+#include "flashc/Support/Sizes.h"
 #include "flashc/Target/GPUSchedule.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -74,7 +75,7 @@ mlir::flash::getStaticAttentionShape(RankedTensorType q, RankedTensorType k,
   return shape;
 }
 
-static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+using flashc::ceilDiv;
 
 TileSizes mlir::flash::chooseTileSizes(const TargetInfo &target,
                                        const AttentionShape &shape,

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flashc/Analysis/CostModel.h"
+#include "flashc/Support/Sizes.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
@@ -20,7 +21,7 @@ using namespace mlir::flash;
 
 namespace {
 
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+using flashc::ceilDiv;
 
 /// B * Hq: the count every per-head figure is multiplied by.
 int64_t headCount(const AttentionShape &shape) {
@@ -89,6 +90,19 @@ llvm::Error mlir::flash::verifyCostShape(const AttentionShape &shape) {
         llvm::formatv("{0} query heads are not a multiple of {1} kv heads",
                       shape.heads, shape.kvHeads)
             .str());
+  // The limits every part of flashc shares (head dims, tensor sizes).
+  flashc::AttentionSizes limits;
+  limits.batch = shape.batch;
+  limits.heads = shape.heads;
+  limits.kvHeads = shape.kvHeads;
+  limits.seqQ = shape.seqQ;
+  limits.seqKV = shape.seqKV;
+  limits.headDim = shape.headDim;
+  limits.headDimV = shape.headDimV;
+  limits.elementBytes = shape.elementBytes;
+  std::string problem = flashc::checkAttentionSizes(limits);
+  if (!problem.empty())
+    return llvm::createStringError(problem);
   // Every count is at most B * Hq * (Nq + 1) * (Nk + 1) * (2 (D + Dv) + 4)
   // (schedule FLOPs, traffic with blocks of one row) times 8 (bytes).
   int64_t bound = 1;

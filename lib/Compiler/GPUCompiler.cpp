@@ -140,13 +140,8 @@ llvm::Error assemble(rt::KernelVariant &variant, const std::string &toolkit) {
     llvm::sys::fs::remove(cubinPath);
     llvm::sys::fs::remove(logPath);
   });
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(ptxPath, ec);
-    if (ec)
-      return llvm::createStringError("cannot write " + ptxPath.str().str());
-    os << variant.ptx;
-  }
+  if (llvm::Error e = writeFile(ptxPath, variant.ptx))
+    return e;
   std::string arch = "-arch=" + variant.query.target;
   llvm::StringRef argv[] = {ptxas, arch, "-v", "-o", cubinPath, ptxPath};
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, logPath, logPath};

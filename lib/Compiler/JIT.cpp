@@ -14,6 +14,7 @@
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
 #include "flashc/Dialect/Flash/Transforms/Passes.h"
 #include "flashc/InitFlashc.h"
+#include "flashc/Support/Sizes.h"
 #include "flashc/Target/TargetInfo.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -40,6 +41,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::flash;
@@ -83,22 +85,35 @@ llvm::Error AttentionSpec::validate() const {
   auto bad = [](const llvm::Twine &msg) {
     return llvm::createStringError(msg.str());
   };
-  for (auto [value, name] : {std::pair<int64_t, const char *>{batch, "batch"},
-                             {heads, "heads"},
-                             {kvHeads, "kv-heads"},
-                             {seqQ, "seq-q"},
-                             {seqKV, "seq-kv"},
-                             {headDim, "head-dim"}})
-    if (value <= 0)
-      return bad(llvm::formatv("{0} must be positive, got {1}", name, value));
   if (headDimV < 0)
     return bad(llvm::formatv("head-dim-v must be positive, got {0}", headDimV));
-  if (heads % kvHeads != 0)
-    return bad(llvm::formatv("heads ({0}) must be a multiple of kv-heads ({1})",
-                             heads, kvHeads));
-  if (scale && (!std::isfinite(*scale) || *scale <= 0))
-    return bad(
-        llvm::formatv("scale must be finite and positive, got {0}", *scale));
+  flashc::AttentionSizes sizes;
+  sizes.batch = batch;
+  sizes.heads = heads;
+  sizes.kvHeads = kvHeads;
+  sizes.seqQ = seqQ;
+  sizes.seqKV = seqKV;
+  sizes.headDim = headDim;
+  sizes.headDimV = valueDim();
+  sizes.elementBytes = getDTypeBytes(dtype);
+  std::string problem = flashc::checkAttentionSizes(sizes);
+  if (!problem.empty())
+    return bad(problem);
+  // The kernels multiply by the scale in f32: it must be a positive,
+  // finite f32 (1e39 overflows it, 1e-50 underflows to 0).
+  if (scale) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%g", *scale);
+    if (!std::isfinite(*scale) || *scale <= 0)
+      return bad(llvm::Twine("scale must be finite and positive, got ") +
+                 text);
+    float asFloat = static_cast<float>(*scale);
+    if (!std::isfinite(asFloat) ||
+        asFloat < std::numeric_limits<float>::min())
+      return bad(llvm::Twine("scale ") + text +
+                 " is not a normal f32 value (the kernels scale in f32: "
+                 "1.2e-38 to 3.4e+38)");
+  }
   return llvm::Error::success();
 }
 
@@ -507,12 +522,30 @@ llvm::Error Kernel::dumpIR(llvm::StringRef directory) const {
     llvm::SmallString<256> path(directory);
     llvm::sys::path::append(path,
                             llvm::formatv("{0:2}-{1}.mlir", index++, stage));
-    std::error_code ec;
-    llvm::raw_fd_ostream os(path, ec);
-    if (ec)
-      return llvm::createStringError("cannot write '" + path +
-                                     "': " + ec.message());
-    os << ir;
+    if (llvm::Error e = writeFile(path, ir))
+      return e;
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error mlir::flash::writeFile(llvm::StringRef path,
+                                   llvm::StringRef contents) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec)
+    return llvm::createStringError("cannot write '" + path +
+                                   "': " + ec.message());
+  os << contents;
+  if (path != "-")
+    os.close();
+  else
+    os.flush();
+  if (os.has_error()) {
+    std::string message = os.error().message();
+    // Cleared so that the stream's destructor does not abort the process.
+    os.clear_error();
+    return llvm::createStringError("writing '" + path + "' failed: " +
+                                   message);
   }
   return llvm::Error::success();
 }

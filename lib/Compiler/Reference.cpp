@@ -6,6 +6,10 @@
 
 #include "flashc/Compiler/Reference.h"
 
+#include "flashc/Support/Sizes.h"
+
+#include "llvm/Support/ErrorHandling.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -14,29 +18,55 @@
 using namespace mlir::flash;
 
 
-HostTensor::HostTensor(DType dtype, std::vector<int64_t> sizes)
-    : dtype(dtype), sizes(std::move(sizes)) {
-  numElements = 1;
-  for (int64_t s : this->sizes)
-    numElements *= s;
-  storage.assign(static_cast<size_t>(numElements * getDTypeBytes(dtype)), 0);
+llvm::Expected<HostTensor> HostTensor::allocate(DType dtype,
+                                                std::vector<int64_t> sizes) {
+  std::string shapeText;
+  for (int64_t v : sizes)
+    shapeText += (shapeText.empty() ? "" : "x") + std::to_string(v);
+  std::optional<int64_t> count = 1;
+  for (int64_t s : sizes)
+    count = (count && s >= 0) ? flashc::checkedMul(*count, s) : std::nullopt;
+  std::optional<int64_t> bytes =
+      count ? flashc::checkedMul(*count, getDTypeBytes(dtype)) : std::nullopt;
+  if (!bytes)
+    return llvm::createStringError("a " + shapeText +
+                                   " tensor overflows 64-bit sizes");
+  HostTensor t;
+  t.dtype = dtype;
+  t.sizes = std::move(sizes);
+  t.numElements = *count;
+  // calloc: an allocation that cannot succeed is an error, not an abort.
+  t.storage.reset(static_cast<uint8_t *>(
+      std::calloc(static_cast<size_t>(std::max<int64_t>(*bytes, 1)), 1)));
+  if (!t.storage)
+    return llvm::createStringError(
+        "cannot allocate " + std::to_string(*bytes) + " bytes for a " +
+        shapeText + " " + stringifyDType(dtype).str() + " tensor");
+  return t;
+}
+
+HostTensor::HostTensor(DType dtype, std::vector<int64_t> sizes) {
+  llvm::Expected<HostTensor> t = allocate(dtype, std::move(sizes));
+  if (!t)
+    llvm::report_fatal_error(t.takeError());
+  *this = std::move(*t);
 }
 
 double HostTensor::get(int64_t i) const {
   switch (dtype) {
   case DType::F32: {
     float f;
-    std::memcpy(&f, storage.data() + 4 * i, 4);
+    std::memcpy(&f, storage.get() + 4 * i, 4);
     return f;
   }
   case DType::F16: {
     uint16_t b;
-    std::memcpy(&b, storage.data() + 2 * i, 2);
+    std::memcpy(&b, storage.get() + 2 * i, 2);
     return halfToFloat(b);
   }
   case DType::BF16: {
     uint16_t b;
-    std::memcpy(&b, storage.data() + 2 * i, 2);
+    std::memcpy(&b, storage.get() + 2 * i, 2);
     return bfloat16ToFloat(b);
   }
   }
@@ -47,23 +77,23 @@ void HostTensor::set(int64_t i, double value) {
   float f = static_cast<float>(value);
   switch (dtype) {
   case DType::F32:
-    std::memcpy(storage.data() + 4 * i, &f, 4);
+    std::memcpy(storage.get() + 4 * i, &f, 4);
     return;
   case DType::F16: {
     uint16_t b = floatToHalf(f);
-    std::memcpy(storage.data() + 2 * i, &b, 2);
+    std::memcpy(storage.get() + 2 * i, &b, 2);
     return;
   }
   case DType::BF16: {
     uint16_t b = floatToBFloat16(f);
-    std::memcpy(storage.data() + 2 * i, &b, 2);
+    std::memcpy(storage.get() + 2 * i, &b, 2);
     return;
   }
   }
 }
 
 TensorRef HostTensor::ref() {
-  return TensorRef::contiguous(storage.data(), dtype, sizes);
+  return TensorRef::contiguous(storage.get(), dtype, sizes);
 }
 
 double mlir::flash::referenceAttentionRow(const AttentionSpec &spec,

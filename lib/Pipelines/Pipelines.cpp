@@ -11,6 +11,7 @@
 #include "flashc/Analysis/AttentionSchedule.h"
 #include "flashc/Conversion/Passes.h"
 #include "flashc/Dialect/Flash/Transforms/Passes.h"
+#include "flashc/Support/Sizes.h"
 #include "flashc/Target/GPUTargets.h"
 #include "flashc/Target/TargetInfo.h"
 
@@ -21,6 +22,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <thread>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::flash;
@@ -104,6 +106,19 @@ llvm::Error PipelineConfig::validate() const {
   if (kvBlock <= 0)
     return llvm::createStringError(
         llvm::formatv("kv-block must be positive, got {0}", kvBlock).str());
+  // Upper bounds (flashc/Support/Sizes.h); 0 keeps meaning "choose".
+  for (auto [v, name, hi] :
+       {std::tuple<int64_t, const char *, int64_t>{blockQ, "block-q",
+                                                   flashc::kMaxBlockSize},
+        {blockKV, "block-kv", flashc::kMaxBlockSize},
+        {kvBlock, "kv-block", flashc::kMaxBlockSize},
+        {splits, "splits", flashc::kMaxSplits},
+        {numThreads, "num-threads", flashc::kMaxThreads},
+        {sramBytes, "sram-bytes", flashc::kMaxSramBytes}}) {
+    std::string problem = flashc::checkRange(v, name, 0, hi);
+    if (!problem.empty())
+      return llvm::createStringError(problem);
+  }
   if (isGPU()) {
     if (llvm::Error e = checkChipPTXVersion(
             target, ptxVersion.empty() ? "ptx80" : ptxVersion))

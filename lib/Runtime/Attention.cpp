@@ -13,6 +13,7 @@
 
 #include "flashc/Runtime/Runtime.h"
 
+#include "flashc/Support/Sizes.h"
 #include "flashc/Target/GPUTargets.h"
 
 #include <algorithm>
@@ -150,6 +151,18 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
                          std::to_string(batch) + " Hkv=" +
                          std::to_string(kvHeads) + " Nq=" +
                          std::to_string(seqQ) + " Nk=" + std::to_string(seqKV));
+  AttentionSizes limits;
+  limits.batch = batch;
+  limits.heads = heads;
+  limits.kvHeads = kvHeads;
+  limits.seqQ = seqQ;
+  limits.seqKV = seqKV;
+  limits.headDim = q.headDim;
+  limits.headDimV = q.headDimV;
+  limits.elementBytes = getElementBytes(q.dtype);
+  std::string problem = checkAttentionSizes(limits);
+  if (!problem.empty())
+    return Status::error(problem);
   if (heads != q.group * kvHeads)
     return Status::error("the kernel packs " + std::to_string(q.group) +
                          " query head(s) per KV head, but the call has " +

@@ -427,6 +427,7 @@ Status writeFile(const std::string &path, const std::string &data) {
   if (!out)
     return Status::error("cannot write '" + path + "'");
   out.write(data.data(), static_cast<std::streamsize>(data.size()));
+  out.close();
   if (!out)
     return Status::error("writing '" + path + "' failed");
   return Status::success();

@@ -7,11 +7,12 @@
 
 #include "flashc/Support/Npy.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <iterator>
-#include <sstream>
 
 using namespace flashc;
 
@@ -65,8 +66,56 @@ std::string shapeString(const std::vector<int64_t> &shape) {
 
 } // namespace
 
+namespace {
+
+/// Parses NumPy's shape tuple `(d0, d1, ...)` exactly: integers separated by
+/// commas (a trailing one allowed), nothing else, closed by ')'.
+bool parseShape(const std::string &text, std::vector<int64_t> &shape,
+                size_t &closeAt) {
+  shape.clear();
+  if (text.empty() || text[0] != '(')
+    return false;
+  size_t i = 1;
+  auto skipSpaces = [&] {
+    while (i < text.size() && text[i] == ' ')
+      ++i;
+  };
+  while (true) {
+    skipSpaces();
+    if (i < text.size() && text[i] == ')') {
+      closeAt = i;
+      return true;
+    }
+    if (i >= text.size() || !std::isdigit(static_cast<unsigned char>(text[i])))
+      return false;
+    int64_t v = 0;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+      if (__builtin_mul_overflow(v, 10, &v) ||
+          __builtin_add_overflow(v, text[i] - '0', &v))
+        return false;
+      ++i;
+    }
+    if (i < text.size() && text[i] == 'L') // Python 2's long suffix
+      ++i;
+    shape.push_back(v);
+    skipSpaces();
+    if (i < text.size() && text[i] == ',') {
+      ++i;
+      continue;
+    }
+    if (i < text.size() && text[i] == ')') {
+      closeAt = i;
+      return true;
+    }
+    return false;
+  }
+}
+
+} // namespace
+
 bool flashc::readNpy(const std::string &path, NpyArray &array,
-                     std::string &error) {
+                     std::string &error,
+                     const std::vector<int64_t> *expectedShape) {
   auto fail = [&](const std::string &msg) {
     error = path + ": " + msg;
     return false;
@@ -74,59 +123,49 @@ bool flashc::readNpy(const std::string &path, NpyArray &array,
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return fail("cannot open");
-  std::string data((std::istreambuf_iterator<char>(in)),
-                   std::istreambuf_iterator<char>());
-  if (data.size() < 10 || data.compare(0, 6, "\x93NUMPY") != 0)
+  // The fixed prefix, then the header: nothing is read beyond what the
+  // header announces (a device such as /dev/zero never ends).
+  char prefix[12];
+  if (!in.read(prefix, 10) || std::memcmp(prefix, "\x93NUMPY", 6) != 0)
     return fail("not a .npy file");
-  unsigned major = static_cast<uint8_t>(data[6]);
-  size_t headerLen = 0, offset = 0;
+  unsigned major = static_cast<uint8_t>(prefix[6]);
+  size_t headerLen = 0;
   if (major == 1) {
-    headerLen = static_cast<uint8_t>(data[8]) |
-                (static_cast<size_t>(static_cast<uint8_t>(data[9])) << 8);
-    offset = 10;
+    headerLen = static_cast<uint8_t>(prefix[8]) |
+                (static_cast<size_t>(static_cast<uint8_t>(prefix[9])) << 8);
   } else if (major == 2 || major == 3) {
-    if (data.size() < 12)
+    if (!in.read(prefix + 10, 2))
       return fail("truncated header");
     for (int i = 0; i < 4; ++i)
-      headerLen |= static_cast<size_t>(static_cast<uint8_t>(data[8 + i]))
+      headerLen |= static_cast<size_t>(static_cast<uint8_t>(prefix[8 + i]))
                    << (8 * i);
-    offset = 12;
+    if (headerLen > (size_t(1) << 20))
+      return fail("header of " + std::to_string(headerLen) +
+                  " bytes is implausibly large");
   } else {
     return fail("unsupported .npy version " + std::to_string(major));
   }
-  if (offset + headerLen > data.size())
+  std::string header(headerLen, '\0');
+  if (!in.read(&header[0], static_cast<std::streamsize>(headerLen)))
     return fail("truncated header");
-  std::string header = data.substr(offset, headerLen);
   std::string descr = field(header, "descr");
   std::string order = field(header, "fortran_order");
   std::string shape = field(header, "shape");
-  if (descr.size() < 2 || order.empty() || shape.empty() || shape[0] != '(')
+  if (descr.size() < 2 || order.empty() || shape.empty())
     return fail("malformed header");
   if (order.compare(0, 5, "False") != 0)
     return fail("Fortran-ordered arrays are not supported");
   char quote = descr[0];
   size_t end = descr.find(quote, 1);
-  if (end == std::string::npos)
+  if ((quote != '\'' && quote != '"') || end == std::string::npos)
     return fail("malformed descr");
   array.descr = descr.substr(1, end - 1);
   if (array.elementBytes() == 0 || array.descr[0] == '>')
     return fail("unsupported dtype '" + array.descr + "'");
-  array.shape.clear();
-  size_t close = shape.find(')');
-  if (close == std::string::npos)
-    return fail("malformed shape");
-  std::stringstream dims(shape.substr(1, close - 1));
-  std::string part;
-  while (std::getline(dims, part, ',')) {
-    size_t first = part.find_first_not_of(' ');
-    if (first == std::string::npos)
-      continue;
-    char *stop = nullptr;
-    long long v = std::strtoll(part.c_str() + first, &stop, 10);
-    if (v < 0 || (*stop && *stop != ' ' && *stop != 'L'))
-      return fail("malformed shape " + shape.substr(0, close + 1));
-    array.shape.push_back(v);
-  }
+  size_t close = 0;
+  if (!parseShape(shape, array.shape, close))
+    return fail("malformed shape " +
+                shape.substr(0, std::min<size_t>(shape.find('}'), 64)));
   // Element counts of real files are far below 2^62; reject anything else.
   uint64_t elems = 1;
   for (int64_t d : array.shape) {
@@ -134,13 +173,30 @@ bool flashc::readNpy(const std::string &path, NpyArray &array,
       return fail("shape " + shapeString(array.shape) + " is too large");
     elems *= static_cast<uint64_t>(d);
   }
+  if (expectedShape && array.shape != *expectedShape)
+    return fail("has shape " + shapeString(array.shape) + ", expected " +
+                shapeString(*expectedShape));
   uint64_t bytes = elems * array.elementBytes();
-  size_t payload = data.size() - offset - headerLen;
-  if (payload < bytes)
-    return fail("truncated data: " + std::to_string(payload) + " bytes for " +
-                std::to_string(bytes));
-  array.data.assign(data.begin() + static_cast<long>(offset + headerLen),
-                    data.begin() + static_cast<long>(offset + headerLen + bytes));
+  if (bytes > (uint64_t(1) << 62) / 2)
+    return fail("shape " + shapeString(array.shape) + " is too large");
+  // Read in chunks: a file shorter than its header claims is an error, not
+  // an allocation of the claimed size.
+  array.data.clear();
+  constexpr uint64_t kChunk = uint64_t(1) << 24;
+  while (array.data.size() < bytes) {
+    uint64_t want = std::min<uint64_t>(kChunk, bytes - array.data.size());
+    size_t at = array.data.size();
+    array.data.resize(at + want);
+    in.read(reinterpret_cast<char *>(array.data.data() + at),
+            static_cast<std::streamsize>(want));
+    if (static_cast<uint64_t>(in.gcount()) != want)
+      return fail("truncated data: " +
+                  std::to_string(at + static_cast<uint64_t>(in.gcount())) +
+                  " bytes for " + std::to_string(bytes));
+  }
+  if (in.peek() != std::char_traits<char>::eof())
+    return fail("trailing bytes after the " + std::to_string(bytes) +
+                " bytes of data");
   return true;
 }
 
@@ -154,7 +210,7 @@ bool flashc::writeNpy(const std::string &path, const NpyArray &array,
   header.push_back('\n');
   std::ofstream out(path, std::ios::binary);
   if (!out) {
-    error = path + ": cannot write";
+    error = path + ": cannot write: " + std::strerror(errno);
     return false;
   }
   out.write("\x93NUMPY\x01\x00", 8);
@@ -164,8 +220,10 @@ bool flashc::writeNpy(const std::string &path, const NpyArray &array,
   out << header;
   out.write(reinterpret_cast<const char *>(array.data.data()),
             static_cast<std::streamsize>(array.data.size()));
+  // Closing flushes: a full disk (/dev/full) shows only here.
+  out.close();
   if (!out) {
-    error = path + ": write failed";
+    error = path + ": write failed: " + std::strerror(errno);
     return false;
   }
   return true;

@@ -294,12 +294,10 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
         all.push_back(std::move(row));
       }
   if (o->has("json")) {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(o->str("json"), ec);
-    if (ec)
-      return reportError(llvm::createStringError(
-          "cannot write '" + o->str("json") + "': " + ec.message()));
-    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(all))) << "\n";
+    if (llvm::Error e = writeFile(
+            o->str("json"),
+            llvm::formatv("{0:2}\n", llvm::json::Value(std::move(all))).str()))
+      return reportError(std::move(e));
   }
   return 0;
 }

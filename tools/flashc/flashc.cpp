@@ -148,22 +148,45 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
   llvm::Expected<int64_t> seedOpt = o.integer("seed", -1);
   if (!iters)
     return reportError(iters.takeError());
+  if (*iters < 0)
+    return reportError(llvm::createStringError(
+        "--iters must be non-negative (0: time for about half a second), "
+        "got " +
+        std::to_string(*iters)));
   if (!checkRows)
     return reportError(checkRows.takeError());
   if (!seedOpt)
     return reportError(seedOpt.takeError());
 
+  // Inputs: .npy files, or fresh random values. Allocations that cannot
+  // succeed are errors.
+  llvm::Expected<HostTensor> qAlloc = HostTensor::allocate(
+      spec.dtype, {spec.batch, spec.heads, spec.seqQ, spec.headDim});
+  if (!qAlloc)
+    return reportError(qAlloc.takeError());
+  llvm::Expected<HostTensor> kAlloc = HostTensor::allocate(
+      spec.dtype, {spec.batch, spec.kvHeads, spec.seqKV, spec.headDim});
+  if (!kAlloc)
+    return reportError(kAlloc.takeError());
+  llvm::Expected<HostTensor> vAlloc = HostTensor::allocate(
+      spec.dtype, {spec.batch, spec.kvHeads, spec.seqKV, spec.valueDim()});
+  if (!vAlloc)
+    return reportError(vAlloc.takeError());
+  llvm::Expected<HostTensor> outAlloc = HostTensor::allocate(
+      spec.dtype, {spec.batch, spec.heads, spec.seqQ, spec.valueDim()});
+  if (!outAlloc)
+    return reportError(outAlloc.takeError());
+  llvm::Expected<HostTensor> lseAlloc =
+      HostTensor::allocate(DType::F32, {spec.batch, spec.heads, spec.seqQ});
+  if (!lseAlloc)
+    return reportError(lseAlloc.takeError());
+  HostTensor &q = *qAlloc, &k = *kAlloc, &v = *vAlloc, &out = *outAlloc,
+             &lse = *lseAlloc;
+
   if (builtin)
     llvm::outs() << "flashc: running the built-in example (see `flashc "
                     "--help` for options)\n";
   printSpec(spec, llvm::outs());
-
-  // Inputs: .npy files, or fresh random values.
-  HostTensor q(spec.dtype, {spec.batch, spec.heads, spec.seqQ, spec.headDim});
-  HostTensor k(spec.dtype,
-               {spec.batch, spec.kvHeads, spec.seqKV, spec.headDim});
-  HostTensor v(spec.dtype,
-               {spec.batch, spec.kvHeads, spec.seqKV, spec.valueDim()});
   unsigned seed =
       *seedOpt >= 0 ? static_cast<unsigned>(*seedOpt) : std::random_device{}();
   std::mt19937 rng(seed);
@@ -196,9 +219,6 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
       100;
   const KernelMetadata &meta = (*kernel)->getMetadata();
 
-  HostTensor out(spec.dtype,
-                 {spec.batch, spec.heads, spec.seqQ, spec.valueDim()});
-  HostTensor lse(DType::F32, {spec.batch, spec.heads, spec.seqQ});
   if (gpu) {
     // GPU kernels: on the CUDA device, or in the PTX simulator.
     llvm::Expected<GPURunTimes> times =
@@ -388,13 +408,8 @@ int compileCommand(llvm::ArrayRef<const char *> args) {
         "--emit must be mlir, llvm, ptx, cubin or manifest, got '" + emit +
         "'"));
   }
-  std::string path = o.str("o", "-");
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec);
-  if (ec)
-    return reportError(llvm::createStringError("cannot write '" + path +
-                                               "': " + ec.message()));
-  os << text;
+  if (llvm::Error e = writeFile(o.str("o", "-"), text))
+    return reportError(std::move(e));
   return 0;
 }
 

@@ -17,6 +17,7 @@
 
 #include "flashc/Runtime/Runtime.h"
 #include "flashc/Support/Float16.h"
+#include "flashc/Support/Sizes.h"
 
 #include "gtest/gtest.h"
 
@@ -1349,5 +1350,60 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<RunCase> &info) {
       return std::string(info.param.name);
     });
+
+//===----------------------------------------------------------------------===//
+// Checked sizes (flashc/Support/Sizes.h)
+//===----------------------------------------------------------------------===//
+
+TEST(SizesTest, CheckedArithmetic) {
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(checkedMul(1 << 20, 1 << 20), int64_t(1) << 40);
+  EXPECT_FALSE(checkedMul(int64_t(1) << 32, int64_t(1) << 31).has_value());
+  EXPECT_FALSE(checkedAdd(max, 1).has_value());
+  EXPECT_EQ(checkedProduct({2, 3, 7}), 42);
+  EXPECT_FALSE(checkedProduct({2, -3}).has_value());
+  EXPECT_FALSE(checkedProduct({4611686018427387905, 4}).has_value());
+  // (a + b - 1) / b would overflow here.
+  EXPECT_EQ(ceilDiv(max, max), 1);
+  EXPECT_EQ(ceilDiv(max - 1, 2), max / 2);
+  EXPECT_EQ(ceilDiv(0, 7), 0);
+  EXPECT_EQ(ceilDiv(15, 4), 4);
+  EXPECT_EQ(checkRange(5, "x", 0, 4), "x must be from 0 to 4, got 5");
+  EXPECT_EQ(checkRange(4, "x", 0, 4), "");
+}
+
+TEST(SizesTest, AttentionLimits) {
+  AttentionSizes s;
+  s.batch = 2;
+  s.heads = 8;
+  s.kvHeads = 2;
+  s.seqQ = 1024;
+  s.seqKV = 1024;
+  s.headDim = s.headDimV = 128;
+  s.elementBytes = 2;
+  EXPECT_EQ(checkAttentionSizes(s), "");
+  AttentionSizes d = s;
+  d.headDimV = 513;
+  EXPECT_EQ(checkAttentionSizes(d),
+            "head-dim-v 513 exceeds the largest head dim flashc compiles "
+            "(512)");
+  AttentionSizes g = s;
+  g.kvHeads = 3;
+  EXPECT_EQ(checkAttentionSizes(g),
+            "heads (8) must be a multiple of kv-heads (3)");
+  AttentionSizes z = s;
+  z.seqKV = 0;
+  EXPECT_EQ(checkAttentionSizes(z), "seq-kv must be positive, got 0");
+  // The wrapped shapes: B * Hq * Nq * D * 2 overflows, and
+  // Nk * D * 2 passes 2^60 bytes.
+  AttentionSizes b = s;
+  b.batch = 4611686018427387905;
+  EXPECT_NE(checkAttentionSizes(b).find("q would exceed 2^60 bytes"),
+            std::string::npos);
+  AttentionSizes n = s;
+  n.seqKV = 1152921504606846977;
+  EXPECT_NE(checkAttentionSizes(n).find("k would exceed 2^60 bytes"),
+            std::string::npos);
+}
 
 } // namespace

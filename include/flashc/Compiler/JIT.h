@@ -58,6 +58,11 @@ namespace flash {
 enum class DType { F32, F16, BF16 };
 llvm::StringRef stringifyDType(DType dtype);
 std::optional<DType> parseDType(llvm::StringRef name);
+
+/// Writes `contents` to `path` ("-": standard output), checking the open,
+/// every write and the close (a full disk shows only when the file is
+/// flushed); the error names the file.
+llvm::Error writeFile(llvm::StringRef path, llvm::StringRef contents);
 int64_t getDTypeBytes(DType dtype);
 
 /// One attention problem: O = softmax(scale * Q K^T) V with

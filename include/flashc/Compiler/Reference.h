@@ -15,6 +15,8 @@
 #include "flashc/Support/Float16.h"
 
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <vector>
 
 namespace mlir {
@@ -30,12 +32,21 @@ using ::flashc::halfToFloat;
 /// its values also available as doubles.
 class HostTensor {
 public:
+  /// A zeroed tensor, or an error naming the sizes when their product
+  /// overflows or the memory cannot be allocated.
+  static llvm::Expected<HostTensor> allocate(DType dtype,
+                                             std::vector<int64_t> sizes);
+  /// The same for sizes known to be small (tests, fixed benchmarks); a
+  /// failure is fatal.
   HostTensor(DType dtype, std::vector<int64_t> sizes);
+  HostTensor(HostTensor &&) = default;
+  HostTensor &operator=(HostTensor &&) = default;
+
   DType getDType() const { return dtype; }
   const std::vector<int64_t> &getSizes() const { return sizes; }
   int64_t getNumElements() const { return numElements; }
-  void *data() { return storage.data(); }
-  const void *data() const { return storage.data(); }
+  void *data() { return storage.get(); }
+  const void *data() const { return storage.get(); }
   /// Element `i` (row-major) as a double / stores a value (rounded to the
   /// element type).
   double get(int64_t i) const;
@@ -44,10 +55,14 @@ public:
   TensorRef ref();
 
 private:
-  DType dtype;
+  HostTensor() = default;
+  struct Free {
+    void operator()(uint8_t *p) const { std::free(p); }
+  };
+  DType dtype = DType::F32;
   std::vector<int64_t> sizes;
-  int64_t numElements;
-  std::vector<uint8_t> storage;
+  int64_t numElements = 0;
+  std::unique_ptr<uint8_t[], Free> storage;
 };
 
 /// The float64 reference for one query row (batch `b`, head `h`, row `i`):

@@ -79,7 +79,10 @@ struct WavePrediction {
   double timeUs = 0;
 };
 
-inline int64_t waveCeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+/// ceil(a / b) for a >= 0, b > 0, without overflow.
+inline int64_t waveCeilDiv(int64_t a, int64_t b) {
+  return a / b + (a % b != 0 ? 1 : 0);
+}
 
 /// Fills the wave counts and times of `p` from its per-CTA work (`ctas`,
 /// `flopsPerCta`, `bytesPerCta`, `kernels` and `combineTimeUs` set).

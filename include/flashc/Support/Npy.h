@@ -33,8 +33,11 @@ struct NpyArray {
 std::string npyDescrOf(const std::string &dtype);
 
 /// Reads `path`. On failure returns false and sets `error` to a message
-/// that names the file.
-bool readNpy(const std::string &path, NpyArray &array, std::string &error);
+/// that names the file. The header must be well formed, the data exactly
+/// as long as the shape says (no trailing bytes). With `expectedShape`, a
+/// different shape is an error before any data is read.
+bool readNpy(const std::string &path, NpyArray &array, std::string &error,
+             const std::vector<int64_t> *expectedShape = nullptr);
 
 /// Writes `array` to `path`, the data starting on a 64-byte boundary.
 bool writeNpy(const std::string &path, const NpyArray &array,

@@ -13,6 +13,7 @@
 
 #include "flashc/Conversion/Passes.h"
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
+#include "flashc/Support/Sizes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -646,6 +647,13 @@ struct FlashExpandToCPUPass
           op->emitOpError() << "needs static head dimensions for the CPU "
                                "expansion, got "
                             << type;
+          failedAny = true;
+          return;
+        }
+        if (type.getShape().back() > flashc::kMaxHeadDim) {
+          op->emitOpError() << "head dimension " << type.getShape().back()
+                            << " exceeds the " << flashc::kMaxHeadDim
+                            << " the CPU kernels unroll";
           failedAny = true;
           return;
         }

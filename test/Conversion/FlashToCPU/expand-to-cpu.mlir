@@ -268,6 +268,19 @@ func.func @rank5_query(%q: memref<2x8x1x16x64xf32>, %k: memref<2x8x32x64xf32>,
 
 // -----
 
+// Head dims beyond what the CPU kernels unroll.
+func.func @huge_head_dim(%q: memref<1x16x100000xf32>, %k: memref<16x100000xf32>,
+    %v: memref<16x8xf32>, %acc: memref<1x16x8xf32>, %m: memref<1x16xf32>,
+    %l: memref<1x16xf32>) {
+  // expected-error @+1 {{head dimension 100000 exceeds the 512 the CPU kernels unroll}}
+  flash.attention_step ins(%q, %k, %v : memref<1x16x100000xf32>, memref<16x100000xf32>, memref<16x8xf32>)
+      outs(%acc, %m, %l : memref<1x16x8xf32>, memref<1x16xf32>, memref<1x16xf32>)
+      scale = 0.125
+  return
+}
+
+// -----
+
 // K read transposed through its layout.
 func.func @strided_innermost(%q: memref<1x16x8xf32>, %k: memref<16x8xf32, strided<[1, 16]>>,
     %v: memref<16x8xf32>, %acc: memref<1x16x8xf32>, %m: memref<1x16xf32>,

@@ -12,6 +12,7 @@
 
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
 #include "flashc/Dialect/Flash/Transforms/Passes.h"
+#include "flashc/Support/Sizes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -147,6 +148,12 @@ struct FlashOnlineSoftmaxPass
       getOperation()->emitError()
           << "flash-online-softmax: kv-block must be positive, got "
           << static_cast<int64_t>(kvBlock);
+      return signalPassFailure();
+    }
+    if (kvBlock > flashc::kMaxBlockSize) {
+      getOperation()->emitError()
+          << "flash-online-softmax: "
+          << flashc::checkRange(kvBlock, "kv-block", 1, flashc::kMaxBlockSize);
       return signalPassFailure();
     }
     SmallVector<AttentionOp> ops;

@@ -25,6 +25,7 @@
 #include "flashc/Analysis/CostModel.h"
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
 #include "flashc/Dialect/Flash/Transforms/Passes.h"
+#include "flashc/Support/Sizes.h"
 #include "flashc/Target/TargetInfo.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -295,6 +296,12 @@ struct FlashSplitKVPass : flash::impl::FlashSplitKVBase<FlashSplitKVPass> {
           << static_cast<int64_t>(maxSeqQ);
       return signalPassFailure();
     }
+    if (splits > flashc::kMaxSplits) {
+      getOperation()->emitError()
+          << "flash-split-kv: "
+          << flashc::checkRange(splits, "splits", 0, flashc::kMaxSplits);
+      return signalPassFailure();
+    }
     if (dynamicSplits && splits != 0) {
       getOperation()->emitError()
           << "flash-split-kv: dynamic-splits excludes a fixed count (splits = "
@@ -332,7 +339,7 @@ struct FlashSplitKVPass : flash::impl::FlashSplitKVBase<FlashSplitKVPass> {
       // Every split keeps at least one KV block when Nk is known.
       if (std::optional<int64_t> nk =
               getConstantIntValue(t.kvLoop.getUpperBound()))
-        count = std::min(count, (*nk + bc - 1) / bc);
+        count = std::min(count, flashc::ceilDiv(*nk, bc));
       if (count <= 1)
         continue;
       splitKV(rewriter, t, count);

@@ -20,6 +20,7 @@
 #include "flashc/Analysis/AttentionSchedule.h"
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
 #include "flashc/Dialect/Flash/Transforms/Passes.h"
+#include "flashc/Support/Sizes.h"
 #include "flashc/Target/TargetInfo.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -32,6 +33,7 @@
 #include "llvm/ADT/SmallPtrSet.h"
 
 #include <limits>
+#include <tuple>
 
 namespace mlir {
 namespace flash {
@@ -432,6 +434,17 @@ struct FlashTilePass : flash::impl::FlashTileBase<FlashTilePass> {
           << static_cast<int64_t>(blockQ) << ", "
           << static_cast<int64_t>(blockKV);
       return signalPassFailure();
+    }
+    for (auto [v, name, hi] :
+         {std::tuple<int64_t, const char *, int64_t>{
+              blockQ, "block-q", flashc::kMaxBlockSize},
+          {blockKV, "block-kv", flashc::kMaxBlockSize},
+          {sramBytes, "sram-bytes", flashc::kMaxSramBytes}}) {
+      std::string problem = flashc::checkRange(v, name, 0, hi);
+      if (!problem.empty()) {
+        getOperation()->emitError() << "flash-tile: " << problem;
+        return signalPassFailure();
+      }
     }
     if (sramBytes > 0)
       targetInfo->sramBytes = sramBytes;

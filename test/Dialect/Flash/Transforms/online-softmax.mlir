@@ -11,9 +11,12 @@
 // RUN:   | FileCheck %s --check-prefix=ZERO
 // RUN: not flashc-opt %s --split-input-file --flash-online-softmax=kv-block=-3 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=NEGATIVE
+// RUN: not flashc-opt %s --split-input-file --flash-online-softmax=kv-block=1000000 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=HUGE
 
 // ZERO: error: flash-online-softmax: kv-block must be positive, got 0{{$}}
 // NEGATIVE: error: flash-online-softmax: kv-block must be positive, got -3{{$}}
+// HUGE: error: flash-online-softmax: kv-block must be from 1 to 65536, got 1000000{{$}}
 
 //===----------------------------------------------------------------------===//
 // Multi-head attention, static shapes.

@@ -41,10 +41,13 @@
 // RUN:   | FileCheck %s --check-prefix=BAD-SPLITS
 // RUN: not flashc-opt %t/decode.mlir --flash-split-kv="max-seq-q=-1" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BAD-SEQ
+// RUN: not flashc-opt %t/decode.mlir --flash-split-kv="splits=9223372036854775807" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=HUGE-SPLITS
 
 // BAD-TARGET: error: flash-split-kv: unknown target 'sm_99'; known targets: cpu, sm_80, sm_90a
 // BAD-SPLITS: error: flash-split-kv: splits and max-seq-q must be non-negative, got -2 and 16{{$}}
 // BAD-SEQ: error: flash-split-kv: splits and max-seq-q must be non-negative, got 0 and -1{{$}}
+// HUGE-SPLITS: error: flash-split-kv: splits must be from 0 to 65536, got 9223372036854775807{{$}}
 
 //===----------------------------------------------------------------------===//
 // Decode.

@@ -60,12 +60,19 @@
 // RUN:   | FileCheck %s --check-prefix=BAD-KV
 // RUN: not flashc-opt %t/mha.mlir --flash-tile="sram-bytes=-1" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BAD-SRAM
+// Tiles are compile-time buffers: absurd block sizes are rejected.
+// RUN: not flashc-opt %t/mha.mlir --flash-tile="block-kv=9223372036854775807" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=HUGE-KV
+// RUN: not flashc-opt %t/mha.mlir --flash-tile="block-q=65537" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=HUGE-Q
 
 // BAD-TARGET: error: flash-tile: unknown target 'sm_99'; known targets: cpu, sm_80, sm_90a
 // BAD-ORDER: error: flash-tile: unknown loop-order 'fa3'; expected fa2 or algorithm1
 // BAD-SIZE: error: flash-tile: sram-bytes, block-q and block-kv must be non-negative, got 0, -1, 0{{$}}
 // BAD-KV: error: flash-tile: sram-bytes, block-q and block-kv must be non-negative, got 0, 0, -16{{$}}
 // BAD-SRAM: error: flash-tile: sram-bytes, block-q and block-kv must be non-negative, got -1, 0, 0{{$}}
+// HUGE-KV: error: flash-tile: block-kv must be from 0 to 65536, got 9223372036854775807{{$}}
+// HUGE-Q: error: flash-tile: block-q must be from 0 to 65536, got 65537{{$}}
 
 //===----------------------------------------------------------------------===//
 // FA2 order.

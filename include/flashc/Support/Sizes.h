@@ -1,0 +1,90 @@
+//===- Sizes.h - Checked size arithmetic and attention limits ---*- C++ -*-===//
+//
+// Every size flashc computes from user input (element counts, byte sizes,
+// strides, grid sizes, block counts) goes through these helpers, so that a
+// shape too large for 64 bits is an error rather than a wrapped value. The
+// limits on attention shapes live here too, shared by the compiler's spec,
+// the cost model, the passes and the LLVM-free runtime.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_SUPPORT_SIZES_H
+#define FLASHC_SUPPORT_SIZES_H
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+
+namespace flashc {
+
+/// a * b, or nothing when it overflows int64.
+inline std::optional<int64_t> checkedMul(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r))
+    return std::nullopt;
+  return r;
+}
+
+/// a + b, or nothing when it overflows int64.
+inline std::optional<int64_t> checkedAdd(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r))
+    return std::nullopt;
+  return r;
+}
+
+/// The product of non-negative factors, or nothing when one is negative or
+/// the product overflows int64.
+inline std::optional<int64_t>
+checkedProduct(std::initializer_list<int64_t> factors) {
+  int64_t r = 1;
+  for (int64_t f : factors)
+    if (f < 0 || __builtin_mul_overflow(r, f, &r))
+      return std::nullopt;
+  return r;
+}
+
+/// ceil(a / b) for a >= 0 and b > 0, without the overflow of (a + b - 1) / b.
+inline int64_t ceilDiv(int64_t a, int64_t b) {
+  return a / b + (a % b != 0 ? 1 : 0);
+}
+
+/// The largest head dim (D and Dv) any flashc target compiles: kernels
+/// unroll over the head dim, so it must be bounded. GPU kernels support
+/// less (256).
+constexpr int64_t kMaxHeadDim = 512;
+
+/// The largest tensor flashc addresses, in bytes: offsets within it plus a
+/// tile never overflow the kernels' 64-bit index arithmetic.
+constexpr int64_t kMaxTensorBytes = int64_t(1) << 60;
+
+/// Bounds on the schedule options (block sizes, split counts, threads):
+/// tiles are compile-time buffers and loops, so a block of 2^40 rows is
+/// not a schedule but an out-of-memory.
+constexpr int64_t kMaxBlockSize = int64_t(1) << 16;
+constexpr int64_t kMaxSplits = int64_t(1) << 16;
+constexpr int64_t kMaxThreads = 1024;
+constexpr int64_t kMaxSramBytes = int64_t(1) << 40;
+
+/// "NAME must be from LO to HI, got V", or an empty string when V is in
+/// range.
+std::string checkRange(int64_t value, const char *name, int64_t lo,
+                       int64_t hi);
+
+/// The sizes of one attention problem.
+struct AttentionSizes {
+  int64_t batch = 1, heads = 1, kvHeads = 1, seqQ = 1, seqKV = 1;
+  int64_t headDim = 1, headDimV = 1;
+  int64_t elementBytes = 4;
+};
+
+/// Checks that every size is positive, the head dims within kMaxHeadDim,
+/// the query heads a multiple of the KV heads, and that Q, K, V, O and the
+/// log-sum-exp fit in kMaxTensorBytes. Returns the problem, or an empty
+/// string. The message names the field as the driver spells it.
+std::string checkAttentionSizes(const AttentionSizes &s);
+
+} // namespace flashc
+
+#endif // FLASHC_SUPPORT_SIZES_H
