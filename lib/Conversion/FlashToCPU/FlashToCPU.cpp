@@ -479,8 +479,10 @@ void Emitter::expandFinalize(FinalizeOp op) {
   int64_t dv = cast<MemRefType>(acc.getType()).getShape().back();
   forEachRow(acc, 1, [&](SmallVector<Value> &row) {
     Value l = memref::LoadOp::create(b, op.getSum(), row);
+    // l == 0: no visible key (output 0, lse -inf). A NaN l (NaN or inf in
+    // the row's scores) propagates into both.
     Value positive =
-        arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, l, f32Const(0.0));
+        arith::CmpFOp::create(b, arith::CmpFPredicate::UNE, l, f32Const(0.0));
     Value inv = arith::SelectOp::create(
         b, positive, arith::DivFOp::create(b, f32Const(1.0), l), f32Const(0.0));
     int64_t d0 = 0;

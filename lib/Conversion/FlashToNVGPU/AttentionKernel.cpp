@@ -735,8 +735,9 @@ void ForwardEmitter::epilogue(const State &st) {
       return;
     Value g, r, valid;
     packedRow(rowsOf[h], g, r, valid);
-    // lse = ln(2^m * sum) = (m + log2 sum) * ln 2; -inf for an empty row.
-    Value positive = fcmp(arith::CmpFPredicate::OGT, sum, zero);
+    // lse = ln(2^m * sum) = (m + log2 sum) * ln 2; -inf for an empty row
+    // (sum == 0), NaN for a row whose scores held NaN (sum is NaN).
+    Value positive = fcmp(arith::CmpFPredicate::UNE, sum, zero);
     Value lse = select(positive, fmul(fadd(m, log2(sum)), f32c(kLn2)),
                        negInf());
     ifThen(valid, [&]() {
@@ -751,7 +752,7 @@ void ForwardEmitter::epilogue(const State &st) {
   if (c.kvWarps == 1) {
     Value inv[2];
     for (int64_t h = 0; h < 2; ++h) {
-      Value positive = fcmp(arith::CmpFPredicate::OGT, l[h], zero);
+      Value positive = fcmp(arith::CmpFPredicate::UNE, l[h], zero);
       inv[h] = select(positive, rcp(l[h]), zero);
     }
     // The staging area is the Q region: every warp is done reading Q.
@@ -810,7 +811,7 @@ void ForwardEmitter::epilogue(const State &st) {
     Value total = zero;
     for (int64_t w = 0; w < c.kvWarps; ++w)
       total = fadd(total, fmul(ls[w], exp2(fsub(ms[w], mUse))));
-    Value positive = fcmp(arith::CmpFPredicate::OGT, total, zero);
+    Value positive = fcmp(arith::CmpFPredicate::UNE, total, zero);
     factor[h] =
         select(positive, fmul(exp2(fsub(st.m[h], mUse)), rcp(total)), zero);
     Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kvPart,
@@ -1018,7 +1019,9 @@ void gpu_kernel::emitCombineBody(ImplicitLocOpBuilder &b,
     Value total = lseLoop.getResult(1);
     Value isInf = e.fcmp(arith::CmpFPredicate::OEQ, mMax, e.negInf());
     Value mUse = e.select(isInf, e.f32c(0), mMax);
-    Value positive = e.fcmp(arith::CmpFPredicate::OGT, total, e.f32c(0));
+    // Empty rows (total == 0) give 0 and -inf; NaN (a split's NaN lse)
+    // propagates.
+    Value positive = e.fcmp(arith::CmpFPredicate::UNE, total, e.f32c(0));
     Value inv = e.select(positive, e.rcp(total), e.f32c(0));
     // Row (b, h, n) of the output, divided in 32 bits (a 64-bit division is
     // a long subroutine; the runtime keeps rows below 2^31).

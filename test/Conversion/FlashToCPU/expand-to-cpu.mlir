@@ -146,7 +146,7 @@ func.func @step_key_transposed(%q: memref<1x4x32xf32>, %k: memref<32x?xf32>,
 // CHECK: scf.for %[[I:.+]] =
 // CHECK: scf.for %[[J:.+]] =
 // CHECK: %[[LV:.+]] = memref.load %[[L]][%[[I]], %[[J]]] : memref<2x3xf32>
-// CHECK: %[[POS:.+]] = arith.cmpf ogt, %[[LV]], %{{.+}} : f32
+// CHECK: %[[POS:.+]] = arith.cmpf une, %[[LV]], %{{.+}} : f32
 // CHECK: %[[INV:.+]] = arith.divf %{{.+}}, %[[LV]] : f32
 // CHECK: arith.select %[[POS]], %[[INV]], %{{.+}} : f32
 // CHECK: vector.load %[[ACC]][%[[I]], %[[J]], %{{.+}}] : memref<2x3x20xf32>, vector<16xf32>

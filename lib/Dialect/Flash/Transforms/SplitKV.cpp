@@ -79,16 +79,33 @@ std::optional<TiledAttention> matchTiled(scf::ForallOp forall) {
   if (!t.kvLoop || !t.finalize)
     return std::nullopt;
   t.step = getKVLoopStep(t.kvLoop);
-  if (!t.step || t.finalize.getAcc() != t.kvLoop.getResult(0))
+  if (!t.step || t.kvLoop.getNumResults() == 0 ||
+      t.finalize.getAcc() != t.kvLoop.getResult(0))
+    return std::nullopt;
+  // Each finalize result is written through its own shared output of the
+  // forall: the structure flash-tile builds. Anything else (a finalize with
+  // more results than the forall has outputs) is left alone.
+  auto iterArgs = forall.getRegionIterArgs();
+  auto inits = t.finalize.getDpsInits();
+  if (t.finalize->getNumResults() > iterArgs.size() ||
+      inits.size() != t.finalize->getNumResults())
     return std::nullopt;
   auto insertOps = forall.getTerminator().getYieldingOps();
   for (auto [i, res] : llvm::enumerate(t.finalize.getResults())) {
-    auto slice =
-        t.finalize.getDpsInits()[i].getDefiningOp<tensor::ExtractSliceOp>();
-    if (!slice || slice.getSource() != forall.getRegionIterArgs()[i])
+    auto slice = inits[i].getDefiningOp<tensor::ExtractSliceOp>();
+    if (!slice || slice.getSource() != iterArgs[i])
       return std::nullopt;
     t.outSlices.push_back(slice);
   }
+  // The wave model needs static head counts and head dims.
+  auto q = dyn_cast<RankedTensorType>(t.step.getQuery().getType());
+  auto v = dyn_cast<RankedTensorType>(t.step.getValue().getType());
+  auto out = dyn_cast<RankedTensorType>(forall.getOutputs()[0].getType());
+  if (!q || !v || !out || q.getRank() != 3 || v.getRank() != 2 ||
+      out.getRank() < 4 || q.isDynamicDim(0) || q.isDynamicDim(2) ||
+      v.isDynamicDim(1) || out.isDynamicDim(1) ||
+      (out.getRank() == 5 && out.isDynamicDim(2)))
+    return std::nullopt;
   for (Operation &op : insertOps) {
     auto insert = dyn_cast<tensor::ParallelInsertSliceOp>(op);
     if (!insert)

@@ -461,6 +461,21 @@ struct FlashTilePass : flash::impl::FlashTileBase<FlashTilePass> {
       if (std::optional<OnlineAttention> m = matchOnline(loop))
         matches.push_back(*m);
     });
+    // Head counts and head dims decide the tiles and the loop structure:
+    // they must be static (flash.attention's verifier requires it; a
+    // hand-written online loop might not).
+    for (OnlineAttention &a : matches) {
+      auto q = cast<RankedTensorType>(a.query.getType());
+      auto v = cast<RankedTensorType>(a.value.getType());
+      if (q.isDynamicDim(1) || q.isDynamicDim(2) || q.isDynamicDim(4) ||
+          v.isDynamicDim(3)) {
+        a.loop->emitError()
+            << "flash-tile: head counts and head dims must be static, got "
+               "query "
+            << q << " and value " << v;
+        return signalPassFailure();
+      }
+    }
     IRRewriter rewriter(&getContext());
     for (OnlineAttention &a : matches) {
       TileSizes tiles = chooseTileSizes(*targetInfo, describe(a), *order);

@@ -43,6 +43,11 @@
 // RUN:   | FileCheck %s --check-prefix=BAD-SEQ
 // RUN: not flashc-opt %t/decode.mlir --flash-split-kv="splits=9223372036854775807" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=HUGE-SPLITS
+// A finalize with an LSE result inside a forall with one shared output is
+// not the structure flash-tile builds: left unchanged (the pass read past
+// the forall's outputs here).
+// RUN: flashc-opt %t/one-output.mlir --flash-split-kv="splits=2" \
+// RUN:   | FileCheck %s --check-prefix=ONE-OUTPUT
 
 // BAD-TARGET: error: flash-split-kv: unknown target 'sm_99'; known targets: cpu, sm_80, sm_90a
 // BAD-SPLITS: error: flash-split-kv: splits and max-seq-q must be non-negative, got -2 and 16{{$}}
@@ -211,4 +216,55 @@ func.func @wave(%q: tensor<1x16x1x128xf16>, %k: tensor<1x2x65536x128xf16>,
       : tensor<1x16x1x128xf16>, tensor<1x2x65536x128xf16>, tensor<1x2x65536x128xf16>
       -> tensor<1x16x1x128xf16>
   return %o : tensor<1x16x1x128xf16>
+}
+
+// ONE-OUTPUT-LABEL: func.func @one_output
+// ONE-OUTPUT: scf.forall {{.*}} shared_outs(%{{.*}} = %{{.*}}) -> (tensor<1x1x1x8xf32>)
+// ONE-OUTPUT-NOT: flash.combine
+// ONE-OUTPUT: flash.finalize
+
+//--- one-output.mlir
+func.func @one_output(%arg0: tensor<1x1x1x8xf32>, %arg1: tensor<1x1x64x8xf32>, %arg2: tensor<1x1x64x8xf32>) -> (tensor<1x1x1x8xf32>, tensor<1x1x1xf32>) {
+  %0 = tensor.empty() : tensor<1x1x1x8xf32>
+  %1 = tensor.empty() : tensor<1x1x1xf32>
+  %c1 = arith.constant 1 : index
+  %c1_0 = arith.constant 1 : index
+  %2 = arith.ceildivsi %c1_0, %c1 : index
+  %3 = scf.forall (%arg3, %arg4, %arg5) in (1, 1, %2) shared_outs(%arg6 = %0) -> (tensor<1x1x1x8xf32>) {
+    %c1_1 = arith.constant 1 : index
+    %4 = arith.muli %arg5, %c1_1 : index
+    %c1_2 = arith.constant 1 : index
+    %5 = arith.subi %c1_2, %4 : index
+    %6 = arith.minsi %c1_1, %5 : index
+    %c1_3 = arith.constant 1 : index
+    %7 = arith.muli %arg4, %c1_3 : index
+    %extracted_slice = tensor.extract_slice %arg0[%arg3, %7, %4, 0] [1, 1, %6, 8] [1, 1, 1, 1] : tensor<1x1x1x8xf32> to tensor<1x?x8xf32>
+    %8 = tensor.empty(%6) : tensor<1x?x8xf32>
+    %cst = arith.constant 0.000000e+00 : f32
+    %9 = linalg.fill ins(%cst : f32) outs(%8 : tensor<1x?x8xf32>) -> tensor<1x?x8xf32>
+    %10 = tensor.empty(%6) : tensor<1x?xf32>
+    %cst_4 = arith.constant 0xFF800000 : f32
+    %11 = linalg.fill ins(%cst_4 : f32) outs(%10 : tensor<1x?xf32>) -> tensor<1x?xf32>
+    %12 = tensor.empty(%6) : tensor<1x?xf32>
+    %cst_5 = arith.constant 0.000000e+00 : f32
+    %13 = linalg.fill ins(%cst_5 : f32) outs(%12 : tensor<1x?xf32>) -> tensor<1x?xf32>
+    %c0 = arith.constant 0 : index
+    %c16 = arith.constant 16 : index
+    %c64 = arith.constant 64 : index
+    %14:3 = scf.for %arg8 = %c0 to %c64 step %c16 iter_args(%arg9 = %9, %arg10 = %11, %arg11 = %13) -> (tensor<1x?x8xf32>, tensor<1x?xf32>, tensor<1x?xf32>) {
+      %16 = arith.subi %c64, %arg8 : index
+      %17 = arith.minsi %c16, %16 : index
+      %extracted_slice_8 = tensor.extract_slice %arg1[%arg3, %arg4, %arg8, 0] [1, 1, %17, 8] [1, 1, 1, 1] : tensor<1x1x64x8xf32> to tensor<?x8xf32>
+      %extracted_slice_9 = tensor.extract_slice %arg2[%arg3, %arg4, %arg8, 0] [1, 1, %17, 8] [1, 1, 1, 1] : tensor<1x1x64x8xf32> to tensor<?x8xf32>
+      %18:3 = flash.attention_step ins(%extracted_slice, %extracted_slice_8, %extracted_slice_9 : tensor<1x?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) outs(%arg9, %arg10, %arg11 : tensor<1x?x8xf32>, tensor<1x?xf32>, tensor<1x?xf32>) scale = 0.353553385 -> tensor<1x?x8xf32>, tensor<1x?xf32>, tensor<1x?xf32>
+      scf.yield %18#0, %18#1, %18#2 : tensor<1x?x8xf32>, tensor<1x?xf32>, tensor<1x?xf32>
+    } {flash.kv_loop}
+    %extracted_slice_6 = tensor.extract_slice %arg6[%arg3, %7, %4, 0] [1, 1, %6, 8] [1, 1, 1, 1] : tensor<1x1x1x8xf32> to tensor<1x?x8xf32>
+    %extracted_slice_7 = tensor.extract_slice %1[%arg3, %7, %4] [1, 1, %6] [1, 1, 1] : tensor<1x1x1xf32> to tensor<1x?xf32>
+    %15:2 = flash.finalize ins(%14#0, %14#1, %14#2 : tensor<1x?x8xf32>, tensor<1x?xf32>, tensor<1x?xf32>) outs(%extracted_slice_6, %extracted_slice_7 : tensor<1x?x8xf32>, tensor<1x?xf32>) -> tensor<1x?x8xf32>, tensor<1x?xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %15#0 into %arg6[%arg3, %7, %4, 0] [1, 1, %6, 8] [1, 1, 1, 1] : tensor<1x?x8xf32> into tensor<1x1x1x8xf32>
+    }
+  } {flash.tile_loop}
+  return %3, %1 : tensor<1x1x1x8xf32>, tensor<1x1x1xf32>
 }

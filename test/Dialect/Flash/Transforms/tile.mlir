@@ -60,6 +60,9 @@
 // RUN:   | FileCheck %s --check-prefix=BAD-KV
 // RUN: not flashc-opt %t/mha.mlir --flash-tile="sram-bytes=-1" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BAD-SRAM
+// Dynamic head counts (hand-written online IR; flash.attention's verifier
+// forbids them) are a diagnostic, not INT64_MIN loop bounds.
+// RUN: flashc-opt %t/dynamic-heads.mlir --flash-tile -verify-diagnostics
 // Tiles are compile-time buffers: absurd block sizes are rejected.
 // RUN: not flashc-opt %t/mha.mlir --flash-tile="block-kv=9223372036854775807" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=HUGE-KV
@@ -354,4 +357,29 @@ func.func @untagged_loop(%q: tensor<1x1x1x32x16xf32>, %k: tensor<1x1x32x16xf32>,
   %o = flash.finalize ins(%r#0, %r#1, %r#2 : tensor<1x1x1x32x16xf32>, tensor<1x1x1x32xf32>, tensor<1x1x1x32xf32>)
       outs(%out : tensor<1x1x1x32x16xf32>) -> tensor<1x1x1x32x16xf32>
   return %o : tensor<1x1x1x32x16xf32>
+}
+
+//--- dynamic-heads.mlir
+func.func @dynamic_heads(%q: tensor<1x?x1x16x8xf32>, %k: tensor<1x?x16x8xf32>,
+    %v: tensor<1x?x16x8xf32>, %acc: tensor<1x?x1x16x8xf32>,
+    %m: tensor<1x?x1x16xf32>, %l: tensor<1x?x1x16xf32>,
+    %out: tensor<1x?x1x16x8xf32>, %h: index) -> tensor<1x?x1x16x8xf32> {
+  %c0 = arith.constant 0 : index
+  %c16 = arith.constant 16 : index
+  // expected-error @+1 {{flash-tile: head counts and head dims must be static, got query 'tensor<1x?x1x16x8xf32>' and value 'tensor<1x?x16x8xf32>'}}
+  %r:3 = scf.for %i = %c0 to %c16 step %c16
+      iter_args(%a = %acc, %mm = %m, %ll = %l)
+      -> (tensor<1x?x1x16x8xf32>, tensor<1x?x1x16xf32>, tensor<1x?x1x16xf32>) {
+    %ks = tensor.extract_slice %k[0, 0, %i, 0] [1, %h, 16, 8] [1, 1, 1, 1]
+        : tensor<1x?x16x8xf32> to tensor<1x?x16x8xf32>
+    %vs = tensor.extract_slice %v[0, 0, %i, 0] [1, %h, 16, 8] [1, 1, 1, 1]
+        : tensor<1x?x16x8xf32> to tensor<1x?x16x8xf32>
+    %s:3 = flash.attention_step ins(%q, %ks, %vs : tensor<1x?x1x16x8xf32>, tensor<1x?x16x8xf32>, tensor<1x?x16x8xf32>)
+        outs(%a, %mm, %ll : tensor<1x?x1x16x8xf32>, tensor<1x?x1x16xf32>, tensor<1x?x1x16xf32>)
+        scale = 0.35 -> tensor<1x?x1x16x8xf32>, tensor<1x?x1x16xf32>, tensor<1x?x1x16xf32>
+    scf.yield %s#0, %s#1, %s#2 : tensor<1x?x1x16x8xf32>, tensor<1x?x1x16xf32>, tensor<1x?x1x16xf32>
+  } {flash.kv_loop}
+  %o = flash.finalize ins(%r#0, %r#1, %r#2 : tensor<1x?x1x16x8xf32>, tensor<1x?x1x16xf32>, tensor<1x?x1x16xf32>)
+      outs(%out : tensor<1x?x1x16x8xf32>) -> tensor<1x?x1x16x8xf32>
+  return %o : tensor<1x?x1x16x8xf32>
 }

@@ -131,6 +131,14 @@ def Flash_AttentionOp : Flash_Op<"attention", [Pure]> {
     against a KV cache) the last query sees every key. A query row with no
     visible key produces zeros (and `-inf` in `lse`), never NaN.
 
+    NaN and infinity propagate per row, as in PyTorch: a row whose scores
+    include NaN (a NaN or infinite entry of its query or of a key it sees,
+    or a score that overflows f32) produces NaN outputs and a NaN `lse`,
+    and leaves every other row alone. A NaN or infinite entry of V can
+    reach any output row of its head (a weight of 0 times NaN is NaN, as in
+    PyTorch's P V). `-inf` in `lse` always means "no visible key", so a
+    split-KV merge never drops a NaN row.
+
     Q, K, V and O share one element type (f32, f16 or bf16). Scores, the
     softmax statistics and the accumulator are always f32.
 
@@ -265,12 +273,13 @@ def Flash_FinalizeOp : Flash_Op<"finalize", [
     log-sum-exp.
 
     ```
-    out = l > 0 ? acc / l : 0          (converted to out's element type)
-    lse = l > 0 ? m + log(l) : -inf
+    out = l != 0 ? acc / l : 0         (converted to out's element type)
+    lse = l != 0 ? m + log(l) : -inf
     ```
 
     `acc` and `out` have one shape `[..., Dv]`; `m`, `l` and `lse` have its
-    leading dimensions `[...]`. A row that saw no key produces 0 and -inf.
+    leading dimensions `[...]`. A row that saw no key (`l = 0`) produces 0
+    and -inf; a NaN `l` (NaN in the row's scores) produces NaN in both.
 
     Example:
 
@@ -310,7 +319,8 @@ def Flash_CombineOp : Flash_Op<"combine", [
 
     The merge is associative and commutative. Splits that saw no key
     (`part_lse = -inf`) contribute nothing; a row whose every split is
-    empty produces 0 and `lse = -inf`.
+    empty produces 0 and `lse = -inf`. A NaN `part_lse` makes the row's
+    output and `lse` NaN.
 
     Example:
 
