@@ -31,6 +31,7 @@
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Support/CrashRecoveryContext.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
@@ -42,6 +43,8 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <mutex>
+#include <optional>
 
 using namespace mlir;
 using namespace mlir::flash;
@@ -217,6 +220,37 @@ std::string mlir::flash::detail::printOp(Operation *op) {
   return s;
 }
 
+/// Runs `body` so that a crash (a signal, an abort) inside it returns here.
+/// Returns false when it crashed. The first call installs LLVM's crash
+/// recovery signal handlers for the process.
+static bool runRecoveringCrashes(llvm::function_ref<void()> body) {
+  static std::once_flag enabled;
+  std::call_once(enabled, [] { llvm::CrashRecoveryContext::Enable(); });
+  llvm::CrashRecoveryContext context;
+  return context.RunSafely(body);
+}
+
+/// Saves `contents` as a reproducer; the error names what crashed and
+/// where the reproducer is.
+static llvm::Error crashError(llvm::StringRef what, llvm::StringRef contents,
+                              llvm::StringRef suffix) {
+  llvm::SmallString<128> path;
+  int fd = -1;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+          "flashc-crash", suffix, fd, path))
+    return llvm::createStringError(what + " (and no reproducer could be "
+                                          "saved: " +
+                                   ec.message() + ")");
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << contents;
+    os.flush();
+    if (os.has_error())
+      os.clear_error();
+  }
+  return llvm::createStringError(what + "; reproducer: " + path);
+}
+
 llvm::Expected<OwningOpRef<ModuleOp>> mlir::flash::detail::runStages(
     MLIRContext &ctx, llvm::StringRef source, const PipelineConfig &config,
     llvm::StringRef last,
@@ -238,7 +272,15 @@ llvm::Expected<OwningOpRef<ModuleOp>> mlir::flash::detail::runStages(
     pm.enableVerifier(false);
     if (llvm::Error e = buildStage(pm, stage, config))
       return e;
-    if (failed(pm.run(*module)))
+    LogicalResult ran = failure();
+    if (!runRecoveringCrashes([&] { ran = pm.run(*module); }))
+      return crashError("stage '" + stage.str() +
+                            "' crashed (a bug in MLIR or flashc); the "
+                            "reproducer is the pipeline's input, for "
+                            "flashc-opt with `" +
+                            config.str() + "`",
+                        source, "mlir");
+    if (failed(ran))
       return llvm::createStringError("stage '" + stage + "' failed:\n" +
                                      diags.messages);
     if (failed(verify(*module)))
@@ -627,6 +669,18 @@ Compiler::compileModule(llvm::StringRef source, llvm::StringRef target,
 }
 
 llvm::Expected<AttentionSpec> AttentionSpec::fromMLIR(llvm::StringRef source) {
+  // Parsing and fusion see the caller's IR: a crash in them must not take
+  // the caller's process down.
+  std::optional<llvm::Expected<AttentionSpec>> result;
+  if (!runRecoveringCrashes([&] { result.emplace(fromMLIRUnguarded(source)); }))
+    return crashError("crashed while parsing or fusing the module (a bug in "
+                      "MLIR or flashc)",
+                      source, "mlir");
+  return std::move(*result);
+}
+
+llvm::Expected<AttentionSpec>
+AttentionSpec::fromMLIRUnguarded(llvm::StringRef source) {
   MLIRContext ctx(getRegistry(), MLIRContext::Threading::DISABLED);
   DiagnosticCollector diags(ctx);
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(source, &ctx);

@@ -107,6 +107,10 @@ struct AttentionSpec {
   /// fused first) of `source`, whose operands must be static function
   /// arguments. The error explains what did not fit.
   static llvm::Expected<AttentionSpec> fromMLIR(llvm::StringRef source);
+
+private:
+  static llvm::Expected<AttentionSpec>
+  fromMLIRUnguarded(llvm::StringRef source);
 };
 
 /// A caller-owned strided buffer. Sizes and strides are in elements.
@@ -198,7 +202,9 @@ public:
           const PipelineConfig &config = {});
 
   /// Compiles the attention described by an MLIR module (see
-  /// AttentionSpec::fromMLIR).
+  /// AttentionSpec::fromMLIR). Parsing and the pipeline run under crash
+  /// recovery: a crash in MLIR or flashc on this input comes back as an
+  /// error naming a file that reproduces it, not as a dead process.
   llvm::Expected<std::shared_ptr<const Kernel>>
   compileModule(llvm::StringRef source, llvm::StringRef target = "cpu",
                 const PipelineConfig &config = {});
