@@ -20,7 +20,7 @@ if [ ! -f "$build/build.ninja" ]; then
     -DLLVM_DIR="$llvm/lib/cmake/llvm" \
     -DLLVM_EXTERNAL_LIT="$llvm/bin/lit" \
     -DPython3_EXECUTABLE=/usr/bin/python3 \
-    -DLLVM_USE_LINKER=lld >/dev/null
+    -DLLVM_USE_LINKER=lld ${FLASHC_CMAKE_ARGS:-} >/dev/null
 fi
 # Two cores: more parallel jobs only add memory pressure.
 ninja -C "$build" -j "${JOBS:-2}" >/dev/null

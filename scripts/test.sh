@@ -2,11 +2,31 @@
 #===- scripts/test.sh - Build flashc and run the whole test suite --------===#
 #
 # Installs the dependencies, builds, and runs every test through ctest: the
-# GoogleTest unit tests, the lit suite and the generated-docs check.
+# GoogleTest unit tests, the lit suite, the generated-docs check and the
+# script checks.
+#
+#   scripts/test.sh              # build/ (Release)
+#   scripts/test.sh --sanitize   # build-sanitize/: ASan + UBSan, the same
+#                                # suite, no report allowed
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [ "${1:-}" = "--sanitize" ]; then
+  export BUILD_DIR="${SANITIZE_BUILD_DIR:-$root/build-sanitize}"
+  export FLASHC_CMAKE_ARGS="-DFLASHC_SANITIZE=ON"
+  # Abort on the first report of either sanitizer, with a stack trace.
+  # LeakSanitizer cannot run in the processes that JIT CPU kernels (the
+  # compiler tests, `flashc run` in the lit suite): CMake turns it off
+  # for those tests only.
+  # allocator_may_return_null: an allocation that cannot succeed returns
+  # null, which flashc turns into an error (as without ASan).
+  export ASAN_OPTIONS="abort_on_error=1:allocator_may_return_null=1:detect_leaks=1:${ASAN_OPTIONS:-}"
+  export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:${UBSAN_OPTIONS:-}"
+elif [ $# -gt 0 ]; then
+  echo "usage: scripts/test.sh [--sanitize]" >&2
+  exit 2
+fi
 build="${BUILD_DIR:-$root/build}"
 "$root/scripts/build.sh"
 cd "$build"

@@ -44,3 +44,8 @@ ptxas = "/usr/local/cuda/bin/ptxas"
 if os.path.exists(ptxas):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+
+# A FLASHC_SANITIZE=ON build (ASan+UBSan): AddressSanitizer owns SIGSEGV, so
+# tests that rely on LLVM's crash recovery are `UNSUPPORTED: asan`.
+if config.flashc_sanitize.upper() in ("ON", "1", "TRUE", "YES"):
+    config.available_features.add("asan")

@@ -134,7 +134,9 @@ llvm::Expected<std::vector<std::string>> list(const Options &o,
                                               llvm::StringRef dflt) {
   std::vector<std::string> items;
   llvm::SmallVector<llvm::StringRef> parts;
-  llvm::StringRef(o.has(name) ? o.str(name) : dflt.str()).split(parts, ',');
+  // The text must outlive `parts`, which point into it.
+  std::string text = o.has(name) ? o.str(name) : dflt.str();
+  llvm::StringRef(text).split(parts, ',');
   for (llvm::StringRef p : parts) {
     if (p.trim().empty())
       return llvm::createStringError("--" + name + ": empty item in '" +

@@ -59,6 +59,11 @@ def FlashCPUTransposeKeys : Pass<"flash-cpu-transpose-keys"> {
     whose Q tile holds the whole query (decode: each key block is read by one
     tile only), are left as they are; the expansion then transposes per
     step.
+
+    The CPU backend lowers unit-stride slices only (flash-tile makes no
+    others): a `tensor.extract_slice`, `insert_slice` or
+    `parallel_insert_slice` with any other stride, static or dynamic, is an
+    error here, before bufferization.
   }];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect"

@@ -62,6 +62,8 @@ Value getTransposed(RewriterBase &rewriter, Value key,
 struct FlashCPUTransposeKeysPass
     : flash::impl::FlashCPUTransposeKeysBase<FlashCPUTransposeKeysPass> {
   void runOnOperation() override {
+    if (failed(checkUnitStrides()))
+      return signalPassFailure();
     IRRewriter rewriter(&getContext());
     llvm::DenseMap<Value, Value> cache;
     SmallVector<AttentionStepOp> steps;
@@ -115,6 +117,34 @@ struct FlashCPUTransposeKeysPass
       if (slice->use_empty())
         rewriter.eraseOp(slice);
     }
+  }
+
+  /// The CPU backend bufferizes tensor slices into memref subviews, and
+  /// flash-tile only makes unit-stride slices. Other strides are rejected
+  /// here, before bufferization: MLIR 22 crashes folding `memref.dim` of a
+  /// rank-reducing subview whose dropped unit dimension has a non-unit
+  /// stride (in SubViewOp::getDroppedDims).
+  LogicalResult checkUnitStrides() {
+    WalkResult result = getOperation()->walk([](Operation *op) {
+      if (!isa<tensor::ExtractSliceOp, tensor::InsertSliceOp,
+               tensor::ParallelInsertSliceOp>(op))
+        return WalkResult::advance();
+      auto slice = cast<OffsetSizeAndStrideOpInterface>(op);
+      for (auto [dim, stride] : llvm::enumerate(slice.getMixedStrides())) {
+        if (isConstantIntValue(stride, 1))
+          continue;
+        InFlightDiagnostic diag = op->emitOpError() << "has stride ";
+        if (std::optional<int64_t> value = getConstantIntValue(stride))
+          diag << *value;
+        else
+          diag << "(dynamic)";
+        diag << " in dimension " << dim
+             << "; the CPU backend lowers unit-stride slices only";
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    return failure(result.wasInterrupted());
   }
 };
 
