@@ -26,7 +26,11 @@ timeout and an address-space limit, and is classified as
           rejected the input with a clean error (counted apart)
   crash   killed by a signal, or a crash signature on stderr
   hang    timed out
-  oom     std::bad_alloc / out of memory, or killed at the memory limit.
+  oom     std::bad_alloc / out of memory, or killed at the memory limit
+  messy   (flashc) an error that is not one `flashc: error: ...` line
+          with exit status 1
+  wrong   (flashc run) exit status 2: the kernel's output failed the
+          check against the float64 reference.
 The same seed gives the same inputs in the same order; --seconds and
 --max-inputs bound the run (whichever comes first). Each crash, hang or
 OOM is saved under --out with its exact command line, and a summary table
@@ -57,8 +61,8 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-CLASSES = ("ok", "error", "guarded", "crash", "hang", "oom")
-FAILURES = ("crash", "hang", "oom")
+CLASSES = ("ok", "error", "guarded", "crash", "hang", "oom", "messy", "wrong")
+FAILURES = ("crash", "hang", "oom", "messy", "wrong")
 CRASH_MARKERS = ("PLEASE submit a bug report", "Stack dump", "LLVM ERROR",
                  "Assertion", "terminate called", "Segmentation fault")
 OOM_MARKERS = ("std::bad_alloc", "out of memory")
@@ -741,8 +745,54 @@ def problem_flags(rng):
     return args, gpu
 
 
+def list_value(rng, good, bad, n=1):
+    return ",".join(pick(rng, good, bad, 0.15) for _ in range(n))
+
+
+def bundle_command(rng):
+    """`flashc bundle` with short lists: the default lists would compile
+    dozens of kernels, past the time limit."""
+    args = ["bundle"]
+    if rng.random() < 0.95:
+        args += ["-o", pick(rng, ("bundle",), ("/dev/full/x", "/proc/version", ""), 0.1)]
+    lists = {"--targets": (("sm_80", "sm_90a"), ("sm_99", "cpu", "", ",")),
+             "--dtypes": (("f16", "bf16"), ("f32", "x", "")),
+             "--head-dims": (("64", "128"), ("0", "32", "512", "100000", "-1", "x", "")),
+             "--groups": (("1", "4"), ("0", "3", "-1", "65537", "x")),
+             "--variants": (("prefill", "decode"), ("x", ""))}
+    longer = rng.choice(list(lists))
+    for flag, (good, bad) in lists.items():
+        if rng.random() < 0.97:
+            n = 2 if flag == longer and rng.random() < 0.3 else 1
+            args += [flag, list_value(rng, good, bad, n)]
+    for flag in ("--causal", "--lse"):
+        args += [flag, pick(rng, ("yes", "no"), ("both", "maybe", ""), 0.1)]
+    if rng.random() < 0.9:
+        args += ["--no-assemble"]
+    return "flashc bundle", args
+
+
+def bench_command(rng):
+    """`flashc bench` on small problems, one iteration."""
+    args = ["bench", "--sizes", list_value(rng, ("16", "64", "100"),
+                                           ("0", "-1", "x", "", "9223372036854775807"),
+                                           rng.choice((1, 2))),
+            "--head-dims", list_value(rng, ("16", "64"), ("0", "513", "x", ""))]
+    args += ["--iters", pick(rng, ("1",), ("0", "-1", "x"), 0.1)]
+    if rng.random() < 0.5:
+        args += ["--heads", pick(rng, ("1", "2"), ("0", "-1", "x", "4294967296"), 0.15)]
+    if rng.random() < 0.3:
+        args += ["--json", pick(rng, ("bench.json",), ("/dev/full", "nodir/x.json"), 0.3)]
+    return "flashc bench", args
+
+
 def flashc_command(rng):
     """Returns (label, argv tail) for a flashc command line."""
+    r = rng.random()
+    if r < 0.06:
+        return bundle_command(rng)
+    if r < 0.10:
+        return bench_command(rng)
     sub = rng.choices(("run", "compile", "cost"), (4, 4, 2))[0]
     problem, gpu = problem_flags(rng)
     args = [sub] + problem
@@ -843,10 +893,18 @@ class Proc:
         self.deadline = self.start + timeout
         self.mem_bytes = mem_bytes
         self.timed_out = False
-        self.popen = subprocess.Popen(
-            argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=self.err, preexec_fn=limit_resources(mem_bytes),
-            start_new_session=True)
+        for attempt in range(30):
+            try:
+                self.popen = subprocess.Popen(
+                    argv, cwd=cwd, stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL, stderr=self.err,
+                    preexec_fn=limit_resources(mem_bytes), start_new_session=True)
+                break
+            except FileNotFoundError:
+                # The tool is being relinked: wait for it.
+                if attempt == 29:
+                    raise
+                time.sleep(1)
 
     def poll(self):
         """Returns a Result once the process has ended, else None."""
@@ -975,7 +1033,11 @@ def signature(result, label):
         parts.append(msg)
     if frames:
         parts.append(" < ".join(frames))
-    if not msg and not frames:
+    if result.cls == "messy":
+        first = next((l for l in result.stderr.splitlines() if l.strip()), "(no output)")
+        first = re.sub(r"'[^']*'", "'X'", re.sub(r"-?\d+", "N", first))
+        parts.append(f"exit {result.rc}: {first[:120]}")
+    elif not msg and not frames:
         how = f"signal {-result.rc}" if result.rc < 0 else f"exit {result.rc}"
         parts.append(f"{how} in {label}")
     return " | ".join(parts)
@@ -1034,7 +1096,22 @@ def save_finding(ctx, case, result, sig):
     return base + ".cmd"
 
 
+def flashc_verdict(result):
+    """flashc's contract for a failed run: exit 1 and exactly one line
+    `flashc: error: ...`; exit 2 only when the numerical check failed."""
+    if result.cls != "error":
+        return result
+    if result.rc == 2:
+        return result._replace(cls="wrong")
+    lines = [l for l in result.stderr.splitlines() if l.strip()]
+    if result.rc != 1 or len(lines) != 1 or not lines[0].startswith("flashc: error: "):
+        return result._replace(cls="messy")
+    return result
+
+
 def record(ctx, stats, case, result):
+    if case.tool == "flashc":
+        result = flashc_verdict(result)
     if result.cls not in FAILURES:
         stats.add(case, result)
         return
@@ -1111,12 +1188,12 @@ def summary_text(ctx, stats, elapsed):
         lines.append(f"({stats.silent_errors} errors exited non-zero without a diagnostic)")
     lines.append("")
     if stats.signatures:
-        lines.append(f"{len(stats.signatures)} distinct crash/hang/oom signatures "
+        lines.append(f"{len(stats.signatures)} distinct failure signatures "
                      f"(saved under {ctx.out}):")
         for sig, (count, path) in sorted(stats.signatures.items(), key=lambda kv: -kv[1][0]):
             lines.append(f"  {count:6}  {sig}\n          e.g. {path}")
     else:
-        lines.append("no crashes, hangs or out-of-memory")
+        lines.append("no failures: no crash, hang, oom, messy or wrong")
     return "\n".join(lines) + "\n"
 
 
@@ -1202,9 +1279,13 @@ def minimize_cmd(args):
     mem = args.mem_mb << 20
     scratch = tempfile.mkdtemp(prefix="flashc-fuzz-min-", dir="/tmp")
 
+    is_flashc = os.path.basename(keep[0]) == "flashc"
+
     def key(tail):
-        return failure_key(run_once(keep + tail, scratch, args.timeout, mem),
-                           "minimize", args.match)
+        result = run_once(keep + tail, scratch, args.timeout, mem)
+        if is_flashc:
+            result = flashc_verdict(result)
+        return failure_key(result, "minimize", args.match)
 
     want = key(rest)
     if want is None:

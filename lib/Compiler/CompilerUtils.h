@@ -28,12 +28,27 @@ namespace detail {
 /// The dialects and translations every compilation needs, built once.
 const DialectRegistry &getRegistry();
 
-/// Collects the diagnostics emitted while it lives.
+/// Collects the diagnostics emitted while it lives, as one line:
+/// "message (at file:line:col); message ..." (errors and warnings; a
+/// diagnostic's own line breaks become spaces). An error built from it is
+/// one line, as flashc's driver reports it.
 struct DiagnosticCollector {
   explicit DiagnosticCollector(MLIRContext &ctx)
       : handler(&ctx, [this](Diagnostic &diag) {
+          if (diag.getSeverity() == DiagnosticSeverity::Note ||
+              diag.getSeverity() == DiagnosticSeverity::Remark)
+            return success();
+          std::string text = diag.str();
+          for (char &c : text)
+            if (c == '\n' || c == '\r')
+              c = ' ';
           llvm::raw_string_ostream os(messages);
-          os << diag.getLocation() << ": " << diag << "\n";
+          if (!messages.empty())
+            os << "; ";
+          os << llvm::StringRef(text).trim();
+          if (auto file = dyn_cast<FileLineColLoc>(diag.getLocation()))
+            os << " (at " << file.getFilename().getValue() << ":"
+               << file.getLine() << ":" << file.getColumn() << ")";
           return success();
         }) {}
   std::string messages;

@@ -259,7 +259,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> mlir::flash::detail::runStages(
   DiagnosticCollector diags(ctx);
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(source, &ctx);
   if (!module)
-    return llvm::createStringError("cannot parse the kernel module:\n" +
+    return llvm::createStringError("cannot parse the kernel module: " +
                                    diags.messages);
   if (llvm::Error e = config.validate())
     return e;
@@ -281,11 +281,11 @@ llvm::Expected<OwningOpRef<ModuleOp>> mlir::flash::detail::runStages(
                             config.str() + "`",
                         source, "mlir");
     if (failed(ran))
-      return llvm::createStringError("stage '" + stage + "' failed:\n" +
+      return llvm::createStringError("stage '" + stage + "' failed: " +
                                      diags.messages);
     if (failed(verify(*module)))
       return llvm::createStringError("stage '" + stage +
-                                     "' produced invalid IR:\n" +
+                                     "' produced invalid IR: " +
                                      diags.messages);
     if (stageIR)
       stageIR->emplace_back(stage.str(), printOp(*module));
@@ -412,8 +412,8 @@ KernelBuilder::build(const AttentionSpec &spec, const PipelineConfig &config) {
   auto engine = ExecutionEngine::create(**module, options);
   if (!engine)
     return llvm::createStringError(
-        "JIT compilation failed: " + llvm::toString(engine.takeError()) + "\n" +
-        diags.messages);
+        "JIT compilation failed: " + llvm::toString(engine.takeError()) +
+        (diags.messages.empty() ? "" : "; " + diags.messages));
   auto entry = (*engine)->lookup("_mlir_ciface_flash_attention");
   if (!entry)
     return entry.takeError();
@@ -685,12 +685,12 @@ AttentionSpec::fromMLIRUnguarded(llvm::StringRef source) {
   DiagnosticCollector diags(ctx);
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(source, &ctx);
   if (!module)
-    return llvm::createStringError("cannot parse the module:\n" +
+    return llvm::createStringError("cannot parse the module: " +
                                    diags.messages);
   PassManager pm(&ctx);
   pm.addPass(createFlashFuseAttention());
   if (failed(pm.run(*module)))
-    return llvm::createStringError("fusion failed:\n" + diags.messages);
+    return llvm::createStringError("fusion failed: " + diags.messages);
   SmallVector<AttentionOp> ops;
   module->walk([&](AttentionOp op) { ops.push_back(op); });
   if (ops.size() != 1)

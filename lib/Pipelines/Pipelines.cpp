@@ -240,6 +240,10 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
             "reconcile-unrealized-casts");
   }
   if (stage == "gpu") {
+    if (parseLoopOrder(c.loopOrder) == LoopOrder::Algorithm1)
+      return llvm::createStringError(
+          "the GPU kernels are built in the fa2 loop order; loop-order "
+          "algorithm1 is for the CPU backend and the cost model");
     FlashToNVGPUOptions o;
     o.target = c.target;
     pm.addPass(createFlashToNVGPU(o));

@@ -16,6 +16,7 @@
 
 #include "flashc/Analysis/CostModel.h"
 #include "flashc/Compiler/Reference.h"
+#include "flashc/Support/Sizes.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -31,6 +32,7 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <tuple>
 #include <sys/resource.h>
 
 extern "C" void openblas_set_num_threads(int);
@@ -69,14 +71,14 @@ double medianTime(Fn fn, int64_t minIters, double budget) {
 /// over the full N x N score matrix.
 void blasAttention(int64_t heads, int64_t n, int64_t d, bool causal,
                    float scale, const float *q, const float *k, const float *v,
-                   float *o, std::vector<float> &s) {
+                   float *o, float *s) {
   for (int64_t h = 0; h < heads; ++h) {
     const float *qh = q + h * n * d, *kh = k + h * n * d, *vh = v + h * n * d;
     float *oh = o + h * n * d;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, d, scale, qh, d,
-                kh, d, 0.0f, s.data(), n);
+                kh, d, 0.0f, s, n);
     for (int64_t i = 0; i < n; ++i) {
-      float *row = s.data() + i * n;
+      float *row = s + i * n;
       int64_t visible = causal ? i + 1 : n;
       float mx = -INFINITY;
       for (int64_t j = 0; j < visible; ++j)
@@ -94,7 +96,7 @@ void blasAttention(int64_t heads, int64_t n, int64_t d, bool causal,
         row[j] = 0;
     }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, d, n, 1.0f,
-                s.data(), n, vh, d, 0.0f, oh, d);
+                s, n, vh, d, 0.0f, oh, d);
   }
 }
 
@@ -120,6 +122,12 @@ int flashc::benchOneCommand(llvm::ArrayRef<const char *> args) {
   for (auto *e : {&n, &d, &heads, &threads, &iters})
     if (!*e)
       return reportError(e->takeError());
+  for (auto [value, name, lo, hi] :
+       {std::tuple(*threads, "--threads", int64_t(0), kMaxThreads),
+        std::tuple(*iters, "--iters", int64_t(1), int64_t(1000000))})
+    if (std::string problem = checkRange(value, name, lo, hi);
+        !problem.empty())
+      return reportError(llvm::createStringError(problem));
   bool causal = o->has("causal");
   std::string impl = o->str("impl", "flashc");
   PipelineConfig config;
@@ -134,8 +142,14 @@ int flashc::benchOneCommand(llvm::ArrayRef<const char *> args) {
   if (llvm::Error e = spec.validate())
     return reportError(std::move(e));
   std::vector<int64_t> shape = {1, *heads, *n, *d};
-  HostTensor q(DType::F32, shape), k(DType::F32, shape), v(DType::F32, shape),
-      out(DType::F32, shape);
+  llvm::Expected<HostTensor> qOr = HostTensor::allocate(DType::F32, shape),
+                             kOr = HostTensor::allocate(DType::F32, shape),
+                             vOr = HostTensor::allocate(DType::F32, shape),
+                             outOr = HostTensor::allocate(DType::F32, shape);
+  for (auto *t : {&qOr, &kOr, &vOr, &outOr})
+    if (!*t)
+      return reportError(t->takeError());
+  HostTensor &q = *qOr, &k = *kOr, &v = *vOr, &out = *outOr;
   std::mt19937 rng(7);
   std::normal_distribution<double> normal;
   for (HostTensor *t : {&q, &k, &v})
@@ -175,7 +189,12 @@ int flashc::benchOneCommand(llvm::ArrayRef<const char *> args) {
       return reportError(llvm::createStringError("kernel run failed"));
   } else if (impl == "blas") {
     openblas_set_num_threads(static_cast<int>(nthreads));
-    std::vector<float> s(static_cast<size_t>(*n * *n));
+    // The N x N score matrix the 3-pass baseline materialises.
+    llvm::Expected<HostTensor> scores =
+        HostTensor::allocate(DType::F32, {*n, *n});
+    if (!scores)
+      return reportError(scores.takeError());
+    float *s = static_cast<float *>(scores->data());
     const float *qp = static_cast<const float *>(q.data());
     const float *kp = static_cast<const float *>(k.data());
     const float *vp = static_cast<const float *>(v.data());
@@ -235,9 +254,34 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
   auto dims = list("head-dims", "64,128");
   if (!dims)
     return reportError(dims.takeError());
-  std::string heads = o->str("heads", "8"), iters = o->str("iters", "3");
-  std::string threads =
-      o->str("threads", std::to_string(PipelineConfig().getNumThreads()));
+  // Checked here, not only in the measuring processes: they go into a shell
+  // command line, and a failure there should be this one error.
+  llvm::Expected<int64_t> headsOr = o->integer("heads", 8),
+                          itersOr = o->integer("iters", 3),
+                          threadsOr = o->integer(
+                              "threads", PipelineConfig().getNumThreads());
+  for (auto *e : {&headsOr, &itersOr, &threadsOr})
+    if (!*e)
+      return reportError(e->takeError());
+  for (auto [value, name, lo, hi] :
+       {std::tuple(*headsOr, "--heads", int64_t(1), int64_t(1) << 20),
+        std::tuple(*threadsOr, "--threads", int64_t(1), kMaxThreads),
+        std::tuple(*itersOr, "--iters", int64_t(1), int64_t(1000000))})
+    if (std::string problem = checkRange(value, name, lo, hi);
+        !problem.empty())
+      return reportError(llvm::createStringError(problem));
+  for (int64_t n : *sizes)
+    for (int64_t d : *dims) {
+      AttentionSpec spec;
+      spec.heads = spec.kvHeads = *headsOr;
+      spec.seqQ = spec.seqKV = n;
+      spec.headDim = d;
+      if (llvm::Error e = spec.validate())
+        return reportError(std::move(e));
+    }
+  std::string heads = std::to_string(*headsOr),
+              iters = std::to_string(*itersOr),
+              threads = std::to_string(*threadsOr);
   std::string self =
       llvm::sys::fs::getMainExecutable(argv0, (void *)&flashc::reportError);
 
@@ -260,7 +304,7 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
                             " --seq " + std::to_string(n) + " --head-dim " +
                             std::to_string(d) + " --heads " + heads +
                             " --threads " + threads + " --iters " + iters +
-                            (causal ? " --causal" : "");
+                            (causal ? " --causal" : "") + " 2>&1";
           FILE *pipe = popen(cmd.c_str(), "r");
           if (!pipe)
             return reportError(llvm::createStringError("cannot run " + cmd));
@@ -269,18 +313,32 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
           while (size_t got = fread(buf, 1, sizeof(buf), pipe))
             text.append(buf, got);
           int status = pclose(pipe);
-          llvm::Expected<llvm::json::Value> value = llvm::json::parse(text);
-          if (status != 0 || !value)
+          // The result is the last line; stderr (merged in) comes before.
+          llvm::StringRef last = llvm::StringRef(text).rtrim();
+          last = last.substr(last.rfind('\n') + 1);
+          llvm::Expected<llvm::json::Value> value = llvm::json::parse(last);
+          if (status != 0 || !value) {
+            // One line: what was measured and the measuring process's own
+            // error (its stderr comes through the pipe).
+            llvm::StringRef why = llvm::StringRef(text).trim();
+            why = why.take_front(why.find('\n'));
+            why.consume_front("flashc: error: ");
+            std::string what = llvm::formatv("{0}, N = {1}, d = {2}{3}", impl,
+                                             n, d, causal ? ", causal" : "");
+            if (why.empty() && !value)
+              why = "no output";
+            if (!value)
+              llvm::consumeError(value.takeError());
             return reportError(llvm::createStringError(
-                "measurement failed: " + cmd + "\n" + text +
-                (value ? "" : llvm::toString(value.takeError()))));
+                "the measurement (" + what + ") failed: " + why));
+          }
           row[impl] = std::move(*value);
         }
         auto get = [&](const char *impl, const char *key) {
           return row.getObject(impl)->getNumber(key).value_or(NAN);
         };
         double speedup = get("blas", "seconds") / get("flashc", "seconds");
-        double perThread = get("flashc", "gflops") / std::stod(threads);
+        double perThread = get("flashc", "gflops") / static_cast<double>(*threadsOr);
         llvm::outs() << llvm::formatv(
             "{0,6} {1,4} {2,7} | {3,10:f2} {4,8:f1} {5,8:f1} | {6,10:f2} "
             "{7,8:f1} | {8,7:f2} | {9,8:f1} {10,8:f1} | {11,9:f1} {12,9:f1}\n",

@@ -2,6 +2,8 @@
 
 #include "Options.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -9,7 +11,15 @@
 using namespace mlir::flash;
 
 int flashc::reportError(llvm::Error error) {
-  llvm::errs() << "flashc: error: " << llvm::toString(std::move(error)) << "\n";
+  // One line, whatever the error holds (joined errors are one a line).
+  std::string text = llvm::toString(std::move(error));
+  llvm::SmallVector<llvm::StringRef> lines;
+  llvm::StringRef(text).split(lines, '\n', -1, /*KeepEmpty=*/false);
+  llvm::errs() << "flashc: error: ";
+  llvm::interleave(
+      lines, llvm::errs(),
+      [](llvm::StringRef line) { llvm::errs() << line.trim(); }, "; ");
+  llvm::errs() << "\n";
   return 1;
 }
 
