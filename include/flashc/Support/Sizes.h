@@ -64,7 +64,11 @@ constexpr int64_t kMaxTensorBytes = int64_t(1) << 60;
 /// not a schedule but an out-of-memory.
 constexpr int64_t kMaxBlockSize = int64_t(1) << 16;
 constexpr int64_t kMaxSplits = int64_t(1) << 16;
-constexpr int64_t kMaxThreads = 1024;
+/// OpenMP aborts the process when it cannot create a worker thread, and
+/// 1024 workers' stacks and malloc arenas pass a 4 GiB address-space
+/// limit; 256 stay well inside it (and above the hardware threads of one
+/// CPU socket).
+constexpr int64_t kMaxThreads = 256;
 constexpr int64_t kMaxSramBytes = int64_t(1) << 40;
 
 /// "NAME must be from LO to HI, got V", or an empty string when V is in
