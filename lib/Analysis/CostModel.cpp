@@ -170,21 +170,44 @@ BlockCoverage mlir::flash::computeBlockCoverage(const AttentionShape &shape,
   c.blocksQ = ceilDiv(shape.seqQ, blockQ);
   c.blocksKV = ceilDiv(shape.seqKV, blockKV);
   int64_t offset = shape.seqKV - shape.seqQ;
-  for (int64_t i = 0; i < c.blocksQ; ++i) {
-    int64_t rows = std::min(blockQ, shape.seqQ - i * blockQ);
-    // The KV blocks a Q block visits are a prefix: those its last row sees.
-    int64_t blocks = c.blocksKV;
-    if (shape.causal) {
-      int64_t lastKey = i * blockQ + rows - 1 + offset;
-      blocks = lastKey < 0 ? 0 : std::min(c.blocksKV, lastKey / blockKV + 1);
-    }
+  // The KV blocks Q block i (of `rows` rows) visits are a prefix: those its
+  // last row sees.
+  auto blocksOf = [&](int64_t i, int64_t rows) {
+    if (!shape.causal)
+      return c.blocksKV;
+    int64_t lastKey = i * blockQ + rows - 1 + offset;
+    return lastKey < 0 ? 0 : std::min(c.blocksKV, lastKey / blockKV + 1);
+  };
+  // `count` Q blocks of `rows` rows, each visiting `blocks` KV blocks.
+  auto visit = [&](int64_t count, int64_t rows, int64_t blocks) {
     int64_t keys = std::min(shape.seqKV, blocks * blockKV);
-    c.visitedPairs += blocks;
-    c.visitedRows += blocks * rows;
-    c.visitedKeys += keys;
-    c.visitedScores += rows * keys;
+    c.visitedPairs += count * blocks;
+    c.visitedRows += count * blocks * rows;
+    c.visitedKeys += count * keys;
+    c.visitedScores += count * rows * keys;
     c.keysTouched = std::max(c.keysTouched, keys);
+  };
+  // The full Q blocks come in runs that visit the same number of KV blocks
+  // (it grows with i under a causal mask): one step per run, so the cost is
+  // O(min(Tr, Tc)), not O(Tr) (Nq = 2^32 with Br = 1 is a valid shape).
+  int64_t full = c.blocksQ - 1;
+  for (int64_t i = 0; i < full;) {
+    int64_t blocks = blocksOf(i, blockQ);
+    int64_t end = full;
+    if (shape.causal && blocks < c.blocksKV) {
+      // `blocks` holds while the last row's key stays below `limit`:
+      // i * Br + Br - 1 + offset < limit.
+      int64_t limit = blocks == 0 ? 0 : blocks * blockKV;
+      int64_t num = limit - (blockQ - 1) - offset;
+      int64_t firstBeyond =
+          num <= 0 ? 0 : num / blockQ + (num % blockQ != 0 ? 1 : 0);
+      end = std::clamp<int64_t>(firstBeyond, i + 1, full);
+    }
+    visit(end - i, blockQ, blocks);
+    i = end;
   }
+  int64_t lastRows = shape.seqQ - full * blockQ;
+  visit(1, lastRows, blocksOf(full, lastRows));
   return c;
 }
 

@@ -26,6 +26,13 @@
 // RUN: flashc-opt %t/decode.mlir --flash-report-cost="target=sm_80 json=true" \
 // RUN:   | FileCheck %s --check-prefix=DECODE-JSON
 //
+// 2^32 query rows in blocks of one over 8 keys: the causal coverage is
+// counted in runs of equal block counts, not one Q block at a time (this
+// took minutes). The last 8 rows see 1 + ... + 8 keys, one block each.
+// RUN: timeout 60 flashc-opt %t/long-query.mlir \
+// RUN:   --flash-report-cost="block-kv=8 loop-order=algorithm1 sram-bytes=64 json=true" \
+// RUN:   | FileCheck %s --check-prefix=LONG-Q
+//
 // Errors.
 // RUN: not flashc-opt %t/seed.mlir --flash-report-cost="target=sm_99" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BAD-TARGET
@@ -155,4 +162,12 @@ func.func @dynamic(%q: tensor<2x8x1x64xf32>, %k: tensor<2x4x?x64xf32>,
       : tensor<2x8x1x64xf32>, tensor<2x4x?x64xf32>, tensor<2x4x?x64xf32>
       -> tensor<2x8x1x64xf32>
   return %o : tensor<2x8x1x64xf32>
+}
+
+//--- long-query.mlir
+// LONG-Q: "blocksQ": 4294967296
+// LONG-Q: "visitedBlockPairs": 8
+func.func @long_query(%q: tensor<1x1x4294967296x16xf16>, %k: tensor<1x1x8x16xf16>, %v: tensor<1x1x8x16xf16>) -> tensor<1x1x4294967296x16xf16> {
+  %o = flash.attention %q, %k, %v causal : tensor<1x1x4294967296x16xf16>, tensor<1x1x8x16xf16>, tensor<1x1x8x16xf16> -> tensor<1x1x4294967296x16xf16>
+  return %o : tensor<1x1x4294967296x16xf16>
 }
