@@ -71,6 +71,16 @@ llvm::Expected<OwningOpRef<ModuleOp>> runStages(
 /// the prefill variant never splits. CPU configurations come back as given.
 PipelineConfig gpuConfig(const AttentionSpec &spec, const PipelineConfig &c);
 
+/// The pipeline options of a CPU kernel: it serves every batch and length,
+/// so its split count is always chosen at run time (dynamic-splits; a fixed
+/// count in `c` is passed at every call instead). GPU configurations come
+/// back as given.
+PipelineConfig cpuConfig(const PipelineConfig &c);
+
+/// The cache key of a CPU kernel for `spec`: the spec without its batch
+/// and sequence lengths, which are the kernel's arguments.
+std::string cpuKernelKey(const AttentionSpec &spec, const PipelineConfig &c);
+
 /// The GPU kernels' limits on a spec (f16/bf16, head dims), checked before
 /// any MLIR runs.
 llvm::Error checkGPUSpec(const AttentionSpec &spec, llvm::StringRef target);

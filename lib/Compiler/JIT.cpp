@@ -11,6 +11,7 @@
 
 #include "CompilerUtils.h"
 
+#include "flashc/Analysis/CostModel.h"
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
 #include "flashc/Dialect/Flash/Transforms/Passes.h"
 #include "flashc/InitFlashc.h"
@@ -18,6 +19,8 @@
 #include "flashc/Target/TargetInfo.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -146,7 +149,7 @@ AttentionShape AttentionSpec::shape() const {
   return s;
 }
 
-std::string AttentionSpec::toMLIR(bool dynamicSizes) const {
+std::string AttentionSpec::toMLIR(bool dynamicSizes, bool cpuKernel) const {
   std::string t = stringifyDType(dtype).str();
   auto size = [&](int64_t v) {
     return dynamicSizes ? std::string("?") : std::to_string(v);
@@ -167,33 +170,57 @@ std::string AttentionSpec::toMLIR(bool dynamicSizes) const {
   };
   std::string s;
   llvm::raw_string_ostream os(s);
-  os << "func.func @flash_attention(%qm: " << mem(q) << ", %km: " << mem(k)
-     << ", %vm: " << mem(v) << ", %om: " << mem(o);
-  if (withLse)
-    os << ", %lm: " << mem(l, true);
-  os << ") attributes {llvm.emit_c_interface} {\n";
-  auto toTensor = [&](const char *name, const std::string &shape, bool r3) {
-    os << "  %" << name << " = bufferization.to_tensor %" << name
-       << "m restrict : " << mem(shape, r3) << " to tensor<" << shape << ">\n";
+  auto function = [&](const char *name, const char *attrs) {
+    os << "func.func @" << name << "(%qm: " << mem(q) << ", %km: " << mem(k)
+       << ", %vm: " << mem(v) << ", %om: " << mem(o);
+    if (withLse)
+      os << ", %lm: " << mem(l, true);
+    if (cpuKernel)
+      os << ", %splits: index {flash.split_count}";
+    os << ") attributes {llvm.emit_c_interface" << attrs << "} {\n";
+    auto toTensor = [&](const char *name, const std::string &shape, bool r3) {
+      os << "  %" << name << " = bufferization.to_tensor %" << name
+         << "m restrict : " << mem(shape, r3) << " to tensor<" << shape
+         << ">\n";
+    };
+    toTensor("q", q, false);
+    toTensor("k", k, false);
+    toTensor("v", v, false);
+    os << "  " << (withLse ? "%o, %l" : "%o")
+       << " = flash.attention %q, %k, %v scale = "
+       << llvm::formatv("{0:e9}", effectiveScale()) << (causal ? " causal" : "")
+       << " : tensor<" << q << ">, tensor<" << k << ">, tensor<" << v
+       << "> -> tensor<" << o << ">" << (withLse ? ", tensor<" + l + ">" : "")
+       << "\n";
+    os << "  bufferization.materialize_in_destination %o in restrict writable "
+          "%om : (tensor<"
+       << o << ">, " << mem(o) << ") -> ()\n";
+    if (withLse)
+      os << "  bufferization.materialize_in_destination %l in restrict "
+            "writable %lm : (tensor<"
+         << l << ">, " << mem(l, true) << ") -> ()\n";
+    os << "  return\n}\n";
   };
-  toTensor("q", q, false);
-  toTensor("k", k, false);
-  toTensor("v", v, false);
-  os << "  " << (withLse ? "%o, %l" : "%o")
-     << " = flash.attention %q, %k, %v scale = "
-     << llvm::formatv("{0:e9}", effectiveScale()) << (causal ? " causal" : "")
-     << " : tensor<" << q << ">, tensor<" << k << ">, tensor<" << v
-     << "> -> tensor<" << o << ">" << (withLse ? ", tensor<" + l + ">" : "")
-     << "\n";
-  os << "  bufferization.materialize_in_destination %o in restrict writable "
-        "%om : (tensor<"
-     << o << ">, " << mem(o) << ") -> ()\n";
-  if (withLse)
-    os << "  bufferization.materialize_in_destination %l in restrict "
-          "writable %lm : (tensor<"
-       << l << ">, " << mem(l, true) << ") -> ()\n";
-  os << "  return\n}\n";
+  function("flash_attention", "");
+  if (cpuKernel)
+    function("flash_attention_decode", ", flash.decode");
   return s;
+}
+
+PipelineConfig mlir::flash::detail::cpuConfig(const PipelineConfig &c) {
+  if (c.isGPU())
+    return c;
+  PipelineConfig g = c;
+  g.splits = 0;
+  g.dynamicSplits = true;
+  return g;
+}
+
+std::string mlir::flash::detail::cpuKernelKey(const AttentionSpec &spec,
+                                              const PipelineConfig &c) {
+  AttentionSpec sizeFree = spec;
+  sizeFree.batch = sizeFree.seqQ = sizeFree.seqKV = 0;
+  return "cpu " + sizeFree.str() + " | " + c.str();
 }
 
 //===----------------------------------------------------------------------===//
@@ -316,8 +343,11 @@ llvm::Expected<std::string> Compiler::lowerToStage(const AttentionSpec &spec,
       return e;
   MLIRContext ctx(getRegistry(), MLIRContext::Threading::DISABLED);
   llvm::Expected<OwningOpRef<ModuleOp>> module =
-      runStages(ctx, (gpu ? gpuKernelSpec(spec) : spec).toMLIR(gpu),
-                gpuConfig(spec, config), stage, nullptr);
+      gpu ? runStages(ctx, gpuKernelSpec(spec).toMLIR(/*dynamicSizes=*/true),
+                      gpuConfig(spec, config), stage, nullptr)
+          : runStages(ctx, spec.toMLIR(/*dynamicSizes=*/true,
+                                       /*cpuKernel=*/true),
+                      cpuConfig(config), stage, nullptr);
   if (!module)
     return module.takeError();
   return printOp(**module);
@@ -338,8 +368,13 @@ llvm::Expected<std::string> Compiler::emitLLVMIR(const AttentionSpec &spec,
   if (llvm::Error e = spec.validate())
     return e;
   MLIRContext ctx(getRegistry(), MLIRContext::Threading::DISABLED);
-  llvm::Expected<OwningOpRef<ModuleOp>> module =
-      runStages(ctx, spec.toMLIR(), config, "", nullptr);
+  if (config.isGPU())
+    return llvm::createStringError(
+        "LLVM IR is emitted for the CPU; GPU kernels are PTX (emit ptx)");
+  // The module a CPU kernel is built from: any batch and length.
+  llvm::Expected<OwningOpRef<ModuleOp>> module = runStages(
+      ctx, spec.toMLIR(/*dynamicSizes=*/true, /*cpuKernel=*/true),
+      cpuConfig(config), "", nullptr);
   if (!module)
     return module.takeError();
   llvm::LLVMContext llvmContext;
@@ -372,25 +407,36 @@ KernelBuilder::build(const AttentionSpec &spec, const PipelineConfig &config) {
   kernel->metadata.config = config.str();
   MLIRContext ctx(getRegistry(), MLIRContext::Threading::DISABLED);
   KernelMetadata &meta = kernel->metadata;
-  // The schedule the passes chose: tile sizes from the model (as flash-tile
-  // computes them), the split count read off the tiled IR.
-  meta.tiles = chooseTileSizes(*TargetInfo::get(config.target), spec.shape(),
+  // The kernel serves every batch and length (they are its arguments), and
+  // its split count is chosen at every run unless the configuration fixes
+  // it. The tile sizes are the model's for unknown lengths, as flash-tile
+  // chooses them; the KV block is read off the tiled IR.
+  AttentionShape shape = spec.shape();
+  shape.batch = 1;
+  shape.seqQ = shape.seqKV = 4096;
+  meta.tiles = chooseTileSizes(*TargetInfo::get(config.target), shape,
                                *parseLoopOrder(config.loopOrder));
   if (config.blockQ)
     meta.tiles.blockQ = config.blockQ;
   if (config.blockKV)
     meta.tiles.blockKV = config.blockKV;
-  meta.splits = 1;
+  meta.splits = config.splits;
+  kernel->fixedSplits = config.splits;
+  kernel->maxSeqQ = config.maxSeqQ;
+  kernel->threads = config.getNumThreads();
   auto inspect = [&](llvm::StringRef stage, ModuleOp module) {
     if (stage != "tiled")
       return;
-    module->walk([&](CombineOp combine) {
-      meta.splits =
-          cast<ShapedType>(combine.getParts().getType()).getDimSize(0);
+    module->walk([&](scf::ForOp loop) {
+      if (!loop->hasAttr("flash.kv_loop"))
+        return;
+      if (std::optional<int64_t> step = getConstantIntValue(loop.getStep()))
+        meta.tiles.blockKV = *step;
     });
   };
   llvm::Expected<OwningOpRef<ModuleOp>> module =
-      runStages(ctx, spec.toMLIR(), config, "", &meta.stageIR, inspect);
+      runStages(ctx, spec.toMLIR(/*dynamicSizes=*/true, /*cpuKernel=*/true),
+                cpuConfig(config), "", &meta.stageIR, inspect);
   if (!module)
     return module.takeError();
 
@@ -417,8 +463,12 @@ KernelBuilder::build(const AttentionSpec &spec, const PipelineConfig &config) {
   auto entry = (*engine)->lookup("_mlir_ciface_flash_attention");
   if (!entry)
     return entry.takeError();
+  auto decodeEntry = (*engine)->lookup("_mlir_ciface_flash_attention_decode");
+  if (!decodeEntry)
+    return decodeEntry.takeError();
   kernel->engine = std::move(*engine);
   kernel->entry = *entry;
+  kernel->decodeEntry = *decodeEntry;
   meta.compileSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -514,12 +564,29 @@ llvm::Error Kernel::run(const TensorRef &q, const TensorRef &k,
     return runGPU(q, k, v, out, lse, options);
   if (options.simulate || options.device || options.stream)
     return llvm::createStringError(
-        "a CPU kernel runs on the host: GPU run options do not apply");
+        "a CPU kernel runs on the host: GPU run options (simulate, device, "
+        "stream) do not apply");
   for (const TensorRef *t : {&q, &k, &v, &out, lse})
     if (t && t->onDevice)
       return llvm::createStringError(
           "a CPU kernel cannot read device memory");
-  const AttentionSpec &s = spec;
+  // The batch and lengths are the buffers': the kernel takes any.
+  for (auto [t, name] : {std::pair<const TensorRef *, const char *>{&q, "query"},
+                         {&k, "key"},
+                         {&v, "value"},
+                         {&out, "output"}})
+    if (t->sizes.size() != 4)
+      return llvm::createStringError(
+          llvm::formatv("{0} must have rank 4, got rank {1}", name,
+                        t->sizes.size())
+              .str());
+  AttentionSpec s = spec;
+  s.batch = q.sizes[0];
+  s.seqQ = q.sizes[2];
+  s.seqKV = k.sizes[2];
+  if (llvm::Error e = s.validate())
+    return llvm::createStringError("the buffers' sizes: " +
+                                   llvm::toString(std::move(e)));
   if (llvm::Error e = checkBuffer(q, "query", s.dtype,
                                   {s.batch, s.heads, s.seqQ, s.headDim}))
     return e;
@@ -537,6 +604,15 @@ llvm::Error Kernel::run(const TensorRef &q, const TensorRef &k,
         s.withLse ? "the kernel writes an LSE buffer but none was given"
                   : "an LSE buffer was given but the kernel has no LSE "
                     "output");
+  if (options.splits < 0)
+    return llvm::createStringError(
+        llvm::formatv("the split count must be positive (0: chosen), got {0}",
+                      options.splits)
+            .str());
+  int64_t splits = getSplitCount(s.batch, s.seqQ, s.seqKV, options);
+  // Decode shapes take the entry point without the transposed copy of K:
+  // each key block is read by one Q tile only.
+  void *entry = s.seqQ <= maxSeqQ ? decodeEntry : this->entry;
   MemRefDescriptor<4> dq = describe<4>(q), dk = describe<4>(k),
                       dv = describe<4>(v), dout = describe<4>(out);
   if (lse) {
@@ -544,15 +620,49 @@ llvm::Error Kernel::run(const TensorRef &q, const TensorRef &k,
             checkBuffer(*lse, "lse", DType::F32, {s.batch, s.heads, s.seqQ}))
       return e;
     MemRefDescriptor<3> dl = describe<3>(*lse);
-    auto fn =
-        reinterpret_cast<void (*)(void *, void *, void *, void *, void *)>(
-            entry);
-    fn(&dq, &dk, &dv, &dout, &dl);
+    auto fn = reinterpret_cast<void (*)(void *, void *, void *, void *, void *,
+                                        int64_t)>(entry);
+    fn(&dq, &dk, &dv, &dout, &dl, splits);
   } else {
-    auto fn = reinterpret_cast<void (*)(void *, void *, void *, void *)>(entry);
-    fn(&dq, &dk, &dv, &dout);
+    auto fn =
+        reinterpret_cast<void (*)(void *, void *, void *, void *, int64_t)>(
+            entry);
+    fn(&dq, &dk, &dv, &dout, splits);
   }
   return llvm::Error::success();
+}
+
+int64_t Kernel::getSplitCount(int64_t batch, int64_t seqQ, int64_t seqKV,
+                              const RunOptions &options) const {
+  if (isGPU() || seqQ > maxSeqQ)
+    return 1;
+  AttentionSpec s = spec;
+  s.batch = batch;
+  s.seqQ = seqQ;
+  s.seqKV = seqKV;
+  int64_t blockKV = std::max<int64_t>(metadata.tiles.blockKV, 1);
+  int64_t most = flashc::ceilDiv(std::max<int64_t>(seqKV, 1), blockKV);
+  int64_t splits = fixedSplits ? fixedSplits : options.splits;
+  if (splits == 0) {
+    // The CTA x wave model over this machine's worker threads, as
+    // flash-split-kv would choose it for these sizes.
+    llvm::Expected<TargetInfo> target = TargetInfo::get(metadata.target);
+    if (!target) {
+      llvm::consumeError(target.takeError());
+      return 1;
+    }
+    target->numProcessors = threads;
+    TileSizes tiles = metadata.tiles;
+    tiles.blockQ = seqQ;
+    llvm::Expected<WavePrediction> best =
+        chooseSplits(*target, s.shape(), tiles);
+    if (!best) {
+      llvm::consumeError(best.takeError());
+      return 1;
+    }
+    splits = best->splits;
+  }
+  return std::clamp<int64_t>(splits, 1, most);
 }
 
 llvm::Error Kernel::dumpIR(llvm::StringRef directory) const {
@@ -621,11 +731,11 @@ Compiler::compile(const AttentionSpec &spec, llvm::StringRef target,
   llvm::Expected<TargetInfo> info = TargetInfo::get(target);
   if (!info)
     return info.takeError();
-  // A GPU kernel serves every batch and length: they are not in its key.
+  // A kernel serves every batch and length: they are not in its key.
   std::string key = info->isGPU()
                         ? gpuVariantId(spec.gpuQuery(target)) + " | " +
                               gpuConfig(spec, c).str()
-                        : spec.str() + " | " + c.str();
+                        : cpuKernelKey(spec, c);
 
   // One entry per key; the first caller compiles, the others wait for it.
   std::shared_ptr<PendingCompile> entry;

@@ -15,6 +15,7 @@
 #include "flashc/Target/GPUTargets.h"
 #include "flashc/Target/TargetInfo.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -126,15 +127,12 @@ llvm::Error PipelineConfig::validate() const {
     if (binaryFormat != "isa" && binaryFormat != "bin")
       return llvm::createStringError("unknown binary format '" +
                                      binaryFormat + "'; expected isa or bin");
-    if (dynamicSplits && splits != 0)
-      return llvm::createStringError(
-          llvm::formatv("dynamic-splits excludes a fixed split count ({0})",
-                        splits)
-              .str());
-  } else if (dynamicSplits) {
-    return llvm::createStringError(
-        "dynamic-splits is a GPU option; the CPU pipeline fixes its splits");
   }
+  if (dynamicSplits && splits != 0)
+    return llvm::createStringError(
+        llvm::formatv("dynamic-splits excludes a fixed split count ({0})",
+                      splits)
+            .str());
   return llvm::Error::success();
 }
 
@@ -207,6 +205,8 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
     return llvm::Error::success();
   }
   if (stage == "bufferized") {
+    // A launch-time split count (dynamic-splits) is the kernel's argument.
+    pm.addNestedPass<func::FuncOp>(createFlashCPUBindSplitCount());
     // Backend layout choices on tensors come first: the CPU kernels read one
     // transposed copy of K.
     pm.addPass(createFlashCPUTransposeKeys());

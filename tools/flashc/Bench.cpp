@@ -227,11 +227,83 @@ int flashc::benchOneCommand(llvm::ArrayRef<const char *> args) {
   return 0;
 }
 
+/// `flashc bench --decode-loop N`: N decode steps, each one key longer
+/// than the last, each asking the compiler for its kernel and running it,
+/// as a serving loop does. Prints how many kernels were compiled.
+static int decodeLoop(const Options &o) {
+  llvm::Expected<int64_t> steps = o.integer("decode-loop", 256);
+  llvm::Expected<int64_t> start = o.integer("seq-kv", 4096);
+  for (auto *e : {&steps, &start})
+    if (!*e)
+      return reportError(e->takeError());
+  for (auto [value, name, hi] :
+       {std::tuple(*steps, "--decode-loop", int64_t(1) << 20),
+        std::tuple(*start, "--seq-kv", int64_t(1) << 30)})
+    if (std::string problem = checkRange(value, name, 1, hi);
+        !problem.empty())
+      return reportError(llvm::createStringError(problem));
+  AttentionSpec spec;
+  spec.heads = 8;
+  spec.kvHeads = 2;
+  spec.headDim = 128;
+  spec.dtype = DType::BF16;
+  spec.seqQ = 1;
+  spec.seqKV = *start + *steps - 1;
+  if (llvm::Error e = spec.validate())
+    return reportError(std::move(e));
+  // The longest cache, filled once; step i reads its first start + i keys.
+  std::vector<int64_t> kvShape = {1, spec.kvHeads, spec.seqKV, spec.headDim};
+  llvm::Expected<HostTensor> q =
+      HostTensor::allocate(spec.dtype, {1, spec.heads, 1, spec.headDim});
+  llvm::Expected<HostTensor> k = HostTensor::allocate(spec.dtype, kvShape);
+  llvm::Expected<HostTensor> v = HostTensor::allocate(spec.dtype, kvShape);
+  llvm::Expected<HostTensor> out =
+      HostTensor::allocate(spec.dtype, {1, spec.heads, 1, spec.headDim});
+  for (auto *t : {&q, &k, &v, &out})
+    if (!*t)
+      return reportError(t->takeError());
+  std::mt19937 rng(7);
+  std::normal_distribution<double> normal;
+  for (HostTensor *t : {&*q, &*k, &*v})
+    for (int64_t i = 0; i < t->getNumElements(); ++i)
+      t->set(i, normal(rng));
+  size_t before = Compiler::global().getCacheSize();
+  double first = 0, total = 0;
+  for (int64_t i = 0; i < *steps; ++i) {
+    spec.seqKV = *start + i;
+    double t0 = now();
+    auto kernel = Compiler::global().compile(spec, "cpu");
+    if (!kernel)
+      return reportError(kernel.takeError());
+    // Step i's view of the cache: its first Nk keys, the full strides.
+    TensorRef kr = k->ref(), vr = v->ref();
+    kr.sizes[2] = vr.sizes[2] = spec.seqKV;
+    if (llvm::Error e = (*kernel)->run(q->ref(), kr, vr, out->ref()))
+      return reportError(std::move(e));
+    double t = now() - t0;
+    (i == 0 ? first : total) += t;
+  }
+  size_t compiled = Compiler::global().getCacheSize() - before;
+  llvm::outs() << llvm::formatv(
+      "decode loop: bf16, 8 query heads over 2 KV heads, d = 128, Nk from "
+      "{0} to {1}\n"
+      "  {2} steps, {3} kernel{4} compiled\n"
+      "  first step {5:f1} ms (compiles), later steps {6:f3} ms each on "
+      "average\n",
+      *start, spec.seqKV, *steps, compiled, compiled == 1 ? "" : "s",
+      first * 1e3, *steps > 1 ? total / (*steps - 1) * 1e3 : 0.0);
+  return 0;
+}
+
 int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
-  llvm::Expected<Options> o = Options::parse(
-      args, {}, {"sizes", "head-dims", "heads", "threads", "iters", "json"});
+  llvm::Expected<Options> o =
+      Options::parse(args, {},
+                     {"sizes", "head-dims", "heads", "threads", "iters", "json",
+                      "decode-loop", "seq-kv"});
   if (!o)
     return reportError(o.takeError());
+  if (o->has("decode-loop"))
+    return decodeLoop(*o);
   auto list =
       [&](llvm::StringRef name,
           llvm::StringRef dflt) -> llvm::Expected<std::vector<int64_t>> {

@@ -56,6 +56,7 @@ const char *kUsage =
     "  cost:    [--json]\n"
     "  bench:   [--sizes 512,1024,...] [--head-dims 64,128] [--heads H]\n"
     "           [--iters N] [--json FILE]\n"
+    "           | --decode-loop STEPS [--seq-kv START]\n"
     "  bundle:  -o DIR [--targets sm_80,sm_90a] [--dtypes f16,bf16]\n"
     "           [--head-dims 64,128,256] [--groups 1,4]\n"
     "           [--causal yes|no|both] [--lse yes|no|both]\n"
@@ -276,10 +277,12 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
     double median = times[times.size() / 2];
     double flops = static_cast<double>(getCausalFlops(spec.shape()));
     int64_t threads = config.getNumThreads();
+    int64_t splits =
+        (*kernel)->getSplitCount(spec.batch, spec.seqQ, spec.seqKV);
 
     llvm::outs() << llvm::formatv(
-        "schedule: target {0}, {1} order, Br {2} x Bc {3}{4}, {5} split{6}, "
-        "threads {7}\n",
+        "schedule: target {0}, {1} order, Br {2} x Bc {3}{4}, {5} split{6}"
+        "{7}, threads {8}\n",
         meta.target, stringifyLoopOrder(meta.tiles.order), meta.tiles.blockQ,
         meta.tiles.blockKV,
         spec.heads > spec.kvHeads
@@ -287,7 +290,8 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
                             spec.heads / spec.kvHeads)
                   .str()
             : std::string(),
-        meta.splits, meta.splits == 1 ? "" : "s", threads);
+        splits, splits == 1 ? "" : "s",
+        meta.splits ? "" : " (chosen per run from the sizes)", threads);
     llvm::outs() << llvm::formatv(
         "compile: {0:f1} ms cold, {1:f1} us cached\n", compileSeconds * 1e3,
         cachedSeconds * 1e6);

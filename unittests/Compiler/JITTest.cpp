@@ -148,8 +148,30 @@ TEST(JITTest, BadBuffersAreErrorsNotCrashes) {
   HostTensor wrongType(DType::F16, {1, 2, 20, 32});
   const Kernel &kr = **kernel;
 
+  // The lengths come from the buffers: a query of 21 rows asks for an
+  // output of 21 rows, and the heads and head dims are the kernel's.
   EXPECT_EQ(errorOf(kr.run(wrongShape.ref(), k.ref(), v.ref(), o.ref())),
-            "query has shape [1, 2, 21, 32], expected [1, 2, 20, 32]");
+            "output has shape [1, 2, 20, 32], expected [1, 2, 21, 32]");
+  HostTensor wrongHeads(DType::F32, {1, 3, 20, 32});
+  EXPECT_EQ(errorOf(kr.run(wrongHeads.ref(), k.ref(), v.ref(), o.ref())),
+            "query has shape [1, 3, 20, 32], expected [1, 2, 20, 32]");
+  HostTensor shortValue(DType::F32, {1, 1, 29, 32});
+  EXPECT_EQ(errorOf(kr.run(q.ref(), k.ref(), shortValue.ref(), o.ref())),
+            "value has shape [1, 1, 29, 32], expected [1, 1, 30, 32]");
+  HostTensor otherBatch(DType::F32, {2, 1, 30, 32});
+  EXPECT_EQ(errorOf(kr.run(q.ref(), otherBatch.ref(), v.ref(), o.ref())),
+            "key has shape [2, 1, 30, 32], expected [1, 1, 30, 32]");
+  HostTensor rank3(DType::F32, {2, 20, 32});
+  EXPECT_EQ(errorOf(kr.run(rank3.ref(), k.ref(), v.ref(), o.ref())),
+            "query must have rank 4, got rank 3");
+  HostTensor noKeys(DType::F32, {1, 1, 0, 32});
+  EXPECT_EQ(errorOf(kr.run(q.ref(), noKeys.ref(), v.ref(), o.ref())),
+            "the buffers' sizes: seq-kv must be positive, got 0");
+  RunOptions negative;
+  negative.splits = -2;
+  EXPECT_EQ(
+      errorOf(kr.run(q.ref(), k.ref(), v.ref(), o.ref(), nullptr, negative)),
+      "the split count must be positive (0: chosen), got -2");
   EXPECT_EQ(errorOf(kr.run(q.ref(), k.ref(), v.ref(), wrongType.ref())),
             "output has element type f16, expected f32");
   TensorRef strided = q.ref();
@@ -219,7 +241,8 @@ TEST(JITTest, MetadataAndIRDumps) {
   EXPECT_EQ(meta.target, "cpu");
   EXPECT_EQ(meta.tiles.blockQ, 8);
   EXPECT_EQ(meta.tiles.blockKV, 16);
-  EXPECT_EQ(meta.splits, 1);
+  // Chosen at every run from the sizes.
+  EXPECT_EQ(meta.splits, 0);
   EXPECT_GT(meta.compileSeconds, 0.0);
   ASSERT_EQ(meta.stageIR.size(), pipelineStages().size());
   EXPECT_NE(meta.stageIR[1].second.find("flash.attention_step"),

@@ -95,8 +95,12 @@ struct AttentionSpec {
   /// The kernel module: `func.func @flash_attention` taking Q, K, V, O (and
   /// LSE) as memrefs with any strides but a unit innermost stride, wrapping
   /// one flash.attention. With `dynamicSizes`, the batch and both sequence
-  /// lengths are dynamic (the GPU kernels take them as arguments).
-  std::string toMLIR(bool dynamicSizes = false) const;
+  /// lengths are dynamic (every kernel takes them as arguments). With
+  /// `cpuKernel`, the module of a CPU kernel: every function also takes the
+  /// KV split count as a last `index` argument marked `{flash.split_count}`,
+  /// and a second entry point, `@flash_attention_decode` (marked
+  /// `flash.decode`: no transposed copy of K), serves Nq <= max-seq-q.
+  std::string toMLIR(bool dynamicSizes = false, bool cpuKernel = false) const;
   /// True when a GPU kernel for this spec is the decode variant (split-KV
   /// with a combine): Nq <= 16.
   bool isDecode() const { return seqQ <= 16; }
@@ -133,6 +137,8 @@ struct KernelMetadata {
   std::string target;
   std::string config;
   TileSizes tiles;
+  /// The KV split count: fixed by the configuration, or 0 when it is
+  /// chosen at every run from the actual sizes (Kernel::getSplitCount).
   int64_t splits = 1;
   double compileSeconds = 0;
   /// (stage, IR after it), in pipeline order.
@@ -147,7 +153,8 @@ struct RunOptions {
   void *stream = nullptr;
   /// GPU kernels: run in the PTX simulator on host memory.
   bool simulate = false;
-  /// GPU decode kernels: the KV split count (0: the CTA x wave model's).
+  /// The KV split count of a decode-shaped run (Nq <= 16) when the kernel
+  /// chooses it at run time (0: the CTA x wave model's).
   int64_t splits = 0;
   /// GPU kernels: the device (null: CUDA device 0, or the simulator).
   std::shared_ptr<flashc::runtime::Device> device;
@@ -162,13 +169,21 @@ public:
 
   bool isGPU() const { return static_cast<bool>(metadata.gpu); }
 
-  /// Runs the kernel. Checks every buffer's element type, sizes and strides
-  /// against the spec first; a mismatch is an error naming the buffer, not
-  /// a crash. `lse` must be given exactly when the spec asks for it. A GPU
-  /// kernel takes any batch and sequence lengths (its buffers' sizes).
+  /// Runs the kernel. Every kernel takes any batch and sequence lengths:
+  /// they come from the buffers' sizes. Checks every buffer's element type,
+  /// sizes and strides against the spec's heads, head dims and dtype and
+  /// against each other first; a mismatch is an error naming the buffer,
+  /// not a crash. `lse` must be given exactly when the spec asks for it.
   llvm::Error run(const TensorRef &q, const TensorRef &k, const TensorRef &v,
                   const TensorRef &out, const TensorRef *lse = nullptr,
                   const RunOptions &options = {}) const;
+
+  /// The KV split count a CPU kernel uses for these sizes: the
+  /// configuration's fixed count, else `options.splits`, else the CTA x
+  /// wave model's, for decode shapes (Nq <= max-seq-q) only; at most one
+  /// split per KV block. 1 for GPU kernels (their runtime decides).
+  int64_t getSplitCount(int64_t batch, int64_t seqQ, int64_t seqKV,
+                        const RunOptions &options = {}) const;
 
   /// Writes `<NN>-<stage>.mlir` for every stage into `directory`.
   llvm::Error dumpIR(llvm::StringRef directory) const;
@@ -182,6 +197,11 @@ private:
                      const TensorRef *lse, const RunOptions &options) const;
   AttentionSpec spec;
   KernelMetadata metadata;
+  /// CPU: the configuration's fixed split count (0: chosen per run), the
+  /// largest Nq that is split, and the worker threads.
+  int64_t fixedSplits = 0;
+  int64_t maxSeqQ = 16;
+  int64_t threads = 1;
   // The engine keeps using the target machine and the IR transformer (for
   // code it compiles at teardown), so they are declared first and outlive
   // it.
@@ -189,6 +209,8 @@ private:
   std::function<llvm::Error(llvm::Module *)> transformer;
   std::unique_ptr<ExecutionEngine> engine;
   void *entry = nullptr;
+  /// CPU: the entry point for decode shapes (Nq <= maxSeqQ).
+  void *decodeEntry = nullptr;
 };
 
 /// Compiles specs into kernels, caching them by (spec, target, options).

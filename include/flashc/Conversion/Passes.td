@@ -46,6 +46,25 @@ def FlashExpandToCPU : Pass<"flash-expand-to-cpu"> {
   ];
 }
 
+def FlashCPUBindSplitCount : Pass<"flash-cpu-bind-split-count", "::mlir::func::FuncOp"> {
+  let summary = "Make the launch-time split count a function argument";
+  let description = [{
+    `flash-split-kv{dynamic-splits}` leaves the KV split count as
+    `flash.split_count`, a value chosen when the kernel runs. On the CPU the
+    caller passes it: this pass replaces every `flash.split_count` of a
+    function with the function's `index` argument marked
+    `{flash.split_count}`, so that one compiled kernel serves every batch
+    and sequence length with the split count the runtime picks from the
+    actual sizes. A function that uses `flash.split_count` without such an
+    argument, or with more than one, is an error.
+
+    ```mlir
+    func.func @f(..., %s: index {flash.split_count}) {
+      %0 = flash.split_count      // replaced by %s
+    ```
+  }];
+}
+
 def FlashCPUTransposeKeys : Pass<"flash-cpu-transpose-keys"> {
   let summary = "Keep one transposed copy of K for the CPU kernels";
   let description = [{
@@ -55,10 +74,10 @@ def FlashCPUTransposeKeys : Pass<"flash-cpu-transpose-keys"> {
     (`linalg.transpose` to `[B, Hkv, D, Nk]`, where the key tensor is
     defined), slices the blocks from the copy and marks the steps
     `key_transposed`. Runs on tiled tensor IR, before bufferization. Steps
-    whose key block is not a slice of a function-level tensor, and steps
-    whose Q tile holds the whole query (decode: each key block is read by one
-    tile only), are left as they are; the expansion then transposes per
-    step.
+    whose key block is not a slice of a function-level tensor, steps whose
+    Q tile holds the whole query, and steps in a function marked
+    `flash.decode` (decode: each key block is read by one tile only) are
+    left as they are; the expansion then transposes per step.
 
     The CPU backend lowers unit-stride slices only (flash-tile makes no
     others): a `tensor.extract_slice`, `insert_slice` or

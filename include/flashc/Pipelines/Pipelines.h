@@ -54,8 +54,9 @@ struct PipelineConfig {
   int64_t kvBlock = 128;
   /// Worker threads of the CPU code; 0: all cores.
   int64_t numThreads = 0;
-  /// GPU: split decode shapes with a count chosen at launch
-  /// (flash.split_count) instead of a fixed one.
+  /// Split with a count chosen at launch (flash.split_count) instead of a
+  /// fixed one: every attention on the CPU (the count is the kernel's
+  /// argument marked {flash.split_count}), decode shapes on the GPU.
   bool dynamicSplits = false;
   /// GPU: the PTX ISA version, e.g. "ptx80"; empty: the default for the
   /// chip (ptx80).
@@ -128,7 +129,8 @@ struct FlashPipelineOptions : public PassPipelineOptions<FlashPipelineOptions> {
                              llvm::cl::init(0)};
   Option<bool> dynamicSplits{
       *this, "dynamic-splits",
-      llvm::cl::desc("GPU: split decode shapes at launch"),
+      llvm::cl::desc("Split with a count chosen at launch (CPU: every "
+                     "attention, the count an argument; GPU: decode)"),
       llvm::cl::init(false)};
   Option<std::string> ptxVersion{
       *this, "ptx", llvm::cl::desc("GPU: PTX ISA version (e.g. ptx80)"),

@@ -75,8 +75,12 @@ struct FlashCPUTransposeKeysPass
       if (!slice || slice.getSourceType().getRank() != 4 ||
           slice.getType().getRank() != 2 || !slice.hasUnitStride())
         continue;
-      // When the Q tile holds the whole query (decode), every key block is
-      // read by one tile only: a transposed copy would just add a pass.
+      // A function that serves decode shapes, or a Q tile that holds the
+      // whole query, reads every key block with one tile only: a transposed
+      // copy would just add a pass over K.
+      if (auto func = step->getParentOfType<FunctionOpInterface>())
+        if (func->hasAttr("flash.decode"))
+          continue;
       auto qTile = cast<RankedTensorType>(step.getQuery().getType());
       if (auto qSlice =
               step.getQuery().getDefiningOp<tensor::ExtractSliceOp>()) {

@@ -7,6 +7,9 @@
 // RUN: flashc-opt %t/decode.mlir --flash-online-softmax \
 // RUN:   --flash-tile="block-kv=16" --canonicalize \
 // RUN:   --flash-cpu-transpose-keys | FileCheck %s --check-prefix=DECODE
+// RUN: flashc-opt %t/decode-function.mlir --flash-online-softmax \
+// RUN:   --flash-tile="block-q=16 block-kv=16" --canonicalize \
+// RUN:   --flash-cpu-transpose-keys | FileCheck %s --check-prefix=DECODE-FN
 // RUN: flashc-opt %t/strided.mlir --split-input-file \
 // RUN:   --flash-cpu-transpose-keys -verify-diagnostics
 // The CPU pipeline stops there too, with the error and no crash.
@@ -37,6 +40,21 @@
 // DECODE: flash.attention_step
 // DECODE-NOT: key_transposed
 // DECODE-SAME: -> tensor<1x1x16xf32>
+
+// A function marked flash.decode serves Nq <= 16 whatever its types say:
+// no copy either.
+// DECODE-FN-LABEL: func.func @decode_entry
+// DECODE-FN-NOT: linalg.transpose
+// DECODE-FN: flash.attention_step
+// DECODE-FN-NOT: key_transposed
+// DECODE-FN-SAME: -> tensor<1x?x16xf32>
+
+//--- decode-function.mlir
+func.func @decode_entry(%q: tensor<1x2x?x16xf32>, %k: tensor<1x2x?x16xf32>,
+                        %v: tensor<1x2x?x16xf32>) -> tensor<1x2x?x16xf32> attributes {flash.decode} {
+  %o = flash.attention %q, %k, %v : tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32> -> tensor<1x2x?x16xf32>
+  return %o : tensor<1x2x?x16xf32>
+}
 
 //--- prefill.mlir
 func.func @prefill(%q: tensor<1x2x64x16xf32>, %k: tensor<1x2x64x16xf32>,
