@@ -392,8 +392,14 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
           if (status != 0 || !value) {
             // One line: what was measured and the measuring process's own
             // error (its stderr comes through the pipe).
-            llvm::StringRef why = llvm::StringRef(text).trim();
-            why = why.take_front(why.find('\n'));
+            // Its `flashc: error:` line, else its first line.
+            llvm::StringRef all = llvm::StringRef(text).trim();
+            llvm::StringRef why = all.take_front(all.find('\n'));
+            size_t at = all.find("flashc: error: ");
+            if (at != llvm::StringRef::npos) {
+              why = all.drop_front(at);
+              why = why.take_front(why.find('\n'));
+            }
             why.consume_front("flashc: error: ");
             std::string what = llvm::formatv("{0}, N = {1}, d = {2}{3}", impl,
                                              n, d, causal ? ", causal" : "");
