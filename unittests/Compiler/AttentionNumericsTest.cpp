@@ -14,6 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttentionTestUtils.h"
+
 #include "flashc/Compiler/Reference.h"
 
 #include "gtest/gtest.h"
@@ -122,49 +124,16 @@ TEST_P(AttentionNumericsTest, MatchesFloat64Reference) {
   auto kernel = Compiler::global().compile(spec, "cpu", config);
   ASSERT_TRUE(static_cast<bool>(kernel)) << llvm::toString(kernel.takeError());
 
-  unsigned seed = std::random_device{}();
-  SCOPED_TRACE("seed " + std::to_string(seed));
+  unsigned seed = flashc_test::freshSeed();
+  SCOPED_TRACE("seed " + std::to_string(seed) +
+               " (rerun with FLASHC_TEST_SEED)");
   std::mt19937 rng(seed);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  HostTensor q(c.dtype, {c.batch, c.heads, c.seqQ, c.headDim});
-  HostTensor k(c.dtype, {c.batch, c.kvHeads, c.seqKV, c.headDim});
-  HostTensor v(c.dtype, {c.batch, c.kvHeads, c.seqKV, spec.valueDim()});
-  for (HostTensor *t : {&q, &k})
-    for (int64_t i = 0; i < t->getNumElements(); ++i)
-      t->set(i, c.magnitude * normal(rng));
-  for (int64_t i = 0; i < v.getNumElements(); ++i)
-    v.set(i, normal(rng));
-  HostTensor out(c.dtype, {c.batch, c.heads, c.seqQ, spec.valueDim()});
-  HostTensor lse(DType::F32, {c.batch, c.heads, c.seqQ});
-  // Poison the outputs so that unwritten elements are caught.
-  for (int64_t i = 0; i < out.getNumElements(); ++i)
-    out.set(i, NAN);
-  for (int64_t i = 0; i < lse.getNumElements(); ++i)
-    lse.set(i, NAN);
-  TensorRef lseRef = lse.ref();
-  llvm::Error err = (*kernel)->run(q.ref(), k.ref(), v.ref(), out.ref(),
-                                   c.lse ? &lseRef : nullptr);
+  flashc_test::AttentionBuffers b(spec, rng, c.magnitude);
+  TensorRef lseRef = b.lse.ref();
+  llvm::Error err = (*kernel)->run(b.q.ref(), b.k.ref(), b.v.ref(),
+                                   b.out.ref(), c.lse ? &lseRef : nullptr);
   ASSERT_FALSE(static_cast<bool>(err)) << llvm::toString(std::move(err));
-
-  std::vector<double> refLse;
-  std::vector<double> ref =
-      referenceAttention(spec, q, k, v, c.lse ? &refLse : nullptr);
-  double tol = getOutputTolerance(c.dtype) * c.toleranceScale;
-  EXPECT_LE(maxAbsError(ref, out), tol);
-  if (c.lse) {
-    double worst = 0;
-    for (int64_t i = 0; i < lse.getNumElements(); ++i) {
-      double expected = refLse[i], got = lse.get(i);
-      if (std::isinf(expected)) {
-        EXPECT_EQ(got, expected) << "lse row " << i;
-        continue;
-      }
-      ASSERT_TRUE(std::isfinite(got)) << "lse row " << i << " is " << got;
-      worst = std::max(worst, std::fabs(got - expected) /
-                                  (1e-3 + 1e-5 * std::fabs(expected)));
-    }
-    EXPECT_LE(worst, c.toleranceScale) << "LSE error relative to tolerance";
-  }
+  flashc_test::expectMatchesReference(spec, b, c.toleranceScale);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -13,6 +13,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttentionTestUtils.h"
+
 #include "flashc/Compiler/Reference.h"
 #include "flashc/Simulator/Simulator.h"
 
@@ -60,11 +62,7 @@ struct Shape {
   int64_t splits = 0; // decode: 0 = the wave model's
 };
 
-unsigned freshSeed() {
-  if (const char *env = std::getenv("FLASHC_TEST_SEED"))
-    return static_cast<unsigned>(std::strtoul(env, nullptr, 10));
-  return std::random_device{}();
-}
+using flashc_test::freshSeed;
 
 AttentionSpec specOf(const Config &c, const Shape &s) {
   AttentionSpec spec;
@@ -97,48 +95,18 @@ void checkShape(const Config &c, const Shape &s,
   SCOPED_TRACE("seed " + std::to_string(seed) +
                " (rerun with FLASHC_TEST_SEED)");
   std::mt19937 rng(seed);
-  std::normal_distribution<double> normal;
-  HostTensor q(spec.dtype, {spec.batch, spec.heads, spec.seqQ, spec.headDim});
-  HostTensor k(spec.dtype,
-               {spec.batch, spec.kvHeads, spec.seqKV, spec.headDim});
-  HostTensor v(spec.dtype,
-               {spec.batch, spec.kvHeads, spec.seqKV, spec.valueDim()});
-  for (HostTensor *t : {&q, &k, &v})
-    for (int64_t i = 0; i < t->getNumElements(); ++i)
-      t->set(i, normal(rng));
-  HostTensor out(spec.dtype,
-                 {spec.batch, spec.heads, spec.seqQ, spec.valueDim()});
-  HostTensor lse(DType::F32, {spec.batch, spec.heads, spec.seqQ});
-  // Poison the outputs: a row the kernel forgets is a NaN.
-  for (int64_t i = 0; i < out.getNumElements(); ++i)
-    out.set(i, NAN);
-  for (int64_t i = 0; i < lse.getNumElements(); ++i)
-    lse.set(i, NAN);
-
+  SCOPED_TRACE(spec.str());
+  flashc_test::AttentionBuffers b(spec, rng);
   RunOptions options;
   options.simulate = true;
   options.splits = s.splits;
-  TensorRef lseRef = lse.ref();
-  llvm::Error err = (*kernel)->run(q.ref(), k.ref(), v.ref(), out.ref(),
-                                   c.lse ? &lseRef : nullptr, options);
+  TensorRef lseRef = b.lse.ref();
+  llvm::Error err = (*kernel)->run(b.q.ref(), b.k.ref(), b.v.ref(),
+                                   b.out.ref(), c.lse ? &lseRef : nullptr,
+                                   options);
   ASSERT_FALSE(static_cast<bool>(err)) << llvm::toString(std::move(err));
-
-  std::vector<double> expectedLse;
-  std::vector<double> expected =
-      referenceAttention(spec, q, k, v, &expectedLse);
-  EXPECT_LE(maxAbsError(expected, out), getOutputTolerance(spec.dtype))
-      << "B=" << s.batch << " Hkv=" << s.kvHeads << " Nq=" << s.seqQ
-      << " Nk=" << s.seqKV;
-  if (c.lse) {
-    for (int64_t i = 0; i < lse.getNumElements(); ++i) {
-      double want = expectedLse[i], got = lse.get(i);
-      if (std::isinf(want)) {
-        EXPECT_EQ(got, want) << "row " << i << " sees no key";
-      } else {
-        EXPECT_NEAR(got, want, 1e-3 * (1 + std::fabs(want))) << "row " << i;
-      }
-    }
-  }
+  flashc_test::expectMatchesReference(spec, b, 1.0, /*lseAbs=*/1e-3,
+                                      /*lseRel=*/1e-3);
 }
 
 class ShippedConfigTest : public ::testing::TestWithParam<Config> {};

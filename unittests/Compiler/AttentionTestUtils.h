@@ -1,0 +1,86 @@
+//===- AttentionTestUtils.h - Inputs and checks for kernel tests -*- C++ -*-===//
+//
+// Fresh random inputs for one attention problem, outputs poisoned with NaN
+// (a row the kernel forgets shows), and the comparison with the float64
+// reference, shared by the CPU and GPU kernel tests.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_UNITTESTS_COMPILER_ATTENTIONTESTUTILS_H
+#define FLASHC_UNITTESTS_COMPILER_ATTENTIONTESTUTILS_H
+
+#include "flashc/Compiler/Reference.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+namespace flashc_test {
+
+using mlir::flash::AttentionSpec;
+using mlir::flash::DType;
+using mlir::flash::HostTensor;
+
+/// FLASHC_TEST_SEED when set (to rerun a failure), else a fresh seed.
+inline unsigned freshSeed() {
+  if (const char *env = std::getenv("FLASHC_TEST_SEED"))
+    return static_cast<unsigned>(std::strtoul(env, nullptr, 10));
+  return std::random_device{}();
+}
+
+/// Q, K ~ N(0, magnitude^2) and V ~ N(0, 1) of `spec`'s shapes; O and LSE
+/// filled with NaN.
+struct AttentionBuffers {
+  AttentionBuffers(const AttentionSpec &spec, std::mt19937 &rng,
+                   double magnitude = 1.0)
+      : q(spec.dtype, {spec.batch, spec.heads, spec.seqQ, spec.headDim}),
+        k(spec.dtype, {spec.batch, spec.kvHeads, spec.seqKV, spec.headDim}),
+        v(spec.dtype, {spec.batch, spec.kvHeads, spec.seqKV, spec.valueDim()}),
+        out(spec.dtype, {spec.batch, spec.heads, spec.seqQ, spec.valueDim()}),
+        lse(DType::F32, {spec.batch, spec.heads, spec.seqQ}) {
+    std::normal_distribution<double> normal(0.0, 1.0);
+    for (HostTensor *t : {&q, &k})
+      for (int64_t i = 0; i < t->getNumElements(); ++i)
+        t->set(i, magnitude * normal(rng));
+    for (int64_t i = 0; i < v.getNumElements(); ++i)
+      v.set(i, normal(rng));
+    for (HostTensor *t : {&out, &lse})
+      for (int64_t i = 0; i < t->getNumElements(); ++i)
+        t->set(i, NAN);
+  }
+  HostTensor q, k, v, out, lse;
+};
+
+/// Expects `b.out` (and `b.lse` when `spec.withLse`) to match the float64
+/// reference: outputs within getOutputTolerance(dtype) * toleranceScale
+/// (absolute), finite LSEs within (lseAbs + lseRel |lse|) * toleranceScale,
+/// and -inf exactly where a row sees no key.
+inline void expectMatchesReference(const AttentionSpec &spec,
+                                   const AttentionBuffers &b,
+                                   double toleranceScale = 1.0,
+                                   double lseAbs = 1e-3, double lseRel = 1e-5) {
+  std::vector<double> refLse;
+  std::vector<double> ref =
+      mlir::flash::referenceAttention(spec, b.q, b.k, b.v, &refLse);
+  EXPECT_LE(mlir::flash::maxAbsError(ref, b.out),
+            mlir::flash::getOutputTolerance(spec.dtype) * toleranceScale);
+  if (!spec.withLse)
+    return;
+  for (int64_t i = 0; i < b.lse.getNumElements(); ++i) {
+    double expected = refLse[i], got = b.lse.get(i);
+    if (std::isinf(expected)) {
+      EXPECT_EQ(got, expected) << "lse row " << i << " sees no key";
+      continue;
+    }
+    EXPECT_LE(std::fabs(got - expected),
+              (lseAbs + lseRel * std::fabs(expected)) * toleranceScale)
+        << "lse row " << i << ": " << got << ", expected " << expected;
+  }
+}
+
+} // namespace flashc_test
+
+#endif // FLASHC_UNITTESTS_COMPILER_ATTENTIONTESTUTILS_H
