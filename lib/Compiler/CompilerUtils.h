@@ -71,11 +71,15 @@ llvm::Expected<OwningOpRef<ModuleOp>> runStages(
 /// the prefill variant never splits. CPU configurations come back as given.
 PipelineConfig gpuConfig(const AttentionSpec &spec, const PipelineConfig &c);
 
-/// The pipeline options of a CPU kernel: it serves every batch and length,
-/// so its split count is always chosen at run time (dynamic-splits; a fixed
-/// count in `c` is passed at every call instead). GPU configurations come
-/// back as given.
-PipelineConfig cpuConfig(const PipelineConfig &c);
+/// runStages on the module of a CPU kernel for `spec`: dynamic batch and
+/// lengths, the decode entry point, and a split count chosen at every run
+/// (dynamic-splits; a fixed count in `config` is passed at every call
+/// instead).
+llvm::Expected<OwningOpRef<ModuleOp>> runCPUKernelStages(
+    MLIRContext &ctx, const AttentionSpec &spec, const PipelineConfig &config,
+    llvm::StringRef last,
+    std::vector<std::pair<std::string, std::string>> *stageIR,
+    llvm::function_ref<void(llvm::StringRef, ModuleOp)> afterStage = nullptr);
 
 /// The cache key of a CPU kernel for `spec`: the spec without its batch
 /// and sequence lengths, which are the kernel's arguments.

@@ -207,15 +207,6 @@ std::string AttentionSpec::toMLIR(bool dynamicSizes, bool cpuKernel) const {
   return s;
 }
 
-PipelineConfig mlir::flash::detail::cpuConfig(const PipelineConfig &c) {
-  if (c.isGPU())
-    return c;
-  PipelineConfig g = c;
-  g.splits = 0;
-  g.dynamicSplits = true;
-  return g;
-}
-
 std::string mlir::flash::detail::cpuKernelKey(const AttentionSpec &spec,
                                               const PipelineConfig &c) {
   AttentionSpec sizeFree = spec;
@@ -324,6 +315,20 @@ llvm::Expected<OwningOpRef<ModuleOp>> mlir::flash::detail::runStages(
   return module;
 }
 
+llvm::Expected<OwningOpRef<ModuleOp>> mlir::flash::detail::runCPUKernelStages(
+    MLIRContext &ctx, const AttentionSpec &spec, const PipelineConfig &config,
+    llvm::StringRef last,
+    std::vector<std::pair<std::string, std::string>> *stageIR,
+    llvm::function_ref<void(llvm::StringRef, ModuleOp)> afterStage) {
+  // Any batch and length, and a split count chosen at every run (a fixed
+  // count in `config` is passed at every call instead).
+  PipelineConfig c = config;
+  c.splits = 0;
+  c.dynamicSplits = true;
+  return runStages(ctx, spec.toMLIR(/*dynamicSizes=*/true, /*cpuKernel=*/true),
+                   c, last, stageIR, afterStage);
+}
+
 Kernel::Kernel() = default;
 Kernel::~Kernel() = default;
 
@@ -345,9 +350,7 @@ llvm::Expected<std::string> Compiler::lowerToStage(const AttentionSpec &spec,
   llvm::Expected<OwningOpRef<ModuleOp>> module =
       gpu ? runStages(ctx, gpuKernelSpec(spec).toMLIR(/*dynamicSizes=*/true),
                       gpuConfig(spec, config), stage, nullptr)
-          : runStages(ctx, spec.toMLIR(/*dynamicSizes=*/true,
-                                       /*cpuKernel=*/true),
-                      cpuConfig(config), stage, nullptr);
+          : runCPUKernelStages(ctx, spec, config, stage, nullptr);
   if (!module)
     return module.takeError();
   return printOp(**module);
@@ -372,9 +375,8 @@ llvm::Expected<std::string> Compiler::emitLLVMIR(const AttentionSpec &spec,
     return llvm::createStringError(
         "LLVM IR is emitted for the CPU; GPU kernels are PTX (emit ptx)");
   // The module a CPU kernel is built from: any batch and length.
-  llvm::Expected<OwningOpRef<ModuleOp>> module = runStages(
-      ctx, spec.toMLIR(/*dynamicSizes=*/true, /*cpuKernel=*/true),
-      cpuConfig(config), "", nullptr);
+  llvm::Expected<OwningOpRef<ModuleOp>> module =
+      runCPUKernelStages(ctx, spec, config, "", nullptr);
   if (!module)
     return module.takeError();
   llvm::LLVMContext llvmContext;
@@ -435,8 +437,7 @@ KernelBuilder::build(const AttentionSpec &spec, const PipelineConfig &config) {
     });
   };
   llvm::Expected<OwningOpRef<ModuleOp>> module =
-      runStages(ctx, spec.toMLIR(/*dynamicSizes=*/true, /*cpuKernel=*/true),
-                cpuConfig(config), "", &meta.stageIR, inspect);
+      runCPUKernelStages(ctx, spec, config, "", &meta.stageIR, inspect);
   if (!module)
     return module.takeError();
 
