@@ -52,6 +52,8 @@ std::string PipelineConfig::str() const {
                     target, loopOrder, blockQ, blockKV, sramBytes, splits,
                     maxSeqQ, kvBlock, numThreads)
           .str();
+  if (vectorLanes != 0)
+    s += llvm::formatv(" vector-lanes={0}", vectorLanes).str();
   if (isGPU())
     s += llvm::formatv(" dynamic-splits={0} ptx={1} format={2}",
                        dynamicSplits ? 1 : 0,
@@ -128,6 +130,11 @@ llvm::Error PipelineConfig::validate() const {
       return llvm::createStringError("unknown binary format '" +
                                      binaryFormat + "'; expected isa or bin");
   }
+  if (vectorLanes != 0 && vectorLanes != 8 && vectorLanes != 16)
+    return llvm::createStringError(
+        llvm::formatv("vector-lanes must be 0 (the host's), 8 or 16, got {0}",
+                      vectorLanes)
+            .str());
   if (dynamicSplits && splits != 0)
     return llvm::createStringError(
         llvm::formatv("dynamic-splits excludes a fixed split count ({0})",
@@ -220,7 +227,15 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
             "canonicalize,cse,canonicalize,buffer-deallocation-pipeline");
   }
   if (stage == "cpu") {
-    pm.addPass(createFlashExpandToCPU());
+    FlashExpandToCPUOptions expand;
+    expand.vectorLanes = c.vectorLanes;
+    if (expand.vectorLanes == 0) {
+      llvm::Expected<TargetInfo> t = TargetInfo::get(c.target);
+      if (!t)
+        return t.takeError();
+      expand.vectorLanes = t->vectorLanes;
+    }
+    pm.addPass(createFlashExpandToCPU(expand));
     return addTextual(
         pm, llvm::formatv("convert-linalg-to-loops,scf-forall-to-parallel,"
                           "convert-scf-to-openmp{{num-threads={0}},"
@@ -304,6 +319,7 @@ PipelineConfig FlashPipelineOptions::toConfig() const {
   c.splits = splits;
   c.maxSeqQ = maxSeqQ;
   c.numThreads = numThreads;
+  c.vectorLanes = vectorLanes;
   c.dynamicSplits = dynamicSplits;
   c.ptxVersion = ptxVersion;
   c.binaryFormat = binaryFormat;

@@ -8,7 +8,7 @@
 // The naive matmul-softmax-matmul graph to the LLVM dialect. Nothing of the
 // flash, scf, memref, math or bufferization dialects is left, and exp/log
 // are polynomials (no llvm.intr.exp or llvm.intr.log).
-// RUN: flashc-opt %t/graph.mlir --flash-cpu-pipeline="num-threads=2" \
+// RUN: flashc-opt %t/graph.mlir --flash-cpu-pipeline="num-threads=2 vector-lanes=16" \
 // RUN:   | FileCheck %s --check-prefix=GRAPH \
 // RUN:       --implicit-check-not=flash. --implicit-check-not=scf. \
 // RUN:       --implicit-check-not=memref. --implicit-check-not=math. \
@@ -22,7 +22,7 @@
 // flash.attention (GQA, causal, f16, with the log-sum-exp) with explicit
 // tiles and 4 KV splits.
 // RUN: flashc-opt %t/attention.mlir \
-// RUN:   --flash-cpu-pipeline="num-threads=2 block-q=16 block-kv=32 splits=4" \
+// RUN:   --flash-cpu-pipeline="num-threads=2 block-q=16 block-kv=32 splits=4 vector-lanes=16" \
 // RUN:   | FileCheck %s --check-prefix=ATTN \
 // RUN:       --implicit-check-not=flash. --implicit-check-not=scf. \
 // RUN:       --implicit-check-not=memref. --implicit-check-not=math. \
@@ -51,11 +51,24 @@
 // RUN:   | FileCheck %s --check-prefix=BAD-BLOCK
 // RUN: not flashc-opt %t/tensor.mlir --flash-cpu-pipeline="splits=-3" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BAD-SPLITS
+// RUN: not flashc-opt %t/graph.mlir --flash-cpu-pipeline="vector-lanes=32" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BAD-LANES
+//
+// vector-lanes=8 blocks the kernels for AVX2's 16 registers of 8 lanes: no
+// f32 vector is wider.
+// RUN: flashc-opt %t/attention.mlir \
+// RUN:   --flash-cpu-pipeline="num-threads=2 block-q=16 block-kv=32 splits=4 vector-lanes=8" \
+// RUN:   | FileCheck %s --check-prefix=LANES8 --implicit-check-not="vector<16xf32>"
 
 // BAD-TARGET: error: invalid flash pipeline options: unknown target 'sm_99'; known targets: cpu, sm_80, sm_90a
 // BAD-ORDER: error: invalid flash pipeline options: unknown loop order 'x'; expected fa2 or algorithm1
 // BAD-BLOCK: error: invalid flash pipeline options: block-q must be non-negative, got -1
 // BAD-SPLITS: error: invalid flash pipeline options: splits must be non-negative, got -3
+// BAD-LANES: error: invalid flash pipeline options: vector-lanes must be 0 (the host's), 8 or 16, got 32
+// LANES8: llvm.func @flash_attention(
+// LANES8: llvm.intr.fmuladd{{.+}}vector<8xf32>
+// LANES8: llvm.shufflevector {{.+}} : vector<8xf32>
+// LANES8: llvm.intr.vector.reduce.fmaximum
 
 //===----------------------------------------------------------------------===//
 // The naive graph.
@@ -70,9 +83,13 @@
 // GRAPH: omp.parallel num_threads(
 // GRAPH: omp.wsloop
 // GRAPH: omp.loop_nest
-// The register-blocked step: scratch on the stack, vector FMAs, reductions.
+// The register-blocked step: scratch on the stack. The Q tile holds the
+// whole query, so K has no transposed copy: its rows are prefetched and
+// read in place, one FMA accumulator per (row, key), summed by shuffles.
 // GRAPH: llvm.intr.stacksave
-// GRAPH: llvm.intr.fma{{.+}}vector<16xf32>
+// GRAPH: llvm.intr.prefetch
+// GRAPH: llvm.intr.fmuladd{{.+}}vector<16xf32>
+// GRAPH: llvm.shufflevector
 // GRAPH: llvm.intr.vector.reduce.fmaximum
 // GRAPH: llvm.intr.vector.reduce.fadd
 // GRAPH: llvm.intr.stackrestore
@@ -119,9 +136,11 @@ func.func @naive(%qm: memref<1x2x32x16xf32, strided<[?, ?, ?, 1], offset: ?>>,
 // ATTN: omp.parallel num_threads(
 // ATTN: omp.wsloop
 // ATTN: llvm.intr.stacksave
-// f16 operands are widened to f32 in the step.
-// ATTN: llvm.fpext {{.+}} : f16 to f32
-// ATTN: llvm.intr.fma{{.+}}vector<16xf32>
+// f16 operands are widened to f32 in the step; K rows are read in place.
+// ATTN: llvm.fpext {{.+}} : vector<16xf16> to vector<16xf32>
+// ATTN: llvm.intr.prefetch
+// ATTN: llvm.intr.fmuladd{{.+}}vector<16xf32>
+// ATTN: llvm.shufflevector
 // ATTN: llvm.intr.vector.reduce.fmaximum
 // ATTN: llvm.intr.stackrestore
 // ATTN: omp.terminator

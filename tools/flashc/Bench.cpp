@@ -31,9 +31,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
+#include <thread>
 #include <tuple>
 #include <sys/resource.h>
+#include <unistd.h>
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -295,15 +298,193 @@ static int decodeLoop(const Options &o) {
   return 0;
 }
 
+/// The copy bandwidth of `threads` threads, each copying its share of a
+/// 256 MiB buffer with memcpy, in GB/s counting the bytes read and the
+/// bytes written; the median of 9 copies.
+static double copyBandwidthGBs(int64_t threads) {
+  const size_t bytes = size_t(256) << 20;
+  std::vector<char> src(bytes, 1), dst(bytes, 2);
+  size_t share = bytes / static_cast<size_t>(threads);
+  auto copy = [&] {
+    std::vector<std::thread> pool;
+    for (int64_t t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        size_t begin = static_cast<size_t>(t) * share;
+        size_t size = t + 1 == threads ? bytes - begin : share;
+        std::memcpy(dst.data() + begin, src.data() + begin, size);
+      });
+    for (std::thread &th : pool)
+      th.join();
+  };
+  copy(); // Fault both buffers in.
+  std::vector<double> times;
+  for (int i = 0; i < 9; ++i) {
+    double t0 = now();
+    copy();
+    times.push_back(now() - t0);
+  }
+  std::sort(times.begin(), times.end());
+  return 2.0 * static_cast<double>(bytes) / times[times.size() / 2] * 1e-9;
+}
+
+/// `flashc bench --decode`: single-token decode over long KV caches (batch
+/// 1, 8 query heads over 2 KV heads, d = 128) in f16 and bf16, as a rate of
+/// reading the KV cache, against the copy bandwidth of the same threads
+/// measured in the same process before and after. Each run starts with the
+/// caches flushed of the KV cache.
+static int decodeBandwidth(const Options &o) {
+  llvm::Expected<int64_t> threadsOr =
+      o.integer("threads", PipelineConfig().getNumThreads());
+  llvm::Expected<int64_t> itersOr = o.integer("iters", 20);
+  for (auto *e : {&threadsOr, &itersOr})
+    if (!*e)
+      return reportError(e->takeError());
+  for (auto [value, name, lo, hi] :
+       {std::tuple(*threadsOr, "--threads", int64_t(1), kMaxThreads),
+        std::tuple(*itersOr, "--iters", int64_t(1), int64_t(1000000))})
+    if (std::string problem = checkRange(value, name, lo, hi);
+        !problem.empty())
+      return reportError(llvm::createStringError(problem));
+  std::vector<int64_t> lengths;
+  {
+    llvm::SmallVector<llvm::StringRef> parts;
+    std::string text = o.str("seq-kv", "32768,65536");
+    llvm::StringRef(text).split(parts, ',');
+    for (llvm::StringRef p : parts) {
+      int64_t v;
+      if (p.trim().getAsInteger(10, v) || v <= 0 || v > (int64_t(1) << 24))
+        return reportError(llvm::createStringError(
+            "--seq-kv expects integers in [1, 16777216], got '" + p + "'"));
+      lengths.push_back(v);
+    }
+  }
+  PipelineConfig config;
+  config.numThreads = *threadsOr;
+  long l3 = -1;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+  l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+#endif
+  std::vector<char> evict(std::max<size_t>(size_t(64) << 20,
+                                           l3 > 0 ? 2 * size_t(l3) : 0),
+                          1);
+  static volatile uint64_t evictSink;
+
+  double copyBefore = copyBandwidthGBs(*threadsOr);
+  llvm::outs() << llvm::formatv(
+      "flashc bench --decode: batch 1, Nq = 1, 8 query heads over 2 KV "
+      "heads, d = 128, {0} threads\n"
+      "copy bandwidth ({0} threads, memcpy, read + write): {1:f1} GB/s\n",
+      *threadsOr, copyBefore);
+  llvm::outs() << llvm::formatv("{0,5} {1,8} | {2,9} {3,9} {4,8} | {5}\n",
+                                "dtype", "Nk", "ms", "KV GB/s", "of copy",
+                                "max |error| (tolerance)");
+  struct Row {
+    DType dtype;
+    int64_t nk;
+    double seconds, gbs;
+  };
+  std::vector<Row> rows;
+  std::mt19937 rng(7);
+  std::normal_distribution<double> normal;
+  for (DType dtype : {DType::F16, DType::BF16})
+    for (int64_t nk : lengths) {
+      AttentionSpec spec;
+      spec.heads = 8;
+      spec.kvHeads = 2;
+      spec.headDim = 128;
+      spec.dtype = dtype;
+      spec.seqQ = 1;
+      spec.seqKV = nk;
+      if (llvm::Error e = spec.validate())
+        return reportError(std::move(e));
+      std::vector<int64_t> kvShape = {1, 2, nk, 128}, qShape = {1, 8, 1, 128};
+      llvm::Expected<HostTensor> q = HostTensor::allocate(dtype, qShape),
+                                 k = HostTensor::allocate(dtype, kvShape),
+                                 v = HostTensor::allocate(dtype, kvShape),
+                                 out = HostTensor::allocate(dtype, qShape);
+      for (auto *t : {&q, &k, &v, &out})
+        if (!*t)
+          return reportError(t->takeError());
+      for (HostTensor *t : {&*q, &*k, &*v})
+        for (int64_t i = 0; i < t->getNumElements(); ++i)
+          t->set(i, normal(rng));
+      auto kernel = Compiler::global().compile(spec, "cpu", config);
+      if (!kernel)
+        return reportError(kernel.takeError());
+      // Every run starts from memory, not from the last level cache: a
+      // buffer twice the L3 is read between runs (not timed; reading leaves
+      // no dirty lines to write back during the run).
+      std::vector<double> times;
+      for (int64_t i = 0; i < *itersOr; ++i) {
+        uint64_t sum = 0;
+        for (size_t at = 0; at < evict.size(); at += 64)
+          sum += static_cast<unsigned char>(evict[at]);
+        evictSink = evictSink + sum;
+        double t0 = now();
+        if (llvm::Error e =
+                (*kernel)->run(q->ref(), k->ref(), v->ref(), out->ref()))
+          return reportError(std::move(e));
+        times.push_back(now() - t0);
+      }
+      std::sort(times.begin(), times.end());
+      double seconds = times[times.size() / 2];
+      // Every output row against the float64 reference.
+      double err = 0;
+      std::vector<double> expected(128);
+      for (int64_t h = 0; h < 8; ++h) {
+        referenceAttentionRow(spec, *q, *k, *v, 0, h, 0, expected.data());
+        for (int64_t t = 0; t < 128; ++t)
+          err = std::max(err,
+                         std::fabs(expected[t] - out->get(h * 128 + t)));
+      }
+      double tolerance = getOutputTolerance(dtype);
+      if (!(err <= tolerance))
+        return reportError(llvm::createStringError(llvm::formatv(
+            "decode {0}, Nk = {1}: max |error| {2:e} exceeds the tolerance "
+            "{3:e}",
+            stringifyDType(dtype), nk, err, tolerance)));
+      double kvBytes = 2.0 * 2 * static_cast<double>(nk) * 128 *
+                       static_cast<double>(getDTypeBytes(dtype));
+      double gbs = kvBytes / seconds * 1e-9;
+      rows.push_back({dtype, nk, seconds, gbs});
+      llvm::outs() << llvm::formatv(
+          "{0,5} {1,8} | {2,9:f3} {3,9:f1} {4,7:f0}% | {5:e} ({6:e})\n",
+          stringifyDType(dtype), nk, seconds * 1e3, gbs, 100 * gbs / copyBefore,
+          err, tolerance);
+      llvm::outs().flush();
+    }
+  double copyAfter = copyBandwidthGBs(*threadsOr);
+  llvm::outs() << llvm::formatv(
+      "copy bandwidth again: {0:f1} GB/s; against the larger of the two, the "
+      "KV read rates are {1:f0}% to {2:f0}% of it\n",
+      copyAfter,
+      100 * std::min_element(rows.begin(), rows.end(),
+                             [](const Row &a, const Row &b) {
+                               return a.gbs < b.gbs;
+                             })->gbs /
+          std::max(copyBefore, copyAfter),
+      100 * std::max_element(rows.begin(), rows.end(),
+                             [](const Row &a, const Row &b) {
+                               return a.gbs < b.gbs;
+                             })->gbs /
+          std::max(copyBefore, copyAfter));
+  return 0;
+}
+
 int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
   llvm::Expected<Options> o =
-      Options::parse(args, {},
+      Options::parse(args, {"decode"},
                      {"sizes", "head-dims", "heads", "threads", "iters", "json",
                       "decode-loop", "seq-kv"});
   if (!o)
     return reportError(o.takeError());
+  if (o->has("decode-loop") && o->has("decode"))
+    return reportError(llvm::createStringError(
+        "--decode and --decode-loop are separate benchmarks; pass one"));
   if (o->has("decode-loop"))
     return decodeLoop(*o);
+  if (o->has("decode"))
+    return decodeBandwidth(*o);
   auto list =
       [&](llvm::StringRef name,
           llvm::StringRef dflt) -> llvm::Expected<std::vector<int64_t>> {

@@ -94,7 +94,8 @@ const std::set<std::string> &flashc::shapeValued() {
       "batch",  "heads",      "kv-heads",   "seq-q",
       "seq-kv", "head-dim",   "head-dim-v", "dtype",
       "scale",  "target",     "block-q",    "block-kv",
-      "splits", "loop-order", "threads",    "sram-bytes"};
+      "splits", "loop-order", "threads",    "sram-bytes",
+      "vector-lanes"};
   return valued;
 }
 
@@ -152,7 +153,8 @@ llvm::Error flashc::readConfig(const Options &o, PipelineConfig &config) {
         {"block-kv", &config.blockKV},
         {"splits", &config.splits},
         {"threads", &config.numThreads},
-        {"sram-bytes", &config.sramBytes}}) {
+        {"sram-bytes", &config.sramBytes},
+        {"vector-lanes", &config.vectorLanes}}) {
     llvm::Expected<int64_t> v = o.integer(name, *field);
     if (!v)
       return v.takeError();

@@ -13,24 +13,35 @@ def FlashExpandToCPU : Pass<"flash-expand-to-cpu"> {
   let summary = "Expand the block-level flash ops into register-blocked vector code";
   let description = [{
     The CPU backend's expansion of the online-level ops, on memrefs (after
-    bufferization):
+    bufferization). Vectors are `vector-lanes` f32 wide, and each register
+    block keeps at most that many accumulators: 16 lanes for AVX-512's 32
+    registers, 8 for AVX2's 16 (the pipelines pass the host's width).
 
-    - `flash.attention_step` on a `[G, Br, D]` Q tile: unless the step is
-      `key_transposed`, the K block is transposed into an f32 scratch
-      `Kt [D, Bc]` (16 x 16 blocks through `vector.transpose`). The G x Br
-      rows are processed four at a time (the heads of a GQA group share the
-      blocks): `S = Q . Kt` with 4 x 4 `vector<16xf32>` accumulators carried
-      through the D loop (broadcast + `vector.fma`), scaled, masked and
-      reduced to row maxima as it is stored; then, one row at a time, `exp`
-      and the row sum write P over S; and `acc = alpha * acc + P . V` is
-      accumulated with the rescale folded into the accumulator load. Under
-      a causal mask, columns no row of the block sees are skipped. The f32
-      scratch (`Kt` and a 4-row S) is stack memory between
-      `llvm.intr.stacksave` and `llvm.intr.stackrestore`, released after
-      every step.
+    - `flash.attention_step` on a `[G, Br, D]` Q tile. The G x Br rows are
+      processed four at a time (the heads of a GQA group share the blocks).
+      S = Q . K^T takes one of two forms:
+      - with `key_transposed` (K is a `[D, Bc]` slice of the transposed copy
+        that `flash-cpu-transpose-keys` makes for prefill): 4 rows x up to 4
+        vectors of columns of accumulators carried through the D loop
+        (broadcast + `vector.fma`);
+      - otherwise (decode, or a Q tile that holds the whole query): K rows
+        are read in place, with no copy. The rows of Q are packed into an
+        f32 scratch; keys are taken `vector-lanes / 4` at a time with one
+        accumulator per (row, key) along D, and the accumulators are summed
+        into one vector by a tree of two-source `vector.shuffle`s. K rows
+        are prefetched a few keys ahead (`memref.prefetch`), and so are the
+        V rows in the first pass of P . V: decode streams K and V from
+        memory once.
+      Either way, S is scaled, masked and reduced to row maxima as it is
+      stored; then, one row at a time, `exp` and the row sum write P over
+      S; and `acc = alpha * acc + P . V` is accumulated with the rescale
+      folded into the accumulator load. Under a causal mask, columns no row
+      of the block sees are skipped. The scratch (packed Q, a 4-row S) is
+      stack memory between `llvm.intr.stacksave` and
+      `llvm.intr.stackrestore`, released after every step.
     - The `[B, H, N, D] -> [B, H, D, N]` `linalg.transpose` that
       `flash-cpu-transpose-keys` creates: a parallel loop over (batch, head)
-      of the same 16 x 16 block transposes.
+      of 16 x 16 block transposes through `vector.transpose`.
     - `flash.finalize` and `flash.combine` on any rank: loops over the rows
       with the head dimension vectorised.
 
@@ -39,6 +50,12 @@ def FlashExpandToCPU : Pass<"flash-expand-to-cpu"> {
     scf, arith, math and memref dialects only. Fails on a step whose Q is not
     rank 3 (run flash-tile first).
   }];
+  let options = [
+    Option<"vectorLanes", "vector-lanes", "int64_t", /*default=*/"16",
+           "f32 lanes of one vector register: 16 (AVX-512, 32 registers) "
+           "or 8 (AVX2, 16 registers); sizes the vectors and the register "
+           "blocks">
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::LLVM::LLVMDialect",
     "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",

@@ -54,6 +54,9 @@ struct PipelineConfig {
   int64_t kvBlock = 128;
   /// Worker threads of the CPU code; 0: all cores.
   int64_t numThreads = 0;
+  /// CPU: f32 lanes of one vector register the kernels are blocked for,
+  /// 16 (AVX-512, 32 registers) or 8 (AVX2, 16 registers); 0: the host's.
+  int64_t vectorLanes = 0;
   /// Split with a count chosen at launch (flash.split_count) instead of a
   /// fixed one: every attention on the CPU (the count is the kernel's
   /// argument marked {flash.split_count}), decode shapes on the GPU.
@@ -127,6 +130,11 @@ struct FlashPipelineOptions : public PassPipelineOptions<FlashPipelineOptions> {
   Option<int64_t> numThreads{*this, "num-threads",
                              llvm::cl::desc("CPU threads (0: all cores)"),
                              llvm::cl::init(0)};
+  Option<int64_t> vectorLanes{
+      *this, "vector-lanes",
+      llvm::cl::desc("CPU: f32 lanes per vector register, 16 or 8 (0: the "
+                     "host's)"),
+      llvm::cl::init(0)};
   Option<bool> dynamicSplits{
       *this, "dynamic-splits",
       llvm::cl::desc("Split with a count chosen at launch (CPU: every "

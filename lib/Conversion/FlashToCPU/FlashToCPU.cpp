@@ -2,12 +2,15 @@
 //
 // Implements `flash-expand-to-cpu`: flash.attention_step, flash.finalize and
 // flash.combine on memrefs become vector-dialect loops. The step follows the
-// register-blocked shape recorded in DESIGN.md ("CPU lowering"): K is
-// transposed once per step into an f32 scratch, S = Q . K^T is computed
-// 4 rows x 64 columns at a time with accumulators carried through the head
-// dimension loop, the online softmax runs row by row on vector<16xf32>, and
-// P . V accumulates into the f32 state with the alpha rescale folded into the
-// accumulator load.
+// register-blocked shape recorded in DESIGN.md ("CPU lowering"). With K
+// pre-transposed (prefill), S = Q . Kt is computed 4 rows x up to 4 vectors
+// of columns at a time with accumulators carried through the head dimension
+// loop. Otherwise (decode) K is read in place, row by row: each (row, key)
+// pair gets one accumulator along the head dimension, and one vector's worth
+// of them is summed at once by a shuffle tree. The online softmax runs row by
+// row, and P . V accumulates into the f32 state with the alpha rescale folded
+// into the accumulator load. Vector width and register blocks follow the
+// `vector-lanes` option (16 for AVX-512's 32 registers, 8 for AVX2's 16).
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,18 +42,24 @@ using namespace mlir::flash;
 
 namespace {
 
-/// f32 lanes of one vector register (AVX-512).
-constexpr int64_t kLanes = 16;
 /// Query rows per register block of S = Q . K^T.
 constexpr int64_t kRowBlock = 4;
-/// Vectors per row in one register block (4 x 16 = 64 columns).
-constexpr int64_t kColVectors = 4;
+/// At most this many vectors per row in one register block.
+constexpr int64_t kMaxColVectors = 4;
+/// How many keys ahead decode prefetches the rows of K.
+constexpr int64_t kPrefetchKeys = 16;
+/// Side of the square blocks the transposed copy of K is built from.
+constexpr int64_t kTransposeBlock = 16;
 
 /// Emits the CPU code of the block-level ops. Holds the builder and small
 /// helpers for constants, element-type conversion and chunked loops.
 class Emitter {
 public:
-  explicit Emitter(ImplicitLocOpBuilder &b) : b(b), f32(b.getF32Type()) {}
+  /// `lanes` (8 or 16) is the f32 width of one vector register; the
+  /// register file is taken to hold 2 x lanes of them (AVX2, AVX-512), and
+  /// a register block keeps at most `lanes` accumulators.
+  Emitter(ImplicitLocOpBuilder &b, int64_t lanes)
+      : b(b), f32(b.getF32Type()), kLanes(lanes) {}
 
   void expandStep(AttentionStepOp op);
   void expandKeyTranspose(linalg::TransposeOp op);
@@ -115,17 +124,24 @@ private:
     memref::StoreOp::create(b, v, mem, indices);
   }
 
-  /// Splits a static extent into vector widths: groups of up to
-  /// `kColVectors` full vectors, then one narrower tail.
-  static SmallVector<SmallVector<int64_t>> chunkGroups(int64_t extent) {
+  /// Vectors per row of a register block of `rows` rows: `kLanes`
+  /// accumulators in all, at most kMaxColVectors per row.
+  int64_t colVectors(int64_t rows) const {
+    return std::clamp<int64_t>(kLanes / rows, 1, kMaxColVectors);
+  }
+
+  /// Splits a static extent into vector widths: groups of up to `cols` full
+  /// vectors, then one narrower tail.
+  SmallVector<SmallVector<int64_t>> chunkGroups(int64_t extent,
+                                                int64_t cols) const {
     SmallVector<SmallVector<int64_t>> groups;
     int64_t full = extent / kLanes, tail = extent % kLanes;
-    for (int64_t i = 0; i < full; i += kColVectors) {
-      SmallVector<int64_t> group(std::min(kColVectors, full - i), kLanes);
+    for (int64_t i = 0; i < full; i += cols) {
+      SmallVector<int64_t> group(std::min(cols, full - i), kLanes);
       groups.push_back(group);
     }
     if (tail) {
-      if (!groups.empty() && groups.back().size() < kColVectors)
+      if (!groups.empty() && (int64_t)groups.back().size() < cols)
         groups.back().push_back(tail);
       else
         groups.push_back({tail});
@@ -156,11 +172,21 @@ private:
 
   void rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
                 Value f0, int64_t rows);
+  SmallVector<Value> scoresByKeyRows(AttentionStepOp op, Value s,
+                                     ArrayRef<Value> gs, ArrayRef<Value> rs,
+                                     ArrayRef<Value> ends, Value visible,
+                                     Value colsPad);
+  Value sumEach(ArrayRef<Value> parts);
+  void prefetchRows(Value mem, Value first, int64_t count, uint32_t locality);
   void transposeKeys(Value k, Value kt, Value n, int64_t d,
                      ValueRange prefix = {});
 
   ImplicitLocOpBuilder &b;
   Type f32;
+  /// f32 lanes of one vector register.
+  const int64_t kLanes;
+  /// The [4, D padded] f32 scratch of `scoresByKeyRows`.
+  Value packedQuery;
 };
 
 //===----------------------------------------------------------------------===//
@@ -170,7 +196,6 @@ private:
 void Emitter::expandStep(AttentionStepOp op) {
   Value q = op.getQuery(), k = op.getKey();
   int64_t g = cast<MemRefType>(q.getType()).getDimSize(0);
-  int64_t d = cast<MemRefType>(q.getType()).getDimSize(2);
 
   // The scratch buffers are stack allocations released when the step is
   // done (a memref.alloca_scope would be the natural form, but its
@@ -179,18 +204,19 @@ void Emitter::expandStep(AttentionStepOp op) {
       LLVM::StackSaveOp::create(b, LLVM::LLVMPointerType::get(b.getContext()));
 
   Value lanes = idx(kLanes);
+  // K pre-transposed ([D, Bc]) is read in place by the column-blocked
+  // product; otherwise K rows are read in place by the row-by-row product.
   Value kt, n;
   if (op.getKeyTransposed()) {
-    // K is already [D, Bc]: read it in place.
     kt = k;
     n = dim(k, 1);
   } else {
-    // Kt[d, c] = K[c, d] in f32: 16 x 16 blocks through registers
-    // (vector.transpose), then the remaining rows and columns one by one.
     n = dim(k, 0);
-    auto ktType = MemRefType::get({d, ShapedType::kDynamic}, f32);
-    kt = memref::AllocaOp::create(b, ktType, ValueRange{n});
-    transposeKeys(k, kt, n, d);
+    // The scaled rows of Q of one row block, in f32 padded to whole vectors.
+    int64_t d = cast<MemRefType>(q.getType()).getDimSize(2);
+    int64_t dPad = (d + kLanes - 1) / kLanes * kLanes;
+    packedQuery = memref::AllocaOp::create(
+        b, MemRefType::get({kRowBlock, dPad}, f32));
   }
   Value npad =
       arith::MulIOp::create(b, arith::CeilDivSIOp::create(b, n, lanes), lanes);
@@ -242,29 +268,30 @@ void Emitter::transposeKeys(Value k, Value kt, Value n, int64_t d,
                          scf::YieldOp::create(b);
                        });
   };
-  Value n16 = arith::MulIOp::create(
-      b, arith::DivSIOp::create(b, n, idx(kLanes)), idx(kLanes));
-  int64_t d16 = d / kLanes * kLanes;
-  auto blockType = VectorType::get({kLanes, kLanes}, f32);
+  constexpr int64_t t = kTransposeBlock;
+  Value n16 = arith::MulIOp::create(b, arith::DivSIOp::create(b, n, idx(t)),
+                                    idx(t));
+  int64_t d16 = d / t * t;
+  auto blockType = VectorType::get({t, t}, f32);
   // Loops, not unrolled code: the 16 x 16 block is large once lowered to
   // shuffles, and compile time matters to a JIT.
   scf::ForOp::create(
-      b, idx(0), n16, idx(kLanes), ValueRange{},
+      b, idx(0), n16, idx(t), ValueRange{},
       [&](OpBuilder &, Location, Value c0, ValueRange) {
         scf::ForOp::create(
-            b, idx(0), idx(d16), idx(kLanes), ValueRange{},
+            b, idx(0), idx(d16), idx(t), ValueRange{},
             [&](OpBuilder &, Location, Value d0, ValueRange) {
               Value block = arith::ConstantOp::create(
                   b, blockType,
                   DenseElementsAttr::get(blockType, b.getF32FloatAttr(0.0)));
-              for (int64_t i = 0; i < kLanes; ++i) {
-                Value row = loadVec(
-                    k, at(arith::AddIOp::create(b, c0, idx(i)), d0), kLanes);
+              for (int64_t i = 0; i < t; ++i) {
+                Value row =
+                    loadVec(k, at(arith::AddIOp::create(b, c0, idx(i)), d0), t);
                 block = vector::InsertOp::create(b, row, block, i);
               }
-              Value t = vector::TransposeOp::create(b, block, {1, 0});
-              for (int64_t j = 0; j < kLanes; ++j)
-                storeVec(vector::ExtractOp::create(b, t, j), kt,
+              Value tr = vector::TransposeOp::create(b, block, {1, 0});
+              for (int64_t j = 0; j < t; ++j)
+                storeVec(vector::ExtractOp::create(b, tr, j), kt,
                          at(arith::AddIOp::create(b, d0, idx(j)), c0));
               scf::YieldOp::create(b);
             });
@@ -275,15 +302,259 @@ void Emitter::transposeKeys(Value k, Value kt, Value n, int64_t d,
   scalarLoop(n16, n, 0, d);
 }
 
+/// Prefetches rows [first, first + count) of the [n, D] block `mem`
+/// (clamped to its last row), one prefetch per 64-byte line.
+void Emitter::prefetchRows(Value mem, Value first, int64_t count,
+                           uint32_t locality) {
+  auto type = cast<MemRefType>(mem.getType());
+  int64_t width = type.getShape().back();
+  int64_t perLine =
+      std::max<int64_t>(1, 64 / (type.getElementTypeBitWidth() / 8));
+  Value last = arith::SubIOp::create(b, dim(mem, 0), idx(1));
+  for (int64_t j = 0; j < count; ++j) {
+    Value row = arith::MinSIOp::create(
+        b, arith::AddIOp::create(b, first, idx(j)), last);
+    for (int64_t col = 0; col < width; col += perLine)
+      memref::PrefetchOp::create(b, mem, ValueRange{row, idx(col)},
+                                 /*isWrite=*/false, locality,
+                                 /*isDataCache=*/true);
+  }
+}
+
+/// Returns one vector whose lane i is the sum of the lanes of `parts[i]`
+/// (kLanes vectors of kLanes lanes). Pairs of vectors are halved with
+/// two-source shuffles: each step adds the first and second halves of
+/// every lane group, so log2(kLanes) steps of kLanes - 1 additions in all
+/// replace kLanes separate reductions. The shuffles keep each output
+/// 128-bit block within the same block of the inputs once groups are that
+/// small, where x86 shuffles are cheapest.
+Value Emitter::sumEach(ArrayRef<Value> parts) {
+  int64_t n = kLanes;
+  assert((int64_t)parts.size() == n && "one vector per lane");
+  // The masks of one step, on groups of `size` lanes: within each block of
+  // max(size, 4) lanes, the first halves of the first operand's groups,
+  // then the second operand's (`lo`); `hi` has the second halves.
+  auto masks = [&](int64_t size) {
+    SmallVector<int64_t> lo, hi;
+    int64_t block = std::max<int64_t>(size, 4), half = size / 2;
+    for (int64_t start = 0; start < n; start += block)
+      for (int64_t operand : {int64_t(0), n})
+        for (int64_t lane = start; lane < start + block; ++lane)
+          if (lane % size < half) {
+            lo.push_back(operand + lane);
+            hi.push_back(operand + lane + half);
+          }
+    return std::make_pair(lo, hi);
+  };
+  // Where each input ends up: follow the owners of the lanes.
+  SmallVector<SmallVector<int64_t>> owners;
+  for (int64_t i = 0; i < n; ++i)
+    owners.push_back(SmallVector<int64_t>(n, i));
+  for (int64_t size = n; size > 1; size /= 2) {
+    auto [lo, hi] = masks(size);
+    SmallVector<SmallVector<int64_t>> next;
+    for (size_t i = 0; i < owners.size(); i += 2) {
+      SmallVector<int64_t> merged;
+      for (int64_t m : lo)
+        merged.push_back(m < n ? owners[i][m] : owners[i + 1][m - n]);
+      next.push_back(merged);
+    }
+    owners = std::move(next);
+  }
+  // Feed the inputs so that lane i ends up with parts[i].
+  SmallVector<Value> level(n);
+  for (int64_t lane = 0; lane < n; ++lane)
+    level[owners[0][lane]] = parts[lane];
+  for (int64_t size = n; size > 1; size /= 2) {
+    auto [lo, hi] = masks(size);
+    SmallVector<Value> next;
+    for (size_t i = 0; i < level.size(); i += 2) {
+      Value a = vector::ShuffleOp::create(b, level[i], level[i + 1], lo);
+      Value c = vector::ShuffleOp::create(b, level[i], level[i + 1], hi);
+      next.push_back(arith::AddFOp::create(b, a, c));
+    }
+    level = std::move(next);
+  }
+  return level[0];
+}
+
+/// S[r, c] = scale * Q[g_r, row_r, :] . K[c, :] for the `rows` rows of a
+/// block and the columns c < visible, reading K rows in place (decode:
+/// no transposed copy of K). The rows of Q are first packed into an f32
+/// scratch padded with zeros to whole vectors. Keys are taken
+/// kLanes / rows at a time: one accumulator per (row, key) along the head
+/// dimension, summed into one vector by `sumEach`; the keys past the last
+/// whole group one at a time. Columns at or past a row's end are -inf, and
+/// S is filled with -inf up to `colsPad`. Returns the row maxima.
+SmallVector<Value> Emitter::scoresByKeyRows(AttentionStepOp op, Value s,
+                                            ArrayRef<Value> gs,
+                                            ArrayRef<Value> rs,
+                                            ArrayRef<Value> ends,
+                                            Value visible, Value colsPad) {
+  Value q = op.getQuery(), k = op.getKey();
+  int64_t rows = gs.size();
+  int64_t d = cast<MemRefType>(q.getType()).getDimSize(2);
+  int64_t dFull = d / kLanes * kLanes, dTail = d % kLanes;
+  Value offset = op.getMaskOffset();
+  Value ninf = negInf();
+
+  // 1. Qp[r, :] = Q[g_r, row_r, :] in f32, zero-padded. The scale is
+  // applied to the sums, as in the column-blocked product, so that both
+  // round (and overflow) alike.
+  Value qp = packedQuery;
+  Value scale = f32Const(op.getScale().convertToDouble());
+  for (int64_t r = 0; r < rows; ++r) {
+    scf::ForOp::create(
+        b, idx(0), idx(dFull), idx(kLanes), ValueRange{},
+        [&](OpBuilder &, Location, Value dd, ValueRange) {
+          vector::StoreOp::create(b, loadVec(q, {gs[r], rs[r], dd}, kLanes),
+                                  qp, ValueRange{idx(r), dd});
+          scf::YieldOp::create(b);
+        });
+    if (dTail) {
+      vector::StoreOp::create(b, loadVec(q, {gs[r], rs[r], idx(dFull)}, dTail),
+                              qp, ValueRange{idx(r), idx(dFull)});
+      vector::StoreOp::create(b, vecConst(kLanes - dTail, 0.0), qp,
+                              ValueRange{idx(r), idx(dFull + dTail)});
+    }
+  }
+
+  // The dot products of `keys` consecutive keys from `c0` with every row:
+  // accumulator r * keys + j holds row r against key c0 + j, one vector
+  // along the head dimension. The last partial vector of a K row is read
+  // with a constant mask (zeros against Qp's zero padding).
+  auto dots = [&](Value c0, int64_t keys) -> SmallVector<Value> {
+    SmallVector<Value> keyIdx;
+    for (int64_t j = 0; j < keys; ++j)
+      keyIdx.push_back(j == 0 ? c0 : Value(arith::AddIOp::create(b, c0, idx(j))));
+    auto step = [&](Value dd, ValueRange accs, Value tailMask) {
+      SmallVector<Value> qv, next(accs.begin(), accs.end());
+      for (int64_t r = 0; r < rows; ++r)
+        qv.push_back(
+            vector::LoadOp::create(b, vec(kLanes), qp, ValueRange{idx(r), dd}));
+      for (int64_t j = 0; j < keys; ++j) {
+        Value kv = tailMask ? loadVecMasked(k, {keyIdx[j], dd}, tailMask)
+                            : loadVec(k, {keyIdx[j], dd}, kLanes);
+        for (int64_t r = 0; r < rows; ++r)
+          next[r * keys + j] =
+              vector::FMAOp::create(b, qv[r], kv, next[r * keys + j]);
+      }
+      return next;
+    };
+    SmallVector<Value> init(rows * keys, vecConst(kLanes, 0.0));
+    auto dLoop = scf::ForOp::create(
+        b, idx(0), idx(dFull), idx(kLanes), init,
+        [&](OpBuilder &, Location, Value dd, ValueRange accs) {
+          scf::YieldOp::create(b, step(dd, accs, nullptr));
+        });
+    SmallVector<Value> accs(dLoop.getResults());
+    if (dTail) {
+      Value mask = vector::ConstantMaskOp::create(
+          b, VectorType::get({kLanes}, b.getI1Type()),
+          ArrayRef<int64_t>{dTail});
+      accs = step(idx(dFull), accs, mask);
+    }
+    return accs;
+  };
+
+  // 2. Whole groups of kLanes / rows keys, one shuffle tree each.
+  int64_t keys = kLanes / rows;
+  Value groupEnd = arith::MulIOp::create(
+      b, arith::DivSIOp::create(b, visible, idx(keys)), idx(keys));
+  auto indexVec = VectorType::get({kLanes}, b.getIndexType());
+  // The lanes of row r in a vector laid out like the group sums.
+  auto rowLanes = [&](Value x, int64_t r) -> Value {
+    if (keys == kLanes)
+      return x;
+    return vector::ExtractStridedSliceOp::create(
+        b, x, ArrayRef<int64_t>{r * keys}, ArrayRef<int64_t>{keys},
+        ArrayRef<int64_t>{1});
+  };
+  Value laneKey, laneEnd;
+  if (offset) {
+    // Lane r * keys + j is key j of row r: its column offset and row end.
+    SmallVector<Value> keyOffsets, rowEnds;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < keys; ++j) {
+        keyOffsets.push_back(idx(j));
+        rowEnds.push_back(ends[r]);
+      }
+    laneKey = vector::FromElementsOp::create(b, indexVec, keyOffsets);
+    laneEnd = vector::FromElementsOp::create(b, indexVec, rowEnds);
+  }
+  Value ninfVec = splat(ninf, kLanes);
+  // Decode streams K from memory once: the rows of K a few groups ahead
+  // are prefetched.
+  auto groupLoop = scf::ForOp::create(
+      b, idx(0), groupEnd, idx(keys), ValueRange{ninfVec},
+      [&](OpBuilder &, Location, Value c0, ValueRange maxVec) {
+        prefetchRows(k, arith::AddIOp::create(b, c0, idx(kPrefetchKeys)),
+                     keys, /*locality=*/3);
+        Value sv = arith::MulFOp::create(b, sumEach(dots(c0, keys)),
+                                         splat(scale, kLanes));
+        if (offset) {
+          Value cols = arith::AddIOp::create(
+              b, laneKey, vector::BroadcastOp::create(b, indexVec, c0));
+          Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::slt,
+                                                cols, laneEnd);
+          sv = arith::SelectOp::create(b, inRange, sv, ninfVec);
+        }
+        for (int64_t r = 0; r < rows; ++r)
+          vector::StoreOp::create(b, rowLanes(sv, r), s, ValueRange{idx(r), c0});
+        scf::YieldOp::create(
+            b, ValueRange{arith::MaximumFOp::create(b, maxVec[0], sv)});
+      });
+  Value maxVec = groupLoop.getResult(0);
+  SmallVector<Value> rowMax;
+  for (int64_t r = 0; r < rows; ++r)
+    rowMax.push_back(vector::ReductionOp::create(
+        b, vector::CombiningKind::MAXIMUMF, rowLanes(maxVec, r)));
+
+  // 3. The remaining keys one at a time.
+  auto keyLoop = scf::ForOp::create(
+      b, groupEnd, visible, idx(1), rowMax,
+      [&](OpBuilder &, Location, Value c, ValueRange maxima) {
+        SmallVector<Value> accs = dots(c, 1);
+        SmallVector<Value> next;
+        for (int64_t r = 0; r < rows; ++r) {
+          Value x = arith::MulFOp::create(
+              b,
+              vector::ReductionOp::create(b, vector::CombiningKind::ADD,
+                                          accs[r]),
+              scale);
+          if (offset) {
+            Value inRange = arith::CmpIOp::create(
+                b, arith::CmpIPredicate::slt, c, ends[r]);
+            x = arith::SelectOp::create(b, inRange, x, ninf);
+          }
+          memref::StoreOp::create(b, x, s, ValueRange{idx(r), c});
+          next.push_back(arith::MaximumFOp::create(b, maxima[r], x));
+        }
+        scf::YieldOp::create(b, next);
+      });
+
+  // 4. -inf up to the whole vectors the softmax reads.
+  scf::ForOp::create(b, visible, colsPad, idx(1), ValueRange{},
+                     [&](OpBuilder &, Location, Value c, ValueRange) {
+                       for (int64_t r = 0; r < rows; ++r)
+                         memref::StoreOp::create(b, ninf, s,
+                                                 ValueRange{idx(r), c});
+                       scf::YieldOp::create(b);
+                     });
+  return SmallVector<Value>(keyLoop.getResults());
+}
+
 /// Processes `rows` query rows of the tile starting at flat row `f0` (row
-/// f is row f mod Br of head f div Br): S = Q . Kt, the online softmax
-/// update of (m, l), and acc += P . V.
+/// f is row f mod Br of head f div Br): S = Q . K^T (from the transposed
+/// `kt` when there is one), the online softmax update of (m, l), and
+/// acc += P . V.
 void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
                        Value f0, int64_t rows) {
   Value q = op.getQuery(), v = op.getValue();
   Value acc = op.getAcc(), mMem = op.getMax(), lMem = op.getSum();
   int64_t d = cast<MemRefType>(q.getType()).getDimSize(2);
   int64_t dv = cast<MemRefType>(v.getType()).getDimSize(1);
+  int64_t colBlock = colVectors(rows);
   // Head and row of each of the `rows` flat rows.
   int64_t heads = cast<MemRefType>(q.getType()).getDimSize(0);
   SmallVector<Value> gs, rs;
@@ -293,11 +564,9 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
     rs.push_back(heads == 1 ? f : Value(arith::RemUIOp::create(b, f, br)));
   }
 
-  Value scaleVec = splat(f32Const(op.getScale().convertToDouble()), kLanes);
   Value ninf = negInf();
   Value ninfVec = splat(ninf, kLanes);
   auto indexVec = VectorType::get({kLanes}, b.getIndexType());
-  Value laneIds = vector::StepOp::create(b, indexVec);
 
   // Columns [0, end_r) are visible to row r: n, or min(n, row + offset + 1)
   // under a causal mask, clamped at 0. Columns no row of the block sees are
@@ -315,75 +584,88 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
       visible = r == 0 ? end : Value(arith::MaxSIOp::create(b, visible, end));
     }
     ends.push_back(end);
-    endVecs.push_back(vector::BroadcastOp::create(b, indexVec, end));
   }
-
-  // 1. S[r, :] = scale * Q[g_r, row_r, :] . Kt, in column chunks of `cols`
-  // vectors, with masked columns set to -inf and the row maxima carried
-  // along. The last partial chunk of 16 uses masked loads (`tailMask`) so
-  // that no key column at or past the visible ones is read.
-  auto qkChunks = [&](Value lb, Value ub, int64_t cols, Value tailMask,
-                      ValueRange maxima) -> SmallVector<Value> {
-    bool selectColumns = offset || tailMask;
-    auto chunkLoop = scf::ForOp::create(
-        b, lb, ub, idx(cols * kLanes), maxima,
-        [&](OpBuilder &, Location, Value c0, ValueRange rowMax) {
-          SmallVector<Value> init(rows * cols, vecConst(kLanes, 0.0));
-          auto dLoop = scf::ForOp::create(
-              b, idx(0), idx(d), idx(1), init,
-              [&](OpBuilder &, Location, Value dd, ValueRange accs) {
-                SmallVector<Value> kv;
-                for (int64_t c = 0; c < cols; ++c) {
-                  Value col = arith::AddIOp::create(b, c0, idx(c * kLanes));
-                  kv.push_back(tailMask ? loadVecMasked(kt, {dd, col}, tailMask)
-                                        : loadVec(kt, {dd, col}, kLanes));
-                }
-                SmallVector<Value> next;
-                for (int64_t r = 0; r < rows; ++r) {
-                  Value qs = splat(loadScalar(q, {gs[r], rs[r], dd}), kLanes);
-                  for (int64_t c = 0; c < cols; ++c)
-                    next.push_back(vector::FMAOp::create(b, qs, kv[c],
-                                                         accs[r * cols + c]));
-                }
-                scf::YieldOp::create(b, next);
-              });
-          SmallVector<Value> nextMax(rowMax.begin(), rowMax.end());
-          for (int64_t c = 0; c < cols; ++c) {
-            Value col = arith::AddIOp::create(b, c0, idx(c * kLanes));
-            Value colIds;
-            if (selectColumns)
-              colIds = arith::AddIOp::create(
-                  b, laneIds, vector::BroadcastOp::create(b, indexVec, col));
-            for (int64_t r = 0; r < rows; ++r) {
-              Value sv = arith::MulFOp::create(b, dLoop.getResult(r * cols + c),
-                                               scaleVec);
-              if (selectColumns) {
-                Value inRange = arith::CmpIOp::create(
-                    b, arith::CmpIPredicate::slt, colIds, endVecs[r]);
-                sv = arith::SelectOp::create(b, inRange, sv, ninfVec);
-              }
-              vector::StoreOp::create(b, sv, s, ValueRange{idx(r), col});
-              nextMax[r] = arith::MaximumFOp::create(b, nextMax[r], sv);
-            }
-          }
-          scf::YieldOp::create(b, nextMax);
-        });
-    return SmallVector<Value>(chunkLoop.getResults());
-  };
   Value colsPad = arith::MulIOp::create(
       b, arith::CeilDivSIOp::create(b, visible, idx(kLanes)), idx(kLanes));
-  Value wide = idx(kColVectors * kLanes);
-  Value colsWide =
-      arith::MulIOp::create(b, arith::DivSIOp::create(b, visible, wide), wide);
-  Value colsFull = arith::MulIOp::create(
-      b, arith::DivSIOp::create(b, visible, idx(kLanes)), idx(kLanes));
-  SmallVector<Value> maxima(rows, ninfVec);
-  maxima = qkChunks(idx(0), colsWide, kColVectors, nullptr, maxima);
-  maxima = qkChunks(colsWide, colsFull, 1, nullptr, maxima);
-  Value mask = vector::CreateMaskOp::create(
-      b, VectorType::get({kLanes}, b.getI1Type()),
-      ValueRange{arith::SubIOp::create(b, visible, colsFull)});
-  maxima = qkChunks(colsFull, colsPad, 1, mask, maxima);
+
+  // 1. S[r, :] = scale * Q[g_r, row_r, :] . K^T with masked columns set to
+  // -inf, and the row maxima.
+  SmallVector<Value> rowMax;
+  if (!kt) {
+    rowMax = scoresByKeyRows(op, s, gs, rs, ends, visible, colsPad);
+  } else {
+    for (int64_t r = 0; r < rows; ++r)
+      endVecs.push_back(vector::BroadcastOp::create(b, indexVec, ends[r]));
+    Value scaleVec = splat(f32Const(op.getScale().convertToDouble()), kLanes);
+    Value laneIds = vector::StepOp::create(b, indexVec);
+    // In column chunks of `cols` vectors, with the row maxima carried
+    // along. The last partial chunk uses masked loads (`tailMask`) so that
+    // no key column at or past the visible ones is read.
+    auto qkChunks = [&](Value lb, Value ub, int64_t cols, Value tailMask,
+                        ValueRange maxima) -> SmallVector<Value> {
+      bool selectColumns = offset || tailMask;
+      auto chunkLoop = scf::ForOp::create(
+          b, lb, ub, idx(cols * kLanes), maxima,
+          [&](OpBuilder &, Location, Value c0, ValueRange rowMax) {
+            SmallVector<Value> init(rows * cols, vecConst(kLanes, 0.0));
+            auto dLoop = scf::ForOp::create(
+                b, idx(0), idx(d), idx(1), init,
+                [&](OpBuilder &, Location, Value dd, ValueRange accs) {
+                  SmallVector<Value> kv;
+                  for (int64_t c = 0; c < cols; ++c) {
+                    Value col = arith::AddIOp::create(b, c0, idx(c * kLanes));
+                    kv.push_back(tailMask
+                                     ? loadVecMasked(kt, {dd, col}, tailMask)
+                                     : loadVec(kt, {dd, col}, kLanes));
+                  }
+                  SmallVector<Value> next;
+                  for (int64_t r = 0; r < rows; ++r) {
+                    Value qs = splat(loadScalar(q, {gs[r], rs[r], dd}), kLanes);
+                    for (int64_t c = 0; c < cols; ++c)
+                      next.push_back(vector::FMAOp::create(
+                          b, qs, kv[c], accs[r * cols + c]));
+                  }
+                  scf::YieldOp::create(b, next);
+                });
+            SmallVector<Value> nextMax(rowMax.begin(), rowMax.end());
+            for (int64_t c = 0; c < cols; ++c) {
+              Value col = arith::AddIOp::create(b, c0, idx(c * kLanes));
+              Value colIds;
+              if (selectColumns)
+                colIds = arith::AddIOp::create(
+                    b, laneIds, vector::BroadcastOp::create(b, indexVec, col));
+              for (int64_t r = 0; r < rows; ++r) {
+                Value sv = arith::MulFOp::create(
+                    b, dLoop.getResult(r * cols + c), scaleVec);
+                if (selectColumns) {
+                  Value inRange = arith::CmpIOp::create(
+                      b, arith::CmpIPredicate::slt, colIds, endVecs[r]);
+                  sv = arith::SelectOp::create(b, inRange, sv, ninfVec);
+                }
+                vector::StoreOp::create(b, sv, s, ValueRange{idx(r), col});
+                nextMax[r] = arith::MaximumFOp::create(b, nextMax[r], sv);
+              }
+            }
+            scf::YieldOp::create(b, nextMax);
+          });
+      return SmallVector<Value>(chunkLoop.getResults());
+    };
+    Value wide = idx(colBlock * kLanes);
+    Value colsWide = arith::MulIOp::create(
+        b, arith::DivSIOp::create(b, visible, wide), wide);
+    Value colsFull = arith::MulIOp::create(
+        b, arith::DivSIOp::create(b, visible, idx(kLanes)), idx(kLanes));
+    SmallVector<Value> maxima(rows, ninfVec);
+    maxima = qkChunks(idx(0), colsWide, colBlock, nullptr, maxima);
+    maxima = qkChunks(colsWide, colsFull, 1, nullptr, maxima);
+    Value mask = vector::CreateMaskOp::create(
+        b, VectorType::get({kLanes}, b.getI1Type()),
+        ValueRange{arith::SubIOp::create(b, visible, colsFull)});
+    maxima = qkChunks(colsFull, colsPad, 1, mask, maxima);
+    for (int64_t r = 0; r < rows; ++r)
+      rowMax.push_back(vector::ReductionOp::create(
+          b, vector::CombiningKind::MAXIMUMF, maxima[r]));
+  }
 
   // 2. Online softmax, one row at a time.
   Value zeroF = f32Const(0.0);
@@ -391,11 +673,9 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
   for (int64_t r = 0; r < rows; ++r) {
     Value g = gs[r], row = rs[r];
     Value rIdx = idx(r);
-    Value rowMax = vector::ReductionOp::create(
-        b, vector::CombiningKind::MAXIMUMF, maxima[r]);
     Value mOld = memref::LoadOp::create(b, mMem, ValueRange{g, row});
     Value lOld = memref::LoadOp::create(b, lMem, ValueRange{g, row});
-    Value mNew = arith::MaximumFOp::create(b, mOld, rowMax);
+    Value mNew = arith::MaximumFOp::create(b, mOld, rowMax[r]);
     // A row with no visible key so far keeps m = -inf; subtract 0 instead
     // so that exp(-inf - m) is 0 rather than NaN.
     Value mIsInf =
@@ -434,8 +714,11 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
   }
 
   // 3. acc[g_r, row_r, :] = alpha_r * acc + P[r, :] . V, in column groups.
+  // Without the transposed copy of K (decode), V is streamed from memory
+  // once: the first group prefetches the rows a few keys ahead.
   int64_t d0 = 0;
-  for (const SmallVector<int64_t> &group : chunkGroups(dv)) {
+  bool prefetchV = !kt;
+  for (const SmallVector<int64_t> &group : chunkGroups(dv, colBlock)) {
     SmallVector<int64_t> offsets;
     for (int64_t w : group) {
       offsets.push_back(d0);
@@ -451,6 +734,9 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
     auto cLoop = scf::ForOp::create(
         b, idx(0), visible, idx(1), init,
         [&](OpBuilder &, Location, Value c, ValueRange accs) {
+          if (prefetchV)
+            prefetchRows(v, arith::AddIOp::create(b, c, idx(kPrefetchKeys)), 1,
+                         /*locality=*/2);
           SmallVector<Value> vv;
           for (auto [w, off] : llvm::zip(group, offsets))
             vv.push_back(loadVec(v, {c, idx(off)}, w));
@@ -467,6 +753,7 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
       for (int64_t j = 0; j < cols; ++j)
         storeVec(cLoop.getResult(r * cols + j), acc,
                  {gs[r], rs[r], idx(offsets[j])});
+    prefetchV = false;
   }
 }
 
@@ -486,7 +773,7 @@ void Emitter::expandFinalize(FinalizeOp op) {
     Value inv = arith::SelectOp::create(
         b, positive, arith::DivFOp::create(b, f32Const(1.0), l), f32Const(0.0));
     int64_t d0 = 0;
-    for (const SmallVector<int64_t> &group : chunkGroups(dv))
+    for (const SmallVector<int64_t> &group : chunkGroups(dv, kMaxColVectors))
       for (int64_t w : group) {
         SmallVector<Value> at(row);
         at.push_back(idx(d0));
@@ -542,7 +829,7 @@ void Emitter::expandCombine(CombineOp op) {
       memref::StoreOp::create(b, total, lse, row);
     Value totalUse = arith::SelectOp::create(b, empty, f32Const(0.0), total);
     int64_t d0 = 0;
-    for (const SmallVector<int64_t> &group : chunkGroups(dv)) {
+    for (const SmallVector<int64_t> &group : chunkGroups(dv, kMaxColVectors)) {
       SmallVector<int64_t> offsets;
       SmallVector<Value> init;
       for (int64_t w : group) {
@@ -608,7 +895,15 @@ void Emitter::expandKeyTranspose(linalg::TransposeOp op) {
 
 struct FlashExpandToCPUPass
     : flash::impl::FlashExpandToCPUBase<FlashExpandToCPUPass> {
+  using Base::Base;
+
   void runOnOperation() override {
+    if (vectorLanes != 8 && vectorLanes != 16) {
+      getOperation()->emitError()
+          << "flash-expand-to-cpu: vector-lanes must be 8 or 16, got "
+          << static_cast<int64_t>(vectorLanes);
+      return signalPassFailure();
+    }
     SmallVector<Operation *> ops;
     bool failedAny = false;
     getOperation()->walk([&](Operation *op) {
@@ -682,7 +977,7 @@ struct FlashExpandToCPUPass
     });
     for (Operation *op : ops) {
       ImplicitLocOpBuilder b(op->getLoc(), op);
-      Emitter emitter(b);
+      Emitter emitter(b, vectorLanes);
       if (auto transpose = dyn_cast<linalg::TransposeOp>(op))
         emitter.expandKeyTranspose(transpose);
       else if (auto step = dyn_cast<AttentionStepOp>(op))

@@ -5,6 +5,13 @@
 // RUN: flashc-opt %t/valid.mlir --split-input-file --flash-expand-to-cpu | FileCheck %s
 // RUN: flashc-opt %t/valid.mlir --split-input-file --flash-expand-to-cpu --canonicalize \
 // RUN:   | FileCheck %s --check-prefix=CANON
+// At 8 lanes (AVX2's 16 registers), the same code with half-width vectors
+// and register blocks of 8 accumulators:
+// RUN: flashc-opt %t/valid.mlir --split-input-file --flash-expand-to-cpu=vector-lanes=8 \
+// RUN:   | FileCheck %s --check-prefix=L8
+// RUN: not flashc-opt %t/valid.mlir --flash-expand-to-cpu=vector-lanes=4 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BAD-LANES
+// BAD-LANES: error: flash-expand-to-cpu: vector-lanes must be 8 or 16, got 4
 // Errors, one per rule of the pass:
 // RUN: flashc-opt %t/invalid.mlir --split-input-file --flash-expand-to-cpu -verify-diagnostics
 
@@ -21,31 +28,46 @@
 // The scratch lives on the stack for the step only.
 // CHECK: %[[SP:.+]] = llvm.intr.stacksave : !llvm.ptr
 // CHECK: %[[N:.+]] = memref.dim %[[K]], %{{.+}} : memref<?x64xf16>
-// Kt [D, n] in f32.
-// CHECK: %[[KT:.+]] = memref.alloca(%{{.+}}) : memref<64x?xf32>
-// CHECK: memref.load %[[K]]
-// CHECK: arith.extf %{{.+}} : f16 to f32
-// CHECK: memref.store %{{.+}}, %[[KT]]
+// Without key_transposed, K has no transposed copy: the f32 scratch holds
+// the rows of Q of one row block instead.
+// CHECK: %[[QP:.+]] = memref.alloca() : memref<4x64xf32>
+// CHECK-NOT: memref<64x?xf32>
 // The 4-row score block, n rounded up to whole vectors.
 // CHECK: %[[S:.+]] = memref.alloca(%{{.+}}) : memref<4x?xf32>
-// S = Q . Kt: 4 rows x 4 vectors of accumulators through the D loop.
-// CHECK: scf.for {{.+}} iter_args({{.+}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
-// CHECK: vector.load %[[KT]]
-// CHECK: memref.load %[[Q]]
-// CHECK: vector.broadcast %{{.+}} : f32 to vector<16xf32>
-// CHECK: vector.fma %{{.+}}, %{{.+}}, %{{.+}} : vector<16xf32>
-// CHECK: vector.store %{{.+}}, %[[S]]
-// The last partial vector of keys is read with a mask: nothing at or past n.
-// CHECK: vector.create_mask %{{.+}} : vector<16xi1>
-// CHECK: vector.maskedload %[[KT]]
-// Online softmax of one row: the mask bounds the visible columns by
-// row + offset + 1.
-// CHECK: vector.step : vector<16xindex>
+// Row r sees the columns below min(n, row + offset + 1).
 // CHECK: arith.addi %{{.+}}, %[[OFF]] : index
-// CHECK: arith.cmpi slt, %{{.+}}, %{{.+}} : vector<16xindex>
+// CHECK: vector.load %[[Q]]{{.+}} : memref<2x5x64xf16>, vector<16xf16>
+// CHECK: vector.store %{{.+}}, %[[QP]]
+// Lane 4 r + j of a group's sums is row r against key j: the row ends by
+// lane for the mask.
+// CHECK: vector.from_elements {{.+}} : vector<16xindex>
+// CHECK: %[[LANEEND:.+]] = vector.from_elements {{.+}} : vector<16xindex>
+// Groups of 4 keys, K rows prefetched ahead and read in place, one
+// accumulator per (row, key) through the D loop.
+// CHECK: scf.for {{.+}} iter_args(%{{.+}} = %{{.+}}) -> (vector<16xf32>)
+// CHECK: memref.prefetch %[[K]]{{.+}}, read, locality<3>, data
+// CHECK: scf.for {{.+}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK: vector.load %[[QP]]
+// CHECK: vector.load %[[K]]{{.+}} : memref<?x64xf16>, vector<16xf16>
+// CHECK: arith.extf %{{.+}} : vector<16xf16> to vector<16xf32>
+// CHECK: vector.fma %{{.+}}, %{{.+}}, %{{.+}} : vector<16xf32>
+// The 16 sums in 4 halving steps of two shuffles and an add.
+// CHECK: vector.shuffle %{{.+}}, %{{.+}} [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23]
+// CHECK: arith.addf %{{.+}}, %{{.+}} : vector<16xf32>
+// CHECK: vector.shuffle %{{.+}}, %{{.+}} [0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29]
+// CHECK: vector.shuffle %{{.+}}, %{{.+}} [0, 2, 16, 18, 4, 6, 20, 22, 8, 10, 24, 26, 12, 14, 28, 30]
+// Scaled, masked, 4 columns stored per row, maxima carried by lane.
+// CHECK: arith.mulf %{{.+}}, %{{.+}} : vector<16xf32>
+// CHECK: arith.cmpi slt, %{{.+}}, %[[LANEEND]] : vector<16xindex>
 // CHECK: arith.select %{{.+}}, %{{.+}}, %{{.+}} : vector<16xi1>, vector<16xf32>
+// CHECK: vector.extract_strided_slice %{{.+}} {offsets = [4], sizes = [4], strides = [1]} : vector<16xf32> to vector<4xf32>
+// CHECK: vector.store %{{.+}}, %[[S]]{{.+}} : memref<4x?xf32>, vector<4xf32>
 // CHECK: arith.maximumf %{{.+}}, %{{.+}} : vector<16xf32>
-// CHECK: vector.reduction <maximumf>, %{{.+}} : vector<16xf32> into f32
+// CHECK: vector.reduction <maximumf>, %{{.+}} : vector<4xf32> into f32
+// The keys past the last group one at a time, then -inf padding.
+// CHECK: vector.reduction <add>, %{{.+}} : vector<16xf32> into f32
+// CHECK: memref.store %{{.+}}, %[[S]]
+// CHECK: memref.store %{{.+}}, %[[S]]
 // CHECK: memref.load %[[M]]
 // CHECK: memref.load %[[L]]
 // alpha = exp(m - m'), guarded against -inf.
@@ -73,6 +95,20 @@ func.func @step_masked(%q: memref<2x5x64xf16>, %k: memref<?x64xf16>, %v: memref<
   return
 }
 
+// 4 rows x 2 keys per group, summed in 3 halving steps.
+// L8-LABEL: func.func @step_masked
+// L8: memref.alloca() : memref<4x64xf32>
+// L8: scf.for {{.+}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// L8: vector.fma %{{.+}}, %{{.+}}, %{{.+}} : vector<8xf32>
+// L8: vector.shuffle %{{.+}}, %{{.+}} [0, 1, 2, 3, 8, 9, 10, 11]
+// L8: vector.shuffle %{{.+}}, %{{.+}} [0, 1, 8, 9, 4, 5, 12, 13]
+// L8: vector.shuffle %{{.+}}, %{{.+}} [0, 2, 8, 10, 4, 6, 12, 14]
+// L8: vector.extract_strided_slice %{{.+}} {offsets = [2], sizes = [2], strides = [1]} : vector<8xf32> to vector<2xf32>
+// L8: math.exp %{{.+}} : vector<8xf32>
+// P . V in groups of 2 vectors of 8 columns: 8 accumulators for 4 rows.
+// L8: scf.for {{.+}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// L8: llvm.intr.stackrestore
+
 // CANON-LABEL: func.func @step_masked
 // CANON: llvm.intr.stacksave
 // CANON: vector.fma
@@ -84,17 +120,19 @@ func.func @step_masked(%q: memref<2x5x64xf16>, %k: memref<?x64xf16>, %v: memref<
 // -----
 
 // f32 operands in the strided layout bufferization gives slices (unit
-// innermost stride), without a mask: the columns past n are still excluded.
+// innermost stride), without a mask: every column below n is visible, so
+// the sums are not masked; the -inf padding up to whole vectors remains.
 // CHECK-LABEL: func.func @step_unmasked_strided
 // CHECK-SAME: %[[K:[^:]+]]: memref<?x64xf32, strided<[?, 1], offset: ?>>
 // CHECK: llvm.intr.stacksave
 // CHECK: %[[N:.+]] = memref.dim %[[K]], %{{.+}}
-// CHECK: memref.alloca(%{{.+}}) : memref<64x?xf32>
+// CHECK: memref.alloca() : memref<4x64xf32>
 // CHECK: memref.alloca(%{{.+}}) : memref<4x?xf32>
 // CHECK-NOT: arith.extf
+// CHECK-NOT: vector.from_elements
 // CHECK: vector.fma
-// CHECK: %[[END:.+]] = vector.broadcast %[[N]] : index to vector<16xindex>
-// CHECK: arith.cmpi slt, %{{.+}}, %[[END]] : vector<16xindex>
+// CHECK: vector.shuffle
+// CHECK-NOT: arith.cmpi
 // CHECK: vector.reduction <maximumf>
 // CHECK: math.exp
 // CHECK: vector.reduction <add>
@@ -125,6 +163,11 @@ func.func @step_unmasked_strided(
 // CHECK: vector.maskedload %[[K]]
 // CHECK: llvm.intr.stackrestore
 // CHECK-NOT: flash.
+// L8-LABEL: func.func @step_key_transposed
+// L8: scf.for {{.+}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// L8: vector.load %{{.+}} : memref<32x?xf32>, vector<8xf32>
+// L8-NOT: vector<16xf32>
+// L8-LABEL: func.func @finalize_lse
 func.func @step_key_transposed(%q: memref<1x4x32xf32>, %k: memref<32x?xf32>,
     %v: memref<?x16xf32>, %acc: memref<1x4x16xf32>, %m: memref<1x4xf32>,
     %l: memref<1x4xf32>) {
