@@ -15,15 +15,19 @@
 #      (reported, not fatal, when the tool refuses the device);
 #   4. numerics against torch SDPA and the benchmark table (prefill TFLOP/s
 #      against SDPA's flash and cuDNN backends; decode GB/s against a
-#      measured copy bandwidth) through the C API (scripts/gpu_check.py).
+#      measured copy bandwidth) through the C API (scripts/gpu_check.py);
+#   5. the Python package's GPU tests (python/tests/test_gpu.py) with the
+#      runtime module built here, on the bundle, against torch SDPA (when
+#      the Python has pybind11 and pytest).
 #
 #   scripts/gpu-check.sh [--bundle DIR] [--quick] [--json FILE]
 #   scripts/gpu-check.sh --dry-run [--bundle DIR]
 #
 # --dry-run skips everything that needs a GPU and checks the rest: the
 # runtime-only build, the bundle's numerics in the simulator, the
-# simulator-test harness, and the Python script's C API path on numpy
-# arrays. Exit status: 0 when every check passed.
+# simulator-test harness, the Python script's C API path on numpy
+# arrays, and the Python runtime module on a bundled kernel in the
+# simulator. Exit status: 0 when every check passed.
 #
 #===----------------------------------------------------------------------===#
 set -uo pipefail
@@ -63,6 +67,23 @@ cmake --build "$build" -j "$(nproc)" >/dev/null || exit 1
 gpucheck="$build/bin/flashc-gpucheck"
 runtime="$build/lib/libflashc_runtime.so"
 
+# The Python package's runtime module (LLVM-free) and its GPU tests, where
+# the Python has pybind11, pytest and numpy; skipped otherwise.
+python_tests() {
+  if ! "$python" -c "import pybind11, pytest, numpy" 2>/dev/null; then
+    echo "pybind11, pytest or numpy missing for $python: skipped"
+    return
+  fi
+  cmake -S "$root" -B "$build" -DFLASHC_PYTHON_RUNTIME=ON \
+    -Dpybind11_DIR="$("$python" -c 'import pybind11; print(pybind11.get_cmake_dir())')" \
+    -DPython_EXECUTABLE="$(command -v "$python")" >/dev/null &&
+    cmake --build "$build" --target flashc-python -j "$(nproc)" >/dev/null &&
+    FLASHC_GPU_BUNDLE="$bundle" PYTHONPATH="$build/python:$root/python/tests" \
+      PYTHONDONTWRITEBYTECODE=1 "$python" -m pytest -q -p no:cacheprovider \
+      "$root/python/tests/test_gpu.py" "$@"
+  record $? "Python GPU tests"
+}
+
 if [ "$dry" -eq 1 ]; then
   step "dry run: the bundle's kernels in the PTX simulator"
   "$gpucheck" numerics --bundle "$bundle" --device sim --quick
@@ -80,6 +101,8 @@ if [ "$dry" -eq 1 ]; then
   step "dry run: gpu_check.py through the C API on the simulator"
   "$python" "$root/scripts/gpu_check.py" --lib "$runtime" --bundle "$bundle" --dry-run
   record $? "gpu_check.py --dry-run"
+  step "dry run: the Python runtime module and a bundled kernel in the simulator"
+  python_tests -k simulator
   step "done: $([ $status -eq 0 ] && echo PASS || echo FAIL) in $(( $(date +%s) - start )) s"
   exit $status
 fi
@@ -116,6 +139,9 @@ step "4. numerics against torch SDPA, and the benchmark table"
 "$python" "$root/scripts/gpu_check.py" --lib "$runtime" --bundle "$bundle" \
   $quick ${json:+--json "$json"}
 record $? "gpu_check.py"
+
+step "5. the Python package against torch: bundled kernels through the runtime module"
+python_tests
 
 step "done: $([ $status -eq 0 ] && echo PASS || echo FAIL) in $(( $(date +%s) - start )) s"
 exit $status

@@ -10,6 +10,7 @@ set -euo pipefail
 PACKAGES=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools lld-22
   cmake ninja-build ccache g++ python3 python3-numpy
+  python3-dev python3-pybind11 pybind11-dev python3-pytest
   libgtest-dev googletest
   libopenblas-dev libomp-22-dev
 )

@@ -1,0 +1,266 @@
+//===- CompilerModule.cpp - flashc._compiler ------------------------------===//
+//
+// The compiler half of the Python package: compiles attention kernels for
+// the CPU (JIT) and the GPU targets through the C++ API, runs them (CPU
+// kernels on host memory, GPU kernels on device pointers or in the PTX
+// simulator), and exposes the IR of every pipeline stage, the PTX, the
+// kernel metadata and the IO cost report. Kernels come from the process's
+// compiler cache, keyed without the sizes that are kernel arguments. The
+// GIL is released while a kernel compiles or runs. Errors raise
+// flashc.FlashcError (defined by flashc._runtime) with the C++ message.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Tensors.h"
+
+#include "flashc/Analysis/AttentionSchedule.h"
+#include "flashc/Analysis/CostModel.h"
+#include "flashc/Compiler/JIT.h"
+#include "flashc/Pipelines/Pipelines.h"
+#include "flashc/Target/TargetInfo.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+namespace py = pybind11;
+using namespace mlir::flash;
+using namespace flashc_python;
+
+namespace {
+
+py::object &errorType() {
+  static py::object *type = new py::object();
+  return *type;
+}
+
+[[noreturn]] void fail(const std::string &message) {
+  raise(errorType(), message);
+}
+
+[[noreturn]] void fail(llvm::Error error) {
+  fail(llvm::toString(std::move(error)));
+}
+
+template <typename T> T unwrap(llvm::Expected<T> value) {
+  if (!value)
+    fail(value.takeError());
+  return std::move(*value);
+}
+
+DType toDType(const std::string &name) {
+  std::optional<DType> t = parseDType(name);
+  if (!t)
+    fail("unsupported dtype '" + name + "'; expected f32, f16 or bf16");
+  return *t;
+}
+
+/// An AttentionSpec from the dict flashc.AttentionSpec.to_dict() gives.
+AttentionSpec toSpec(const py::dict &d) {
+  AttentionSpec s;
+  s.batch = d["batch"].cast<int64_t>();
+  s.heads = d["heads"].cast<int64_t>();
+  s.kvHeads = d["kv_heads"].cast<int64_t>();
+  s.seqQ = d["seq_q"].cast<int64_t>();
+  s.seqKV = d["seq_kv"].cast<int64_t>();
+  s.headDim = d["head_dim"].cast<int64_t>();
+  s.headDimV = d["head_dim_v"].cast<int64_t>();
+  s.dtype = toDType(d["dtype"].cast<std::string>());
+  s.causal = d["causal"].cast<bool>();
+  if (!d["scale"].is_none())
+    s.scale = d["scale"].cast<double>();
+  s.withLse = d["with_lse"].cast<bool>();
+  return s;
+}
+
+/// A PipelineConfig from keyword options; unknown keys are errors.
+PipelineConfig toConfig(const std::string &target, const py::dict &options) {
+  PipelineConfig c;
+  c.target = target;
+  for (auto [key, value] : options) {
+    std::string name = key.cast<std::string>();
+    if (name == "loop_order")
+      c.loopOrder = value.cast<std::string>();
+    else if (name == "block_q")
+      c.blockQ = value.cast<int64_t>();
+    else if (name == "block_kv")
+      c.blockKV = value.cast<int64_t>();
+    else if (name == "sram_bytes")
+      c.sramBytes = value.cast<int64_t>();
+    else if (name == "splits")
+      c.splits = value.cast<int64_t>();
+    else if (name == "threads")
+      c.numThreads = value.cast<int64_t>();
+    else if (name == "vector_lanes")
+      c.vectorLanes = value.cast<int64_t>();
+    else
+      fail("unknown compile option '" + name +
+           "'; expected loop_order, block_q, block_kv, sram_bytes, splits, "
+           "threads or vector_lanes");
+  }
+  return c;
+}
+
+TensorRef toRef(const TensorDesc &d) {
+  TensorRef r;
+  r.data = reinterpret_cast<void *>(d.data);
+  r.dtype = toDType(d.dtype);
+  r.sizes.assign(d.sizes.begin(), d.sizes.end());
+  r.strides.assign(d.strides.begin(), d.strides.end());
+  r.onDevice = d.onDevice;
+  return r;
+}
+
+py::object jsonToPython(const llvm::json::Value &value) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << value;
+  return py::module_::import("json").attr("loads")(text);
+}
+
+/// A compiled kernel, shared with the compiler's cache.
+struct PyKernel {
+  std::shared_ptr<const Kernel> kernel;
+
+  const std::string &ir(const std::string &stage) const {
+    const KernelMetadata &m = kernel->getMetadata();
+    std::string names;
+    for (const auto &[name, text] : m.stageIR) {
+      if (name == stage)
+        return text;
+      names += (names.empty() ? "" : ", ") + name;
+    }
+    fail("no IR for stage '" + stage + "'; this kernel has " + names);
+  }
+
+  py::dict metadata() const {
+    const KernelMetadata &m = kernel->getMetadata();
+    py::dict d;
+    d["target"] = m.target;
+    d["config"] = m.config;
+    d["block_q"] = m.tiles.blockQ;
+    d["block_kv"] = m.tiles.blockKV;
+    d["splits"] = m.splits;
+    d["compile_seconds"] = m.compileSeconds;
+    py::list stages;
+    for (const auto &entry : m.stageIR)
+      stages.append(entry.first);
+    d["stages"] = stages;
+    if (m.gpu) {
+      const auto &f = m.gpu->forward;
+      d["entry"] = f.name;
+      d["grid"] = f.grid;
+      d["threads_per_block"] = f.block;
+      d["shared_bytes"] = f.sharedBytes;
+      d["registers"] = f.registers;
+      d["spill_bytes"] = f.spillBytes;
+      d["combine_entry"] =
+          m.gpu->combine ? py::object(py::str(m.gpu->combine->name))
+                         : py::object(py::none());
+    }
+    return d;
+  }
+};
+
+} // namespace
+
+PYBIND11_MODULE(_compiler, m) {
+  m.doc() = "flashc's compiler: JIT CPU kernels, GPU kernels as PTX, the IR "
+            "of every stage and the IO cost model";
+  errorType() = py::module_::import("flashc._runtime").attr("FlashcError");
+
+  py::class_<PyKernel>(m, "Kernel")
+      .def_property_readonly(
+          "is_gpu", [](const PyKernel &k) { return k.kernel->isGPU(); })
+      .def("ir", &PyKernel::ir, py::arg("stage"),
+           "The IR after pipeline stage `stage`.")
+      .def_property_readonly("ptx",
+                             [](const PyKernel &k) -> py::object {
+                               const KernelMetadata &m =
+                                   k.kernel->getMetadata();
+                               if (!m.gpu)
+                                 return py::none();
+                               return py::str(m.gpu->ptx);
+                             })
+      .def_property_readonly("metadata", &PyKernel::metadata)
+      .def_property_readonly(
+          "spec",
+          [](const PyKernel &k) { return k.kernel->getSpec().str(); })
+      .def(
+          "split_count",
+          [](const PyKernel &k, int64_t batch, int64_t seqQ, int64_t seqKV) {
+            return k.kernel->getSplitCount(batch, seqQ, seqKV);
+          },
+          py::arg("batch"), py::arg("seq_q"), py::arg("seq_kv"))
+      .def(
+          "run",
+          [](const PyKernel &k, py::handle q, py::handle kk, py::handle v,
+             py::handle out, py::handle lse, bool simulate, int64_t splits,
+             uintptr_t stream) {
+            TensorRef qr = toRef(toDesc(q)), kr = toRef(toDesc(kk)),
+                      vr = toRef(toDesc(v)), outr = toRef(toDesc(out));
+            std::optional<TensorRef> lser;
+            if (!lse.is_none())
+              lser = toRef(toDesc(lse));
+            RunOptions options;
+            options.simulate = simulate;
+            options.splits = splits;
+            options.stream = reinterpret_cast<void *>(stream);
+            llvm::Error err = llvm::Error::success();
+            {
+              py::gil_scoped_release release;
+              err = k.kernel->run(qr, kr, vr, outr, lser ? &*lser : nullptr,
+                                  options);
+            }
+            if (err)
+              fail(std::move(err));
+          },
+          py::arg("q"), py::arg("k"), py::arg("v"), py::arg("out"),
+          py::arg("lse"), py::arg("simulate"), py::arg("splits"),
+          py::arg("stream"));
+
+  m.def(
+      "compile",
+      [](const py::dict &spec, const std::string &target,
+         const py::dict &options) {
+        AttentionSpec s = toSpec(spec);
+        PipelineConfig c = toConfig(target, options);
+        auto kernel = [&] {
+          py::gil_scoped_release release;
+          return Compiler::global().compile(s, target, c);
+        }();
+        return PyKernel{unwrap(std::move(kernel))};
+      },
+      py::arg("spec"), py::arg("target"), py::arg("options"));
+
+  m.def(
+      "cost",
+      [](const py::dict &spec, const std::string &target, int64_t sramBytes,
+         const std::string &loopOrder) {
+        AttentionSpec s = toSpec(spec);
+        if (llvm::Error e = s.validate())
+          fail(std::move(e));
+        TargetInfo t = unwrap(TargetInfo::get(target));
+        if (sramBytes < 0)
+          fail(llvm::formatv("sram_bytes must be positive, got {0}",
+                             sramBytes)
+                   .str());
+        if (sramBytes > 0)
+          t.sramBytes = sramBytes;
+        std::optional<LoopOrder> order = parseLoopOrder(loopOrder);
+        if (!order)
+          fail("unknown loop order '" + loopOrder +
+               "'; expected fa2 or algorithm1");
+        CostOptions options;
+        options.order = *order;
+        CostReport report = unwrap(computeCostReport(t, s.shape(), options));
+        return jsonToPython(llvm::json::Value(costReportToJSON(report)));
+      },
+      py::arg("spec"), py::arg("target"), py::arg("sram_bytes"),
+      py::arg("loop_order"));
+
+  m.def("cache_size", [] { return Compiler::global().getCacheSize(); },
+        "Kernels in the process's compiler cache.");
+}

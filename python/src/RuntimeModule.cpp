@@ -1,0 +1,201 @@
+//===- RuntimeModule.cpp - flashc._runtime --------------------------------===//
+//
+// The LLVM-free half of the Python package: loads a bundle of precompiled
+// GPU kernels and launches them on the CUDA driver (device pointers, the
+// caller's stream) or on the PTX simulator (host memory). It links the
+// runtime library only, so `flashc.load_bundle` works where the compiler is
+// not installed. It also defines flashc.FlashcError, which the compiler
+// module raises too.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Tensors.h"
+
+#include "flashc/Runtime/Runtime.h"
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <mutex>
+
+namespace py = pybind11;
+namespace rt = flashc::runtime;
+using namespace flashc_python;
+
+namespace {
+
+py::object &errorType() {
+  static py::object *type = nullptr;
+  if (!type)
+    type = new py::object();
+  return *type;
+}
+
+[[noreturn]] void fail(const std::string &message) {
+  raise(errorType(), message);
+}
+
+rt::ElementType elementType(const std::string &name) {
+  std::optional<rt::ElementType> t = rt::parseElementType(name);
+  if (!t)
+    fail("unsupported element type '" + name + "'; expected f32, f16 or bf16");
+  return *t;
+}
+
+rt::TensorView toView(const TensorDesc &d, const char *what) {
+  if (d.sizes.size() > 4)
+    fail(std::string(what) + " has rank " + std::to_string(d.sizes.size()) +
+         "; at most 4");
+  rt::TensorView v;
+  v.data = reinterpret_cast<void *>(d.data);
+  v.dtype = elementType(d.dtype);
+  v.rank = static_cast<int>(d.sizes.size());
+  for (size_t i = 0; i < d.sizes.size(); ++i) {
+    v.sizes[i] = d.sizes[i];
+    v.strides[i] = d.strides[i];
+  }
+  return v;
+}
+
+py::dict variantInfo(const rt::KernelVariant &v) {
+  py::dict d;
+  d["id"] = v.id;
+  d["target"] = v.query.target;
+  d["dtype"] = std::string(rt::stringify(v.query.dtype));
+  d["group"] = v.query.group;
+  d["head_dim"] = v.query.headDim;
+  d["head_dim_v"] = v.query.headDimV;
+  d["causal"] = v.query.causal;
+  d["with_lse"] = v.query.withLse;
+  d["scale"] = v.query.scale;
+  d["decode"] = v.query.decode;
+  d["block_q"] = v.blockQ;
+  d["block_kv"] = v.blockKV;
+  d["shared_bytes"] = v.forward.sharedBytes;
+  d["registers"] = v.forward.registers;
+  d["threads_per_block"] = v.forward.block;
+  d["grid"] = v.forward.grid;
+  d["has_cubin"] = !v.cubin.empty();
+  return d;
+}
+
+/// One device per kind, created on first use (the CUDA device loads the
+/// driver with dlopen).
+std::shared_ptr<rt::Device> getDevice(const std::string &kind,
+                                      const std::string &chip) {
+  if (kind == "sim")
+    return rt::getSimulatorDevice(chip);
+  if (kind != "cuda")
+    fail("unknown device kind '" + kind + "'; expected cuda or sim");
+  static std::mutex mutex;
+  static std::shared_ptr<rt::Device> cuda;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!cuda) {
+    flashc::Result<std::shared_ptr<rt::Device>> d = rt::getCudaDevice();
+    if (!d)
+      fail(d.status().message());
+    cuda = *d;
+  }
+  return cuda;
+}
+
+} // namespace
+
+PYBIND11_MODULE(_runtime, m) {
+  m.doc() = "flashc's LLVM-free runtime: bundles of GPU kernels, the CUDA "
+            "driver and the PTX simulator";
+  errorType() = py::reinterpret_borrow<py::object>(PyErr_NewExceptionWithDoc(
+      "flashc.FlashcError",
+      "An error from flashc: bad shapes, dtypes or layouts, a failed "
+      "compilation or launch. The message is the C++ layer's.",
+      PyExc_ValueError, nullptr));
+  m.attr("FlashcError") = errorType();
+
+  py::class_<rt::Bundle>(m, "Bundle")
+      .def_static(
+          "load",
+          [](const std::string &path) {
+            flashc::Result<rt::Bundle> b = rt::Bundle::load(path);
+            if (!b)
+              fail(b.status().message());
+            return std::move(*b);
+          },
+          py::arg("path"))
+      .def_property_readonly("variants",
+                             [](const rt::Bundle &b) {
+                               py::list out;
+                               for (const rt::KernelVariant &v : b.variants)
+                                 out.append(variantInfo(v));
+                               return out;
+                             })
+      .def(
+          "find",
+          [](const rt::Bundle &b, const std::string &target,
+             const std::string &dtype, int64_t group, int64_t headDim,
+             int64_t headDimV, bool causal, bool withLse, double scale,
+             bool decode) -> py::object {
+            rt::AttentionQuery q;
+            q.target = target;
+            q.dtype = elementType(dtype);
+            q.group = group;
+            q.headDim = headDim;
+            q.headDimV = headDimV;
+            q.causal = causal;
+            q.withLse = withLse;
+            q.scale = scale;
+            q.decode = decode;
+            for (size_t i = 0; i < b.variants.size(); ++i)
+              if (&b.variants[i] == b.find(q))
+                return py::int_(i);
+            return py::none();
+          },
+          py::arg("target"), py::arg("dtype"), py::arg("group"),
+          py::arg("head_dim"), py::arg("head_dim_v"), py::arg("causal"),
+          py::arg("with_lse"), py::arg("scale"), py::arg("decode"))
+      .def(
+          "launch",
+          [](const rt::Bundle &b, size_t index, const std::string &device,
+             py::handle q, py::handle k, py::handle v, py::handle out,
+             py::handle lse, uintptr_t stream, int64_t splits) {
+            if (index >= b.variants.size())
+              fail("no variant " + std::to_string(index) + " in the bundle");
+            const rt::KernelVariant &variant = b.variants[index];
+            rt::AttentionCall call;
+            call.q = toView(toDesc(q), "q");
+            call.k = toView(toDesc(k), "k");
+            call.v = toView(toDesc(v), "v");
+            call.out = toView(toDesc(out), "out");
+            rt::TensorView lseView;
+            if (!lse.is_none()) {
+              lseView = toView(toDesc(lse), "lse");
+              call.lse = &lseView;
+            }
+            call.stream = reinterpret_cast<void *>(stream);
+            call.splits = splits;
+            std::shared_ptr<rt::Device> dev =
+                getDevice(device, variant.query.target);
+            flashc::Status status;
+            {
+              py::gil_scoped_release release;
+              status = rt::launchAttention(*dev, variant, call);
+            }
+            if (!status.ok())
+              fail(status.message());
+          },
+          py::arg("index"), py::arg("device"), py::arg("q"), py::arg("k"),
+          py::arg("v"), py::arg("out"), py::arg("lse"), py::arg("stream"),
+          py::arg("splits"));
+
+  m.def(
+      "cuda_chip",
+      []() { return getDevice("cuda", "")->getChip(); },
+      "The chip of CUDA device 0 (sm_80, sm_90a); raises FlashcError where "
+      "there is none.");
+  m.def(
+      "cuda_status",
+      []() -> std::string {
+        flashc::Result<std::shared_ptr<rt::Device>> d = rt::getCudaDevice();
+        return d ? std::string() : d.status().message();
+      },
+      "An empty string when a CUDA device can be used, else why not.");
+}

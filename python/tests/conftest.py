@@ -1,0 +1,72 @@
+"""Shared fixtures of the flashc Python tests: fresh random inputs (the seed
+is part of every failure message; FLASHC_TEST_SEED reruns one) and the
+float64 reference."""
+
+import os
+import random
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture
+def seed():
+    value = os.environ.get("FLASHC_TEST_SEED")
+    return int(value) if value else random.SystemRandom().randrange(2**32)
+
+
+@pytest.fixture
+def rng(seed):
+    return np.random.default_rng(seed)
+
+
+def make_inputs(rng, b, hq, hkv, nq, nk, d, dv=None, dtype=np.float32):
+    """q, k, v ~ N(0, 1) of the given shapes, in ``dtype``."""
+    dv = dv or d
+    q = rng.standard_normal((b, hq, nq, d)).astype(dtype)
+    k = rng.standard_normal((b, hkv, nk, d)).astype(dtype)
+    v = rng.standard_normal((b, hkv, nk, dv)).astype(dtype)
+    return q, k, v
+
+
+def reference(q, k, v, causal=False, scale=None):
+    """O and LSE in float64. Causal masks are aligned at the bottom right:
+    query i sees keys j <= i + Nk - Nq; a row that sees no key gives O = 0
+    and LSE = -inf."""
+    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
+    group = q.shape[1] // k.shape[1]
+    k = np.repeat(k, group, axis=1)
+    v = np.repeat(v, group, axis=1)
+    scale = 1.0 / np.sqrt(q.shape[-1]) if scale is None else scale
+    s = scale * (q @ np.swapaxes(k, -1, -2))
+    nq, nk = s.shape[-2:]
+    if causal:
+        hidden = np.arange(nk)[None, :] > np.arange(nq)[:, None] + nk - nq
+        s = np.where(hidden, -np.inf, s)
+    mx = s.max(axis=-1, keepdims=True)
+    safe = np.where(np.isinf(mx), 0.0, mx)
+    p = np.exp(s - safe)
+    l = p.sum(axis=-1, keepdims=True)
+    o = np.where(l > 0, (p @ v) / np.where(l > 0, l, 1.0), 0.0)
+    lse = np.where(l > 0, safe + np.log(np.where(l > 0, l, 1.0)), -np.inf)
+    return o, lse[..., 0]
+
+
+# Absolute output tolerances by dtype (those of the C++ kernel tests).
+TOLERANCE = {np.dtype(np.float32): 2e-4, np.dtype(np.float16): 4e-3}
+
+
+def check(out, lse, q, k, v, causal, seed, scale=None):
+    """Asserts that ``out`` (and ``lse`` when given) match the reference."""
+    ref, ref_lse = reference(q, k, v, causal, scale)
+    tol = TOLERANCE.get(np.dtype(q.dtype), 3e-2)
+    err = np.abs(out.astype(np.float64) - ref).max() if out.size else 0.0
+    assert err <= tol, f"max |error| {err} > {tol} (seed {seed})"
+    if lse is None:
+        return
+    finite = np.isfinite(ref_lse)
+    assert np.array_equal(np.isneginf(lse), ~finite), f"seed {seed}"
+    if finite.any():
+        lerr = np.abs(lse[finite] - ref_lse[finite]) / (
+            1e-3 + 1e-5 * np.abs(ref_lse[finite]))
+        assert lerr.max() <= 1.0, f"lse error {lerr.max()} (seed {seed})"

@@ -1,0 +1,85 @@
+"""Bundles of precompiled GPU kernels run through the LLVM-free runtime
+module, without the compiler module."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import flashc
+
+from conftest import check, make_inputs
+
+TOOLS = os.environ.get("FLASHC_TOOLS_DIR")
+
+
+@pytest.fixture(scope="module")
+def bundle_dir(tmp_path_factory):
+    if not TOOLS:
+        pytest.skip("FLASHC_TOOLS_DIR (the folder of the flashc tool) unset")
+    path = tmp_path_factory.mktemp("bundle")
+    subprocess.run(
+        [os.path.join(TOOLS, "flashc"), "bundle", "-o", str(path),
+         "--targets", "sm_80", "--dtypes", "f16", "--head-dims", "64",
+         "--groups", "2", "--causal", "both", "--lse", "no",
+         "--variants", "prefill,decode", "--no-assemble"],
+        check=True, capture_output=True)
+    return path
+
+
+def test_bundle_runs_in_the_simulator(bundle_dir, rng, seed):
+    bundle = flashc.load_bundle(bundle_dir)
+    assert len(bundle.variants) == 4
+    assert {v["decode"] for v in bundle.variants} == {False, True}
+    for nq, nk, causal in ((30, 50, True), (1, 90, False)):
+        q, k, v = make_inputs(rng, 1, 4, 2, nq, nk, 64, dtype=np.float16)
+        out = bundle.attention(q, k, v, causal=causal, simulate=True)
+        check(out, None, q, k, v, causal, seed)
+
+
+def test_bundle_without_the_variant(bundle_dir, rng):
+    bundle = flashc.load_bundle(bundle_dir)
+    q, k, v = make_inputs(rng, 1, 2, 2, 8, 8, 64, dtype=np.float16)
+    with pytest.raises(flashc.FlashcError, match="no kernel for sm_80, f16, group 1"):
+        bundle.attention(q, k, v, simulate=True)
+    with pytest.raises(flashc.FlashcError, match="pass simulate=True"):
+        bundle.attention(q, k, v)
+
+
+def test_runtime_only(bundle_dir, seed):
+    # A process in which the compiler module cannot be imported.
+    script = textwrap.dedent(f"""
+        import sys
+        sys.modules["flashc._compiler"] = None
+        import numpy as np
+        import flashc
+        rng = np.random.default_rng({seed})
+        q = rng.standard_normal((1, 4, 3, 64)).astype(np.float16)
+        k = rng.standard_normal((1, 2, 40, 64)).astype(np.float16)
+        v = rng.standard_normal((1, 2, 40, 64)).astype(np.float16)
+        out = flashc.load_bundle({str(bundle_dir)!r}).attention(
+            q, k, v, simulate=True)
+        assert np.isfinite(out.astype(np.float32)).all()
+        try:
+            flashc.attention(q, k, v)
+        except flashc.FlashcError as e:
+            assert "compiler module is not available" in str(e), e
+        else:
+            raise AssertionError("compiled without the compiler")
+        print("ok")
+    """)
+    result = subprocess.run([sys.executable, "-c", script],
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", (
+        result.stdout + result.stderr)
+
+
+def test_runtime_module_links_no_llvm():
+    from flashc import _runtime  # pylint: disable=import-outside-toplevel
+    result = subprocess.run(["ldd", _runtime.__file__], capture_output=True,
+                            text=True, check=True)
+    assert "LLVM" not in result.stdout and "MLIR" not in result.stdout, (
+        result.stdout)

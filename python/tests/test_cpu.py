@@ -1,0 +1,110 @@
+"""flashc.attention and flashc.compile on the CPU, against the float64
+reference on fresh random inputs."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import flashc
+
+from conftest import check, make_inputs
+
+# (B, Hq, Hkv, Nq, Nk, D, Dv): GQA, MQA, MHA, odd lengths, Nq = 1, Nk > Nq
+# and Nk < Nq (under a causal mask the first rows then see no key), Dv != D.
+SHAPES = [
+    (2, 8, 2, 37, 53, 64, None),
+    (1, 4, 1, 1, 300, 64, None),
+    (1, 2, 2, 50, 20, 32, None),
+    (3, 3, 3, 17, 17, 59, None),
+    (1, 4, 2, 1, 1, 64, None),
+    (1, 2, 1, 9, 130, 64, 32),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_matches_reference(rng, seed, shape, causal, dtype):
+    b, hq, hkv, nq, nk, d, dv = shape
+    q, k, v = make_inputs(rng, b, hq, hkv, nq, nk, d, dv, dtype)
+    out, lse = flashc.attention(q, k, v, causal=causal, return_lse=True)
+    assert out.shape == (b, hq, nq, dv or d) and out.dtype == q.dtype
+    assert lse.shape == (b, hq, nq) and lse.dtype == np.float32
+    check(out, lse, q, k, v, causal, seed)
+
+
+def test_scale_and_strided_inputs(rng, seed):
+    q, k, v = make_inputs(rng, 2, 4, 2, 40, 64, 64)
+    # Every other query row and key: strided views, no copies.
+    qs, ks, vs = q[:, :, ::2], k[:, :, ::2], v[:, :, ::2]
+    out = flashc.attention(qs, ks, vs, scale=0.3)
+    check(out, None, qs, ks, vs, False, seed, scale=0.3)
+
+
+def test_a_longer_sequence_compiles_nothing(rng, seed):
+    q, k, v = make_inputs(rng, 1, 4, 2, 1, 100, 64)
+    flashc.attention(q, k, v)
+    before = flashc.cache_size()
+    for nk in (101, 102, 250, 1000):
+        q, k, v = make_inputs(rng, 2, 4, 2, 1, nk, 64)
+        out = flashc.attention(q, k, v)
+        check(out, None, q, k, v, False, seed)
+    q, k, v = make_inputs(rng, 1, 4, 2, 70, 90, 64)
+    flashc.attention(q, k, v)
+    assert flashc.cache_size() == before
+
+
+def test_concurrent_calls_from_threads(seed):
+    shapes = [(1, 4, 2, 33, 65), (2, 4, 2, 1, 200), (1, 4, 2, 64, 64),
+              (1, 4, 2, 5, 7)]
+    failures = []
+
+    def work(index):
+        local = np.random.default_rng(seed + index)
+        for _ in range(3):
+            b, hq, hkv, nq, nk = shapes[index % len(shapes)]
+            q, k, v = make_inputs(local, b, hq, hkv, nq, nk, 64)
+            try:
+                out = flashc.attention(q, k, v, causal=True)
+                check(out, None, q, k, v, True, seed + index)
+            except Exception as e:  # pylint: disable=broad-except
+                failures.append(repr(e))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures
+
+
+def test_explicit_compile_and_introspection(rng, seed):
+    spec = flashc.AttentionSpec(heads=4, kv_heads=2, seq_q=64, seq_kv=64,
+                                head_dim=64, causal=True)
+    kernel = flashc.compile(spec, "cpu", block_kv=64)
+    assert kernel.ptx is None
+    meta = kernel.metadata
+    assert meta["target"] == "cpu" and meta["block_kv"] == 64
+    assert "tiled" in meta["stages"]
+    assert "flash.attention_step" in kernel.ir("tiled")
+    assert "llvm.func" in kernel.ir(meta["stages"][-1])
+    with pytest.raises(flashc.FlashcError, match="no IR for stage 'nope'"):
+        kernel.ir("nope")
+    q, k, v = make_inputs(rng, 2, 4, 2, 31, 77, 64)
+    out = kernel(q, k, v)
+    check(out, None, q, k, v, True, seed)
+
+
+def test_cost_report():
+    spec = flashc.AttentionSpec(heads=8, seq_q=4096, seq_kv=4096,
+                                head_dim=64, dtype="f16")
+    report = flashc.cost(spec, target="sm_80")
+    assert report["target"] == "sm_80"
+    hbm = report["hbmElements"]
+    assert hbm["fa2"]["total"] < hbm["standard"]["total"]
+    small = flashc.cost(spec, target="sm_80", sram_bytes=32768)
+    assert small["sramBytes"] == 32768
+    assert small["hbmElements"]["model"] > hbm["model"]
+    with pytest.raises(flashc.FlashcError, match="unknown target"):
+        flashc.cost(spec, target="sm_99")

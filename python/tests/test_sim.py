@@ -1,0 +1,49 @@
+"""The GPU kernels (sm_80 and sm_90a PTX) run in flashc's PTX simulator on
+numpy arrays, against the float64 reference; and bf16 through ml_dtypes on
+the CPU when that package is present."""
+
+import numpy as np
+import pytest
+
+import flashc
+
+from conftest import check, make_inputs
+
+# Small sizes: the simulator runs every thread of every warp.
+SHAPES = [
+    (1, 2, 2, 20, 40, 64),   # prefill, Nk > Nq
+    (1, 4, 2, 33, 17, 64),   # GQA, Nk < Nq: causal rows with no key
+    (2, 4, 1, 1, 70, 64),    # decode (split-KV kernel and combine), MQA
+    (1, 2, 2, 5, 130, 128),  # decode, D = 128
+]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_simulated_gpu_kernel(rng, seed, shape, causal):
+    b, hq, hkv, nq, nk, d = shape
+    q, k, v = make_inputs(rng, b, hq, hkv, nq, nk, d, dtype=np.float16)
+    out, lse = flashc.attention(q, k, v, causal=causal, return_lse=True,
+                                target="sm_80-sim")
+    check(out, lse, q, k, v, causal, seed)
+
+
+def test_sm90a_kernel_and_its_ptx(rng, seed):
+    spec = flashc.AttentionSpec(heads=2, seq_q=32, seq_kv=32, head_dim=64,
+                                dtype="f16")
+    kernel = flashc.compile(spec, "sm_90a-sim")
+    assert ".target sm_90a" in kernel.ptx
+    assert "mma.sync.aligned.m16n8k16" in kernel.ptx
+    meta = kernel.metadata
+    assert meta["shared_bytes"] > 0 and meta["threads_per_block"] > 0
+    assert "B" in meta["grid"]
+    q, k, v = make_inputs(rng, 1, 2, 2, 24, 40, 64, dtype=np.float16)
+    check(kernel(q, k, v), None, q, k, v, False, seed)
+
+
+def test_bf16_numpy_arrays(rng, seed):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    q, k, v = make_inputs(rng, 1, 4, 2, 9, 33, 64, dtype=ml_dtypes.bfloat16)
+    for target in ("cpu", "sm_80-sim"):
+        out = flashc.attention(q, k, v, causal=True, target=target)
+        check(out, None, q, k, v, True, seed)
