@@ -120,7 +120,9 @@ public:
   }
   bool isSimulator() const override { return false; }
   std::string getChip() const override {
-    return major >= 9 ? "sm_90a" : "sm_80";
+    // sm_90a code runs on compute capability 9.0 only; sm_80 PTX runs on
+    // every later chip through the driver's JIT.
+    return major == 9 && minor == 0 ? "sm_90a" : "sm_80";
   }
   int64_t getNumSMs() const override { return sms; }
 

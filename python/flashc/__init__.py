@@ -12,8 +12,8 @@ and Hkv. Where the arrays live picks the target: numpy arrays run on the
 CPU, CUDA tensors (DLPack or ``__cuda_array_interface__``) on the GPU on the
 tensor's current stream, and ``target="sm_80-sim"`` runs the GPU kernel in
 flashc's PTX simulator on numpy arrays. Kernels are compiled once per
-(dtype, head dims, causal, scale, GQA group, target) and cached: other
-batch sizes and sequence lengths reuse them.
+(dtype, head counts, head dims, causal, scale, LSE, target) and cached:
+other batch sizes and sequence lengths reuse them.
 
 The explicit form: ``flashc.AttentionSpec``, ``flashc.compile(spec,
 target)`` (a callable ``Kernel`` with ``ir(stage)``, ``ptx`` and
@@ -58,6 +58,16 @@ def _compiler_api():
         return _compiler_module
 
 
+def _integer(value, name):
+    """``value`` as a 64-bit integer, or FlashcError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise FlashcError(f"{name} must be an integer, got {value!r}")
+    result = int(value)
+    if not -2**63 <= result < 2**63:
+        raise FlashcError(f"{name} {result} does not fit 64 bits")
+    return result
+
+
 class AttentionSpec:
     """One attention problem: O = softmax(scale Q K^T [+ causal mask]) V.
 
@@ -72,18 +82,25 @@ class AttentionSpec:
     def __init__(self, *, batch=1, heads=1, kv_heads=None, seq_q=1, seq_kv=1,
                  head_dim=64, head_dim_v=0, dtype="f32", causal=False,
                  scale=None, with_lse=False):
-        self.batch = int(batch)
-        self.heads = int(heads)
-        self.kv_heads = int(heads if kv_heads is None else kv_heads)
-        self.seq_q = int(seq_q)
-        self.seq_kv = int(seq_kv)
-        self.head_dim = int(head_dim)
-        self.head_dim_v = int(head_dim_v)
-        if dtype not in ("f32", "f16", "bf16"):
-            dtype = _tensors.numpy_dtype_name(dtype)
+        self.batch = _integer(batch, "batch")
+        self.heads = _integer(heads, "heads")
+        self.kv_heads = _integer(heads if kv_heads is None else kv_heads,
+                                 "kv_heads")
+        self.seq_q = _integer(seq_q, "seq_q")
+        self.seq_kv = _integer(seq_kv, "seq_kv")
+        self.head_dim = _integer(head_dim, "head_dim")
+        self.head_dim_v = _integer(head_dim_v, "head_dim_v")
+        if not isinstance(dtype, str) or dtype not in ("f32", "f16", "bf16"):
+            try:
+                dtype = _tensors.numpy_dtype_name(dtype)
+            except TypeError as e:
+                raise FlashcError(f"dtype {dtype!r} is not a dtype") from e
         self.dtype = dtype
         self.causal = bool(causal)
-        self.scale = None if scale is None else float(scale)
+        try:
+            self.scale = None if scale is None else float(scale)
+        except (TypeError, ValueError) as e:
+            raise FlashcError(f"scale {scale!r} is not a number") from e
         self.with_lse = bool(with_lse)
 
     def to_dict(self):
@@ -103,23 +120,68 @@ class AttentionSpec:
         return f"AttentionSpec({fields})"
 
 
-def _spec_of(q, k, v, causal, scale, with_lse):
-    """The spec of a call, after the checks a shape mismatch needs."""
-    descs = [_tensors.describe(t, name) for t, name in ((q, "q"), (k, "k"),
-                                                        (v, "v"))]
-    for (_, _, sizes, strides, _), name in zip(descs, "qkv"):
+class _Call:
+    """One call's spec and the descriptions of its tensors (each with the
+    object that keeps its data alive until the kernel has run)."""
+
+    def __init__(self, spec, on_device, inputs):
+        self.spec = spec
+        self.on_device = on_device
+        self.inputs = inputs
+
+    def run(self, native_run, q, out, lse, stream, return_lse):
+        """Allocates the outputs next to ``q`` when not given, describes
+        them, calls ``native_run(q, k, v, out, lse, stream)`` with the
+        descriptions, and returns ``o`` or ``(o, lse)``."""
+        spec = self.spec
+        shape = (spec.batch, spec.heads, spec.seq_q, spec.value_dim)
+        if out is None:
+            out = (_tensors.empty_like_device(q, shape, spec.dtype)
+                   if self.on_device else
+                   np.empty(shape, dtype=_tensors.numpy_dtype(spec.dtype)))
+        if spec.with_lse and lse is None:
+            lse = (_tensors.empty_like_device(q, shape[:3], "f32")
+                   if self.on_device else np.empty(shape[:3], np.float32))
+        outputs = [_tensors.describe(out, "out", output=True)]
+        if lse is not None:
+            outputs.append(_tensors.describe(lse, "lse", output=True))
+        for (_, _, _, _, on_device), name in zip(
+                [d for d, _ in outputs], ("out", "lse")):
+            if on_device != self.on_device:
+                raise FlashcError(f"{name} is not on the device of q, k and v")
+        if stream is None:
+            stream = _tensors.cuda_stream(q) if self.on_device else 0
+        descs = [d for d, _ in self.inputs + outputs]
+        keep = [k for _, k in self.inputs + outputs]
+        native_run(*descs[:4], descs[4] if len(descs) > 4 else None,
+                   int(stream))
+        del keep
+        return (out, lse) if return_lse else out
+
+
+def _prepare(q, k, v, causal, scale, with_lse):
+    """The call's spec, after the checks a shape mismatch needs."""
+    devices = [_tensors.is_cuda(t, name) for t, name in ((q, "q"), (k, "k"),
+                                                          (v, "v"))]
+    if len(set(devices)) != 1:
+        raise FlashcError("q, k and v are on different devices (host and "
+                          "CUDA); move them to one")
+    inputs = [_tensors.describe(t, name) for t, name in ((q, "q"), (k, "k"),
+                                                         (v, "v"))]
+    for ((_, _, sizes, strides, _), _), name in zip(inputs, "qkv"):
         if len(sizes) != 4:
             raise FlashcError(
                 f"{name} has rank {len(sizes)} (shape {tuple(sizes)}); "
                 f"expected [B, H, N, D]")
+        if 0 in sizes:
+            raise FlashcError(f"{name} is empty (shape {tuple(sizes)}); every "
+                              "size must be positive")
         if sizes[3] > 1 and strides[3] != 1:
             raise FlashcError(
                 f"{name} is not contiguous in its last dimension (stride "
                 f"{strides[3]} elements); the head dimension must be dense")
-    (qd, qt, qs, _, qdev), (_, kt, ks, _, kdev), (_, vt, vs, _, vdev) = descs
-    if len({qdev, kdev, vdev}) != 1:
-        raise FlashcError("q, k and v are on different devices (host and "
-                          "CUDA); move them to one")
+    (_, qt, qs, _, _), (_, kt, ks, _, _), (_, vt, vs, _, _) = [
+        d for d, _ in inputs]
     if len({qt, kt, vt}) != 1:
         raise FlashcError(f"q, k and v have different dtypes ({qt}, {kt}, "
                           f"{vt})")
@@ -128,34 +190,18 @@ def _spec_of(q, k, v, causal, scale, with_lse):
         raise FlashcError(f"batch sizes differ: q {b}, k {ks[0]}, v {vs[0]}")
     if ks[1] != vs[1]:
         raise FlashcError(f"k has {ks[1]} heads but v has {vs[1]}")
-    if ks[1] == 0 or hq % ks[1]:
+    if hq % ks[1]:
         raise FlashcError(f"the {hq} query heads are not a multiple of the "
                           f"{ks[1]} KV heads")
     if ks[3] != d:
         raise FlashcError(f"head dims differ: q has {d}, k has {ks[3]}")
     if ks[2] != vs[2]:
         raise FlashcError(f"k has {ks[2]} keys but v has {vs[2]}")
-    return AttentionSpec(batch=b, heads=hq, kv_heads=ks[1], seq_q=nq,
+    spec = AttentionSpec(batch=b, heads=hq, kv_heads=ks[1], seq_q=nq,
                          seq_kv=ks[2], head_dim=d,
                          head_dim_v=vs[3] if vs[3] != d else 0, dtype=qt,
-                         causal=causal, scale=scale, with_lse=with_lse), qdev
-
-
-def _outputs(q, spec, on_device, out, lse):
-    """The output tensors of a call: given, or allocated beside ``q``."""
-    shape = (spec.batch, spec.heads, spec.seq_q, spec.value_dim)
-    if out is None:
-        if on_device:
-            out = _tensors.empty_like_device(q, shape, spec.dtype)
-        else:
-            out = np.empty(shape, dtype=_tensors.numpy_dtype(spec.dtype))
-    if spec.with_lse and lse is None:
-        lse_shape = shape[:3]
-        if on_device:
-            lse = _tensors.empty_like_device(q, lse_shape, "f32")
-        else:
-            lse = np.empty(lse_shape, dtype=np.float32)
-    return out, lse
+                         causal=causal, scale=scale, with_lse=with_lse)
+    return _Call(spec, devices[0], inputs)
 
 
 _CHIPS = ("cpu", "sm_80", "sm_90a")
@@ -209,21 +255,30 @@ class Kernel:
 
     def __call__(self, q, k, v, *, return_lse=False, splits=0, out=None,
                  lse=None, stream=None):
-        spec, on_device = _spec_of(q, k, v, self.spec.causal, self.spec.scale,
-                                   return_lse or self.spec.with_lse)
-        out, lse = _outputs(q, spec, on_device, out, lse)
-        if stream is None:
-            stream = _tensors.cuda_stream(q) if on_device else 0
-        # Descriptions are taken while q, k, v, out and lse are alive here.
-        self._native.run(
-            _tensors.describe(q, "q"), _tensors.describe(k, "k"),
-            _tensors.describe(v, "v"), _tensors.describe(out, "out"),
-            None if lse is None else _tensors.describe(lse, "lse"),
-            self.simulate, int(splits), int(stream))
-        return (out, lse) if return_lse else out
+        """Runs the kernel; ``lse=`` implies ``return_lse``."""
+        return_lse = return_lse or lse is not None
+        if return_lse and not self.spec.with_lse:
+            raise FlashcError(
+                "this kernel was compiled without the log-sum-exp; compile "
+                "an AttentionSpec(with_lse=True) to get it")
+        call = _prepare(q, k, v, self.spec.causal, self.spec.scale,
+                        return_lse or self.spec.with_lse)
+        return self._run(call, q, return_lse, splits, out, lse, stream)
+
+    def _run(self, call, q, return_lse, splits, out, lse, stream):
+        def native_run(qd, kd, vd, od, ld, stream_handle):
+            self._native.run(qd, kd, vd, od, ld, self.simulate, int(splits),
+                             stream_handle)
+        return call.run(native_run, q, out, lse, stream, return_lse)
 
     def __repr__(self):
         return f"Kernel({self._native.spec}, target={self.target!r})"
+
+
+def _check_spec(spec):
+    if not isinstance(spec, AttentionSpec):
+        raise FlashcError(f"spec is a {type(spec).__name__}; expected a "
+                          "flashc.AttentionSpec")
 
 
 def compile(spec, target="cpu", **options):  # pylint: disable=redefined-builtin
@@ -231,32 +286,47 @@ def compile(spec, target="cpu", **options):  # pylint: disable=redefined-builtin
     "sm_80-sim" / "sm_90a-sim" to run the GPU kernel in the simulator).
     Options: loop_order, block_q, block_kv, sram_bytes, splits, threads,
     vector_lanes. Returns a cached kernel when one exists."""
-    if not isinstance(spec, AttentionSpec):
-        raise FlashcError(f"spec is a {type(spec).__name__}; expected a "
-                          "flashc.AttentionSpec")
+    _check_spec(spec)
+    if not isinstance(target, str):
+        raise FlashcError(f"target must be a string, got {target!r}")
     simulate = target.endswith("-sim")
     chip = target[:-4] if simulate else target
-    native = _compiler_api().compile(spec.to_dict(), chip, options)
+    checked = {}
+    for name, value in options.items():
+        if name == "loop_order":
+            if not isinstance(value, str):
+                raise FlashcError(f"loop_order must be a string, got {value!r}")
+            checked[name] = value
+        else:
+            checked[name] = _integer(value, name)
+    native = _compiler_api().compile(spec.to_dict(), chip, checked)
     return Kernel(native, spec, chip, simulate)
 
 
 def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
               target=None, out=None, lse=None):
     """softmax(scale q k^T) v for [B, H, N, D] tensors; returns ``o`` or
-    ``(o, lse)``. See the module's documentation for targets."""
-    spec, on_device = _spec_of(q, k, v, causal, scale, return_lse)
-    chip, simulate = _parse_target(target, on_device)
-    kernel = compile(spec, chip + ("-sim" if simulate else ""))
-    return kernel(q, k, v, return_lse=return_lse, out=out, lse=lse)
+    ``(o, lse)`` (``lse=`` implies ``return_lse``). Causal masks are aligned
+    at the bottom right: query i sees keys j <= i + Nk - Nq (SDPA's
+    ``is_causal`` aligns at the top left when Nq != Nk). See the module's
+    documentation for targets."""
+    return_lse = return_lse or lse is not None
+    call = _prepare(q, k, v, causal, scale, return_lse)
+    chip, simulate = _parse_target(target, call.on_device)
+    kernel = compile(call.spec, chip + ("-sim" if simulate else ""))
+    return kernel._run(call, q, return_lse, 0, out, lse, None)  # pylint: disable=protected-access
 
 
 def cost(spec, target="cpu", sram_bytes=None, loop_order="fa2"):
     """The IO cost report of ``spec`` on ``target`` as a dict: FLOPs, HBM
     traffic of the standard, algorithm-1 and FA2 loop orders, the chosen
     schedule and, on GPU targets, the CTA x wave prediction."""
-    return _compiler_api().cost(spec.to_dict(), target,
-                            0 if sram_bytes is None else int(sram_bytes),
-                            loop_order)
+    _check_spec(spec)
+    for name, value in (("target", target), ("loop_order", loop_order)):
+        if not isinstance(value, str):
+            raise FlashcError(f"{name} must be a string, got {value!r}")
+    sram = 0 if sram_bytes is None else _integer(sram_bytes, "sram_bytes")
+    return _compiler_api().cost(spec.to_dict(), target, sram, loop_order)
 
 
 def cache_size():
@@ -284,8 +354,10 @@ class Bundle:
         """Runs the bundle's variant for this call: on the CUDA device for
         CUDA tensors, in the simulator for numpy arrays with
         ``simulate=True``."""
-        spec, on_device = _spec_of(q, k, v, causal, scale, return_lse)
-        if on_device == simulate:
+        return_lse = return_lse or lse is not None
+        call = _prepare(q, k, v, causal, scale, return_lse)
+        spec = call.spec
+        if call.on_device == simulate:
             raise FlashcError(
                 "simulate=True takes numpy arrays (host memory), a CUDA "
                 "device takes CUDA tensors" if simulate else
@@ -305,16 +377,11 @@ class Bundle:
                 f"{'with' if spec.with_lse else 'without'} LSE, scale "
                 f"{spec.effective_scale}, "
                 f"{'decode' if query[8] else 'prefill'}")
-        out, lse = _outputs(q, spec, on_device, out, lse)
-        if stream is None:
-            stream = _tensors.cuda_stream(q) if on_device else 0
-        self._native.launch(
-            index, "sim" if simulate else "cuda", _tensors.describe(q, "q"),
-            _tensors.describe(k, "k"), _tensors.describe(v, "v"),
-            _tensors.describe(out, "out"),
-            None if lse is None else _tensors.describe(lse, "lse"),
-            int(stream), int(splits))
-        return (out, lse) if return_lse else out
+
+        def native_run(qd, kd, vd, od, ld, stream_handle):
+            self._native.launch(index, "sim" if simulate else "cuda", qd, kd,
+                                vd, od, ld, stream_handle, int(splits))
+        return call.run(native_run, q, out, lse, stream, return_lse)
 
 
 def load_bundle(path):

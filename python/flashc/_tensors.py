@@ -71,38 +71,86 @@ def numpy_dtype(name):
     return np.dtype(_ml_dtypes.bfloat16)
 
 
-def is_cuda(x):
+# DLPack device types of host memory and of CUDA device memory; any other
+# (ROCm, Vulkan, Metal, oneAPI, ...) is refused.
+_DL_HOST = (_DL_CPU, 3)  # kDLCPU, kDLCUDAHost
+_DL_DEVICE = (_DL_CUDA, _DL_CUDA_MANAGED)
+
+
+def _protocol_error(what, e):
+    return FlashcError(f"{what}: cannot read the tensor ({type(e).__name__}: "
+                       f"{e})")
+
+
+def is_cuda(x, what="tensor"):
     """True for a tensor in CUDA device memory (DLPack or CUDA array
-    interface), False for host memory."""
+    interface), False for host memory; FlashcError for other devices."""
     if isinstance(x, np.ndarray):
         return False
     if hasattr(x, "__dlpack_device__"):
-        device_type, _ = x.__dlpack_device__()
-        return int(device_type) in (_DL_CUDA, _DL_CUDA_MANAGED)
+        try:
+            device_type, device_id = x.__dlpack_device__()
+        except Exception as e:  # pylint: disable=broad-except
+            raise _protocol_error(what, e) from e
+        device_type = int(device_type)
+        if device_type in _DL_HOST:
+            return False
+        if device_type not in _DL_DEVICE:
+            raise FlashcError(
+                f"{what} is on DLPack device type {device_type}; flashc runs "
+                "on host memory (CPU) and CUDA devices")
+        if int(device_id) != 0:
+            raise FlashcError(
+                f"{what} is on CUDA device {int(device_id)}; flashc launches "
+                "on CUDA device 0 only")
+        return True
     return hasattr(x, "__cuda_array_interface__")
 
 
-def describe(x, what):
-    """The description of tensor ``x`` (named ``what`` in errors)."""
-    if isinstance(x, np.ndarray):
-        name = numpy_dtype_name(x.dtype)
-        item = x.dtype.itemsize
-        if any(s % item for s in x.strides):
+def describe(x, what, output=False):
+    """The description of tensor ``x`` (named ``what`` in errors) and an
+    object to keep alive until the kernel has run (a DLPack capsule, whose
+    deleter may free the data). Outputs must be writable and must not
+    alias themselves (no stride 0 over a dimension of more than one)."""
+    try:
+        if isinstance(x, np.ndarray):
+            desc, keep = _describe_numpy(x, what, output), x
+        elif hasattr(x, "__dlpack__"):
+            desc, keep = _describe_dlpack(x, what)
+        elif hasattr(x, "__cuda_array_interface__"):
+            desc, keep = _describe_cai(x, what, output), x
+        else:
             raise FlashcError(
-                f"{what} has strides {x.strides} bytes, not whole elements")
-        return (x.ctypes.data, name, list(x.shape),
-                [s // item for s in x.strides], False)
-    if hasattr(x, "__cuda_array_interface__") and not hasattr(
-            x, "__dlpack__"):
-        return _describe_cai(x, what)
-    if hasattr(x, "__dlpack__"):
-        return _describe_dlpack(x, what)
-    raise FlashcError(
-        f"{what} is a {type(x).__name__}; expected a numpy array, a DLPack "
-        "tensor or an object with __cuda_array_interface__")
+                f"{what} is a {type(x).__name__}; expected a numpy array, a "
+                "DLPack tensor or an object with __cuda_array_interface__")
+    except FlashcError:
+        raise
+    except Exception as e:  # pylint: disable=broad-except
+        raise _protocol_error(what, e) from e
+    if output:
+        for n, stride in zip(desc[2], desc[3]):
+            if n > 1 and stride == 0:
+                raise FlashcError(
+                    f"{what} has stride 0 over a dimension of {n}: its "
+                    "elements would overlap")
+    return desc, keep
 
 
-def _describe_cai(x, what):
+def _describe_numpy(x, what, output):
+    name = numpy_dtype_name(x.dtype)
+    if not x.dtype.isnative:
+        raise FlashcError(f"{what} is not in the machine's byte order")
+    if output and not x.flags.writeable:
+        raise FlashcError(f"{what} is read-only")
+    item = x.dtype.itemsize
+    if any(s % item for s in x.strides):
+        raise FlashcError(
+            f"{what} has strides {x.strides} bytes, not whole elements")
+    return (x.ctypes.data, name, list(x.shape),
+            [s // item for s in x.strides], False)
+
+
+def _describe_cai(x, what, output):
     cai = x.__cuda_array_interface__
     typestr = cai["typestr"]
     names = {"<f4": "f32", "<f2": "f16"}
@@ -110,20 +158,28 @@ def _describe_cai(x, what):
         raise FlashcError(
             f"{what} has element type {typestr}; expected <f4 or <f2 (bf16 "
             "tensors come through DLPack)")
+    pointer, readonly = cai["data"]
+    if output and readonly:
+        raise FlashcError(f"{what} is read-only")
     item = 4 if typestr == "<f4" else 2
-    shape = list(cai["shape"])
+    shape = [int(n) for n in cai["shape"]]
     strides = cai.get("strides")
     if strides is None:
-        elems, strides = 1, []
-        for n in reversed(shape):
-            strides.insert(0, elems)
-            elems *= n
+        strides = _dense_strides(shape)
     else:
         if any(s % item for s in strides):
             raise FlashcError(f"{what} has strides {strides} bytes, not "
                               "whole elements")
         strides = [s // item for s in strides]
-    return (int(cai["data"][0]), names[typestr], shape, strides, True)
+    return (int(pointer), names[typestr], shape, strides, True)
+
+
+def _dense_strides(shape):
+    elems, strides = 1, []
+    for n in reversed(shape):
+        strides.insert(0, elems)
+        elems *= n
+    return strides
 
 
 def _describe_dlpack(x, what):
@@ -131,6 +187,11 @@ def _describe_dlpack(x, what):
     pointer = _capsule_pointer(capsule, b"dltensor")
     # DLManagedTensor begins with its DLTensor.
     t = _DLTensor.from_address(pointer)
+    device_type = t.device.device_type
+    if device_type not in _DL_HOST + _DL_DEVICE:
+        raise FlashcError(
+            f"{what} is on DLPack device type {device_type}; flashc runs on "
+            "host memory (CPU) and CUDA devices")
     code, bits, lanes = t.dtype.code, t.dtype.bits, t.dtype.lanes
     if lanes != 1 or (code, bits) not in ((_DL_FLOAT, 32), (_DL_FLOAT, 16),
                                           (_DL_BFLOAT, 16)):
@@ -142,15 +203,11 @@ def _describe_dlpack(x, what):
     if t.strides:
         strides = [t.strides[i] for i in range(t.ndim)]
     else:
-        elems, strides = 1, []
-        for n in reversed(shape):
-            strides.insert(0, elems)
-            elems *= n
+        strides = _dense_strides(shape)
     data = (t.data or 0) + t.byte_offset
-    on_device = t.device.device_type in (_DL_CUDA, _DL_CUDA_MANAGED)
-    # The capsule (and with it the producer's view) stays alive as long as
-    # ``x`` does; the caller keeps ``x`` for the call.
-    return (data, name, shape, strides, on_device)
+    # The data is valid until the capsule's deleter runs: the caller keeps
+    # the capsule until the kernel has run.
+    return (data, name, shape, strides, device_type in _DL_DEVICE), capsule
 
 
 def cuda_stream(x):

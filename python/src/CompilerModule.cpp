@@ -208,12 +208,11 @@ PYBIND11_MODULE(_compiler, m) {
             options.simulate = simulate;
             options.splits = splits;
             options.stream = reinterpret_cast<void *>(stream);
-            llvm::Error err = llvm::Error::success();
-            {
+            llvm::Error err = [&] {
               py::gil_scoped_release release;
-              err = k.kernel->run(qr, kr, vr, outr, lser ? &*lser : nullptr,
-                                  options);
-            }
+              return k.kernel->run(qr, kr, vr, outr, lser ? &*lser : nullptr,
+                                   options);
+            }();
             if (err)
               fail(std::move(err));
           },

@@ -58,13 +58,15 @@ def test_a_longer_sequence_compiles_nothing(rng, seed):
 def test_concurrent_calls_from_threads(seed):
     shapes = [(1, 4, 2, 33, 65), (2, 4, 2, 1, 200), (1, 4, 2, 64, 64),
               (1, 4, 2, 5, 7)]
+    # Head dims no other test uses: the first calls compile concurrently.
+    dims = [24, 40, 24, 40, 72, 72]
     failures = []
 
     def work(index):
         local = np.random.default_rng(seed + index)
         for _ in range(3):
             b, hq, hkv, nq, nk = shapes[index % len(shapes)]
-            q, k, v = make_inputs(local, b, hq, hkv, nq, nk, 64)
+            q, k, v = make_inputs(local, b, hq, hkv, nq, nk, dims[index])
             try:
                 out = flashc.attention(q, k, v, causal=True)
                 check(out, None, q, k, v, True, seed + index)
@@ -108,3 +110,65 @@ def test_cost_report():
     assert small["hbmElements"]["model"] > hbm["model"]
     with pytest.raises(flashc.FlashcError, match="unknown target"):
         flashc.cost(spec, target="sm_99")
+
+
+class DLPackOnly:
+    """A host tensor seen only through the DLPack protocol."""
+
+    def __init__(self, array):
+        self._array = array
+
+    def __dlpack__(self, stream=None):  # pylint: disable=unused-argument
+        return self._array.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self._array.__dlpack_device__()
+
+
+class CopyingProducer:
+    """Exports a fresh copy through DLPack: the data lives only as long as
+    the capsule."""
+
+    def __init__(self, array):
+        self._array = array
+
+    def __dlpack__(self, stream=None):  # pylint: disable=unused-argument
+        return self._array.copy().__dlpack__()
+
+    def __dlpack_device__(self):
+        return self._array.__dlpack_device__()
+
+
+def test_dlpack_capsules_outlive_the_call(rng, seed):
+    q, k, v = make_inputs(rng, 1, 8, 2, 200, 256, 64)
+    out = flashc.attention(CopyingProducer(q), CopyingProducer(k),
+                           CopyingProducer(v))
+    check(out, None, q, k, v, False, seed)
+
+
+def test_lse_buffer_implies_return_lse(rng, seed):
+    q, k, v = make_inputs(rng, 1, 4, 2, 9, 30, 64)
+    lse = np.empty((1, 4, 9), np.float32)
+    out, got = flashc.attention(q, k, v, causal=True, lse=lse)
+    assert got is lse
+    check(out, lse, q, k, v, True, seed)
+
+
+def test_fixed_split_counts(rng, seed):
+    spec = flashc.AttentionSpec(heads=4, kv_heads=1, seq_q=1, seq_kv=4096,
+                                head_dim=64, with_lse=True)
+    kernel = flashc.compile(spec, "cpu")
+    q, k, v = make_inputs(rng, 1, 4, 1, 1, 3000, 64)
+    for splits in (1, 2, 7):
+        out, lse = kernel(q, k, v, splits=splits, return_lse=True)
+        check(out, lse, q, k, v, False, seed)
+
+
+def test_dlpack_host_tensors(rng, seed):
+    q, k, v = make_inputs(rng, 1, 4, 2, 30, 50, 64)
+    # A strided view goes through DLPack's strides.
+    q = q[:, :, ::2]
+    out = flashc.attention(DLPackOnly(q), DLPackOnly(k), DLPackOnly(v),
+                           causal=True)
+    assert isinstance(out, np.ndarray)
+    check(out, None, q, k, v, True, seed)

@@ -94,7 +94,7 @@ def test_cuda_tensors_without_a_device(qkv):
     if flashc._runtime.cuda_status() == "":  # pylint: disable=protected-access
         pytest.skip("a CUDA device is present")
     q, k, v = qkv
-    with pytest.raises(flashc.FlashcError):
+    with pytest.raises(flashc.FlashcError, match="no CUDA driver"):
         flashc.attention(fake(q), fake(k), fake(v))
 
 
@@ -104,6 +104,14 @@ def test_bad_targets(qkv):
         flashc.attention(q, k, v, target="sm_80")
     with pytest.raises(flashc.FlashcError, match="unknown target 'tpu'"):
         flashc.attention(q, k, v, target="tpu")
+
+
+def test_lse_from_a_kernel_without_it(rng):
+    spec = flashc.AttentionSpec(heads=2, seq_q=8, seq_kv=8, head_dim=32)
+    kernel = flashc.compile(spec, "cpu")
+    q, k, v = make_inputs(rng, 1, 2, 2, 8, 8, 32)
+    with pytest.raises(flashc.FlashcError, match="compiled without the log-sum-exp"):
+        kernel(q, k, v, return_lse=True)
 
 
 def test_bad_compile_options():
@@ -125,8 +133,100 @@ def test_invalid_spec():
 def test_wrong_output_shape(qkv):
     q, k, v = qkv
     out = np.empty((1, 4, 8, 16), dtype=np.float32)
-    with pytest.raises(flashc.FlashcError, match="out"):
+    with pytest.raises(flashc.FlashcError,
+                       match=r"output has shape \[1, 4, 8, 16\], expected "
+                             r"\[1, 4, 8, 32\]"):
         flashc.attention(q, k, v, out=out)
+    with pytest.raises(flashc.FlashcError,
+                       match=r"lse has shape \[1, 4, 7\], expected"):
+        flashc.attention(q, k, v, lse=np.empty((1, 4, 7), np.float32))
+
+
+def test_read_only_outputs(qkv):
+    q, k, v = qkv
+    out = np.zeros((1, 4, 8, 32), np.float32)
+    out.flags.writeable = False
+    with pytest.raises(flashc.FlashcError, match="out is read-only"):
+        flashc.attention(q, k, v, out=out)
+    frozen = np.frombuffer(bytes(4 * 8 * 4), np.float32).reshape(1, 4, 8)
+    with pytest.raises(flashc.FlashcError, match="lse is read-only"):
+        flashc.attention(q, k, v, lse=frozen)
+    assert not out.any()
+
+
+def test_overlapping_outputs(qkv):
+    q, k, v = qkv
+    row = np.zeros((1, 1, 1, 32), np.float32)
+    # A writable view whose 32 rows are one row.
+    out = np.lib.stride_tricks.as_strided(row, (1, 4, 8, 32), (0, 0, 0, 4))
+    with pytest.raises(flashc.FlashcError, match="out has stride 0"):
+        flashc.attention(q, k, v, out=out)
+
+
+def test_empty_tensors(qkv):
+    q, k, v = qkv
+    with pytest.raises(flashc.FlashcError, match=r"q is empty \(shape "
+                                                 r"\(1, 4, 0, 32\)\)"):
+        flashc.attention(q[:, :, :0], k, v)
+
+
+class HostDLPack:
+    """A host array behind DLPack, claiming device ``device``."""
+
+    def __init__(self, array, device):
+        self._array, self._device = array, device
+
+    def __dlpack__(self, stream=None):  # pylint: disable=unused-argument
+        return self._array.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self._device
+
+
+def test_other_dlpack_devices(qkv):
+    q, k, v = qkv
+    rocm = [HostDLPack(x, (10, 0)) for x in (q, k, v)]
+    with pytest.raises(flashc.FlashcError, match="DLPack device type 10"):
+        flashc.attention(*rocm)
+    second = [HostDLPack(x, (2, 1)) for x in (q, k, v)]
+    with pytest.raises(flashc.FlashcError, match="CUDA device 1"):
+        flashc.attention(*second)
+
+
+def test_broken_tensor_protocols(qkv):
+    q, k, v = qkv
+
+    class NoTypestr:
+        __cuda_array_interface__ = {"shape": q.shape, "data": (4096, False)}
+
+    with pytest.raises(flashc.FlashcError, match="q: cannot read the tensor"):
+        flashc.attention(NoTypestr(), NoTypestr(), NoTypestr())
+
+    class Raising:
+        def __dlpack_device__(self):
+            return (1, 0)
+
+        def __dlpack__(self, stream=None):
+            raise BufferError("not exportable")
+
+    with pytest.raises(flashc.FlashcError, match="not exportable"):
+        flashc.attention(Raising(), k, v)
+
+
+def test_bad_argument_types():
+    spec = flashc.AttentionSpec(heads=2, seq_q=16, seq_kv=16, head_dim=32)
+    with pytest.raises(flashc.FlashcError, match="target must be a string"):
+        flashc.compile(spec, None)
+    with pytest.raises(flashc.FlashcError, match="block_kv must be an integer"):
+        flashc.compile(spec, "cpu", block_kv="64")
+    with pytest.raises(flashc.FlashcError, match="heads must be an integer"):
+        flashc.AttentionSpec(heads=2.5)
+    with pytest.raises(flashc.FlashcError, match="does not fit 64 bits"):
+        flashc.AttentionSpec(batch=2**64)
+    with pytest.raises(flashc.FlashcError, match="expected a flashc.AttentionSpec"):
+        flashc.cost({"heads": 2})
+    with pytest.raises(flashc.FlashcError, match="scale"):
+        flashc.AttentionSpec(scale="big")
 
 
 def test_missing_bundle(tmp_path):
