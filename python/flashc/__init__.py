@@ -232,11 +232,12 @@ class Kernel:
     head dims and head counts; the batch and sequence lengths may differ
     from the spec's."""
 
-    def __init__(self, native, spec, target, simulate):
+    def __init__(self, native, spec, target, simulate, resources=None):
         self._native = native
         self.spec = spec
         self.target = target
         self.simulate = simulate
+        self._resources = resources
 
     def ir(self, stage):
         """The IR after pipeline stage ``stage`` (see ``metadata['stages']``)."""
@@ -250,8 +251,13 @@ class Kernel:
     @property
     def metadata(self):
         """Tiles, splits, stages and, for GPU kernels, the entry, grid,
-        block, shared bytes and registers, as a dict."""
-        return self._native.metadata
+        block, shared bytes and, once assembled (``compile(...,
+        assemble=True)``), the registers and spill bytes from ptxas
+        (-1 until then), as a dict."""
+        meta = self._native.metadata
+        if self._resources:
+            meta.update(self._resources)
+        return meta
 
     def __call__(self, q, k, v, *, return_lse=False, splits=0, out=None,
                  lse=None, stream=None):
@@ -285,12 +291,15 @@ def compile(spec, target="cpu", **options):  # pylint: disable=redefined-builtin
     """Compiles ``spec`` for ``target`` ("cpu", "sm_80", "sm_90a", or
     "sm_80-sim" / "sm_90a-sim" to run the GPU kernel in the simulator).
     Options: loop_order, block_q, block_kv, sram_bytes, splits, threads,
-    vector_lanes. Returns a cached kernel when one exists."""
+    vector_lanes; assemble=True (GPU targets) also runs the toolkit's ptxas
+    for the registers and spills in ``metadata``. Returns a cached kernel
+    when one exists."""
     _check_spec(spec)
     if not isinstance(target, str):
         raise FlashcError(f"target must be a string, got {target!r}")
     simulate = target.endswith("-sim")
     chip = target[:-4] if simulate else target
+    assemble = options.pop("assemble", False)
     checked = {}
     for name, value in options.items():
         if name == "loop_order":
@@ -300,7 +309,12 @@ def compile(spec, target="cpu", **options):  # pylint: disable=redefined-builtin
         else:
             checked[name] = _integer(value, name)
     native = _compiler_api().compile(spec.to_dict(), chip, checked)
-    return Kernel(native, spec, chip, simulate)
+    resources = None
+    if assemble:
+        if chip == "cpu":
+            raise FlashcError("assemble=True is for GPU targets (ptxas)")
+        resources = _compiler_api().assemble(spec.to_dict(), chip, checked)
+    return Kernel(native, spec, chip, simulate, resources)
 
 
 def attention(q, k, v, *, causal=False, scale=None, return_lse=False,

@@ -235,6 +235,31 @@ PYBIND11_MODULE(_compiler, m) {
       py::arg("spec"), py::arg("target"), py::arg("options"));
 
   m.def(
+      "assemble",
+      [](const py::dict &spec, const std::string &target,
+         const py::dict &options) {
+        AttentionSpec s = toSpec(spec);
+        PipelineConfig c = toConfig(target, options);
+        auto variant = [&] {
+          py::gil_scoped_release release;
+          return Compiler::compileGPUVariant(s, c, /*assemble=*/true);
+        }();
+        flashc::runtime::KernelVariant v = unwrap(std::move(variant));
+        py::dict d;
+        d["registers"] = v.forward.registers;
+        d["spill_bytes"] = v.forward.spillBytes;
+        d["cubin_bytes"] = v.cubin.size();
+        if (v.combine) {
+          d["combine_registers"] = v.combine->registers;
+          d["combine_spill_bytes"] = v.combine->spillBytes;
+        }
+        return d;
+      },
+      py::arg("spec"), py::arg("target"), py::arg("options"),
+      "Compiles the GPU kernel of `spec` and assembles it with the "
+      "toolkit's ptxas: registers and spill bytes per kernel.");
+
+  m.def(
       "cost",
       [](const py::dict &spec, const std::string &target, int64_t sramBytes,
          const std::string &loopOrder) {

@@ -2,6 +2,8 @@
 numpy arrays, against the float64 reference; and bf16 through ml_dtypes on
 the CPU when that package is present."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -37,6 +39,7 @@ def test_sm90a_kernel_and_its_ptx(rng, seed):
     meta = kernel.metadata
     assert meta["shared_bytes"] > 0 and meta["threads_per_block"] > 0
     assert "B" in meta["grid"]
+    assert meta["registers"] == -1  # not assembled
     q, k, v = make_inputs(rng, 1, 2, 2, 24, 40, 64, dtype=np.float16)
     check(kernel(q, k, v), None, q, k, v, False, seed)
 
@@ -47,3 +50,17 @@ def test_bf16_numpy_arrays(rng, seed):
     for target in ("cpu", "sm_80-sim"):
         out = flashc.attention(q, k, v, causal=True, target=target)
         check(out, None, q, k, v, True, seed)
+
+
+def test_assembled_metadata():
+    if not os.path.exists("/usr/local/cuda/bin/ptxas"):
+        pytest.skip("no ptxas")
+    spec = flashc.AttentionSpec(heads=8, kv_heads=2, seq_q=1, seq_kv=4096,
+                                head_dim=128, dtype="bf16")
+    meta = flashc.compile(spec, "sm_80", assemble=True).metadata
+    # The decode kernel and its combine, within sm_80's limits, no spills.
+    assert 0 < meta["registers"] <= 255 and meta["spill_bytes"] == 0
+    assert 0 < meta["combine_registers"] <= 255
+    assert meta["combine_entry"] is not None and meta["cubin_bytes"] > 0
+    with pytest.raises(flashc.FlashcError, match="for GPU targets"):
+        flashc.compile(spec, "cpu", assemble=True)
