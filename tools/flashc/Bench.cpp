@@ -208,9 +208,34 @@ int flashc::benchOneCommand(llvm::ArrayRef<const char *> args) {
           blasAttention(*heads, *n, *d, causal, scale, qp, kp, vp, op, s);
         },
         *iters, 1.0);
+  } else if (impl == "sgemm") {
+    // The ceiling: one square sgemm of side --seq, no attention.
+    openblas_set_num_threads(static_cast<int>(nthreads));
+    int64_t m = *n;
+    llvm::Expected<HostTensor> a = HostTensor::allocate(DType::F32, {m, m}),
+                               b = HostTensor::allocate(DType::F32, {m, m}),
+                               c = HostTensor::allocate(DType::F32, {m, m});
+    for (auto *t : {&a, &b, &c})
+      if (!*t)
+        return reportError(t->takeError());
+    for (HostTensor *t : {&*a, &*b})
+      for (int64_t i = 0; i < t->getNumElements(); ++i)
+        t->set(i, normal(rng));
+    auto run = [&] {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, m, m, 1.0f,
+                  static_cast<const float *>(a->data()), m,
+                  static_cast<const float *>(b->data()), m, 0.0f,
+                  static_cast<float *>(c->data()), m);
+    };
+    run();
+    seconds = medianTime(run, *iters, 1.0);
+    result["seconds"] = seconds;
+    result["gflops"] = 2.0 * m * m * m / seconds * 1e-9;
+    llvm::outs() << llvm::json::Value(std::move(result)) << "\n";
+    return 0;
   } else {
     return reportError(
-        llvm::createStringError("--impl must be flashc or blas"));
+        llvm::createStringError("--impl must be flashc, blas or sgemm"));
   }
   // A spot check that the two implementations compute the same thing.
   std::vector<double> expected(static_cast<size_t>(*d));
@@ -471,6 +496,47 @@ static int decodeBandwidth(const Options &o) {
   return 0;
 }
 
+/// Runs one `flashc bench-one` command line and returns the JSON of its
+/// last line; the error names `what` was measured and carries the
+/// measuring process's own `flashc: error:` line (else its first line).
+static llvm::Expected<llvm::json::Value> measure(const std::string &cmd,
+                                                 const std::string &what) {
+  FILE *pipe = popen(cmd.c_str(), "r");
+  if (!pipe)
+    return llvm::createStringError("cannot run " + cmd);
+  std::string text;
+  char buf[4096];
+  while (size_t got = fread(buf, 1, sizeof(buf), pipe))
+    text.append(buf, got);
+  int status = pclose(pipe);
+  // The result is the last line; stderr (merged in) comes before.
+  llvm::StringRef last = llvm::StringRef(text).rtrim();
+  last = last.substr(last.rfind('\n') + 1);
+  llvm::Expected<llvm::json::Value> value = llvm::json::parse(last);
+  if (status == 0 && value)
+    return value;
+  llvm::StringRef all = llvm::StringRef(text).trim();
+  llvm::StringRef why = all.take_front(all.find('\n'));
+  size_t at = all.find("flashc: error: ");
+  if (at != llvm::StringRef::npos) {
+    why = all.drop_front(at);
+    why = why.take_front(why.find('\n'));
+  }
+  why.consume_front("flashc: error: ");
+  if (why.empty() && !value)
+    why = "no output";
+  if (!value)
+    llvm::consumeError(value.takeError());
+  return llvm::createStringError("the measurement (" + what +
+                                 ") failed: " + why);
+}
+
+/// The OpenBLAS processes run without this environment's OpenBLAS
+/// overrides (OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE), which hold OpenBLAS
+/// below its speed on some hosts; flashc's processes keep the environment.
+static const char *kBlasEnvironment =
+    "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ";
+
 int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
   llvm::Expected<Options> o =
       Options::parse(args, {"decode"},
@@ -538,59 +604,47 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
   std::string self =
       llvm::sys::fs::getMainExecutable(argv0, (void *)&flashc::reportError);
 
+  // The ceiling the per-thread figures are read against: OpenBLAS sgemm on
+  // one core, in its own process, measured in this run.
+  llvm::Expected<llvm::json::Value> ceilingRun = measure(
+      std::string(kBlasEnvironment) + "'" + self +
+          "' bench-one --impl sgemm --seq 2048 --threads 1 --iters 5 2>&1",
+      "sgemm ceiling");
+  if (!ceilingRun)
+    return reportError(ceilingRun.takeError());
+  double ceiling =
+      ceilingRun->getAsObject()->getNumber("gflops").value_or(NAN);
   llvm::outs() << llvm::formatv(
       "flashc bench: f32, batch 1, {0} heads, {1} threads for both; GFLOP/s "
-      "count visible (query, key) pairs\n",
-      heads, threads);
+      "count visible (query, key) pairs\n"
+      "one-core sgemm ceiling (OpenBLAS, 2048^3, 1 thread): {2:f1} GFLOP/s; "
+      "'of ceil' is flashc's GFLOP/s per thread over it\n",
+      heads, threads, ceiling);
   llvm::outs() << llvm::formatv(
-      "{0,6} {1,4} {2,7} | {3,10} {4,8} {5,8} | {6,10} {7,8} | {8,7} | {9,8} "
-      "{10,8} | {11,9} {12,9}\n",
+      "{0,6} {1,4} {2,7} | {3,10} {4,8} {5,8} {13,7} | {6,10} {7,8} | {8,7} "
+      "| {9,8} {10,8} | {11,9} {12,9}\n",
       "N", "d", "causal", "flashc ms", "GFLOP/s", "/thread", "BLAS ms",
-      "GFLOP/s", "speedup", "RSS MB", "BLAS MB", "cold ms", "cached us");
+      "GFLOP/s", "speedup", "RSS MB", "BLAS MB", "cold ms", "cached us",
+      "of ceil");
   llvm::json::Array all;
   for (int64_t d : *dims)
     for (int64_t n : *sizes)
       for (bool causal : {false, true}) {
         llvm::json::Object row;
         for (const char *impl : {"flashc", "blas"}) {
-          std::string cmd = "'" + self + "' bench-one --impl " + impl +
+          std::string cmd = std::string(std::strcmp(impl, "blas") == 0
+                                            ? kBlasEnvironment
+                                            : "") +
+                            "'" + self + "' bench-one --impl " + impl +
                             " --seq " + std::to_string(n) + " --head-dim " +
                             std::to_string(d) + " --heads " + heads +
                             " --threads " + threads + " --iters " + iters +
                             (causal ? " --causal" : "") + " 2>&1";
-          FILE *pipe = popen(cmd.c_str(), "r");
-          if (!pipe)
-            return reportError(llvm::createStringError("cannot run " + cmd));
-          std::string text;
-          char buf[4096];
-          while (size_t got = fread(buf, 1, sizeof(buf), pipe))
-            text.append(buf, got);
-          int status = pclose(pipe);
-          // The result is the last line; stderr (merged in) comes before.
-          llvm::StringRef last = llvm::StringRef(text).rtrim();
-          last = last.substr(last.rfind('\n') + 1);
-          llvm::Expected<llvm::json::Value> value = llvm::json::parse(last);
-          if (status != 0 || !value) {
-            // One line: what was measured and the measuring process's own
-            // error (its stderr comes through the pipe).
-            // Its `flashc: error:` line, else its first line.
-            llvm::StringRef all = llvm::StringRef(text).trim();
-            llvm::StringRef why = all.take_front(all.find('\n'));
-            size_t at = all.find("flashc: error: ");
-            if (at != llvm::StringRef::npos) {
-              why = all.drop_front(at);
-              why = why.take_front(why.find('\n'));
-            }
-            why.consume_front("flashc: error: ");
-            std::string what = llvm::formatv("{0}, N = {1}, d = {2}{3}", impl,
-                                             n, d, causal ? ", causal" : "");
-            if (why.empty() && !value)
-              why = "no output";
-            if (!value)
-              llvm::consumeError(value.takeError());
-            return reportError(llvm::createStringError(
-                "the measurement (" + what + ") failed: " + why));
-          }
+          std::string what = llvm::formatv("{0}, N = {1}, d = {2}{3}", impl,
+                                           n, d, causal ? ", causal" : "");
+          llvm::Expected<llvm::json::Value> value = measure(cmd, what);
+          if (!value)
+            return reportError(value.takeError());
           row[impl] = std::move(*value);
         }
         auto get = [&](const char *impl, const char *key) {
@@ -599,15 +653,18 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
         double speedup = get("blas", "seconds") / get("flashc", "seconds");
         double perThread = get("flashc", "gflops") / static_cast<double>(*threadsOr);
         llvm::outs() << llvm::formatv(
-            "{0,6} {1,4} {2,7} | {3,10:f2} {4,8:f1} {5,8:f1} | {6,10:f2} "
-            "{7,8:f1} | {8,7:f2} | {9,8:f1} {10,8:f1} | {11,9:f1} {12,9:f1}\n",
+            "{0,6} {1,4} {2,7} | {3,10:f2} {4,8:f1} {5,8:f1} {13,6:f0}% | "
+            "{6,10:f2} {7,8:f1} | {8,7:f2} | {9,8:f1} {10,8:f1} | {11,9:f1} "
+            "{12,9:f1}\n",
             n, d, causal ? "yes" : "no", get("flashc", "seconds") * 1e3,
             get("flashc", "gflops"), perThread, get("blas", "seconds") * 1e3,
             get("blas", "gflops"), speedup, get("flashc", "peakRssMB"),
             get("blas", "peakRssMB"), get("flashc", "compileColdMs"),
-            get("flashc", "compileCachedUs"));
+            get("flashc", "compileCachedUs"), 100 * perThread / ceiling);
         llvm::outs().flush();
         row["speedup"] = speedup;
+        row["sgemmCeilingGflops"] = ceiling;
+        row["fractionOfCeiling"] = perThread / ceiling;
         all.push_back(std::move(row));
       }
   if (o->has("json")) {
