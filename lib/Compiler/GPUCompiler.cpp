@@ -183,6 +183,11 @@ llvm::Error assemble(rt::KernelVariant &variant, const std::string &toolkit) {
 
 } // namespace
 
+llvm::Error Compiler::assembleGPUVariant(rt::KernelVariant &variant,
+                                         llvm::StringRef toolkitPath) {
+  return assemble(variant, toolkitPath.str());
+}
+
 llvm::Expected<rt::KernelVariant> Compiler::compileGPUVariant(
     const AttentionSpec &spec, const PipelineConfig &config, bool assembleIt,
     std::vector<std::pair<std::string, std::string>> *stageIR) {

@@ -313,7 +313,7 @@ def compile(spec, target="cpu", **options):  # pylint: disable=redefined-builtin
     if assemble:
         if chip == "cpu":
             raise FlashcError("assemble=True is for GPU targets (ptxas)")
-        resources = _compiler_api().assemble(spec.to_dict(), chip, checked)
+        resources = native.assemble()
     return Kernel(native, spec, chip, simulate, resources)
 
 

@@ -185,6 +185,34 @@ PYBIND11_MODULE(_compiler, m) {
                                return py::str(m.gpu->ptx);
                              })
       .def_property_readonly("metadata", &PyKernel::metadata)
+      .def(
+          "assemble",
+          [](const PyKernel &k) {
+            const KernelMetadata &m = k.kernel->getMetadata();
+            if (!m.gpu)
+              fail("assemble is for GPU kernels (ptxas); this one is for " +
+                   m.target);
+            // A copy: the cached kernel keeps its own variant.
+            flashc::runtime::KernelVariant v = *m.gpu;
+            llvm::Error err = [&] {
+              py::gil_scoped_release release;
+              return Compiler::assembleGPUVariant(
+                  v, PipelineConfig().toolkitPath);
+            }();
+            if (err)
+              fail(std::move(err));
+            py::dict d;
+            d["registers"] = v.forward.registers;
+            d["spill_bytes"] = v.forward.spillBytes;
+            d["cubin_bytes"] = v.cubin.size();
+            if (v.combine) {
+              d["combine_registers"] = v.combine->registers;
+              d["combine_spill_bytes"] = v.combine->spillBytes;
+            }
+            return d;
+          },
+          "Assembles the kernel's PTX with the toolkit's ptxas: registers "
+          "and spill bytes per kernel.")
       .def_property_readonly(
           "spec",
           [](const PyKernel &k) { return k.kernel->getSpec().str(); })
@@ -233,31 +261,6 @@ PYBIND11_MODULE(_compiler, m) {
         return PyKernel{unwrap(std::move(kernel))};
       },
       py::arg("spec"), py::arg("target"), py::arg("options"));
-
-  m.def(
-      "assemble",
-      [](const py::dict &spec, const std::string &target,
-         const py::dict &options) {
-        AttentionSpec s = toSpec(spec);
-        PipelineConfig c = toConfig(target, options);
-        auto variant = [&] {
-          py::gil_scoped_release release;
-          return Compiler::compileGPUVariant(s, c, /*assemble=*/true);
-        }();
-        flashc::runtime::KernelVariant v = unwrap(std::move(variant));
-        py::dict d;
-        d["registers"] = v.forward.registers;
-        d["spill_bytes"] = v.forward.spillBytes;
-        d["cubin_bytes"] = v.cubin.size();
-        if (v.combine) {
-          d["combine_registers"] = v.combine->registers;
-          d["combine_spill_bytes"] = v.combine->spillBytes;
-        }
-        return d;
-      },
-      py::arg("spec"), py::arg("target"), py::arg("options"),
-      "Compiles the GPU kernel of `spec` and assembles it with the "
-      "toolkit's ptxas: registers and spill bytes per kernel.");
 
   m.def(
       "cost",

@@ -51,6 +51,34 @@ double now() {
       .count();
 }
 
+/// The median of `times` (not empty).
+double median(std::vector<double> times) {
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+/// A comma-separated list of integers in [1, hi] (hi 0: no upper bound)
+/// from option `name`, or an error naming the offending entry.
+llvm::Expected<std::vector<int64_t>>
+integerList(const Options &o, llvm::StringRef name, llvm::StringRef dflt,
+            int64_t hi = 0) {
+  std::vector<int64_t> values;
+  std::string text = o.str(name, dflt);
+  llvm::SmallVector<llvm::StringRef> parts;
+  llvm::StringRef(text).split(parts, ',');
+  for (llvm::StringRef p : parts) {
+    int64_t v;
+    if (p.trim().getAsInteger(10, v) || v <= 0 || (hi && v > hi))
+      return llvm::createStringError(
+          "--" + name +
+          (hi ? " expects integers in [1, " + std::to_string(hi) + "]"
+              : std::string(" expects positive integers")) +
+          ", got '" + p + "'");
+    values.push_back(v);
+  }
+  return values;
+}
+
 /// Median time of `fn` over at least `minIters` runs and about `budget`
 /// seconds.
 template <typename Fn>
@@ -66,8 +94,7 @@ double medianTime(Fn fn, int64_t minIters, double budget) {
     if (times.size() >= 50)
       break;
   }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return median(std::move(times));
 }
 
 /// Standard attention, one head at a time: two sgemms and a row softmax
@@ -348,8 +375,7 @@ static double copyBandwidthGBs(int64_t threads) {
     copy();
     times.push_back(now() - t0);
   }
-  std::sort(times.begin(), times.end());
-  return 2.0 * static_cast<double>(bytes) / times[times.size() / 2] * 1e-9;
+  return 2.0 * static_cast<double>(bytes) / median(std::move(times)) * 1e-9;
 }
 
 /// `flashc bench --decode`: single-token decode over long KV caches (batch
@@ -370,19 +396,10 @@ static int decodeBandwidth(const Options &o) {
     if (std::string problem = checkRange(value, name, lo, hi);
         !problem.empty())
       return reportError(llvm::createStringError(problem));
-  std::vector<int64_t> lengths;
-  {
-    llvm::SmallVector<llvm::StringRef> parts;
-    std::string text = o.str("seq-kv", "32768,65536");
-    llvm::StringRef(text).split(parts, ',');
-    for (llvm::StringRef p : parts) {
-      int64_t v;
-      if (p.trim().getAsInteger(10, v) || v <= 0 || v > (int64_t(1) << 24))
-        return reportError(llvm::createStringError(
-            "--seq-kv expects integers in [1, 16777216], got '" + p + "'"));
-      lengths.push_back(v);
-    }
-  }
+  llvm::Expected<std::vector<int64_t>> lengths =
+      integerList(o, "seq-kv", "32768,65536", int64_t(1) << 24);
+  if (!lengths)
+    return reportError(lengths.takeError());
   PipelineConfig config;
   config.numThreads = *threadsOr;
   long l3 = -1;
@@ -403,16 +420,12 @@ static int decodeBandwidth(const Options &o) {
   llvm::outs() << llvm::formatv("{0,5} {1,8} | {2,9} {3,9} {4,8} | {5}\n",
                                 "dtype", "Nk", "ms", "KV GB/s", "of copy",
                                 "max |error| (tolerance)");
-  struct Row {
-    DType dtype;
-    int64_t nk;
-    double seconds, gbs;
-  };
-  std::vector<Row> rows;
+  // The slowest and fastest KV read rates, for the summary line.
+  double minGbs = INFINITY, maxGbs = 0;
   std::mt19937 rng(7);
   std::normal_distribution<double> normal;
   for (DType dtype : {DType::F16, DType::BF16})
-    for (int64_t nk : lengths) {
+    for (int64_t nk : *lengths) {
       AttentionSpec spec;
       spec.heads = 8;
       spec.kvHeads = 2;
@@ -451,8 +464,7 @@ static int decodeBandwidth(const Options &o) {
           return reportError(std::move(e));
         times.push_back(now() - t0);
       }
-      std::sort(times.begin(), times.end());
-      double seconds = times[times.size() / 2];
+      double seconds = median(std::move(times));
       // Every output row against the float64 reference.
       double err = 0;
       std::vector<double> expected(128);
@@ -471,7 +483,8 @@ static int decodeBandwidth(const Options &o) {
       double kvBytes = 2.0 * 2 * static_cast<double>(nk) * 128 *
                        static_cast<double>(getDTypeBytes(dtype));
       double gbs = kvBytes / seconds * 1e-9;
-      rows.push_back({dtype, nk, seconds, gbs});
+      minGbs = std::min(minGbs, gbs);
+      maxGbs = std::max(maxGbs, gbs);
       llvm::outs() << llvm::formatv(
           "{0,5} {1,8} | {2,9:f3} {3,9:f1} {4,7:f0}% | {5:e} ({6:e})\n",
           stringifyDType(dtype), nk, seconds * 1e3, gbs, 100 * gbs / copyBefore,
@@ -482,17 +495,8 @@ static int decodeBandwidth(const Options &o) {
   llvm::outs() << llvm::formatv(
       "copy bandwidth again: {0:f1} GB/s; against the larger of the two, the "
       "KV read rates are {1:f0}% to {2:f0}% of it\n",
-      copyAfter,
-      100 * std::min_element(rows.begin(), rows.end(),
-                             [](const Row &a, const Row &b) {
-                               return a.gbs < b.gbs;
-                             })->gbs /
-          std::max(copyBefore, copyAfter),
-      100 * std::max_element(rows.begin(), rows.end(),
-                             [](const Row &a, const Row &b) {
-                               return a.gbs < b.gbs;
-                             })->gbs /
-          std::max(copyBefore, copyAfter));
+      copyAfter, 100 * minGbs / std::max(copyBefore, copyAfter),
+      100 * maxGbs / std::max(copyBefore, copyAfter));
   return 0;
 }
 
@@ -551,26 +555,10 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
     return decodeLoop(*o);
   if (o->has("decode"))
     return decodeBandwidth(*o);
-  auto list =
-      [&](llvm::StringRef name,
-          llvm::StringRef dflt) -> llvm::Expected<std::vector<int64_t>> {
-    std::vector<int64_t> values;
-    std::string text = o->str(name, dflt);
-    llvm::SmallVector<llvm::StringRef> parts;
-    llvm::StringRef(text).split(parts, ',');
-    for (llvm::StringRef p : parts) {
-      int64_t v;
-      if (p.trim().getAsInteger(10, v) || v <= 0)
-        return llvm::createStringError(
-            "--" + name + " expects positive integers, got '" + p + "'");
-      values.push_back(v);
-    }
-    return values;
-  };
-  auto sizes = list("sizes", "512,1024,2048,4096,8192");
+  auto sizes = integerList(*o, "sizes", "512,1024,2048,4096,8192");
   if (!sizes)
     return reportError(sizes.takeError());
-  auto dims = list("head-dims", "64,128");
+  auto dims = integerList(*o, "head-dims", "64,128");
   if (!dims)
     return reportError(dims.takeError());
   // Checked here, not only in the measuring processes: they go into a shell

@@ -29,26 +29,8 @@ namespace {
 
 std::string errorOf(llvm::Error e) { return llvm::toString(std::move(e)); }
 
-struct Sizes {
-  int64_t batch, seqQ, seqKV;
-};
-
-/// Runs `kernel` on fresh inputs of `sizes` and checks O and LSE against
-/// the float64 reference.
-void checkRun(const Kernel &kernel, const AttentionSpec &base, Sizes sizes,
-              std::mt19937 &rng, const RunOptions &options = {}) {
-  AttentionSpec spec = base;
-  spec.batch = sizes.batch;
-  spec.seqQ = sizes.seqQ;
-  spec.seqKV = sizes.seqKV;
-  SCOPED_TRACE(spec.str());
-  flashc_test::AttentionBuffers b(spec, rng);
-  TensorRef lseRef = b.lse.ref();
-  llvm::Error err = kernel.run(b.q.ref(), b.k.ref(), b.v.ref(), b.out.ref(),
-                               spec.withLse ? &lseRef : nullptr, options);
-  ASSERT_FALSE(static_cast<bool>(err)) << errorOf(std::move(err));
-  flashc_test::expectMatchesReference(spec, b);
-}
+using flashc_test::checkRun;
+using flashc_test::Sizes;
 
 struct AnySizeCase {
   const char *name;

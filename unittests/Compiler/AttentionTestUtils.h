@@ -81,6 +81,29 @@ inline void expectMatchesReference(const AttentionSpec &spec,
   }
 }
 
+/// The sizes a size-free kernel is run with.
+struct Sizes {
+  int64_t batch, seqQ, seqKV;
+};
+
+/// Runs `kernel` on fresh inputs of `base` resized to `sizes`, with the LSE
+/// when `base.withLse`, and checks O and LSE against the float64 reference.
+inline void checkRun(const mlir::flash::Kernel &kernel,
+                     const AttentionSpec &base, Sizes sizes, std::mt19937 &rng,
+                     const mlir::flash::RunOptions &options = {}) {
+  AttentionSpec spec = base;
+  spec.batch = sizes.batch;
+  spec.seqQ = sizes.seqQ;
+  spec.seqKV = sizes.seqKV;
+  SCOPED_TRACE(spec.str());
+  AttentionBuffers b(spec, rng);
+  mlir::flash::TensorRef lseRef = b.lse.ref();
+  llvm::Error err = kernel.run(b.q.ref(), b.k.ref(), b.v.ref(), b.out.ref(),
+                               spec.withLse ? &lseRef : nullptr, options);
+  ASSERT_FALSE(static_cast<bool>(err)) << llvm::toString(std::move(err));
+  expectMatchesReference(spec, b);
+}
+
 } // namespace flashc_test
 
 #endif // FLASHC_UNITTESTS_COMPILER_ATTENTIONTESTUTILS_H

@@ -252,6 +252,11 @@ public:
       bool assemble = false,
       std::vector<std::pair<std::string, std::string>> *stageIR = nullptr);
 
+  /// Runs the toolkit's ptxas (under `toolkitPath`) on `variant`'s PTX: the
+  /// variant gets a cubin and each kernel its registers and spill bytes.
+  static llvm::Error assembleGPUVariant(flashc::runtime::KernelVariant &variant,
+                                        llvm::StringRef toolkitPath);
+
   /// Keeps compiled GPU kernels in `directory` (a runtime bundle): later
   /// compilations, in this or another process, load them from there.
   void setCacheDirectory(std::string directory);

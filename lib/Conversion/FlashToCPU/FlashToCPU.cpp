@@ -212,7 +212,7 @@ void Emitter::expandStep(AttentionStepOp op) {
     n = dim(k, 1);
   } else {
     n = dim(k, 0);
-    // The scaled rows of Q of one row block, in f32 padded to whole vectors.
+    // The rows of Q of one row block, in f32 padded to whole vectors.
     int64_t d = cast<MemRefType>(q.getType()).getDimSize(2);
     int64_t dPad = (d + kLanes - 1) / kLanes * kLanes;
     packedQuery = memref::AllocaOp::create(
@@ -351,7 +351,7 @@ Value Emitter::sumEach(ArrayRef<Value> parts) {
   for (int64_t i = 0; i < n; ++i)
     owners.push_back(SmallVector<int64_t>(n, i));
   for (int64_t size = n; size > 1; size /= 2) {
-    auto [lo, hi] = masks(size);
+    SmallVector<int64_t> lo = masks(size).first;
     SmallVector<SmallVector<int64_t>> next;
     for (size_t i = 0; i < owners.size(); i += 2) {
       SmallVector<int64_t> merged;
