@@ -68,7 +68,8 @@
 // LANES8: llvm.func @flash_attention(
 // LANES8: llvm.intr.fmuladd{{.+}}vector<8xf32>
 // LANES8: llvm.shufflevector {{.+}} : vector<8xf32>
-// LANES8: llvm.intr.vector.reduce.fmaximum
+// LANES8: llvm.fcmp "ogt" {{.+}} : vector<8xf32>
+// LANES8: llvm.intr.roundeven({{.+}}) : (vector<8xf32>) -> vector<8xf32>
 
 //===----------------------------------------------------------------------===//
 // The naive graph.
@@ -90,8 +91,9 @@
 // GRAPH: llvm.intr.prefetch
 // GRAPH: llvm.intr.fmuladd{{.+}}vector<16xf32>
 // GRAPH: llvm.shufflevector
-// GRAPH: llvm.intr.vector.reduce.fmaximum
+// GRAPH: llvm.fcmp "ogt" {{.+}} : vector<16xf32>
 // GRAPH: llvm.intr.vector.reduce.fadd
+// GRAPH: llvm.intr.roundeven({{.+}}) : (vector<16xf32>) -> vector<16xf32>
 // GRAPH: llvm.intr.stackrestore
 // GRAPH: omp.yield
 // GRAPH: omp.terminator
@@ -141,7 +143,8 @@ func.func @naive(%qm: memref<1x2x32x16xf32, strided<[?, ?, ?, 1], offset: ?>>,
 // ATTN: llvm.intr.prefetch
 // ATTN: llvm.intr.fmuladd{{.+}}vector<16xf32>
 // ATTN: llvm.shufflevector
-// ATTN: llvm.intr.vector.reduce.fmaximum
+// ATTN: llvm.fcmp "ogt" {{.+}} : vector<16xf32>
+// ATTN: llvm.intr.roundeven({{.+}}) : (vector<16xf32>) -> vector<16xf32>
 // ATTN: llvm.intr.stackrestore
 // ATTN: omp.terminator
 // The combine of the 4 splits runs after the parallel region.

@@ -33,8 +33,10 @@ def FlashExpandToCPU : Pass<"flash-expand-to-cpu"> {
         V rows in the first pass of P . V: decode streams K and V from
         memory once.
       Either way, S is scaled, masked and reduced to row maxima as it is
-      stored; then, one row at a time, `exp` and the row sum write P over
-      S; and `acc = alpha * acc + P . V` is accumulated with the rescale
+      stored (a maximum is one compare and select, which x86 does in one
+      instruction); then, one row at a time, P = 2^(S log2(e) - m log2(e))
+      and the row sum overwrite S (the exponent clamped at -126, 2^f of its
+      fraction by a degree-5 polynomial, 2^n in the exponent bits); and `acc = alpha * acc + P . V` is accumulated with the rescale
       folded into the accumulator load. Under a causal mask, columns no row
       of the block sees are skipped. The scratch (packed Q, a 4-row S) is
       stack memory between `llvm.intr.stacksave` and

@@ -177,6 +177,9 @@ private:
                                      ArrayRef<Value> ends, Value visible,
                                      Value colsPad);
   Value sumEach(ArrayRef<Value> parts);
+  Value maxOf(Value x, Value y);
+  Value reduceMax(Value v);
+  Value exp2Vec(Value x);
   void prefetchRows(Value mem, Value first, int64_t count, uint32_t locality);
   void transposeKeys(Value k, Value kt, Value n, int64_t d,
                      ValueRange prefix = {});
@@ -378,6 +381,63 @@ Value Emitter::sumEach(ArrayRef<Value> parts) {
   return level[0];
 }
 
+/// x > y ? x : y, which is y where either is NaN: one vmaxps (the
+/// NaN-propagating arith.maximumf costs five instructions on x86). Row
+/// maxima use it with the score as `x`: a NaN score is left out of the
+/// maximum, and still turns its row's P, l and output into NaN.
+Value Emitter::maxOf(Value x, Value y) {
+  Value gt = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, x, y);
+  return arith::SelectOp::create(b, gt, x, y);
+}
+
+/// The largest lane of `v` by `maxOf`, halving the vector each step.
+Value Emitter::reduceMax(Value v) {
+  for (int64_t w = cast<VectorType>(v.getType()).getNumElements(); w > 1;
+       w /= 2) {
+    SmallVector<int64_t> lo, hi;
+    for (int64_t i = 0; i < w / 2; ++i) {
+      lo.push_back(i);
+      hi.push_back(w / 2 + i);
+    }
+    v = maxOf(vector::ShuffleOp::create(b, v, v, hi),
+              vector::ShuffleOp::create(b, v, v, lo));
+  }
+  return vector::ExtractOp::create(b, v, 0);
+}
+
+/// 2^x for a vector x <= 0 (or NaN), the exponential of the softmax: x is
+/// clamped below at -126 (results down to 2^-126 stay normal; the softmax
+/// needs nothing smaller than that), split as x = n + f with n = round(x)
+/// and |f| <= 1/2, and 2^f comes from a degree-5 polynomial (relative
+/// error 2.4e-7 evaluated in f32; its coefficients fit 2^f on [-1/2, 1/2]
+/// for relative error). 2^n is built in the exponent bits. A NaN x stays
+/// NaN: the clamp keeps it, and the polynomial of NaN is NaN.
+Value Emitter::exp2Vec(Value x) {
+  auto type = cast<VectorType>(x.getType());
+  int64_t w = type.getNumElements();
+  Value lo = vecConst(w, -126.0);
+  Value below = arith::CmpFOp::create(b, arith::CmpFPredicate::OLT, x, lo);
+  x = arith::SelectOp::create(b, below, lo, x);
+  Value n = math::RoundEvenOp::create(b, x);
+  Value f = arith::SubFOp::create(b, x, n);
+  static constexpr double kCoeffs[] = {
+      1.0,                   0.6931469440460205,    0.24022120237350464,
+      0.05550713092088699,   0.009675533510744572,  0.0013276446843519807};
+  Value p = vecConst(w, kCoeffs[5]);
+  for (int i = 4; i >= 0; --i)
+    p = vector::FMAOp::create(b, p, f, vecConst(w, kCoeffs[i]));
+  auto i32 = VectorType::get({w}, b.getI32Type());
+  auto splatI32 = [&](int64_t v) {
+    return arith::ConstantOp::create(
+        b, i32, DenseElementsAttr::get(i32, b.getI32IntegerAttr(v)));
+  };
+  Value bits = arith::ShLIOp::create(
+      b, arith::AddIOp::create(b, arith::FPToSIOp::create(b, i32, n),
+                               splatI32(127)),
+      splatI32(23));
+  return arith::MulFOp::create(b, p, arith::BitcastOp::create(b, type, bits));
+}
+
 /// S[r, c] = scale * Q[g_r, row_r, :] . K[c, :] for the `rows` rows of a
 /// block and the columns c < visible, reading K rows in place (decode:
 /// no transposed copy of K). The rows of Q are first packed into an f32
@@ -502,13 +562,12 @@ SmallVector<Value> Emitter::scoresByKeyRows(AttentionStepOp op, Value s,
         for (int64_t r = 0; r < rows; ++r)
           vector::StoreOp::create(b, rowLanes(sv, r), s, ValueRange{idx(r), c0});
         scf::YieldOp::create(
-            b, ValueRange{arith::MaximumFOp::create(b, maxVec[0], sv)});
+            b, ValueRange{maxOf(sv, maxVec[0])});
       });
   Value maxVec = groupLoop.getResult(0);
   SmallVector<Value> rowMax;
   for (int64_t r = 0; r < rows; ++r)
-    rowMax.push_back(vector::ReductionOp::create(
-        b, vector::CombiningKind::MAXIMUMF, rowLanes(maxVec, r)));
+    rowMax.push_back(reduceMax(rowLanes(maxVec, r)));
 
   // 3. The remaining keys one at a time.
   auto keyLoop = scf::ForOp::create(
@@ -528,7 +587,7 @@ SmallVector<Value> Emitter::scoresByKeyRows(AttentionStepOp op, Value s,
             x = arith::SelectOp::create(b, inRange, x, ninf);
           }
           memref::StoreOp::create(b, x, s, ValueRange{idx(r), c});
-          next.push_back(arith::MaximumFOp::create(b, maxima[r], x));
+          next.push_back(maxOf(x, maxima[r]));
         }
         scf::YieldOp::create(b, next);
       });
@@ -643,7 +702,7 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
                   sv = arith::SelectOp::create(b, inRange, sv, ninfVec);
                 }
                 vector::StoreOp::create(b, sv, s, ValueRange{idx(r), col});
-                nextMax[r] = arith::MaximumFOp::create(b, nextMax[r], sv);
+                nextMax[r] = maxOf(sv, nextMax[r]);
               }
             }
             scf::YieldOp::create(b, nextMax);
@@ -663,8 +722,7 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
         ValueRange{arith::SubIOp::create(b, visible, colsFull)});
     maxima = qkChunks(colsFull, colsPad, 1, mask, maxima);
     for (int64_t r = 0; r < rows; ++r)
-      rowMax.push_back(vector::ReductionOp::create(
-          b, vector::CombiningKind::MAXIMUMF, maxima[r]));
+      rowMax.push_back(reduceMax(maxima[r]));
   }
 
   // 2. Online softmax, one row at a time.
@@ -686,8 +744,11 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
     Value alpha = arith::SelectOp::create(
         b, oldIsInf, zeroF,
         math::ExpOp::create(b, arith::SubFOp::create(b, mOld, mUse)));
-    Value mUseVec = splat(mUse, kLanes);
-    Value floorVec = vecConst(kLanes, -87.0);
+    // p = exp(s - m) = 2^(s log2(e) - m log2(e)): one FMA, then exp2Vec.
+    constexpr double kLog2e = 1.4426950408889634;
+    Value log2eVec = vecConst(kLanes, kLog2e);
+    Value negM = splat(
+        arith::MulFOp::create(b, mUse, f32Const(-kLog2e)), kLanes);
     Value zeroVec = vecConst(kLanes, 0.0);
     auto sumLoop = scf::ForOp::create(
         b, idx(0), colsPad, idx(kLanes), ValueRange{zeroVec},
@@ -696,10 +757,8 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
               vector::LoadOp::create(b, vec(kLanes), s, ValueRange{rIdx, c0});
           Value masked =
               arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, sv, ninfVec);
-          Value x = arith::MaximumFOp::create(
-              b, arith::SubFOp::create(b, sv, mUseVec), floorVec);
-          Value p = arith::SelectOp::create(b, masked, zeroVec,
-                                            math::ExpOp::create(b, x));
+          Value x = vector::FMAOp::create(b, sv, log2eVec, negM);
+          Value p = arith::SelectOp::create(b, masked, zeroVec, exp2Vec(x));
           vector::StoreOp::create(b, p, s, ValueRange{rIdx, c0});
           scf::YieldOp::create(
               b, ValueRange{arith::AddFOp::create(b, iter[0], p)});

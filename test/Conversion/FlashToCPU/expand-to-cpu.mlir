@@ -62,8 +62,13 @@
 // CHECK: arith.select %{{.+}}, %{{.+}}, %{{.+}} : vector<16xi1>, vector<16xf32>
 // CHECK: vector.extract_strided_slice %{{.+}} {offsets = [4], sizes = [4], strides = [1]} : vector<16xf32> to vector<4xf32>
 // CHECK: vector.store %{{.+}}, %[[S]]{{.+}} : memref<4x?xf32>, vector<4xf32>
-// CHECK: arith.maximumf %{{.+}}, %{{.+}} : vector<16xf32>
-// CHECK: vector.reduction <maximumf>, %{{.+}} : vector<4xf32> into f32
+// The maxima are one compare and select each (one vmaxps), a row's four
+// lanes reduced by halving shuffles.
+// CHECK: arith.cmpf ogt, %{{.+}}, %{{.+}} : vector<16xf32>
+// CHECK: arith.select %{{.+}}, %{{.+}}, %{{.+}} : vector<16xi1>, vector<16xf32>
+// CHECK: vector.shuffle %{{.+}}, %{{.+}} [2, 3] : vector<4xf32>, vector<4xf32>
+// CHECK: arith.cmpf ogt, %{{.+}}, %{{.+}} : vector<2xf32>
+// CHECK: vector.extract %{{.+}}[0] : f32 from vector<1xf32>
 // The keys past the last group one at a time, then -inf padding.
 // CHECK: vector.reduction <add>, %{{.+}} : vector<16xf32> into f32
 // CHECK: memref.store %{{.+}}, %[[S]]
@@ -73,7 +78,19 @@
 // alpha = exp(m - m'), guarded against -inf.
 // CHECK: arith.cmpf oeq, %{{.+}}, %{{.+}} : f32
 // CHECK: math.exp %{{.+}} : f32
-// CHECK: math.exp %{{.+}} : vector<16xf32>
+// p = 2^(s log2(e) - m log2(e)) with -inf scores set to 0: the exponent
+// clamped at -126 and rounded, a polynomial of the remainder, and 2^n
+// built in the exponent bits.
+// CHECK-NOT: math.exp
+// CHECK: arith.cmpf oeq, %{{.+}}, %{{.+}} : vector<16xf32>
+// CHECK: vector.fma %{{.+}}, %{{.+}}, %{{.+}} : vector<16xf32>
+// CHECK: arith.cmpf olt, %{{.+}}, %{{.+}} : vector<16xf32>
+// CHECK: math.roundeven %{{.+}} : vector<16xf32>
+// CHECK-COUNT-5: vector.fma %{{.+}}, %{{.+}}, %{{.+}} : vector<16xf32>
+// CHECK: arith.fptosi %{{.+}} : vector<16xf32> to vector<16xi32>
+// CHECK: arith.shli %{{.+}}, %{{.+}} : vector<16xi32>
+// CHECK: arith.bitcast %{{.+}} : vector<16xi32> to vector<16xf32>
+// CHECK: arith.mulf %{{.+}}, %{{.+}} : vector<16xf32>
 // CHECK: vector.reduction <add>, %{{.+}} : vector<16xf32> into f32
 // CHECK: memref.store %{{.+}}, %[[M]]
 // CHECK: memref.store %{{.+}}, %[[L]]
@@ -104,7 +121,7 @@ func.func @step_masked(%q: memref<2x5x64xf16>, %k: memref<?x64xf16>, %v: memref<
 // L8: vector.shuffle %{{.+}}, %{{.+}} [0, 1, 8, 9, 4, 5, 12, 13]
 // L8: vector.shuffle %{{.+}}, %{{.+}} [0, 2, 8, 10, 4, 6, 12, 14]
 // L8: vector.extract_strided_slice %{{.+}} {offsets = [2], sizes = [2], strides = [1]} : vector<8xf32> to vector<2xf32>
-// L8: math.exp %{{.+}} : vector<8xf32>
+// L8: math.roundeven %{{.+}} : vector<8xf32>
 // P . V in groups of 2 vectors of 8 columns: 8 accumulators for 4 rows.
 // L8: scf.for {{.+}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // L8: llvm.intr.stackrestore
@@ -112,8 +129,8 @@ func.func @step_masked(%q: memref<2x5x64xf16>, %k: memref<?x64xf16>, %v: memref<
 // CANON-LABEL: func.func @step_masked
 // CANON: llvm.intr.stacksave
 // CANON: vector.fma
-// CANON: vector.reduction <maximumf>
-// CANON: math.exp
+// CANON: arith.cmpf ogt
+// CANON: math.roundeven
 // CANON: llvm.intr.stackrestore
 // CANON-NOT: flash.
 
@@ -133,8 +150,8 @@ func.func @step_masked(%q: memref<2x5x64xf16>, %k: memref<?x64xf16>, %v: memref<
 // CHECK: vector.fma
 // CHECK: vector.shuffle
 // CHECK-NOT: arith.cmpi
-// CHECK: vector.reduction <maximumf>
-// CHECK: math.exp
+// CHECK: arith.cmpf ogt
+// CHECK: math.roundeven
 // CHECK: vector.reduction <add>
 // CHECK: llvm.intr.stackrestore
 // CHECK-NOT: flash.
