@@ -54,6 +54,8 @@ std::string PipelineConfig::str() const {
           .str();
   if (vectorLanes != 0)
     s += llvm::formatv(" vector-lanes={0}", vectorLanes).str();
+  if (!ablate.empty())
+    s += " ablate=" + ablate;
   if (isGPU())
     s += llvm::formatv(" dynamic-splits={0} ptx={1} format={2}",
                        dynamicSplits ? 1 : 0,
@@ -135,6 +137,17 @@ llvm::Error PipelineConfig::validate() const {
         llvm::formatv("vector-lanes must be 0 (the host's), 8 or 16, got {0}",
                       vectorLanes)
             .str());
+  if (!ablate.empty()) {
+    if (isGPU())
+      return llvm::createStringError("ablate applies to the CPU target only");
+    llvm::SmallVector<llvm::StringRef> phases;
+    llvm::StringRef(ablate).split(phases, ',');
+    for (llvm::StringRef phase : phases)
+      if (phase != "qk" && phase != "softmax" && phase != "pv")
+        return llvm::createStringError(
+            "unknown phase '" + phase +
+            "' in ablate; expected a comma-separated list of qk, softmax, pv");
+  }
   if (dynamicSplits && splits != 0)
     return llvm::createStringError(
         llvm::formatv("dynamic-splits excludes a fixed split count ({0})",
@@ -229,6 +242,7 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
   if (stage == "cpu") {
     FlashExpandToCPUOptions expand;
     expand.vectorLanes = c.vectorLanes;
+    expand.ablate = c.ablate;
     if (expand.vectorLanes == 0) {
       llvm::Expected<TargetInfo> t = TargetInfo::get(c.target);
       if (!t)
@@ -320,6 +334,7 @@ PipelineConfig FlashPipelineOptions::toConfig() const {
   c.maxSeqQ = maxSeqQ;
   c.numThreads = numThreads;
   c.vectorLanes = vectorLanes;
+  c.ablate = ablate;
   c.dynamicSplits = dynamicSplits;
   c.ptxVersion = ptxVersion;
   c.binaryFormat = binaryFormat;

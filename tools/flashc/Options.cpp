@@ -95,7 +95,7 @@ const std::set<std::string> &flashc::shapeValued() {
       "seq-kv", "head-dim",   "head-dim-v", "dtype",
       "scale",  "target",     "block-q",    "block-kv",
       "splits", "loop-order", "threads",    "sram-bytes",
-      "vector-lanes"};
+      "vector-lanes", "ablate"};
   return valued;
 }
 
@@ -148,6 +148,7 @@ llvm::Error flashc::readSpec(const Options &o, AttentionSpec &spec) {
 llvm::Error flashc::readConfig(const Options &o, PipelineConfig &config) {
   config.target = o.str("target", config.target);
   config.loopOrder = o.str("loop-order", config.loopOrder);
+  config.ablate = o.str("ablate", config.ablate);
   for (auto [name, field] :
        {std::pair<const char *, int64_t *>{"block-q", &config.blockQ},
         {"block-kv", &config.blockKV},

@@ -56,7 +56,14 @@ def FlashExpandToCPU : Pass<"flash-expand-to-cpu"> {
     Option<"vectorLanes", "vector-lanes", "int64_t", /*default=*/"16",
            "f32 lanes of one vector register: 16 (AVX-512, 32 registers) "
            "or 8 (AVX2, 16 registers); sizes the vectors and the register "
-           "blocks">
+           "blocks">,
+    Option<"ablate", "ablate", "std::string", /*default=*/"\"\"",
+           "For measurement only: a comma-separated list of the step's "
+           "phases to leave out, of qk (the FMA loop of S = Q . K^T; its "
+           "scale, mask and maxima remain), softmax (the exponentials and "
+           "row sums) and pv (the P . V loop; the accumulator rescale "
+           "remains). The kernel's results are then wrong by design; "
+           "timing it with and without a phase gives that phase's share">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::LLVM::LLVMDialect",

@@ -57,6 +57,9 @@ struct PipelineConfig {
   /// CPU: f32 lanes of one vector register the kernels are blocked for,
   /// 16 (AVX-512, 32 registers) or 8 (AVX2, 16 registers); 0: the host's.
   int64_t vectorLanes = 0;
+  /// CPU, for measurement only: phases of the attention step to leave out
+  /// (flash-expand-to-cpu's `ablate`: qk, softmax, pv); wrong results.
+  std::string ablate;
   /// Split with a count chosen at launch (flash.split_count) instead of a
   /// fixed one: every attention on the CPU (the count is the kernel's
   /// argument marked {flash.split_count}), decode shapes on the GPU.
@@ -135,6 +138,11 @@ struct FlashPipelineOptions : public PassPipelineOptions<FlashPipelineOptions> {
       llvm::cl::desc("CPU: f32 lanes per vector register, 16 or 8 (0: the "
                      "host's)"),
       llvm::cl::init(0)};
+  Option<std::string> ablate{
+      *this, "ablate",
+      llvm::cl::desc("CPU, measurement only: step phases to leave out "
+                     "(qk,softmax,pv); the results are wrong"),
+      llvm::cl::init("")};
   Option<bool> dynamicSplits{
       *this, "dynamic-splits",
       llvm::cl::desc("Split with a count chosen at launch (CPU: every "

@@ -28,6 +28,8 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
+#include "llvm/ADT/StringSwitch.h"
+
 #include <limits>
 
 namespace mlir {
@@ -51,6 +53,12 @@ constexpr int64_t kPrefetchKeys = 16;
 /// Side of the square blocks the transposed copy of K is built from.
 constexpr int64_t kTransposeBlock = 16;
 
+/// Phases of the attention step left out for measurement (the pass's
+/// `ablate` option).
+struct Ablation {
+  bool qk = false, softmax = false, pv = false;
+};
+
 /// Emits the CPU code of the block-level ops. Holds the builder and small
 /// helpers for constants, element-type conversion and chunked loops.
 class Emitter {
@@ -58,8 +66,8 @@ public:
   /// `lanes` (8 or 16) is the f32 width of one vector register; the
   /// register file is taken to hold 2 x lanes of them (AVX2, AVX-512), and
   /// a register block keeps at most `lanes` accumulators.
-  Emitter(ImplicitLocOpBuilder &b, int64_t lanes)
-      : b(b), f32(b.getF32Type()), kLanes(lanes) {}
+  Emitter(ImplicitLocOpBuilder &b, int64_t lanes, Ablation ablation)
+      : b(b), f32(b.getF32Type()), kLanes(lanes), ablation(ablation) {}
 
   void expandStep(AttentionStepOp op);
   void expandKeyTranspose(linalg::TransposeOp op);
@@ -188,6 +196,8 @@ private:
   Type f32;
   /// f32 lanes of one vector register.
   const int64_t kLanes;
+  /// Phases whose loops run zero times (measurement only).
+  const Ablation ablation;
   /// The [4, D padded] f32 scratch of `scoresByKeyRows`.
   Value packedQuery;
 };
@@ -503,12 +513,12 @@ SmallVector<Value> Emitter::scoresByKeyRows(AttentionStepOp op, Value s,
     };
     SmallVector<Value> init(rows * keys, vecConst(kLanes, 0.0));
     auto dLoop = scf::ForOp::create(
-        b, idx(0), idx(dFull), idx(kLanes), init,
+        b, idx(0), idx(ablation.qk ? 0 : dFull), idx(kLanes), init,
         [&](OpBuilder &, Location, Value dd, ValueRange accs) {
           scf::YieldOp::create(b, step(dd, accs, nullptr));
         });
     SmallVector<Value> accs(dLoop.getResults());
-    if (dTail) {
+    if (dTail && !ablation.qk) {
       Value mask = vector::ConstantMaskOp::create(
           b, VectorType::get({kLanes}, b.getI1Type()),
           ArrayRef<int64_t>{dTail});
@@ -668,7 +678,7 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
           [&](OpBuilder &, Location, Value c0, ValueRange rowMax) {
             SmallVector<Value> init(rows * cols, vecConst(kLanes, 0.0));
             auto dLoop = scf::ForOp::create(
-                b, idx(0), idx(d), idx(1), init,
+                b, idx(0), idx(ablation.qk ? 0 : d), idx(1), init,
                 [&](OpBuilder &, Location, Value dd, ValueRange accs) {
                   SmallVector<Value> kv;
                   for (int64_t c = 0; c < cols; ++c) {
@@ -751,7 +761,8 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
         arith::MulFOp::create(b, mUse, f32Const(-kLog2e)), kLanes);
     Value zeroVec = vecConst(kLanes, 0.0);
     auto sumLoop = scf::ForOp::create(
-        b, idx(0), colsPad, idx(kLanes), ValueRange{zeroVec},
+        b, idx(0), ablation.softmax ? idx(0) : colsPad, idx(kLanes),
+        ValueRange{zeroVec},
         [&](OpBuilder &, Location, Value c0, ValueRange iter) {
           Value sv =
               vector::LoadOp::create(b, vec(kLanes), s, ValueRange{rIdx, c0});
@@ -791,7 +802,7 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
       }
     int64_t cols = group.size();
     auto cLoop = scf::ForOp::create(
-        b, idx(0), visible, idx(1), init,
+        b, idx(0), ablation.pv ? idx(0) : visible, idx(1), init,
         [&](OpBuilder &, Location, Value c, ValueRange accs) {
           if (prefetchV)
             prefetchRows(v, arith::AddIOp::create(b, c, idx(kPrefetchKeys)), 1,
@@ -963,6 +974,25 @@ struct FlashExpandToCPUPass
           << static_cast<int64_t>(vectorLanes);
       return signalPassFailure();
     }
+    Ablation ablation;
+    SmallVector<StringRef> phases;
+    if (!ablate.empty())
+      StringRef(ablate).split(phases, ',');
+    for (StringRef phase : phases) {
+      bool *flag = llvm::StringSwitch<bool *>(phase)
+                       .Case("qk", &ablation.qk)
+                       .Case("softmax", &ablation.softmax)
+                       .Case("pv", &ablation.pv)
+                       .Default(nullptr);
+      if (!flag) {
+        getOperation()->emitError()
+            << "flash-expand-to-cpu: unknown phase '" << phase
+            << "' in ablate; expected a comma-separated list of qk, softmax, "
+               "pv";
+        return signalPassFailure();
+      }
+      *flag = true;
+    }
     SmallVector<Operation *> ops;
     bool failedAny = false;
     getOperation()->walk([&](Operation *op) {
@@ -1036,7 +1066,7 @@ struct FlashExpandToCPUPass
     });
     for (Operation *op : ops) {
       ImplicitLocOpBuilder b(op->getLoc(), op);
-      Emitter emitter(b, vectorLanes);
+      Emitter emitter(b, vectorLanes, ablation);
       if (auto transpose = dyn_cast<linalg::TransposeOp>(op))
         emitter.expandKeyTranspose(transpose);
       else if (auto step = dyn_cast<AttentionStepOp>(op))

@@ -12,6 +12,18 @@
 // RUN: not flashc-opt %t/valid.mlir --flash-expand-to-cpu=vector-lanes=4 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BAD-LANES
 // BAD-LANES: error: flash-expand-to-cpu: vector-lanes must be 8 or 16, got 4
+// For measurement, `ablate` leaves phases of the step out: their loops run
+// zero times and fold away. Without P . V, the accumulator is still
+// rescaled and stored.
+// RUN: flashc-opt %t/valid.mlir --split-input-file \
+// RUN:   --flash-expand-to-cpu=ablate=qk,softmax,pv --canonicalize \
+// RUN:   | FileCheck %s --check-prefix=ABLATE
+// RUN: flashc-opt %t/valid.mlir --split-input-file \
+// RUN:   --flash-expand-to-cpu=ablate=softmax --canonicalize \
+// RUN:   | FileCheck %s --check-prefix=ABLATE-SM
+// RUN: not flashc-opt %t/valid.mlir --flash-expand-to-cpu=ablate=qk,exp 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BAD-ABLATE
+// BAD-ABLATE: error: flash-expand-to-cpu: unknown phase 'exp' in ablate; expected a comma-separated list of qk, softmax, pv
 // Errors, one per rule of the pass:
 // RUN: flashc-opt %t/invalid.mlir --split-input-file --flash-expand-to-cpu -verify-diagnostics
 
@@ -125,6 +137,20 @@ func.func @step_masked(%q: memref<2x5x64xf16>, %k: memref<?x64xf16>, %v: memref<
 // P . V in groups of 2 vectors of 8 columns: 8 accumulators for 4 rows.
 // L8: scf.for {{.+}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // L8: llvm.intr.stackrestore
+
+// ABLATE-LABEL: func.func @step_masked
+// ABLATE-NOT: vector.fma
+// ABLATE-NOT: math.roundeven
+// ABLATE: vector.load %{{.+}} : memref<2x5x40xf32>, vector<16xf32>
+// ABLATE: arith.mulf
+// ABLATE: vector.store %{{.+}} : memref<2x5x40xf32>, vector<16xf32>
+// ABLATE-NOT: vector.fma
+// ABLATE: return
+
+// ABLATE-SM-LABEL: func.func @step_masked
+// ABLATE-SM: vector.fma
+// ABLATE-SM-NOT: math.roundeven
+// ABLATE-SM: return
 
 // CANON-LABEL: func.func @step_masked
 // CANON: llvm.intr.stacksave
