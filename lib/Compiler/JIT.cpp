@@ -436,6 +436,16 @@ KernelBuilder::build(const AttentionSpec &spec, const PipelineConfig &config) {
         meta.tiles.blockKV = *step;
     });
   };
+  // vdpbf16ps cannot be selected for a host without it.
+  if (config.bf16Dot == "on") {
+    llvm::Expected<TargetInfo> host = TargetInfo::get("cpu");
+    if (!host)
+      return host.takeError();
+    if (!host->bf16DotProduct)
+      return llvm::createStringError(
+          "bf16-dot=on: this host has no AVX512_BF16 (vdpbf16ps); use host "
+          "or off");
+  }
   llvm::Expected<OwningOpRef<ModuleOp>> module =
       runCPUKernelStages(ctx, spec, config, "", &meta.stageIR, inspect);
   if (!module)

@@ -54,6 +54,8 @@ std::string PipelineConfig::str() const {
           .str();
   if (vectorLanes != 0)
     s += llvm::formatv(" vector-lanes={0}", vectorLanes).str();
+  if (bf16Dot != "off")
+    s += " bf16-dot=" + bf16Dot;
   if (!ablate.empty())
     s += " ablate=" + ablate;
   if (isGPU())
@@ -137,6 +139,14 @@ llvm::Error PipelineConfig::validate() const {
         llvm::formatv("vector-lanes must be 0 (the host's), 8 or 16, got {0}",
                       vectorLanes)
             .str());
+  if (bf16Dot != "host" && bf16Dot != "on" && bf16Dot != "off")
+    return llvm::createStringError("bf16-dot must be off, host or on, got '" +
+                                   bf16Dot + "'");
+  if (bf16Dot != "off" && isGPU())
+    return llvm::createStringError("bf16-dot applies to the CPU target only");
+  if (bf16Dot == "on" && vectorLanes == 8)
+    return llvm::createStringError(
+        "bf16-dot=on needs 16-lane vectors (AVX-512); vector-lanes is 8");
   if (!ablate.empty()) {
     if (isGPU())
       return llvm::createStringError("ablate applies to the CPU target only");
@@ -243,12 +253,18 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
     FlashExpandToCPUOptions expand;
     expand.vectorLanes = c.vectorLanes;
     expand.ablate = c.ablate;
-    if (expand.vectorLanes == 0) {
-      llvm::Expected<TargetInfo> t = TargetInfo::get(c.target);
-      if (!t)
-        return t.takeError();
+    llvm::Expected<TargetInfo> t = TargetInfo::get(c.target);
+    if (!t)
+      return t.takeError();
+    if (expand.vectorLanes == 0)
       expand.vectorLanes = t->vectorLanes;
-    }
+    if (c.bf16Dot == "on" && expand.vectorLanes != 16)
+      return llvm::createStringError(
+          "bf16-dot=on needs 16-lane vectors (AVX-512); vector-lanes is " +
+          std::to_string(expand.vectorLanes));
+    expand.bf16Dot =
+        c.bf16Dot == "on" ||
+        (c.bf16Dot == "host" && t->bf16DotProduct && expand.vectorLanes == 16);
     pm.addPass(createFlashExpandToCPU(expand));
     return addTextual(
         pm, llvm::formatv("convert-linalg-to-loops,scf-forall-to-parallel,"
@@ -335,6 +351,7 @@ PipelineConfig FlashPipelineOptions::toConfig() const {
   c.numThreads = numThreads;
   c.vectorLanes = vectorLanes;
   c.ablate = ablate;
+  c.bf16Dot = bf16Dot;
   c.dynamicSplits = dynamicSplits;
   c.ptxVersion = ptxVersion;
   c.binaryFormat = binaryFormat;

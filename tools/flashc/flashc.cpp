@@ -48,6 +48,7 @@ const char *kUsage =
     "  schedule: [--loop-order fa2|algorithm1] [--block-q N] [--block-kv N]\n"
     "            [--splits N] [--threads N] [--sram-bytes N]\n"
     "            [--vector-lanes 8|16] (CPU; default: the host's)\n"
+    "            [--bf16-dot off|host|on] (CPU: bf16 decode by vdpbf16ps)\n"
     "            [--ablate qk,softmax,pv] (CPU, run: time the kernel with "
     "those\n"
     "            phases left out; no check, the results are wrong)\n"

@@ -57,6 +57,11 @@ def FlashExpandToCPU : Pass<"flash-expand-to-cpu"> {
            "f32 lanes of one vector register: 16 (AVX-512, 32 registers) "
            "or 8 (AVX2, 16 registers); sizes the vectors and the register "
            "blocks">,
+    Option<"bf16Dot", "bf16-dot", "bool", /*default=*/"false",
+           "Decode with bf16 Q and K (16 lanes only): S = Q . K^T by "
+           "AVX512_BF16's dot product of bf16 pairs (vdpbf16ps, through "
+           "llvm.call_intrinsic), 32 elements of a K row per instruction "
+           "with no conversion, f32 sums. Only for hosts that have it">,
     Option<"ablate", "ablate", "std::string", /*default=*/"\"\"",
            "For measurement only: a comma-separated list of the step's "
            "phases to leave out, of qk (the FMA loop of S = Q . K^T; its "

@@ -57,6 +57,10 @@ struct PipelineConfig {
   /// CPU: f32 lanes of one vector register the kernels are blocked for,
   /// 16 (AVX-512, 32 registers) or 8 (AVX2, 16 registers); 0: the host's.
   int64_t vectorLanes = 0;
+  /// CPU: decode's S for bf16 Q and K by AVX512_BF16's vdpbf16ps: "off"
+  /// (the default: it measured no faster, decode being bound by reading K),
+  /// "host" (where the host has it and vectors are 16 lanes) or "on".
+  std::string bf16Dot = "off";
   /// CPU, for measurement only: phases of the attention step to leave out
   /// (flash-expand-to-cpu's `ablate`: qk, softmax, pv); wrong results.
   std::string ablate;
@@ -138,6 +142,11 @@ struct FlashPipelineOptions : public PassPipelineOptions<FlashPipelineOptions> {
       llvm::cl::desc("CPU: f32 lanes per vector register, 16 or 8 (0: the "
                      "host's)"),
       llvm::cl::init(0)};
+  Option<std::string> bf16Dot{
+      *this, "bf16-dot",
+      llvm::cl::desc("CPU: bf16 decode's S by vdpbf16ps: off, host (where "
+                     "the host has AVX512_BF16) or on"),
+      llvm::cl::init("off")};
   Option<std::string> ablate{
       *this, "ablate",
       llvm::cl::desc("CPU, measurement only: step phases to leave out "

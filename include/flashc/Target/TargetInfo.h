@@ -47,6 +47,9 @@ struct TargetInfo {
   int64_t maxRegistersPerThread = 0;
   /// Width in f32 lanes of the CPU's vector registers; zero on a GPU.
   int64_t vectorLanes = 0;
+  /// CPU: the host has AVX512_BF16's dot product of bf16 pairs
+  /// (vdpbf16ps); false on a GPU.
+  bool bf16DotProduct = false;
 
   bool isGPU() const { return kind == TargetKind::CUDA; }
 

@@ -66,8 +66,10 @@ public:
   /// `lanes` (8 or 16) is the f32 width of one vector register; the
   /// register file is taken to hold 2 x lanes of them (AVX2, AVX-512), and
   /// a register block keeps at most `lanes` accumulators.
-  Emitter(ImplicitLocOpBuilder &b, int64_t lanes, Ablation ablation)
-      : b(b), f32(b.getF32Type()), kLanes(lanes), ablation(ablation) {}
+  Emitter(ImplicitLocOpBuilder &b, int64_t lanes, bool bf16Dot,
+          Ablation ablation)
+      : b(b), f32(b.getF32Type()), kLanes(lanes), bf16Dot(bf16Dot),
+        ablation(ablation) {}
 
   void expandStep(AttentionStepOp op);
   void expandKeyTranspose(linalg::TransposeOp op);
@@ -196,8 +198,12 @@ private:
   Type f32;
   /// f32 lanes of one vector register.
   const int64_t kLanes;
+  /// AVX512_BF16's vdpbf16ps may compute decode's S for bf16 Q and K.
+  const bool bf16Dot;
   /// Phases whose loops run zero times (measurement only).
   const Ablation ablation;
+  /// This step's decode S uses vdpbf16ps (packedQuery then holds bf16).
+  bool dotProduct = false;
   /// The [4, D padded] f32 scratch of `scoresByKeyRows`.
   Value packedQuery;
 };
@@ -225,11 +231,17 @@ void Emitter::expandStep(AttentionStepOp op) {
     n = dim(k, 1);
   } else {
     n = dim(k, 0);
-    // The rows of Q of one row block, in f32 padded to whole vectors.
-    int64_t d = cast<MemRefType>(q.getType()).getDimSize(2);
-    int64_t dPad = (d + kLanes - 1) / kLanes * kLanes;
+    // The rows of Q of one row block, padded to whole vectors: in f32, or
+    // as bf16 pairs for vdpbf16ps (32 elements a vector).
+    auto qType = cast<MemRefType>(q.getType());
+    Type bf16 = b.getBF16Type();
+    dotProduct = bf16Dot && kLanes == 16 && qType.getElementType() == bf16 &&
+                 cast<MemRefType>(k.getType()).getElementType() == bf16;
+    int64_t width = dotProduct ? 2 * kLanes : kLanes;
+    int64_t d = qType.getDimSize(2);
+    int64_t dPad = (d + width - 1) / width * width;
     packedQuery = memref::AllocaOp::create(
-        b, MemRefType::get({kRowBlock, dPad}, f32));
+        b, MemRefType::get({kRowBlock, dPad}, dotProduct ? bf16 : f32));
   }
   Value npad =
       arith::MulIOp::create(b, arith::CeilDivSIOp::create(b, n, lanes), lanes);
@@ -464,30 +476,53 @@ SmallVector<Value> Emitter::scoresByKeyRows(AttentionStepOp op, Value s,
   Value q = op.getQuery(), k = op.getKey();
   int64_t rows = gs.size();
   int64_t d = cast<MemRefType>(q.getType()).getDimSize(2);
-  int64_t dFull = d / kLanes * kLanes, dTail = d % kLanes;
+  // Elements of a K row per vector: kLanes in f32, twice that as the bf16
+  // pairs of vdpbf16ps.
+  int64_t width = dotProduct ? 2 * kLanes : kLanes;
+  int64_t dFull = d / width * width, dTail = d % width;
   Value offset = op.getMaskOffset();
   Value ninf = negInf();
 
-  // 1. Qp[r, :] = Q[g_r, row_r, :] in f32, zero-padded. The scale is
-  // applied to the sums, as in the column-blocked product, so that both
-  // round (and overflow) alike.
+  // 1. Qp[r, :] = Q[g_r, row_r, :] in f32 (bf16 for vdpbf16ps, as it is),
+  // zero-padded. The scale is applied to the sums, as in the column-blocked
+  // product, so that both round (and overflow) alike.
   Value qp = packedQuery;
+  Type qpElt = cast<MemRefType>(qp.getType()).getElementType();
+  auto qpVec = [&](int64_t w) { return VectorType::get({w}, qpElt); };
+  // `w` elements of Q in Qp's element type.
+  auto loadQ = [&](Value r, Value g, Value dd, int64_t w) -> Value {
+    if (dotProduct)
+      return vector::LoadOp::create(b, qpVec(w), q, ValueRange{g, r, dd});
+    return loadVec(q, {g, r, dd}, w);
+  };
   Value scale = f32Const(op.getScale().convertToDouble());
   for (int64_t r = 0; r < rows; ++r) {
     scf::ForOp::create(
-        b, idx(0), idx(dFull), idx(kLanes), ValueRange{},
+        b, idx(0), idx(dFull), idx(width), ValueRange{},
         [&](OpBuilder &, Location, Value dd, ValueRange) {
-          vector::StoreOp::create(b, loadVec(q, {gs[r], rs[r], dd}, kLanes),
-                                  qp, ValueRange{idx(r), dd});
+          vector::StoreOp::create(b, loadQ(rs[r], gs[r], dd, width), qp,
+                                  ValueRange{idx(r), dd});
           scf::YieldOp::create(b);
         });
     if (dTail) {
-      vector::StoreOp::create(b, loadVec(q, {gs[r], rs[r], idx(dFull)}, dTail),
-                              qp, ValueRange{idx(r), idx(dFull)});
-      vector::StoreOp::create(b, vecConst(kLanes - dTail, 0.0), qp,
+      vector::StoreOp::create(b, loadQ(rs[r], gs[r], idx(dFull), dTail), qp,
+                              ValueRange{idx(r), idx(dFull)});
+      Value zeros = arith::ConstantOp::create(
+          b, qpVec(width - dTail),
+          DenseElementsAttr::get(qpVec(width - dTail),
+                                 b.getFloatAttr(qpElt, 0.0)));
+      vector::StoreOp::create(b, zeros, qp,
                               ValueRange{idx(r), idx(dFull + dTail)});
     }
   }
+  // acc + the sums of the products of adjacent bf16 pairs of qv and kv.
+  auto dotBF16 = [&](Value acc, Value qv, Value kv) -> Value {
+    return LLVM::CallIntrinsicOp::create(
+               b, vec(kLanes),
+               b.getStringAttr("llvm.x86.avx512bf16.dpbf16ps.512"),
+               ValueRange{acc, qv, kv})
+        .getResult(0);
+  };
 
   // The dot products of `keys` consecutive keys from `c0` with every row:
   // accumulator r * keys + j holds row r against key c0 + j, one vector
@@ -501,26 +536,40 @@ SmallVector<Value> Emitter::scoresByKeyRows(AttentionStepOp op, Value s,
       SmallVector<Value> qv, next(accs.begin(), accs.end());
       for (int64_t r = 0; r < rows; ++r)
         qv.push_back(
-            vector::LoadOp::create(b, vec(kLanes), qp, ValueRange{idx(r), dd}));
+            vector::LoadOp::create(b, qpVec(width), qp, ValueRange{idx(r), dd}));
       for (int64_t j = 0; j < keys; ++j) {
-        Value kv = tailMask ? loadVecMasked(k, {keyIdx[j], dd}, tailMask)
-                            : loadVec(k, {keyIdx[j], dd}, kLanes);
+        Value kv;
+        if (!dotProduct)
+          kv = tailMask ? loadVecMasked(k, {keyIdx[j], dd}, tailMask)
+                        : loadVec(k, {keyIdx[j], dd}, kLanes);
+        else if (!tailMask)
+          kv = vector::LoadOp::create(b, qpVec(width), k,
+                                      ValueRange{keyIdx[j], dd});
+        else
+          kv = vector::MaskedLoadOp::create(
+              b, qpVec(width), k, ValueRange{keyIdx[j], dd}, tailMask,
+              arith::ConstantOp::create(
+                  b, qpVec(width),
+                  DenseElementsAttr::get(qpVec(width),
+                                         b.getFloatAttr(qpElt, 0.0))));
         for (int64_t r = 0; r < rows; ++r)
           next[r * keys + j] =
-              vector::FMAOp::create(b, qv[r], kv, next[r * keys + j]);
+              dotProduct
+                  ? dotBF16(next[r * keys + j], qv[r], kv)
+                  : vector::FMAOp::create(b, qv[r], kv, next[r * keys + j]);
       }
       return next;
     };
     SmallVector<Value> init(rows * keys, vecConst(kLanes, 0.0));
     auto dLoop = scf::ForOp::create(
-        b, idx(0), idx(ablation.qk ? 0 : dFull), idx(kLanes), init,
+        b, idx(0), idx(ablation.qk ? 0 : dFull), idx(width), init,
         [&](OpBuilder &, Location, Value dd, ValueRange accs) {
           scf::YieldOp::create(b, step(dd, accs, nullptr));
         });
     SmallVector<Value> accs(dLoop.getResults());
     if (dTail && !ablation.qk) {
       Value mask = vector::ConstantMaskOp::create(
-          b, VectorType::get({kLanes}, b.getI1Type()),
+          b, VectorType::get({width}, b.getI1Type()),
           ArrayRef<int64_t>{dTail});
       accs = step(idx(dFull), accs, mask);
     }
@@ -1066,7 +1115,7 @@ struct FlashExpandToCPUPass
     });
     for (Operation *op : ops) {
       ImplicitLocOpBuilder b(op->getLoc(), op);
-      Emitter emitter(b, vectorLanes, ablation);
+      Emitter emitter(b, vectorLanes, bf16Dot, ablation);
       if (auto transpose = dyn_cast<linalg::TransposeOp>(op))
         emitter.expandKeyTranspose(transpose);
       else if (auto step = dyn_cast<AttentionStepOp>(op))

@@ -21,6 +21,9 @@
 // RUN: flashc-opt %t/valid.mlir --split-input-file \
 // RUN:   --flash-expand-to-cpu=ablate=softmax --canonicalize \
 // RUN:   | FileCheck %s --check-prefix=ABLATE-SM
+// With bf16-dot, decode's S for bf16 Q and K comes from vdpbf16ps:
+// RUN: flashc-opt %t/valid.mlir --split-input-file --flash-expand-to-cpu=bf16-dot=true \
+// RUN:   | FileCheck %s --check-prefix=DOT
 // RUN: not flashc-opt %t/valid.mlir --flash-expand-to-cpu=ablate=qk,exp 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BAD-ABLATE
 // BAD-ABLATE: error: flash-expand-to-cpu: unknown phase 'exp' in ablate; expected a comma-separated list of qk, softmax, pv
@@ -313,6 +316,34 @@ func.func @no_flash_ops(%a: memref<4xf32>) -> f32 {
   %c0 = arith.constant 0 : index
   %x = memref.load %a[%c0] : memref<4xf32>
   return %x : f32
+}
+
+// -----
+
+// bf16 Q and K in decode form (K rows read in place), head dimension 40:
+// by default, widened to f32 as the other types. With bf16-dot, Q is packed
+// as bf16 (zero-padded to 64) and S = Q . K^T takes 32 elements of a K row
+// per vdpbf16ps, as loaded; the last 8 by a masked load.
+// CHECK-LABEL: func.func @step_bf16
+// CHECK-NOT: llvm.call_intrinsic
+// CHECK: return
+// DOT-LABEL: func.func @step_bf16
+// DOT: memref.alloca() : memref<4x64xbf16>
+// DOT: vector.load %{{.+}} : memref<1x3x40xbf16>, vector<32xbf16>
+// DOT: vector.store %{{.+}} : memref<4x64xbf16>, vector<32xbf16>
+// DOT: arith.constant dense<0.000000e+00> : vector<24xbf16>
+// DOT: vector.load %[[K:.+]][%{{.+}}, %{{.+}}] : memref<?x40xbf16>, vector<32xbf16>
+// DOT-NEXT: llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.512"(%{{.+}}, %{{.+}}, %{{.+}}) : (vector<16xf32>, vector<32xbf16>, vector<32xbf16>) -> vector<16xf32>
+// DOT: vector.constant_mask [8] : vector<32xi1>
+// DOT: vector.maskedload %{{.+}} : memref<?x40xbf16>, vector<32xi1>, vector<32xbf16> into vector<32xbf16>
+// DOT: llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.512"
+// DOT: return
+func.func @step_bf16(%q: memref<1x3x40xbf16>, %k: memref<?x40xbf16>, %v: memref<?x40xbf16>,
+                     %acc: memref<1x3x40xf32>, %m: memref<1x3xf32>, %l: memref<1x3xf32>) {
+  flash.attention_step ins(%q, %k, %v : memref<1x3x40xbf16>, memref<?x40xbf16>, memref<?x40xbf16>)
+      outs(%acc, %m, %l : memref<1x3x40xf32>, memref<1x3xf32>, memref<1x3xf32>)
+      scale = 0.15
+  return
 }
 
 //--- invalid.mlir
