@@ -36,10 +36,13 @@ def FlashExpandToCPU : Pass<"flash-expand-to-cpu"> {
       stored (a maximum is one compare and select, which x86 does in one
       instruction); then, one row at a time, P = 2^(S log2(e) - m log2(e))
       and the row sum overwrite S (the exponent clamped at -126, 2^f of its
-      fraction by a degree-5 polynomial, 2^n in the exponent bits); and `acc = alpha * acc + P . V` is accumulated with the rescale
-      folded into the accumulator load. Under a causal mask, columns no row
-      of the block sees are skipped. The scratch (packed Q, a 4-row S) is
-      stack memory between `llvm.intr.stacksave` and
+      fraction by a degree-5 polynomial, 2^n in the exponent bits). The
+      rows are taken 64 at a time: S and the softmax for each row block of
+      the 64, then `acc = alpha * acc`, then `acc += P . V` in blocks of
+      keys whose V rows fit 32 KiB, each block read by every row block of
+      the 64 while it is in L1. Under a causal mask, columns no row of the
+      block sees are skipped. The scratch (packed Q, the 64-row S and the
+      alphas) is stack memory between `llvm.intr.stacksave` and
       `llvm.intr.stackrestore`, released after every step.
     - The `[B, H, N, D] -> [B, H, D, N]` `linalg.transpose` that
       `flash-cpu-transpose-keys` creates: a parallel loop over (batch, head)

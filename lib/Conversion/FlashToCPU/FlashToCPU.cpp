@@ -8,8 +8,9 @@
 // loop. Otherwise (decode) K is read in place, row by row: each (row, key)
 // pair gets one accumulator along the head dimension, and one vector's worth
 // of them is summed at once by a shuffle tree. The online softmax runs row by
-// row, and P . V accumulates into the f32 state with the alpha rescale folded
-// into the accumulator load. Vector width and register blocks follow the
+// row. Rows are taken 64 at a time: their S and softmax first, then the
+// alpha rescale of the f32 state, then P . V in blocks of keys small enough
+// for their V rows to stay in L1 while every row block reads them. Vector width and register blocks follow the
 // `vector-lanes` option (16 for AVX-512's 32 registers, 8 for AVX2's 16).
 //
 //===----------------------------------------------------------------------===//
@@ -29,6 +30,7 @@
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <limits>
 
@@ -50,6 +52,11 @@ constexpr int64_t kRowBlock = 4;
 constexpr int64_t kMaxColVectors = 4;
 /// How many keys ahead decode prefetches the rows of K.
 constexpr int64_t kPrefetchKeys = 16;
+/// Rows whose scores are kept at once: P . V then runs over them key block
+/// by key block, so that each block of V is read from L1 by all of them.
+constexpr int64_t kSuperRows = 64;
+/// Bytes of V one key block of P . V may take (an L1 share).
+constexpr int64_t kValueBlockBytes = 32 * 1024;
 /// Side of the square blocks the transposed copy of K is built from.
 constexpr int64_t kTransposeBlock = 16;
 
@@ -180,8 +187,15 @@ private:
     nest(0);
   }
 
+  Value rowsOf(AttentionStepOp op, Value n, Value br, Value f0, int64_t rows,
+               SmallVector<Value> &gs, SmallVector<Value> &rs,
+               SmallVector<Value> &ends);
   void rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
-                Value f0, int64_t rows);
+                Value f0, int64_t rows, Value alphaMem, Value a0);
+  void rescaleRows(AttentionStepOp op, Value br, Value f0, Value count,
+                   Value alphaMem);
+  void pvBlock(AttentionStepOp op, Value s, Value n, Value br, Value f0,
+               int64_t rows, Value lo, Value hi, bool prefetchV);
   SmallVector<Value> scoresByKeyRows(AttentionStepOp op, Value s,
                                      ArrayRef<Value> gs, ArrayRef<Value> rs,
                                      ArrayRef<Value> ends, Value visible,
@@ -246,26 +260,77 @@ void Emitter::expandStep(AttentionStepOp op) {
   Value npad =
       arith::MulIOp::create(b, arith::CeilDivSIOp::create(b, n, lanes), lanes);
 
-  auto sType = MemRefType::get({kRowBlock, ShapedType::kDynamic}, f32);
+  // S (then P) of up to kSuperRows rows, and their alphas.
+  auto sType = MemRefType::get({kSuperRows, ShapedType::kDynamic}, f32);
   Value s = memref::AllocaOp::create(b, sType, ValueRange{npad});
+  Value alphaMem =
+      memref::AllocaOp::create(b, MemRefType::get({kSuperRows}, f32));
+  auto rowsView = [&](Value i, int64_t rows) -> Value {
+    SmallVector<OpFoldResult> offsets = {i, b.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(rows), npad};
+    SmallVector<OpFoldResult> strides = {b.getIndexAttr(1),
+                                         b.getIndexAttr(1)};
+    return memref::SubViewOp::create(b, s, offsets, sizes, strides);
+  };
+  // Keys per block of P . V: the block of V stays in L1 while every row
+  // block of the super-block reads it.
+  Value v = op.getValue();
+  auto vType = cast<MemRefType>(v.getType());
+  int64_t rowBytes = vType.getDimSize(1) * vType.getElementTypeBitWidth() / 8;
+  int64_t pvKeys = std::clamp<int64_t>(
+      static_cast<int64_t>(llvm::bit_floor(static_cast<uint64_t>(
+          std::max<int64_t>(kValueBlockBytes / rowBytes, 1)))),
+      16, 256);
 
   // The G x Br rows of the tile (the query heads of a GQA group, then the
   // rows of each) are processed as one row space, four at a time, so that
-  // packed heads share every load of K and V.
+  // packed heads share every load of K and V: kSuperRows rows at a time,
+  // first S and the online softmax row block by row block, then
+  // acc = alpha acc, then P . V key block by key block.
   Value br = dim(q, 1);
   Value total = arith::MulIOp::create(b, idx(g), br);
-  Value total4 = arith::MulIOp::create(
-      b, arith::DivSIOp::create(b, total, idx(kRowBlock)), idx(kRowBlock));
-  scf::ForOp::create(b, idx(0), total4, idx(kRowBlock), ValueRange{},
-                     [&](OpBuilder &, Location, Value f0, ValueRange) {
-                       rowBlock(op, kt, s, n, br, f0, kRowBlock);
-                       scf::YieldOp::create(b);
-                     });
-  scf::ForOp::create(b, total4, total, idx(1), ValueRange{},
-                     [&](OpBuilder &, Location, Value f0, ValueRange) {
-                       rowBlock(op, kt, s, n, br, f0, 1);
-                       scf::YieldOp::create(b);
-                     });
+  scf::ForOp::create(
+      b, idx(0), total, idx(kSuperRows), ValueRange{},
+      [&](OpBuilder &, Location, Value sb0, ValueRange) {
+        Value count = arith::SubIOp::create(
+            b,
+            arith::MinSIOp::create(
+                b, arith::AddIOp::create(b, sb0, idx(kSuperRows)), total),
+            sb0);
+        Value count4 = arith::MulIOp::create(
+            b, arith::DivSIOp::create(b, count, idx(kRowBlock)),
+            idx(kRowBlock));
+        // Row blocks of kRowBlock rows, then the rest one at a time.
+        auto eachBlock = [&](function_ref<void(Value, Value, int64_t)> body) {
+          scf::ForOp::create(b, idx(0), count4, idx(kRowBlock), ValueRange{},
+                             [&](OpBuilder &, Location, Value i, ValueRange) {
+                               body(i, arith::AddIOp::create(b, sb0, i),
+                                    kRowBlock);
+                               scf::YieldOp::create(b);
+                             });
+          scf::ForOp::create(b, count4, count, idx(1), ValueRange{},
+                             [&](OpBuilder &, Location, Value i, ValueRange) {
+                               body(i, arith::AddIOp::create(b, sb0, i), 1);
+                               scf::YieldOp::create(b);
+                             });
+        };
+        eachBlock([&](Value i, Value f0, int64_t rows) {
+          rowBlock(op, kt, rowsView(i, rows), n, br, f0, rows, alphaMem, i);
+        });
+        rescaleRows(op, br, sb0, count, alphaMem);
+        scf::ForOp::create(
+            b, idx(0), ablation.pv ? idx(0) : n, idx(pvKeys), ValueRange{},
+            [&](OpBuilder &, Location, Value k0, ValueRange) {
+              Value hi = arith::MinSIOp::create(
+                  b, arith::AddIOp::create(b, k0, idx(pvKeys)), n);
+              eachBlock([&](Value i, Value f0, int64_t rows) {
+                pvBlock(op, rowsView(i, rows), n, br, f0, rows, k0, hi,
+                        /*prefetchV=*/!kt);
+              });
+              scf::YieldOp::create(b);
+            });
+        scf::YieldOp::create(b);
+      });
   LLVM::StackRestoreOp::create(b, stack);
 }
 
@@ -666,31 +731,20 @@ SmallVector<Value> Emitter::scoresByKeyRows(AttentionStepOp op, Value s,
 /// f is row f mod Br of head f div Br): S = Q . K^T (from the transposed
 /// `kt` when there is one), the online softmax update of (m, l), and
 /// acc += P . V.
-void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
-                       Value f0, int64_t rows) {
-  Value q = op.getQuery(), v = op.getValue();
-  Value acc = op.getAcc(), mMem = op.getMax(), lMem = op.getSum();
-  int64_t d = cast<MemRefType>(q.getType()).getDimSize(2);
-  int64_t dv = cast<MemRefType>(v.getType()).getDimSize(1);
-  int64_t colBlock = colVectors(rows);
-  // Head and row of each of the `rows` flat rows.
-  int64_t heads = cast<MemRefType>(q.getType()).getDimSize(0);
-  SmallVector<Value> gs, rs;
+/// The head and row of each of the `rows` flat rows from `f0` (row f is
+/// row f mod Br of head f div Br), and the end of each row's visible
+/// columns: [0, end_r) is n, or min(n, row + offset + 1) under a causal
+/// mask, clamped at 0. Returns the largest end.
+Value Emitter::rowsOf(AttentionStepOp op, Value n, Value br, Value f0,
+                      int64_t rows, SmallVector<Value> &gs,
+                      SmallVector<Value> &rs, SmallVector<Value> &ends) {
+  int64_t heads = cast<MemRefType>(op.getQuery().getType()).getDimSize(0);
   for (int64_t r = 0; r < rows; ++r) {
     Value f = r == 0 ? f0 : Value(arith::AddIOp::create(b, f0, idx(r)));
     gs.push_back(heads == 1 ? idx(0) : Value(arith::DivUIOp::create(b, f, br)));
     rs.push_back(heads == 1 ? f : Value(arith::RemUIOp::create(b, f, br)));
   }
-
-  Value ninf = negInf();
-  Value ninfVec = splat(ninf, kLanes);
-  auto indexVec = VectorType::get({kLanes}, b.getIndexType());
-
-  // Columns [0, end_r) are visible to row r: n, or min(n, row + offset + 1)
-  // under a causal mask, clamped at 0. Columns no row of the block sees are
-  // neither computed nor read.
   Value offset = op.getMaskOffset();
-  SmallVector<Value> ends, endVecs;
   Value visible = n;
   for (int64_t r = 0; r < rows; ++r) {
     Value end = n;
@@ -703,6 +757,26 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
     }
     ends.push_back(end);
   }
+  return visible;
+}
+
+/// Processes `rows` query rows of the tile starting at flat row `f0`, whose
+/// S rows are `s`: S = Q . K^T (from the transposed `kt` when there is
+/// one) and the online softmax update of (m, l), leaving P in `s` and each
+/// row's alpha in alphaMem[a0 + r]. P . V comes after (pvBlock).
+void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
+                       Value f0, int64_t rows, Value alphaMem, Value a0) {
+  Value q = op.getQuery();
+  Value mMem = op.getMax(), lMem = op.getSum();
+  int64_t d = cast<MemRefType>(q.getType()).getDimSize(2);
+  int64_t colBlock = colVectors(rows);
+  SmallVector<Value> gs, rs, ends, endVecs;
+  Value visible = rowsOf(op, n, br, f0, rows, gs, rs, ends);
+
+  Value ninf = negInf();
+  Value ninfVec = splat(ninf, kLanes);
+  auto indexVec = VectorType::get({kLanes}, b.getIndexType());
+  Value offset = op.getMaskOffset();
   Value colsPad = arith::MulIOp::create(
       b, arith::CeilDivSIOp::create(b, visible, idx(kLanes)), idx(kLanes));
 
@@ -786,7 +860,6 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
 
   // 2. Online softmax, one row at a time.
   Value zeroF = f32Const(0.0);
-  SmallVector<Value> alphas;
   for (int64_t r = 0; r < rows; ++r) {
     Value g = gs[r], row = rs[r];
     Value rIdx = idx(r);
@@ -829,14 +902,51 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
         arith::AddFOp::create(b, arith::MulFOp::create(b, alpha, lOld), rowSum);
     memref::StoreOp::create(b, mNew, mMem, ValueRange{g, row});
     memref::StoreOp::create(b, lNew, lMem, ValueRange{g, row});
-    alphas.push_back(alpha);
+    memref::StoreOp::create(
+        b, alpha, alphaMem,
+        ValueRange{r == 0 ? a0 : Value(arith::AddIOp::create(b, a0, idx(r)))});
   }
+}
 
-  // 3. acc[g_r, row_r, :] = alpha_r * acc + P[r, :] . V, in column groups.
-  // Without the transposed copy of K (decode), V is streamed from memory
-  // once: the first group prefetches the rows a few keys ahead.
+/// acc[g_f, row_f, :] *= alphaMem[i] for the `count` rows f = f0 + i.
+void Emitter::rescaleRows(AttentionStepOp op, Value br, Value f0, Value count,
+                          Value alphaMem) {
+  Value acc = op.getAcc();
+  int64_t dv = cast<MemRefType>(acc.getType()).getDimSize(2);
+  int64_t heads = cast<MemRefType>(acc.getType()).getDimSize(0);
+  scf::ForOp::create(
+      b, idx(0), count, idx(1), ValueRange{},
+      [&](OpBuilder &, Location, Value i, ValueRange) {
+        Value f = arith::AddIOp::create(b, f0, i);
+        Value g = heads == 1 ? idx(0) : Value(arith::DivUIOp::create(b, f, br));
+        Value row = heads == 1 ? f : Value(arith::RemUIOp::create(b, f, br));
+        Value alpha = memref::LoadOp::create(b, alphaMem, ValueRange{i});
+        int64_t d0 = 0;
+        for (const SmallVector<int64_t> &group :
+             chunkGroups(dv, kMaxColVectors))
+          for (int64_t w : group) {
+            Value a = loadVec(acc, {g, row, idx(d0)}, w);
+            storeVec(arith::MulFOp::create(b, a, splat(alpha, w)), acc,
+                     {g, row, idx(d0)});
+            d0 += w;
+          }
+        scf::YieldOp::create(b);
+      });
+}
+
+/// acc[g_r, row_r, :] += P[r, c] V[c, :] for the `rows` rows from flat row
+/// `f0` (P rows in `s`) and the keys c in [lo, min(hi, visible)), in column
+/// groups. With `prefetchV` (decode, which streams V from memory once), the
+/// first group prefetches the V rows a few keys ahead.
+void Emitter::pvBlock(AttentionStepOp op, Value s, Value n, Value br, Value f0,
+                      int64_t rows, Value lo, Value hi, bool prefetchV) {
+  Value v = op.getValue(), acc = op.getAcc();
+  int64_t dv = cast<MemRefType>(v.getType()).getDimSize(1);
+  int64_t colBlock = colVectors(rows);
+  SmallVector<Value> gs, rs, ends;
+  Value visible = rowsOf(op, n, br, f0, rows, gs, rs, ends);
+  Value end = arith::MinSIOp::create(b, hi, visible);
   int64_t d0 = 0;
-  bool prefetchV = !kt;
   for (const SmallVector<int64_t> &group : chunkGroups(dv, colBlock)) {
     SmallVector<int64_t> offsets;
     for (int64_t w : group) {
@@ -845,13 +955,11 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
     }
     SmallVector<Value> init;
     for (int64_t r = 0; r < rows; ++r)
-      for (auto [w, off] : llvm::zip(group, offsets)) {
-        Value a = loadVec(acc, {gs[r], rs[r], idx(off)}, w);
-        init.push_back(arith::MulFOp::create(b, a, splat(alphas[r], w)));
-      }
+      for (auto [w, off] : llvm::zip(group, offsets))
+        init.push_back(loadVec(acc, {gs[r], rs[r], idx(off)}, w));
     int64_t cols = group.size();
     auto cLoop = scf::ForOp::create(
-        b, idx(0), ablation.pv ? idx(0) : visible, idx(1), init,
+        b, lo, end, idx(1), init,
         [&](OpBuilder &, Location, Value c, ValueRange accs) {
           if (prefetchV)
             prefetchRows(v, arith::AddIOp::create(b, c, idx(kPrefetchKeys)), 1,

@@ -46,9 +46,13 @@
 // Without key_transposed, K has no transposed copy: the f32 scratch holds
 // the rows of Q of one row block instead.
 // CHECK: %[[QP:.+]] = memref.alloca() : memref<4x64xf32>
-// CHECK-NOT: memref<64x?xf32>
-// The 4-row score block, n rounded up to whole vectors.
-// CHECK: %[[S:.+]] = memref.alloca(%{{.+}}) : memref<4x?xf32>
+// The scores of up to 64 rows (n rounded up to whole vectors) and their
+// alphas; the rows are taken 64 at a time, and a row block of 4 works on
+// a view of its 4 rows.
+// CHECK: %[[S:.+]] = memref.alloca(%{{.+}}) : memref<64x?xf32>
+// CHECK: %[[ALPHA:.+]] = memref.alloca() : memref<64xf32>
+// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c64
+// CHECK: %[[SV:.+]] = memref.subview %[[S]][%{{.+}}, 0] [4, %{{.+}}] [1, 1] : memref<64x?xf32> to memref<4x?xf32, strided<[?, 1], offset: ?>>
 // Row r sees the columns below min(n, row + offset + 1).
 // CHECK: arith.addi %{{.+}}, %[[OFF]] : index
 // CHECK: vector.load %[[Q]]{{.+}} : memref<2x5x64xf16>, vector<16xf16>
@@ -76,7 +80,7 @@
 // CHECK: arith.cmpi slt, %{{.+}}, %[[LANEEND]] : vector<16xindex>
 // CHECK: arith.select %{{.+}}, %{{.+}}, %{{.+}} : vector<16xi1>, vector<16xf32>
 // CHECK: vector.extract_strided_slice %{{.+}} {offsets = [4], sizes = [4], strides = [1]} : vector<16xf32> to vector<4xf32>
-// CHECK: vector.store %{{.+}}, %[[S]]{{.+}} : memref<4x?xf32>, vector<4xf32>
+// CHECK: vector.store %{{.+}}, %[[SV]]{{.+}} : memref<4x?xf32, strided<[?, 1], offset: ?>>, vector<4xf32>
 // The maxima are one compare and select each (one vmaxps), a row's four
 // lanes reduced by halving shuffles.
 // CHECK: arith.cmpf ogt, %{{.+}}, %{{.+}} : vector<16xf32>
@@ -86,8 +90,8 @@
 // CHECK: vector.extract %{{.+}}[0] : f32 from vector<1xf32>
 // The keys past the last group one at a time, then -inf padding.
 // CHECK: vector.reduction <add>, %{{.+}} : vector<16xf32> into f32
-// CHECK: memref.store %{{.+}}, %[[S]]
-// CHECK: memref.store %{{.+}}, %[[S]]
+// CHECK: memref.store %{{.+}}, %[[SV]]
+// CHECK: memref.store %{{.+}}, %[[SV]]
 // CHECK: memref.load %[[M]]
 // CHECK: memref.load %[[L]]
 // alpha = exp(m - m'), guarded against -inf.
@@ -109,9 +113,21 @@
 // CHECK: vector.reduction <add>, %{{.+}} : vector<16xf32> into f32
 // CHECK: memref.store %{{.+}}, %[[M]]
 // CHECK: memref.store %{{.+}}, %[[L]]
-// acc = alpha * acc + P . V, the 8-wide tail included.
+// CHECK: memref.store %{{.+}}, %[[ALPHA]]
+// Then acc = alpha * acc for the rows of the 64,
+// CHECK: memref.load %[[ALPHA]]
+// CHECK: vector.load %[[ACC]]{{.+}} : memref<2x5x40xf32>, vector<16xf32>
+// CHECK: arith.mulf %{{.+}}, %{{.+}} : vector<16xf32>
+// CHECK: vector.store %{{.+}}, %[[ACC]]{{.+}} : memref<2x5x40xf32>, vector<16xf32>
+// and acc += P . V in blocks of 256 keys (V rows of 80 bytes: 32 KiB of
+// them at most), every row block reading the same block of V. The 8-wide
+// tail included.
+// CHECK: scf.for %{{.+}} = %{{.+}} to %[[N]] step %c256
+// CHECK: %[[PV:.+]] = memref.subview %[[S]][%{{.+}}, 0] [4, %{{.+}}] [1, 1]
 // CHECK: vector.load %[[ACC]]{{.+}} : memref<2x5x40xf32>, vector<16xf32>
 // CHECK: vector.load %[[ACC]]{{.+}} : memref<2x5x40xf32>, vector<8xf32>
+// CHECK: memref.prefetch %[[V]]
+// CHECK: memref.load %[[PV]]
 // CHECK: vector.load %[[V]]{{.+}} : memref<?x40xf16>, vector<8xf16>
 // CHECK: vector.fma %{{.+}}, %{{.+}}, %{{.+}} : vector<8xf32>
 // CHECK: vector.store %{{.+}}, %[[ACC]]{{.+}} : memref<2x5x40xf32>, vector<8xf32>
@@ -173,7 +189,7 @@ func.func @step_masked(%q: memref<2x5x64xf16>, %k: memref<?x64xf16>, %v: memref<
 // CHECK: llvm.intr.stacksave
 // CHECK: %[[N:.+]] = memref.dim %[[K]], %{{.+}}
 // CHECK: memref.alloca() : memref<4x64xf32>
-// CHECK: memref.alloca(%{{.+}}) : memref<4x?xf32>
+// CHECK: memref.alloca(%{{.+}}) : memref<64x?xf32>
 // CHECK-NOT: arith.extf
 // CHECK-NOT: vector.from_elements
 // CHECK: vector.fma
@@ -204,7 +220,7 @@ func.func @step_unmasked_strided(
 // CHECK: llvm.intr.stacksave
 // CHECK: memref.dim %[[K]], %{{.+}} : memref<32x?xf32>
 // CHECK-NOT: memref.alloca({{.+}}) : memref<32x?xf32>
-// CHECK: memref.alloca(%{{.+}}) : memref<4x?xf32>
+// CHECK: memref.alloca(%{{.+}}) : memref<64x?xf32>
 // CHECK: vector.load %[[K]]
 // CHECK: vector.maskedload %[[K]]
 // CHECK: llvm.intr.stackrestore
