@@ -37,7 +37,8 @@ TargetInfo hostCPU() {
 #if defined(__x86_64__) || defined(__i386__)
   if (__builtin_cpu_supports("avx512f"))
     t.vectorLanes = 16;
-  t.bf16DotProduct = t.vectorLanes == 16 && __builtin_cpu_supports("avx512bf16");
+  t.bf16DotProduct =
+      t.vectorLanes == 16 && __builtin_cpu_supports("avx512bf16");
 #endif
   // Two FMA pipes at ~3 GHz: 2 x lanes x 2 flops x 3e9.
   t.perProcessorPeakTflops = 2.0 * t.vectorLanes * 2 * 3e9 * 1e-12;

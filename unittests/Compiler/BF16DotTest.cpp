@@ -2,8 +2,8 @@
 //
 // On hosts with AVX512_BF16, decode with bf16 Q and K computes S = Q . K^T
 // by vdpbf16ps (PipelineConfig::bf16Dot: "off", the default, never; "host"
-// where the host has it; "on" always). Decode shapes (Nq <= 16) with GQA, MQA and
-// MHA, causal masks, head dims that are not whole 32-element vectors (40,
+// where the host has it; "on" always). Decode shapes (Nq <= 16) with GQA, MQA
+// and MHA, causal masks, head dims that are not whole 32-element vectors (40,
 // 59, 16) and 256, and key counts around the key groups and the KV block
 // run both ways against the float64 reference on fresh random inputs (the
 // seed is printed on failure), with getOutputTolerance's bf16 tolerance.
@@ -85,7 +85,7 @@ TEST_P(BF16DotTest, DecodeMatchesTheReference) {
   std::mt19937 rng(seed);
   // (B, Nq, Nk): decode, with key counts around the groups of 4 keys and
   // the KV block, and causal rows that see no key (Nk < Nq).
-  const flashc_test::Sizes sizes[] = {{1, 1, 1},   {1, 1, 3},   {2, 1, 7},
+  const flashc_test::Sizes sizes[] = {{1, 1, 1},   {1, 1, 3},    {2, 1, 7},
                                       {1, 1, 257}, {1, 4, 1000}, {1, 16, 33},
                                       {1, 5, 3},   {3, 2, 515}};
   for (flashc_test::Sizes s : sizes) {

@@ -10,8 +10,9 @@
 // of them is summed at once by a shuffle tree. The online softmax runs row by
 // row. Rows are taken 64 at a time: their S and softmax first, then the
 // alpha rescale of the f32 state, then P . V in blocks of keys small enough
-// for their V rows to stay in L1 while every row block reads them. Vector width and register blocks follow the
-// `vector-lanes` option (16 for AVX-512's 32 registers, 8 for AVX2's 16).
+// for their V rows to stay in L1 while every row block reads them. Vector
+// width and register blocks follow the `vector-lanes` option (16 for
+// AVX-512's 32 registers, 8 for AVX2's 16).
 //
 //===----------------------------------------------------------------------===//
 
@@ -601,7 +602,8 @@ SmallVector<Value> Emitter::scoresByKeyRows(AttentionStepOp op, Value s,
       SmallVector<Value> qv, next(accs.begin(), accs.end());
       for (int64_t r = 0; r < rows; ++r)
         qv.push_back(
-            vector::LoadOp::create(b, qpVec(width), qp, ValueRange{idx(r), dd}));
+            vector::LoadOp::create(b, qpVec(width), qp,
+                                   ValueRange{idx(r), dd}));
       for (int64_t j = 0; j < keys; ++j) {
         Value kv;
         if (!dotProduct)
