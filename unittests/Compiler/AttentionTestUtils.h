@@ -15,7 +15,9 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <initializer_list>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace flashc_test {
@@ -102,6 +104,22 @@ inline void checkRun(const mlir::flash::Kernel &kernel,
                                spec.withLse ? &lseRef : nullptr, options);
   ASSERT_FALSE(static_cast<bool>(err)) << llvm::toString(std::move(err));
   expectMatchesReference(spec, b);
+}
+
+/// checkRun for each of `sizes`, on inputs from one fresh seed (printed on
+/// failure), up to the first failure.
+inline void checkSizes(const mlir::flash::Kernel &kernel,
+                       const AttentionSpec &base,
+                       std::initializer_list<Sizes> sizes) {
+  unsigned seed = freshSeed();
+  SCOPED_TRACE("seed " + std::to_string(seed) +
+               " (rerun with FLASHC_TEST_SEED)");
+  std::mt19937 rng(seed);
+  for (Sizes s : sizes) {
+    checkRun(kernel, base, s, rng);
+    if (::testing::Test::HasFailure())
+      return;
+  }
 }
 
 } // namespace flashc_test

@@ -22,7 +22,6 @@
 
 #include "gtest/gtest.h"
 
-#include <random>
 #include <string>
 #include <tuple>
 
@@ -79,20 +78,17 @@ TEST_P(BF16DotTest, DecodeMatchesTheReference) {
   }
   ASSERT_TRUE(static_cast<bool>(kernel)) << errorOf(kernel.takeError());
 
-  unsigned seed = flashc_test::freshSeed();
-  SCOPED_TRACE("seed " + std::to_string(seed) +
-               " (rerun with FLASHC_TEST_SEED)");
-  std::mt19937 rng(seed);
   // (B, Nq, Nk): decode, with key counts around the groups of 4 keys and
   // the KV block, and causal rows that see no key (Nk < Nq).
-  const flashc_test::Sizes sizes[] = {{1, 1, 1},   {1, 1, 3},    {2, 1, 7},
-                                      {1, 1, 257}, {1, 4, 1000}, {1, 16, 33},
-                                      {1, 5, 3},   {3, 2, 515}};
-  for (flashc_test::Sizes s : sizes) {
-    flashc_test::checkRun(**kernel, spec, s, rng);
-    if (HasFailure())
-      return;
-  }
+  flashc_test::checkSizes(**kernel, spec,
+                          {{1, 1, 1},
+                           {1, 1, 3},
+                           {2, 1, 7},
+                           {1, 1, 257},
+                           {1, 4, 1000},
+                           {1, 16, 33},
+                           {1, 5, 3},
+                           {3, 2, 515}});
 }
 
 INSTANTIATE_TEST_SUITE_P(
