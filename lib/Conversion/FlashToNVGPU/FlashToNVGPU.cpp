@@ -651,7 +651,8 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
     return failure();
   };
 
-  auto qType = cast<RankedTensorType>(t.qRoot.getType());
+  // The roots are the function's memref arguments (under to_tensor).
+  auto qType = cast<ShapedType>(t.qRoot.getType());
   auto vType = cast<ShapedType>(t.vRoot.getType());
   Type elt = qType.getElementType();
   if (!elt.isF16() && !elt.isBF16())
