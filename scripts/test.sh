@@ -6,8 +6,9 @@
 # script checks.
 #
 #   scripts/test.sh              # build/ (Release)
-#   scripts/test.sh --sanitize   # build-sanitize/: ASan + UBSan, the same
-#                                # suite, no report allowed
+#   scripts/test.sh --sanitize   # build-sanitize/: ASan + UBSan and
+#                                # assertions, the same suite, no report
+#                                # allowed
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail
