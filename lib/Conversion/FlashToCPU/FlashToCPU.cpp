@@ -122,13 +122,19 @@ private:
           b, VectorType::get(cast<VectorType>(v.getType()).getShape(), elt), v);
     vector::StoreOp::create(b, v, mem, indices);
   }
+  /// A vector of floating-point zeros of `type`.
+  Value zeros(VectorType type) {
+    return arith::ConstantOp::create(
+        b, type,
+        DenseElementsAttr::get(type,
+                               b.getFloatAttr(type.getElementType(), 0.0)));
+  }
   /// Loads 16 elements with the lanes off in `mask` reading as 0.
   Value loadVecMasked(Value mem, ValueRange indices, Value mask) {
     Type elt = cast<MemRefType>(mem.getType()).getElementType();
     auto type = VectorType::get({kLanes}, elt);
-    Value zero = arith::ConstantOp::create(
-        b, type, DenseElementsAttr::get(type, b.getFloatAttr(elt, 0.0)));
-    Value v = vector::MaskedLoadOp::create(b, type, mem, indices, mask, zero);
+    Value v = vector::MaskedLoadOp::create(b, type, mem, indices, mask,
+                                           zeros(type));
     return elt == f32 ? v : arith::ExtFOp::create(b, vec(kLanes), v);
   }
   Value loadScalar(Value mem, ValueRange indices) {
@@ -188,6 +194,7 @@ private:
     nest(0);
   }
 
+  std::pair<Value, Value> headAndRow(AttentionStepOp op, Value f, Value br);
   Value rowsOf(AttentionStepOp op, Value n, Value br, Value f0, int64_t rows,
                SmallVector<Value> &gs, SmallVector<Value> &rs,
                SmallVector<Value> &ends);
@@ -573,11 +580,7 @@ SmallVector<Value> Emitter::scoresByKeyRows(AttentionStepOp op, Value s,
     if (dTail) {
       vector::StoreOp::create(b, loadQ(rs[r], gs[r], idx(dFull), dTail), qp,
                               ValueRange{idx(r), idx(dFull)});
-      Value zeros = arith::ConstantOp::create(
-          b, qpVec(width - dTail),
-          DenseElementsAttr::get(qpVec(width - dTail),
-                                 b.getFloatAttr(qpElt, 0.0)));
-      vector::StoreOp::create(b, zeros, qp,
+      vector::StoreOp::create(b, zeros(qpVec(width - dTail)), qp,
                               ValueRange{idx(r), idx(dFull + dTail)});
     }
   }
@@ -613,12 +616,9 @@ SmallVector<Value> Emitter::scoresByKeyRows(AttentionStepOp op, Value s,
           kv = vector::LoadOp::create(b, qpVec(width), k,
                                       ValueRange{keyIdx[j], dd});
         else
-          kv = vector::MaskedLoadOp::create(
-              b, qpVec(width), k, ValueRange{keyIdx[j], dd}, tailMask,
-              arith::ConstantOp::create(
-                  b, qpVec(width),
-                  DenseElementsAttr::get(qpVec(width),
-                                         b.getFloatAttr(qpElt, 0.0))));
+          kv = vector::MaskedLoadOp::create(b, qpVec(width), k,
+                                            ValueRange{keyIdx[j], dd},
+                                            tailMask, zeros(qpVec(width)));
         for (int64_t r = 0; r < rows; ++r)
           next[r * keys + j] =
               dotProduct
@@ -733,18 +733,28 @@ SmallVector<Value> Emitter::scoresByKeyRows(AttentionStepOp op, Value s,
 /// f is row f mod Br of head f div Br): S = Q . K^T (from the transposed
 /// `kt` when there is one), the online softmax update of (m, l), and
 /// acc += P . V.
-/// The head and row of each of the `rows` flat rows from `f0` (row f is
-/// row f mod Br of head f div Br), and the end of each row's visible
+/// The head and row of flat row `f` of the tile: row f mod Br of head
+/// f div Br.
+std::pair<Value, Value> Emitter::headAndRow(AttentionStepOp op, Value f,
+                                            Value br) {
+  int64_t heads = cast<MemRefType>(op.getQuery().getType()).getDimSize(0);
+  if (heads == 1)
+    return {idx(0), f};
+  return {arith::DivUIOp::create(b, f, br), arith::RemUIOp::create(b, f, br)};
+}
+
+/// The head and row of each of the `rows` flat rows from `f0` (headAndRow),
+/// and the end of each row's visible
 /// columns: [0, end_r) is n, or min(n, row + offset + 1) under a causal
 /// mask, clamped at 0. Returns the largest end.
 Value Emitter::rowsOf(AttentionStepOp op, Value n, Value br, Value f0,
                       int64_t rows, SmallVector<Value> &gs,
                       SmallVector<Value> &rs, SmallVector<Value> &ends) {
-  int64_t heads = cast<MemRefType>(op.getQuery().getType()).getDimSize(0);
   for (int64_t r = 0; r < rows; ++r) {
     Value f = r == 0 ? f0 : Value(arith::AddIOp::create(b, f0, idx(r)));
-    gs.push_back(heads == 1 ? idx(0) : Value(arith::DivUIOp::create(b, f, br)));
-    rs.push_back(heads == 1 ? f : Value(arith::RemUIOp::create(b, f, br)));
+    auto [g, row] = headAndRow(op, f, br);
+    gs.push_back(g);
+    rs.push_back(row);
   }
   Value offset = op.getMaskOffset();
   Value visible = n;
@@ -915,13 +925,10 @@ void Emitter::rescaleRows(AttentionStepOp op, Value br, Value f0, Value count,
                           Value alphaMem) {
   Value acc = op.getAcc();
   int64_t dv = cast<MemRefType>(acc.getType()).getDimSize(2);
-  int64_t heads = cast<MemRefType>(acc.getType()).getDimSize(0);
   scf::ForOp::create(
       b, idx(0), count, idx(1), ValueRange{},
       [&](OpBuilder &, Location, Value i, ValueRange) {
-        Value f = arith::AddIOp::create(b, f0, i);
-        Value g = heads == 1 ? idx(0) : Value(arith::DivUIOp::create(b, f, br));
-        Value row = heads == 1 ? f : Value(arith::RemUIOp::create(b, f, br));
+        auto [g, row] = headAndRow(op, arith::AddIOp::create(b, f0, i), br);
         Value alpha = memref::LoadOp::create(b, alphaMem, ValueRange{i});
         int64_t d0 = 0;
         for (const SmallVector<int64_t> &group :
