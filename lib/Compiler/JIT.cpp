@@ -464,7 +464,8 @@ KernelBuilder::build(const AttentionSpec &spec, const PipelineConfig &config) {
   options.transformer = kernel->transformer;
   options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
   options.enableGDBNotificationListener = false;
-  options.enablePerfNotificationListener = false;
+  options.enablePerfNotificationListener =
+      std::getenv("FLASHC_PERF_JIT") != nullptr;
   DiagnosticCollector diags(ctx);
   auto engine = ExecutionEngine::create(**module, options);
   if (!engine)

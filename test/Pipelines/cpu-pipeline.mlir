@@ -69,7 +69,7 @@
 // LANES8: llvm.intr.fmuladd{{.+}}vector<8xf32>
 // LANES8: llvm.shufflevector {{.+}} : vector<8xf32>
 // LANES8: llvm.fcmp "ogt" {{.+}} : vector<8xf32>
-// LANES8: llvm.intr.roundeven({{.+}}) : (vector<8xf32>) -> vector<8xf32>
+// LANES8: llvm.shl {{.+}} : vector<8xi32>
 
 //===----------------------------------------------------------------------===//
 // The naive graph.
@@ -93,7 +93,7 @@
 // GRAPH: llvm.shufflevector
 // GRAPH: llvm.fcmp "ogt" {{.+}} : vector<16xf32>
 // GRAPH: llvm.intr.vector.reduce.fadd
-// GRAPH: llvm.intr.roundeven({{.+}}) : (vector<16xf32>) -> vector<16xf32>
+// GRAPH: llvm.shl {{.+}} : vector<16xi32>
 // GRAPH: llvm.intr.stackrestore
 // GRAPH: omp.yield
 // GRAPH: omp.terminator
@@ -144,7 +144,7 @@ func.func @naive(%qm: memref<1x2x32x16xf32, strided<[?, ?, ?, 1], offset: ?>>,
 // ATTN: llvm.intr.fmuladd{{.+}}vector<16xf32>
 // ATTN: llvm.shufflevector
 // ATTN: llvm.fcmp "ogt" {{.+}} : vector<16xf32>
-// ATTN: llvm.intr.roundeven({{.+}}) : (vector<16xf32>) -> vector<16xf32>
+// ATTN: llvm.shl {{.+}} : vector<16xi32>
 // ATTN: llvm.intr.stackrestore
 // ATTN: omp.terminator
 // The combine of the 4 splits runs after the parallel region.

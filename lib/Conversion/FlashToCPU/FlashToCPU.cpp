@@ -500,20 +500,28 @@ Value Emitter::reduceMax(Value v) {
   return vector::ExtractOp::create(b, v, 0);
 }
 
-/// 2^x for a vector x <= 0 (or NaN), the exponential of the softmax: x is
-/// clamped below at -126 (results down to 2^-126 stay normal; the softmax
-/// needs nothing smaller than that), split as x = n + f with n = round(x)
-/// and |f| <= 1/2, and 2^f comes from a degree-5 polynomial (relative
-/// error 2.4e-7 evaluated in f32; its coefficients fit 2^f on [-1/2, 1/2]
-/// for relative error). 2^n is built in the exponent bits. A NaN x stays
-/// NaN: the clamp keeps it, and the polynomial of NaN is NaN.
+/// 2^x for a vector x <= 0 (or NaN), the exponential of the softmax. x is
+/// clamped below at -127 and split as x = n + f with n = round(x) and
+/// |f| <= 1/2; 2^f comes from a degree-5 polynomial (relative error 2.4e-7
+/// evaluated in f32; its coefficients fit 2^f on [-1/2, 1/2] for relative
+/// error) and 2^n is built in the exponent bits. The rounding is one add:
+/// t = x + (1.5 * 2^23 + 127) holds n + 127 in its low mantissa bits (f32
+/// rounds to nearest even, as roundeven would), so t - that constant is n,
+/// and t's bits shifted left by 23 are the bits of 2^n. At n = -127 those
+/// bits are 0, so 2^x is exactly 0 for x < -126.5, -inf included: masked
+/// scores need no select (2^-126 and below do not matter to a softmax whose
+/// largest term is 1). A NaN x stays NaN: the clamp keeps it, and the
+/// polynomial of NaN is NaN.
 Value Emitter::exp2Vec(Value x) {
   auto type = cast<VectorType>(x.getType());
   int64_t w = type.getNumElements();
-  Value lo = vecConst(w, -126.0);
+  Value lo = vecConst(w, -127.0);
   Value below = arith::CmpFOp::create(b, arith::CmpFPredicate::OLT, x, lo);
   x = arith::SelectOp::create(b, below, lo, x);
-  Value n = math::RoundEvenOp::create(b, x);
+  constexpr double kRound = 12582912.0 + 127.0; // 1.5 * 2^23 + bias
+  Value roundConst = vecConst(w, kRound);
+  Value t = arith::AddFOp::create(b, x, roundConst);
+  Value n = arith::SubFOp::create(b, t, roundConst);
   Value f = arith::SubFOp::create(b, x, n);
   static constexpr double kCoeffs[] = {
       1.0,                   0.6931469440460205,    0.24022120237350464,
@@ -522,14 +530,10 @@ Value Emitter::exp2Vec(Value x) {
   for (int i = 4; i >= 0; --i)
     p = vector::FMAOp::create(b, p, f, vecConst(w, kCoeffs[i]));
   auto i32 = VectorType::get({w}, b.getI32Type());
-  auto splatI32 = [&](int64_t v) {
-    return arith::ConstantOp::create(
-        b, i32, DenseElementsAttr::get(i32, b.getI32IntegerAttr(v)));
-  };
   Value bits = arith::ShLIOp::create(
-      b, arith::AddIOp::create(b, arith::FPToSIOp::create(b, i32, n),
-                               splatI32(127)),
-      splatI32(23));
+      b, arith::BitcastOp::create(b, i32, t),
+      arith::ConstantOp::create(
+          b, i32, DenseElementsAttr::get(i32, b.getI32IntegerAttr(23))));
   return arith::MulFOp::create(b, p, arith::BitcastOp::create(b, type, bits));
 }
 
@@ -900,10 +904,8 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
         [&](OpBuilder &, Location, Value c0, ValueRange iter) {
           Value sv =
               vector::LoadOp::create(b, vec(kLanes), s, ValueRange{rIdx, c0});
-          Value masked =
-              arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, sv, ninfVec);
-          Value x = vector::FMAOp::create(b, sv, log2eVec, negM);
-          Value p = arith::SelectOp::create(b, masked, zeroVec, exp2Vec(x));
+          // A masked score (-inf) gives exactly 0 (exp2Vec).
+          Value p = exp2Vec(vector::FMAOp::create(b, sv, log2eVec, negM));
           vector::StoreOp::create(b, p, s, ValueRange{rIdx, c0});
           scf::YieldOp::create(
               b, ValueRange{arith::AddFOp::create(b, iter[0], p)});

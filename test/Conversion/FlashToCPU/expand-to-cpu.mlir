@@ -97,19 +97,25 @@
 // alpha = exp(m - m'), guarded against -inf.
 // CHECK: arith.cmpf oeq, %{{.+}}, %{{.+}} : f32
 // CHECK: math.exp %{{.+}} : f32
-// p = 2^(s log2(e) - m log2(e)) with -inf scores set to 0: the exponent
-// clamped at -126 and rounded, a polynomial of the remainder, and 2^n
-// built in the exponent bits.
+// p = 2^(s log2(e) - m log2(e)): the exponent clamped at -127 (so -inf
+// scores give exactly 0, with no select), rounded by adding and
+// subtracting 1.5 * 2^23 + 127, a polynomial of the remainder, and 2^n
+// from the bits of the rounded sum shifted into the exponent.
 // CHECK-NOT: math.exp
-// CHECK: arith.cmpf oeq, %{{.+}}, %{{.+}} : vector<16xf32>
-// CHECK: vector.fma %{{.+}}, %{{.+}}, %{{.+}} : vector<16xf32>
-// CHECK: arith.cmpf olt, %{{.+}}, %{{.+}} : vector<16xf32>
-// CHECK: math.roundeven %{{.+}} : vector<16xf32>
-// CHECK-COUNT-5: vector.fma %{{.+}}, %{{.+}}, %{{.+}} : vector<16xf32>
-// CHECK: arith.fptosi %{{.+}} : vector<16xf32> to vector<16xi32>
-// CHECK: arith.shli %{{.+}}, %{{.+}} : vector<16xi32>
-// CHECK: arith.bitcast %{{.+}} : vector<16xi32> to vector<16xf32>
-// CHECK: arith.mulf %{{.+}}, %{{.+}} : vector<16xf32>
+// CHECK: %[[X:.+]] = vector.fma %{{.+}}, %{{.+}}, %{{.+}} : vector<16xf32>
+// CHECK-NOT: arith.cmpf oeq
+// CHECK: %[[BELOW:.+]] = arith.cmpf olt, %[[X]], %[[LO:.+]] : vector<16xf32>
+// CHECK: %[[XC:.+]] = arith.select %[[BELOW]], %[[LO]], %[[X]]
+// CHECK: %[[T:.+]] = arith.addf %[[XC]], %[[RC:.+]] : vector<16xf32>
+// CHECK: %[[NR:.+]] = arith.subf %[[T]], %[[RC]] : vector<16xf32>
+// CHECK: %[[F:.+]] = arith.subf %[[XC]], %[[NR]] : vector<16xf32>
+// CHECK-COUNT-5: vector.fma %{{.+}}, %[[F]], %{{.+}} : vector<16xf32>
+// CHECK: %[[TB:.+]] = arith.bitcast %[[T]] : vector<16xf32> to vector<16xi32>
+// CHECK: %[[E:.+]] = arith.shli %[[TB]], %{{.+}} : vector<16xi32>
+// CHECK: %[[P2N:.+]] = arith.bitcast %[[E]] : vector<16xi32> to vector<16xf32>
+// CHECK: %[[P:.+]] = arith.mulf %{{.+}}, %[[P2N]] : vector<16xf32>
+// CHECK-NOT: arith.select
+// CHECK: vector.store %[[P]]
 // CHECK: vector.reduction <add>, %{{.+}} : vector<16xf32> into f32
 // CHECK: memref.store %{{.+}}, %[[M]]
 // CHECK: memref.store %{{.+}}, %[[L]]
@@ -152,14 +158,14 @@ func.func @step_masked(%q: memref<2x5x64xf16>, %k: memref<?x64xf16>, %v: memref<
 // L8: vector.shuffle %{{.+}}, %{{.+}} [0, 1, 8, 9, 4, 5, 12, 13]
 // L8: vector.shuffle %{{.+}}, %{{.+}} [0, 2, 8, 10, 4, 6, 12, 14]
 // L8: vector.extract_strided_slice %{{.+}} {offsets = [2], sizes = [2], strides = [1]} : vector<8xf32> to vector<2xf32>
-// L8: math.roundeven %{{.+}} : vector<8xf32>
+// L8: arith.shli %{{.+}}, %{{.+}} : vector<8xi32>
 // P . V in groups of 2 vectors of 8 columns: 8 accumulators for 4 rows.
 // L8: scf.for {{.+}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // L8: llvm.intr.stackrestore
 
 // ABLATE-LABEL: func.func @step_masked
 // ABLATE-NOT: vector.fma
-// ABLATE-NOT: math.roundeven
+// ABLATE-NOT: arith.shli
 // ABLATE: vector.load %{{.+}} : memref<2x5x40xf32>, vector<16xf32>
 // ABLATE: arith.mulf
 // ABLATE: vector.store %{{.+}} : memref<2x5x40xf32>, vector<16xf32>
@@ -168,14 +174,14 @@ func.func @step_masked(%q: memref<2x5x64xf16>, %k: memref<?x64xf16>, %v: memref<
 
 // ABLATE-SM-LABEL: func.func @step_masked
 // ABLATE-SM: vector.fma
-// ABLATE-SM-NOT: math.roundeven
+// ABLATE-SM-NOT: arith.shli
 // ABLATE-SM: return
 
 // CANON-LABEL: func.func @step_masked
 // CANON: llvm.intr.stacksave
 // CANON: vector.fma
 // CANON: arith.cmpf ogt
-// CANON: math.roundeven
+// CANON: arith.shli
 // CANON: llvm.intr.stackrestore
 // CANON-NOT: flash.
 
@@ -196,7 +202,7 @@ func.func @step_masked(%q: memref<2x5x64xf16>, %k: memref<?x64xf16>, %v: memref<
 // CHECK: vector.shuffle
 // CHECK-NOT: arith.cmpi
 // CHECK: arith.cmpf ogt
-// CHECK: math.roundeven
+// CHECK: arith.shli %{{.+}}, %{{.+}} : vector<16xi32>
 // CHECK: vector.reduction <add>
 // CHECK: llvm.intr.stackrestore
 // CHECK-NOT: flash.
