@@ -107,7 +107,11 @@ def FlashCPUTransposeKeys : Pass<"flash-cpu-transpose-keys"> {
     every Q tile that visits it, this pass transposes each key tensor once
     (`linalg.transpose` to `[B, Hkv, D, Nk]`, where the key tensor is
     defined), slices the blocks from the copy and marks the steps
-    `key_transposed`. Runs on tiled tensor IR, before bufferization. Steps
+    `key_transposed`. The copy's rows are padded by one 64-byte cache line
+    (it is a slice of a `[B, Hkv, D, Nk + 64 bytes]` buffer): rows of a
+    multiple of 4 KiB (Nk = 2048 in f32, say) would otherwise map the
+    column blocks the kernel reads onto a few L1 sets. Runs on tiled tensor
+    IR, before bufferization. Steps
     whose key block is not a slice of a function-level tensor, steps whose
     Q tile holds the whole query, and steps in a function marked
     `flash.decode` (decode: each key block is read by one tile only) are
@@ -119,7 +123,8 @@ def FlashCPUTransposeKeys : Pass<"flash-cpu-transpose-keys"> {
     error here, before bufferization.
   }];
   let dependentDialects = [
-    "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect"
+    "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect"
   ];
 }
 

@@ -4,14 +4,16 @@
 //   tensor.extract_slice %K[b, h, j, 0] [1, 1, n, D] -> [n, D]
 // of a function-level K [B, Hkv, Nk, D] becomes
 //   tensor.extract_slice %Kt[b, h, 0, j] [1, 1, D, n] -> [D, n]
-// of Kt = linalg.transpose(K) [B, Hkv, D, Nk], created once per K, and the
-// step is marked key_transposed.
+// of Kt = linalg.transpose(K) [B, Hkv, D, Nk], created once per K (in a
+// buffer whose rows are one cache line longer), and the step is marked
+// key_transposed.
 //
 //===----------------------------------------------------------------------===//
 
 #include "flashc/Conversion/Passes.h"
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -50,8 +52,25 @@ Value getTransposed(RewriterBase &rewriter, Value key,
     else
       sizes.push_back(rewriter.getIndexAttr(type.getDimSize(d)));
   }
+  // Rows of Kt padded by one cache line: with a row stride of a multiple of
+  // 4 KiB (Nk = 2048, say) the rows of a column block would all fall in
+  // the same few L1 sets.
+  SmallVector<OpFoldResult> padded = sizes;
+  int64_t lineElements =
+      std::max<int64_t>(512 / type.getElementTypeBitWidth(), 1);
+  if (std::optional<int64_t> n = getConstantIntValue(sizes[3]))
+    padded[3] = rewriter.getIndexAttr(*n + lineElements);
+  else
+    padded[3] = arith::AddIOp::create(
+                    rewriter, loc, cast<Value>(sizes[3]),
+                    arith::ConstantIndexOp::create(rewriter, loc, lineElements))
+                    .getResult();
   Value empty =
-      tensor::EmptyOp::create(rewriter, loc, sizes, type.getElementType());
+      tensor::EmptyOp::create(rewriter, loc, padded, type.getElementType());
+  SmallVector<OpFoldResult> zeros(4, rewriter.getIndexAttr(0));
+  SmallVector<OpFoldResult> ones(4, rewriter.getIndexAttr(1));
+  empty =
+      tensor::ExtractSliceOp::create(rewriter, loc, empty, zeros, sizes, ones);
   Value t = linalg::TransposeOp::create(rewriter, loc, key, empty,
                                         ArrayRef<int64_t>{0, 1, 3, 2})
                 .getResult()[0];

@@ -23,8 +23,11 @@
 // The transpose is made once, at function level, before the tile loop.
 // PREFILL-LABEL: func.func @prefill
 // PREFILL-SAME: (%[[Q:.+]]: tensor<1x2x64x16xf32>, %[[K:.+]]: tensor<1x2x64x16xf32>, %[[V:.+]]: tensor<1x2x64x16xf32>)
-// PREFILL: %[[E:.+]] = tensor.empty() : tensor<1x2x16x64xf32>
-// PREFILL: %[[KT:.+]] = linalg.transpose ins(%[[K]] : tensor<1x2x64x16xf32>) outs(%[[E]] : tensor<1x2x16x64xf32>) permutation = [0, 1, 3, 2]
+// Its rows are padded by one cache line (16 f32), so that rows whose
+// length is a multiple of 4 KiB do not share L1 sets.
+// PREFILL: %[[E:.+]] = tensor.empty() : tensor<1x2x16x80xf32>
+// PREFILL: %[[ES:.+]] = tensor.extract_slice %[[E]][0, 0, 0, 0] [1, 2, 16, 64] [1, 1, 1, 1] : tensor<1x2x16x80xf32> to tensor<1x2x16x64xf32>
+// PREFILL: %[[KT:.+]] = linalg.transpose ins(%[[K]] : tensor<1x2x64x16xf32>) outs(%[[ES]] : tensor<1x2x16x64xf32>) permutation = [0, 1, 3, 2]
 // PREFILL: scf.forall
 // PREFILL: scf.for %[[J:[^ ]+]] =
 // The [D, n] block of the copy replaces the [n, D] block of K.
@@ -33,6 +36,17 @@
 // PREFILL: flash.attention_step ins(%{{.+}}, %[[KB]], %{{.+}} : tensor<1x?x16xf32>, tensor<16x?xf32>, tensor<?x16xf32>)
 // PREFILL-SAME: key_transposed
 // PREFILL-NOT: linalg.transpose
+
+// With a dynamic key length and bf16 keys, the padding is 32 elements.
+// PREFILL-LABEL: func.func @prefill_dynamic
+// PREFILL-SAME: (%{{.+}}: tensor<1x2x?x16xbf16>, %[[K:.+]]: tensor<1x2x?x16xbf16>, %{{.+}}: tensor<1x2x?x16xbf16>)
+// PREFILL: %[[N:.+]] = tensor.dim %[[K]], %c2
+// PREFILL: %[[NP:.+]] = arith.addi %[[N]], %c32
+// PREFILL: %[[E:.+]] = tensor.empty(%[[NP]]) : tensor<1x2x16x?xbf16>
+// PREFILL: %[[ES:.+]] = tensor.extract_slice %[[E]][0, 0, 0, 0] [1, 2, 16, %[[N]]] [1, 1, 1, 1]
+// PREFILL: linalg.transpose ins(%[[K]] : tensor<1x2x?x16xbf16>) outs(%[[ES]] : tensor<1x2x16x?xbf16>)
+// PREFILL: flash.attention_step
+// PREFILL-SAME: key_transposed
 
 // A Q tile that holds the whole query reads each key block once: no copy.
 // DECODE-LABEL: func.func @decode
@@ -61,6 +75,12 @@ func.func @prefill(%q: tensor<1x2x64x16xf32>, %k: tensor<1x2x64x16xf32>,
                    %v: tensor<1x2x64x16xf32>) -> tensor<1x2x64x16xf32> {
   %o = flash.attention %q, %k, %v : tensor<1x2x64x16xf32>, tensor<1x2x64x16xf32>, tensor<1x2x64x16xf32> -> tensor<1x2x64x16xf32>
   return %o : tensor<1x2x64x16xf32>
+}
+
+func.func @prefill_dynamic(%q: tensor<1x2x?x16xbf16>, %k: tensor<1x2x?x16xbf16>,
+                           %v: tensor<1x2x?x16xbf16>) -> tensor<1x2x?x16xbf16> {
+  %o = flash.attention %q, %k, %v : tensor<1x2x?x16xbf16>, tensor<1x2x?x16xbf16>, tensor<1x2x?x16xbf16> -> tensor<1x2x?x16xbf16>
+  return %o : tensor<1x2x?x16xbf16>
 }
 
 //--- decode.mlir
