@@ -237,8 +237,9 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
   if (stage == "bufferized") {
     // A launch-time split count (dynamic-splits) is the kernel's argument.
     pm.addNestedPass<func::FuncOp>(createFlashCPUBindSplitCount());
-    // Backend layout choices on tensors come first: the CPU kernels read one
-    // transposed copy of K.
+    // Backend layout choices on tensors come first: the CPU kernels read f32
+    // copies of f16/bf16 operands and one transposed copy of K.
+    pm.addPass(createFlashCPUWidenOperands());
     pm.addPass(createFlashCPUTransposeKeys());
     // Empty-tensor elimination must see the destinations before
     // canonicalization folds reshapes of tensor.empty away. No CSE before

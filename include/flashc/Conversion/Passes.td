@@ -99,6 +99,41 @@ def FlashCPUBindSplitCount : Pass<"flash-cpu-bind-split-count", "::mlir::func::F
   }];
 }
 
+def FlashCPUWidenOperands : Pass<"flash-cpu-widen-operands"> {
+  let summary = "Compute f16 and bf16 prefill on f32 copies of Q, K and V";
+  let description = [{
+    The CPU kernel computes in f32. With f16 or bf16 operands, its inner
+    loops would convert every vector of K and V they load, once per block
+    of four query rows that reads it (and every element of Q, once per
+    column block): on AVX-512 that is two more vector instructions for
+    every four FMAs. This pass makes one f32 copy of each f16 or bf16
+    tensor whose blocks the attention steps read (`linalg.copy` into an
+    f32 `tensor.empty`, where the tensor is defined), and the steps read
+    f32 blocks of the copies instead. The conversion is exact, so results
+    do not change. Runs on tiled tensor IR, before
+    `flash-cpu-transpose-keys` and bufferization; the CPU expansion turns
+    the copies into parallel vector loops.
+
+    Steps whose Q, K and V are not all slices of function-level f16 or
+    bf16 tensors, steps whose Q tile holds the whole query, and steps in a
+    function marked `flash.decode` are left as they are: there each block
+    is read once, and a copy would only add a pass over the data.
+
+    ```mlir
+    %kb = tensor.extract_slice %k[%b, %h, %j, 0] [1, 1, %n, 64] [1, 1, 1, 1]
+        : tensor<?x8x?x64xbf16> to tensor<?x64xbf16>
+    // becomes
+    %kw = linalg.copy ins(%k : tensor<?x8x?x64xbf16>)
+                      outs(%e : tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32>
+    %kb = tensor.extract_slice %kw[%b, %h, %j, 0] [1, 1, %n, 64] [1, 1, 1, 1]
+        : tensor<?x8x?x64xf32> to tensor<?x64xf32>
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect"
+  ];
+}
+
 def FlashCPUTransposeKeys : Pass<"flash-cpu-transpose-keys"> {
   let summary = "Keep one transposed copy of K for the CPU kernels";
   let description = [{

@@ -81,6 +81,7 @@ public:
 
   void expandStep(AttentionStepOp op);
   void expandKeyTranspose(linalg::TransposeOp op);
+  void expandWiden(linalg::CopyOp op);
   void expandFinalize(FinalizeOp op);
   void expandCombine(CombineOp op);
 
@@ -1131,6 +1132,57 @@ void Emitter::expandKeyTranspose(linalg::TransposeOp op) {
   transposeKeys(in, out, n, d, ivs);
 }
 
+/// Returns true for the f16/bf16 -> f32 memref copies that
+/// flash-cpu-widen-operands creates (rank 2 or more, a static last
+/// dimension).
+static bool isWiden(linalg::CopyOp op) {
+  if (op.getInputs().size() != 1 || op.getOutputs().size() != 1)
+    return false;
+  auto in = dyn_cast<MemRefType>(op.getInputs()[0].getType());
+  auto out = dyn_cast<MemRefType>(op.getOutputs()[0].getType());
+  return in && out && in.getRank() >= 2 &&
+         isa<Float16Type, BFloat16Type>(in.getElementType()) &&
+         out.getElementType().isF32() && !in.isDynamicDim(in.getRank() - 1);
+}
+
+/// The copy as a parallel loop over the two leading dimensions (one for
+/// rank 2), loops over the rest but the last, and vectors along the last.
+void Emitter::expandWiden(linalg::CopyOp op) {
+  Value in = op.getInputs()[0], out = op.getOutputs()[0];
+  auto type = cast<MemRefType>(in.getType());
+  int64_t rank = type.getRank();
+  int64_t last = type.getDimSize(rank - 1);
+  int64_t parallel = std::min<int64_t>(2, rank - 1);
+  SmallVector<OpFoldResult> space;
+  for (int64_t i = 0; i < parallel; ++i)
+    space.push_back(getAsOpFoldResult(dim(in, i)));
+  auto forall = scf::ForallOp::create(b, space, ValueRange{}, std::nullopt);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(forall.getTerminator());
+  SmallVector<Value> ivs = forall.getInductionVars();
+  std::function<void(int64_t)> nest = [&](int64_t i) {
+    if (i == rank - 1) {
+      int64_t d0 = 0;
+      for (const SmallVector<int64_t> &group :
+           chunkGroups(last, kMaxColVectors))
+        for (int64_t w : group) {
+          SmallVector<Value> at = ivs;
+          at.push_back(idx(d0));
+          storeVec(loadVec(in, at, w), out, at);
+          d0 += w;
+        }
+      return;
+    }
+    auto loop = scf::ForOp::create(b, idx(0), dim(in, i), idx(1));
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(loop.getBody());
+    ivs.push_back(loop.getInductionVar());
+    nest(i + 1);
+    ivs.pop_back();
+  };
+  nest(parallel);
+}
+
 struct FlashExpandToCPUPass
     : flash::impl::FlashExpandToCPUBase<FlashExpandToCPUPass> {
   using Base::Base;
@@ -1232,11 +1284,17 @@ struct FlashExpandToCPUPass
       if (isKeyTranspose(op))
         ops.push_back(op);
     });
+    getOperation()->walk([&](linalg::CopyOp op) {
+      if (isWiden(op))
+        ops.push_back(op);
+    });
     for (Operation *op : ops) {
       ImplicitLocOpBuilder b(op->getLoc(), op);
       Emitter emitter(b, vectorLanes, bf16Dot, ablation);
       if (auto transpose = dyn_cast<linalg::TransposeOp>(op))
         emitter.expandKeyTranspose(transpose);
+      else if (auto copy = dyn_cast<linalg::CopyOp>(op))
+        emitter.expandWiden(copy);
       else if (auto step = dyn_cast<AttentionStepOp>(op))
         emitter.expandStep(step);
       else if (auto fin = dyn_cast<FinalizeOp>(op))

@@ -368,6 +368,31 @@ func.func @step_bf16(%q: memref<1x3x40xbf16>, %k: memref<?x40xbf16>, %v: memref<
   return
 }
 
+// -----
+
+// The f32 copies of flash-cpu-widen-operands: in parallel over batch and
+// head, a loop over rows, and the row (40 wide) as 16 + 16 + 8 lanes, each
+// loaded, extended and stored. A copy between equal types is not one of
+// them and is left to linalg's lowering.
+// CHECK-LABEL: func.func @widen
+// CHECK-SAME: (%[[IN:.+]]: memref<?x2x?x40xbf16>, %[[OUT:.+]]: memref<?x2x?x40xf32>, %[[SAME:.+]]: memref<4x40xf32>, %[[SAMEOUT:.+]]: memref<4x40xf32>)
+// CHECK: scf.forall (%[[B:.+]], %[[H:.+]]) in (%{{.+}}, 2)
+// CHECK: scf.for %[[R:.+]] =
+// CHECK: %[[X0:.+]] = vector.load %[[IN]][%[[B]], %[[H]], %[[R]], %{{.+}}] : memref<?x2x?x40xbf16>, vector<16xbf16>
+// CHECK: %[[W0:.+]] = arith.extf %[[X0]] : vector<16xbf16> to vector<16xf32>
+// CHECK: vector.store %[[W0]], %[[OUT]][%[[B]], %[[H]], %[[R]], %{{.+}}] : memref<?x2x?x40xf32>, vector<16xf32>
+// CHECK: vector.load %[[IN]]{{.+}} vector<16xbf16>
+// CHECK: vector.load %[[IN]]{{.+}} vector<8xbf16>
+// CHECK: vector.store %{{.+}}, %[[OUT]]{{.+}} vector<8xf32>
+// CHECK-NOT: linalg.copy ins(%[[IN]]
+// CHECK: linalg.copy ins(%[[SAME]] : memref<4x40xf32>) outs(%[[SAMEOUT]] : memref<4x40xf32>)
+func.func @widen(%in: memref<?x2x?x40xbf16>, %out: memref<?x2x?x40xf32>,
+                 %same: memref<4x40xf32>, %sameOut: memref<4x40xf32>) {
+  linalg.copy ins(%in : memref<?x2x?x40xbf16>) outs(%out : memref<?x2x?x40xf32>)
+  linalg.copy ins(%same : memref<4x40xf32>) outs(%sameOut : memref<4x40xf32>)
+  return
+}
+
 //--- invalid.mlir
 
 // A step on tensors has not been bufferized.
