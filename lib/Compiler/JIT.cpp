@@ -19,6 +19,7 @@
 #include "flashc/Target/TargetInfo.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -398,6 +399,64 @@ llvm::Expected<std::string> Compiler::emitLLVMIR(const AttentionSpec &spec,
   return s;
 }
 
+/// The LLVM-dialect functions of the CPU kernel's entry point `name`: its
+/// body and its C-interface wrapper.
+static bool isEntry(LLVM::LLVMFuncOp func, llvm::StringRef name) {
+  return func.getSymName() == name ||
+         func.getSymName() == ("_mlir_ciface_" + name).str();
+}
+
+/// JIT-compiles `module` for the host, optimised by `transformer`, and
+/// looks up the C-interface entry `name`.
+static llvm::Expected<std::pair<std::unique_ptr<ExecutionEngine>, void *>>
+jitEntry(ModuleOp module,
+         const std::function<llvm::Error(llvm::Module *)> &transformer,
+         llvm::StringRef name) {
+  static const llvm::StringRef libraries[] = {FLASHC_OPENMP_LIBRARY,
+                                              FLASHC_RUNNER_UTILS_LIBRARY};
+  ExecutionEngineOptions options;
+  options.sharedLibPaths = libraries;
+  options.transformer = transformer;
+  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
+  options.enableGDBNotificationListener = false;
+  options.enablePerfNotificationListener =
+      std::getenv("FLASHC_PERF_JIT") != nullptr;
+  DiagnosticCollector diags(*module.getContext());
+  auto engine = ExecutionEngine::create(module, options);
+  if (!engine)
+    return llvm::createStringError(
+        "JIT compilation failed: " + llvm::toString(engine.takeError()) +
+        (diags.messages.empty() ? "" : "; " + diags.messages));
+  auto entry = (*engine)->lookup(("_mlir_ciface_" + name).str());
+  if (!entry)
+    return entry.takeError();
+  return std::make_pair(std::move(*engine), *entry);
+}
+
+llvm::Expected<void *> Kernel::getDecodeEntry() const {
+  std::lock_guard<std::mutex> lock(decodeMutex);
+  if (decodeEntry)
+    return decodeEntry;
+  MLIRContext ctx(getRegistry(), MLIRContext::Threading::DISABLED);
+  DiagnosticCollector diags(ctx);
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(decodeIR, &ctx);
+  if (!module)
+    return llvm::createStringError("the decode entry's IR does not parse: " +
+                                   diags.messages);
+  auto jitted = jitEntry(*module, transformer, "flash_attention_decode");
+  if (!jitted)
+    return llvm::createStringError("compiling the decode entry: " +
+                                   llvm::toString(jitted.takeError()));
+  decodeEngine = std::move(jitted->first);
+  decodeEntry = jitted->second;
+  return decodeEntry;
+}
+
+llvm::Error Kernel::prepare(int64_t seqQ) const {
+  if (isGPU() || seqQ > maxSeqQ)
+    return llvm::Error::success();
+  return getDecodeEntry().takeError();
+}
 
 /// Builds the kernel for `spec` (no caching).
 llvm::Expected<std::unique_ptr<Kernel>>
@@ -457,30 +516,23 @@ KernelBuilder::build(const AttentionSpec &spec, const PipelineConfig &config) {
   kernel->targetMachine = std::move(*tm);
   kernel->transformer = makeOptimizingTransformer(
       /*optLevel=*/3, /*sizeLevel=*/0, kernel->targetMachine.get());
-  ExecutionEngineOptions options;
-  llvm::StringRef libraries[] = {FLASHC_OPENMP_LIBRARY,
-                                 FLASHC_RUNNER_UTILS_LIBRARY};
-  options.sharedLibPaths = libraries;
-  options.transformer = kernel->transformer;
-  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
-  options.enableGDBNotificationListener = false;
-  options.enablePerfNotificationListener =
-      std::getenv("FLASHC_PERF_JIT") != nullptr;
-  DiagnosticCollector diags(ctx);
-  auto engine = ExecutionEngine::create(**module, options);
-  if (!engine)
-    return llvm::createStringError(
-        "JIT compilation failed: " + llvm::toString(engine.takeError()) +
-        (diags.messages.empty() ? "" : "; " + diags.messages));
-  auto entry = (*engine)->lookup("_mlir_ciface_flash_attention");
-  if (!entry)
-    return entry.takeError();
-  auto decodeEntry = (*engine)->lookup("_mlir_ciface_flash_attention_decode");
-  if (!decodeEntry)
-    return decodeEntry.takeError();
-  kernel->engine = std::move(*engine);
-  kernel->entry = *entry;
-  kernel->decodeEntry = *decodeEntry;
+  // The decode entry goes into a module of its own, compiled at its first
+  // use (getDecodeEntry); the prefill entry is compiled now.
+  OwningOpRef<ModuleOp> decodeModule = (**module).clone();
+  for (auto func :
+       llvm::make_early_inc_range(decodeModule->getOps<LLVM::LLVMFuncOp>()))
+    if (isEntry(func, "flash_attention"))
+      func.erase();
+  for (auto func :
+       llvm::make_early_inc_range((**module).getOps<LLVM::LLVMFuncOp>()))
+    if (isEntry(func, "flash_attention_decode"))
+      func.erase();
+  kernel->decodeIR = printOp(*decodeModule);
+  auto jitted = jitEntry(**module, kernel->transformer, "flash_attention");
+  if (!jitted)
+    return jitted.takeError();
+  kernel->engine = std::move(jitted->first);
+  kernel->entry = jitted->second;
   meta.compileSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -624,7 +676,13 @@ llvm::Error Kernel::run(const TensorRef &q, const TensorRef &k,
   int64_t splits = getSplitCount(s.batch, s.seqQ, s.seqKV, options);
   // Decode shapes take the entry point without the transposed copy of K:
   // each key block is read by one Q tile only.
-  void *entry = s.seqQ <= maxSeqQ ? decodeEntry : this->entry;
+  void *entry = this->entry;
+  if (s.seqQ <= maxSeqQ) {
+    llvm::Expected<void *> decode = getDecodeEntry();
+    if (!decode)
+      return decode.takeError();
+    entry = *decode;
+  }
   MemRefDescriptor<4> dq = describe<4>(q), dk = describe<4>(k),
                       dv = describe<4>(v), dout = describe<4>(out);
   if (lse) {

@@ -2,9 +2,12 @@
 //
 // Exercises the C++ API around the kernels: the content-addressed cache and
 // its thread safety, the errors a bad spec or a bad buffer produces, strided
-// buffers, IR dumps and compiling from an MLIR module.
+// buffers, IR dumps, compiling from an MLIR module, and the decode entry
+// compiled at its first use.
 //
 //===----------------------------------------------------------------------===//
+
+#include "AttentionTestUtils.h"
 
 #include "flashc/Compiler/Reference.h"
 
@@ -93,6 +96,67 @@ TEST(JITTest, ConcurrentCompilesShareOneKernel) {
     EXPECT_EQ(k, seen[0]);
   EXPECT_NE(seen[0], nullptr);
   EXPECT_EQ(compiler.getCacheSize(), 1u);
+}
+
+// The decode entry (Nq <= 16) is compiled at the first decode-shaped run:
+// four threads making that run at once on a fresh kernel all get correct
+// results (one of them compiles, the others wait), and prefill shapes run
+// before and after.
+TEST(JITTest, DecodeEntryCompiledAtFirstDecodeRun) {
+  Compiler compiler;
+  AttentionSpec spec = smallSpec();
+  spec.heads = 4;
+  spec.dtype = DType::BF16;
+  auto kernel = compiler.compile(spec);
+  ASSERT_TRUE(static_cast<bool>(kernel)) << errorOf(kernel.takeError());
+  unsigned seed = flashc_test::freshSeed();
+  SCOPED_TRACE("seed " + std::to_string(seed) +
+               " (rerun with FLASHC_TEST_SEED)");
+  std::mt19937 rng(seed);
+  flashc_test::checkRun(**kernel, spec, {2, 40, 70}, rng);
+
+  std::vector<AttentionSpec> specs;
+  std::vector<std::unique_ptr<flashc_test::AttentionBuffers>> buffers;
+  for (int i = 0; i < 4; ++i) {
+    AttentionSpec s = spec;
+    s.seqQ = 1 + i;
+    s.seqKV = 50 + 37 * i;
+    specs.push_back(s);
+    buffers.push_back(std::make_unique<flashc_test::AttentionBuffers>(s, rng));
+  }
+  std::string errors[4];
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&, i] {
+      flashc_test::AttentionBuffers &b = *buffers[i];
+      if (llvm::Error e = (*kernel)->run(b.q.ref(), b.k.ref(), b.v.ref(),
+                                         b.out.ref(), nullptr))
+        errors[i] = llvm::toString(std::move(e));
+    });
+  for (std::thread &t : threads)
+    t.join();
+  for (int i = 0; i < 4; ++i) {
+    SCOPED_TRACE(specs[i].str());
+    EXPECT_EQ(errors[i], "");
+    flashc_test::expectMatchesReference(specs[i], *buffers[i]);
+  }
+  // Compiled once: preparing again has nothing to do.
+  llvm::Error again = (*kernel)->prepare(1);
+  EXPECT_FALSE(static_cast<bool>(again)) << errorOf(std::move(again));
+  flashc_test::checkRun(**kernel, spec, {1, 33, 9}, rng);
+}
+
+// prepare() compiles the decode entry ahead of the first run.
+TEST(JITTest, PrepareCompilesTheDecodeEntry) {
+  Compiler compiler;
+  AttentionSpec spec = smallSpec();
+  auto kernel = compiler.compile(spec);
+  ASSERT_TRUE(static_cast<bool>(kernel)) << errorOf(kernel.takeError());
+  for (int64_t seqQ : {int64_t(1), int64_t(16), int64_t(17)}) {
+    llvm::Error e = (*kernel)->prepare(seqQ);
+    EXPECT_FALSE(static_cast<bool>(e)) << errorOf(std::move(e));
+  }
+  flashc_test::checkSizes(**kernel, spec, {{1, 3, 25}, {1, 17, 25}});
 }
 
 TEST(JITTest, BadSpecsAreErrors) {

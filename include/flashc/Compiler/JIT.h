@@ -178,6 +178,12 @@ public:
                   const TensorRef &out, const TensorRef *lse = nullptr,
                   const RunOptions &options = {}) const;
 
+  /// Compiles now what a run with `seqQ` query rows would otherwise
+  /// compile at its start: a CPU kernel's decode entry (Nq <= max-seq-q)
+  /// is compiled at its first use. Nothing to do for other lengths and for
+  /// GPU kernels.
+  llvm::Error prepare(int64_t seqQ) const;
+
   /// The KV split count a CPU kernel uses for these sizes: the
   /// configuration's fixed count, else `options.splits`, else the CTA x
   /// wave model's, for decode shapes (Nq <= max-seq-q) only; at most one
@@ -209,8 +215,14 @@ private:
   std::function<llvm::Error(llvm::Module *)> transformer;
   std::unique_ptr<ExecutionEngine> engine;
   void *entry = nullptr;
-  /// CPU: the entry point for decode shapes (Nq <= maxSeqQ).
-  void *decodeEntry = nullptr;
+  /// CPU: the entry point for decode shapes (Nq <= maxSeqQ), compiled from
+  /// `decodeIR` (its LLVM-dialect module) at the first decode-shaped run,
+  /// so that a kernel only ever run on prefill shapes never pays for it.
+  llvm::Expected<void *> getDecodeEntry() const;
+  std::string decodeIR;
+  mutable std::mutex decodeMutex;
+  mutable std::unique_ptr<ExecutionEngine> decodeEngine;
+  mutable void *decodeEntry = nullptr;
 };
 
 /// Compiles specs into kernels, caching them by (spec, target, options).
