@@ -762,19 +762,22 @@ Value Emitter::rowsOf(AttentionStepOp op, Value n, Value br, Value f0,
     rs.push_back(row);
   }
   Value offset = op.getMaskOffset();
-  Value visible = n;
-  for (int64_t r = 0; r < rows; ++r) {
-    Value end = n;
-    if (offset) {
-      Value lim = arith::AddIOp::create(
-          b, arith::AddIOp::create(b, rs[r], offset), idx(1));
-      end =
-          arith::MaxSIOp::create(b, arith::MinSIOp::create(b, n, lim), idx(0));
-      visible = r == 0 ? end : Value(arith::MaxSIOp::create(b, visible, end));
-    }
-    ends.push_back(end);
-  }
-  return visible;
+  auto endOf = [&](Value row) -> Value {
+    Value lim =
+        arith::AddIOp::create(b, arith::AddIOp::create(b, row, offset), idx(1));
+    return arith::MaxSIOp::create(b, arith::MinSIOp::create(b, n, lim),
+                                  idx(0));
+  };
+  for (int64_t r = 0; r < rows; ++r)
+    ends.push_back(offset ? endOf(rs[r]) : n);
+  if (!offset)
+    return n;
+  // The end is monotonic in the row: the largest is the largest row's. (A
+  // short expression: LLVM may recompute it inside the loops it bounds.)
+  Value maxRow = rs[0];
+  for (int64_t r = 1; r < rows; ++r)
+    maxRow = arith::MaxSIOp::create(b, maxRow, rs[r]);
+  return endOf(maxRow);
 }
 
 /// Processes `rows` query rows of the tile starting at flat row `f0`, whose
