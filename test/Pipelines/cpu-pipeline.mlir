@@ -92,7 +92,7 @@
 // GRAPH: llvm.intr.fmuladd{{.+}}vector<16xf32>
 // GRAPH: llvm.shufflevector
 // GRAPH: llvm.fcmp "ogt" {{.+}} : vector<16xf32>
-// GRAPH: llvm.intr.vector.reduce.fadd
+// GRAPH: llvm.fadd {{.+}} : vector<1xf32>
 // GRAPH: llvm.shl {{.+}} : vector<16xi32>
 // GRAPH: llvm.intr.stackrestore
 // GRAPH: omp.yield

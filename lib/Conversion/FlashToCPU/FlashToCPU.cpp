@@ -211,7 +211,9 @@ private:
                                      Value colsPad);
   Value sumEach(ArrayRef<Value> parts);
   Value maxOf(Value x, Value y);
+  Value reduceLanes(Value v, function_ref<Value(Value, Value)> combine);
   Value reduceMax(Value v);
+  Value reduceSum(Value v);
   Value exp2Vec(Value x);
   void prefetchRows(Value mem, Value first, int64_t count, uint32_t locality);
   void transposeKeys(Value k, Value kt, Value n, int64_t d,
@@ -486,8 +488,8 @@ Value Emitter::maxOf(Value x, Value y) {
   return arith::SelectOp::create(b, gt, x, y);
 }
 
-/// The largest lane of `v` by `maxOf`, halving the vector each step.
-Value Emitter::reduceMax(Value v) {
+/// `v`'s lanes combined by `combine`, halving the vector each step.
+Value Emitter::reduceLanes(Value v, function_ref<Value(Value, Value)> combine) {
   for (int64_t w = cast<VectorType>(v.getType()).getNumElements(); w > 1;
        w /= 2) {
     SmallVector<int64_t> lo, hi;
@@ -495,10 +497,23 @@ Value Emitter::reduceMax(Value v) {
       lo.push_back(i);
       hi.push_back(w / 2 + i);
     }
-    v = maxOf(vector::ShuffleOp::create(b, v, v, hi),
-              vector::ShuffleOp::create(b, v, v, lo));
+    v = combine(vector::ShuffleOp::create(b, v, v, hi),
+                vector::ShuffleOp::create(b, v, v, lo));
   }
   return vector::ExtractOp::create(b, v, 0);
+}
+
+/// The largest lane of `v` by `maxOf`.
+Value Emitter::reduceMax(Value v) {
+  return reduceLanes(v, [&](Value x, Value y) { return maxOf(x, y); });
+}
+
+/// The sum of `v`'s lanes as a tree (vector.reduction's f32 add is ordered:
+/// a chain of 15 scalar adds for 16 lanes).
+Value Emitter::reduceSum(Value v) {
+  return reduceLanes(v, [&](Value x, Value y) -> Value {
+    return arith::AddFOp::create(b, x, y);
+  });
 }
 
 /// 2^x for a vector x <= 0 (or NaN), the exponential of the softmax. x is
@@ -709,8 +724,7 @@ SmallVector<Value> Emitter::scoresByKeyRows(AttentionStepOp op, Value s,
         for (int64_t r = 0; r < rows; ++r) {
           Value x = arith::MulFOp::create(
               b,
-              vector::ReductionOp::create(b, vector::CombiningKind::ADD,
-                                          accs[r]),
+              reduceSum(accs[r]),
               scale);
           if (offset) {
             Value inRange = arith::CmpIOp::create(
@@ -914,8 +928,7 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
           scf::YieldOp::create(
               b, ValueRange{arith::AddFOp::create(b, iter[0], p)});
         });
-    Value rowSum = vector::ReductionOp::create(b, vector::CombiningKind::ADD,
-                                               sumLoop.getResult(0));
+    Value rowSum = reduceSum(sumLoop.getResult(0));
     Value lNew =
         arith::AddFOp::create(b, arith::MulFOp::create(b, alpha, lOld), rowSum);
     memref::StoreOp::create(b, mNew, mMem, ValueRange{g, row});

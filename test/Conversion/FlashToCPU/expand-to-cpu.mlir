@@ -89,7 +89,7 @@
 // CHECK: arith.cmpf ogt, %{{.+}}, %{{.+}} : vector<2xf32>
 // CHECK: vector.extract %{{.+}}[0] : f32 from vector<1xf32>
 // The keys past the last group one at a time, then -inf padding.
-// CHECK: vector.reduction <add>, %{{.+}} : vector<16xf32> into f32
+// CHECK: arith.addf %{{.+}}, %{{.+}} : vector<1xf32>
 // CHECK: memref.store %{{.+}}, %[[SV]]
 // CHECK: memref.store %{{.+}}, %[[SV]]
 // CHECK: memref.load %[[M]]
@@ -116,7 +116,10 @@
 // CHECK: %[[P:.+]] = arith.mulf %{{.+}}, %[[P2N]] : vector<16xf32>
 // CHECK-NOT: arith.select
 // CHECK: vector.store %[[P]]
-// CHECK: vector.reduction <add>, %{{.+}} : vector<16xf32> into f32
+// The row sum by a halving tree of shuffles and adds (vector.reduction's
+// ordered f32 sum is a chain of scalar adds).
+// CHECK: arith.addf %{{.+}}, %{{.+}} : vector<8xf32>
+// CHECK: arith.addf %{{.+}}, %{{.+}} : vector<1xf32>
 // CHECK: memref.store %{{.+}}, %[[M]]
 // CHECK: memref.store %{{.+}}, %[[L]]
 // CHECK: memref.store %{{.+}}, %[[ALPHA]]
@@ -203,7 +206,7 @@ func.func @step_masked(%q: memref<2x5x64xf16>, %k: memref<?x64xf16>, %v: memref<
 // CHECK-NOT: arith.cmpi
 // CHECK: arith.cmpf ogt
 // CHECK: arith.shli %{{.+}}, %{{.+}} : vector<16xi32>
-// CHECK: vector.reduction <add>
+// CHECK: arith.addf %{{.+}}, %{{.+}} : vector<1xf32>
 // CHECK: llvm.intr.stackrestore
 // CHECK-NOT: flash.
 func.func @step_unmasked_strided(
