@@ -175,11 +175,13 @@ private:
   }
 
   /// Emits `body(indices)` inside a loop nest over the dimensions of `mem`
-  /// except the last `keep` ones.
+  /// except the last `keep` ones, and except the first ones when `outer`
+  /// gives their indices.
   void forEachRow(Value mem, int64_t keep,
-                  function_ref<void(SmallVector<Value> &)> body) {
+                  function_ref<void(SmallVector<Value> &)> body,
+                  ValueRange outer = {}) {
     int64_t rank = cast<MemRefType>(mem.getType()).getRank() - keep;
-    SmallVector<Value> ivs;
+    SmallVector<Value> ivs(outer.begin(), outer.end());
     std::function<void(int64_t)> nest = [&](int64_t d) {
       if (d == rank) {
         body(ivs);
@@ -192,7 +194,7 @@ private:
       nest(d + 1);
       ivs.pop_back();
     };
-    nest(0);
+    nest(static_cast<int64_t>(outer.size()));
   }
 
   std::pair<Value, Value> headAndRow(AttentionStepOp op, Value f, Value br);
@@ -1175,28 +1177,20 @@ void Emitter::expandWiden(linalg::CopyOp op) {
   auto forall = scf::ForallOp::create(b, space, ValueRange{}, std::nullopt);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(forall.getTerminator());
-  SmallVector<Value> ivs = forall.getInductionVars();
-  std::function<void(int64_t)> nest = [&](int64_t i) {
-    if (i == rank - 1) {
-      int64_t d0 = 0;
-      for (const SmallVector<int64_t> &group :
-           chunkGroups(last, kMaxColVectors))
-        for (int64_t w : group) {
-          SmallVector<Value> at = ivs;
-          at.push_back(idx(d0));
-          storeVec(loadVec(in, at, w), out, at);
-          d0 += w;
-        }
-      return;
-    }
-    auto loop = scf::ForOp::create(b, idx(0), dim(in, i), idx(1));
-    OpBuilder::InsertionGuard inner(b);
-    b.setInsertionPointToStart(loop.getBody());
-    ivs.push_back(loop.getInductionVar());
-    nest(i + 1);
-    ivs.pop_back();
-  };
-  nest(parallel);
+  forEachRow(
+      in, 1,
+      [&](SmallVector<Value> &row) {
+        int64_t d0 = 0;
+        for (const SmallVector<int64_t> &group :
+             chunkGroups(last, kMaxColVectors))
+          for (int64_t w : group) {
+            SmallVector<Value> at = row;
+            at.push_back(idx(d0));
+            storeVec(loadVec(in, at, w), out, at);
+            d0 += w;
+          }
+      },
+      forall.getInductionVars());
 }
 
 struct FlashExpandToCPUPass

@@ -10,6 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PrefillSteps.h"
+
 #include "flashc/Conversion/Passes.h"
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
 
@@ -39,10 +41,7 @@ Value getTransposed(RewriterBase &rewriter, Value key,
   if (Value t = cache.lookup(key))
     return t;
   OpBuilder::InsertionGuard guard(rewriter);
-  if (Operation *def = key.getDefiningOp())
-    rewriter.setInsertionPointAfter(def);
-  else
-    rewriter.setInsertionPointToStart(key.getParentBlock());
+  rewriter.setInsertionPointAfterValue(key);
   Location loc = key.getLoc();
   auto type = cast<RankedTensorType>(key.getType());
   SmallVector<OpFoldResult> sizes;
@@ -88,26 +87,13 @@ struct FlashCPUTransposeKeysPass
     SmallVector<AttentionStepOp> steps;
     getOperation()->walk([&](AttentionStepOp step) { steps.push_back(step); });
     for (AttentionStepOp step : steps) {
-      if (step.getKeyTransposed() || step.getNumResults() == 0)
+      if (step.getKeyTransposed() || step.getNumResults() == 0 ||
+          !readsBlocksRepeatedly(step))
         continue;
       auto slice = step.getKey().getDefiningOp<tensor::ExtractSliceOp>();
       if (!slice || slice.getSourceType().getRank() != 4 ||
           slice.getType().getRank() != 2 || !slice.hasUnitStride())
         continue;
-      // A function that serves decode shapes, or a Q tile that holds the
-      // whole query, reads every key block with one tile only: a transposed
-      // copy would just add a pass over K.
-      if (auto func = step->getParentOfType<FunctionOpInterface>())
-        if (func->hasAttr("flash.decode"))
-          continue;
-      auto qTile = cast<RankedTensorType>(step.getQuery().getType());
-      if (auto qSlice =
-              step.getQuery().getDefiningOp<tensor::ExtractSliceOp>()) {
-        RankedTensorType source = qSlice.getSourceType();
-        int64_t nq = source.getDimSize(source.getRank() - 2);
-        if (!qTile.isDynamicDim(1) && nq == qTile.getDimSize(1))
-          continue;
-      }
       Value key = slice.getSource();
       auto func = step->getParentOfType<FunctionOpInterface>();
       if (!func || key.getParentRegion() != &func.getFunctionBody())

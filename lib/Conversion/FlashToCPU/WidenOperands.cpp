@@ -10,6 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PrefillSteps.h"
+
 #include "flashc/Conversion/Passes.h"
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
 
@@ -38,10 +40,7 @@ Value getWidened(RewriterBase &rewriter, Value source,
   if (Value w = cache.lookup(source))
     return w;
   OpBuilder::InsertionGuard guard(rewriter);
-  if (Operation *def = source.getDefiningOp())
-    rewriter.setInsertionPointAfter(def);
-  else
-    rewriter.setInsertionPointToStart(source.getParentBlock());
+  rewriter.setInsertionPointAfterValue(source);
   Location loc = source.getLoc();
   SmallVector<OpFoldResult> sizes =
       tensor::getMixedSizes(rewriter, loc, source);
@@ -52,24 +51,6 @@ Value getWidened(RewriterBase &rewriter, Value source,
                 .getResult(0);
   cache[source] = w;
   return w;
-}
-
-/// True for steps that read each block of K and V with many Q tiles: not
-/// in a function marked `flash.decode`, and not with a Q tile that holds
-/// the whole query. Elsewhere every block is read once and a copy would
-/// only add a pass over the data.
-bool readsBlocksRepeatedly(AttentionStepOp step) {
-  if (auto func = step->getParentOfType<FunctionOpInterface>())
-    if (func->hasAttr("flash.decode"))
-      return false;
-  auto qTile = cast<RankedTensorType>(step.getQuery().getType());
-  if (auto qSlice = step.getQuery().getDefiningOp<tensor::ExtractSliceOp>()) {
-    RankedTensorType source = qSlice.getSourceType();
-    int64_t nq = source.getDimSize(source.getRank() - 2);
-    if (!qTile.isDynamicDim(1) && nq == qTile.getDimSize(1))
-      return false;
-  }
-  return true;
 }
 
 struct FlashCPUWidenOperandsPass
