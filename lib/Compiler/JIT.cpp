@@ -399,11 +399,14 @@ llvm::Expected<std::string> Compiler::emitLLVMIR(const AttentionSpec &spec,
   return s;
 }
 
-/// The LLVM-dialect functions of the CPU kernel's entry point `name`: its
-/// body and its C-interface wrapper.
-static bool isEntry(LLVM::LLVMFuncOp func, llvm::StringRef name) {
-  return func.getSymName() == name ||
-         func.getSymName() == ("_mlir_ciface_" + name).str();
+/// Erases the LLVM-dialect functions of the CPU kernel's entry point
+/// `name` from `module`: its body and its C-interface wrapper.
+static void eraseEntry(ModuleOp module, llvm::StringRef name) {
+  std::string wrapper = ("_mlir_ciface_" + name).str();
+  for (auto func :
+       llvm::make_early_inc_range(module.getOps<LLVM::LLVMFuncOp>()))
+    if (func.getSymName() == name || func.getSymName() == wrapper)
+      func.erase();
 }
 
 /// JIT-compiles `module` for the host, optimised by `transformer`, and
@@ -519,14 +522,8 @@ KernelBuilder::build(const AttentionSpec &spec, const PipelineConfig &config) {
   // The decode entry goes into a module of its own, compiled at its first
   // use (getDecodeEntry); the prefill entry is compiled now.
   OwningOpRef<ModuleOp> decodeModule = (**module).clone();
-  for (auto func :
-       llvm::make_early_inc_range(decodeModule->getOps<LLVM::LLVMFuncOp>()))
-    if (isEntry(func, "flash_attention"))
-      func.erase();
-  for (auto func :
-       llvm::make_early_inc_range((**module).getOps<LLVM::LLVMFuncOp>()))
-    if (isEntry(func, "flash_attention_decode"))
-      func.erase();
+  eraseEntry(*decodeModule, "flash_attention");
+  eraseEntry(**module, "flash_attention_decode");
   kernel->decodeIR = printOp(*decodeModule);
   auto jitted = jitEntry(**module, kernel->transformer, "flash_attention");
   if (!jitted)

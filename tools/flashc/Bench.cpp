@@ -32,6 +32,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <thread>
 #include <tuple>
@@ -352,32 +353,44 @@ static int decodeLoop(const Options &o) {
   return 0;
 }
 
+/// The median time of 9 passes in which each of `threads` threads runs
+/// `work(begin, size)` on its share of `count` items, after one untimed
+/// pass (which faults the buffers in).
+static double
+medianPassSeconds(int64_t threads, size_t count,
+                  const std::function<void(size_t, size_t)> &work) {
+  size_t share = count / static_cast<size_t>(threads);
+  auto pass = [&] {
+    std::vector<std::thread> pool;
+    for (int64_t t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        size_t begin = static_cast<size_t>(t) * share;
+        work(begin, t + 1 == threads ? count - begin : share);
+      });
+    for (std::thread &th : pool)
+      th.join();
+  };
+  pass();
+  std::vector<double> times;
+  for (int i = 0; i < 9; ++i) {
+    double t0 = now();
+    pass();
+    times.push_back(now() - t0);
+  }
+  return median(std::move(times));
+}
+
 /// The copy bandwidth of `threads` threads, each copying its share of a
 /// 256 MiB buffer with memcpy, in GB/s counting the bytes read and the
 /// bytes written; the median of 9 copies.
 static double copyBandwidthGBs(int64_t threads) {
   const size_t bytes = size_t(256) << 20;
   std::vector<char> src(bytes, 1), dst(bytes, 2);
-  size_t share = bytes / static_cast<size_t>(threads);
-  auto copy = [&] {
-    std::vector<std::thread> pool;
-    for (int64_t t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] {
-        size_t begin = static_cast<size_t>(t) * share;
-        size_t size = t + 1 == threads ? bytes - begin : share;
+  double seconds =
+      medianPassSeconds(threads, bytes, [&](size_t begin, size_t size) {
         std::memcpy(dst.data() + begin, src.data() + begin, size);
       });
-    for (std::thread &th : pool)
-      th.join();
-  };
-  copy(); // Fault both buffers in.
-  std::vector<double> times;
-  for (int i = 0; i < 9; ++i) {
-    double t0 = now();
-    copy();
-    times.push_back(now() - t0);
-  }
-  return 2.0 * static_cast<double>(bytes) / median(std::move(times)) * 1e-9;
+  return 2.0 * static_cast<double>(bytes) / seconds * 1e-9;
 }
 
 /// The sum of `n` words, in the host's widest vectors (one clone per
@@ -385,7 +398,8 @@ static double copyBandwidthGBs(int64_t threads) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
-static uint64_t sumWords(const uint64_t *words, size_t n) {
+static uint64_t
+sumWords(const uint64_t *words, size_t n) {
   uint64_t s[8] = {};
   size_t i = 0;
   for (; i + 8 <= n; i += 8)
@@ -405,28 +419,12 @@ static uint64_t sumWords(const uint64_t *words, size_t n) {
 static double readBandwidthGBs(int64_t threads) {
   const size_t words = (size_t(256) << 20) / sizeof(uint64_t);
   std::vector<uint64_t> src(words, 1);
-  size_t share = words / static_cast<size_t>(threads);
   static volatile uint64_t sink;
-  auto read = [&] {
-    std::vector<std::thread> pool;
-    for (int64_t t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] {
-        size_t begin = static_cast<size_t>(t) * share;
-        size_t end = t + 1 == threads ? words : begin + share;
-        sink = sink + sumWords(src.data() + begin, end - begin);
+  double seconds =
+      medianPassSeconds(threads, words, [&](size_t begin, size_t size) {
+        sink = sink + sumWords(src.data() + begin, size);
       });
-    for (std::thread &th : pool)
-      th.join();
-  };
-  read(); // Fault the buffer in.
-  std::vector<double> times;
-  for (int i = 0; i < 9; ++i) {
-    double t0 = now();
-    read();
-    times.push_back(now() - t0);
-  }
-  return static_cast<double>(words * sizeof(uint64_t)) /
-         median(std::move(times)) * 1e-9;
+  return static_cast<double>(words * sizeof(uint64_t)) / seconds * 1e-9;
 }
 
 /// `flashc bench --decode`: single-token decode over long KV caches (batch

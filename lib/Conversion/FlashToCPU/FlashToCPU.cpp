@@ -750,10 +750,6 @@ SmallVector<Value> Emitter::scoresByKeyRows(AttentionStepOp op, Value s,
   return SmallVector<Value>(keyLoop.getResults());
 }
 
-/// Processes `rows` query rows of the tile starting at flat row `f0` (row
-/// f is row f mod Br of head f div Br): S = Q . K^T (from the transposed
-/// `kt` when there is one), the online softmax update of (m, l), and
-/// acc += P . V.
 /// The head and row of flat row `f` of the tile: row f mod Br of head
 /// f div Br.
 std::pair<Value, Value> Emitter::headAndRow(AttentionStepOp op, Value f,
@@ -765,9 +761,9 @@ std::pair<Value, Value> Emitter::headAndRow(AttentionStepOp op, Value f,
 }
 
 /// The head and row of each of the `rows` flat rows from `f0` (headAndRow),
-/// and the end of each row's visible
-/// columns: [0, end_r) is n, or min(n, row + offset + 1) under a causal
-/// mask, clamped at 0. Returns the largest end.
+/// and the end of each row's visible columns: [0, end_r) is n, or
+/// min(n, row + offset + 1) under a causal mask, clamped at 0. Returns the
+/// largest end.
 Value Emitter::rowsOf(AttentionStepOp op, Value n, Value br, Value f0,
                       int64_t rows, SmallVector<Value> &gs,
                       SmallVector<Value> &rs, SmallVector<Value> &ends) {
