@@ -781,17 +781,24 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
   if (!againValue)
     return reportError(againValue.takeError());
   double again = againValue->getAsObject()->getNumber("gflops").value_or(NAN);
-  double larger = std::max(ceiling, again);
-  double lo = INFINITY, hi = -INFINITY;
-  for (llvm::json::Value &v : all) {
-    llvm::json::Object &row = *v.getAsObject();
-    double f = row.getNumber("fractionOfCeiling").value_or(NAN) * ceiling /
-               larger;
-    row["sgemmCeilingAgainGflops"] = again;
-    row["fractionOfLargerCeiling"] = f;
-    lo = std::min(lo, f);
-    hi = std::max(hi, f);
-  }
+  // Each row's flashc GFLOP/s per thread over `reference`, stored in the
+  // row under `key`; the smallest and the largest of them.
+  auto fractionsOf = [&](double reference, const char *key) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (llvm::json::Value &v : all) {
+      llvm::json::Object &row = *v.getAsObject();
+      double f = row.getObject("flashc")->getNumber("gflops").value_or(NAN) /
+                 static_cast<double>(*threadsOr) / reference;
+      row[key] = f;
+      lo = std::min(lo, f);
+      hi = std::max(hi, f);
+    }
+    return std::pair(lo, hi);
+  };
+  for (llvm::json::Value &v : all)
+    (*v.getAsObject())["sgemmCeilingAgainGflops"] = again;
+  auto [lo, hi] =
+      fractionsOf(std::max(ceiling, again), "fractionOfLargerCeiling");
   llvm::outs() << llvm::formatv(
       "sgemm ceiling again: {0:f1} GFLOP/s; against the larger of the two, "
       "the rows are {1:f0}% to {2:f0}% of it per thread\n",
@@ -801,16 +808,9 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
     if (!v)
       return reportError(v.takeError());
     double larger = std::max(sgemmPerThread, *v);
-    double tlo = INFINITY, thi = -INFINITY;
-    for (llvm::json::Value &value : all) {
-      llvm::json::Object &row = *value.getAsObject();
-      double f = row.getNumber("fractionOfLargerCeiling").value_or(NAN) *
-                 std::max(ceiling, again) / larger;
-      row["sgemmPerThreadGflops"] = larger;
-      row["fractionOfSgemmPerThread"] = f;
-      tlo = std::min(tlo, f);
-      thi = std::max(thi, f);
-    }
+    for (llvm::json::Value &value : all)
+      (*value.getAsObject())["sgemmPerThreadGflops"] = larger;
+    auto [tlo, thi] = fractionsOf(larger, "fractionOfSgemmPerThread");
     llvm::outs() << llvm::formatv(
         "sgemm on {0} threads again: {1:f1} GFLOP/s per thread; against the "
         "larger of the two, the rows are {2:f0}% to {3:f0}% of it per thread\n",
