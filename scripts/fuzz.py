@@ -88,7 +88,8 @@ PIPELINES = ("flash-attention-pipeline", "flash-cpu-pipeline",
 # The flash passes in pipeline order: chains are prefixes/windows of it.
 PASS_ORDER = ("flash-fuse-attention", "flash-online-softmax", "flash-tile",
               "flash-split-kv", "flash-causal-skip",
-              "flash-cpu-transpose-keys", "flash-expand-to-cpu",
+              "flash-cpu-widen-operands", "flash-cpu-transpose-keys",
+              "flash-cpu-direct-finalize", "flash-expand-to-cpu",
               "flash-approximate-math")
 GPU_TAIL = ("flash-to-nvgpu",)
 STRING_OPTION_VALUES = {

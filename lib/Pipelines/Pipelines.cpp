@@ -266,6 +266,8 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
     expand.bf16Dot =
         c.bf16Dot == "on" ||
         (c.bf16Dot == "host" && t->bf16DotProduct && expand.vectorLanes == 16);
+    // With one split at run time the tiles finalize into the output.
+    pm.addPass(createFlashCPUDirectFinalize());
     pm.addPass(createFlashExpandToCPU(expand));
     return addTextual(
         pm, llvm::formatv("convert-linalg-to-loops,scf-forall-to-parallel,"

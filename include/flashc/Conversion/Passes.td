@@ -99,6 +99,42 @@ def FlashCPUBindSplitCount : Pass<"flash-cpu-bind-split-count", "::mlir::func::F
   }];
 }
 
+def FlashCPUDirectFinalize : Pass<"flash-cpu-direct-finalize"> {
+  let summary = "Finalize into the output when the run-time split count is 1";
+  let description = [{
+    With a launch-time split count S, each tile finalizes into its split's
+    slice of the partial buffers `[S, ...]` and a serial `flash.combine`
+    merges them into the output. With one split the merge only copies: a
+    second pass over the output and, for prefill, partial buffers as large
+    as the output to allocate and fault in at every call. This pass
+    versions each such `flash.finalize` on `S == 1`: that branch writes
+    the combine's output slice (and its LSE slice, if it has one; without
+    one the LSE is not computed) directly, the other the partial slices.
+    The combine runs only when `S != 1`, and the partial buffers are
+    allocated with 0 rows when `S == 1`. Runs on memrefs, after
+    bufferization. A combine whose partial buffers are not allocations
+    used only by it, their deallocations and one-split slices that
+    finalizes write is left as it is.
+
+    ```mlir
+    %p = memref.subview %parts[%s, %b, %h, %i, 0] [1, 1, 1, %n, 64] [1, 1, 1, 1, 1]
+    flash.finalize ins(%acc, %m, %l : ...) outs(%p, %pl : ...)
+    // becomes
+    scf.if %single {
+      %o = memref.subview %out[%b, %h, %i, 0] [1, 1, %n, 64] [1, 1, 1, 1]
+      flash.finalize ins(%acc, %m, %l : ...) outs(%o : ...)
+    } else {
+      %p = memref.subview %parts[...]
+      flash.finalize ins(%acc, %m, %l : ...) outs(%p, %pl : ...)
+    }
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
 def FlashCPUWidenOperands : Pass<"flash-cpu-widen-operands"> {
   let summary = "Compute f16 and bf16 prefill on f32 copies of Q, K and V";
   let description = [{
