@@ -10,6 +10,7 @@
 #include "flashc/Compiler/JIT.h"
 
 #include "CompilerUtils.h"
+#include "ScratchAllocator.h"
 
 #include "flashc/Analysis/CostModel.h"
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
@@ -326,6 +327,8 @@ llvm::Expected<OwningOpRef<ModuleOp>> mlir::flash::detail::runCPUKernelStages(
   PipelineConfig c = config;
   c.splits = 0;
   c.dynamicSplits = true;
+  // Heap buffers through the JIT's scratch allocator (jitEntry binds it).
+  c.allocHooks = true;
   return runStages(ctx, spec.toMLIR(/*dynamicSizes=*/true, /*cpuKernel=*/true),
                    c, last, stageIR, afterStage);
 }
@@ -430,6 +433,17 @@ jitEntry(ModuleOp module,
     return llvm::createStringError(
         "JIT compilation failed: " + llvm::toString(engine.takeError()) +
         (diags.messages.empty() ? "" : "; " + diags.messages));
+  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap symbols;
+    auto bind = [&](llvm::StringRef symbol, auto *function) {
+      symbols[interner(symbol)] = {llvm::orc::ExecutorAddr::fromPtr(function),
+                                   llvm::JITSymbolFlags::Exported};
+    };
+    bind("_mlir_memref_to_llvm_alloc", &flash::detail::scratchAlloc);
+    bind("_mlir_memref_to_llvm_aligned_alloc", &flash::detail::scratchAlignedAlloc);
+    bind("_mlir_memref_to_llvm_free", &flash::detail::scratchFree);
+    return symbols;
+  });
   auto entry = (*engine)->lookup(("_mlir_ciface_" + name).str());
   if (!entry)
     return entry.takeError();

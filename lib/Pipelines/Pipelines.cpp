@@ -58,6 +58,8 @@ std::string PipelineConfig::str() const {
     s += " bf16-dot=" + bf16Dot;
   if (!ablate.empty())
     s += " ablate=" + ablate;
+  if (allocHooks)
+    s += " alloc-hooks=1";
   if (isGPU())
     s += llvm::formatv(" dynamic-splits={0} ptx={1} format={2}",
                        dynamicSplits ? 1 : 0,
@@ -280,12 +282,16 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
     // memref.alloca_scope (from scf-to-openmp) must be lowered while its
     // body is still one block, so memref-to-llvm runs before scf-to-cf.
     return addTextual(
-        pm, "lower-affine,convert-vector-to-scf,expand-strided-metadata,"
-            "lower-affine,finalize-memref-to-llvm,convert-scf-to-cf,"
-            "convert-vector-to-llvm{vector-transpose-lowering=shuffle16x16},"
-            "convert-math-to-llvm,"
-            "convert-openmp-to-llvm,convert-to-llvm,"
-            "reconcile-unrealized-casts");
+        pm, llvm::formatv(
+                "lower-affine,convert-vector-to-scf,expand-strided-metadata,"
+                "lower-affine,finalize-memref-to-llvm{{use-generic-functions="
+                "{0}},convert-scf-to-cf,"
+                "convert-vector-to-llvm{{vector-transpose-lowering="
+                "shuffle16x16},convert-math-to-llvm,"
+                "convert-openmp-to-llvm,convert-to-llvm,"
+                "reconcile-unrealized-casts",
+                c.allocHooks ? 1 : 0)
+                .str());
   }
   if (stage == "gpu") {
     if (parseLoopOrder(c.loopOrder) == LoopOrder::Algorithm1)
@@ -356,6 +362,7 @@ PipelineConfig FlashPipelineOptions::toConfig() const {
   c.ablate = ablate;
   c.bf16Dot = bf16Dot;
   c.dynamicSplits = dynamicSplits;
+  c.allocHooks = allocHooks;
   c.ptxVersion = ptxVersion;
   c.binaryFormat = binaryFormat;
   c.toolkitPath = toolkitPath;

@@ -60,6 +60,20 @@
 // RUN:   --flash-cpu-pipeline="num-threads=2 block-q=16 block-kv=32 splits=4 vector-lanes=8" \
 // RUN:   | FileCheck %s --check-prefix=LANES8 --implicit-check-not="vector<16xf32>"
 
+//
+// alloc-hooks=1 (what the JIT compiles) allocates heap buffers through the
+// hooks the JIT binds to its scratch allocator, never malloc.
+// RUN: flashc-opt %t/attention.mlir \
+// RUN:   --flash-cpu-pipeline="num-threads=2 block-q=16 block-kv=32 splits=4 alloc-hooks=1" \
+// RUN:   | FileCheck %s --check-prefix=HOOKS --implicit-check-not=@malloc \
+// RUN:       --implicit-check-not=@free
+
+// HOOKS-DAG: llvm.func @_mlir_memref_to_llvm_alloc(i64) -> !llvm.ptr
+// HOOKS-DAG: llvm.func @_mlir_memref_to_llvm_free(!llvm.ptr)
+// HOOKS: llvm.func @flash_attention(
+// HOOKS: llvm.call @_mlir_memref_to_llvm_alloc(
+// HOOKS: llvm.call @_mlir_memref_to_llvm_free(
+
 // BAD-TARGET: error: invalid flash pipeline options: unknown target 'sm_99'; known targets: cpu, sm_80, sm_90a
 // BAD-ORDER: error: invalid flash pipeline options: unknown loop order 'x'; expected fa2 or algorithm1
 // BAD-BLOCK: error: invalid flash pipeline options: block-q must be non-negative, got -1

@@ -68,6 +68,11 @@ struct PipelineConfig {
   /// fixed one: every attention on the CPU (the count is the kernel's
   /// argument marked {flash.split_count}), decode shapes on the GPU.
   bool dynamicSplits = false;
+  /// CPU: heap buffers through finalize-memref-to-llvm's generic functions
+  /// (`_mlir_memref_to_llvm_alloc`, `_mlir_memref_to_llvm_free`) instead of
+  /// malloc and free. The JIT binds them to an allocator that keeps large
+  /// scratch buffers for the next call.
+  bool allocHooks = false;
   /// GPU: the PTX ISA version, e.g. "ptx80"; empty: the default for the
   /// chip (ptx80).
   std::string ptxVersion;
@@ -156,6 +161,12 @@ struct FlashPipelineOptions : public PassPipelineOptions<FlashPipelineOptions> {
       *this, "dynamic-splits",
       llvm::cl::desc("Split with a count chosen at launch (CPU: every "
                      "attention, the count an argument; GPU: decode)"),
+      llvm::cl::init(false)};
+  Option<bool> allocHooks{
+      *this, "alloc-hooks",
+      llvm::cl::desc("CPU: heap buffers through _mlir_memref_to_llvm_alloc "
+                     "and _mlir_memref_to_llvm_free (the JIT's scratch "
+                     "allocator) instead of malloc and free"),
       llvm::cl::init(false)};
   Option<std::string> ptxVersion{
       *this, "ptx", llvm::cl::desc("GPU: PTX ISA version (e.g. ptx80)"),
