@@ -38,9 +38,10 @@ def FlashExpandToCPU : Pass<"flash-expand-to-cpu"> {
       and the row sum overwrite S (the exponent clamped at -126, 2^f of its
       fraction by a degree-5 polynomial, 2^n in the exponent bits). The
       rows are taken 64 at a time: S and the softmax for each row block of
-      the 64, then `acc = alpha * acc`, then `acc += P . V` in blocks of
-      keys whose V rows fit 32 KiB, each block read by every row block of
-      the 64 while it is in L1. Under a causal mask, columns no row of the
+      the 64, then `acc += P . V` in blocks of keys whose V rows fit
+      32 KiB, each block read by every row block of the 64 while it is in
+      L1 (the first block scales the accumulators it loads by the rows'
+      alphas: `acc = alpha * acc` takes no pass of its own). Under a causal mask, columns no row of the
       block sees are skipped. The scratch (packed Q, the 64-row S and the
       alphas) is stack memory between `llvm.intr.stacksave` and
       `llvm.intr.stackrestore`, released after every step.
@@ -69,8 +70,8 @@ def FlashExpandToCPU : Pass<"flash-expand-to-cpu"> {
            "For measurement only: a comma-separated list of the step's "
            "phases to leave out, of qk (the FMA loop of S = Q . K^T; its "
            "scale, mask and maxima remain), softmax (the exponentials and "
-           "row sums) and pv (the P . V loop; the accumulator rescale "
-           "remains). The kernel's results are then wrong by design; "
+           "row sums) and pv (the P . V loop, and with it the "
+           "accumulator rescale). The kernel's results are then wrong by design; "
            "timing it with and without a phase gives that phase's share">
   ];
   let dependentDialects = [

@@ -203,10 +203,9 @@ private:
                SmallVector<Value> &ends);
   void rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
                 Value f0, int64_t rows, Value alphaMem, Value a0);
-  void rescaleRows(AttentionStepOp op, Value br, Value f0, Value count,
-                   Value alphaMem);
   void pvBlock(AttentionStepOp op, Value s, Value n, Value br, Value f0,
-               int64_t rows, Value lo, Value hi, bool prefetchV);
+               int64_t rows, Value lo, Value hi, Value alphaMem, Value a0,
+               bool prefetchV);
   SmallVector<Value> scoresByKeyRows(AttentionStepOp op, Value s,
                                      ArrayRef<Value> gs, ArrayRef<Value> rs,
                                      ArrayRef<Value> ends, Value visible,
@@ -330,7 +329,6 @@ void Emitter::expandStep(AttentionStepOp op) {
         eachBlock([&](Value i, Value f0, int64_t rows) {
           rowBlock(op, kt, rowsView(i, rows), n, br, f0, rows, alphaMem, i);
         });
-        rescaleRows(op, br, sb0, count, alphaMem);
         scf::ForOp::create(
             b, idx(0), ablation.pv ? idx(0) : n, idx(pvKeys), ValueRange{},
             [&](OpBuilder &, Location, Value k0, ValueRange) {
@@ -338,7 +336,7 @@ void Emitter::expandStep(AttentionStepOp op) {
                   b, arith::AddIOp::create(b, k0, idx(pvKeys)), n);
               eachBlock([&](Value i, Value f0, int64_t rows) {
                 pvBlock(op, rowsView(i, rows), n, br, f0, rows, k0, hi,
-                        /*prefetchV=*/!kt);
+                        alphaMem, i, /*prefetchV=*/!kt);
               });
               scf::YieldOp::create(b);
             });
@@ -937,41 +935,22 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
   }
 }
 
-/// acc[g_f, row_f, :] *= alphaMem[i] for the `count` rows f = f0 + i.
-void Emitter::rescaleRows(AttentionStepOp op, Value br, Value f0, Value count,
-                          Value alphaMem) {
-  Value acc = op.getAcc();
-  int64_t dv = cast<MemRefType>(acc.getType()).getDimSize(2);
-  scf::ForOp::create(
-      b, idx(0), count, idx(1), ValueRange{},
-      [&](OpBuilder &, Location, Value i, ValueRange) {
-        auto [g, row] = headAndRow(op, arith::AddIOp::create(b, f0, i), br);
-        Value alpha = memref::LoadOp::create(b, alphaMem, ValueRange{i});
-        int64_t d0 = 0;
-        for (const SmallVector<int64_t> &group :
-             chunkGroups(dv, kMaxColVectors))
-          for (int64_t w : group) {
-            Value a = loadVec(acc, {g, row, idx(d0)}, w);
-            storeVec(arith::MulFOp::create(b, a, splat(alpha, w)), acc,
-                     {g, row, idx(d0)});
-            d0 += w;
-          }
-        scf::YieldOp::create(b);
-      });
-}
-
 /// acc[g_r, row_r, :] += P[r, c] V[c, :] for the `rows` rows from flat row
 /// `f0` (P rows in `s`) and the keys c in [lo, min(hi, visible)), in column
-/// groups. With `prefetchV` (decode, which streams V from memory once), the
-/// first group prefetches the V rows a few keys ahead.
+/// groups. The first key block (lo = 0) first scales the accumulators it
+/// loads by the rows' alphas (alphaMem[a0 + r]): acc = alpha acc costs no
+/// pass of its own. With `prefetchV` (decode, which streams V from memory
+/// once), the first group prefetches the V rows a few keys ahead.
 void Emitter::pvBlock(AttentionStepOp op, Value s, Value n, Value br, Value f0,
-                      int64_t rows, Value lo, Value hi, bool prefetchV) {
+                      int64_t rows, Value lo, Value hi, Value alphaMem,
+                      Value a0, bool prefetchV) {
   Value v = op.getValue(), acc = op.getAcc();
   int64_t dv = cast<MemRefType>(v.getType()).getDimSize(1);
   int64_t colBlock = colVectors(rows);
   SmallVector<Value> gs, rs, ends;
   Value visible = rowsOf(op, n, br, f0, rows, gs, rs, ends);
   Value end = arith::MinSIOp::create(b, hi, visible);
+  Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lo, idx(0));
   int64_t d0 = 0;
   for (const SmallVector<int64_t> &group : chunkGroups(dv, colBlock)) {
     SmallVector<int64_t> offsets;
@@ -979,10 +958,28 @@ void Emitter::pvBlock(AttentionStepOp op, Value s, Value n, Value br, Value f0,
       offsets.push_back(d0);
       d0 += w;
     }
-    SmallVector<Value> init;
+    SmallVector<Value> loaded;
     for (int64_t r = 0; r < rows; ++r)
       for (auto [w, off] : llvm::zip(group, offsets))
-        init.push_back(loadVec(acc, {gs[r], rs[r], idx(off)}, w));
+        loaded.push_back(loadVec(acc, {gs[r], rs[r], idx(off)}, w));
+    auto scaled = scf::IfOp::create(
+        b, first,
+        [&](OpBuilder &, Location) {
+          SmallVector<Value> values;
+          for (int64_t r = 0; r < rows; ++r) {
+            Value alpha = memref::LoadOp::create(
+                b, alphaMem,
+                ValueRange{r == 0 ? a0
+                                  : Value(arith::AddIOp::create(b, a0,
+                                                                idx(r)))});
+            for (auto [j, w] : llvm::enumerate(group))
+              values.push_back(arith::MulFOp::create(
+                  b, loaded[r * group.size() + j], splat(alpha, w)));
+          }
+          scf::YieldOp::create(b, values);
+        },
+        [&](OpBuilder &, Location) { scf::YieldOp::create(b, loaded); });
+    SmallVector<Value> init(scaled.getResults());
     int64_t cols = group.size();
     auto cLoop = scf::ForOp::create(
         b, lo, end, idx(1), init,
