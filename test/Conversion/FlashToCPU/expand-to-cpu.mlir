@@ -232,8 +232,18 @@ func.func @step_unmasked_strided(
 // CHECK: memref.dim %[[K]], %{{.+}} : memref<32x?xf32>
 // CHECK-NOT: memref.alloca({{.+}}) : memref<32x?xf32>
 // CHECK: memref.alloca(%{{.+}}) : memref<64x?xf32>
+// The scores are stored as the FMA loop leaves them: the positive scale is
+// applied once to each row maximum, and in the softmax's FMA, whose factor
+// is 0.125 log2(e).
+// CHECK: %[[QK:.+]]:16 = scf.for
 // CHECK: vector.load %[[K]]
+// CHECK: }
+// CHECK-NOT: arith.mulf
+// CHECK: vector.store %[[QK]]#0, %{{.+}} : memref<4x?xf32, strided<[?, 1], offset: ?>>, vector<16xf32>
 // CHECK: vector.maskedload %[[K]]
+// CHECK: %[[MAX:.+]] = arith.mulf %{{.+}}, %{{.+}} : f32
+// CHECK: %[[LOG2E:.+]] = arith.constant dense<0.180336878> : vector<16xf32>
+// CHECK: vector.fma %{{.+}}, %[[LOG2E]], %{{.+}} : vector<16xf32>
 // CHECK: llvm.intr.stackrestore
 // CHECK-NOT: flash.
 // L8-LABEL: func.func @step_key_transposed
