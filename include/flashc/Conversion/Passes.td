@@ -23,7 +23,9 @@ def FlashExpandToCPU : Pass<"flash-expand-to-cpu"> {
       - with `key_transposed` (K is a `[D, Bc]` slice of the transposed copy
         that `flash-cpu-transpose-keys` makes for prefill): 4 rows x up to 4
         vectors of columns of accumulators carried through the D loop
-        (broadcast + `vector.fma`);
+        (broadcast + `vector.fma`), the S lines the chunk stores prefetched
+        for writing before it; S is stored unscaled when the scale is
+        positive (the scale goes into the row maxima and the softmax's FMA);
       - otherwise (decode, or a Q tile that holds the whole query): K rows
         are read in place, with no copy. The rows of Q are packed into an
         f32 scratch; keys are taken `vector-lanes / 4` at a time with one
@@ -41,8 +43,8 @@ def FlashExpandToCPU : Pass<"flash-expand-to-cpu"> {
       the 64, then `acc += P . V` in blocks of keys whose V rows fit
       32 KiB, each block read by every row block of the 64 while it is in
       L1 (the first block scales the accumulators it loads by the rows'
-      alphas: `acc = alpha * acc` takes no pass of its own). Under a causal mask, columns no row of the
-      block sees are skipped. The scratch (packed Q, the 64-row S and the
+      alphas: `acc = alpha * acc` takes no pass of its own). Under a causal
+      mask, columns no row of the block sees are skipped. The scratch (packed Q, the 64-row S and the
       alphas) is stack memory between `llvm.intr.stacksave` and
       `llvm.intr.stackrestore`, released after every step.
     - The `[B, H, N, D] -> [B, H, D, N]` `linalg.transpose` that

@@ -834,6 +834,15 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
       auto chunkLoop = scf::ForOp::create(
           b, lb, ub, idx(cols * kLanes), maxima,
           [&](OpBuilder &, Location, Value c0, ValueRange rowMax) {
+            // The S lines this chunk stores, fetched for writing while the
+            // FMAs run (they were evicted by the previous P . V).
+            for (int64_t r = 0; r < rows; ++r)
+              for (int64_t c = 0; c < cols; ++c)
+                memref::PrefetchOp::create(
+                    b, s,
+                    ValueRange{idx(r),
+                               arith::AddIOp::create(b, c0, idx(c * kLanes))},
+                    /*isWrite=*/true, /*locality=*/3, /*isDataCache=*/true);
             SmallVector<Value> init(rows * cols, vecConst(kLanes, 0.0));
             auto dLoop = scf::ForOp::create(
                 b, idx(0), idx(ablation.qk ? 0 : d), idx(1), init,

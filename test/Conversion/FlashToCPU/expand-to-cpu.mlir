@@ -235,6 +235,9 @@ func.func @step_unmasked_strided(
 // The scores are stored as the FMA loop leaves them: the positive scale is
 // applied once to each row maximum, and in the softmax's FMA, whose factor
 // is 0.125 log2(e).
+// Each chunk of 4 rows x 4 vectors first fetches the 16 S lines it will
+// store, for writing.
+// CHECK-COUNT-16: memref.prefetch %{{.+}}, write, locality<3>, data : memref<4x?xf32
 // CHECK: %[[QK:.+]]:16 = scf.for
 // CHECK: vector.load %[[K]]
 // CHECK: }
