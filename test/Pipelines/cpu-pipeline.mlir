@@ -106,8 +106,8 @@
 // GRAPH: llvm.intr.fmuladd{{.+}}vector<16xf32>
 // GRAPH: llvm.shufflevector
 // GRAPH: llvm.fcmp "ogt" {{.+}} : vector<16xf32>
-// GRAPH: llvm.fadd {{.+}} : vector<1xf32>
 // GRAPH: llvm.shl {{.+}} : vector<16xi32>
+// GRAPH: llvm.fadd {{.+}} : vector<1xf32>
 // GRAPH: llvm.intr.stackrestore
 // GRAPH: omp.yield
 // GRAPH: omp.terminator

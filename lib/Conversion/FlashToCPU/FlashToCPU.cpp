@@ -907,13 +907,19 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
     }
   }
 
-  // 2. Online softmax, one row at a time.
+  // 2. Online softmax. The per-row bookkeeping (the new maximum, alpha by a
+  // scalar exp, the row sum's reduction) is a chain of dependent scalar
+  // operations; it is emitted for all the rows of the block together,
+  // before and after their exponential loops, so that the rows' chains
+  // overlap.
   Value zeroF = f32Const(0.0);
+  constexpr double kLog2e = 1.4426950408889634;
+  Value log2eVec = vecConst(kLanes, scaleInSoftmax ? scale * kLog2e : kLog2e);
+  SmallVector<Value> alphas, lOlds, negMs;
   for (int64_t r = 0; r < rows; ++r) {
     Value g = gs[r], row = rs[r];
-    Value rIdx = idx(r);
     Value mOld = memref::LoadOp::create(b, mMem, ValueRange{g, row});
-    Value lOld = memref::LoadOp::create(b, lMem, ValueRange{g, row});
+    lOlds.push_back(memref::LoadOp::create(b, lMem, ValueRange{g, row}));
     Value mNew = arith::MaximumFOp::create(b, mOld, rowMax[r]);
     // A row with no visible key so far keeps m = -inf; subtract 0 instead
     // so that exp(-inf - m) is 0 rather than NaN.
@@ -922,37 +928,39 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
     Value mUse = arith::SelectOp::create(b, mIsInf, zeroF, mNew);
     Value oldIsInf =
         arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, mOld, ninf);
-    Value alpha = arith::SelectOp::create(
+    alphas.push_back(arith::SelectOp::create(
         b, oldIsInf, zeroF,
-        math::ExpOp::create(b, arith::SubFOp::create(b, mOld, mUse)));
+        math::ExpOp::create(b, arith::SubFOp::create(b, mOld, mUse))));
     // p = exp(s - m) = 2^(s log2(e) - m log2(e)): one FMA, then exp2Vec
     // (with S unscaled, s scale log2(e) - m log2(e)).
-    constexpr double kLog2e = 1.4426950408889634;
-    Value log2eVec =
-        vecConst(kLanes, scaleInSoftmax ? scale * kLog2e : kLog2e);
-    Value negM = splat(
-        arith::MulFOp::create(b, mUse, f32Const(-kLog2e)), kLanes);
-    Value zeroVec = vecConst(kLanes, 0.0);
+    negMs.push_back(
+        splat(arith::MulFOp::create(b, mUse, f32Const(-kLog2e)), kLanes));
+    memref::StoreOp::create(b, mNew, mMem, ValueRange{g, row});
+    memref::StoreOp::create(
+        b, alphas[r], alphaMem,
+        ValueRange{r == 0 ? a0 : Value(arith::AddIOp::create(b, a0, idx(r)))});
+  }
+  SmallVector<Value> sums;
+  for (int64_t r = 0; r < rows; ++r) {
+    Value rIdx = idx(r);
     auto sumLoop = scf::ForOp::create(
         b, idx(0), ablation.softmax ? idx(0) : colsPad, idx(kLanes),
-        ValueRange{zeroVec},
+        ValueRange{vecConst(kLanes, 0.0)},
         [&](OpBuilder &, Location, Value c0, ValueRange iter) {
           Value sv =
               vector::LoadOp::create(b, vec(kLanes), s, ValueRange{rIdx, c0});
           // A masked score (-inf) gives exactly 0 (exp2Vec).
-          Value p = exp2Vec(vector::FMAOp::create(b, sv, log2eVec, negM));
+          Value p = exp2Vec(vector::FMAOp::create(b, sv, log2eVec, negMs[r]));
           vector::StoreOp::create(b, p, s, ValueRange{rIdx, c0});
           scf::YieldOp::create(
               b, ValueRange{arith::AddFOp::create(b, iter[0], p)});
         });
-    Value rowSum = reduceSum(sumLoop.getResult(0));
-    Value lNew =
-        arith::AddFOp::create(b, arith::MulFOp::create(b, alpha, lOld), rowSum);
-    memref::StoreOp::create(b, mNew, mMem, ValueRange{g, row});
-    memref::StoreOp::create(b, lNew, lMem, ValueRange{g, row});
-    memref::StoreOp::create(
-        b, alpha, alphaMem,
-        ValueRange{r == 0 ? a0 : Value(arith::AddIOp::create(b, a0, idx(r)))});
+    sums.push_back(sumLoop.getResult(0));
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    Value lNew = arith::AddFOp::create(
+        b, arith::MulFOp::create(b, alphas[r], lOlds[r]), reduceSum(sums[r]));
+    memref::StoreOp::create(b, lNew, lMem, ValueRange{gs[r], rs[r]});
   }
 }
 
