@@ -522,6 +522,15 @@ KernelBuilder::build(const AttentionSpec &spec, const PipelineConfig &config) {
           "bf16-dot=on: this host has no AVX512_BF16 (vdpbf16ps); use host "
           "or off");
   }
+  // Nor vscalefps for a host without AVX-512.
+  if (config.scalef == "on") {
+    llvm::Expected<TargetInfo> host = TargetInfo::get("cpu");
+    if (!host)
+      return host.takeError();
+    if (host->vectorLanes != 16)
+      return llvm::createStringError(
+          "scalef=on: this host has no AVX-512 (vscalefps); use host or off");
+  }
   llvm::Expected<OwningOpRef<ModuleOp>> module =
       runCPUKernelStages(ctx, spec, config, "", &meta.stageIR, inspect);
   if (!module)

@@ -56,6 +56,8 @@ std::string PipelineConfig::str() const {
     s += llvm::formatv(" vector-lanes={0}", vectorLanes).str();
   if (bf16Dot != "off")
     s += " bf16-dot=" + bf16Dot;
+  if (scalef != "host")
+    s += " scalef=" + scalef;
   if (!ablate.empty())
     s += " ablate=" + ablate;
   if (allocHooks)
@@ -149,6 +151,14 @@ llvm::Error PipelineConfig::validate() const {
   if (bf16Dot == "on" && vectorLanes == 8)
     return llvm::createStringError(
         "bf16-dot=on needs 16-lane vectors (AVX-512); vector-lanes is 8");
+  if (scalef != "host" && scalef != "on" && scalef != "off")
+    return llvm::createStringError("scalef must be off, host or on, got '" +
+                                   scalef + "'");
+  if (scalef == "on" && isGPU())
+    return llvm::createStringError("scalef applies to the CPU target only");
+  if (scalef == "on" && vectorLanes == 8)
+    return llvm::createStringError(
+        "scalef=on needs 16-lane vectors (AVX-512); vector-lanes is 8");
   if (!ablate.empty()) {
     if (isGPU())
       return llvm::createStringError("ablate applies to the CPU target only");
@@ -268,6 +278,10 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
     expand.bf16Dot =
         c.bf16Dot == "on" ||
         (c.bf16Dot == "host" && t->bf16DotProduct && expand.vectorLanes == 16);
+    // The host's vectors are 16 lanes exactly when it has AVX-512.
+    expand.scalef = expand.vectorLanes == 16 &&
+                    (c.scalef == "on" ||
+                     (c.scalef == "host" && t->vectorLanes == 16));
     // With one split at run time the tiles finalize into the output.
     pm.addPass(createFlashCPUDirectFinalize());
     pm.addPass(createFlashExpandToCPU(expand));
@@ -361,6 +375,7 @@ PipelineConfig FlashPipelineOptions::toConfig() const {
   c.vectorLanes = vectorLanes;
   c.ablate = ablate;
   c.bf16Dot = bf16Dot;
+  c.scalef = scalef;
   c.dynamicSplits = dynamicSplits;
   c.allocHooks = allocHooks;
   c.ptxVersion = ptxVersion;

@@ -8,7 +8,7 @@
 // The naive matmul-softmax-matmul graph to the LLVM dialect. Nothing of the
 // flash, scf, memref, math or bufferization dialects is left, and exp/log
 // are polynomials (no llvm.intr.exp or llvm.intr.log).
-// RUN: flashc-opt %t/graph.mlir --flash-cpu-pipeline="num-threads=2 vector-lanes=16" \
+// RUN: flashc-opt %t/graph.mlir --flash-cpu-pipeline="num-threads=2 vector-lanes=16 scalef=off" \
 // RUN:   | FileCheck %s --check-prefix=GRAPH \
 // RUN:       --implicit-check-not=flash. --implicit-check-not=scf. \
 // RUN:       --implicit-check-not=memref. --implicit-check-not=math. \
@@ -22,7 +22,7 @@
 // flash.attention (GQA, causal, f16, with the log-sum-exp) with explicit
 // tiles and 4 KV splits.
 // RUN: flashc-opt %t/attention.mlir \
-// RUN:   --flash-cpu-pipeline="num-threads=2 block-q=16 block-kv=32 splits=4 vector-lanes=16" \
+// RUN:   --flash-cpu-pipeline="num-threads=2 block-q=16 block-kv=32 splits=4 vector-lanes=16 scalef=off" \
 // RUN:   | FileCheck %s --check-prefix=ATTN \
 // RUN:       --implicit-check-not=flash. --implicit-check-not=scf. \
 // RUN:       --implicit-check-not=memref. --implicit-check-not=math. \
@@ -73,6 +73,22 @@
 // HOOKS: llvm.func @flash_attention(
 // HOOKS: llvm.call @_mlir_memref_to_llvm_alloc(
 // HOOKS: llvm.call @_mlir_memref_to_llvm_free(
+
+//
+// scalef=on: the softmax's 2^x rounds by llvm.roundeven (vrndscaleps) and
+// scales by vscalefps, with no exponent-bit shift.
+// RUN: flashc-opt %t/graph.mlir --flash-cpu-pipeline="num-threads=2 vector-lanes=16 scalef=on" \
+// RUN:   | FileCheck %s --check-prefix=SCALEF --implicit-check-not="llvm.shl {{.+}} : vector<16xi32>"
+// RUN: not flashc-opt %t/graph.mlir --flash-cpu-pipeline="scalef=maybe" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BAD-SCALEF
+// RUN: not flashc-opt %t/graph.mlir --flash-cpu-pipeline="scalef=on vector-lanes=8" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=SCALEF-LANES
+
+// SCALEF-LABEL: llvm.func @naive(
+// SCALEF: llvm.intr.roundeven({{.+}}) : (vector<16xf32>) -> vector<16xf32>
+// SCALEF: llvm.call_intrinsic "llvm.x86.avx512.mask.scalef.ps.512"({{.+}}) : (vector<16xf32>, vector<16xf32>, vector<16xf32>, i16, i32) -> vector<16xf32>
+// BAD-SCALEF: error: invalid flash pipeline options: scalef must be off, host or on, got 'maybe'
+// SCALEF-LANES: error: invalid flash pipeline options: scalef=on needs 16-lane vectors (AVX-512); vector-lanes is 8
 
 // BAD-TARGET: error: invalid flash pipeline options: unknown target 'sm_99'; known targets: cpu, sm_80, sm_90a
 // BAD-ORDER: error: invalid flash pipeline options: unknown loop order 'x'; expected fa2 or algorithm1

@@ -95,7 +95,7 @@ const std::set<std::string> &flashc::shapeValued() {
       "seq-kv", "head-dim",   "head-dim-v", "dtype",
       "scale",  "target",     "block-q",    "block-kv",
       "splits", "loop-order", "threads",    "sram-bytes",
-      "vector-lanes", "ablate", "bf16-dot"};
+      "vector-lanes", "ablate", "bf16-dot", "scalef"};
   return valued;
 }
 
@@ -150,6 +150,7 @@ llvm::Error flashc::readConfig(const Options &o, PipelineConfig &config) {
   config.loopOrder = o.str("loop-order", config.loopOrder);
   config.ablate = o.str("ablate", config.ablate);
   config.bf16Dot = o.str("bf16-dot", config.bf16Dot);
+  config.scalef = o.str("scalef", config.scalef);
   for (auto [name, field] :
        {std::pair<const char *, int64_t *>{"block-q", &config.blockQ},
         {"block-kv", &config.blockKV},

@@ -49,6 +49,7 @@ const char *kUsage =
     "            [--splits N] [--threads N] [--sram-bytes N]\n"
     "            [--vector-lanes 8|16] (CPU; default: the host's)\n"
     "            [--bf16-dot off|host|on] (CPU: bf16 decode by vdpbf16ps)\n"
+    "            [--scalef off|host|on] (CPU: softmax 2^x by vscalefps)\n"
     "            [--ablate qk,softmax,pv] (CPU, run: time the kernel with "
     "those\n"
     "            phases left out; no check, the results are wrong)\n"

@@ -18,6 +18,7 @@
 
 #include "flashc/Compiler/JIT.h"
 #include "flashc/Pipelines/Pipelines.h"
+#include "flashc/Target/TargetInfo.h"
 
 #include "llvm/Support/Error.h"
 
@@ -47,11 +48,22 @@ const LanesCase kCases[] = {
     {"MhaBF16D16", 2, 2, 16, DType::BF16, false},
 };
 
+/// A vector width, and how the softmax's 2^x is built at 16 lanes:
+/// "host" (vscalefps where the host has AVX-512) or "off" (in the exponent
+/// bits, as at 8 lanes).
+struct Width {
+  int64_t lanes;
+  const char *scalef;
+};
+
+const Width kWidths[] = {{8, "host"}, {16, "off"}, {16, "host"}};
+
 class VectorLanesTest
-    : public ::testing::TestWithParam<std::tuple<int64_t, LanesCase>> {};
+    : public ::testing::TestWithParam<std::tuple<Width, LanesCase>> {};
 
 TEST_P(VectorLanesTest, MatchesTheReference) {
-  auto [lanes, c] = GetParam();
+  auto [width, c] = GetParam();
+  int64_t lanes = width.lanes;
   AttentionSpec spec;
   spec.heads = c.heads;
   spec.kvHeads = c.kvHeads;
@@ -63,6 +75,7 @@ TEST_P(VectorLanesTest, MatchesTheReference) {
   spec.seqQ = spec.seqKV = 64;
   PipelineConfig config;
   config.vectorLanes = lanes;
+  config.scalef = width.scalef;
   auto kernel = Compiler::global().compile(spec, "cpu", config);
   ASSERT_TRUE(static_cast<bool>(kernel)) << errorOf(kernel.takeError());
   EXPECT_NE((*kernel)->getMetadata().config.find(
@@ -86,11 +99,13 @@ TEST_P(VectorLanesTest, MatchesTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     Widths, VectorLanesTest,
-    ::testing::Combine(::testing::Values(int64_t(8), int64_t(16)),
+    ::testing::Combine(::testing::ValuesIn(kWidths),
                        ::testing::ValuesIn(kCases)),
-    [](const ::testing::TestParamInfo<std::tuple<int64_t, LanesCase>> &info) {
+    [](const ::testing::TestParamInfo<std::tuple<Width, LanesCase>> &info) {
+      const Width &w = std::get<0>(info.param);
       return std::string(std::get<1>(info.param).name) + "Lanes" +
-             std::to_string(std::get<0>(info.param));
+             std::to_string(w.lanes) +
+             (std::string(w.scalef) == "off" ? "NoScalef" : "");
     });
 
 TEST(VectorLanesConfigTest, OtherWidthsAreRejected) {
@@ -102,6 +117,49 @@ TEST(VectorLanesConfigTest, OtherWidthsAreRejected) {
             "vector-lanes must be 0 (the host's), 8 or 16, got 4");
   config.vectorLanes = 8;
   EXPECT_FALSE(static_cast<bool>(config.validate()));
+}
+
+TEST(VectorLanesConfigTest, ScalefValuesAreChecked) {
+  PipelineConfig config;
+  config.scalef = "maybe";
+  llvm::Error err = config.validate();
+  ASSERT_TRUE(static_cast<bool>(err));
+  EXPECT_EQ(errorOf(std::move(err)),
+            "scalef must be off, host or on, got 'maybe'");
+  config.scalef = "on";
+  config.vectorLanes = 8;
+  err = config.validate();
+  ASSERT_TRUE(static_cast<bool>(err));
+  EXPECT_EQ(errorOf(std::move(err)),
+            "scalef=on needs 16-lane vectors (AVX-512); vector-lanes is 8");
+}
+
+/// scalef=on compiles where the host has AVX-512 and is refused, naming
+/// the reason, where it has not (vscalefps could not be selected).
+TEST(VectorLanesConfigTest, ScalefOnNeedsTheHostsAVX512) {
+  llvm::Expected<TargetInfo> host = TargetInfo::get("cpu");
+  ASSERT_TRUE(static_cast<bool>(host)) << errorOf(host.takeError());
+  AttentionSpec spec;
+  spec.heads = 2;
+  spec.kvHeads = 2;
+  spec.seqQ = spec.seqKV = 40;
+  spec.headDim = 32;
+  PipelineConfig config;
+  config.vectorLanes = 16;
+  config.scalef = "on";
+  Compiler compiler;
+  auto kernel = compiler.compile(spec, "cpu", config);
+  if (host->vectorLanes != 16) {
+    ASSERT_FALSE(static_cast<bool>(kernel));
+    EXPECT_EQ(errorOf(kernel.takeError()),
+              "scalef=on: this host has no AVX-512 (vscalefps); use host or "
+              "off");
+    return;
+  }
+  ASSERT_TRUE(static_cast<bool>(kernel)) << errorOf(kernel.takeError());
+  EXPECT_NE((*kernel)->getMetadata().config.find("scalef=on"),
+            std::string::npos);
+  flashc_test::checkSizes(**kernel, spec, {{1, 40, 40}, {2, 1, 333}});
 }
 
 } // namespace

@@ -37,8 +37,10 @@ def FlashExpandToCPU : Pass<"flash-expand-to-cpu"> {
       Either way, S is scaled, masked and reduced to row maxima as it is
       stored (a maximum is one compare and select, which x86 does in one
       instruction); then, one row at a time, P = 2^(S log2(e) - m log2(e))
-      and the row sum overwrite S (the exponent clamped at -126, 2^f of its
-      fraction by a degree-5 polynomial, 2^n in the exponent bits). The
+      and the row sum overwrite S (the exponent clamped at -127, 2^f of its
+      fraction by a degree-5 polynomial, 2^n in the exponent bits; with
+      `scalef`, the exponent clamped at -150, rounded by `math.roundeven`
+      and 2^n applied by vscalefps). The
       rows are taken 64 at a time: S and the softmax for each row block of
       the 64, then `acc += P . V` in blocks of keys whose V rows fit
       32 KiB, each block read by every row block of the 64 while it is in
@@ -68,6 +70,12 @@ def FlashExpandToCPU : Pass<"flash-expand-to-cpu"> {
            "AVX512_BF16's dot product of bf16 pairs (vdpbf16ps, through "
            "llvm.call_intrinsic), 32 elements of a K row per instruction "
            "with no conversion, f32 sums. Only for hosts that have it">,
+    Option<"scalef", "scalef", "bool", /*default=*/"false",
+           "With 16 lanes: the softmax's 2^x rounds x by vrndscaleps and "
+           "applies 2^n by AVX-512's vscalefps (through "
+           "llvm.call_intrinsic), two vector operations fewer per 16 "
+           "scores than building 2^n in the exponent bits. Only for hosts "
+           "that have AVX-512">,
     Option<"ablate", "ablate", "std::string", /*default=*/"\"\"",
            "For measurement only: a comma-separated list of the step's "
            "phases to leave out, of qk (the FMA loop of S = Q . K^T; its "

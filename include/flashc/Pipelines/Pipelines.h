@@ -61,6 +61,11 @@ struct PipelineConfig {
   /// (the default: it measured no faster, decode being bound by reading K),
   /// "host" (where the host has it and vectors are 16 lanes) or "on".
   std::string bf16Dot = "off";
+  /// CPU: the softmax's 2^x of 16-lane vectors by AVX-512's vrndscaleps
+  /// and vscalefps: "host" (the default: where the host has AVX-512 and
+  /// vectors are 16 lanes), "on" or "off" (2^n built in the exponent
+  /// bits, as with 8 lanes).
+  std::string scalef = "host";
   /// CPU, for measurement only: phases of the attention step to leave out
   /// (flash-expand-to-cpu's `ablate`: qk, softmax, pv); wrong results.
   std::string ablate;
@@ -152,6 +157,12 @@ struct FlashPipelineOptions : public PassPipelineOptions<FlashPipelineOptions> {
       llvm::cl::desc("CPU: bf16 decode's S by vdpbf16ps: off, host (where "
                      "the host has AVX512_BF16) or on"),
       llvm::cl::init("off")};
+  Option<std::string> scalef{
+      *this, "scalef",
+      llvm::cl::desc("CPU: the softmax's 2^x by AVX-512's vscalefps: off, "
+                     "host (where the host has AVX-512 and vectors are 16 "
+                     "lanes) or on"),
+      llvm::cl::init("host")};
   Option<std::string> ablate{
       *this, "ablate",
       llvm::cl::desc("CPU, measurement only: step phases to leave out "

@@ -74,10 +74,10 @@ public:
   /// `lanes` (8 or 16) is the f32 width of one vector register; the
   /// register file is taken to hold 2 x lanes of them (AVX2, AVX-512), and
   /// a register block keeps at most `lanes` accumulators.
-  Emitter(ImplicitLocOpBuilder &b, int64_t lanes, bool bf16Dot,
+  Emitter(ImplicitLocOpBuilder &b, int64_t lanes, bool bf16Dot, bool scalef,
           Ablation ablation)
       : b(b), f32(b.getF32Type()), kLanes(lanes), bf16Dot(bf16Dot),
-        ablation(ablation) {}
+        scalef(scalef), ablation(ablation) {}
 
   void expandStep(AttentionStepOp op);
   void expandKeyTranspose(linalg::TransposeOp op);
@@ -226,6 +226,8 @@ private:
   const int64_t kLanes;
   /// AVX512_BF16's vdpbf16ps may compute decode's S for bf16 Q and K.
   const bool bf16Dot;
+  /// 2^x of 16-lane vectors by AVX-512's vscalefps and vrndscaleps.
+  const bool scalef;
   /// Phases whose loops run zero times (measurement only).
   const Ablation ablation;
   /// This step's decode S uses vdpbf16ps (packedQuery then holds bf16).
@@ -531,6 +533,33 @@ Value Emitter::reduceSum(Value v) {
 Value Emitter::exp2Vec(Value x) {
   auto type = cast<VectorType>(x.getType());
   int64_t w = type.getNumElements();
+  static constexpr double kCoeffs[] = {
+      1.0,                   0.6931469440460205,    0.24022120237350464,
+      0.05550713092088699,   0.009675533510744572,  0.0013276446843519807};
+  auto polynomial = [&](Value f) {
+    Value p = vecConst(w, kCoeffs[5]);
+    for (int i = 4; i >= 0; --i)
+      p = vector::FMAOp::create(b, p, f, vecConst(w, kCoeffs[i]));
+    return p;
+  };
+  if (scalef && w == 16) {
+    // n = round(x) (vrndscaleps), 2^x = 2^(x - n) * 2^n, the last factor by
+    // vscalefps: 4 vector operations besides the polynomial instead of 6.
+    // Clamped at -150, 2^-150 rounds to exactly 0 (a tie with the smallest
+    // denormal, to even), so -inf scores give 0; NaN stays NaN.
+    Value lo = vecConst(w, -150.0);
+    Value below = arith::CmpFOp::create(b, arith::CmpFPredicate::OLT, x, lo);
+    x = arith::SelectOp::create(b, below, lo, x);
+    Value n = math::RoundEvenOp::create(b, x);
+    Value p = polynomial(arith::SubFOp::create(b, x, n));
+    Value all = arith::ConstantOp::create(b, b.getI16IntegerAttr(-1));
+    Value currentRounding =
+        arith::ConstantOp::create(b, b.getI32IntegerAttr(4));
+    return LLVM::CallIntrinsicOp::create(
+               b, type, b.getStringAttr("llvm.x86.avx512.mask.scalef.ps.512"),
+               ValueRange{p, n, p, all, currentRounding})
+        .getResult(0);
+  }
   Value lo = vecConst(w, -127.0);
   Value below = arith::CmpFOp::create(b, arith::CmpFPredicate::OLT, x, lo);
   x = arith::SelectOp::create(b, below, lo, x);
@@ -538,13 +567,7 @@ Value Emitter::exp2Vec(Value x) {
   Value roundConst = vecConst(w, kRound);
   Value t = arith::AddFOp::create(b, x, roundConst);
   Value n = arith::SubFOp::create(b, t, roundConst);
-  Value f = arith::SubFOp::create(b, x, n);
-  static constexpr double kCoeffs[] = {
-      1.0,                   0.6931469440460205,    0.24022120237350464,
-      0.05550713092088699,   0.009675533510744572,  0.0013276446843519807};
-  Value p = vecConst(w, kCoeffs[5]);
-  for (int i = 4; i >= 0; --i)
-    p = vector::FMAOp::create(b, p, f, vecConst(w, kCoeffs[i]));
+  Value p = polynomial(arith::SubFOp::create(b, x, n));
   auto i32 = VectorType::get({w}, b.getI32Type());
   Value bits = arith::ShLIOp::create(
       b, arith::BitcastOp::create(b, i32, t),
@@ -1322,7 +1345,7 @@ struct FlashExpandToCPUPass
     });
     for (Operation *op : ops) {
       ImplicitLocOpBuilder b(op->getLoc(), op);
-      Emitter emitter(b, vectorLanes, bf16Dot, ablation);
+      Emitter emitter(b, vectorLanes, bf16Dot, scalef, ablation);
       if (auto transpose = dyn_cast<linalg::TransposeOp>(op))
         emitter.expandKeyTranspose(transpose);
       else if (auto copy = dyn_cast<linalg::CopyOp>(op))
