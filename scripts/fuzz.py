@@ -90,7 +90,7 @@ PASS_ORDER = ("flash-fuse-attention", "flash-online-softmax", "flash-tile",
               "flash-split-kv", "flash-causal-skip",
               "flash-cpu-widen-operands", "flash-cpu-transpose-keys",
               "flash-cpu-direct-finalize", "flash-expand-to-cpu",
-              "flash-approximate-math")
+              "flash-cpu-dynamic-schedule", "flash-approximate-math")
 GPU_TAIL = ("flash-to-nvgpu",)
 STRING_OPTION_VALUES = {
     "target": ("cpu", "sm_80", "sm_90a", "sm_99", "", "CPU"),

@@ -288,6 +288,7 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
     return addTextual(
         pm, llvm::formatv("convert-linalg-to-loops,scf-forall-to-parallel,"
                           "convert-scf-to-openmp{{num-threads={0}},"
+                          "flash-cpu-dynamic-schedule,"
                           "flash-approximate-math,canonicalize",
                           c.getNumThreads())
                 .str());

@@ -112,7 +112,7 @@
 // GRAPH-SAME: attributes {llvm.emit_c_interface}
 // The parallel loop over (batch, head, Q block) runs on OpenMP threads.
 // GRAPH: omp.parallel num_threads(
-// GRAPH: omp.wsloop
+// GRAPH: omp.wsloop schedule(dynamic)
 // GRAPH: omp.loop_nest
 // The register-blocked step: scratch on the stack. The Q tile holds the
 // whole query, so K has no transposed copy: its rows are prefetched and
@@ -166,7 +166,7 @@ func.func @naive(%qm: memref<1x2x32x16xf32, strided<[?, ?, ?, 1], offset: ?>>,
 // ATTN-LABEL: llvm.func @flash_attention(
 // ATTN-SAME: attributes {llvm.emit_c_interface}
 // ATTN: omp.parallel num_threads(
-// ATTN: omp.wsloop
+// ATTN: omp.wsloop schedule(dynamic)
 // ATTN: llvm.intr.stacksave
 // f16 operands are widened to f32 in the step; K rows are read in place.
 // ATTN: llvm.fpext {{.+}} : vector<16xf16> to vector<16xf32>

@@ -210,6 +210,28 @@ def FlashCPUTransposeKeys : Pass<"flash-cpu-transpose-keys"> {
   ];
 }
 
+def FlashCPUDynamicSchedule : Pass<"flash-cpu-dynamic-schedule"> {
+  let summary = "Hand the CPU kernels' parallel work items out dynamically";
+  let description = [{
+    Sets `schedule(dynamic)` on every `omp.wsloop` that has no schedule
+    (those `convert-scf-to-openmp` makes from the kernels' parallel loops:
+    the attention tiles, the heads of the transposed K, the widened
+    copies). A thread takes the next work item when it finishes one, so a
+    thread that runs slower (a busy or throttled core, a vCPU the host
+    deschedules) holds up the others by at most one item instead of by its
+    whole share. A work item is a whole tile of the attention (64 query
+    rows against every key, or its split), so the hand-out costs nothing
+    measurable.
+
+    ```mlir
+    omp.wsloop {
+    // becomes
+    omp.wsloop schedule(dynamic) {
+    ```
+  }];
+  let dependentDialects = ["::mlir::omp::OpenMPDialect"];
+}
+
 def FlashApproximateMath : Pass<"flash-approximate-math"> {
   let summary = "Rewrite vector exp/log into polynomial approximations";
   let description = [{
