@@ -440,7 +440,8 @@ jitEntry(ModuleOp module,
                                    llvm::JITSymbolFlags::Exported};
     };
     bind("_mlir_memref_to_llvm_alloc", &flash::detail::scratchAlloc);
-    bind("_mlir_memref_to_llvm_aligned_alloc", &flash::detail::scratchAlignedAlloc);
+    bind("_mlir_memref_to_llvm_aligned_alloc",
+         &flash::detail::scratchAlignedAlloc);
     bind("_mlir_memref_to_llvm_free", &flash::detail::scratchFree);
     return symbols;
   });

@@ -32,8 +32,8 @@ TEST_F(ScratchAllocatorTest, AlignsAndHoldsTheRequestedBytes) {
   for (uint64_t alignment : {1, 8, 16, 64, 4096}) {
     for (uint64_t size : {uint64_t(0), uint64_t(1), uint64_t(1000),
                           uint64_t(kScratchReuseBytes + 3)}) {
-      auto *p = static_cast<unsigned char *>(
-          scratchAlignedAlloc(alignment, size));
+      auto *p =
+          static_cast<unsigned char *>(scratchAlignedAlloc(alignment, size));
       ASSERT_NE(p, nullptr);
       EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % alignment, 0u)
           << "alignment " << alignment << ", size " << size;

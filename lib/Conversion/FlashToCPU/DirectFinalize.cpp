@@ -25,6 +25,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace mlir {
@@ -97,17 +98,24 @@ Value destinationSlice(OpBuilder &b, memref::SubViewOp slice, Value dest) {
 }
 
 /// The finalizes that write the combine's partial buffers, or failure if a
-/// buffer is not an allocation of S rows, or has a user other than the
-/// combine, its deallocation and the finalizes' slices.
-FailureOr<SmallVector<PartialFinalize>> matchPartials(CombineOp combine) {
+/// buffer is not an allocation of S rows (the two in one block), or has a
+/// user other than the combine, its deallocation and the finalizes'
+/// slices, or the combine's destinations are not visible at a finalize.
+FailureOr<SmallVector<PartialFinalize>> matchPartials(CombineOp combine,
+                                                      DominanceInfo &dom) {
   Value parts = combine.getParts(), partLse = combine.getPartLse();
   auto partsAlloc = parts.getDefiningOp<memref::AllocOp>();
   auto lseAlloc = partLse.getDefiningOp<memref::AllocOp>();
-  if (!partsAlloc || !lseAlloc || !partsAlloc.getType().isDynamicDim(0) ||
+  if (!partsAlloc || !lseAlloc ||
+      partsAlloc->getBlock() != lseAlloc->getBlock() ||
+      !partsAlloc.getType().isDynamicDim(0) ||
       !lseAlloc.getType().isDynamicDim(0) ||
       partsAlloc.getDynamicSizes().front() !=
           lseAlloc.getDynamicSizes().front())
     return failure();
+  auto visibleAt = [&](Value dest, Operation *op) {
+    return !dest || dom.properlyDominates(dest, op);
+  };
   SmallVector<PartialFinalize> found;
   for (Operation *user : parts.getUsers()) {
     if (user == combine || isa<memref::DeallocOp>(user))
@@ -120,7 +128,9 @@ FailureOr<SmallVector<PartialFinalize>> matchPartials(CombineOp combine) {
       return failure();
     memref::SubViewOp lse = splitSlice(finalize.getLse(), partLse);
     if (!lse || !destinationSliceType(slice, combine.getOut()) ||
-        (combine.getLse() && !destinationSliceType(lse, combine.getLse())))
+        (combine.getLse() && !destinationSliceType(lse, combine.getLse())) ||
+        !visibleAt(combine.getOut(), finalize) ||
+        !visibleAt(combine.getLse(), finalize))
       return failure();
     found.push_back({finalize, slice, lse});
   }
@@ -142,9 +152,10 @@ struct FlashCPUDirectFinalizePass
   void runOnOperation() override {
     SmallVector<CombineOp> combines;
     getOperation()->walk([&](CombineOp op) { combines.push_back(op); });
+    DominanceInfo dom(getOperation());
     for (CombineOp combine : combines) {
       FailureOr<SmallVector<PartialFinalize>> partials =
-          matchPartials(combine);
+          matchPartials(combine, dom);
       if (failed(partials))
         continue;
       rewrite(combine, *partials);

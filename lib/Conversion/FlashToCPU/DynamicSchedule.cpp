@@ -29,8 +29,8 @@ struct FlashCPUDynamicSchedulePass
     getOperation()->walk([&](omp::WsloopOp loop) {
       if (loop.getScheduleKind())
         return;
-      loop.setScheduleKindAttr(
-          omp::ClauseScheduleKindAttr::get(ctx, omp::ClauseScheduleKind::Dynamic));
+      loop.setScheduleKindAttr(omp::ClauseScheduleKindAttr::get(
+          ctx, omp::ClauseScheduleKind::Dynamic));
     });
   }
 };

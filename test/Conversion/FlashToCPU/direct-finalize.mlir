@@ -119,3 +119,25 @@ func.func @static_splits(%acc: memref<2x8xf32>, %m: memref<2xf32>, %l: memref<2x
   flash.combine ins(%p, %pl : memref<3x2x8xf32>, memref<3x2xf32>) outs(%out : memref<2x8xf32>)
   return
 }
+
+// -----
+
+// A destination defined after the tiles (not visible at the finalize) is
+// left as it is.
+// CHECK-LABEL: func.func @late_destination
+// CHECK-NOT: scf.if
+// CHECK: flash.combine
+func.func @late_destination(%acc: memref<2x8xf32>, %m: memref<2xf32>, %l: memref<2xf32>,
+                            %s: index) {
+  %p = memref.alloc(%s) : memref<?x2x8xf32>
+  %pl = memref.alloc(%s) : memref<?x2xf32>
+  scf.forall (%split) in (%s) {
+    %ps = memref.subview %p[%split, 0, 0] [1, 2, 8] [1, 1, 1] : memref<?x2x8xf32> to memref<2x8xf32, strided<[8, 1], offset: ?>>
+    %pls = memref.subview %pl[%split, 0] [1, 2] [1, 1] : memref<?x2xf32> to memref<2xf32, strided<[1], offset: ?>>
+    flash.finalize ins(%acc, %m, %l : memref<2x8xf32>, memref<2xf32>, memref<2xf32>)
+        outs(%ps, %pls : memref<2x8xf32, strided<[8, 1], offset: ?>>, memref<2xf32, strided<[1], offset: ?>>)
+  }
+  %out = memref.alloc() : memref<2x8xf32>
+  flash.combine ins(%p, %pl : memref<?x2x8xf32>, memref<?x2xf32>) outs(%out : memref<2x8xf32>)
+  return
+}
