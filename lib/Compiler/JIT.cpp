@@ -513,22 +513,17 @@ KernelBuilder::build(const AttentionSpec &spec, const PipelineConfig &config) {
         meta.tiles.blockKV = *step;
     });
   };
-  // vdpbf16ps cannot be selected for a host without it.
-  if (config.bf16Dot == "on") {
+  // vdpbf16ps and vscalefps cannot be selected for a host without them.
+  if (config.bf16Dot == "on" || config.scalef == "on") {
     llvm::Expected<TargetInfo> host = TargetInfo::get("cpu");
     if (!host)
       return host.takeError();
-    if (!host->bf16DotProduct)
+    if (config.bf16Dot == "on" && !host->bf16DotProduct)
       return llvm::createStringError(
           "bf16-dot=on: this host has no AVX512_BF16 (vdpbf16ps); use host "
           "or off");
-  }
-  // Nor vscalefps for a host without AVX-512.
-  if (config.scalef == "on") {
-    llvm::Expected<TargetInfo> host = TargetInfo::get("cpu");
-    if (!host)
-      return host.takeError();
-    if (host->vectorLanes != 16)
+    // The host's vectors are 16 lanes exactly when it has AVX-512.
+    if (config.scalef == "on" && host->vectorLanes != 16)
       return llvm::createStringError(
           "scalef=on: this host has no AVX-512 (vscalefps); use host or off");
   }

@@ -94,6 +94,23 @@ llvm::Error mlir::flash::checkChipPTXVersion(llvm::StringRef chip,
   return llvm::Error::success();
 }
 
+/// Checks a CPU option `name` that selects AVX-512 instructions: `value`
+/// is off, host or on; it must not be set for a GPU target (`onGPU`), and
+/// on needs 16-lane vectors.
+static llvm::Error checkAVX512Option(llvm::StringRef name,
+                                     const std::string &value,
+                                     int64_t vectorLanes, bool onGPU) {
+  if (value != "host" && value != "on" && value != "off")
+    return llvm::createStringError(name + " must be off, host or on, got '" +
+                                   value + "'");
+  if (onGPU)
+    return llvm::createStringError(name + " applies to the CPU target only");
+  if (value == "on" && vectorLanes == 8)
+    return llvm::createStringError(
+        name + "=on needs 16-lane vectors (AVX-512); vector-lanes is 8");
+  return llvm::Error::success();
+}
+
 llvm::Error PipelineConfig::validate() const {
   if (llvm::Expected<TargetInfo> t = TargetInfo::get(target); !t)
     return t.takeError();
@@ -143,22 +160,14 @@ llvm::Error PipelineConfig::validate() const {
         llvm::formatv("vector-lanes must be 0 (the host's), 8 or 16, got {0}",
                       vectorLanes)
             .str());
-  if (bf16Dot != "host" && bf16Dot != "on" && bf16Dot != "off")
-    return llvm::createStringError("bf16-dot must be off, host or on, got '" +
-                                   bf16Dot + "'");
-  if (bf16Dot != "off" && isGPU())
-    return llvm::createStringError("bf16-dot applies to the CPU target only");
-  if (bf16Dot == "on" && vectorLanes == 8)
-    return llvm::createStringError(
-        "bf16-dot=on needs 16-lane vectors (AVX-512); vector-lanes is 8");
-  if (scalef != "host" && scalef != "on" && scalef != "off")
-    return llvm::createStringError("scalef must be off, host or on, got '" +
-                                   scalef + "'");
-  if (scalef == "on" && isGPU())
-    return llvm::createStringError("scalef applies to the CPU target only");
-  if (scalef == "on" && vectorLanes == 8)
-    return llvm::createStringError(
-        "scalef=on needs 16-lane vectors (AVX-512); vector-lanes is 8");
+  // bf16-dot's default is off, so any other value names the CPU; scalef's
+  // is host, so only on does.
+  if (llvm::Error e = checkAVX512Option("bf16-dot", bf16Dot, vectorLanes,
+                                        bf16Dot != "off" && isGPU()))
+    return e;
+  if (llvm::Error e = checkAVX512Option("scalef", scalef, vectorLanes,
+                                        scalef == "on" && isGPU()))
+    return e;
   if (!ablate.empty()) {
     if (isGPU())
       return llvm::createStringError("ablate applies to the CPU target only");

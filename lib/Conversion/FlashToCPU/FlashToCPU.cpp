@@ -87,6 +87,10 @@ public:
 
 private:
   Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+  /// The index `base + r` (`base` itself for r = 0).
+  Value plus(Value base, int64_t r) {
+    return r == 0 ? base : Value(arith::AddIOp::create(b, base, idx(r)));
+  }
   Value f32Const(double v) {
     return arith::ConstantOp::create(b, f32, b.getF32FloatAttr(v));
   }
@@ -789,7 +793,7 @@ Value Emitter::rowsOf(AttentionStepOp op, Value n, Value br, Value f0,
                       int64_t rows, SmallVector<Value> &gs,
                       SmallVector<Value> &rs, SmallVector<Value> &ends) {
   for (int64_t r = 0; r < rows; ++r) {
-    Value f = r == 0 ? f0 : Value(arith::AddIOp::create(b, f0, idx(r)));
+    Value f = plus(f0, r);
     auto [g, row] = headAndRow(op, f, br);
     gs.push_back(g);
     rs.push_back(row);
@@ -959,9 +963,7 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
     negMs.push_back(
         splat(arith::MulFOp::create(b, mUse, f32Const(-kLog2e)), kLanes));
     memref::StoreOp::create(b, mNew, mMem, ValueRange{g, row});
-    memref::StoreOp::create(
-        b, alphas[r], alphaMem,
-        ValueRange{r == 0 ? a0 : Value(arith::AddIOp::create(b, a0, idx(r)))});
+    memref::StoreOp::create(b, alphas[r], alphaMem, ValueRange{plus(a0, r)});
   }
   SmallVector<Value> sums;
   for (int64_t r = 0; r < rows; ++r) {
@@ -1019,11 +1021,8 @@ void Emitter::pvBlock(AttentionStepOp op, Value s, Value n, Value br, Value f0,
         [&](OpBuilder &, Location) {
           SmallVector<Value> values;
           for (int64_t r = 0; r < rows; ++r) {
-            Value alpha = memref::LoadOp::create(
-                b, alphaMem,
-                ValueRange{r == 0 ? a0
-                                  : Value(arith::AddIOp::create(b, a0,
-                                                                idx(r)))});
+            Value alpha =
+                memref::LoadOp::create(b, alphaMem, ValueRange{plus(a0, r)});
             for (auto [j, w] : llvm::enumerate(group))
               values.push_back(arith::MulFOp::create(
                   b, loaded[r * group.size() + j], splat(alpha, w)));
