@@ -624,12 +624,16 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
   llvm::Expected<Options> o =
       Options::parse(args, {"decode"},
                      {"sizes", "head-dims", "heads", "threads", "iters", "json",
-                      "decode-loop", "seq-kv"});
+                      "decode-loop", "seq-kv", "rounds"});
   if (!o)
     return reportError(o.takeError());
   if (o->has("decode-loop") && o->has("decode"))
     return reportError(llvm::createStringError(
         "--decode and --decode-loop are separate benchmarks; pass one"));
+  if (o->has("rounds") && (o->has("decode-loop") || o->has("decode")))
+    return reportError(llvm::createStringError(
+        "--rounds applies to the prefill table only, not to --decode or "
+        "--decode-loop"));
   if (o->has("decode-loop"))
     return decodeLoop(*o);
   if (o->has("decode"))
@@ -644,15 +648,17 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
   // command line, and a failure there should be this one error.
   llvm::Expected<int64_t> headsOr = o->integer("heads", 8),
                           itersOr = o->integer("iters", 3),
+                          roundsOr = o->integer("rounds", 1),
                           threadsOr = o->integer(
                               "threads", PipelineConfig().getNumThreads());
-  for (auto *e : {&headsOr, &itersOr, &threadsOr})
+  for (auto *e : {&headsOr, &itersOr, &roundsOr, &threadsOr})
     if (!*e)
       return reportError(e->takeError());
   for (auto [value, name, lo, hi] :
        {std::tuple(*headsOr, "--heads", int64_t(1), int64_t(1) << 20),
         std::tuple(*threadsOr, "--threads", int64_t(1), kMaxThreads),
-        std::tuple(*itersOr, "--iters", int64_t(1), int64_t(1000000))})
+        std::tuple(*itersOr, "--iters", int64_t(1), int64_t(1000000)),
+        std::tuple(*roundsOr, "--rounds", int64_t(1), int64_t(100))})
     if (std::string problem = checkRange(value, name, lo, hi);
         !problem.empty())
       return reportError(llvm::createStringError(problem));
@@ -704,83 +710,153 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
     if (!ceilingValue)
       return reportError(ceilingValue.takeError());
   }
-  double ceiling =
-      ceilingValue->getAsObject()->getNumber("gflops").value_or(NAN);
-  double sgemmPerThread = NAN;
+  auto gflopsOf = [](const llvm::json::Value &v) {
+    return v.getAsObject()->getNumber("gflops").value_or(NAN);
+  };
+  // Every measurement of the one-core ceiling (and of OpenBLAS per thread
+  // on `threads`) in this run: before each round and once after the rows.
+  std::vector<double> ceilings = {gflopsOf(*ceilingValue)};
+  std::vector<double> sgemmPerThreads;
   if (*threadsOr > 1) {
     llvm::Expected<double> v = perThreadSgemm();
     if (!v)
       return reportError(v.takeError());
-    sgemmPerThread = *v;
+    sgemmPerThreads.push_back(*v);
   }
+  int64_t rounds = *roundsOr;
   llvm::outs() << llvm::formatv(
       "flashc bench: f32, batch 1, {0} heads, {1} threads for both; GFLOP/s "
       "count visible (query, key) pairs\n"
       "one-core sgemm ceiling (OpenBLAS, 2048^3, 1 thread): {2:f1} GFLOP/s; "
       "'of ceil' is flashc's GFLOP/s per thread over it\n",
-      heads, threads, ceiling);
+      heads, threads, ceilings[0]);
   if (*threadsOr > 1)
     llvm::outs() << llvm::formatv(
         "sgemm on {0} threads (OpenBLAS, 2048^3): {1:f1} GFLOP/s per thread\n",
-        threads, sgemmPerThread);
+        threads, sgemmPerThreads[0]);
   if (!core.empty())
     llvm::outs() << llvm::formatv(
         "OpenBLAS did not recognise this CPU (it chose its {0} kernels); the "
         "ceiling and the baseline run with OPENBLAS_CORETYPE={1}\n",
         detected, core);
-  llvm::outs() << llvm::formatv(
-      "{0,6} {1,4} {2,7} | {3,10} {4,8} {5,8} {13,7} | {6,10} {7,8} | {8,7} "
-      "| {9,8} {10,8} | {11,9} {12,9}\n",
-      "N", "d", "causal", "flashc ms", "GFLOP/s", "/thread", "BLAS ms",
-      "GFLOP/s", "speedup", "RSS MB", "BLAS MB", "cold ms", "cached us",
-      "of ceil");
+  auto printHeader = [&] {
+    llvm::outs() << llvm::formatv(
+        "{0,6} {1,4} {2,7} | {3,10} {4,8} {5,8} {13,7} | {6,10} {7,8} | {8,7} "
+        "| {9,8} {10,8} | {11,9} {12,9}\n",
+        "N", "d", "causal", "flashc ms", "GFLOP/s", "/thread", "BLAS ms",
+        "GFLOP/s", "speedup", "RSS MB", "BLAS MB", "cold ms", "cached us",
+        "of ceil");
+  };
+  // One table row: `row` holds the flashc and blas measurements; the
+  // fraction is read against `ceiling`.
+  auto printRow = [&](const llvm::json::Object &row, double ceiling) {
+    auto get = [&](const char *impl, const char *key) {
+      return row.getObject(impl)->getNumber(key).value_or(NAN);
+    };
+    double perThread =
+        get("flashc", "gflops") / static_cast<double>(*threadsOr);
+    llvm::outs() << llvm::formatv(
+        "{0,6} {1,4} {2,7} | {3,10:f2} {4,8:f1} {5,8:f1} {13,6:f0}% | "
+        "{6,10:f2} {7,8:f1} | {8,7:f2} | {9,8:f1} {10,8:f1} | {11,9:f1} "
+        "{12,9:f1}\n",
+        *row.getInteger("seq"), *row.getInteger("headDim"),
+        *row.getBoolean("causal") ? "yes" : "no",
+        get("flashc", "seconds") * 1e3, get("flashc", "gflops"), perThread,
+        get("blas", "seconds") * 1e3, get("blas", "gflops"),
+        get("blas", "seconds") / get("flashc", "seconds"),
+        get("flashc", "peakRssMB"), get("blas", "peakRssMB"),
+        get("flashc", "compileColdMs"), get("flashc", "compileCachedUs"),
+        100 * perThread / ceiling);
+    llvm::outs().flush();
+  };
+  // With one round the rows are printed as they are measured; with more,
+  // each row keeps its fastest flashc and fastest BLAS run over the rounds,
+  // and the table of those comes at the end.
+  if (rounds == 1)
+    printHeader();
   llvm::json::Array all;
-  for (int64_t d : *dims)
-    for (int64_t n : *sizes)
-      for (bool causal : {false, true}) {
-        llvm::json::Object row;
-        for (const char *impl : {"flashc", "blas"}) {
-          std::string cmd = (std::strcmp(impl, "blas") == 0 ? blasEnv
-                                                             : std::string()) +
-                            "'" + self + "' bench-one --impl " + impl +
-                            " --seq " + std::to_string(n) + " --head-dim " +
-                            std::to_string(d) + " --heads " + heads +
-                            " --threads " + threads + " --iters " + iters +
-                            (causal ? " --causal" : "") + " 2>&1";
-          std::string what = llvm::formatv("{0}, N = {1}, d = {2}{3}", impl,
-                                           n, d, causal ? ", causal" : "");
-          llvm::Expected<llvm::json::Value> value = measure(cmd, what);
-          if (!value)
-            return reportError(value.takeError());
-          row[impl] = std::move(*value);
-        }
-        auto get = [&](const char *impl, const char *key) {
-          return row.getObject(impl)->getNumber(key).value_or(NAN);
-        };
-        double speedup = get("blas", "seconds") / get("flashc", "seconds");
-        double perThread = get("flashc", "gflops") / static_cast<double>(*threadsOr);
-        llvm::outs() << llvm::formatv(
-            "{0,6} {1,4} {2,7} | {3,10:f2} {4,8:f1} {5,8:f1} {13,6:f0}% | "
-            "{6,10:f2} {7,8:f1} | {8,7:f2} | {9,8:f1} {10,8:f1} | {11,9:f1} "
-            "{12,9:f1}\n",
-            n, d, causal ? "yes" : "no", get("flashc", "seconds") * 1e3,
-            get("flashc", "gflops"), perThread, get("blas", "seconds") * 1e3,
-            get("blas", "gflops"), speedup, get("flashc", "peakRssMB"),
-            get("blas", "peakRssMB"), get("flashc", "compileColdMs"),
-            get("flashc", "compileCachedUs"), 100 * perThread / ceiling);
-        llvm::outs().flush();
-        row["speedup"] = speedup;
-        row["sgemmCeilingGflops"] = ceiling;
-        row["blasCore"] = core.empty() ? detected : core;
-        row["fractionOfCeiling"] = perThread / ceiling;
-        all.push_back(std::move(row));
+  for (int64_t round = 0; round < rounds; ++round) {
+    if (round > 0) {
+      llvm::Expected<llvm::json::Value> c = ceilingRun();
+      if (!c)
+        return reportError(c.takeError());
+      ceilings.push_back(gflopsOf(*c));
+      std::string perThreadText;
+      if (*threadsOr > 1) {
+        llvm::Expected<double> v = perThreadSgemm();
+        if (!v)
+          return reportError(v.takeError());
+        sgemmPerThreads.push_back(*v);
+        perThreadText = llvm::formatv("; on {0} threads, {1:f1} per thread",
+                                      threads, *v)
+                            .str();
       }
+      llvm::outs() << llvm::formatv(
+          "round {0} of {1}: one-core sgemm ceiling {2:f1} GFLOP/s{3}\n",
+          round + 1, rounds, ceilings.back(), perThreadText);
+      llvm::outs().flush();
+    }
+    size_t index = 0;
+    for (int64_t d : *dims)
+      for (int64_t n : *sizes)
+        for (bool causal : {false, true}) {
+          llvm::json::Object measured;
+          for (const char *impl : {"flashc", "blas"}) {
+            std::string cmd =
+                (std::strcmp(impl, "blas") == 0 ? blasEnv : std::string()) +
+                "'" + self + "' bench-one --impl " + impl + " --seq " +
+                std::to_string(n) + " --head-dim " + std::to_string(d) +
+                " --heads " + heads + " --threads " + threads + " --iters " +
+                iters + (causal ? " --causal" : "") + " 2>&1";
+            std::string what = llvm::formatv("{0}, N = {1}, d = {2}{3}", impl,
+                                             n, d, causal ? ", causal" : "");
+            llvm::Expected<llvm::json::Value> value = measure(cmd, what);
+            if (!value)
+              return reportError(value.takeError());
+            measured[impl] = std::move(*value);
+          }
+          if (round == 0) {
+            llvm::json::Object row;
+            row["seq"] = n;
+            row["headDim"] = d;
+            row["causal"] = causal;
+            row["rounds"] = rounds;
+            row["blasCore"] = core.empty() ? detected : core;
+            for (const char *impl : {"flashc", "blas"})
+              row[impl] = std::move(*measured.get(impl));
+            if (rounds == 1)
+              printRow(row, ceilings[0]);
+            all.push_back(std::move(row));
+            continue;
+          }
+          // Keep the faster of this round's and the best so far, per impl.
+          llvm::json::Object &row = *all[index++].getAsObject();
+          for (const char *impl : {"flashc", "blas"}) {
+            auto seconds = [&](const llvm::json::Value &v) {
+              return v.getAsObject()->getNumber("seconds").value_or(INFINITY);
+            };
+            if (seconds(*measured.get(impl)) < seconds(*row.get(impl)))
+              row[impl] = std::move(*measured.get(impl));
+          }
+        }
+  }
   // On a shared host the machine's speed drifts over a run: the ceiling
-  // again at the end, and every row against the larger of the two.
+  // again at the end, and every row against the largest measurement.
   llvm::Expected<llvm::json::Value> againValue = ceilingRun();
   if (!againValue)
     return reportError(againValue.takeError());
-  double again = againValue->getAsObject()->getNumber("gflops").value_or(NAN);
+  double again = gflopsOf(*againValue);
+  ceilings.push_back(again);
+  double largest = *llvm::max_element(ceilings);
+  if (rounds > 1) {
+    llvm::outs() << llvm::formatv(
+        "fastest of {0} rounds per row; 'of ceil' against the largest of the "
+        "{1} one-core ceilings measured ({2:f1} GFLOP/s)\n",
+        rounds, ceilings.size(), largest);
+    printHeader();
+    for (const llvm::json::Value &v : all)
+      printRow(*v.getAsObject(), largest);
+  }
   // Each row's flashc GFLOP/s per thread over `reference`, stored in the
   // row under `key`; the smallest and the largest of them.
   auto fractionsOf = [&](double reference, const char *key) {
@@ -795,26 +871,38 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
     }
     return std::pair(lo, hi);
   };
-  for (llvm::json::Value &v : all)
-    (*v.getAsObject())["sgemmCeilingAgainGflops"] = again;
-  auto [lo, hi] =
-      fractionsOf(std::max(ceiling, again), "fractionOfLargerCeiling");
+  for (llvm::json::Value &v : all) {
+    llvm::json::Object &row = *v.getAsObject();
+    row["speedup"] =
+        row.getObject("blas")->getNumber("seconds").value_or(NAN) /
+        row.getObject("flashc")->getNumber("seconds").value_or(NAN);
+    row["sgemmCeilingGflops"] = ceilings[0];
+    row["sgemmCeilingAgainGflops"] = again;
+    row["sgemmCeilingsGflops"] = llvm::json::Array(ceilings);
+  }
+  fractionsOf(ceilings[0], "fractionOfCeiling");
+  auto [lo, hi] = fractionsOf(largest, "fractionOfLargerCeiling");
+  std::string against =
+      ceilings.size() == 2
+          ? std::string("the larger of the two")
+          : llvm::formatv("the largest of the {0}", ceilings.size()).str();
   llvm::outs() << llvm::formatv(
-      "sgemm ceiling again: {0:f1} GFLOP/s; against the larger of the two, "
-      "the rows are {1:f0}% to {2:f0}% of it per thread\n",
-      again, 100 * lo, 100 * hi);
+      "sgemm ceiling again: {0:f1} GFLOP/s; against {1}, the rows are {2:f0}% "
+      "to {3:f0}% of it per thread\n",
+      again, against, 100 * lo, 100 * hi);
   if (*threadsOr > 1) {
     llvm::Expected<double> v = perThreadSgemm();
     if (!v)
       return reportError(v.takeError());
-    double larger = std::max(sgemmPerThread, *v);
+    sgemmPerThreads.push_back(*v);
+    double larger = *llvm::max_element(sgemmPerThreads);
     for (llvm::json::Value &value : all)
       (*value.getAsObject())["sgemmPerThreadGflops"] = larger;
     auto [tlo, thi] = fractionsOf(larger, "fractionOfSgemmPerThread");
     llvm::outs() << llvm::formatv(
-        "sgemm on {0} threads again: {1:f1} GFLOP/s per thread; against the "
-        "larger of the two, the rows are {2:f0}% to {3:f0}% of it per thread\n",
-        threads, *v, 100 * tlo, 100 * thi);
+        "sgemm on {0} threads again: {1:f1} GFLOP/s per thread; against {2}, "
+        "the rows are {3:f0}% to {4:f0}% of it per thread\n",
+        threads, *v, against, 100 * tlo, 100 * thi);
   }
   if (o->has("json")) {
     if (llvm::Error e = writeFile(
