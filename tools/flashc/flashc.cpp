@@ -57,6 +57,8 @@ const char *kUsage =
     "F.npy]\n"
     "           [--iters N] [--check-rows N] [--seed N]\n"
     "           [--simulate] (GPU targets: run in the PTX simulator)\n"
+    "           [--versus 'SCHEDULE OPTIONS'] (CPU: time a second kernel\n"
+    "            with those options, runs interleaved, and check both)\n"
     "  compile: --emit mlir|llvm|ptx|cubin|manifest [-o FILE] [--stop-after "
     "STAGE]\n"
     "  cost:    [--json]\n"
@@ -138,19 +140,61 @@ llvm::Expected<CostReport> costReport(const AttentionSpec &spec,
 // run
 //===----------------------------------------------------------------------===//
 
+/// The schedule of `flashc run --versus 'OPTIONS'`: `base` with the schedule
+/// options in `text` (space-separated, as on the command line) applied. The
+/// problem and the target stay those of the run.
+llvm::Expected<PipelineConfig> parseVersus(llvm::StringRef text,
+                                           const PipelineConfig &base) {
+  if (base.isGPU())
+    return llvm::createStringError(
+        "--versus compares CPU kernels; the target is " + base.target);
+  llvm::SmallVector<llvm::StringRef> words;
+  text.split(words, ' ', -1, /*KeepEmpty=*/false);
+  std::vector<std::string> storage(words.begin(), words.end());
+  std::vector<const char *> args;
+  for (const std::string &w : storage)
+    args.push_back(w.c_str());
+  if (args.empty())
+    return llvm::createStringError(
+        "--versus expects schedule options, e.g. --versus '--block-kv 128'");
+  llvm::Expected<Options> parsed = Options::parse(
+      args, {},
+      {"block-q", "block-kv", "splits", "loop-order", "threads", "sram-bytes",
+       "vector-lanes", "ablate", "bf16-dot", "scalef"});
+  if (!parsed)
+    return llvm::createStringError("in --versus: " +
+                                   llvm::toString(parsed.takeError()));
+  PipelineConfig config = base;
+  if (llvm::Error e = readConfig(*parsed, config))
+    return llvm::createStringError("in --versus: " +
+                                   llvm::toString(std::move(e)));
+  return config;
+}
+
 int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
   Options o;
   AttentionSpec spec = builtin ? builtinExample() : AttentionSpec();
   PipelineConfig config;
   if (llvm::Error e = parseProblem(
           args, {"simulate"},
-          {"q", "k", "v", "out", "lse", "iters", "check-rows", "seed"}, o, spec,
-          config))
+          {"q", "k", "v", "out", "lse", "iters", "check-rows", "seed",
+           "versus"},
+          o, spec, config))
     return reportError(std::move(e));
   bool gpu = config.isGPU();
   if (o.has("simulate") && !gpu)
     return reportError(llvm::createStringError(
         "--simulate runs GPU kernels; the target is " + config.target));
+  // --versus: a second CPU kernel for the same problem, built with other
+  // schedule options, timed in turn with the first.
+  std::optional<PipelineConfig> versus;
+  std::string versusText = o.str("versus", "");
+  if (o.has("versus")) {
+    llvm::Expected<PipelineConfig> other = parseVersus(versusText, config);
+    if (!other)
+      return reportError(other.takeError());
+    versus = *other;
+  }
   llvm::Expected<int64_t> iters = o.integer("iters", 0);
   llvm::Expected<int64_t> checkRows = o.integer("check-rows", 256);
   llvm::Expected<int64_t> seedOpt = o.integer("seed", -1);
@@ -226,6 +270,7 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
           .count() /
       100;
   const KernelMetadata &meta = (*kernel)->getMetadata();
+  std::shared_ptr<const Kernel> other;
 
   if (gpu) {
     // GPU kernels: on the CUDA device, or in the PTX simulator.
@@ -266,25 +311,54 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - p0)
             .count();
     TensorRef lseRef = lse.ref();
-    auto runOnce = [&]() -> llvm::Error {
-      return (*kernel)->run(q.ref(), k.ref(), v.ref(), out.ref(),
-                            spec.withLse ? &lseRef : nullptr);
+    auto runWith = [&](const Kernel &kern) -> llvm::Error {
+      return kern.run(q.ref(), k.ref(), v.ref(), out.ref(),
+                      spec.withLse ? &lseRef : nullptr);
     };
+    auto runOnce = [&]() -> llvm::Error { return runWith(**kernel); };
     if (llvm::Error e = runOnce())
       return reportError(std::move(e));
-    // Time: at least 3 runs and about half a second, or --iters.
-    std::vector<double> times;
+    if (versus) {
+      llvm::Expected<std::shared_ptr<const Kernel>> k2 =
+          Compiler::global().compile(spec, versus->target, *versus);
+      if (!k2)
+        return reportError(k2.takeError());
+      other = *k2;
+      if (llvm::Error e = other->prepare(spec.seqQ))
+        return reportError(std::move(e));
+      if (llvm::Error e = runWith(*other))
+        return reportError(std::move(e));
+    }
+    auto timed = [&](const Kernel &kern) -> llvm::Expected<double> {
+      auto t0 = std::chrono::steady_clock::now();
+      if (llvm::Error e = runWith(kern))
+        return std::move(e);
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                           t0)
+          .count();
+    };
+    // Time: at least 3 runs and about half a second, or --iters. With
+    // --versus, each round runs both kernels, in turn first, so that a
+    // host whose speed drifts slows both alike; their ratio is per round.
+    std::vector<double> times, otherTimes, ratios;
     double total = 0;
     while ((*iters > 0 && static_cast<int64_t>(times.size()) < *iters) ||
            (*iters == 0 && (times.size() < 3 || total < 0.5))) {
-      auto t0 = std::chrono::steady_clock::now();
-      if (llvm::Error e = runOnce())
-        return reportError(std::move(e));
-      double t =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-              .count();
+      bool otherFirst = other && times.size() % 2 == 1;
+      double t = 0, u = 0;
+      for (int turn = 0; turn < (other ? 2 : 1); ++turn) {
+        bool runOther = (turn == 0) == otherFirst;
+        llvm::Expected<double> seconds = timed(runOther ? *other : **kernel);
+        if (!seconds)
+          return reportError(seconds.takeError());
+        (runOther ? u : t) = *seconds;
+      }
       times.push_back(t);
-      total += t;
+      total += t + u;
+      if (other) {
+        otherTimes.push_back(u);
+        ratios.push_back(u / t);
+      }
       if (times.size() >= 1000)
         break;
     }
@@ -316,6 +390,22 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
         median * 1e3, times.size(), flops / median * 1e-9,
         flops / median * 1e-9 / threads, times.front() * 1e3,
         flops / times.front() * 1e-9);
+    if (other) {
+      std::sort(otherTimes.begin(), otherTimes.end());
+      std::sort(ratios.begin(), ratios.end());
+      double otherMedian = otherTimes[otherTimes.size() / 2];
+      llvm::outs() << llvm::formatv(
+          "versus '{0}': {1:f3} ms (median of {2} runs, in turn with the "
+          "above), {3:f1} GFLOP/s; fastest {4:f3} ms, {5:f1} GFLOP/s\n",
+          versusText, otherMedian * 1e3, otherTimes.size(),
+          flops / otherMedian * 1e-9, otherTimes.front() * 1e3,
+          flops / otherTimes.front() * 1e-9);
+      llvm::outs() << llvm::formatv(
+          "versus time / time, per round: median {0:f3} (quartiles {1:f3} "
+          "to {2:f3})\n",
+          ratios[ratios.size() / 2], ratios[ratios.size() / 4],
+          ratios[(3 * ratios.size()) / 4]);
+    }
   }
 
   // A kernel with phases left out computes wrong results by design.
@@ -325,7 +415,8 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
     return 0;
   }
 
-  // Check against the float64 reference, on every row or a sample.
+  // Check against the float64 reference, on every row or a sample: the
+  // kernel's output, then (--versus) the other kernel's.
   int64_t rows = spec.batch * spec.heads * spec.seqQ;
   std::vector<int64_t> picked;
   if (*checkRows <= 0 || *checkRows >= rows) {
@@ -337,8 +428,9 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
       picked.push_back(pick(rng));
   }
   double tolerance = getOutputTolerance(spec.dtype);
-  double worst = 0, worstLse = 0;
   std::vector<double> expected(static_cast<size_t>(spec.valueDim()));
+  auto check = [&](llvm::StringRef label) {
+  double worst = 0, worstLse = 0;
   for (int64_t r : picked) {
     int64_t i = r % spec.seqQ, h = (r / spec.seqQ) % spec.heads,
             b = r / (spec.seqQ * spec.heads);
@@ -355,15 +447,28 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
       worstLse = std::max(worstLse, err);
     }
   }
-  bool ok = worst <= tolerance && worstLse <= 1e-3;
+  bool pass = worst <= tolerance && worstLse <= 1e-3;
   llvm::outs() << llvm::formatv(
-      "check: max |error| {0:e2} on {1} of {2} rows vs float64 reference "
+      "{7}: max |error| {0:e2} on {1} of {2} rows vs float64 reference "
       "(tolerance {3:e1}, seed {4}){5}: {6}\n",
       worst, picked.size(), rows, tolerance, seed,
       spec.withLse
           ? llvm::formatv(", lse relative error {0:e2}", worstLse).str()
           : std::string(),
-      ok ? "PASS" : "FAIL");
+      pass ? "PASS" : "FAIL", label);
+  return pass;
+  };
+  // The timed rounds may have ended with the other kernel: the output
+  // checked (and written) is this kernel's.
+  TensorRef lseRef = lse.ref();
+  auto runKernel = [&](const Kernel &kern) {
+    return kern.run(q.ref(), k.ref(), v.ref(), out.ref(),
+                    spec.withLse ? &lseRef : nullptr);
+  };
+  if (other)
+    if (llvm::Error e = runKernel(**kernel))
+      return reportError(std::move(e));
+  bool ok = check("check");
 
   if (o.has("out"))
     if (llvm::Error e = writeNpy(o.str("out"), out))
@@ -371,6 +476,16 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
   if (o.has("lse"))
     if (llvm::Error e = writeNpy(o.str("lse"), lse))
       return reportError(std::move(e));
+  if (other) {
+    if (!versus->ablate.empty()) {
+      llvm::outs() << "check (versus): skipped (--ablate " << versus->ablate
+                   << " leaves phases out)\n";
+    } else {
+      if (llvm::Error e = runKernel(*other))
+        return reportError(std::move(e));
+      ok = check("check (versus)") && ok;
+    }
+  }
 
   llvm::Expected<CostReport> report = costReport(spec, config);
   if (!report)
