@@ -75,17 +75,18 @@
 // HOOKS: llvm.call @_mlir_memref_to_llvm_free(
 
 //
-// scalef=on: the softmax's 2^x rounds by llvm.roundeven (vrndscaleps) and
-// scales by vscalefps, with no exponent-bit shift.
+// scalef=on: the softmax's 2^x takes x - floor(x) by vreduceps and scales
+// by vscalefps, with no rounding, clamp or exponent-bit shift.
 // RUN: flashc-opt %t/graph.mlir --flash-cpu-pipeline="num-threads=2 vector-lanes=16 scalef=on" \
-// RUN:   | FileCheck %s --check-prefix=SCALEF --implicit-check-not="llvm.shl {{.+}} : vector<16xi32>"
+// RUN:   | FileCheck %s --check-prefix=SCALEF --implicit-check-not="llvm.shl {{.+}} : vector<16xi32>" \
+// RUN:     --implicit-check-not=llvm.intr.roundeven
 // RUN: not flashc-opt %t/graph.mlir --flash-cpu-pipeline="scalef=maybe" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BAD-SCALEF
 // RUN: not flashc-opt %t/graph.mlir --flash-cpu-pipeline="scalef=on vector-lanes=8" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=SCALEF-LANES
 
 // SCALEF-LABEL: llvm.func @naive(
-// SCALEF: llvm.intr.roundeven({{.+}}) : (vector<16xf32>) -> vector<16xf32>
+// SCALEF: llvm.call_intrinsic "llvm.x86.avx512.mask.reduce.ps.512"({{.+}}) : (vector<16xf32>, i32, vector<16xf32>, i16, i32) -> vector<16xf32>
 // SCALEF: llvm.call_intrinsic "llvm.x86.avx512.mask.scalef.ps.512"({{.+}}) : (vector<16xf32>, vector<16xf32>, vector<16xf32>, i16, i32) -> vector<16xf32>
 // BAD-SCALEF: error: invalid flash pipeline options: scalef must be off, host or on, got 'maybe'
 // SCALEF-LANES: error: invalid flash pipeline options: scalef=on needs 16-lane vectors (AVX-512); vector-lanes is 8

@@ -39,8 +39,9 @@ def FlashExpandToCPU : Pass<"flash-expand-to-cpu"> {
       instruction); then, one row at a time, P = 2^(S log2(e) - m log2(e))
       and the row sum overwrite S (the exponent clamped at -127, 2^f of its
       fraction by a degree-5 polynomial, 2^n in the exponent bits; with
-      `scalef`, the exponent clamped at -150, rounded by `math.roundeven`
-      and 2^n applied by vscalefps). The
+      `scalef`, the fraction x - floor(x) by vreduceps, 2^f by a degree-5
+      polynomial on [0, 1] and 2^floor(x) applied by vscalefps, with no
+      clamp: -inf gives 0). The
       rows are taken 64 at a time: S and the softmax for each row block of
       the 64, then `acc += P . V` in blocks of keys whose V rows fit
       32 KiB, each block read by every row block of the 64 while it is in
@@ -71,11 +72,11 @@ def FlashExpandToCPU : Pass<"flash-expand-to-cpu"> {
            "llvm.call_intrinsic), 32 elements of a K row per instruction "
            "with no conversion, f32 sums. Only for hosts that have it">,
     Option<"scalef", "scalef", "bool", /*default=*/"false",
-           "With 16 lanes: the softmax's 2^x rounds x by vrndscaleps and "
-           "applies 2^n by AVX-512's vscalefps (through "
-           "llvm.call_intrinsic), two vector operations fewer per 16 "
-           "scores than building 2^n in the exponent bits. Only for hosts "
-           "that have AVX-512">,
+           "With 16 lanes: the softmax's 2^x takes x - floor(x) by "
+           "AVX-512's vreduceps and applies 2^floor(x) by vscalefps "
+           "(through llvm.call_intrinsic), with no clamp: four vector "
+           "operations fewer per 16 scores than building 2^n in the "
+           "exponent bits. Only for hosts that have AVX-512">,
     Option<"ablate", "ablate", "std::string", /*default=*/"\"\"",
            "For measurement only: a comma-separated list of the step's "
            "phases to leave out, of qk (the FMA loop of S = Q . K^T; its "

@@ -61,7 +61,7 @@ struct PipelineConfig {
   /// (the default: it measured no faster, decode being bound by reading K),
   /// "host" (where the host has it and vectors are 16 lanes) or "on".
   std::string bf16Dot = "off";
-  /// CPU: the softmax's 2^x of 16-lane vectors by AVX-512's vrndscaleps
+  /// CPU: the softmax's 2^x of 16-lane vectors by AVX-512's vreduceps
   /// and vscalefps: "host" (the default: where the host has AVX-512 and
   /// vectors are 16 lanes), "on" or "off" (2^n built in the exponent
   /// bits, as with 8 lanes).
@@ -159,7 +159,8 @@ struct FlashPipelineOptions : public PassPipelineOptions<FlashPipelineOptions> {
       llvm::cl::init("off")};
   Option<std::string> scalef{
       *this, "scalef",
-      llvm::cl::desc("CPU: the softmax's 2^x by AVX-512's vscalefps: off, "
+      llvm::cl::desc("CPU: the softmax's 2^x by AVX-512's vreduceps and "
+                     "vscalefps: off, "
                      "host (where the host has AVX-512 and vectors are 16 "
                      "lanes) or on"),
       llvm::cl::init("host")};

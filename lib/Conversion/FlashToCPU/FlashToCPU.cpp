@@ -522,48 +522,60 @@ Value Emitter::reduceSum(Value v) {
   });
 }
 
-/// 2^x for a vector x <= 0 (or NaN), the exponential of the softmax. x is
-/// clamped below at -127 and split as x = n + f with n = round(x) and
-/// |f| <= 1/2; 2^f comes from a degree-5 polynomial (relative error 2.4e-7
-/// evaluated in f32; its coefficients fit 2^f on [-1/2, 1/2] for relative
-/// error) and 2^n is built in the exponent bits. The rounding is one add:
-/// t = x + (1.5 * 2^23 + 127) holds n + 127 in its low mantissa bits (f32
-/// rounds to nearest even, as roundeven would), so t - that constant is n,
-/// and t's bits shifted left by 23 are the bits of 2^n. At n = -127 those
-/// bits are 0, so 2^x is exactly 0 for x < -126.5, -inf included: masked
-/// scores need no select (2^-126 and below do not matter to a softmax whose
-/// largest term is 1). A NaN x stays NaN: the clamp keeps it, and the
-/// polynomial of NaN is NaN.
+/// 2^x for a vector x <= 0 (or NaN), the exponential of the softmax.
+///
+/// With `scalef` (16 lanes, AVX-512): x = floor(x) + f with f = x -
+/// floor(x) in [0, 1] from vreduceps (rounding down), 2^f from a degree-5
+/// polynomial fitted to 2^f on [0, 1] for relative error (1.5e-7 evaluated
+/// in f32), and the factor 2^floor(x) applied by vscalefps, which takes the
+/// floor of its exponent operand itself: 7 vector operations. vreduceps
+/// gives f = 0 for -inf and vscalefps a factor of 0, so masked scores give
+/// exactly 0 with no clamp; NaN stays NaN.
+///
+/// Otherwise x is clamped below at -127 and split as x = n + f with n =
+/// round(x) and |f| <= 1/2; 2^f comes from a degree-5 polynomial (relative
+/// error 2.4e-7 evaluated in f32; its coefficients fit 2^f on [-1/2, 1/2]
+/// for relative error) and 2^n is built in the exponent bits. The rounding
+/// is one add: t = x + (1.5 * 2^23 + 127) holds n + 127 in its low mantissa
+/// bits (f32 rounds to nearest even, as roundeven would), so t - that
+/// constant is n, and t's bits shifted left by 23 are the bits of 2^n. At
+/// n = -127 those bits are 0, so 2^x is exactly 0 for x < -126.5, -inf
+/// included: masked scores need no select (2^-126 and below do not matter
+/// to a softmax whose largest term is 1). A NaN x stays NaN: the clamp
+/// keeps it, and the polynomial of NaN is NaN.
 Value Emitter::exp2Vec(Value x) {
   auto type = cast<VectorType>(x.getType());
   int64_t w = type.getNumElements();
-  static constexpr double kCoeffs[] = {
-      1.0,                   0.6931469440460205,    0.24022120237350464,
-      0.05550713092088699,   0.009675533510744572,  0.0013276446843519807};
-  auto polynomial = [&](Value f) {
-    Value p = vecConst(w, kCoeffs[5]);
-    for (int i = 4; i >= 0; --i)
-      p = vector::FMAOp::create(b, p, f, vecConst(w, kCoeffs[i]));
+  auto polynomial = [&](Value f, ArrayRef<double> coeffs) {
+    Value p = vecConst(w, coeffs.back());
+    for (double c : llvm::reverse(coeffs.drop_back()))
+      p = vector::FMAOp::create(b, p, f, vecConst(w, c));
     return p;
   };
   if (scalef && w == 16) {
-    // n = round(x) (vrndscaleps), 2^x = 2^(x - n) * 2^n, the last factor by
-    // vscalefps: 4 vector operations besides the polynomial instead of 6.
-    // Clamped at -150, 2^-150 rounds to exactly 0 (a tie with the smallest
-    // denormal, to even), so -inf scores give 0; NaN stays NaN.
-    Value lo = vecConst(w, -150.0);
-    Value below = arith::CmpFOp::create(b, arith::CmpFPredicate::OLT, x, lo);
-    x = arith::SelectOp::create(b, below, lo, x);
-    Value n = math::RoundEvenOp::create(b, x);
-    Value p = polynomial(arith::SubFOp::create(b, x, n));
+    static constexpr double kUnitCoeffs[] = {
+        0.9999999403953552,  0.6931530833244324,   0.24015361070632935,
+        0.05582631751894951, 0.008989340625703335, 0.0018775766948238015};
     Value all = arith::ConstantOp::create(b, b.getI16IntegerAttr(-1));
     Value currentRounding =
         arith::ConstantOp::create(b, b.getI32IntegerAttr(4));
+    // vreduceps' imm8: keep no fraction bits (M = 0), round down (01), and
+    // suppress the precision exception (bit 3).
+    Value floorReduce = arith::ConstantOp::create(b, b.getI32IntegerAttr(9));
+    Value f = LLVM::CallIntrinsicOp::create(
+                  b, type,
+                  b.getStringAttr("llvm.x86.avx512.mask.reduce.ps.512"),
+                  ValueRange{x, floorReduce, x, all, currentRounding})
+                  .getResult(0);
+    Value p = polynomial(f, kUnitCoeffs);
     return LLVM::CallIntrinsicOp::create(
                b, type, b.getStringAttr("llvm.x86.avx512.mask.scalef.ps.512"),
-               ValueRange{p, n, p, all, currentRounding})
+               ValueRange{p, x, p, all, currentRounding})
         .getResult(0);
   }
+  static constexpr double kCoeffs[] = {
+      1.0,                   0.6931469440460205,    0.24022120237350464,
+      0.05550713092088699,   0.009675533510744572,  0.0013276446843519807};
   Value lo = vecConst(w, -127.0);
   Value below = arith::CmpFOp::create(b, arith::CmpFPredicate::OLT, x, lo);
   x = arith::SelectOp::create(b, below, lo, x);
@@ -571,7 +583,7 @@ Value Emitter::exp2Vec(Value x) {
   Value roundConst = vecConst(w, kRound);
   Value t = arith::AddFOp::create(b, x, roundConst);
   Value n = arith::SubFOp::create(b, t, roundConst);
-  Value p = polynomial(arith::SubFOp::create(b, x, n));
+  Value p = polynomial(arith::SubFOp::create(b, x, n), kCoeffs);
   auto i32 = VectorType::get({w}, b.getI32Type());
   Value bits = arith::ShLIOp::create(
       b, arith::BitcastOp::create(b, i32, t),

@@ -12,22 +12,24 @@
 // RUN: not flashc-opt %t/valid.mlir --flash-expand-to-cpu=vector-lanes=4 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BAD-LANES
 // BAD-LANES: error: flash-expand-to-cpu: vector-lanes must be 8 or 16, got 4
-// With `scalef`, 2^x of a 16-lane vector rounds x by math.roundeven and
-// applies 2^n by AVX-512's vscalefps, clamping at -150 (2^-150 rounds to 0);
-// at 8 lanes the option changes nothing.
+// With `scalef`, 2^x of a 16-lane vector takes f = x - floor(x) by
+// AVX-512's vreduceps (imm8 9: round down, no fraction bits kept) and
+// applies 2^floor(x) by vscalefps to the polynomial of f, with no clamp
+// (vreduceps gives 0 for -inf and vscalefps a factor of 0); at 8 lanes the
+// option changes nothing.
 // RUN: flashc-opt %t/valid.mlir --split-input-file --flash-expand-to-cpu=scalef=1 \
 // RUN:   | FileCheck %s --check-prefix=SCALEF
 // RUN: flashc-opt %t/valid.mlir --split-input-file \
 // RUN:   --flash-expand-to-cpu="vector-lanes=8 scalef=1" \
 // RUN:   | FileCheck %s --check-prefix=L8
 // SCALEF-LABEL: func.func @step_masked
-// SCALEF: %[[LO:.+]] = arith.constant dense<-1.500000e+02> : vector<16xf32>
-// SCALEF: %[[BELOW:.+]] = arith.cmpf olt, %[[X:.+]], %[[LO]] : vector<16xf32>
-// SCALEF: %[[XC:.+]] = arith.select %[[BELOW]], %[[LO]], %[[X]]
-// SCALEF: %[[N:.+]] = math.roundeven %[[XC]] : vector<16xf32>
-// SCALEF: %[[F:.+]] = arith.subf %[[XC]], %[[N]] : vector<16xf32>
+// SCALEF-NOT: math.roundeven
+// SCALEF-NOT: dense<-1.500000e+02>
+// SCALEF-NOT: dense<-1.270000e+02>
+// SCALEF: %[[IMM:.+]] = arith.constant 9 : i32
+// SCALEF: %[[F:.+]] = llvm.call_intrinsic "llvm.x86.avx512.mask.reduce.ps.512"(%[[X:.+]], %[[IMM]], %[[X]], %{{.+}}, %{{.+}}) : (vector<16xf32>, i32, vector<16xf32>, i16, i32) -> vector<16xf32>
 // SCALEF-COUNT-5: vector.fma %{{.+}}, %[[F]], %{{.+}} : vector<16xf32>
-// SCALEF: llvm.call_intrinsic "llvm.x86.avx512.mask.scalef.ps.512"(%[[P:.+]], %[[N]], %[[P]], %{{.+}}, %{{.+}}) : (vector<16xf32>, vector<16xf32>, vector<16xf32>, i16, i32) -> vector<16xf32>
+// SCALEF: llvm.call_intrinsic "llvm.x86.avx512.mask.scalef.ps.512"(%[[P:.+]], %[[X]], %[[P]], %{{.+}}, %{{.+}}) : (vector<16xf32>, vector<16xf32>, vector<16xf32>, i16, i32) -> vector<16xf32>
 // SCALEF-NOT: arith.shli
 // SCALEF-LABEL: func.func @step_unmasked_strided
 // For measurement, `ablate` leaves phases of the step out: their loops run
