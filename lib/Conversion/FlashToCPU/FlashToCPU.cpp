@@ -933,7 +933,21 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
         b, arith::DivSIOp::create(b, visible, idx(kLanes)), idx(kLanes));
     SmallVector<Value> maxima(rows, ninfVec);
     maxima = qkChunks(idx(0), colsWide, colBlock, nullptr, maxima);
-    maxima = qkChunks(colsWide, colsFull, 1, nullptr, maxima);
+    // Two vectors of the columns left at once where at least two are: a
+    // one-vector chunk does as many loads as FMAs plus one.
+    Value colsPairs = colsWide;
+    if (colBlock > 2) {
+      Value pair = idx(2 * kLanes);
+      colsPairs = arith::AddIOp::create(
+          b, colsWide,
+          arith::MulIOp::create(
+              b,
+              arith::DivSIOp::create(
+                  b, arith::SubIOp::create(b, colsFull, colsWide), pair),
+              pair));
+      maxima = qkChunks(colsWide, colsPairs, 2, nullptr, maxima);
+    }
+    maxima = qkChunks(colsPairs, colsFull, 1, nullptr, maxima);
     Value mask = vector::CreateMaskOp::create(
         b, VectorType::get({kLanes}, b.getI1Type()),
         ValueRange{arith::SubIOp::create(b, visible, colsFull)});

@@ -263,6 +263,12 @@ func.func @step_unmasked_strided(
 // CHECK: }
 // CHECK-NOT: arith.mulf
 // CHECK: vector.store %[[QK]]#0, %{{.+}} : memref<4x?xf32, strided<[?, 1], offset: ?>>, vector<16xf32>
+// The columns past the last whole chunk of 4 vectors: two vectors at a
+// time (4 rows x 2 accumulators), then one, then the masked last one.
+// CHECK-COUNT-8: memref.prefetch %{{.+}}, write, locality<3>, data : memref<4x?xf32
+// CHECK: scf.for {{.+}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+// CHECK-COUNT-4: memref.prefetch %{{.+}}, write, locality<3>, data : memref<4x?xf32
+// CHECK: scf.for {{.+}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
 // CHECK: vector.maskedload %[[K]]
 // CHECK: %[[MAX:.+]] = arith.mulf %{{.+}}, %{{.+}} : f32
 // CHECK: %[[LOG2E:.+]] = arith.constant dense<0.180336878> : vector<16xf32>
