@@ -58,6 +58,8 @@ constexpr int64_t kPrefetchKeys = 16;
 constexpr int64_t kSuperRows = 64;
 /// Bytes of V one key block of P . V may take (an L1 share).
 constexpr int64_t kValueBlockBytes = 32 * 1024;
+/// The most keys a step's S is laid out for with a constant row stride.
+constexpr int64_t kMaxStaticKeys = 4096;
 /// Side of the square blocks the transposed copy of K is built from.
 constexpr int64_t kTransposeBlock = 16;
 
@@ -66,6 +68,52 @@ constexpr int64_t kTransposeBlock = 16;
 struct Ablation {
   bool qk = false, softmax = false, pv = false;
 };
+
+/// A constant upper bound of the index `v` where its definition shows one:
+/// a constant, the minimum of values one of which is bounded, or the
+/// extent of a subview whose size is bounded. Tiling makes the
+/// key block's length min(Bc, rest), so that a step's scratch can be laid
+/// out for Bc keys.
+static std::optional<int64_t> constantUpperBound(Value v, int depth = 0) {
+  if (depth > 8)
+    return std::nullopt;
+  if (std::optional<int64_t> c = getConstantIntValue(v))
+    return c;
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return std::nullopt;
+  if (isa<arith::MinSIOp, arith::MinUIOp>(def)) {
+    std::optional<int64_t> best;
+    for (Value operand : def->getOperands())
+      if (std::optional<int64_t> ub = constantUpperBound(operand, depth + 1))
+        best = best ? std::min(*best, *ub) : *ub;
+    return best;
+  }
+  if (auto dimOp = dyn_cast<memref::DimOp>(def)) {
+    std::optional<int64_t> index = dimOp.getConstantIndex();
+    if (!index)
+      return std::nullopt;
+    Value source = dimOp.getSource();
+    auto type = cast<MemRefType>(source.getType());
+    if (!type.isDynamicDim(*index))
+      return type.getDimSize(*index);
+    if (auto view = source.getDefiningOp<memref::SubViewOp>()) {
+      // The result's dynamic dims are the non-dropped sizes, in order.
+      llvm::SmallBitVector dropped = view.getDroppedDims();
+      int64_t seen = -1;
+      for (auto [i, size] : llvm::enumerate(view.getMixedSizes())) {
+        if (dropped.test(i))
+          continue;
+        if (++seen != *index)
+          continue;
+        if (std::optional<int64_t> c = getConstantIntValue(size))
+          return c;
+        return constantUpperBound(cast<Value>(size), depth + 1);
+      }
+    }
+  }
+  return std::nullopt;
+}
 
 /// Emits the CPU code of the block-level ops. Holds the builder and small
 /// helpers for constants, element-type conversion and chunked loops.
@@ -278,9 +326,19 @@ void Emitter::expandStep(AttentionStepOp op) {
   Value npad =
       arith::MulIOp::create(b, arith::CeilDivSIOp::create(b, n, lanes), lanes);
 
-  // S (then P) of up to kSuperRows rows, and their alphas.
-  auto sType = MemRefType::get({kSuperRows, ShapedType::kDynamic}, f32);
-  Value s = memref::AllocaOp::create(b, sType, ValueRange{npad});
+  // S (then P) of up to kSuperRows rows, and their alphas. Where the key
+  // block's length has a constant bound (Bc), S is laid out for it: with a
+  // constant row stride, the rows of a block are one pointer and constant
+  // displacements in the loops that read them, not a register each.
+  Value s;
+  std::optional<int64_t> nBound = constantUpperBound(n);
+  if (nBound && *nBound > 0 && *nBound <= kMaxStaticKeys) {
+    int64_t cols = (*nBound + kLanes - 1) / kLanes * kLanes;
+    s = memref::AllocaOp::create(b, MemRefType::get({kSuperRows, cols}, f32));
+  } else {
+    auto sType = MemRefType::get({kSuperRows, ShapedType::kDynamic}, f32);
+    s = memref::AllocaOp::create(b, sType, ValueRange{npad});
+  }
   Value alphaMem =
       memref::AllocaOp::create(b, MemRefType::get({kSuperRows}, f32));
   auto rowsView = [&](Value i, int64_t rows) -> Value {
@@ -562,20 +620,23 @@ Value Emitter::exp2Vec(Value x) {
     // vreduceps' imm8: keep no fraction bits (M = 0), round down (01), and
     // suppress the precision exception (bit 3).
     Value floorReduce = arith::ConstantOp::create(b, b.getI32IntegerAttr(9));
-    Value f = LLVM::CallIntrinsicOp::create(
-                  b, type,
-                  b.getStringAttr("llvm.x86.avx512.mask.reduce.ps.512"),
-                  ValueRange{x, floorReduce, x, all, currentRounding})
-                  .getResult(0);
+    Value f =
+        LLVM::CallIntrinsicOp::create(
+            b, type, b.getStringAttr("llvm.x86.avx512.mask.reduce.ps.512"),
+            ValueRange{x, floorReduce, x, all, currentRounding})
+            .getResult(0);
     Value p = polynomial(f, kUnitCoeffs);
     return LLVM::CallIntrinsicOp::create(
                b, type, b.getStringAttr("llvm.x86.avx512.mask.scalef.ps.512"),
                ValueRange{p, x, p, all, currentRounding})
         .getResult(0);
   }
-  static constexpr double kCoeffs[] = {
-      1.0,                   0.6931469440460205,    0.24022120237350464,
-      0.05550713092088699,   0.009675533510744572,  0.0013276446843519807};
+  static constexpr double kCoeffs[] = {1.0,
+                                       0.6931469440460205,
+                                       0.24022120237350464,
+                                       0.05550713092088699,
+                                       0.009675533510744572,
+                                       0.0013276446843519807};
   Value lo = vecConst(w, -127.0);
   Value below = arith::CmpFOp::create(b, arith::CmpFPredicate::OLT, x, lo);
   x = arith::SelectOp::create(b, below, lo, x);

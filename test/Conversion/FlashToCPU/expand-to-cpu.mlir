@@ -291,6 +291,31 @@ func.func @step_key_transposed(%q: memref<1x4x32xf32>, %k: memref<32x?xf32>,
 
 // -----
 
+// A key block whose length is min(rest, 256), as tiling makes it: S is laid
+// out for 256 keys, so that its rows are a constant stride apart.
+// CHECK-LABEL: func.func @step_bounded_block
+// CHECK: %[[S:.+]] = memref.alloca() : memref<64x256xf32>
+// CHECK: memref.subview %[[S]][%{{.+}}, 0] [4, %{{.+}}] [1, 1] : memref<64x256xf32> to memref<4x?xf32, strided<[256, 1], offset: ?>>
+func.func @step_bounded_block(%q: memref<1x4x32xf32>, %k: memref<32x?xf32>,
+    %v: memref<?x16xf32>, %acc: memref<1x4x16xf32>, %m: memref<1x4xf32>,
+    %l: memref<1x4xf32>, %k0: index) {
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  %n = memref.dim %k, %c1 : memref<32x?xf32>
+  %rest = arith.subi %n, %k0 : index
+  %len = arith.minsi %rest, %c256 : index
+  %kb = memref.subview %k[0, %k0] [32, %len] [1, 1]
+      : memref<32x?xf32> to memref<32x?xf32, strided<[?, 1], offset: ?>>
+  %vb = memref.subview %v[%k0, 0] [%len, 16] [1, 1]
+      : memref<?x16xf32> to memref<?x16xf32, strided<[16, 1], offset: ?>>
+  flash.attention_step ins(%q, %kb, %vb : memref<1x4x32xf32>, memref<32x?xf32, strided<[?, 1], offset: ?>>, memref<?x16xf32, strided<[16, 1], offset: ?>>)
+      outs(%acc, %m, %l : memref<1x4x16xf32>, memref<1x4xf32>, memref<1x4xf32>)
+      scale = 0.125 key_transposed
+  return
+}
+
+// -----
+
 //===----------------------------------------------------------------------===//
 // finalize
 //===----------------------------------------------------------------------===//
