@@ -787,9 +787,9 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
         if (!v)
           return reportError(v.takeError());
         sgemmPerThreads.push_back(*v);
-        perThreadText = llvm::formatv("; on {0} threads, {1:f1} per thread",
-                                      threads, *v)
-                            .str();
+        perThreadText =
+            llvm::formatv("; on {0} threads, {1:f1} per thread", threads, *v)
+                .str();
       }
       llvm::outs() << llvm::formatv(
           "round {0} of {1}: one-core sgemm ceiling {2:f1} GFLOP/s{3}\n",

@@ -175,11 +175,10 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
   Options o;
   AttentionSpec spec = builtin ? builtinExample() : AttentionSpec();
   PipelineConfig config;
-  if (llvm::Error e = parseProblem(
-          args, {"simulate"},
-          {"q", "k", "v", "out", "lse", "iters", "check-rows", "seed",
-           "versus"},
-          o, spec, config))
+  if (llvm::Error e = parseProblem(args, {"simulate"},
+                                   {"q", "k", "v", "out", "lse", "iters",
+                                    "check-rows", "seed", "versus"},
+                                   o, spec, config))
     return reportError(std::move(e));
   bool gpu = config.isGPU();
   if (o.has("simulate") && !gpu)
@@ -430,33 +429,34 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
   double tolerance = getOutputTolerance(spec.dtype);
   std::vector<double> expected(static_cast<size_t>(spec.valueDim()));
   auto check = [&](llvm::StringRef label) {
-  double worst = 0, worstLse = 0;
-  for (int64_t r : picked) {
-    int64_t i = r % spec.seqQ, h = (r / spec.seqQ) % spec.heads,
-            b = r / (spec.seqQ * spec.heads);
-    double l = referenceAttentionRow(spec, q, k, v, b, h, i, expected.data());
-    for (int64_t t = 0; t < spec.valueDim(); ++t) {
-      double got = out.get(r * spec.valueDim() + t);
-      double err = std::isfinite(got) ? std::fabs(got - expected[t]) : INFINITY;
-      worst = std::max(worst, err);
+    double worst = 0, worstLse = 0;
+    for (int64_t r : picked) {
+      int64_t i = r % spec.seqQ, h = (r / spec.seqQ) % spec.heads,
+              b = r / (spec.seqQ * spec.heads);
+      double l = referenceAttentionRow(spec, q, k, v, b, h, i, expected.data());
+      for (int64_t t = 0; t < spec.valueDim(); ++t) {
+        double got = out.get(r * spec.valueDim() + t);
+        double err =
+            std::isfinite(got) ? std::fabs(got - expected[t]) : INFINITY;
+        worst = std::max(worst, err);
+      }
+      if (spec.withLse) {
+        double got = lse.get(r);
+        double err = std::isinf(l) ? (got == l ? 0 : INFINITY)
+                                   : std::fabs(got - l) / (1 + std::fabs(l));
+        worstLse = std::max(worstLse, err);
+      }
     }
-    if (spec.withLse) {
-      double got = lse.get(r);
-      double err = std::isinf(l) ? (got == l ? 0 : INFINITY)
-                                 : std::fabs(got - l) / (1 + std::fabs(l));
-      worstLse = std::max(worstLse, err);
-    }
-  }
-  bool pass = worst <= tolerance && worstLse <= 1e-3;
-  llvm::outs() << llvm::formatv(
-      "{7}: max |error| {0:e2} on {1} of {2} rows vs float64 reference "
-      "(tolerance {3:e1}, seed {4}){5}: {6}\n",
-      worst, picked.size(), rows, tolerance, seed,
-      spec.withLse
-          ? llvm::formatv(", lse relative error {0:e2}", worstLse).str()
-          : std::string(),
-      pass ? "PASS" : "FAIL", label);
-  return pass;
+    bool pass = worst <= tolerance && worstLse <= 1e-3;
+    llvm::outs() << llvm::formatv(
+        "{7}: max |error| {0:e2} on {1} of {2} rows vs float64 reference "
+        "(tolerance {3:e1}, seed {4}){5}: {6}\n",
+        worst, picked.size(), rows, tolerance, seed,
+        spec.withLse
+            ? llvm::formatv(", lse relative error {0:e2}", worstLse).str()
+            : std::string(),
+        pass ? "PASS" : "FAIL", label);
+    return pass;
   };
   // The timed rounds may have ended with the other kernel: the output
   // checked (and written) is this kernel's.
