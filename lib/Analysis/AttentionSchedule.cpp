@@ -13,6 +13,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <tuple>
 
 using namespace mlir::flash;
 
@@ -105,16 +106,23 @@ TileSizes mlir::flash::chooseTileSizes(const TargetInfo &target,
     tiles.blockKV = c.blockKV;
     return tiles;
   } else {
-    int64_t rows = 64;
     // The G heads of a GQA group are packed into one block of G x Br rows.
     int64_t g = std::max<int64_t>(shape.groupSize(), 1);
-    int64_t br = std::max<int64_t>(rows / g, 1);
-    int64_t packed = br * g;
-    // Q block + accumulator (packed x d each), K and V blocks (2 x Bc x d)
-    // and the score block (packed x Bc) must fit in M.
-    int64_t avail = m - 2 * packed * d;
-    int64_t bc = avail > 0 ? avail / (2 * d + packed) : 16;
-    bc = std::clamp<int64_t>(bc / 16 * 16, 16, 256);
+    auto fit = [&](int64_t rows) {
+      int64_t br = std::max<int64_t>(rows / g, 1);
+      int64_t packed = br * g;
+      // Q block + accumulator (packed x d each), K and V blocks (2 x Bc x
+      // d) and the score block (packed x Bc) must fit in M.
+      int64_t avail = m - 2 * packed * d;
+      int64_t bc = avail > 0 ? avail / (2 * d + packed) : 16;
+      return std::pair(br, std::clamp<int64_t>(bc / 16 * 16, 16, 256));
+    };
+    auto [br, bc] = fit(64);
+    // With AVX-512, 128 rows where the budget still gives the largest KV
+    // block: each block of K and V is read from L2 by twice the rows.
+    if (target.vectorLanes == 16)
+      if (auto [br2, bc2] = fit(128); bc2 == 256 && br2 > br)
+        std::tie(br, bc) = std::pair(br2, bc2);
     tiles.blockQ = br;
     tiles.blockKV = bc;
   }

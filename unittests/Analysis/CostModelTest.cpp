@@ -118,6 +118,42 @@ TEST(CostModelTest, Algorithm1WorkedExample) {
   EXPECT_NEAR(r.standardRatioToModel, 50.781, 1e-3);
 }
 
+TEST(CostModelTest, CPUTilesFromTheBudgetAndTheVectorWidth) {
+  // A 2 MiB L2 (524,288 f32 elements), d = 128.
+  TargetInfo cpu;
+  cpu.name = "cpu";
+  cpu.kind = TargetKind::CPU;
+  cpu.sramBytes = 2 << 20;
+  AttentionShape s;
+  s.batch = 1;
+  s.heads = s.kvHeads = 8;
+  s.seqQ = s.seqKV = 4096;
+  s.headDim = s.headDimV = 128;
+  s.elementBytes = 4;
+  // 8 lanes: 64 rows, and Bc = (M - 2 * 64 * 128) / (2 * 128 + 64),
+  // clamped to 256.
+  cpu.vectorLanes = 8;
+  TileSizes t8 = chooseTileSizes(cpu, s, LoopOrder::FA2);
+  EXPECT_EQ(t8.blockQ, 64);
+  EXPECT_EQ(t8.blockKV, 256);
+  // 16 lanes: 128 rows, which still leave Bc = 256.
+  cpu.vectorLanes = 16;
+  TileSizes t16 = chooseTileSizes(cpu, s, LoopOrder::FA2);
+  EXPECT_EQ(t16.blockQ, 128);
+  EXPECT_EQ(t16.blockKV, 256);
+  // GQA packs 4 heads: 128 packed rows are 32 per head.
+  s.kvHeads = 2;
+  EXPECT_EQ(chooseTileSizes(cpu, s, LoopOrder::FA2).blockQ, 32);
+  s.kvHeads = 8;
+  // 256 KiB (65,536 elements): 128 rows would leave Bc = (65536 - 32768) /
+  // 384 = 80, less than 256, so the block stays at 64 rows (Bc = (65536 -
+  // 16384) / 320 = 153, to 144).
+  cpu.sramBytes = 256 << 10;
+  TileSizes small = chooseTileSizes(cpu, s, LoopOrder::FA2);
+  EXPECT_EQ(small.blockQ, 64);
+  EXPECT_EQ(small.blockKV, 144);
+}
+
 TEST(CostModelTest, FA2TrafficReadsKVOncePerQBlock) {
   AttentionShape s = seedShape();
   // Br = 64: K and V read N / 64 times, twice the algorithm-1 order.

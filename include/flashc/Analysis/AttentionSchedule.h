@@ -71,12 +71,14 @@ struct TileSizes {
 ///
 /// The SRAM capacity M is the target's `sramBytes` over the element size (on
 /// the CPU over 4 bytes, since blocks are held in f32). Algorithm 1 uses the
-/// paper's rule Bc = ceil(M / 4d), Br = min(Bc, d). FA2 on the CPU fixes
-/// Br = 64 and takes the largest Bc, a multiple of 16 and at most 256, for
-/// which the Q block, the K and V blocks, the score block and the
-/// accumulator fit in M; both are clamped to the sequence lengths. With GQA
-/// the G query heads of a group share one Q block of G x Br rows, so Br is
-/// divided by G when the group is large. FA2 on a GPU takes the tiles of the
+/// paper's rule Bc = ceil(M / 4d), Br = min(Bc, d). FA2 on the CPU takes
+/// Br = 64 and the largest Bc, a multiple of 16 and at most 256, for which
+/// the Q block, the K and V blocks, the score block and the accumulator fit
+/// in M; on a 16-lane (AVX-512) CPU, Br = 128 where M still gives Bc = 256
+/// with it (each K and V block is then read from L2 by twice the rows).
+/// Both are clamped to the sequence lengths. With GQA the G query heads of
+/// a group share one Q block of G x Br rows, so Br is divided by G when the
+/// group is large. FA2 on a GPU takes the tiles of the
 /// GPU kernels (`flashc::chooseGPUTiles`: a decode tile when Nq <= 16),
 /// halving Bc until the shared memory fits; Br is clamped to Nq, Bc is not
 /// clamped (the kernels mask a block's tail).
