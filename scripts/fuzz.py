@@ -707,6 +707,11 @@ def run_flags(rng):
         args += ["--seed", rng.choice(("1", "42", "-1", "18446744073709551616"))]
     if rng.random() < 0.3:
         args += ["--simulate"]
+    if rng.random() < 0.1:
+        args += ["--versus", rng.choice((
+            "--block-kv 32", "--scalef off", "--threads 1", "--splits 2",
+            "--block-q 16 --block-kv 16", "", " ", "--heads 2", "--block-kv x",
+            "--vector-lanes 12", "--ablate pv", "--versus --splits"))]
     for flag, files in (("--out", ("out.npy", "/dev/full", "nodir/x.npy")),
                         ("--lse", ("lse.npy", "/dev/full")),
                         ("--q", ("bad.npy", "short.npy", "/dev/null", "missing.npy")),
