@@ -13,7 +13,6 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
-#include <tuple>
 
 using namespace mlir::flash;
 
@@ -117,12 +116,11 @@ TileSizes mlir::flash::chooseTileSizes(const TargetInfo &target,
       int64_t bc = avail > 0 ? avail / (2 * d + packed) : 16;
       return std::pair(br, std::clamp<int64_t>(bc / 16 * 16, 16, 256));
     };
-    auto [br, bc] = fit(64);
     // With AVX-512, 128 rows where the budget still gives the largest KV
     // block: each block of K and V is read from L2 by twice the rows.
-    if (target.vectorLanes == 16)
-      if (auto [br2, bc2] = fit(128); bc2 == 256 && br2 > br)
-        std::tie(br, bc) = std::pair(br2, bc2);
+    int64_t rows =
+        target.vectorLanes == 16 && fit(128).second == 256 ? 128 : 64;
+    auto [br, bc] = fit(rows);
     tiles.blockQ = br;
     tiles.blockKV = bc;
   }

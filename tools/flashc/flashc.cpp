@@ -269,7 +269,13 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
           .count() /
       100;
   const KernelMetadata &meta = (*kernel)->getMetadata();
+  // --versus: the other CPU kernel, run on the same tensors.
   std::shared_ptr<const Kernel> other;
+  TensorRef lseRef = lse.ref();
+  auto runKernel = [&](const Kernel &kern) {
+    return kern.run(q.ref(), k.ref(), v.ref(), out.ref(),
+                    spec.withLse ? &lseRef : nullptr);
+  };
 
   if (gpu) {
     // GPU kernels: on the CUDA device, or in the PTX simulator.
@@ -309,13 +315,7 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
     compileSeconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - p0)
             .count();
-    TensorRef lseRef = lse.ref();
-    auto runWith = [&](const Kernel &kern) -> llvm::Error {
-      return kern.run(q.ref(), k.ref(), v.ref(), out.ref(),
-                      spec.withLse ? &lseRef : nullptr);
-    };
-    auto runOnce = [&]() -> llvm::Error { return runWith(**kernel); };
-    if (llvm::Error e = runOnce())
+    if (llvm::Error e = runKernel(**kernel))
       return reportError(std::move(e));
     if (versus) {
       llvm::Expected<std::shared_ptr<const Kernel>> k2 =
@@ -325,12 +325,12 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
       other = *k2;
       if (llvm::Error e = other->prepare(spec.seqQ))
         return reportError(std::move(e));
-      if (llvm::Error e = runWith(*other))
+      if (llvm::Error e = runKernel(*other))
         return reportError(std::move(e));
     }
     auto timed = [&](const Kernel &kern) -> llvm::Expected<double> {
       auto t0 = std::chrono::steady_clock::now();
-      if (llvm::Error e = runWith(kern))
+      if (llvm::Error e = runKernel(kern))
         return std::move(e);
       return std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                            t0)
@@ -460,11 +460,6 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
   };
   // The timed rounds may have ended with the other kernel: the output
   // checked (and written) is this kernel's.
-  TensorRef lseRef = lse.ref();
-  auto runKernel = [&](const Kernel &kern) {
-    return kern.run(q.ref(), k.ref(), v.ref(), out.ref(),
-                    spec.withLse ? &lseRef : nullptr);
-  };
   if (other)
     if (llvm::Error e = runKernel(**kernel))
       return reportError(std::move(e));

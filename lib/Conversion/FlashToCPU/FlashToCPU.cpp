@@ -278,7 +278,7 @@ private:
   const int64_t kLanes;
   /// AVX512_BF16's vdpbf16ps may compute decode's S for bf16 Q and K.
   const bool bf16Dot;
-  /// 2^x of 16-lane vectors by AVX-512's vscalefps and vrndscaleps.
+  /// 2^x of 16-lane vectors by AVX-512's vreduceps and vscalefps.
   const bool scalef;
   /// Phases whose loops run zero times (measurement only).
   const Ablation ablation;
