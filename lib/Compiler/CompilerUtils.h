@@ -81,17 +81,19 @@ llvm::Expected<OwningOpRef<ModuleOp>> runCPUKernelStages(
     std::vector<std::pair<std::string, std::string>> *stageIR,
     llvm::function_ref<void(llvm::StringRef, ModuleOp)> afterStage = nullptr);
 
-/// The cache key of a CPU kernel for `spec`: the spec without its batch
-/// and sequence lengths, which are the kernel's arguments.
+/// The cache key of a CPU kernel for `spec`: its groupKernelSpec without
+/// the batch and sequence lengths, which are the kernel's arguments.
 std::string cpuKernelKey(const AttentionSpec &spec, const PipelineConfig &c);
 
 /// The GPU kernels' limits on a spec (f16/bf16, head dims), checked before
 /// any MLIR runs.
 llvm::Error checkGPUSpec(const AttentionSpec &spec, llvm::StringRef target);
 
-/// The spec a GPU kernel is compiled from: one KV head and its group of
-/// query heads (the runtime folds KV heads into the batch).
-AttentionSpec gpuKernelSpec(const AttentionSpec &spec);
+/// The spec a kernel is compiled from: one KV head and its group of query
+/// heads. A run folds the KV heads into the batch (the GPU runtime and
+/// Kernel::run for the CPU), so one kernel serves every head count of a
+/// group size.
+AttentionSpec groupKernelSpec(const AttentionSpec &spec);
 
 /// The runtime's id of the GPU variant computing `query` (also the file
 /// stem of its PTX in a bundle).

@@ -71,13 +71,6 @@ std::string mlir::flash::detail::gpuVariantId(const rt::AttentionQuery &q) {
   return id;
 }
 
-AttentionSpec mlir::flash::detail::gpuKernelSpec(const AttentionSpec &spec) {
-  AttentionSpec k = spec;
-  k.heads = spec.heads / spec.kvHeads;
-  k.kvHeads = 1;
-  return k;
-}
-
 PipelineConfig mlir::flash::detail::gpuConfig(const AttentionSpec &spec,
                                  const PipelineConfig &c) {
   if (!c.isGPU())
@@ -251,7 +244,7 @@ llvm::Expected<rt::KernelVariant> Compiler::compileGPUVariant(
   };
   // The kernels are built for one KV head and its group of query heads; the
   // runtime folds a call's KV heads into the batch.
-  AttentionSpec kernelSpec = gpuKernelSpec(spec);
+  AttentionSpec kernelSpec = groupKernelSpec(spec);
   MLIRContext ctx(getRegistry(), MLIRContext::Threading::DISABLED);
   llvm::Expected<OwningOpRef<ModuleOp>> module =
       runStages(ctx, kernelSpec.toMLIR(/*dynamicSizes=*/true), g, "", stageIR,

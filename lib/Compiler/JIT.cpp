@@ -209,9 +209,16 @@ std::string AttentionSpec::toMLIR(bool dynamicSizes, bool cpuKernel) const {
   return s;
 }
 
+AttentionSpec mlir::flash::detail::groupKernelSpec(const AttentionSpec &spec) {
+  AttentionSpec k = spec;
+  k.heads = spec.heads / spec.kvHeads;
+  k.kvHeads = 1;
+  return k;
+}
+
 std::string mlir::flash::detail::cpuKernelKey(const AttentionSpec &spec,
                                               const PipelineConfig &c) {
-  AttentionSpec sizeFree = spec;
+  AttentionSpec sizeFree = groupKernelSpec(spec);
   sizeFree.batch = sizeFree.seqQ = sizeFree.seqKV = 0;
   return "cpu " + sizeFree.str() + " | " + c.str();
 }
@@ -322,14 +329,17 @@ llvm::Expected<OwningOpRef<ModuleOp>> mlir::flash::detail::runCPUKernelStages(
     llvm::StringRef last,
     std::vector<std::pair<std::string, std::string>> *stageIR,
     llvm::function_ref<void(llvm::StringRef, ModuleOp)> afterStage) {
-  // Any batch and length, and a split count chosen at every run (a fixed
-  // count in `config` is passed at every call instead).
+  // One GQA group over any batch (times KV heads) and length, and a split
+  // count chosen at every run (a fixed count in `config` is passed at every
+  // call instead).
   PipelineConfig c = config;
   c.splits = 0;
   c.dynamicSplits = true;
   // Heap buffers through the JIT's scratch allocator (jitEntry binds it).
   c.allocHooks = true;
-  return runStages(ctx, spec.toMLIR(/*dynamicSizes=*/true, /*cpuKernel=*/true),
+  return runStages(ctx,
+                   groupKernelSpec(spec).toMLIR(/*dynamicSizes=*/true,
+                                                /*cpuKernel=*/true),
                    c, last, stageIR, afterStage);
 }
 
@@ -352,7 +362,7 @@ llvm::Expected<std::string> Compiler::lowerToStage(const AttentionSpec &spec,
       return e;
   MLIRContext ctx(getRegistry(), MLIRContext::Threading::DISABLED);
   llvm::Expected<OwningOpRef<ModuleOp>> module =
-      gpu ? runStages(ctx, gpuKernelSpec(spec).toMLIR(/*dynamicSizes=*/true),
+      gpu ? runStages(ctx, groupKernelSpec(spec).toMLIR(/*dynamicSizes=*/true),
                       gpuConfig(spec, config), stage, nullptr)
           : runCPUKernelStages(ctx, spec, config, stage, nullptr);
   if (!module)
@@ -490,7 +500,7 @@ KernelBuilder::build(const AttentionSpec &spec, const PipelineConfig &config) {
   // its split count is chosen at every run unless the configuration fixes
   // it. The tile sizes are the model's for unknown lengths, as flash-tile
   // chooses them; the KV block is read off the tiled IR.
-  AttentionShape shape = spec.shape();
+  AttentionShape shape = groupKernelSpec(spec).shape();
   shape.batch = 1;
   shape.seqQ = shape.seqKV = 4096;
   meta.tiles = chooseTileSizes(*TargetInfo::get(config.target), shape,
@@ -568,17 +578,6 @@ template <int N> struct MemRefDescriptor {
   int64_t sizes[N];
   int64_t strides[N];
 };
-
-template <int N> MemRefDescriptor<N> describe(const TensorRef &t) {
-  MemRefDescriptor<N> d;
-  d.allocated = d.aligned = t.data;
-  d.offset = 0;
-  for (int i = 0; i < N; ++i) {
-    d.sizes[i] = t.sizes[i];
-    d.strides[i] = t.strides[i];
-  }
-  return d;
-}
 
 llvm::Error checkBuffer(const TensorRef &t, llvm::StringRef name, DType dtype,
                         llvm::ArrayRef<int64_t> sizes) {
@@ -660,13 +659,25 @@ llvm::Error Kernel::run(const TensorRef &q, const TensorRef &k,
           llvm::formatv("{0} must have rank 4, got rank {1}", name,
                         t->sizes.size())
               .str());
+  // The batch, head counts and lengths are the buffers': the kernel serves
+  // any, for its group size (query heads per KV head).
+  int64_t group = spec.heads / spec.kvHeads;
   AttentionSpec s = spec;
   s.batch = q.sizes[0];
+  s.heads = q.sizes[1];
+  s.kvHeads = k.sizes[1];
   s.seqQ = q.sizes[2];
   s.seqKV = k.sizes[2];
   if (llvm::Error e = s.validate())
     return llvm::createStringError("the buffers' sizes: " +
                                    llvm::toString(std::move(e)));
+  if (s.heads != group * s.kvHeads)
+    return llvm::createStringError(
+        llvm::formatv("query has {0} heads for {1} key heads, a group of {2}; "
+                      "the kernel is compiled for groups of {3} query heads "
+                      "per KV head",
+                      s.heads, s.kvHeads, s.heads / s.kvHeads, group)
+            .str());
   if (llvm::Error e = checkBuffer(q, "query", s.dtype,
                                   {s.batch, s.heads, s.seqQ, s.headDim}))
     return e;
@@ -684,12 +695,15 @@ llvm::Error Kernel::run(const TensorRef &q, const TensorRef &k,
         s.withLse ? "the kernel writes an LSE buffer but none was given"
                   : "an LSE buffer was given but the kernel has no LSE "
                     "output");
+  if (lse)
+    if (llvm::Error e =
+            checkBuffer(*lse, "lse", DType::F32, {s.batch, s.heads, s.seqQ}))
+      return e;
   if (options.splits < 0)
     return llvm::createStringError(
         llvm::formatv("the split count must be positive (0: chosen), got {0}",
                       options.splits)
             .str());
-  int64_t splits = getSplitCount(s.batch, s.seqQ, s.seqKV, options);
   // Decode shapes take the entry point without the transposed copy of K:
   // each key block is read by one Q tile only.
   void *entry = this->entry;
@@ -699,31 +713,69 @@ llvm::Error Kernel::run(const TensorRef &q, const TensorRef &k,
       return decode.takeError();
     entry = *decode;
   }
-  MemRefDescriptor<4> dq = describe<4>(q), dk = describe<4>(k),
-                      dv = describe<4>(v), dout = describe<4>(out);
-  if (lse) {
-    if (llvm::Error e =
-            checkBuffer(*lse, "lse", DType::F32, {s.batch, s.heads, s.seqQ}))
-      return e;
-    MemRefDescriptor<3> dl = describe<3>(*lse);
-    auto fn = reinterpret_cast<void (*)(void *, void *, void *, void *, void *,
-                                        int64_t)>(entry);
-    fn(&dq, &dk, &dv, &dout, &dl, splits);
-  } else {
-    auto fn =
-        reinterpret_cast<void (*)(void *, void *, void *, void *, int64_t)>(
-            entry);
-    fn(&dq, &dk, &dv, &dout, splits);
+
+  // The kernel sees [B', G, N, D] query/output and [B', 1, N, D] key/value
+  // blocks with B' = (batch, KV head) pairs. When every buffer's batch
+  // stride is Hkv times its stride per KV head, one call covers B x Hkv;
+  // otherwise each batch entry is a call over its Hkv heads.
+  int64_t hkv = s.kvHeads;
+  auto folds = [&](const TensorRef &t, int64_t perKV) {
+    return s.batch == 1 || hkv == 1 ||
+           t.strides[0] == hkv * perKV * t.strides[1];
+  };
+  bool fold = folds(q, group) && folds(out, group) && folds(k, 1) &&
+              folds(v, 1) && (!lse || folds(*lse, group));
+  // Batch entry `b` (and the `count` - 1 after it when folding) of `t` as
+  // `count` blocks of `perKV` heads.
+  auto blocks = [&](const TensorRef &t, int64_t perKV, int64_t b, int64_t count,
+                    auto &d) {
+    constexpr int rank = sizeof(d.sizes) / sizeof(int64_t);
+    char *base =
+        static_cast<char *>(t.data) + b * t.strides[0] * getDTypeBytes(t.dtype);
+    d.allocated = d.aligned = base;
+    d.offset = 0;
+    d.sizes[0] = count;
+    d.strides[0] = hkv == 1 ? t.strides[0] : perKV * t.strides[1];
+    d.sizes[1] = perKV;
+    d.strides[1] = t.strides[1];
+    for (int i = 2; i < rank; ++i) {
+      d.sizes[i] = t.sizes[i];
+      d.strides[i] = t.strides[i];
+    }
+  };
+  int64_t count = fold ? s.batch * hkv : hkv;
+  int64_t splits = getSplitCount(count, s.seqQ, s.seqKV, options,
+                                 /*kvHeads=*/1);
+  for (int64_t b = 0; b < s.batch; b += fold ? s.batch : 1) {
+    MemRefDescriptor<4> dq, dk, dv, dout;
+    blocks(q, group, b, count, dq);
+    blocks(k, 1, b, count, dk);
+    blocks(v, 1, b, count, dv);
+    blocks(out, group, b, count, dout);
+    if (lse) {
+      MemRefDescriptor<3> dl;
+      blocks(*lse, group, b, count, dl);
+      auto fn = reinterpret_cast<void (*)(void *, void *, void *, void *,
+                                          void *, int64_t)>(entry);
+      fn(&dq, &dk, &dv, &dout, &dl, splits);
+    } else {
+      auto fn =
+          reinterpret_cast<void (*)(void *, void *, void *, void *, int64_t)>(
+              entry);
+      fn(&dq, &dk, &dv, &dout, splits);
+    }
   }
   return llvm::Error::success();
 }
 
 int64_t Kernel::getSplitCount(int64_t batch, int64_t seqQ, int64_t seqKV,
-                              const RunOptions &options) const {
+                              const RunOptions &options,
+                              int64_t kvHeads) const {
   if (isGPU() || seqQ > maxSeqQ)
     return 1;
-  AttentionSpec s = spec;
-  s.batch = batch;
+  // The kernel's problem: one KV head per (batch, KV head) pair.
+  AttentionSpec s = groupKernelSpec(spec);
+  s.batch = batch * (kvHeads ? kvHeads : spec.kvHeads);
   s.seqQ = seqQ;
   s.seqKV = seqKV;
   int64_t blockKV = std::max<int64_t>(metadata.tiles.blockKV, 1);

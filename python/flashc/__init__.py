@@ -229,8 +229,8 @@ def _parse_target(target, on_device):
 
 class Kernel:
     """A compiled attention kernel. Call it with q, k, v of its spec's dtype,
-    head dims and head counts; the batch and sequence lengths may differ
-    from the spec's."""
+    head dims and group size (query heads per KV head); the batch, head
+    counts and sequence lengths may differ from the spec's."""
 
     def __init__(self, native, spec, target, simulate, resources=None):
         self._native = native

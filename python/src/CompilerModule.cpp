@@ -214,14 +214,15 @@ PYBIND11_MODULE(_compiler, m) {
           "Assembles the kernel's PTX with the toolkit's ptxas: registers "
           "and spill bytes per kernel.")
       .def_property_readonly(
-          "spec",
-          [](const PyKernel &k) { return k.kernel->getSpec().str(); })
+          "spec", [](const PyKernel &k) { return k.kernel->getSpec().str(); })
       .def(
           "split_count",
-          [](const PyKernel &k, int64_t batch, int64_t seqQ, int64_t seqKV) {
-            return k.kernel->getSplitCount(batch, seqQ, seqKV);
+          [](const PyKernel &k, int64_t batch, int64_t seqQ, int64_t seqKV,
+             int64_t kvHeads) {
+            return k.kernel->getSplitCount(batch, seqQ, seqKV, {}, kvHeads);
           },
-          py::arg("batch"), py::arg("seq_q"), py::arg("seq_kv"))
+          py::arg("batch"), py::arg("seq_q"), py::arg("seq_kv"),
+          py::arg("kv_heads") = 0)
       .def(
           "run",
           [](const PyKernel &k, py::handle q, py::handle kk, py::handle v,

@@ -42,7 +42,7 @@ def test_scale_and_strided_inputs(rng, seed):
     check(out, None, qs, ks, vs, False, seed, scale=0.3)
 
 
-def test_a_longer_sequence_compiles_nothing(rng, seed):
+def test_other_lengths_and_head_counts_compile_nothing(rng, seed):
     q, k, v = make_inputs(rng, 1, 4, 2, 1, 100, 64)
     flashc.attention(q, k, v)
     before = flashc.cache_size()
@@ -52,6 +52,11 @@ def test_a_longer_sequence_compiles_nothing(rng, seed):
         check(out, None, q, k, v, False, seed)
     q, k, v = make_inputs(rng, 1, 4, 2, 70, 90, 64)
     flashc.attention(q, k, v)
+    # Other head counts of the same group size (2 query heads per KV head).
+    for hkv in (1, 3, 8):
+        q, k, v = make_inputs(rng, 2, 2 * hkv, hkv, 5, 80, 64)
+        out = flashc.attention(q, k, v)
+        check(out, None, q, k, v, False, seed)
     assert flashc.cache_size() == before
 
 

@@ -1,10 +1,11 @@
 //===- AnySizeTest.cpp - One CPU kernel for every batch and length --------===//
 //
-// A CPU kernel is compiled per (dtype, heads, head dims, causal, scale,
-// LSE, schedule) and takes the batch and both sequence lengths from its
-// buffers; the KV split count is chosen at every run. These tests compile
-// one kernel and run it over many random (B, Nq, Nk), including Nq = 1,
-// Nk < Nq under causal alignment and block tails, against the float64
+// A CPU kernel is compiled per (dtype, GQA group size, head dims, causal,
+// scale, LSE, schedule) and takes the batch, the head counts and both
+// sequence lengths from its buffers; the KV split count is chosen at every
+// run. These tests compile one kernel and run it over many random
+// (B, Hkv, Nq, Nk), including Nq = 1, Nk < Nq under causal alignment and
+// block tails, against the float64
 // reference on fresh random inputs (the seed is printed on failure), with
 // the tolerances of AttentionNumericsTest (outputs: getOutputTolerance;
 // LSE: 1e-3 + 1e-5 |lse|).
@@ -73,18 +74,24 @@ TEST_P(AnySizeTest, OneKernelServesEveryBatchAndLength) {
   std::vector<Sizes> sizes = {{1, 1, 1},    {1, 1, 300},  {3, 1, 1000},
                               {1, 40, 10},  {2, 17, 257}, {1, 130, 129},
                               {1, 16, 600}, {2, 5, 5}};
-  std::uniform_int_distribution<int64_t> batch(1, 3), seq(1, 200);
+  std::uniform_int_distribution<int64_t> batch(1, 3), seq(1, 200),
+      kvHeads(1, 3);
   for (int i = 0; i < 12; ++i)
-    sizes.push_back({batch(rng), seq(rng), seq(rng)});
+    sizes.push_back({batch(rng), seq(rng), seq(rng), kvHeads(rng)});
   for (Sizes s : sizes) {
     checkRun(**kernel, spec, s, rng);
     if (HasFatalFailure())
       return;
-    // The same kernel comes back for these sizes: nothing is compiled.
+    // The same kernel comes back for these sizes and head counts (of the
+    // same group size): nothing is compiled.
     AttentionSpec other = spec;
     other.batch = s.batch;
     other.seqQ = s.seqQ;
     other.seqKV = s.seqKV;
+    if (s.kvHeads) {
+      other.heads = spec.heads / spec.kvHeads * s.kvHeads;
+      other.kvHeads = s.kvHeads;
+    }
     size_t cached = Compiler::global().getCacheSize();
     auto again = Compiler::global().compile(other);
     ASSERT_TRUE(static_cast<bool>(again)) << errorOf(again.takeError());
@@ -141,6 +148,7 @@ TEST(AnySizeSplitsTest, TheSplitCountIsChosenPerRun) {
     SCOPED_TRACE(std::to_string(splits) + " splits");
     checkRun(kr, spec, {1, 1, 2048}, rng, options);
     checkRun(kr, spec, {2, 3, 700}, rng, options);
+    checkRun(kr, spec, {2, 1, 900, 3}, rng, options);
     AttentionSpec causal = spec;
     causal.causal = true;
     auto causalKernel = Compiler::global().compile(causal, "cpu", config);
@@ -179,11 +187,22 @@ TEST(AnySizeTest, TheLLVMIRDoesNotDependOnTheSizes) {
   ASSERT_TRUE(static_cast<bool>(irA)) << errorOf(irA.takeError());
   ASSERT_TRUE(static_cast<bool>(irB)) << errorOf(irB.takeError());
   EXPECT_EQ(*irA, *irB);
+  // Nor on the head counts, for one group size.
+  b.heads *= 3;
+  b.kvHeads *= 3;
+  auto irHeads = Compiler::emitLLVMIR(b, {});
+  ASSERT_TRUE(static_cast<bool>(irHeads)) << errorOf(irHeads.takeError());
+  EXPECT_EQ(*irA, *irHeads);
   AttentionSpec c = decodeSpec();
   c.headDim = 32;
   auto irC = Compiler::emitLLVMIR(c, {});
   ASSERT_TRUE(static_cast<bool>(irC)) << errorOf(irC.takeError());
   EXPECT_NE(*irA, *irC);
+  AttentionSpec d = decodeSpec();
+  d.heads *= 2;
+  auto irD = Compiler::emitLLVMIR(d, {});
+  ASSERT_TRUE(static_cast<bool>(irD)) << errorOf(irD.takeError());
+  EXPECT_NE(*irA, *irD);
 }
 
 } // namespace

@@ -83,9 +83,11 @@ inline void expectMatchesReference(const AttentionSpec &spec,
   }
 }
 
-/// The sizes a size-free kernel is run with.
+/// The sizes a size-free kernel is run with; `kvHeads` (0: the base
+/// spec's) KV heads with the base spec's group of query heads each.
 struct Sizes {
   int64_t batch, seqQ, seqKV;
+  int64_t kvHeads = 0;
 };
 
 /// Runs `kernel` on fresh inputs of `base` resized to `sizes`, with the LSE
@@ -97,6 +99,10 @@ inline void checkRun(const mlir::flash::Kernel &kernel,
   spec.batch = sizes.batch;
   spec.seqQ = sizes.seqQ;
   spec.seqKV = sizes.seqKV;
+  if (sizes.kvHeads) {
+    spec.heads = base.heads / base.kvHeads * sizes.kvHeads;
+    spec.kvHeads = sizes.kvHeads;
+  }
   SCOPED_TRACE(spec.str());
   AttentionBuffers b(spec, rng);
   mlir::flash::TensorRef lseRef = b.lse.ref();

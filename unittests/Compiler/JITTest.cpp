@@ -212,13 +212,25 @@ TEST(JITTest, BadBuffersAreErrorsNotCrashes) {
   HostTensor wrongType(DType::F16, {1, 2, 20, 32});
   const Kernel &kr = **kernel;
 
-  // The lengths come from the buffers: a query of 21 rows asks for an
-  // output of 21 rows, and the heads and head dims are the kernel's.
+  // The lengths and head counts come from the buffers: a query of 21 rows
+  // asks for an output of 21 rows, the group size (query heads per KV
+  // head) and head dims are the kernel's.
   EXPECT_EQ(errorOf(kr.run(wrongShape.ref(), k.ref(), v.ref(), o.ref())),
             "output has shape [1, 2, 20, 32], expected [1, 2, 21, 32]");
   HostTensor wrongHeads(DType::F32, {1, 3, 20, 32});
   EXPECT_EQ(errorOf(kr.run(wrongHeads.ref(), k.ref(), v.ref(), o.ref())),
-            "query has shape [1, 3, 20, 32], expected [1, 2, 20, 32]");
+            "query has 3 heads for 1 key heads, a group of 3; the kernel is "
+            "compiled for groups of 2 query heads per KV head");
+  HostTensor twoKV(DType::F32, {1, 2, 30, 32});
+  EXPECT_EQ(errorOf(kr.run(q.ref(), twoKV.ref(), twoKV.ref(), o.ref())),
+            "query has 2 heads for 2 key heads, a group of 1; the kernel is "
+            "compiled for groups of 2 query heads per KV head");
+  EXPECT_NE(errorOf(kr.run(wrongHeads.ref(), twoKV.ref(), twoKV.ref(), o.ref()))
+                .find("must be a multiple of kv-heads (2)"),
+            std::string::npos);
+  HostTensor fourHeads(DType::F32, {1, 4, 20, 32});
+  EXPECT_EQ(errorOf(kr.run(fourHeads.ref(), twoKV.ref(), v.ref(), o.ref())),
+            "value has shape [1, 1, 30, 32], expected [1, 2, 30, 32]");
   HostTensor shortValue(DType::F32, {1, 1, 29, 32});
   EXPECT_EQ(errorOf(kr.run(q.ref(), k.ref(), shortValue.ref(), o.ref())),
             "value has shape [1, 1, 29, 32], expected [1, 1, 30, 32]");
@@ -256,30 +268,39 @@ TEST(JITTest, BadBuffersAreErrorsNotCrashes) {
 
 TEST(JITTest, StridedBuffersReadTheRightElements) {
   // Q, K, V and O stored as [B, N, H, D] and passed as [B, H, N, D] views.
+  // With B > 1 and Hkv > 1 the batch stride is not Hkv times the head
+  // stride, so the KV heads do not fold into the batch: one call per batch
+  // entry.
   AttentionSpec spec = smallSpec();
+  spec.batch = 3;
+  spec.heads = 4;
   spec.kvHeads = 2;
   auto kernel = Compiler::global().compile(spec);
   ASSERT_TRUE(static_cast<bool>(kernel)) << errorOf(kernel.takeError());
   unsigned seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng(seed);
-  HostTensor q(DType::F32, {1, 2, 20, 32}), k(DType::F32, {1, 2, 30, 32});
-  HostTensor v(DType::F32, {1, 2, 30, 32});
+  HostTensor q(DType::F32, {3, 4, 20, 32}), k(DType::F32, {3, 2, 30, 32});
+  HostTensor v(DType::F32, {3, 2, 30, 32});
   fillRandom(q, rng);
   fillRandom(k, rng);
   fillRandom(v, rng);
-  // Transposed copies.
+  // Copies with the middle two dimensions swapped.
   auto transposed = [](const HostTensor &t) {
     const auto &s = t.getSizes();
     HostTensor r(DType::F32, {s[0], s[2], s[1], s[3]});
-    for (int64_t h = 0; h < s[1]; ++h)
-      for (int64_t n = 0; n < s[2]; ++n)
-        for (int64_t d = 0; d < s[3]; ++d)
-          r.set((n * s[1] + h) * s[3] + d, t.get((h * s[2] + n) * s[3] + d));
+    for (int64_t b = 0; b < s[0]; ++b)
+      for (int64_t h = 0; h < s[1]; ++h)
+        for (int64_t n = 0; n < s[2]; ++n)
+          for (int64_t d = 0; d < s[3]; ++d)
+            r.set(((b * s[2] + n) * s[1] + h) * s[3] + d,
+                  t.get(((b * s[1] + h) * s[2] + n) * s[3] + d));
     return r;
   };
   HostTensor qt = transposed(q), kt = transposed(k), vt = transposed(v);
-  HostTensor ot(DType::F32, {1, 20, 2, 32});
+  HostTensor ot(DType::F32, {3, 20, 4, 32});
+  for (int64_t i = 0; i < ot.getNumElements(); ++i)
+    ot.set(i, NAN);
   auto view = [](HostTensor &t) {
     TensorRef r = t.ref();
     const auto &s = t.getSizes(); // [B, N, H, D]

@@ -11,10 +11,11 @@
 //   if (!kernel) ... llvm::toString(kernel.takeError()) ...
 //   if (llvm::Error e = (*kernel)->run(q, k, v, out)) ...
 //
-// GPU targets (sm_80, sm_90a) compile one kernel per (dtype, head dims,
-// causal, GQA group, LSE, scale, prefill or decode variant): batch and
-// sequence lengths are kernel arguments, so the spec's sizes only choose
-// the variant (decode when Nq <= 16). A GPU kernel runs on device memory
+// Kernels are compiled per (dtype, head dims, causal, GQA group size,
+// LSE, scale, schedule options): batch, head counts and sequence lengths
+// are kernel arguments. On GPU targets (sm_80, sm_90a) the spec's sizes
+// only choose the variant (decode when Nq <= 16); a CPU kernel has both
+// entry points and picks one per run. A GPU kernel runs on device memory
 // through the CUDA driver, or on host memory in the PTX simulator
 // (RunOptions::simulate).
 //
@@ -169,11 +170,14 @@ public:
 
   bool isGPU() const { return static_cast<bool>(metadata.gpu); }
 
-  /// Runs the kernel. Every kernel takes any batch and sequence lengths:
-  /// they come from the buffers' sizes. Checks every buffer's element type,
-  /// sizes and strides against the spec's heads, head dims and dtype and
-  /// against each other first; a mismatch is an error naming the buffer,
-  /// not a crash. `lse` must be given exactly when the spec asks for it.
+  /// Runs the kernel. Every kernel takes any batch, head counts and
+  /// sequence lengths: they come from the buffers' sizes. A CPU kernel is
+  /// compiled for one GQA group size (the spec's query heads per KV head)
+  /// and serves every head count with that ratio, folding the KV heads
+  /// into the batch. Checks every buffer's element type, sizes and strides
+  /// against the group size, head dims and dtype and against each other
+  /// first; a mismatch is an error naming the buffer, not a crash. `lse`
+  /// must be given exactly when the spec asks for it.
   llvm::Error run(const TensorRef &q, const TensorRef &k, const TensorRef &v,
                   const TensorRef &out, const TensorRef *lse = nullptr,
                   const RunOptions &options = {}) const;
@@ -184,12 +188,14 @@ public:
   /// GPU kernels.
   llvm::Error prepare(int64_t seqQ) const;
 
-  /// The KV split count a CPU kernel uses for these sizes: the
-  /// configuration's fixed count, else `options.splits`, else the CTA x
-  /// wave model's, for decode shapes (Nq <= max-seq-q) only; at most one
-  /// split per KV block. 1 for GPU kernels (their runtime decides).
+  /// The KV split count a CPU kernel uses for these sizes (`kvHeads` KV
+  /// heads; 0: the spec's): the configuration's fixed count, else
+  /// `options.splits`, else the CTA x wave model's, for decode shapes
+  /// (Nq <= max-seq-q) only; at most one split per KV block. 1 for GPU
+  /// kernels (their runtime decides).
   int64_t getSplitCount(int64_t batch, int64_t seqQ, int64_t seqKV,
-                        const RunOptions &options = {}) const;
+                        const RunOptions &options = {},
+                        int64_t kvHeads = 0) const;
 
   /// Writes `<NN>-<stage>.mlir` for every stage into `directory`.
   llvm::Error dumpIR(llvm::StringRef directory) const;
