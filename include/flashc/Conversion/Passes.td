@@ -25,7 +25,12 @@ def FlashExpandToCPU : Pass<"flash-expand-to-cpu"> {
         vectors of columns of accumulators carried through the D loop
         (broadcast + `vector.fma`), the S lines the chunk stores prefetched
         for writing before it; S is stored unscaled when the scale is
-        positive (the scale goes into the row maxima and the softmax's FMA);
+        positive (the scale goes into the row maxima and the softmax's FMA).
+        The whole chunks of columns that every row of the 64-row super-block
+        sees (all of them without a mask; under a causal mask those before
+        the smallest row's end) go chunk by chunk across all the row blocks,
+        so that a chunk of Kt is read from L2 once and then from L1; each row
+        block reads their maxima back and does its other columns itself;
       - otherwise (decode, or a Q tile that holds the whole query): K rows
         are read in place, with no copy. The rows of Q are packed into an
         f32 scratch; keys are taken `vector-lanes / 4` at a time with one

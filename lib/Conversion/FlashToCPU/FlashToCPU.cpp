@@ -5,7 +5,8 @@
 // register-blocked shape recorded in DESIGN.md ("CPU lowering"). With K
 // pre-transposed (prefill), S = Q . Kt is computed 4 rows x up to 4 vectors
 // of columns at a time with accumulators carried through the head dimension
-// loop. Otherwise (decode) K is read in place, row by row: each (row, key)
+// loop; the columns every row of 64 sees go chunk by chunk across all their
+// row blocks, so that each chunk of Kt is read from L1. Otherwise (decode) K is read in place, row by row: each (row, key)
 // pair gets one accumulator along the head dimension, and one vector's worth
 // of them is summed at once by a shuffle tree. The online softmax runs row by
 // row. Rows are taken 64 at a time: their S and softmax first, then the
@@ -254,7 +255,11 @@ private:
                SmallVector<Value> &gs, SmallVector<Value> &rs,
                SmallVector<Value> &ends);
   void rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
-                Value f0, int64_t rows, Value alphaMem, Value a0);
+                Value f0, int64_t rows, Value alphaMem, Value a0, Value done);
+  Value sharedColumns(AttentionStepOp op, Value n, Value br, Value sb0,
+                      Value count, int64_t chunk);
+  void sharedScores(AttentionStepOp op, Value kt, Value s, Value br, Value sb0,
+                    Value count4, Value shared);
   void pvBlock(AttentionStepOp op, Value s, Value n, Value br, Value f0,
                int64_t rows, Value lo, Value hi, Value alphaMem, Value a0,
                bool prefetchV);
@@ -390,8 +395,19 @@ void Emitter::expandStep(AttentionStepOp op) {
                                scf::YieldOp::create(b);
                              });
         };
+        // The columns that every row of the super-block sees, in whole
+        // chunks: their scores are computed chunk by chunk across the row
+        // blocks, so that a chunk of K^T is read from L2 once and from L1
+        // by every row block.
+        Value shared;
+        if (kt) {
+          shared = sharedColumns(op, n, br, sb0, count,
+                                 colVectors(kRowBlock) * kLanes);
+          sharedScores(op, kt, s, br, sb0, count4, shared);
+        }
         eachBlock([&](Value i, Value f0, int64_t rows) {
-          rowBlock(op, kt, rowsView(i, rows), n, br, f0, rows, alphaMem, i);
+          rowBlock(op, kt, rowsView(i, rows), n, br, f0, rows, alphaMem, i,
+                   rows == kRowBlock ? shared : Value());
         });
         scf::ForOp::create(
             b, idx(0), ablation.pv ? idx(0) : n, idx(pvKeys), ValueRange{},
@@ -894,8 +910,103 @@ Value Emitter::rowsOf(AttentionStepOp op, Value n, Value br, Value f0,
 /// S rows are `s`: S = Q . K^T (from the transposed `kt` when there is
 /// one) and the online softmax update of (m, l), leaving P in `s` and each
 /// row's alpha in alphaMem[a0 + r]. P . V comes after (pvBlock).
+/// The columns [0, result) that every row of the `count` flat rows from
+/// `sb0` sees, rounded down to a multiple of `chunk`: all n without a
+/// causal mask, else those before the smallest row's end. The smallest row
+/// is the first one, or row 0 where the rows reach into the next head.
+Value Emitter::sharedColumns(AttentionStepOp op, Value n, Value br, Value sb0,
+                             Value count, int64_t chunk) {
+  Value minEnd = n;
+  if (Value offset = op.getMaskOffset()) {
+    Value minRow = sb0;
+    if (cast<MemRefType>(op.getQuery().getType()).getDimSize(0) != 1) {
+      Value last = arith::SubIOp::create(
+          b, arith::AddIOp::create(b, sb0, count), idx(1));
+      Value sameHead = arith::CmpIOp::create(
+          b, arith::CmpIPredicate::eq, arith::DivUIOp::create(b, sb0, br),
+          arith::DivUIOp::create(b, last, br));
+      minRow = arith::SelectOp::create(
+          b, sameHead, arith::RemUIOp::create(b, sb0, br), idx(0));
+    }
+    Value lim = arith::AddIOp::create(
+        b, arith::AddIOp::create(b, minRow, offset), idx(1));
+    minEnd =
+        arith::MaxSIOp::create(b, arith::MinSIOp::create(b, n, lim), idx(0));
+  }
+  return arith::MulIOp::create(b, arith::DivSIOp::create(b, minEnd, idx(chunk)),
+                               idx(chunk));
+}
+
+/// S[i, c] = Q[g_f, row_f, :] . K^T[:, c] (unscaled: the softmax scales)
+/// for the first `count4` rows of the super-block at flat row `sb0`, in
+/// blocks of kRowBlock rows, and the columns c < `shared`, which every one
+/// of them sees (no mask). Column chunk by column chunk, each across all
+/// the row blocks: one chunk of K^T (D x colVectors vectors) stays in L1
+/// while every row block reads it.
+void Emitter::sharedScores(AttentionStepOp op, Value kt, Value s, Value br,
+                           Value sb0, Value count4, Value shared) {
+  Value q = op.getQuery();
+  int64_t d = cast<MemRefType>(q.getType()).getDimSize(2);
+  int64_t rows = kRowBlock, cols = colVectors(rows);
+  // A positive scale is applied by the softmax (see rowBlock).
+  double scale = op.getScale().convertToDouble();
+  Value scaleVec = scale > 0.0 ? Value() : splat(f32Const(scale), kLanes);
+  scf::ForOp::create(
+      b, idx(0), shared, idx(cols * kLanes), ValueRange{},
+      [&](OpBuilder &, Location, Value c0, ValueRange) {
+        scf::ForOp::create(
+            b, idx(0), count4, idx(rows), ValueRange{},
+            [&](OpBuilder &, Location, Value i, ValueRange) {
+              SmallVector<Value> gs, rs, sRows;
+              for (int64_t r = 0; r < rows; ++r) {
+                Value sRow = plus(i, r);
+                auto [g, row] =
+                    headAndRow(op, arith::AddIOp::create(b, sb0, sRow), br);
+                gs.push_back(g);
+                rs.push_back(row);
+                sRows.push_back(sRow);
+              }
+              SmallVector<Value> colIdx;
+              for (int64_t c = 0; c < cols; ++c)
+                colIdx.push_back(plus(c0, c * kLanes));
+              for (int64_t r = 0; r < rows; ++r)
+                for (int64_t c = 0; c < cols; ++c)
+                  memref::PrefetchOp::create(
+                      b, s, ValueRange{sRows[r], colIdx[c]}, /*isWrite=*/true,
+                      /*locality=*/3, /*isDataCache=*/true);
+              SmallVector<Value> init(rows * cols, vecConst(kLanes, 0.0));
+              auto dLoop = scf::ForOp::create(
+                  b, idx(0), idx(ablation.qk ? 0 : d), idx(1), init,
+                  [&](OpBuilder &, Location, Value dd, ValueRange accs) {
+                    SmallVector<Value> kv, next;
+                    for (int64_t c = 0; c < cols; ++c)
+                      kv.push_back(loadVec(kt, {dd, colIdx[c]}, kLanes));
+                    for (int64_t r = 0; r < rows; ++r) {
+                      Value qs =
+                          splat(loadScalar(q, {gs[r], rs[r], dd}), kLanes);
+                      for (int64_t c = 0; c < cols; ++c)
+                        next.push_back(vector::FMAOp::create(
+                            b, qs, kv[c], accs[r * cols + c]));
+                    }
+                    scf::YieldOp::create(b, next);
+                  });
+              for (int64_t r = 0; r < rows; ++r)
+                for (int64_t c = 0; c < cols; ++c) {
+                  Value sv = dLoop.getResult(r * cols + c);
+                  if (scaleVec)
+                    sv = arith::MulFOp::create(b, sv, scaleVec);
+                  vector::StoreOp::create(b, sv, s,
+                                          ValueRange{sRows[r], colIdx[c]});
+                }
+              scf::YieldOp::create(b);
+            });
+        scf::YieldOp::create(b);
+      });
+}
+
 void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
-                       Value f0, int64_t rows, Value alphaMem, Value a0) {
+                       Value f0, int64_t rows, Value alphaMem, Value a0,
+                       Value done) {
   Value q = op.getQuery();
   Value mMem = op.getMax(), lMem = op.getSum();
   int64_t d = cast<MemRefType>(q.getType()).getDimSize(2);
@@ -992,8 +1103,21 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
         b, arith::DivSIOp::create(b, visible, wide), wide);
     Value colsFull = arith::MulIOp::create(
         b, arith::DivSIOp::create(b, visible, idx(kLanes)), idx(kLanes));
+    // The columns before `done` are in S already (sharedScores): their
+    // maxima are read back.
     SmallVector<Value> maxima(rows, ninfVec);
-    maxima = qkChunks(idx(0), colsWide, colBlock, nullptr, maxima);
+    Value start = done ? done : idx(0);
+    if (done)
+      for (int64_t r = 0; r < rows; ++r)
+        maxima[r] = scf::ForOp::create(
+                        b, idx(0), done, idx(kLanes), ValueRange{ninfVec},
+                        [&](OpBuilder &, Location, Value c, ValueRange m) {
+                          Value sv = vector::LoadOp::create(
+                              b, vec(kLanes), s, ValueRange{idx(r), c});
+                          scf::YieldOp::create(b, maxOf(sv, m[0]));
+                        })
+                        .getResult(0);
+    maxima = qkChunks(start, colsWide, colBlock, nullptr, maxima);
     // Two vectors of the columns left at once where at least two are: a
     // one-vector chunk does as many loads as FMAs plus one.
     Value colsPairs = colsWide;

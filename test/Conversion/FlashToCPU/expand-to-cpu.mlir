@@ -251,12 +251,29 @@ func.func @step_unmasked_strided(
 // CHECK: llvm.intr.stacksave
 // CHECK: memref.dim %[[K]], %{{.+}} : memref<32x?xf32>
 // CHECK-NOT: memref.alloca({{.+}}) : memref<32x?xf32>
-// CHECK: memref.alloca(%{{.+}}) : memref<64x?xf32>
+// CHECK: %[[S:.+]] = memref.alloca(%{{.+}}) : memref<64x?xf32>
 // The scores are stored as the FMA loop leaves them: the positive scale is
 // applied once to each row maximum, and in the softmax's FMA, whose factor
 // is 0.125 log2(e).
-// Each chunk of 4 rows x 4 vectors first fetches the 16 S lines it will
-// store, for writing.
+// The columns that every row sees (without a mask, all whole chunks of 4
+// vectors) go chunk by chunk, each chunk across all the blocks of 4 rows,
+// so that the chunk of K is read from L1 by every row block. Each block
+// first fetches the 16 S lines it will store, for writing.
+// CHECK: arith.divsi %{{.+}}, %c64
+// CHECK-NEXT: %[[SHARED:.+]] = arith.muli %{{.+}}, %c64
+// CHECK: scf.for %[[C0:.+]] = %{{.+}} to %[[SHARED]] step %{{.+}} {
+// CHECK: scf.for %[[I:.+]] = %{{.+}} to %{{.+}} step %{{.+}} {
+// CHECK-COUNT-16: memref.prefetch %[[S]][{{.+}}], write, locality<3>, data : memref<64x?xf32>
+// CHECK: %[[QK0:.+]]:16 = scf.for
+// CHECK: vector.load %[[K]][%{{.+}}, %[[C0]]]
+// CHECK: }
+// CHECK-NOT: arith.mulf
+// CHECK: vector.store %[[QK0]]#0, %[[S]][%[[I]], %[[C0]]] : memref<64x?xf32>, vector<16xf32>
+// Then each row block reads those columns' maxima back and computes the
+// rest of its columns.
+// CHECK: memref.subview %[[S]]
+// CHECK-COUNT-4: scf.for %{{.+}} = %{{.+}} to %[[SHARED]] step %{{.+}} iter_args(%{{.+}}) -> (vector<16xf32>)
+// CHECK: scf.for %{{.+}} = %[[SHARED]] to
 // CHECK-COUNT-16: memref.prefetch %{{.+}}, write, locality<3>, data : memref<4x?xf32
 // CHECK: %[[QK:.+]]:16 = scf.for
 // CHECK: vector.load %[[K]]
@@ -310,6 +327,40 @@ func.func @step_bounded_block(%q: memref<1x4x32xf32>, %k: memref<32x?xf32>,
       : memref<?x16xf32> to memref<?x16xf32, strided<[16, 1], offset: ?>>
   flash.attention_step ins(%q, %kb, %vb : memref<1x4x32xf32>, memref<32x?xf32, strided<[?, 1], offset: ?>>, memref<?x16xf32, strided<[16, 1], offset: ?>>)
       outs(%acc, %m, %l : memref<1x4x16xf32>, memref<1x4xf32>, memref<1x4xf32>)
+      scale = 0.125 key_transposed
+  return
+}
+
+// -----
+
+// Under a causal mask, the columns every row sees end at the smallest
+// row's end. The 96 rows are two heads of 48, in super-blocks of 64 rows:
+// a super-block's smallest row is its first, or row 0 of the next head
+// where it reaches into it (the first one does).
+// CANON-LABEL: func.func @step_transposed_masked
+// CANON-SAME: %[[K:[^:]+]]: memref<32x?xf32>
+// CANON-SAME: %[[OFF:[^:]+]]: index)
+// CANON: %[[N:.+]] = memref.dim %[[K]], %c1
+// CANON: scf.for %[[SB0:.+]] = %c0 to %c96 step %c64 {
+// CANON: %[[LAST:.+]] = arith.subi %{{.+}}, %c1
+// CANON: %[[LASTHEAD:.+]] = arith.divui %[[LAST]], %c48
+// CANON: %[[FIRSTHEAD:.+]] = arith.divui %[[SB0]], %c48
+// CANON: %[[SAME:.+]] = arith.cmpi eq, %[[FIRSTHEAD]], %[[LASTHEAD]]
+// CANON: %[[FIRSTROW:.+]] = arith.remui %[[SB0]], %c48
+// CANON: %[[MINROW:.+]] = arith.select %[[SAME]], %[[FIRSTROW]], %c0
+// CANON: %[[LIM0:.+]] = arith.addi %[[MINROW]], %[[OFF]]
+// CANON: %[[LIM:.+]] = arith.addi %[[LIM0]], %c1
+// CANON: %[[END:.+]] = arith.minsi %[[N]], %[[LIM]]
+// CANON: %[[END0:.+]] = arith.maxsi %[[END]], %c0
+// CANON: %[[CHUNKS:.+]] = arith.divsi %[[END0]], %c64
+// CANON: %[[SHARED:.+]] = arith.muli %[[CHUNKS]], %c64
+// CANON: scf.for %{{.+}} = %c0 to %[[SHARED]] step %c64 {
+// CANON-NEXT: scf.for %{{.+}} = %c0 to %{{.+}} step %c4 {
+func.func @step_transposed_masked(%q: memref<2x48x32xf32>, %k: memref<32x?xf32>,
+    %v: memref<?x16xf32>, %acc: memref<2x48x16xf32>, %m: memref<2x48xf32>,
+    %l: memref<2x48xf32>, %off: index) {
+  flash.attention_step ins(%q, %k, %v : memref<2x48x32xf32>, memref<32x?xf32>, memref<?x16xf32>)
+      mask(%off) outs(%acc, %m, %l : memref<2x48x16xf32>, memref<2x48xf32>, memref<2x48xf32>)
       scale = 0.125 key_transposed
   return
 }
