@@ -710,6 +710,7 @@ def run_flags(rng):
     if rng.random() < 0.1:
         args += ["--versus", rng.choice((
             "--block-kv 32", "--scalef off", "--threads 1", "--splits 2",
+            "--kt-reuse off", "--kt-reuse x",
             "--block-q 16 --block-kv 16", "", " ", "--heads 2", "--block-kv x",
             "--vector-lanes 12", "--ablate pv", "--versus --splits"))]
     for flag, files in (("--out", ("out.npy", "/dev/full", "nodir/x.npy")),

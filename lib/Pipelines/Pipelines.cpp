@@ -58,6 +58,8 @@ std::string PipelineConfig::str() const {
     s += " bf16-dot=" + bf16Dot;
   if (scalef != "host")
     s += " scalef=" + scalef;
+  if (!ktReuse)
+    s += " kt-reuse=0";
   if (!ablate.empty())
     s += " ablate=" + ablate;
   if (allocHooks)
@@ -168,6 +170,8 @@ llvm::Error PipelineConfig::validate() const {
   if (llvm::Error e = checkAVX512Option("scalef", scalef, vectorLanes,
                                         scalef == "on" && isGPU()))
     return e;
+  if (!ktReuse && isGPU())
+    return llvm::createStringError("kt-reuse applies to the CPU target only");
   if (!ablate.empty()) {
     if (isGPU())
       return llvm::createStringError("ablate applies to the CPU target only");
@@ -291,6 +295,7 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
     expand.scalef = expand.vectorLanes == 16 &&
                     (c.scalef == "on" ||
                      (c.scalef == "host" && t->vectorLanes == 16));
+    expand.ktReuse = c.ktReuse;
     // With one split at run time the tiles finalize into the output.
     pm.addPass(createFlashCPUDirectFinalize());
     pm.addPass(createFlashExpandToCPU(expand));
@@ -386,6 +391,7 @@ PipelineConfig FlashPipelineOptions::toConfig() const {
   c.ablate = ablate;
   c.bf16Dot = bf16Dot;
   c.scalef = scalef;
+  c.ktReuse = ktReuse;
   c.dynamicSplits = dynamicSplits;
   c.allocHooks = allocHooks;
   c.ptxVersion = ptxVersion;

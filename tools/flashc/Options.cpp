@@ -91,11 +91,11 @@ const std::set<std::string> &flashc::shapeFlags() {
 
 const std::set<std::string> &flashc::shapeValued() {
   static const std::set<std::string> valued = {
-      "batch",  "heads",      "kv-heads",   "seq-q",
-      "seq-kv", "head-dim",   "head-dim-v", "dtype",
-      "scale",  "target",     "block-q",    "block-kv",
-      "splits", "loop-order", "threads",    "sram-bytes",
-      "vector-lanes", "ablate", "bf16-dot", "scalef"};
+      "batch",      "heads",        "kv-heads", "seq-q",      "seq-kv",
+      "head-dim",   "head-dim-v",   "dtype",    "scale",      "target",
+      "block-q",    "block-kv",     "splits",   "loop-order", "threads",
+      "sram-bytes", "vector-lanes", "ablate",   "bf16-dot",   "scalef",
+      "kt-reuse"};
   return valued;
 }
 
@@ -151,6 +151,13 @@ llvm::Error flashc::readConfig(const Options &o, PipelineConfig &config) {
   config.ablate = o.str("ablate", config.ablate);
   config.bf16Dot = o.str("bf16-dot", config.bf16Dot);
   config.scalef = o.str("scalef", config.scalef);
+  if (o.has("kt-reuse")) {
+    std::string v = o.str("kt-reuse");
+    if (v != "on" && v != "off")
+      return llvm::createStringError("--kt-reuse must be on or off, got '" + v +
+                                     "'");
+    config.ktReuse = v == "on";
+  }
   for (auto [name, field] :
        {std::pair<const char *, int64_t *>{"block-q", &config.blockQ},
         {"block-kv", &config.blockKV},

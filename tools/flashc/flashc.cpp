@@ -50,6 +50,8 @@ const char *kUsage =
     "            [--vector-lanes 8|16] (CPU; default: the host's)\n"
     "            [--bf16-dot off|host|on] (CPU: bf16 decode by vdpbf16ps)\n"
     "            [--scalef off|host|on] (CPU: softmax 2^x by vscalefps)\n"
+    "            [--kt-reuse on|off] (CPU prefill: S chunk by chunk of K^T\n"
+    "            across the row blocks, or row block by row block)\n"
     "            [--ablate qk,softmax,pv] (CPU, run: time the kernel with "
     "those\n"
     "            phases left out; no check, the results are wrong)\n"
@@ -160,7 +162,7 @@ llvm::Expected<PipelineConfig> parseVersus(llvm::StringRef text,
   llvm::Expected<Options> parsed = Options::parse(
       args, {},
       {"block-q", "block-kv", "splits", "loop-order", "threads", "sram-bytes",
-       "vector-lanes", "ablate", "bf16-dot", "scalef"});
+       "vector-lanes", "ablate", "bf16-dot", "scalef", "kt-reuse"});
   if (!parsed)
     return llvm::createStringError("in --versus: " +
                                    llvm::toString(parsed.takeError()));

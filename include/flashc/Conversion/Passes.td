@@ -82,6 +82,11 @@ def FlashExpandToCPU : Pass<"flash-expand-to-cpu"> {
            "(through llvm.call_intrinsic), with no clamp: four vector "
            "operations fewer per 16 scores than building 2^n in the "
            "exponent bits. Only for hosts that have AVX-512">,
+    Option<"ktReuse", "kt-reuse", "bool", /*default=*/"true",
+           "With K pre-transposed: compute the scores of the columns every "
+           "row of a 64-row super-block sees chunk by chunk across its row "
+           "blocks, so that each chunk of Kt is read from L1 by all of them "
+           "(false: row block by row block, each reading all of Kt)">,
     Option<"ablate", "ablate", "std::string", /*default=*/"\"\"",
            "For measurement only: a comma-separated list of the step's "
            "phases to leave out, of qk (the FMA loop of S = Q . K^T; its "

@@ -66,6 +66,10 @@ struct PipelineConfig {
   /// vectors are 16 lanes), "on" or "off" (2^n built in the exponent
   /// bits, as with 8 lanes).
   std::string scalef = "host";
+  /// CPU prefill: S for the columns every row of a 64-row super-block sees
+  /// chunk by chunk across its row blocks, each chunk of the transposed K
+  /// read from L1 by all of them (false: row block by row block).
+  bool ktReuse = true;
   /// CPU, for measurement only: phases of the attention step to leave out
   /// (flash-expand-to-cpu's `ablate`: qk, softmax, pv); wrong results.
   std::string ablate;
@@ -164,6 +168,11 @@ struct FlashPipelineOptions : public PassPipelineOptions<FlashPipelineOptions> {
                      "host (where the host has AVX-512 and vectors are 16 "
                      "lanes) or on"),
       llvm::cl::init("host")};
+  Option<bool> ktReuse{
+      *this, "kt-reuse",
+      llvm::cl::desc("CPU prefill: S chunk by chunk of the transposed K "
+                     "across the row blocks (false: row block by row block)"),
+      llvm::cl::init(true)};
   Option<std::string> ablate{
       *this, "ablate",
       llvm::cl::desc("CPU, measurement only: step phases to leave out "

@@ -124,9 +124,9 @@ public:
   /// register file is taken to hold 2 x lanes of them (AVX2, AVX-512), and
   /// a register block keeps at most `lanes` accumulators.
   Emitter(ImplicitLocOpBuilder &b, int64_t lanes, bool bf16Dot, bool scalef,
-          Ablation ablation)
+          bool ktReuse, Ablation ablation)
       : b(b), f32(b.getF32Type()), kLanes(lanes), bf16Dot(bf16Dot),
-        scalef(scalef), ablation(ablation) {}
+        scalef(scalef), ktReuse(ktReuse), ablation(ablation) {}
 
   void expandStep(AttentionStepOp op);
   void expandKeyTranspose(linalg::TransposeOp op);
@@ -285,6 +285,9 @@ private:
   const bool bf16Dot;
   /// 2^x of 16-lane vectors by AVX-512's vreduceps and vscalefps.
   const bool scalef;
+  /// S's shared columns go chunk by chunk across the row blocks
+  /// (sharedScores).
+  const bool ktReuse;
   /// Phases whose loops run zero times (measurement only).
   const Ablation ablation;
   /// This step's decode S uses vdpbf16ps (packedQuery then holds bf16).
@@ -400,7 +403,7 @@ void Emitter::expandStep(AttentionStepOp op) {
         // blocks, so that a chunk of K^T is read from L2 once and from L1
         // by every row block.
         Value shared;
-        if (kt) {
+        if (kt && ktReuse) {
           shared = sharedColumns(op, n, br, sb0, count,
                                  colVectors(kRowBlock) * kLanes);
           sharedScores(op, kt, s, br, sb0, count4, shared);
@@ -1555,7 +1558,7 @@ struct FlashExpandToCPUPass
     });
     for (Operation *op : ops) {
       ImplicitLocOpBuilder b(op->getLoc(), op);
-      Emitter emitter(b, vectorLanes, bf16Dot, scalef, ablation);
+      Emitter emitter(b, vectorLanes, bf16Dot, scalef, ktReuse, ablation);
       if (auto transpose = dyn_cast<linalg::TransposeOp>(op))
         emitter.expandKeyTranspose(transpose);
       else if (auto copy = dyn_cast<linalg::CopyOp>(op))

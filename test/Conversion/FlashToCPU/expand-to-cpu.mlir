@@ -41,6 +41,8 @@
 // RUN:   --flash-expand-to-cpu=ablate=softmax --canonicalize \
 // RUN:   | FileCheck %s --check-prefix=ABLATE-SM
 // With bf16-dot, decode's S for bf16 Q and K comes from vdpbf16ps:
+// RUN: flashc-opt %t/valid.mlir --split-input-file --flash-expand-to-cpu=kt-reuse=false \
+// RUN:   | FileCheck %s --check-prefix=NOREUSE
 // RUN: flashc-opt %t/valid.mlir --split-input-file --flash-expand-to-cpu=bf16-dot=true \
 // RUN:   | FileCheck %s --check-prefix=DOT
 // RUN: not flashc-opt %t/valid.mlir --flash-expand-to-cpu=ablate=qk,exp 2>&1 \
@@ -337,6 +339,11 @@ func.func @step_bounded_block(%q: memref<1x4x32xf32>, %k: memref<32x?xf32>,
 // row's end. The 96 rows are two heads of 48, in super-blocks of 64 rows:
 // a super-block's smallest row is its first, or row 0 of the next head
 // where it reaches into it (the first one does).
+// With kt-reuse=false, every row block computes all its columns itself:
+// no scores are stored into the 64-row S outside a row block's view.
+// NOREUSE-LABEL: func.func @step_transposed_masked
+// NOREUSE-NOT: vector.store {{.+}} : memref<64x?xf32>, vector<16xf32>
+// NOREUSE: llvm.intr.stackrestore
 // CANON-LABEL: func.func @step_transposed_masked
 // CANON-SAME: %[[K:[^:]+]]: memref<32x?xf32>
 // CANON-SAME: %[[OFF:[^:]+]]: index)
