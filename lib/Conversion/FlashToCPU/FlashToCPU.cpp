@@ -6,14 +6,15 @@
 // pre-transposed (prefill), S = Q . Kt is computed 4 rows x up to 4 vectors
 // of columns at a time with accumulators carried through the head dimension
 // loop; the columns every row of 64 sees go chunk by chunk across all their
-// row blocks, so that each chunk of Kt is read from L1. Otherwise (decode) K is read in place, row by row: each (row, key)
-// pair gets one accumulator along the head dimension, and one vector's worth
-// of them is summed at once by a shuffle tree. The online softmax runs row by
-// row. Rows are taken 64 at a time: their S and softmax first, then the
-// alpha rescale of the f32 state, then P . V in blocks of keys small enough
-// for their V rows to stay in L1 while every row block reads them. Vector
-// width and register blocks follow the `vector-lanes` option (16 for
-// AVX-512's 32 registers, 8 for AVX2's 16).
+// row blocks, so that each chunk of Kt is read from L1. Otherwise (decode)
+// K is read in place, row by row: each (row, key) pair gets one accumulator
+// along the head dimension, and one vector's worth of them is summed at
+// once by a shuffle tree. The online softmax runs row by row. Rows are
+// taken 64 at a time: their S and softmax first, then the alpha rescale of
+// the f32 state, then P . V in blocks of keys small enough for their V rows
+// to stay in L1 while every row block reads them. Vector width and register
+// blocks follow the `vector-lanes` option (16 for AVX-512's 32 registers, 8
+// for AVX2's 16).
 //
 //===----------------------------------------------------------------------===//
 
@@ -909,10 +910,6 @@ Value Emitter::rowsOf(AttentionStepOp op, Value n, Value br, Value f0,
   return endOf(maxRow);
 }
 
-/// Processes `rows` query rows of the tile starting at flat row `f0`, whose
-/// S rows are `s`: S = Q . K^T (from the transposed `kt` when there is
-/// one) and the online softmax update of (m, l), leaving P in `s` and each
-/// row's alpha in alphaMem[a0 + r]. P . V comes after (pvBlock).
 /// The columns [0, result) that every row of the `count` flat rows from
 /// `sb0` sees, rounded down to a multiple of `chunk`: all n without a
 /// causal mask, else those before the smallest row's end. The smallest row
@@ -1007,6 +1004,11 @@ void Emitter::sharedScores(AttentionStepOp op, Value kt, Value s, Value br,
       });
 }
 
+/// Processes `rows` query rows of the tile starting at flat row `f0`, whose
+/// S rows are `s`: S = Q . K^T (from the transposed `kt` when there is
+/// one) and the online softmax update of (m, l), leaving P in `s` and each
+/// row's alpha in alphaMem[a0 + r]. P . V comes after (pvBlock). With
+/// `done`, S's columns before it are there already (sharedScores).
 void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
                        Value f0, int64_t rows, Value alphaMem, Value a0,
                        Value done) {
