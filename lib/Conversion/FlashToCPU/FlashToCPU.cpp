@@ -948,9 +948,9 @@ void Emitter::sharedScores(AttentionStepOp op, Value kt, Value s, Value br,
   Value q = op.getQuery();
   int64_t d = cast<MemRefType>(q.getType()).getDimSize(2);
   int64_t rows = kRowBlock, cols = colVectors(rows);
-  // A positive scale is applied by the softmax (see rowBlock).
-  double scale = op.getScale().convertToDouble();
-  Value scaleVec = scale > 0.0 ? Value() : splat(f32Const(scale), kLanes);
+  // The step's scale is positive (its verifier): S is stored unscaled and
+  // the softmax applies the scale (see rowBlock).
+  assert(op.getScale().convertToDouble() > 0.0 && "a step's scale is > 0");
   scf::ForOp::create(
       b, idx(0), shared, idx(cols * kLanes), ValueRange{},
       [&](OpBuilder &, Location, Value c0, ValueRange) {
@@ -991,13 +991,9 @@ void Emitter::sharedScores(AttentionStepOp op, Value kt, Value s, Value br,
                     scf::YieldOp::create(b, next);
                   });
               for (int64_t r = 0; r < rows; ++r)
-                for (int64_t c = 0; c < cols; ++c) {
-                  Value sv = dLoop.getResult(r * cols + c);
-                  if (scaleVec)
-                    sv = arith::MulFOp::create(b, sv, scaleVec);
-                  vector::StoreOp::create(b, sv, s,
+                for (int64_t c = 0; c < cols; ++c)
+                  vector::StoreOp::create(b, dLoop.getResult(r * cols + c), s,
                                           ValueRange{sRows[r], colIdx[c]});
-                }
               scf::YieldOp::create(b);
             });
         scf::YieldOp::create(b);
