@@ -83,6 +83,20 @@ inline void expectMatchesReference(const AttentionSpec &spec,
   }
 }
 
+/// A copy of the rank-4 `t` with its middle two dimensions swapped
+/// ([B, H, N, D] <-> [B, N, H, D]), for buffers passed as strided views.
+inline HostTensor swapMiddleDims(const HostTensor &t) {
+  const std::vector<int64_t> &s = t.getSizes();
+  HostTensor r(t.getDType(), {s[0], s[2], s[1], s[3]});
+  for (int64_t b = 0; b < s[0]; ++b)
+    for (int64_t h = 0; h < s[1]; ++h)
+      for (int64_t n = 0; n < s[2]; ++n)
+        for (int64_t d = 0; d < s[3]; ++d)
+          r.set(((b * s[2] + n) * s[1] + h) * s[3] + d,
+                t.get(((b * s[1] + h) * s[2] + n) * s[3] + d));
+  return r;
+}
+
 /// The sizes a size-free kernel is run with; `kvHeads` (0: the base
 /// spec's) KV heads with the base spec's group of query heads each.
 struct Sizes {

@@ -218,17 +218,6 @@ TEST(GPUKernelTest, TransposedLayoutsRunPerBatch) {
   HostTensor q = make(spec.heads, spec.seqQ);
   HostTensor k = make(spec.kvHeads, spec.seqKV);
   HostTensor v = make(spec.kvHeads, spec.seqKV);
-  auto transposed = [&](const HostTensor &t) {
-    const std::vector<int64_t> &s = t.getSizes();
-    HostTensor u(spec.dtype, {s[0], s[2], s[1], s[3]});
-    for (int64_t b = 0; b < s[0]; ++b)
-      for (int64_t h = 0; h < s[1]; ++h)
-        for (int64_t n = 0; n < s[2]; ++n)
-          for (int64_t d = 0; d < s[3]; ++d)
-            u.set(((b * s[2] + n) * s[1] + h) * s[3] + d,
-                  t.get(((b * s[1] + h) * s[2] + n) * s[3] + d));
-    return u;
-  };
   auto view = [&](HostTensor &u, int64_t h, int64_t n) {
     TensorRef r;
     r.data = u.data();
@@ -237,7 +226,9 @@ TEST(GPUKernelTest, TransposedLayoutsRunPerBatch) {
     r.strides = {n * h * spec.headDim, spec.headDim, h * spec.headDim, 1};
     return r;
   };
-  HostTensor qt = transposed(q), kt = transposed(k), vt = transposed(v);
+  HostTensor qt = flashc_test::swapMiddleDims(q),
+             kt = flashc_test::swapMiddleDims(k),
+             vt = flashc_test::swapMiddleDims(v);
   HostTensor outT(spec.dtype, {spec.batch, spec.seqQ, spec.heads, 64});
   RunOptions options;
   options.simulate = true;

@@ -285,19 +285,9 @@ TEST(JITTest, StridedBuffersReadTheRightElements) {
   fillRandom(q, rng);
   fillRandom(k, rng);
   fillRandom(v, rng);
-  // Copies with the middle two dimensions swapped.
-  auto transposed = [](const HostTensor &t) {
-    const auto &s = t.getSizes();
-    HostTensor r(DType::F32, {s[0], s[2], s[1], s[3]});
-    for (int64_t b = 0; b < s[0]; ++b)
-      for (int64_t h = 0; h < s[1]; ++h)
-        for (int64_t n = 0; n < s[2]; ++n)
-          for (int64_t d = 0; d < s[3]; ++d)
-            r.set(((b * s[2] + n) * s[1] + h) * s[3] + d,
-                  t.get(((b * s[1] + h) * s[2] + n) * s[3] + d));
-    return r;
-  };
-  HostTensor qt = transposed(q), kt = transposed(k), vt = transposed(v);
+  using flashc_test::swapMiddleDims;
+  HostTensor qt = swapMiddleDims(q), kt = swapMiddleDims(k),
+             vt = swapMiddleDims(v);
   HostTensor ot(DType::F32, {3, 20, 4, 32});
   for (int64_t i = 0; i < ot.getNumElements(); ++i)
     ot.set(i, NAN);
@@ -311,7 +301,7 @@ TEST(JITTest, StridedBuffersReadTheRightElements) {
   llvm::Error err = (*kernel)->run(view(qt), view(kt), view(vt), view(ot));
   ASSERT_FALSE(static_cast<bool>(err)) << errorOf(std::move(err));
   std::vector<double> ref = referenceAttention(spec, q, k, v);
-  HostTensor back = transposed(ot);
+  HostTensor back = swapMiddleDims(ot);
   EXPECT_LE(maxAbsError(ref, back), 2e-4);
 }
 
