@@ -261,6 +261,9 @@ private:
                       Value count, int64_t chunk);
   void sharedScores(AttentionStepOp op, Value kt, Value s, Value br, Value sb0,
                     Value count4, Value shared);
+  SmallVector<Value> qkBlock(Value q, Value kt, Value s, ArrayRef<Value> sRows,
+                             ArrayRef<Value> gs, ArrayRef<Value> rs,
+                             ArrayRef<Value> cols, Value tailMask);
   void pvBlock(AttentionStepOp op, Value s, Value n, Value br, Value f0,
                int64_t rows, Value lo, Value hi, Value alphaMem, Value a0,
                bool prefetchV);
@@ -945,8 +948,6 @@ Value Emitter::sharedColumns(AttentionStepOp op, Value n, Value br, Value sb0,
 /// while every row block reads it.
 void Emitter::sharedScores(AttentionStepOp op, Value kt, Value s, Value br,
                            Value sb0, Value count4, Value shared) {
-  Value q = op.getQuery();
-  int64_t d = cast<MemRefType>(q.getType()).getDimSize(2);
   int64_t rows = kRowBlock, cols = colVectors(rows);
   // The step's scale is positive (its verifier): S is stored unscaled and
   // the softmax applies the scale (see rowBlock).
@@ -969,35 +970,51 @@ void Emitter::sharedScores(AttentionStepOp op, Value kt, Value s, Value br,
               SmallVector<Value> colIdx;
               for (int64_t c = 0; c < cols; ++c)
                 colIdx.push_back(plus(c0, c * kLanes));
+              SmallVector<Value> accs =
+                  qkBlock(op.getQuery(), kt, s, sRows, gs, rs, colIdx, nullptr);
               for (int64_t r = 0; r < rows; ++r)
                 for (int64_t c = 0; c < cols; ++c)
-                  memref::PrefetchOp::create(
-                      b, s, ValueRange{sRows[r], colIdx[c]}, /*isWrite=*/true,
-                      /*locality=*/3, /*isDataCache=*/true);
-              SmallVector<Value> init(rows * cols, vecConst(kLanes, 0.0));
-              auto dLoop = scf::ForOp::create(
-                  b, idx(0), idx(ablation.qk ? 0 : d), idx(1), init,
-                  [&](OpBuilder &, Location, Value dd, ValueRange accs) {
-                    SmallVector<Value> kv, next;
-                    for (int64_t c = 0; c < cols; ++c)
-                      kv.push_back(loadVec(kt, {dd, colIdx[c]}, kLanes));
-                    for (int64_t r = 0; r < rows; ++r) {
-                      Value qs =
-                          splat(loadScalar(q, {gs[r], rs[r], dd}), kLanes);
-                      for (int64_t c = 0; c < cols; ++c)
-                        next.push_back(vector::FMAOp::create(
-                            b, qs, kv[c], accs[r * cols + c]));
-                    }
-                    scf::YieldOp::create(b, next);
-                  });
-              for (int64_t r = 0; r < rows; ++r)
-                for (int64_t c = 0; c < cols; ++c)
-                  vector::StoreOp::create(b, dLoop.getResult(r * cols + c), s,
+                  vector::StoreOp::create(b, accs[r * cols + c], s,
                                           ValueRange{sRows[r], colIdx[c]});
               scf::YieldOp::create(b);
             });
         scf::YieldOp::create(b);
       });
+}
+
+/// The accumulators of S = Q . K^T for the query rows (gs[r], rs[r]) and
+/// the column vectors of K^T from each of `cols` (loaded under `tailMask`
+/// when given), carried through the head dimension: broadcast Q, one
+/// vector.fma per (row, column vector); result r * cols.size() + c. First
+/// fetches the S lines (sRows[r], cols[c]) they will be stored to, for
+/// writing, while the FMAs run (the previous P . V evicted them).
+SmallVector<Value> Emitter::qkBlock(Value q, Value kt, Value s,
+                                    ArrayRef<Value> sRows, ArrayRef<Value> gs,
+                                    ArrayRef<Value> rs, ArrayRef<Value> cols,
+                                    Value tailMask) {
+  int64_t d = cast<MemRefType>(q.getType()).getDimSize(2);
+  int64_t rows = gs.size(), n = cols.size();
+  for (Value row : sRows)
+    for (Value col : cols)
+      memref::PrefetchOp::create(b, s, ValueRange{row, col}, /*isWrite=*/true,
+                                 /*locality=*/3, /*isDataCache=*/true);
+  SmallVector<Value> init(rows * n, vecConst(kLanes, 0.0));
+  auto dLoop = scf::ForOp::create(
+      b, idx(0), idx(ablation.qk ? 0 : d), idx(1), init,
+      [&](OpBuilder &, Location, Value dd, ValueRange accs) {
+        SmallVector<Value> kv, next;
+        for (Value col : cols)
+          kv.push_back(tailMask ? loadVecMasked(kt, {dd, col}, tailMask)
+                                : loadVec(kt, {dd, col}, kLanes));
+        for (int64_t r = 0; r < rows; ++r) {
+          Value qs = splat(loadScalar(q, {gs[r], rs[r], dd}), kLanes);
+          for (int64_t c = 0; c < n; ++c)
+            next.push_back(
+                vector::FMAOp::create(b, qs, kv[c], accs[r * n + c]));
+        }
+        scf::YieldOp::create(b, next);
+      });
+  return SmallVector<Value>(dLoop.getResults());
 }
 
 /// Processes `rows` query rows of the tile starting at flat row `f0`, whose
@@ -1010,7 +1027,6 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
                        Value done) {
   Value q = op.getQuery();
   Value mMem = op.getMax(), lMem = op.getSum();
-  int64_t d = cast<MemRefType>(q.getType()).getDimSize(2);
   int64_t colBlock = colVectors(rows);
   SmallVector<Value> gs, rs, ends, endVecs;
   Value visible = rowsOf(op, n, br, f0, rows, gs, rs, ends);
@@ -1046,44 +1062,22 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
       auto chunkLoop = scf::ForOp::create(
           b, lb, ub, idx(cols * kLanes), maxima,
           [&](OpBuilder &, Location, Value c0, ValueRange rowMax) {
-            // The S lines this chunk stores, fetched for writing while the
-            // FMAs run (they were evicted by the previous P . V).
+            SmallVector<Value> sRows, colIdx;
             for (int64_t r = 0; r < rows; ++r)
-              for (int64_t c = 0; c < cols; ++c)
-                memref::PrefetchOp::create(
-                    b, s,
-                    ValueRange{idx(r),
-                               arith::AddIOp::create(b, c0, idx(c * kLanes))},
-                    /*isWrite=*/true, /*locality=*/3, /*isDataCache=*/true);
-            SmallVector<Value> init(rows * cols, vecConst(kLanes, 0.0));
-            auto dLoop = scf::ForOp::create(
-                b, idx(0), idx(ablation.qk ? 0 : d), idx(1), init,
-                [&](OpBuilder &, Location, Value dd, ValueRange accs) {
-                  SmallVector<Value> kv;
-                  for (int64_t c = 0; c < cols; ++c) {
-                    Value col = arith::AddIOp::create(b, c0, idx(c * kLanes));
-                    kv.push_back(tailMask
-                                     ? loadVecMasked(kt, {dd, col}, tailMask)
-                                     : loadVec(kt, {dd, col}, kLanes));
-                  }
-                  SmallVector<Value> next;
-                  for (int64_t r = 0; r < rows; ++r) {
-                    Value qs = splat(loadScalar(q, {gs[r], rs[r], dd}), kLanes);
-                    for (int64_t c = 0; c < cols; ++c)
-                      next.push_back(vector::FMAOp::create(
-                          b, qs, kv[c], accs[r * cols + c]));
-                  }
-                  scf::YieldOp::create(b, next);
-                });
+              sRows.push_back(idx(r));
+            for (int64_t c = 0; c < cols; ++c)
+              colIdx.push_back(plus(c0, c * kLanes));
+            SmallVector<Value> accs =
+                qkBlock(q, kt, s, sRows, gs, rs, colIdx, tailMask);
             SmallVector<Value> nextMax(rowMax.begin(), rowMax.end());
             for (int64_t c = 0; c < cols; ++c) {
-              Value col = arith::AddIOp::create(b, c0, idx(c * kLanes));
+              Value col = colIdx[c];
               Value colIds;
               if (selectColumns)
                 colIds = arith::AddIOp::create(
                     b, laneIds, vector::BroadcastOp::create(b, indexVec, col));
               for (int64_t r = 0; r < rows; ++r) {
-                Value sv = dLoop.getResult(r * cols + c);
+                Value sv = accs[r * cols + c];
                 if (!scaleInSoftmax)
                   sv = arith::MulFOp::create(b, sv, scaleVec);
                 if (selectColumns) {
