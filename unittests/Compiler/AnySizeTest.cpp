@@ -5,10 +5,9 @@
 // sequence lengths from its buffers; the KV split count is chosen at every
 // run. These tests compile one kernel and run it over many random
 // (B, Hkv, Nq, Nk), including Nq = 1, Nk < Nq under causal alignment and
-// block tails, against the float64
-// reference on fresh random inputs (the seed is printed on failure), with
-// the tolerances of AttentionNumericsTest (outputs: getOutputTolerance;
-// LSE: 1e-3 + 1e-5 |lse|).
+// block tails, against the float64 reference on fresh random inputs (the
+// seed is printed on failure), with the tolerances of AttentionNumericsTest
+// (outputs: getOutputTolerance; LSE: 1e-3 + 1e-5 |lse|).
 //
 //===----------------------------------------------------------------------===//
 
@@ -84,14 +83,7 @@ TEST_P(AnySizeTest, OneKernelServesEveryBatchAndLength) {
       return;
     // The same kernel comes back for these sizes and head counts (of the
     // same group size): nothing is compiled.
-    AttentionSpec other = spec;
-    other.batch = s.batch;
-    other.seqQ = s.seqQ;
-    other.seqKV = s.seqKV;
-    if (s.kvHeads) {
-      other.heads = spec.heads / spec.kvHeads * s.kvHeads;
-      other.kvHeads = s.kvHeads;
-    }
+    AttentionSpec other = flashc_test::resized(spec, s);
     size_t cached = Compiler::global().getCacheSize();
     auto again = Compiler::global().compile(other);
     ASSERT_TRUE(static_cast<bool>(again)) << errorOf(again.takeError());

@@ -104,11 +104,8 @@ struct Sizes {
   int64_t kvHeads = 0;
 };
 
-/// Runs `kernel` on fresh inputs of `base` resized to `sizes`, with the LSE
-/// when `base.withLse`, and checks O and LSE against the float64 reference.
-inline void checkRun(const mlir::flash::Kernel &kernel,
-                     const AttentionSpec &base, Sizes sizes, std::mt19937 &rng,
-                     const mlir::flash::RunOptions &options = {}) {
+/// `base` with the batch, lengths and (when given) KV heads of `sizes`.
+inline AttentionSpec resized(const AttentionSpec &base, Sizes sizes) {
   AttentionSpec spec = base;
   spec.batch = sizes.batch;
   spec.seqQ = sizes.seqQ;
@@ -117,6 +114,15 @@ inline void checkRun(const mlir::flash::Kernel &kernel,
     spec.heads = base.heads / base.kvHeads * sizes.kvHeads;
     spec.kvHeads = sizes.kvHeads;
   }
+  return spec;
+}
+
+/// Runs `kernel` on fresh inputs of `base` resized to `sizes`, with the LSE
+/// when `base.withLse`, and checks O and LSE against the float64 reference.
+inline void checkRun(const mlir::flash::Kernel &kernel,
+                     const AttentionSpec &base, Sizes sizes, std::mt19937 &rng,
+                     const mlir::flash::RunOptions &options = {}) {
+  AttentionSpec spec = resized(base, sizes);
   SCOPED_TRACE(spec.str());
   AttentionBuffers b(spec, rng);
   mlir::flash::TensorRef lseRef = b.lse.ref();
