@@ -161,9 +161,17 @@
 // CHECK: arith.mulf %[[A16]], %[[ALV]] : vector<16xf32>
 // CHECK: } else {
 // CHECK-NEXT: scf.yield %[[A16]],
+// Two keys an iteration, then the odd one.
+// CHECK: %[[PAIRS:.+]]:3 = scf.for %[[C:.+]] = %[[K0]] to %[[MID:.+]] step %c2{{.*}} iter_args
 // CHECK: memref.prefetch %[[V]]
-// CHECK: memref.load %[[PV]]
-// CHECK: vector.load %[[V]]{{.+}} : memref<?x40xf16>, vector<8xf16>
+// CHECK: memref.load %[[PV]][%{{.+}}, %[[C]]]
+// CHECK: %[[C1:.+]] = arith.addi %[[C]], %c1
+// CHECK: memref.prefetch %[[V]]
+// CHECK: memref.load %[[PV]][%{{.+}}, %[[C1]]]
+// CHECK: scf.for %[[CODD:.+]] = %[[MID]] to %{{.+}} step %c1{{.*}} iter_args(%{{.+}} = %[[PAIRS]]#0, %{{.+}} = %[[PAIRS]]#1, %{{.+}} = %[[PAIRS]]#2)
+// CHECK: memref.prefetch %[[V]]
+// CHECK: vector.load %[[V]][%[[CODD]], %{{.+}}] : memref<?x40xf16>, vector<8xf16>
+// CHECK: memref.load %[[PV]][%{{.+}}, %[[CODD]]]
 // CHECK: vector.fma %{{.+}}, %{{.+}}, %{{.+}} : vector<8xf32>
 // CHECK: vector.store %{{.+}}, %[[ACC]]{{.+}} : memref<2x5x40xf32>, vector<8xf32>
 // CHECK: llvm.intr.stackrestore %[[SP]] : !llvm.ptr
