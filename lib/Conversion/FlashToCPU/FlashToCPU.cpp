@@ -256,11 +256,12 @@ private:
                SmallVector<Value> &gs, SmallVector<Value> &rs,
                SmallVector<Value> &ends);
   void rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
-                Value f0, int64_t rows, Value alphaMem, Value a0, Value done);
+                Value f0, int64_t rows, Value alphaMem, Value a0, Value done,
+                Value maxMem);
   Value sharedColumns(AttentionStepOp op, Value n, Value br, Value sb0,
                       Value count, int64_t chunk);
   void sharedScores(AttentionStepOp op, Value kt, Value s, Value br, Value sb0,
-                    Value count4, Value shared);
+                    Value count4, Value shared, Value maxMem);
   SmallVector<Value> qkBlock(Value q, Value kt, Value s, ArrayRef<Value> sRows,
                              ArrayRef<Value> gs, ArrayRef<Value> rs,
                              ArrayRef<Value> cols, Value tailMask);
@@ -353,6 +354,12 @@ void Emitter::expandStep(AttentionStepOp op) {
   }
   Value alphaMem =
       memref::AllocaOp::create(b, MemRefType::get({kSuperRows}, f32));
+  // With S's shared columns computed across the row blocks (sharedScores),
+  // each row's running maximum over them, a vector a row.
+  Value maxMem;
+  if (kt && ktReuse)
+    maxMem =
+        memref::AllocaOp::create(b, MemRefType::get({kSuperRows, kLanes}, f32));
   auto rowsView = [&](Value i, int64_t rows) -> Value {
     SmallVector<OpFoldResult> offsets = {i, b.getIndexAttr(0)};
     SmallVector<OpFoldResult> sizes = {b.getIndexAttr(rows), npad};
@@ -407,14 +414,15 @@ void Emitter::expandStep(AttentionStepOp op) {
         // blocks, so that a chunk of K^T is read from L2 once and from L1
         // by every row block.
         Value shared;
-        if (kt && ktReuse) {
+        if (maxMem) {
           shared = sharedColumns(op, n, br, sb0, count,
                                  colVectors(kRowBlock) * kLanes);
-          sharedScores(op, kt, s, br, sb0, count4, shared);
+          sharedScores(op, kt, s, br, sb0, count4, shared, maxMem);
         }
         eachBlock([&](Value i, Value f0, int64_t rows) {
+          bool whole = rows == kRowBlock;
           rowBlock(op, kt, rowsView(i, rows), n, br, f0, rows, alphaMem, i,
-                   rows == kRowBlock ? shared : Value());
+                   whole ? shared : Value(), whole ? maxMem : Value());
         });
         scf::ForOp::create(
             b, idx(0), ablation.pv ? idx(0) : n, idx(pvKeys), ValueRange{},
@@ -945,13 +953,24 @@ Value Emitter::sharedColumns(AttentionStepOp op, Value n, Value br, Value sb0,
 /// blocks of kRowBlock rows, and the columns c < `shared`, which every one
 /// of them sees (no mask). Column chunk by column chunk, each across all
 /// the row blocks: one chunk of K^T (D x colVectors vectors) stays in L1
-/// while every row block reads it.
+/// while every row block reads it. maxMem[i, :] carries row i's running
+/// maximum over those columns, lane by lane, for rowBlock: S (a super-block
+/// of rows by a key block) is larger than L1, and reading it back for the
+/// maxima would be a pass over it from L2.
 void Emitter::sharedScores(AttentionStepOp op, Value kt, Value s, Value br,
-                           Value sb0, Value count4, Value shared) {
+                           Value sb0, Value count4, Value shared,
+                           Value maxMem) {
   int64_t rows = kRowBlock, cols = colVectors(rows);
   // The step's scale is positive (its verifier): S is stored unscaled and
   // the softmax applies the scale (see rowBlock).
   assert(op.getScale().convertToDouble() > 0.0 && "a step's scale is > 0");
+  Value ninfVec = splat(negInf(), kLanes);
+  scf::ForOp::create(
+      b, idx(0), count4, idx(1), ValueRange{},
+      [&](OpBuilder &, Location, Value i, ValueRange) {
+        vector::StoreOp::create(b, ninfVec, maxMem, ValueRange{i, idx(0)});
+        scf::YieldOp::create(b);
+      });
   scf::ForOp::create(
       b, idx(0), shared, idx(cols * kLanes), ValueRange{},
       [&](OpBuilder &, Location, Value c0, ValueRange) {
@@ -972,10 +991,17 @@ void Emitter::sharedScores(AttentionStepOp op, Value kt, Value s, Value br,
                 colIdx.push_back(plus(c0, c * kLanes));
               SmallVector<Value> accs =
                   qkBlock(op.getQuery(), kt, s, sRows, gs, rs, colIdx, nullptr);
-              for (int64_t r = 0; r < rows; ++r)
-                for (int64_t c = 0; c < cols; ++c)
+              for (int64_t r = 0; r < rows; ++r) {
+                Value m = vector::LoadOp::create(b, vec(kLanes), maxMem,
+                                                 ValueRange{sRows[r], idx(0)});
+                for (int64_t c = 0; c < cols; ++c) {
                   vector::StoreOp::create(b, accs[r * cols + c], s,
                                           ValueRange{sRows[r], colIdx[c]});
+                  m = maxOf(accs[r * cols + c], m);
+                }
+                vector::StoreOp::create(b, m, maxMem,
+                                        ValueRange{sRows[r], idx(0)});
+              }
               scf::YieldOp::create(b);
             });
         scf::YieldOp::create(b);
@@ -1021,10 +1047,11 @@ SmallVector<Value> Emitter::qkBlock(Value q, Value kt, Value s,
 /// S rows are `s`: S = Q . K^T (from the transposed `kt` when there is
 /// one) and the online softmax update of (m, l), leaving P in `s` and each
 /// row's alpha in alphaMem[a0 + r]. P . V comes after (pvBlock). With
-/// `done`, S's columns before it are there already (sharedScores).
+/// `done`, S's columns before it are there already, and their maxima in
+/// maxMem[a0 + r, :] (sharedScores).
 void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
                        Value f0, int64_t rows, Value alphaMem, Value a0,
-                       Value done) {
+                       Value done, Value maxMem) {
   Value q = op.getQuery();
   Value mMem = op.getMax(), lMem = op.getSum();
   int64_t colBlock = colVectors(rows);
@@ -1098,20 +1125,14 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
         b, arith::DivSIOp::create(b, visible, wide), wide);
     Value colsFull = arith::MulIOp::create(
         b, arith::DivSIOp::create(b, visible, idx(kLanes)), idx(kLanes));
-    // The columns before `done` are in S already (sharedScores): their
-    // maxima are read back.
+    // The columns before `done` are in S already, and their maxima in
+    // maxMem (sharedScores).
     SmallVector<Value> maxima(rows, ninfVec);
     Value start = done ? done : idx(0);
     if (done)
       for (int64_t r = 0; r < rows; ++r)
-        maxima[r] = scf::ForOp::create(
-                        b, idx(0), done, idx(kLanes), ValueRange{ninfVec},
-                        [&](OpBuilder &, Location, Value c, ValueRange m) {
-                          Value sv = vector::LoadOp::create(
-                              b, vec(kLanes), s, ValueRange{idx(r), c});
-                          scf::YieldOp::create(b, maxOf(sv, m[0]));
-                        })
-                        .getResult(0);
+        maxima[r] = vector::LoadOp::create(b, vec(kLanes), maxMem,
+                                           ValueRange{plus(a0, r), idx(0)});
     maxima = qkChunks(start, colsWide, colBlock, nullptr, maxima);
     // Two vectors of the columns left at once where at least two are: a
     // one-vector chunk does as many loads as FMAs plus one.
@@ -1483,6 +1504,7 @@ struct FlashExpandToCPUPass
                        .Case("qk", &ablation.qk)
                        .Case("softmax", &ablation.softmax)
                        .Case("pv", &ablation.pv)
+
                        .Default(nullptr);
       if (!flag) {
         getOperation()->emitError()

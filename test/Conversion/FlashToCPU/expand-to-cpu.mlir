@@ -262,15 +262,21 @@ func.func @step_unmasked_strided(
 // CHECK: memref.dim %[[K]], %{{.+}} : memref<32x?xf32>
 // CHECK-NOT: memref.alloca({{.+}}) : memref<32x?xf32>
 // CHECK: %[[S:.+]] = memref.alloca(%{{.+}}) : memref<64x?xf32>
+// CHECK: %[[MAXES:.+]] = memref.alloca() : memref<64x16xf32>
 // The scores are stored as the FMA loop leaves them: the positive scale is
 // applied once to each row maximum, and in the softmax's FMA, whose factor
 // is 0.125 log2(e).
 // The columns that every row sees (without a mask, all whole chunks of 4
 // vectors) go chunk by chunk, each chunk across all the blocks of 4 rows,
 // so that the chunk of K is read from L1 by every row block. Each block
-// first fetches the 16 S lines it will store, for writing.
+// first fetches the 16 S lines it will store, for writing. Each row's
+// running maximum over these columns, lane by lane, is kept in a vector of
+// its own (from -inf).
 // CHECK: arith.divsi %{{.+}}, %c64
 // CHECK-NEXT: %[[SHARED:.+]] = arith.muli %{{.+}}, %c64
+// CHECK: %[[NINF:.+]] = vector.broadcast %{{.+}} : f32 to vector<16xf32>
+// CHECK: scf.for %[[R:.+]] = %{{.+}} to %{{.+}} step %{{.+}} {
+// CHECK: vector.store %[[NINF]], %[[MAXES]][%[[R]], %{{.+}}]
 // CHECK: scf.for %[[C0:.+]] = %{{.+}} to %[[SHARED]] step %{{.+}} {
 // CHECK: scf.for %[[I:.+]] = %{{.+}} to %{{.+}} step %{{.+}} {
 // CHECK-COUNT-16: memref.prefetch %[[S]][{{.+}}], write, locality<3>, data : memref<64x?xf32>
@@ -278,11 +284,16 @@ func.func @step_unmasked_strided(
 // CHECK: vector.load %[[K]][%{{.+}}, %[[C0]]]
 // CHECK: }
 // CHECK-NOT: arith.mulf
+// CHECK: %[[M0:.+]] = vector.load %[[MAXES]][%[[I]], %{{.+}}]
 // CHECK: vector.store %[[QK0]]#0, %[[S]][%[[I]], %[[C0]]] : memref<64x?xf32>, vector<16xf32>
-// Then each row block reads those columns' maxima back and computes the
-// rest of its columns.
+// CHECK: arith.cmpf ogt, %[[QK0]]#0, %[[M0]] : vector<16xf32>
+// CHECK-COUNT-3: arith.select
+// CHECK: vector.store %{{.+}}, %[[MAXES]][%[[I]], %{{.+}}]
+// Then each row block takes those columns' maxima from there and computes
+// the rest of its columns.
 // CHECK: memref.subview %[[S]]
-// CHECK-COUNT-4: scf.for %{{.+}} = %{{.+}} to %[[SHARED]] step %{{.+}} iter_args(%{{.+}}) -> (vector<16xf32>)
+// CHECK-NOT: scf.for
+// CHECK-COUNT-4: vector.load %[[MAXES]]
 // CHECK: scf.for %{{.+}} = %[[SHARED]] to
 // CHECK-COUNT-16: memref.prefetch %{{.+}}, write, locality<3>, data : memref<4x?xf32
 // CHECK: %[[QK:.+]]:16 = scf.for
