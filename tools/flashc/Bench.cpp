@@ -741,14 +741,15 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
         detected, core);
   auto printHeader = [&] {
     llvm::outs() << llvm::formatv(
-        "{0,6} {1,4} {2,7} | {3,10} {4,8} {5,8} {13,7} | {6,10} {7,8} | {8,7} "
-        "| {9,8} {10,8} | {11,9} {12,9}\n",
+        "{0,6} {1,4} {2,7} | {3,10} {4,8} {5,8} {13,7} {14,7} | {6,10} {7,8} "
+        "| {8,7} | {9,8} {10,8} | {11,9} {12,9}\n",
         "N", "d", "causal", "flashc ms", "GFLOP/s", "/thread", "BLAS ms",
         "GFLOP/s", "speedup", "RSS MB", "BLAS MB", "cold ms", "cached us",
-        "of ceil");
+        "of ceil", "of adj");
   };
   // One table row: `row` holds the flashc and blas measurements; the
-  // fraction is read against `ceiling`.
+  // fraction is read against `ceiling`, and the row's "adjacentFraction"
+  // follows it.
   auto printRow = [&](const llvm::json::Object &row, double ceiling) {
     auto get = [&](const char *impl, const char *key) {
       return row.getObject(impl)->getNumber(key).value_or(NAN);
@@ -756,8 +757,8 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
     double perThread =
         get("flashc", "gflops") / static_cast<double>(*threadsOr);
     llvm::outs() << llvm::formatv(
-        "{0,6} {1,4} {2,7} | {3,10:f2} {4,8:f1} {5,8:f1} {13,6:f0}% | "
-        "{6,10:f2} {7,8:f1} | {8,7:f2} | {9,8:f1} {10,8:f1} | {11,9:f1} "
+        "{0,6} {1,4} {2,7} | {3,10:f2} {4,8:f1} {5,8:f1} {13,6:f0}% {14,6:f0}% "
+        "| {6,10:f2} {7,8:f1} | {8,7:f2} | {9,8:f1} {10,8:f1} | {11,9:f1} "
         "{12,9:f1}\n",
         *row.getInteger("seq"), *row.getInteger("headDim"),
         *row.getBoolean("causal") ? "yes" : "no",
@@ -766,21 +767,40 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
         get("blas", "seconds") / get("flashc", "seconds"),
         get("flashc", "peakRssMB"), get("blas", "peakRssMB"),
         get("flashc", "compileColdMs"), get("flashc", "compileCachedUs"),
-        100 * perThread / ceiling);
+        100 * perThread / ceiling,
+        100 * row.getNumber("adjacentFraction").value_or(NAN));
     llvm::outs().flush();
   };
-  // With one round the rows are printed as they are measured; with more,
-  // each row keeps its fastest flashc and fastest BLAS run over the rounds,
-  // and the table of those comes at the end.
-  if (rounds == 1)
-    printHeader();
+  // Each row keeps its fastest flashc and fastest BLAS run over the rounds;
+  // the table of those comes at the end. The host's speed drifts, over
+  // minutes: the one-core ceiling is also measured between every two rows
+  // (and before each round and after the last row), and each row is read
+  // against the larger of the two measurements around it ('of adj', the
+  // median over the rounds).
   llvm::json::Array all;
+  // Per row, its flashc GFLOP/s per thread over the ceilings around it, one
+  // a round; and per (round, row) the index in `ceilings` of the one before.
+  std::vector<std::vector<double>> adjacent;
+  auto perThreadOf = [&](const llvm::json::Value &flashc) {
+    return flashc.getAsObject()->getNumber("gflops").value_or(NAN) /
+           static_cast<double>(*threadsOr);
+  };
+  std::vector<std::pair<size_t, double>> pendingAdjacent;
+  // A new ceiling measurement; the rows measured since the last one are
+  // read against it and the one before them.
+  auto ceilingAfter = [&](double gflops) {
+    ceilings.push_back(gflops);
+    for (auto [row, perThread] : pendingAdjacent)
+      adjacent[row].push_back(perThread /
+                              std::max(ceilings[ceilings.size() - 2], gflops));
+    pendingAdjacent.clear();
+  };
   for (int64_t round = 0; round < rounds; ++round) {
     if (round > 0) {
       llvm::Expected<llvm::json::Value> c = ceilingRun();
       if (!c)
         return reportError(c.takeError());
-      ceilings.push_back(gflopsOf(*c));
+      ceilingAfter(gflopsOf(*c));
       std::string perThreadText;
       if (*threadsOr > 1) {
         llvm::Expected<double> v = perThreadSgemm();
@@ -800,6 +820,12 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
     for (int64_t d : *dims)
       for (int64_t n : *sizes)
         for (bool causal : {false, true}) {
+          if (index > 0 || (round == 0 && !all.empty())) {
+            llvm::Expected<llvm::json::Value> c = ceilingRun();
+            if (!c)
+              return reportError(c.takeError());
+            ceilingAfter(gflopsOf(*c));
+          }
           llvm::json::Object measured;
           for (const char *impl : {"flashc", "blas"}) {
             std::string cmd =
@@ -815,6 +841,11 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
               return reportError(value.takeError());
             measured[impl] = std::move(*value);
           }
+          size_t rowIndex = round == 0 ? all.size() : index;
+          if (round == 0)
+            adjacent.emplace_back();
+          pendingAdjacent.emplace_back(rowIndex,
+                                       perThreadOf(*measured.get("flashc")));
           if (round == 0) {
             llvm::json::Object row;
             row["seq"] = n;
@@ -824,8 +855,6 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
             row["blasCore"] = core.empty() ? detected : core;
             for (const char *impl : {"flashc", "blas"})
               row[impl] = std::move(*measured.get(impl));
-            if (rounds == 1)
-              printRow(row, ceilings[0]);
             all.push_back(std::move(row));
             continue;
           }
@@ -846,17 +875,29 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
   if (!againValue)
     return reportError(againValue.takeError());
   double again = gflopsOf(*againValue);
-  ceilings.push_back(again);
+  ceilingAfter(again);
   double largest = *llvm::max_element(ceilings);
-  if (rounds > 1) {
-    llvm::outs() << llvm::formatv(
-        "fastest of {0} rounds per row; 'of ceil' against the largest of the "
-        "{1} one-core ceilings measured ({2:f1} GFLOP/s)\n",
-        rounds, ceilings.size(), largest);
-    printHeader();
-    for (const llvm::json::Value &v : all)
-      printRow(*v.getAsObject(), largest);
+  for (auto [v, fractions] : llvm::zip(all, adjacent)) {
+    llvm::json::Object &row = *v.getAsObject();
+    row["adjacentFractions"] = llvm::json::Array(fractions);
+    llvm::sort(fractions);
+    size_t k = fractions.size();
+    row["adjacentFraction"] =
+        k % 2 ? fractions[k / 2]
+              : (fractions[k / 2 - 1] + fractions[k / 2]) / 2;
   }
+  llvm::outs() << llvm::formatv(
+      "{0}'of ceil' against the largest of the {1} one-core ceilings measured "
+      "({2:f1} GFLOP/s); 'of adj' against the larger of the two measured "
+      "around the row{3}\n",
+      rounds > 1
+          ? llvm::formatv("fastest of {0} rounds per row; ", rounds).str()
+          : std::string(),
+      ceilings.size(), largest,
+      rounds > 1 ? " (the median over the rounds)" : "");
+  printHeader();
+  for (const llvm::json::Value &v : all)
+    printRow(*v.getAsObject(), largest);
   // Each row's flashc GFLOP/s per thread over `reference`, stored in the
   // row under `key`; the smallest and the largest of them.
   auto fractionsOf = [&](double reference, const char *key) {
@@ -882,14 +923,14 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
   }
   fractionsOf(ceilings[0], "fractionOfCeiling");
   auto [lo, hi] = fractionsOf(largest, "fractionOfLargerCeiling");
-  std::string against =
-      ceilings.size() == 2
-          ? std::string("the larger of the two")
-          : llvm::formatv("the largest of the {0}", ceilings.size()).str();
+  auto largestOf = [](size_t count) {
+    return count == 2 ? std::string("the larger of the two")
+                      : llvm::formatv("the largest of the {0}", count).str();
+  };
   llvm::outs() << llvm::formatv(
       "sgemm ceiling again: {0:f1} GFLOP/s; against {1}, the rows are {2:f0}% "
       "to {3:f0}% of it per thread\n",
-      again, against, 100 * lo, 100 * hi);
+      again, largestOf(ceilings.size()), 100 * lo, 100 * hi);
   if (*threadsOr > 1) {
     llvm::Expected<double> v = perThreadSgemm();
     if (!v)
@@ -902,7 +943,7 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
     llvm::outs() << llvm::formatv(
         "sgemm on {0} threads again: {1:f1} GFLOP/s per thread; against {2}, "
         "the rows are {3:f0}% to {4:f0}% of it per thread\n",
-        threads, *v, against, 100 * tlo, 100 * thi);
+        threads, *v, largestOf(sgemmPerThreads.size()), 100 * tlo, 100 * thi);
   }
   if (o->has("json")) {
     if (llvm::Error e = writeFile(
