@@ -29,8 +29,9 @@ def FlashExpandToCPU : Pass<"flash-expand-to-cpu"> {
         The whole chunks of columns that every row of the 64-row super-block
         sees (all of them without a mask; under a causal mask those before
         the smallest row's end) go chunk by chunk across all the row blocks,
-        so that a chunk of Kt is read from L2 once and then from L1; each row
-        block reads their maxima back and does its other columns itself;
+        so that a chunk of Kt is read from L2 once and then from L1, each
+        row's running maximum over them kept in a vector of its own; each
+        row block takes those maxima and does its other columns itself;
       - otherwise (decode, or a Q tile that holds the whole query): K rows
         are read in place, with no copy. The rows of Q are packed into an
         f32 scratch; keys are taken `vector-lanes / 4` at a time with one
@@ -50,10 +51,11 @@ def FlashExpandToCPU : Pass<"flash-expand-to-cpu"> {
       rows are taken 64 at a time: S and the softmax for each row block of
       the 64, then `acc += P . V` in blocks of keys whose V rows fit
       32 KiB, each block read by every row block of the 64 while it is in
-      L1 (the first block scales the accumulators it loads by the rows'
-      alphas: `acc = alpha * acc` takes no pass of its own). Under a causal
-      mask, columns no row of the block sees are skipped. The scratch (packed Q, the 64-row S and the
-      alphas) is stack memory between `llvm.intr.stacksave` and
+      L1, two keys an iteration (the first block scales the accumulators it
+      loads by the rows' alphas: `acc = alpha * acc` takes no pass of its
+      own). Under a causal
+      mask, columns no row of the block sees are skipped. The scratch (packed Q, the 64-row S, the
+      alphas and the maxima) is stack memory between `llvm.intr.stacksave` and
       `llvm.intr.stackrestore`, released after every step.
     - The `[B, H, N, D] -> [B, H, D, N]` `linalg.transpose` that
       `flash-cpu-transpose-keys` creates: a parallel loop over (batch, head)
