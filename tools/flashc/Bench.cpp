@@ -622,7 +622,7 @@ static std::string blasCoreOverride(llvm::StringRef detected) {
 
 int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
   llvm::Expected<Options> o =
-      Options::parse(args, {"decode"},
+      Options::parse(args, {"decode", "adjacent"},
                      {"sizes", "head-dims", "heads", "threads", "iters", "json",
                       "decode-loop", "seq-kv", "rounds"});
   if (!o)
@@ -630,10 +630,13 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
   if (o->has("decode-loop") && o->has("decode"))
     return reportError(llvm::createStringError(
         "--decode and --decode-loop are separate benchmarks; pass one"));
-  if (o->has("rounds") && (o->has("decode-loop") || o->has("decode")))
-    return reportError(llvm::createStringError(
-        "--rounds applies to the prefill table only, not to --decode or "
-        "--decode-loop"));
+  for (const char *option : {"rounds", "adjacent"})
+    if (o->has(option) && (o->has("decode-loop") || o->has("decode")))
+      return reportError(llvm::createStringError(
+          llvm::formatv("--{0} applies to the prefill table only, not to "
+                        "--decode or --decode-loop",
+                        option)
+              .str()));
   if (o->has("decode-loop"))
     return decodeLoop(*o);
   if (o->has("decode"))
@@ -739,13 +742,16 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
         "OpenBLAS did not recognise this CPU (it chose its {0} kernels); the "
         "ceiling and the baseline run with OPENBLAS_CORETYPE={1}\n",
         detected, core);
+  // With --adjacent, the one-core ceiling is also measured between every
+  // two rows, and each row is read against the two around it ('of adj').
+  bool adjacentOn = o->has("adjacent");
   auto printHeader = [&] {
     llvm::outs() << llvm::formatv(
-        "{0,6} {1,4} {2,7} | {3,10} {4,8} {5,8} {13,7} {14,7} | {6,10} {7,8} "
+        "{0,6} {1,4} {2,7} | {3,10} {4,8} {5,8} {13,7}{14} | {6,10} {7,8} "
         "| {8,7} | {9,8} {10,8} | {11,9} {12,9}\n",
         "N", "d", "causal", "flashc ms", "GFLOP/s", "/thread", "BLAS ms",
         "GFLOP/s", "speedup", "RSS MB", "BLAS MB", "cold ms", "cached us",
-        "of ceil", "of adj");
+        "of ceil", adjacentOn ? "  of adj" : "");
   };
   // One table row: `row` holds the flashc and blas measurements; the
   // fraction is read against `ceiling`, and the row's "adjacentFraction"
@@ -757,7 +763,7 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
     double perThread =
         get("flashc", "gflops") / static_cast<double>(*threadsOr);
     llvm::outs() << llvm::formatv(
-        "{0,6} {1,4} {2,7} | {3,10:f2} {4,8:f1} {5,8:f1} {13,6:f0}% {14,6:f0}% "
+        "{0,6} {1,4} {2,7} | {3,10:f2} {4,8:f1} {5,8:f1} {13,6:f0}%{14} "
         "| {6,10:f2} {7,8:f1} | {8,7:f2} | {9,8:f1} {10,8:f1} | {11,9:f1} "
         "{12,9:f1}\n",
         *row.getInteger("seq"), *row.getInteger("headDim"),
@@ -768,15 +774,19 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
         get("flashc", "peakRssMB"), get("blas", "peakRssMB"),
         get("flashc", "compileColdMs"), get("flashc", "compileCachedUs"),
         100 * perThread / ceiling,
-        100 * row.getNumber("adjacentFraction").value_or(NAN));
+        adjacentOn ? llvm::formatv(
+                         " {0,6:f0}%",
+                         100 * row.getNumber("adjacentFraction").value_or(NAN))
+                         .str()
+                   : std::string());
     llvm::outs().flush();
   };
   // Each row keeps its fastest flashc and fastest BLAS run over the rounds;
-  // the table of those comes at the end. The host's speed drifts, over
-  // minutes: the one-core ceiling is also measured between every two rows
-  // (and before each round and after the last row), and each row is read
-  // against the larger of the two measurements around it ('of adj', the
-  // median over the rounds).
+  // the table of those comes at the end. The host's speed drifts: with
+  // --adjacent the one-core ceiling is also measured between every two rows
+  // (it is always measured before each round and after the last row), and
+  // each row is read against the larger of the two measurements around it
+  // ('of adj', the median over the rounds).
   llvm::json::Array all;
   // Per row, its flashc GFLOP/s per thread over the ceilings around it, one
   // a round; and per (round, row) the index in `ceilings` of the one before.
@@ -820,7 +830,7 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
     for (int64_t d : *dims)
       for (int64_t n : *sizes)
         for (bool causal : {false, true}) {
-          if (index > 0 || (round == 0 && !all.empty())) {
+          if (adjacentOn && (index > 0 || (round == 0 && !all.empty()))) {
             llvm::Expected<llvm::json::Value> c = ceilingRun();
             if (!c)
               return reportError(c.takeError());
@@ -844,8 +854,9 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
           size_t rowIndex = round == 0 ? all.size() : index;
           if (round == 0)
             adjacent.emplace_back();
-          pendingAdjacent.emplace_back(rowIndex,
-                                       perThreadOf(*measured.get("flashc")));
+          if (adjacentOn)
+            pendingAdjacent.emplace_back(rowIndex,
+                                         perThreadOf(*measured.get("flashc")));
           if (round == 0) {
             llvm::json::Object row;
             row["seq"] = n;
@@ -876,8 +887,14 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
     return reportError(againValue.takeError());
   double again = gflopsOf(*againValue);
   ceilingAfter(again);
+  auto largestOf = [](size_t count) {
+    return count == 2 ? std::string("the larger of the two")
+                      : llvm::formatv("the largest of the {0}", count).str();
+  };
   double largest = *llvm::max_element(ceilings);
   for (auto [v, fractions] : llvm::zip(all, adjacent)) {
+    if (fractions.empty())
+      continue;
     llvm::json::Object &row = *v.getAsObject();
     row["adjacentFractions"] = llvm::json::Array(fractions);
     llvm::sort(fractions);
@@ -887,14 +904,17 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
               : (fractions[k / 2 - 1] + fractions[k / 2]) / 2;
   }
   llvm::outs() << llvm::formatv(
-      "{0}'of ceil' against the largest of the {1} one-core ceilings measured "
-      "({2:f1} GFLOP/s); 'of adj' against the larger of the two measured "
-      "around the row{3}\n",
+      "{0}'of ceil' against {1} one-core ceilings measured ({2:f1} "
+      "GFLOP/s){3}\n",
       rounds > 1
           ? llvm::formatv("fastest of {0} rounds per row; ", rounds).str()
           : std::string(),
-      ceilings.size(), largest,
-      rounds > 1 ? " (the median over the rounds)" : "");
+      largestOf(ceilings.size()), largest,
+      !adjacentOn  ? ""
+      : rounds > 1 ? "; 'of adj' against the larger of the two measured "
+                     "around the row (the median over the rounds)"
+                   : "; 'of adj' against the larger of the two measured "
+                     "around the row");
   printHeader();
   for (const llvm::json::Value &v : all)
     printRow(*v.getAsObject(), largest);
@@ -923,10 +943,7 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
   }
   fractionsOf(ceilings[0], "fractionOfCeiling");
   auto [lo, hi] = fractionsOf(largest, "fractionOfLargerCeiling");
-  auto largestOf = [](size_t count) {
-    return count == 2 ? std::string("the larger of the two")
-                      : llvm::formatv("the largest of the {0}", count).str();
-  };
+
   llvm::outs() << llvm::formatv(
       "sgemm ceiling again: {0:f1} GFLOP/s; against {1}, the rows are {2:f0}% "
       "to {3:f0}% of it per thread\n",

@@ -65,7 +65,7 @@ const char *kUsage =
     "STAGE]\n"
     "  cost:    [--json]\n"
     "  bench:   [--sizes 512,1024,...] [--head-dims 64,128] [--heads H]\n"
-    "           [--iters N] [--rounds R] [--json FILE]\n"
+    "           [--iters N] [--rounds R] [--adjacent] [--json FILE]\n"
     "           | --decode-loop STEPS [--seq-kv START]\n"
     "           | --decode [--seq-kv 32768,65536] [--threads T] [--iters N]\n"
     "  bundle:  -o DIR [--targets sm_80,sm_90a] [--dtypes f16,bf16]\n"
