@@ -789,12 +789,13 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
   // ('of adj', the median over the rounds).
   llvm::json::Array all;
   // Per row, its flashc GFLOP/s per thread over the ceilings around it, one
-  // a round; and per (round, row) the index in `ceilings` of the one before.
+  // a round (with --adjacent).
   std::vector<std::vector<double>> adjacent;
   auto perThreadOf = [&](const llvm::json::Value &flashc) {
     return flashc.getAsObject()->getNumber("gflops").value_or(NAN) /
            static_cast<double>(*threadsOr);
   };
+  // The row measured since the last ceiling, and its GFLOP/s per thread.
   std::vector<std::pair<size_t, double>> pendingAdjacent;
   // A new ceiling measurement; the rows measured since the last one are
   // read against it and the one before them.
@@ -910,11 +911,10 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
           ? llvm::formatv("fastest of {0} rounds per row; ", rounds).str()
           : std::string(),
       largestOf(ceilings.size()), largest,
-      !adjacentOn  ? ""
-      : rounds > 1 ? "; 'of adj' against the larger of the two measured "
-                     "around the row (the median over the rounds)"
-                   : "; 'of adj' against the larger of the two measured "
-                     "around the row");
+      !adjacentOn ? std::string()
+                  : std::string("; 'of adj' against the larger of the two "
+                                "measured around the row") +
+                        (rounds > 1 ? " (the median over the rounds)" : ""));
   printHeader();
   for (const llvm::json::Value &v : all)
     printRow(*v.getAsObject(), largest);
@@ -924,8 +924,7 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
     double lo = INFINITY, hi = -INFINITY;
     for (llvm::json::Value &v : all) {
       llvm::json::Object &row = *v.getAsObject();
-      double f = row.getObject("flashc")->getNumber("gflops").value_or(NAN) /
-                 static_cast<double>(*threadsOr) / reference;
+      double f = perThreadOf(*row.get("flashc")) / reference;
       row[key] = f;
       lo = std::min(lo, f);
       hi = std::max(hi, f);
@@ -943,7 +942,6 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
   }
   fractionsOf(ceilings[0], "fractionOfCeiling");
   auto [lo, hi] = fractionsOf(largest, "fractionOfLargerCeiling");
-
   llvm::outs() << llvm::formatv(
       "sgemm ceiling again: {0:f1} GFLOP/s; against {1}, the rows are {2:f0}% "
       "to {3:f0}% of it per thread\n",

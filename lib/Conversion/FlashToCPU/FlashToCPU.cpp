@@ -1504,7 +1504,6 @@ struct FlashExpandToCPUPass
                        .Case("qk", &ablation.qk)
                        .Case("softmax", &ablation.softmax)
                        .Case("pv", &ablation.pv)
-
                        .Default(nullptr);
       if (!flag) {
         getOperation()->emitError()
