@@ -820,13 +820,16 @@ SmallVector<Value> Emitter::scoresByKeyRows(AttentionStepOp op, Value s,
     laneEnd = vector::FromElementsOp::create(b, indexVec, rowEnds);
   }
   Value ninfVec = splat(ninf, kLanes);
-  // Decode streams K from memory once: the rows of K a few groups ahead
-  // are prefetched.
+  // Decode streams K and V from memory once: the rows of K a few groups
+  // ahead are prefetched, and the same rows of V into L2, so that two
+  // streams are in flight while S is computed (one core reads more than
+  // one stream at a time faster than one) and P . V reads V from L2.
   auto groupLoop = scf::ForOp::create(
       b, idx(0), groupEnd, idx(keys), ValueRange{ninfVec},
       [&](OpBuilder &, Location, Value c0, ValueRange maxVec) {
-        prefetchRows(k, arith::AddIOp::create(b, c0, idx(kPrefetchKeys)),
-                     keys, /*locality=*/3);
+        Value ahead = arith::AddIOp::create(b, c0, idx(kPrefetchKeys));
+        prefetchRows(k, ahead, keys, /*locality=*/3);
+        prefetchRows(op.getValue(), ahead, keys, /*locality=*/2);
         Value sv = arith::MulFOp::create(b, sumEach(dots(c0, keys)),
                                          splat(scale, kLanes));
         if (offset) {

@@ -82,10 +82,13 @@
 // lane for the mask.
 // CHECK: vector.from_elements {{.+}} : vector<16xindex>
 // CHECK: %[[LANEEND:.+]] = vector.from_elements {{.+}} : vector<16xindex>
-// Groups of 4 keys, K rows prefetched ahead and read in place, one
+// Groups of 4 keys, K rows prefetched ahead (the same rows of V into L2)
+// and read in place (two 64-byte lines a row, so 8 prefetches each), one
 // accumulator per (row, key) through the D loop.
 // CHECK: scf.for {{.+}} iter_args(%{{.+}} = %{{.+}}) -> (vector<16xf32>)
-// CHECK: memref.prefetch %[[K]]{{.+}}, read, locality<3>, data
+// CHECK-COUNT-8: memref.prefetch %[[K]]{{.+}}, read, locality<3>, data : memref<?x64xf16>
+// CHECK-COUNT-8: memref.prefetch %[[V]]{{.+}}, read, locality<2>, data : memref<?x40xf16>
+// CHECK-NOT: memref.prefetch
 // CHECK: scf.for {{.+}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // CHECK: vector.load %[[QP]]
 // CHECK: vector.load %[[K]]{{.+}} : memref<?x64xf16>, vector<16xf16>
