@@ -49,3 +49,17 @@ if os.path.exists(ptxas):
 # tests that rely on LLVM's crash recovery are `UNSUPPORTED: asan`.
 if config.flashc_sanitize.upper() in ("ON", "1", "TRUE", "YES"):
     config.available_features.add("asan")
+
+# The host's x86 features, from /proc/cpuinfo where there is one:
+# `flashc bench-one --impl peak` measures AVX512_BF16's vdpbf16ps
+# (`%if avx512bf16`).
+try:
+    with open("/proc/cpuinfo") as cpuinfo:
+        for line in cpuinfo:
+            if line.startswith("flags"):
+                flags = line.split(":", 1)[1].split()
+                if "avx512f" in flags and "avx512_bf16" in flags:
+                    config.available_features.add("avx512bf16")
+                break
+except OSError:
+    pass

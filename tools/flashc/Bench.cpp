@@ -27,6 +27,10 @@
 
 #include <cblas.h>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -58,6 +62,66 @@ double median(std::vector<double> times) {
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
 }
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define FLASHC_PEAK_X86 1
+
+volatile float peakSink;
+
+#define FLASHC_TIMES12(X)                                                      \
+  X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#define FLASHC_DECLARE(i) __m512 acc##i = _mm512_set1_ps(float(i));
+#define FLASHC_FMA(i) acc##i = _mm512_fmadd_ps(a, b, acc##i);
+#define FLASHC_DOT(i) acc##i = _mm512_dpbf16_ps(acc##i, a, b);
+#define FLASHC_SUM(i) sum = _mm512_add_ps(sum, acc##i);
+
+/// Seconds for `rounds` rounds of 12 independent 16-lane FMAs (vfmadd231ps
+/// on zmm registers: 32 FLOPs each), enough chains to hide the latency.
+/// The chains start from different values, so that no compiler merges
+/// them.
+__attribute__((target("avx512f"))) double fmaSeconds(int64_t rounds) {
+  __m512 a = _mm512_set1_ps(1.0001f), b = _mm512_set1_ps(0.9999f);
+  FLASHC_TIMES12(FLASHC_DECLARE)
+  double t0 = now();
+  for (int64_t r = 0; r < rounds; ++r) {
+    FLASHC_TIMES12(FLASHC_FMA)
+    asm volatile("" : "+v"(a), "+v"(b));
+  }
+  double seconds = now() - t0;
+  __m512 sum = _mm512_setzero_ps();
+  FLASHC_TIMES12(FLASHC_SUM)
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, sum);
+  peakSink = peakSink + lanes[0];
+  return seconds;
+}
+
+/// Seconds for `rounds` rounds of 12 independent vdpbf16ps (32 bf16 pairs
+/// into 16 f32 sums: 64 FLOPs each).
+__attribute__((target("avx512f,avx512bf16"))) double
+bf16DotSeconds(int64_t rounds) {
+  __m512bh a = (__m512bh)_mm512_set1_epi16(0x3f80),
+           b = (__m512bh)_mm512_set1_epi16(0x3f80);
+  FLASHC_TIMES12(FLASHC_DECLARE)
+  double t0 = now();
+  for (int64_t r = 0; r < rounds; ++r) {
+    FLASHC_TIMES12(FLASHC_DOT)
+    asm volatile("" : "+v"(a), "+v"(b));
+  }
+  double seconds = now() - t0;
+  __m512 sum = _mm512_setzero_ps();
+  FLASHC_TIMES12(FLASHC_SUM)
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, sum);
+  peakSink = peakSink + lanes[0];
+  return seconds;
+}
+#undef FLASHC_TIMES12
+#undef FLASHC_DECLARE
+#undef FLASHC_FMA
+#undef FLASHC_DOT
+#undef FLASHC_SUM
+#endif
 
 /// A comma-separated list of integers in [1, hi] (hi 0: no upper bound)
 /// from option `name`, or an error naming the offending entry.
@@ -140,6 +204,34 @@ int64_t peakRssKB() {
 
 } // namespace
 
+/// `flashc bench-one --impl peak`: one core's arithmetic peak in f32 FMAs
+/// and in AVX512_BF16 dot products, measured in turn (5 times each; the
+/// medians), to tell whether vdpbf16ps would be faster than converting
+/// bf16 to f32 for the FMAs.
+static int peakRates() {
+#ifdef FLASHC_PEAK_X86
+  if (!__builtin_cpu_supports("avx512f") ||
+      !__builtin_cpu_supports("avx512bf16"))
+    return reportError(llvm::createStringError(
+        "--impl peak needs AVX-512 and AVX512_BF16 on this host"));
+  const int64_t rounds = 20'000'000;
+  std::vector<double> fma, dot;
+  for (int i = 0; i < 5; ++i) {
+    fma.push_back(12.0 * 32 * rounds / fmaSeconds(rounds) * 1e-9);
+    dot.push_back(12.0 * 64 * rounds / bf16DotSeconds(rounds) * 1e-9);
+  }
+  llvm::json::Object peak{{"impl", "peak"},
+                          {"threads", 1},
+                          {"fmaGflops", median(fma)},
+                          {"bf16DotGflops", median(dot)}};
+  llvm::outs() << llvm::json::Value(std::move(peak)) << "\n";
+  return 0;
+#else
+  return reportError(llvm::createStringError(
+      "--impl peak measures x86 AVX-512 instructions only"));
+#endif
+}
+
 int flashc::benchOneCommand(llvm::ArrayRef<const char *> args) {
   llvm::Expected<Options> o =
       Options::parse(args, {"causal"},
@@ -162,6 +254,8 @@ int flashc::benchOneCommand(llvm::ArrayRef<const char *> args) {
       return reportError(llvm::createStringError(problem));
   bool causal = o->has("causal");
   std::string impl = o->str("impl", "flashc");
+  if (impl == "peak")
+    return peakRates();
   PipelineConfig config;
   config.numThreads = *threads;
   int64_t nthreads = config.getNumThreads();
@@ -265,7 +359,7 @@ int flashc::benchOneCommand(llvm::ArrayRef<const char *> args) {
     return 0;
   } else {
     return reportError(
-        llvm::createStringError("--impl must be flashc, blas or sgemm"));
+        llvm::createStringError("--impl must be flashc, blas, sgemm or peak"));
   }
   // A spot check that the two implementations compute the same thing.
   std::vector<double> expected(static_cast<size_t>(*d));
