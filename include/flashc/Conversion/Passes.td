@@ -37,9 +37,10 @@ def FlashExpandToCPU : Pass<"flash-expand-to-cpu"> {
         f32 scratch; keys are taken `vector-lanes / 4` at a time with one
         accumulator per (row, key) along D, and the accumulators are summed
         into one vector by a tree of two-source `vector.shuffle`s. K rows
-        are prefetched a few keys ahead (`memref.prefetch`), and so are the
-        V rows in the first pass of P . V: decode streams K and V from
-        memory once.
+        are prefetched a few keys ahead (`memref.prefetch`), the same rows
+        of V with them into L2 (two streams in flight), and V rows again
+        in the first pass of P . V: decode streams K and V from memory
+        once.
       Either way, S is scaled, masked and reduced to row maxima as it is
       stored (a maximum is one compare and select, which x86 does in one
       instruction); then, one row at a time, P = 2^(S log2(e) - m log2(e))
