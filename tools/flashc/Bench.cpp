@@ -74,26 +74,30 @@ volatile float peakSink;
 #define FLASHC_FMA(i) acc##i = _mm512_fmadd_ps(a, b, acc##i);
 #define FLASHC_DOT(i) acc##i = _mm512_dpbf16_ps(acc##i, a, b);
 #define FLASHC_SUM(i) sum = _mm512_add_ps(sum, acc##i);
+// The body of a peak measurement: 12 chains of STEP(i) on the operands a
+// and b, which the empty asm makes opaque in every round (so that nothing
+// is hoisted), timed; the chains' sum goes to peakSink. The chains start
+// from different values, so that no compiler merges them.
+#define FLASHC_TIMED_CHAINS(STEP)                                              \
+  FLASHC_TIMES12(FLASHC_DECLARE)                                               \
+  double t0 = now();                                                           \
+  for (int64_t r = 0; r < rounds; ++r) {                                       \
+    FLASHC_TIMES12(STEP)                                                       \
+    asm volatile("" : "+v"(a), "+v"(b));                                       \
+  }                                                                            \
+  double seconds = now() - t0;                                                 \
+  __m512 sum = _mm512_setzero_ps();                                            \
+  FLASHC_TIMES12(FLASHC_SUM)                                                   \
+  alignas(64) float lanes[16];                                                 \
+  _mm512_store_ps(lanes, sum);                                                 \
+  peakSink = peakSink + lanes[0];                                              \
+  return seconds;
 
 /// Seconds for `rounds` rounds of 12 independent 16-lane FMAs (vfmadd231ps
 /// on zmm registers: 32 FLOPs each), enough chains to hide the latency.
-/// The chains start from different values, so that no compiler merges
-/// them.
 __attribute__((target("avx512f"))) double fmaSeconds(int64_t rounds) {
   __m512 a = _mm512_set1_ps(1.0001f), b = _mm512_set1_ps(0.9999f);
-  FLASHC_TIMES12(FLASHC_DECLARE)
-  double t0 = now();
-  for (int64_t r = 0; r < rounds; ++r) {
-    FLASHC_TIMES12(FLASHC_FMA)
-    asm volatile("" : "+v"(a), "+v"(b));
-  }
-  double seconds = now() - t0;
-  __m512 sum = _mm512_setzero_ps();
-  FLASHC_TIMES12(FLASHC_SUM)
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, sum);
-  peakSink = peakSink + lanes[0];
-  return seconds;
+  FLASHC_TIMED_CHAINS(FLASHC_FMA)
 }
 
 /// Seconds for `rounds` rounds of 12 independent vdpbf16ps (32 bf16 pairs
@@ -102,20 +106,9 @@ __attribute__((target("avx512f,avx512bf16"))) double
 bf16DotSeconds(int64_t rounds) {
   __m512bh a = (__m512bh)_mm512_set1_epi16(0x3f80),
            b = (__m512bh)_mm512_set1_epi16(0x3f80);
-  FLASHC_TIMES12(FLASHC_DECLARE)
-  double t0 = now();
-  for (int64_t r = 0; r < rounds; ++r) {
-    FLASHC_TIMES12(FLASHC_DOT)
-    asm volatile("" : "+v"(a), "+v"(b));
-  }
-  double seconds = now() - t0;
-  __m512 sum = _mm512_setzero_ps();
-  FLASHC_TIMES12(FLASHC_SUM)
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, sum);
-  peakSink = peakSink + lanes[0];
-  return seconds;
+  FLASHC_TIMED_CHAINS(FLASHC_DOT)
 }
+#undef FLASHC_TIMED_CHAINS
 #undef FLASHC_TIMES12
 #undef FLASHC_DECLARE
 #undef FLASHC_FMA
