@@ -203,8 +203,10 @@ int64_t peakRssKB() {
 /// bf16 to f32 for the FMAs.
 static int peakRates() {
 #ifdef FLASHC_PEAK_X86
-  if (!__builtin_cpu_supports("avx512f") ||
-      !__builtin_cpu_supports("avx512bf16"))
+  llvm::Expected<TargetInfo> host = TargetInfo::get("cpu");
+  if (!host)
+    return reportError(host.takeError());
+  if (!host->bf16DotProduct)
     return reportError(llvm::createStringError(
         "--impl peak needs AVX-512 and AVX512_BF16 on this host"));
   const int64_t rounds = 20'000'000;
@@ -848,6 +850,11 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
         "GFLOP/s", "speedup", "RSS MB", "BLAS MB", "cold ms", "cached us",
         "of ceil", adjacentOn ? "  of adj" : "");
   };
+  // A flashc measurement's GFLOP/s per thread.
+  auto perThreadOf = [&](const llvm::json::Value &flashc) {
+    return flashc.getAsObject()->getNumber("gflops").value_or(NAN) /
+           static_cast<double>(*threadsOr);
+  };
   // One table row: `row` holds the flashc and blas measurements; the
   // fraction is read against `ceiling`, and the row's "adjacentFraction"
   // follows it.
@@ -855,8 +862,7 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
     auto get = [&](const char *impl, const char *key) {
       return row.getObject(impl)->getNumber(key).value_or(NAN);
     };
-    double perThread =
-        get("flashc", "gflops") / static_cast<double>(*threadsOr);
+    double perThread = perThreadOf(*row.get("flashc"));
     llvm::outs() << llvm::formatv(
         "{0,6} {1,4} {2,7} | {3,10:f2} {4,8:f1} {5,8:f1} {13,6:f0}%{14} "
         "| {6,10:f2} {7,8:f1} | {8,7:f2} | {9,8:f1} {10,8:f1} | {11,9:f1} "
@@ -886,10 +892,6 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
   // Per row, its flashc GFLOP/s per thread over the ceilings around it, one
   // a round (with --adjacent).
   std::vector<std::vector<double>> adjacent;
-  auto perThreadOf = [&](const llvm::json::Value &flashc) {
-    return flashc.getAsObject()->getNumber("gflops").value_or(NAN) /
-           static_cast<double>(*threadsOr);
-  };
   // The row measured since the last ceiling, and its GFLOP/s per thread.
   std::vector<std::pair<size_t, double>> pendingAdjacent;
   // A new ceiling measurement; the rows measured since the last one are
