@@ -12,7 +12,8 @@
 #      in the simulator, compared bit for bit where the operations are
 #      exact (flashc-gpucheck simkernels);
 #   3. compute-sanitizer memcheck and racecheck on a few small launches
-#      (reported, not fatal, when the tool refuses the device);
+#      (reported, not fatal, when the tool refuses the device; a failure
+#      when the tool is missing);
 #   4. numerics against torch SDPA and the benchmark table (prefill TFLOP/s
 #      against SDPA's flash and cuDNN backends; decode GB/s against a
 #      measured copy bandwidth) through the C API (scripts/gpu_check.py);
@@ -48,6 +49,14 @@ while [ $# -gt 0 ]; do
   shift
 done
 python="${PYTHON:-python3}"
+# The CUDA tools, from PATH or else the toolkit's usual place.
+cuda_tool() {
+  command -v "$1" 2>/dev/null ||
+    { [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/$1" ] &&
+      echo "${CUDA_HOME:-/usr/local/cuda}/bin/$1"; }
+}
+nvcc_bin=$(cuda_tool nvcc)
+sanitizer=$(cuda_tool compute-sanitizer)
 start=$(date +%s)
 status=0
 step() { echo; echo "== $* ($(( $(date +%s) - start )) s)"; }
@@ -90,8 +99,7 @@ if [ "$dry" -eq 1 ]; then
   record $? "numerics in the simulator"
   step "dry run: the simulator-test harness, simulator against itself"
   ptx="$build/SimTestKernels.ptx"
-  if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
-    nvcc_bin=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  if [ -n "$nvcc_bin" ]; then
     "$nvcc_bin" -arch=sm_80 -ptx "$root/unittests/Simulator/kernels/SimTestKernels.cu" -o "$ptx"
     "$gpucheck" simkernels --ptx "$ptx" --dry-run
     record $? "simulator test kernels"
@@ -113,14 +121,18 @@ record $? "numerics"
 
 step "2. the simulator's test kernels: GPU against simulator"
 ptx="$build/SimTestKernels.ptx"
-nvcc -arch=sm_90a -ptx "$root/unittests/Simulator/kernels/SimTestKernels.cu" -o "$ptx" &&
-  "$gpucheck" simkernels --ptx "$ptx"
-record $? "simulator test kernels"
+if [ -n "$nvcc_bin" ]; then
+  "$nvcc_bin" -arch=sm_90a -ptx "$root/unittests/Simulator/kernels/SimTestKernels.cu" -o "$ptx" &&
+    "$gpucheck" simkernels --ptx "$ptx"
+  record $? "simulator test kernels"
+else
+  record 1 "simulator test kernels: no nvcc on PATH or in ${CUDA_HOME:-/usr/local/cuda}/bin"
+fi
 
 step "3. compute-sanitizer memcheck and racecheck on small launches"
-if command -v compute-sanitizer >/dev/null; then
+if [ -n "$sanitizer" ]; then
   for tool in memcheck racecheck; do
-    out=$(compute-sanitizer --tool "$tool" --error-exitcode 9 \
+    out=$("$sanitizer" --tool "$tool" --error-exitcode 9 \
       "$gpucheck" numerics --bundle "$bundle" --device cuda --quick \
       --filter f16-g4-d128 2>&1)
     rc=$?
@@ -132,7 +144,7 @@ if command -v compute-sanitizer >/dev/null; then
     fi
   done
 else
-  echo "compute-sanitizer not found: skipped"
+  record 1 "compute-sanitizer: not on PATH or in ${CUDA_HOME:-/usr/local/cuda}/bin"
 fi
 
 step "4. numerics against torch SDPA, and the benchmark table"

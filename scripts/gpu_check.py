@@ -97,11 +97,15 @@ def reference(xp, q, k, v, causal):
         v = xp.repeat(v, g, axis=1)
         s = (q @ k.transpose(0, 1, 3, 2)) / math.sqrt(d)
     if causal:
-        i = xp.arange(nq)[:, None]
-        j = xp.arange(nk)[None, :]
-        visible = j <= i + (nk - nq)
-        s = xp.where(visible, s, -math.inf) if xp.__name__ != "torch" else \
-            s.masked_fill(~visible, -math.inf)
+        if xp.__name__ == "torch":
+            # The mask on the scores' device (CUDA tensors take no CPU mask).
+            i = xp.arange(nq, device=s.device)[:, None]
+            j = xp.arange(nk, device=s.device)[None, :]
+            s = s.masked_fill(~(j <= i + (nk - nq)), -math.inf)
+        else:
+            i = xp.arange(nq)[:, None]
+            j = xp.arange(nk)[None, :]
+            s = xp.where(j <= i + (nk - nq), s, -math.inf)
     m = s.max(-1, keepdims=True) if xp.__name__ != "torch" else \
         s.amax(-1, keepdim=True)
     m = xp.where(xp.isinf(m), xp.zeros_like(m), m)
@@ -238,10 +242,25 @@ def torch_check(fc, torch, device_code, dev, stream, timer, numerics_cases,
                      gpu_view(lse, FLASHC_F32) if lse is not None else None,
                      causal, stream())
 
-    def sdpa(backends, q, k, v, causal):
+    def sdpa(backends, q, k, v, causal, expand=False):
+        """SDPA; GQA by `enable_gqa` (torch >= 2.5). Where that argument is
+        missing, K and V are repeated per query head when `expand` (for
+        numerics; never inside a timed call) and the call fails otherwise."""
+        gqa = q.shape[1] != k.shape[1]
         with sdpa_kernel(backends):
+            if not gqa:
+                return F.scaled_dot_product_attention(q, k, v,
+                                                      is_causal=causal)
+            try:
+                return F.scaled_dot_product_attention(
+                    q, k, v, is_causal=causal, enable_gqa=True)
+            except TypeError:
+                if not expand:
+                    raise
+            g = q.shape[1] // k.shape[1]
             return F.scaled_dot_product_attention(
-                q, k, v, is_causal=causal, enable_gqa=q.shape[1] != k.shape[1])
+                q, k.repeat_interleave(g, dim=1),
+                v.repeat_interleave(g, dim=1), is_causal=causal)
 
     # 1. Numerics against float64 and SDPA.
     print("numerics (flashc vs float64 reference and torch SDPA):")
@@ -276,7 +295,7 @@ def torch_check(fc, torch, device_code, dev, stream, timer, numerics_cases,
         if not causal or nq == nk:
             s = sdpa([SDPBackend.FLASH_ATTENTION,
                       SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH],
-                     q, k, v, causal)
+                     q, k, v, causal, expand=True)
             sdpa_err = (out.double() - s.double()).abs().max().item()
         lse_err = 0.0
         if with_lse:
@@ -308,10 +327,12 @@ def torch_check(fc, torch, device_code, dev, stream, timer, numerics_cases,
         results = {"flashc": timer(run_flashc, iters)}
         for name, backend in (("flash", SDPBackend.FLASH_ATTENTION),
                               ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+            # A backend that refuses the shape (or this torch's SDPA lacks
+            # GQA) leaves its column NaN.
             try:
                 results[name] = timer(
                     lambda: sdpa([backend], q, k, v, causal), iters)
-            except RuntimeError:
+            except (RuntimeError, TypeError):
                 results[name] = float("nan")
         return results
 
