@@ -239,16 +239,28 @@ private:
     } else {
       // A cubin when it was assembled for this device's chip, else PTX
       // (which the driver compiles, and which runs on newer chips too).
+      // A cubin the driver refuses (say, from a newer ptxas than the
+      // driver knows) falls back to the PTX.
+      auto load = [&](const void *image) -> std::string {
+        char log[4096] = {0};
+        CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER,
+                                  CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+        void *values[] = {log, reinterpret_cast<void *>(sizeof(log))};
+        CUresult r = d.cuModuleLoadDataEx(&module, image, 2, options, values);
+        if (r == CUDA_SUCCESS)
+          return "";
+        return d.error(r) + (log[0] ? ": " : "") + log;
+      };
       bool useCubin = !variant.cubin.empty() && variant.query.target == getChip();
-      const void *image = useCubin ? variant.cubin.data() : variant.ptx.c_str();
-      char log[4096] = {0};
-      CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER,
-                                CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-      void *values[] = {log, reinterpret_cast<void *>(sizeof(log))};
-      if (CUresult r = d.cuModuleLoadDataEx(&module, image, 2, options, values);
-          r != CUDA_SUCCESS)
-        return Status::error("loading the kernels of '" + variant.id +
-                             "': " + d.error(r) + (log[0] ? ": " : "") + log);
+      std::string cubinError;
+      if (useCubin)
+        cubinError = load(variant.cubin.data());
+      if (!useCubin || !cubinError.empty()) {
+        if (std::string ptxError = load(variant.ptx.c_str()); !ptxError.empty())
+          return Status::error(
+              "loading the kernels of '" + variant.id + "': " +
+              (useCubin ? "cubin: " + cubinError + "; PTX: " : "") + ptxError);
+      }
       modules[variant.id] = module;
     }
     CUfunction fn = nullptr;

@@ -273,9 +273,75 @@ TEST(GPUKernelTest, MemorySpaceMismatchIsAnError) {
             std::string::npos);
   // Without --simulate, this machine has no CUDA driver: a clear error.
   err = (*kernel)->run(deviceQ, k.ref(), v.ref(), out.ref(), nullptr, {});
-  if (err)
+  if (err) {
     EXPECT_NE(llvm::toString(std::move(err)).find("simulate"),
               std::string::npos);
+  }
+}
+
+/// A compiled kernel on the CUDA device with device pointers, under the
+/// fake driver (ctest flashc-compiler-fake-cuda; FakeCudaDriver.cpp): the
+/// JIT's kernel through the runtime's module loading and launches, with
+/// the tensors, the output and the LSE in device memory.
+TEST(GPUKernelTest, RunsOnTheCudaDriverWithDevicePointers) {
+  if (!std::getenv("FLASHC_TEST_CUDA"))
+    GTEST_SKIP() << "runs under the fake CUDA driver only";
+  auto cuda = flashc::runtime::getCudaDevice(0);
+  ASSERT_TRUE(cuda.ok()) << cuda.message();
+  ASSERT_NE((*cuda)->describe().find("fake CUDA driver"), std::string::npos)
+      << (*cuda)->describe();
+  for (bool decode : {false, true}) {
+    AttentionSpec spec;
+    spec.batch = 2;
+    spec.heads = 8;
+    spec.kvHeads = 2;
+    spec.seqQ = decode ? 1 : 45;
+    spec.seqKV = decode ? 700 : 77;
+    spec.headDim = 128;
+    spec.dtype = DType::BF16;
+    spec.causal = true;
+    spec.withLse = true;
+    auto kernel = Compiler::global().compile(spec, (*cuda)->getChip());
+    ASSERT_TRUE(static_cast<bool>(kernel))
+        << llvm::toString(kernel.takeError());
+    unsigned seed = freshSeed();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937 rng(seed);
+    flashc_test::AttentionBuffers b(spec, rng);
+    // Device copies of every tensor.
+    std::vector<std::pair<HostTensor *, void *>> copies;
+    auto toDevice = [&](HostTensor &t) {
+      TensorRef r = t.ref();
+      uint64_t bytes =
+          t.getNumElements() * (t.getDType() == DType::F32 ? 4 : 2);
+      auto mem = (*cuda)->allocate(bytes, nullptr);
+      EXPECT_TRUE(mem.ok()) << mem.message();
+      if (!mem.ok())
+        return r;
+      EXPECT_FALSE((*cuda)->copyToDevice(*mem, t.data(), bytes, nullptr));
+      copies.emplace_back(&t, *mem);
+      r.data = *mem;
+      r.onDevice = true;
+      return r;
+    };
+    TensorRef q = toDevice(b.q), k = toDevice(b.k), v = toDevice(b.v),
+              out = toDevice(b.out), lse = toDevice(b.lse);
+    ASSERT_EQ(copies.size(), 5u);
+    RunOptions options;
+    options.splits = decode ? 3 : 0;
+    llvm::Error err = (*kernel)->run(q, k, v, out, &lse, options);
+    ASSERT_FALSE(static_cast<bool>(err)) << llvm::toString(std::move(err));
+    for (auto &[host, mem] : copies) {
+      if (host == &b.out || host == &b.lse) {
+        EXPECT_FALSE((*cuda)->copyToHost(
+            host->data(), mem,
+            host->getNumElements() * (host == &b.lse ? 4 : 2), nullptr));
+      }
+      EXPECT_FALSE((*cuda)->release(mem, nullptr));
+    }
+    EXPECT_FALSE((*cuda)->synchronize(nullptr));
+    flashc_test::expectMatchesReference(spec, b);
+  }
 }
 
 /// Every instruction of every shipped kernel's PTX is one the simulator

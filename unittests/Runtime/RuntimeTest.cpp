@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flashc/Runtime/Runtime.h"
+#include "flashc/Runtime/flashc_runtime.h"
 #include "flashc/Support/Float16.h"
 #include "flashc/Support/Sizes.h"
 
@@ -30,6 +31,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <random>
 #include <set>
 #include <unistd.h>
@@ -74,6 +76,7 @@ public:
   HostBuffer &operator=(const HostBuffer &) = delete;
 
   char *get() const { return data; }
+  uint64_t bytes() const { return size; }
 
 private:
   uint64_t size;
@@ -1238,8 +1241,125 @@ class SimulatorRunTest : public ::testing::TestWithParam<RunCase> {};
 constexpr double kOutputTolerance = 4e-3; // f16
 constexpr double kLseTolerance = 1e-3;    // relative
 
-TEST_P(SimulatorRunTest, MatchesFloat64Reference) {
-  const RunCase &c = GetParam();
+/// The CUDA device when the tests run under the fake driver
+/// (FLASHC_TEST_CUDA=1, with unittests/Runtime/fake-cuda first on
+/// LD_LIBRARY_PATH; see FakeCudaDriver.cpp), else null and the test skips.
+std::shared_ptr<Device> getFakeCudaDevice() {
+  if (!std::getenv("FLASHC_TEST_CUDA"))
+    return nullptr;
+  Result<std::shared_ptr<Device>> cuda = getCudaDevice(0);
+  if (!cuda) {
+    ADD_FAILURE() << "FLASHC_TEST_CUDA is set, but: " << cuda.message();
+    return nullptr;
+  }
+  EXPECT_NE((*cuda)->describe().find("fake CUDA driver"), std::string::npos)
+      << "the CUDA tests must run on the fake driver, not on "
+      << (*cuda)->describe();
+  return *cuda;
+}
+
+/// The C API's flashc_tensor of a view.
+flashc_tensor toCTensor(const TensorView &t) {
+  flashc_tensor c{};
+  c.data = t.data;
+  c.dtype = t.dtype == ElementType::F32   ? FLASHC_F32
+            : t.dtype == ElementType::F16 ? FLASHC_F16
+                                          : FLASHC_BF16;
+  c.rank = static_cast<int32_t>(t.rank);
+  for (int d = 0; d < t.rank; ++d) {
+    c.sizes[d] = t.sizes[d];
+    c.strides[d] = t.strides[d];
+  }
+  return c;
+}
+
+/// The call through the C API (flashc_attention on the CUDA device, the
+/// test bundle opened by flashc_bundle_open).
+Status launchThroughCApi(const AttentionCall &call, bool causal) {
+  static flashc_bundle *bundle = [] {
+    flashc_bundle *b = nullptr;
+    const char *path = std::getenv("FLASHC_TEST_BUNDLE");
+    if (flashc_bundle_open(path ? path : FLASHC_TEST_BUNDLE, &b) != FLASHC_OK)
+      ADD_FAILURE() << flashc_last_error();
+    return b;
+  }();
+  if (!bundle)
+    return Status::error("the test bundle did not open");
+  flashc_tensor q = toCTensor(call.q), k = toCTensor(call.k),
+                v = toCTensor(call.v), out = toCTensor(call.out), lse{};
+  if (call.lse)
+    lse = toCTensor(*call.lse);
+  if (flashc_attention(bundle, FLASHC_DEVICE_CUDA, &q, &k, &v, &out,
+                       call.lse ? &lse : nullptr, causal, 0.0,
+                       call.stream) != FLASHC_OK)
+    return Status::error(flashc_last_error());
+  return Status::success();
+}
+
+/// Runs the call on `device` with every tensor copied into its memory
+/// first (same offsets and strides), and the output and LSE copied back;
+/// through the C API when `causal` is given (which the C API takes apart
+/// from the variant).
+Status launchThroughCopies(Device &device, const KernelVariant &variant,
+                           Problem &p, LaunchReport *report,
+                           std::optional<bool> cApiCausal = std::nullopt) {
+  struct Copy {
+    HostBuffer *host;
+    void *device = nullptr;
+  };
+  std::vector<Copy> copies = {
+      {p.qMem.get()}, {p.kMem.get()}, {p.vMem.get()}, {p.outMem.get()}};
+  if (p.lseMem)
+    copies.push_back({p.lseMem.get()});
+  auto release = [&] {
+    for (Copy &c : copies)
+      if (c.device)
+        (void)device.release(c.device, nullptr);
+  };
+  for (Copy &c : copies) {
+    Result<void *> mem = device.allocate(c.host->bytes(), nullptr);
+    if (!mem) {
+      release();
+      return mem.status();
+    }
+    c.device = *mem;
+    if (Status s = device.copyToDevice(c.device, c.host->get(), c.host->bytes(),
+                                       nullptr)) {
+      release();
+      return s;
+    }
+  }
+  AttentionCall call = p.call;
+  TensorView lse = p.lse;
+  auto moved = [&](const TensorView &t, const Copy &c) {
+    TensorView m = t;
+    m.data = static_cast<char *>(c.device) +
+             (static_cast<char *>(t.data) - c.host->get());
+    return m;
+  };
+  call.q = moved(p.call.q, copies[0]);
+  call.k = moved(p.call.k, copies[1]);
+  call.v = moved(p.call.v, copies[2]);
+  call.out = moved(p.call.out, copies[3]);
+  if (p.call.lse) {
+    lse = moved(p.lse, copies[4]);
+    call.lse = &lse;
+  }
+  Status s = cApiCausal ? launchThroughCApi(call, *cApiCausal)
+                        : launchAttention(device, variant, call, report);
+  for (size_t i = 3; !s && i < copies.size(); ++i)
+    s = device.copyToHost(copies[i].host->get(), copies[i].device,
+                          copies[i].host->bytes(), nullptr);
+  if (!s)
+    s = device.synchronize(nullptr);
+  release();
+  return s;
+}
+
+/// Runs case `c` on the simulator, or on `cuda` through copies into its
+/// memory (by the C API when `cApi`), and checks it against the float64
+/// reference.
+void checkRunCase(const RunCase &c, Device *cuda, bool cApi = false) {
   SCOPED_TRACE(std::string(c.name) + ", seed " + std::to_string(getSeed()));
   std::mt19937 rng(getSeed());
   Problem p;
@@ -1249,17 +1369,23 @@ TEST_P(SimulatorRunTest, MatchesFloat64Reference) {
   p.init(c.layout, c.lse, rng);
   p.call.splits = c.splits;
   const KernelVariant &variant = testVariant(c.decode, c.causal, c.lse);
-  std::shared_ptr<Device> sim = getSimulatorDevice("sm_80");
   LaunchReport report;
-  Status s = launchAttention(*sim, variant, p.call, &report);
+  Status s = cuda ? launchThroughCopies(*cuda, variant, p, &report,
+                                        cApi ? std::optional<bool>(c.causal)
+                                             : std::nullopt)
+                  : launchAttention(*getSimulatorDevice("sm_80"), variant,
+                                    p.call, &report);
   ASSERT_FALSE(s) << s.message();
 
+  // The C API reports no launches, and picks the variant itself.
   bool folds = c.batch == 1 || c.layout == Layout::Dense;
-  EXPECT_EQ(report.launches, folds ? 1 : c.batch);
-  if (c.decode && c.splits) {
+  if (!cApi) {
+    EXPECT_EQ(report.launches, folds ? 1 : c.batch);
+  }
+  if (!cApi && c.decode && c.splits) {
     EXPECT_EQ(report.splits, c.splits);
   }
-  if (!c.decode) {
+  if (!cApi && !c.decode) {
     EXPECT_EQ(report.splits, 1);
   }
 
@@ -1316,40 +1442,150 @@ TEST_P(SimulatorRunTest, MatchesFloat64Reference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Runtime, SimulatorRunTest,
-    ::testing::Values(
-        // name, decode, causal, lse, B, Nq, Nk, layout, splits
-        RunCase{"Prefill", false, false, false, 2, 37, 301, Layout::Dense, 0},
-        // Several Q tiles and KV blocks, with the diagonal inside a block.
-        RunCase{"PrefillCausalLse", false, true, true, 2, 203, 261,
-                Layout::Dense, 0},
-        // Nk < Nq under the causal mask: the first Nq - Nk rows see no key.
-        RunCase{"PrefillCausalShortKeys", false, true, true, 1, 173, 141,
-                Layout::Dense, 0},
-        RunCase{"PrefillOneQuery", false, true, false, 1, 1, 300, Layout::Dense,
-                0},
-        RunCase{"PrefillSequenceMajor", false, true, true, 2, 33, 150,
-                Layout::SequenceMajor, 0},
-        RunCase{"Decode", true, false, false, 2, 1, 1001, Layout::Dense, 0},
-        RunCase{"DecodeCausalLseSplits", true, true, true, 2, 5, 700,
-                Layout::Dense, 3},
-        RunCase{"DecodeSixteenRows", true, true, false, 1, 16, 300,
-                Layout::Dense, 0},
-        RunCase{"DecodeCausalShortKeys", true, true, true, 1, 7, 3,
-                Layout::Dense, 0},
-        // Rows 0 to 11 see no key of the second split: its partial is
-        // empty for them, and the combine must ignore it.
-        RunCase{"DecodeCausalEmptySplit", true, true, true, 2, 16, 260,
-                Layout::Dense, 2},
-        // A decode kernel serves any Nq; only its tile is made for Nq <= 16.
-        RunCase{"DecodeLongQuery", true, true, false, 1, 41, 300, Layout::Dense,
-                2},
-        RunCase{"DecodeSequenceMajor", true, true, true, 2, 3, 555,
-                Layout::SequenceMajor, 2}),
-    [](const ::testing::TestParamInfo<RunCase> &info) {
-      return std::string(info.param.name);
-    });
+/// The fake driver's device: the chip FLASHC_FAKE_CUDA_CC names.
+TEST(CudaDriverTest, DescribesTheDevice) {
+  std::shared_ptr<Device> cuda = getFakeCudaDevice();
+  if (!cuda)
+    GTEST_SKIP() << "runs under the fake CUDA driver only";
+  const char *cc = std::getenv("FLASHC_FAKE_CUDA_CC");
+  bool ampere = cc && std::string(cc) == "8.0";
+  EXPECT_FALSE(cuda->isSimulator());
+  EXPECT_EQ(cuda->getChip(), ampere ? "sm_80" : "sm_90a");
+  EXPECT_EQ(cuda->getNumSMs(), ampere ? 108 : 132);
+  EXPECT_NE(cuda->describe().find(ampere ? "sm_80" : "sm_90"),
+            std::string::npos)
+      << cuda->describe();
+  // The same device object for the same ordinal; none for another.
+  EXPECT_EQ(getCudaDevice(0)->get(), cuda.get());
+  Result<std::shared_ptr<Device>> other = getCudaDevice(1);
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.message(), "no CUDA device 1 (1 present)");
+}
+
+/// A prefill call of the test bundle's shape, in the fake device's memory.
+Status runSmallPrefill(Device &cuda, const KernelVariant &variant) {
+  std::mt19937 rng(getSeed());
+  Problem p;
+  p.seqQ = 20;
+  p.seqKV = 40;
+  p.init(Layout::Dense, false, rng);
+  return launchThroughCopies(cuda, variant, p, nullptr);
+}
+
+/// A cubin for the device's own chip is tried first; one the driver
+/// refuses (the fake driver runs no cubin) falls back to the PTX.
+TEST(CudaDriverTest, RefusedCubinFallsBackToPtx) {
+  std::shared_ptr<Device> cuda = getFakeCudaDevice();
+  if (!cuda)
+    GTEST_SKIP() << "runs under the fake CUDA driver only";
+  KernelVariant variant = testVariant(false, false, false);
+  variant.id += "-with-cubin";
+  variant.query.target = cuda->getChip();
+  variant.cubin = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0};
+  Status s = runSmallPrefill(*cuda, variant);
+  EXPECT_FALSE(s) << s.message();
+}
+
+/// When neither image loads, the error names both.
+TEST(CudaDriverTest, UnloadableKernelsNameBothImages) {
+  std::shared_ptr<Device> cuda = getFakeCudaDevice();
+  if (!cuda)
+    GTEST_SKIP() << "runs under the fake CUDA driver only";
+  KernelVariant variant = testVariant(false, false, false);
+  variant.id += "-broken";
+  variant.query.target = cuda->getChip();
+  variant.cubin = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0};
+  variant.ptx = ".version 8.0\n.target sm_80\n.address_size 64\nnonsense\n";
+  Status s = runSmallPrefill(*cuda, variant);
+  ASSERT_TRUE(s);
+  EXPECT_NE(s.message().find("loading the kernels of '" + variant.id +
+                             "': cubin: no kernel image is available"),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("; PTX: a PTX JIT compilation failed: "),
+            std::string::npos)
+      << s.message();
+}
+
+/// Host pointers handed to the CUDA device: the launch fails (the fake
+/// driver checks every global access against its allocations).
+TEST(CudaDriverTest, HostMemoryIsAnIllegalAddress) {
+  std::shared_ptr<Device> cuda = getFakeCudaDevice();
+  if (!cuda)
+    GTEST_SKIP() << "runs under the fake CUDA driver only";
+  std::mt19937 rng(getSeed());
+  Problem p;
+  p.seqQ = 20;
+  p.seqKV = 40;
+  p.init(Layout::Dense, false, rng);
+  Status s = launchAttention(*cuda, testVariant(false, false, false), p.call);
+  ASSERT_TRUE(s);
+  EXPECT_NE(s.message().find("an illegal memory access"), std::string::npos)
+      << s.message();
+}
+
+TEST_P(SimulatorRunTest, MatchesFloat64Reference) {
+  checkRunCase(GetParam(), nullptr);
+}
+
+/// The same calls through the runtime's CUDA device on the fake driver:
+/// module loading, the shared-memory opt-in, cuLaunchKernel's arguments,
+/// device allocations (the decode workspace) and copies.
+class CudaDriverRunTest : public ::testing::TestWithParam<RunCase> {};
+
+TEST_P(CudaDriverRunTest, MatchesFloat64Reference) {
+  std::shared_ptr<Device> cuda = getFakeCudaDevice();
+  if (!cuda)
+    GTEST_SKIP() << "runs under the fake CUDA driver only (ctest "
+                    "flashc-runtime-fake-cuda)";
+  checkRunCase(GetParam(), cuda.get());
+}
+
+/// And through the C API (flashc_attention with FLASHC_DEVICE_CUDA).
+TEST_P(CudaDriverRunTest, CApiMatchesFloat64Reference) {
+  std::shared_ptr<Device> cuda = getFakeCudaDevice();
+  if (!cuda)
+    GTEST_SKIP() << "runs under the fake CUDA driver only (ctest "
+                    "flashc-runtime-fake-cuda)";
+  checkRunCase(GetParam(), cuda.get(), /*cApi=*/true);
+}
+
+const RunCase kRunCases[] = {
+    // name, decode, causal, lse, B, Nq, Nk, layout, splits
+    RunCase{"Prefill", false, false, false, 2, 37, 301, Layout::Dense, 0},
+    // Several Q tiles and KV blocks, with the diagonal inside a block.
+    RunCase{"PrefillCausalLse", false, true, true, 2, 203, 261, Layout::Dense,
+            0},
+    // Nk < Nq under the causal mask: the first Nq - Nk rows see no key.
+    RunCase{"PrefillCausalShortKeys", false, true, true, 1, 173, 141,
+            Layout::Dense, 0},
+    RunCase{"PrefillOneQuery", false, true, false, 1, 1, 300, Layout::Dense, 0},
+    RunCase{"PrefillSequenceMajor", false, true, true, 2, 33, 150,
+            Layout::SequenceMajor, 0},
+    RunCase{"Decode", true, false, false, 2, 1, 1001, Layout::Dense, 0},
+    RunCase{"DecodeCausalLseSplits", true, true, true, 2, 5, 700, Layout::Dense,
+            3},
+    RunCase{"DecodeSixteenRows", true, true, false, 1, 16, 300, Layout::Dense,
+            0},
+    RunCase{"DecodeCausalShortKeys", true, true, true, 1, 7, 3, Layout::Dense,
+            0},
+    // Rows 0 to 11 see no key of the second split: its partial is
+    // empty for them, and the combine must ignore it.
+    RunCase{"DecodeCausalEmptySplit", true, true, true, 2, 16, 260,
+            Layout::Dense, 2},
+    // A decode kernel serves any Nq; only its tile is made for Nq <= 16.
+    RunCase{"DecodeLongQuery", true, true, false, 1, 41, 300, Layout::Dense, 2},
+    RunCase{"DecodeSequenceMajor", true, true, true, 2, 3, 555,
+            Layout::SequenceMajor, 2}};
+
+std::string runCaseName(const ::testing::TestParamInfo<RunCase> &info) {
+  return info.param.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Runtime, SimulatorRunTest,
+                         ::testing::ValuesIn(kRunCases), runCaseName);
+INSTANTIATE_TEST_SUITE_P(Runtime, CudaDriverRunTest,
+                         ::testing::ValuesIn(kRunCases), runCaseName);
 
 //===----------------------------------------------------------------------===//
 // Checked sizes (flashc/Support/Sizes.h)

@@ -1,0 +1,431 @@
+//===- FakeCudaDriver.cpp - libcuda.so.1 over the PTX simulator -----------===//
+//
+// A stand-in for the CUDA driver, built as `libcuda.so.1` in its own
+// directory of the build tree. A test that puts that directory first on
+// LD_LIBRARY_PATH makes the runtime's `dlopen("libcuda.so.1")` find it, so
+// the runtime's CUDA device path (driver loading, contexts, module loading
+// with the cubin-to-PTX fallback, the dynamic shared-memory opt-in,
+// argument packing for cuLaunchKernel, device allocations and copies) runs
+// on a machine without a GPU. Kernels execute in flashc's PTX simulator
+// over "device memory" that is host memory handed out by cuMemAllocAsync.
+//
+// It is strict where the real driver is, so that the runtime's mistakes
+// show:
+// - every call but initialisation, device queries and error strings needs
+//   a current context on the calling thread (CUDA_ERROR_INVALID_CONTEXT);
+// - a kernel's global accesses must fall inside live allocations (the
+//   simulator's bounds check; CUDA_ERROR_ILLEGAL_ADDRESS), and copies must
+//   stay inside one allocation;
+// - more than 48 KB of dynamic shared memory needs
+//   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES first, within the
+//   chip's opt-in limit; blocks are checked against the kernel's .maxntid;
+// - PTX for sm_90a loads on compute capability 9.0 only, and cubins not at
+//   all (it cannot run SASS): CUDA_ERROR_NO_BINARY_FOR_GPU, with a line in
+//   the JIT error log.
+//
+// FLASHC_FAKE_CUDA_CC ("8.0" or "9.0", default 9.0) picks the chip it
+// claims to be. Errors of a launch are printed on stderr.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashc/Simulator/Simulator.h"
+
+#include <cuda.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace sim = flashc::sim;
+
+namespace {
+
+struct Function {
+  std::shared_ptr<const sim::Module> module;
+  const sim::KernelInfo *info = nullptr;
+  /// Dynamic shared memory a launch may ask for (48 KB until raised).
+  int maxDynamicShared = 48 * 1024;
+};
+
+struct ModuleHandle {
+  std::shared_ptr<const sim::Module> module;
+  std::map<std::string, std::unique_ptr<Function>> functions;
+};
+
+struct State {
+  std::mutex mutex;
+  bool initialised = false;
+  int major = 9, minor = 0, sms = 132;
+  /// Live allocations: begin address -> bytes.
+  std::map<uint64_t, uint64_t> allocations;
+  std::vector<std::unique_ptr<ModuleHandle>> modules;
+};
+
+State &state() {
+  static State s;
+  return s;
+}
+
+/// The one (primary) context: its address is the handle.
+int primaryContext;
+thread_local CUcontext current = nullptr;
+
+CUcontext primary() { return reinterpret_cast<CUcontext>(&primaryContext); }
+
+int optInSharedLimit(const State &s) {
+  return s.major == 9 ? 227 * 1024 : 163 * 1024;
+}
+
+bool hasContext() { return current == primary(); }
+
+/// The allocation holding [addr, addr + bytes), or none.
+bool insideAllocation(const State &s, uint64_t addr, uint64_t bytes) {
+  auto it = s.allocations.upper_bound(addr);
+  if (it == s.allocations.begin())
+    return false;
+  --it;
+  return addr + bytes <= it->first + it->second;
+}
+
+void writeLog(unsigned numOptions, CUjit_option *options, void **values,
+              const std::string &message) {
+  char *buffer = nullptr;
+  size_t size = 0;
+  for (unsigned i = 0; i < numOptions; ++i) {
+    if (options[i] == CU_JIT_ERROR_LOG_BUFFER)
+      buffer = static_cast<char *>(values[i]);
+    else if (options[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+      size = reinterpret_cast<size_t>(values[i]);
+  }
+  if (buffer && size) {
+    std::strncpy(buffer, message.c_str(), size - 1);
+    buffer[size - 1] = 0;
+  }
+}
+
+} // namespace
+
+extern "C" {
+
+CUresult cuInit(unsigned flags) {
+  if (flags != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (const char *cc = std::getenv("FLASHC_FAKE_CUDA_CC")) {
+    if (std::strcmp(cc, "8.0") == 0) {
+      s.major = 8;
+      s.minor = 0;
+      s.sms = 108;
+    } else if (std::strcmp(cc, "9.0") != 0) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  s.initialised = true;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDriverGetVersion(int *version) {
+  *version = 13000;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetCount(int *count) {
+  if (!state().initialised)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  *count = 1;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGet(CUdevice *device, int ordinal) {
+  if (!state().initialised)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  if (ordinal != 0)
+    return CUDA_ERROR_INVALID_DEVICE;
+  *device = 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attribute,
+                              CUdevice device) {
+  State &s = state();
+  if (!s.initialised)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  if (device != 0)
+    return CUDA_ERROR_INVALID_DEVICE;
+  switch (attribute) {
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+    *value = s.major;
+    return CUDA_SUCCESS;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+    *value = s.minor;
+    return CUDA_SUCCESS;
+  case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+    *value = s.sms;
+    return CUDA_SUCCESS;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+    *value = optInSharedLimit(s);
+    return CUDA_SUCCESS;
+  default:
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+CUresult cuDeviceGetName(char *name, int length, CUdevice device) {
+  if (device != 0)
+    return CUDA_ERROR_INVALID_DEVICE;
+  std::snprintf(name, length, "flashc fake CUDA driver (PTX simulator)");
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext *context, CUdevice device) {
+  if (!state().initialised)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  if (device != 0)
+    return CUDA_ERROR_INVALID_DEVICE;
+  *context = primary();
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetCurrent(CUcontext *context) {
+  *context = current;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSetCurrent(CUcontext context) {
+  if (context && context != primary())
+    return CUDA_ERROR_INVALID_CONTEXT;
+  current = context;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuModuleLoadDataEx(CUmodule *module, const void *image,
+                            unsigned numOptions, CUjit_option *options,
+                            void **values) {
+  if (!hasContext())
+    return CUDA_ERROR_INVALID_CONTEXT;
+  const char *text = static_cast<const char *>(image);
+  if (std::memcmp(text,
+                  "\x7f"
+                  "ELF",
+                  4) == 0) {
+    writeLog(numOptions, options, values,
+             "the fake CUDA driver runs PTX, not cubins");
+    return CUDA_ERROR_NO_BINARY_FOR_GPU;
+  }
+  State &s = state();
+  // `.target sm_NN[a]`: no newer chip than the device, and an `a` target
+  // only on its own chip.
+  if (const char *t = std::strstr(text, ".target sm_")) {
+    int chip = std::atoi(t + 11);
+    const char *end = t + 11;
+    while (*end >= '0' && *end <= '9')
+      ++end;
+    int own = s.major * 10 + s.minor;
+    if (chip > own || (*end == 'a' && chip != own)) {
+      writeLog(numOptions, options, values,
+               "PTX for sm_" + std::to_string(chip) + (*end == 'a' ? "a" : "") +
+                   " on a device of compute capability " +
+                   std::to_string(s.major) + "." + std::to_string(s.minor));
+      return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    }
+  }
+  sim::Expected<std::shared_ptr<const sim::Module>> parsed =
+      sim::Module::parse(text, "module.ptx");
+  if (!parsed) {
+    writeLog(numOptions, options, values, parsed.error().message());
+    return CUDA_ERROR_INVALID_PTX;
+  }
+  auto handle = std::make_unique<ModuleHandle>();
+  handle->module = *parsed;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  *module = reinterpret_cast<CUmodule>(handle.get());
+  s.modules.push_back(std::move(handle));
+  return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetFunction(CUfunction *function, CUmodule module,
+                             const char *name) {
+  if (!hasContext())
+    return CUDA_ERROR_INVALID_CONTEXT;
+  auto *handle = reinterpret_cast<ModuleHandle *>(module);
+  const sim::KernelInfo *info = handle->module->getKernel(name);
+  if (!info)
+    return CUDA_ERROR_NOT_FOUND;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  std::unique_ptr<Function> &f = handle->functions[name];
+  if (!f) {
+    f = std::make_unique<Function>();
+    f->module = handle->module;
+    f->info = info;
+  }
+  *function = reinterpret_cast<CUfunction>(f.get());
+  return CUDA_SUCCESS;
+}
+
+CUresult cuFuncSetAttribute(CUfunction function, CUfunction_attribute attribute,
+                            int value) {
+  if (!hasContext())
+    return CUDA_ERROR_INVALID_CONTEXT;
+  auto *f = reinterpret_cast<Function *>(function);
+  if (attribute != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  State &s = state();
+  if (value < 0 || value + static_cast<int>(f->info->staticSharedBytes) >
+                       optInSharedLimit(s))
+    return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  f->maxDynamicShared = value;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuLaunchKernel(CUfunction function, unsigned gridX, unsigned gridY,
+                        unsigned gridZ, unsigned blockX, unsigned blockY,
+                        unsigned blockZ, unsigned sharedBytes, CUstream,
+                        void **params, void **extra) {
+  if (!hasContext())
+    return CUDA_ERROR_INVALID_CONTEXT;
+  auto *f = reinterpret_cast<Function *>(function);
+  const sim::KernelInfo &info = *f->info;
+  if (extra || (!params && !info.params.empty()))
+    return CUDA_ERROR_INVALID_VALUE;
+  uint64_t threads = uint64_t(blockX) * blockY * blockZ;
+  if (gridX == 0 || gridY == 0 || gridZ == 0 || threads == 0 ||
+      threads > 1024 || gridX > 0x7fffffffu || gridY > 65535 || gridZ > 65535 ||
+      blockZ > 64)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (info.maxBlock.x && threads > info.maxBlock.count())
+    return CUDA_ERROR_INVALID_VALUE;
+  if (static_cast<int>(sharedBytes) > f->maxDynamicShared)
+    return CUDA_ERROR_INVALID_VALUE;
+  // Each parameter is as many bytes as the kernel declares, read from
+  // where `params[i]` points (as the driver does).
+  std::vector<sim::KernelArg> args(info.params.size());
+  for (size_t i = 0; i < info.params.size(); ++i) {
+    args[i].bytes.resize(info.params[i].bytes);
+    std::memcpy(args[i].bytes.data(), params[i], info.params[i].bytes);
+  }
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  sim::Device device;
+  for (const auto &[begin, bytes] : s.allocations)
+    if (sim::Error e =
+            device.registerBuffer(reinterpret_cast<void *>(begin), bytes)) {
+      std::fprintf(stderr, "fake CUDA driver: %s\n", e.message().c_str());
+      return CUDA_ERROR_UNKNOWN;
+    }
+  sim::LaunchConfig config;
+  config.grid = sim::Dim3{gridX, gridY, gridZ};
+  config.block = sim::Dim3{blockX, blockY, blockZ};
+  config.dynamicSharedBytes = sharedBytes;
+  sim::Expected<sim::LaunchStats> stats =
+      device.launch(*f->module, info.name, config, args);
+  if (!stats) {
+    std::fprintf(stderr, "fake CUDA driver: %s: %s\n", info.name.c_str(),
+                 stats.error().message().c_str());
+    return CUDA_ERROR_ILLEGAL_ADDRESS;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemAllocAsync(CUdeviceptr *pointer, size_t bytes, CUstream) {
+  if (!hasContext())
+    return CUDA_ERROR_INVALID_CONTEXT;
+  if (bytes == 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  void *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  if (!p)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.allocations[reinterpret_cast<uint64_t>(p)] = bytes;
+  *pointer = reinterpret_cast<CUdeviceptr>(p);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemFreeAsync(CUdeviceptr pointer, CUstream) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto it = s.allocations.find(static_cast<uint64_t>(pointer));
+  if (it == s.allocations.end())
+    return CUDA_ERROR_INVALID_VALUE;
+  s.allocations.erase(it);
+  std::free(reinterpret_cast<void *>(pointer));
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t bytes,
+                           CUstream) {
+  if (!hasContext())
+    return CUDA_ERROR_INVALID_CONTEXT;
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!insideAllocation(s, dst, bytes))
+    return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(reinterpret_cast<void *>(dst), src, bytes);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t bytes, CUstream) {
+  if (!hasContext())
+    return CUDA_ERROR_INVALID_CONTEXT;
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!insideAllocation(s, src, bytes))
+    return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(dst, reinterpret_cast<const void *>(src), bytes);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamSynchronize(CUstream) {
+  // Launches and copies run to completion when made.
+  return hasContext() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+CUresult cuGetErrorString(CUresult error, const char **text) {
+  switch (error) {
+  case CUDA_SUCCESS:
+    *text = "no error";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_INVALID_VALUE:
+    *text = "invalid argument";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_OUT_OF_MEMORY:
+    *text = "out of memory";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_NOT_INITIALIZED:
+    *text = "initialization error";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_INVALID_DEVICE:
+    *text = "invalid device ordinal";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_NO_BINARY_FOR_GPU:
+    *text = "no kernel image is available for execution on the device";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_INVALID_CONTEXT:
+    *text = "invalid device context";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_INVALID_PTX:
+    *text = "a PTX JIT compilation failed";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_NOT_FOUND:
+    *text = "named symbol not found";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_ILLEGAL_ADDRESS:
+    *text = "an illegal memory access was encountered";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_NOT_SUPPORTED:
+    *text = "operation not supported";
+    return CUDA_SUCCESS;
+  default:
+    *text = nullptr;
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+} // extern "C"
