@@ -86,6 +86,21 @@ llvm::Error mlir::flash::checkChipPTXVersion(llvm::StringRef chip,
   if (!figures)
     return llvm::createStringError("unknown GPU chip '" + chip +
                                    "'; expected sm_80 or sm_90a");
+  // Only versions that exist: LLVM ignores an unknown `+ptxNN` feature
+  // with a warning and emits its default version instead. Leading zeros
+  // (ptx0080) are malformed.
+  bool known = (version >= 60 && version <= 65) ||
+               (version >= 70 && version <= 78) ||
+               (version >= 80 && version <= 88) || version == 90;
+  if (ptxVersion != "ptx" + std::to_string(version))
+    return llvm::createStringError(
+        "malformed PTX ISA version '" + ptxVersion +
+        "'; expected e.g. ptx80 (PTX ISA 8.0)");
+  if (!known)
+    return llvm::createStringError(
+        "there is no PTX ISA version '" + ptxVersion +
+        "'; the versions are ptx60 to ptx65, ptx70 to ptx78, ptx80 to ptx88 "
+        "and ptx90");
   unsigned minimum = static_cast<unsigned>(figures->minPtxVersion);
   if (version < minimum || version > 90)
     return llvm::createStringError(

@@ -21,6 +21,15 @@
 // RUN:   | FileCheck %s --check-prefix=PTX78
 // RUN: not flashc-opt %s --flash-gpu-pipeline="chip=sm_80 ptx=8.0" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=PTXTEXT
+// Versions that do not exist, which LLVM would ignore with a warning.
+// RUN: not flashc-opt %s --flash-gpu-pipeline="chip=sm_90a ptx=ptx89" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=PTX89
+// RUN: not flashc-opt %s --flash-gpu-pipeline="chip=sm_80 ptx=ptx79" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=PTX79
+// RUN: not flashc-opt %s --flash-gpu-pipeline="chip=sm_80 ptx=ptx0080" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=PTX0080
+// RUN: not flashc-opt %s --flash-gpu-pipeline="chip=sm_80 ptx=ptx91" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=PTX91
 // RUN: not flashc-opt %s --flash-gpu-pipeline="chip=sm_80 format=elf" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=ELF
 // RUN: not flashc-opt %s --flash-gpu-pipeline="chip=sm_80 splits=2 dynamic-splits=1" 2>&1 \
@@ -66,6 +75,10 @@
 // SM70: error: invalid flash pipeline options: unknown target 'sm_70'; known targets: cpu, sm_80, sm_90a
 // PTX60: error: invalid flash pipeline options: sm_80 needs a PTX ISA version from ptx70 to ptx90, got ptx60
 // PTX78: error: invalid flash pipeline options: sm_90a needs a PTX ISA version from ptx80 to ptx90, got ptx78
+// PTX89: error: invalid flash pipeline options: there is no PTX ISA version 'ptx89'; the versions are ptx60 to ptx65, ptx70 to ptx78, ptx80 to ptx88 and ptx90
+// PTX79: error: invalid flash pipeline options: there is no PTX ISA version 'ptx79';
+// PTX0080: error: invalid flash pipeline options: malformed PTX ISA version 'ptx0080'; expected e.g. ptx80 (PTX ISA 8.0)
+// PTX91: error: invalid flash pipeline options: there is no PTX ISA version 'ptx91';
 // PTXTEXT: error: invalid flash pipeline options: malformed PTX ISA version '8.0'; expected e.g. ptx80 (PTX ISA 8.0)
 // ELF: error: invalid flash pipeline options: unknown binary format 'elf'; expected isa or bin
 // SPLITS: error: invalid flash pipeline options: dynamic-splits excludes a fixed split count (2)
