@@ -7,6 +7,7 @@
 
 #include "flashc/Runtime/Runtime.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include <iterator>
 #include <sstream>
 #include <sys/stat.h>
+#include <unistd.h>
 
 using namespace flashc;
 using namespace flashc::runtime;
@@ -422,14 +424,22 @@ Result<std::string> readFile(const std::string &path) {
                      std::istreambuf_iterator<char>());
 }
 
+/// Writes `path` whole or not at all: into a temporary file of this
+/// process and thread, renamed into place, so that a reader (another
+/// process sharing a kernel cache) never sees a file half written.
 Status writeFile(const std::string &path, const std::string &data) {
-  std::ofstream out(path, std::ios::binary);
+  static std::atomic<uint64_t> counter{0};
+  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
+                    std::to_string(counter++);
+  std::ofstream out(tmp, std::ios::binary);
   if (!out)
     return Status::error("cannot write '" + path + "'");
   out.write(data.data(), static_cast<std::streamsize>(data.size()));
   out.close();
-  if (!out)
+  if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
     return Status::error("writing '" + path + "' failed");
+  }
   return Status::success();
 }
 
@@ -488,14 +498,12 @@ Status Bundle::save(const std::string &directory) const {
   JsonValue::Object manifest;
   manifest["format"] = "flashc-bundle-1";
   manifest["variants"] = JsonValue(std::move(list));
-  // Written last and renamed into place, so that a reader never sees a
-  // manifest naming files that are not there yet.
-  std::string tmp = directory + "/manifest.json.tmp";
-  if (Status s = writeFile(tmp, JsonValue(std::move(manifest)).printPretty()))
-    return s;
-  if (std::rename(tmp.c_str(), (directory + "/manifest.json").c_str()) != 0)
-    return Status::error("cannot write '" + directory + "/manifest.json'");
-  return Status::success();
+  // Written last, so that a reader never sees a manifest naming files that
+  // are not there yet. Two processes saving at once: the last manifest
+  // wins, and the other's new entries are compiled again when next asked
+  // for (never a torn file).
+  return writeFile(directory + "/manifest.json",
+                   JsonValue(std::move(manifest)).printPretty());
 }
 
 const KernelVariant *Bundle::find(const AttentionQuery &q) const {

@@ -25,6 +25,7 @@ layer's message.
 """
 
 import math
+import os
 import threading
 
 import numpy as np
@@ -35,7 +36,7 @@ from ._runtime import FlashcError
 
 __all__ = [
     "AttentionSpec", "Bundle", "FlashcError", "Kernel", "attention",
-    "cache_size", "compile", "cost", "load_bundle",
+    "cache_size", "compile", "cost", "load_bundle", "set_cache_directory",
 ]
 
 _compiler_lock = threading.Lock()
@@ -346,6 +347,16 @@ def cost(spec, target="cpu", sram_bytes=None, loop_order="fa2"):
 def cache_size():
     """Kernels compiled so far in this process."""
     return _compiler_api().cache_size()
+
+
+def set_cache_directory(path):
+    """Keeps the GPU kernels this process compiles in the bundle directory
+    ``path`` (created when missing), and takes kernels from there instead of
+    compiling them, in this process and later ones; ``load_bundle(path)``
+    reads it with the runtime alone. ``None`` or ``""`` turns it off."""
+    if path is not None and not isinstance(path, (str, os.PathLike)):
+        raise FlashcError(f"path must be a string or a path, got {path!r}")
+    _compiler_api().set_cache_directory("" if path is None else os.fspath(path))
 
 
 class Bundle:

@@ -291,4 +291,11 @@ PYBIND11_MODULE(_compiler, m) {
 
   m.def("cache_size", [] { return Compiler::global().getCacheSize(); },
         "Kernels in the process's compiler cache.");
+  m.def(
+      "set_cache_directory",
+      [](const std::string &directory) {
+        Compiler::global().setCacheDirectory(directory);
+      },
+      py::arg("directory"),
+      "Keeps compiled GPU kernels in a bundle directory ('' turns it off).");
 }

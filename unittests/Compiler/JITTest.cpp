@@ -10,6 +10,7 @@
 #include "AttentionTestUtils.h"
 
 #include "flashc/Compiler/Reference.h"
+#include "flashc/Runtime/Runtime.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -157,6 +158,93 @@ TEST(JITTest, PrepareCompilesTheDecodeEntry) {
     EXPECT_FALSE(static_cast<bool>(e)) << errorOf(std::move(e));
   }
   flashc_test::checkSizes(**kernel, spec, {{1, 3, 25}, {1, 17, 25}});
+}
+
+/// GPU kernels persist in a cache directory in the bundle format: a new
+/// compiler (as another process would) loads them from there instead of
+/// compiling, and the runtime's Bundle::load reads the directory.
+TEST(JITTest, GPUKernelsPersistInTheCacheDirectory) {
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("flashc-jit-cache", dir));
+  std::string cache = dir.str().str();
+  AttentionSpec prefill;
+  prefill.heads = 8;
+  prefill.kvHeads = 2;
+  prefill.seqQ = 33;
+  prefill.seqKV = 70;
+  prefill.headDim = 64;
+  prefill.dtype = DType::F16;
+  prefill.causal = true;
+  AttentionSpec decode = prefill;
+  decode.seqQ = 1;
+
+  std::string prefillId;
+  {
+    Compiler first;
+    first.setCacheDirectory(cache);
+    for (const AttentionSpec &spec : {prefill, decode}) {
+      auto kernel = first.compile(spec, "sm_80");
+      ASSERT_TRUE(static_cast<bool>(kernel))
+          << llvm::toString(kernel.takeError());
+      EXPECT_FALSE((*kernel)->getMetadata().stageIR.empty())
+          << "compiled, not loaded";
+      if (!spec.isDecode())
+        prefillId = (*kernel)->getMetadata().gpu->id;
+    }
+  }
+  flashc::Result<flashc::runtime::Bundle> bundle =
+      flashc::runtime::Bundle::load(cache);
+  ASSERT_TRUE(bundle.ok()) << bundle.message();
+  ASSERT_EQ(bundle->variants.size(), 2u);
+
+  // Mark the cached PTX: a kernel loaded from the directory carries it.
+  std::string ptxPath = cache + "/" + prefillId + ".ptx";
+  auto ptx = llvm::MemoryBuffer::getFile(ptxPath);
+  ASSERT_TRUE(static_cast<bool>(ptx)) << ptxPath;
+  std::string marked = (*ptx)->getBuffer().str() + "// from the cache\n";
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream out(ptxPath, ec);
+    ASSERT_FALSE(ec) << ec.message();
+    out << marked;
+  }
+  Compiler second;
+  second.setCacheDirectory(cache);
+  auto loaded = second.compile(prefill, "sm_80");
+  ASSERT_TRUE(static_cast<bool>(loaded)) << llvm::toString(loaded.takeError());
+  EXPECT_TRUE((*loaded)->getMetadata().stageIR.empty()) << "loaded, not compiled";
+  EXPECT_EQ((*loaded)->getMetadata().gpu->ptx, marked);
+
+  // It runs (in the simulator) and matches the reference.
+  unsigned seed = flashc_test::freshSeed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  flashc_test::AttentionBuffers b(prefill, rng);
+  RunOptions options;
+  options.simulate = true;
+  llvm::Error err = (*loaded)->run(b.q.ref(), b.k.ref(), b.v.ref(),
+                                   b.out.ref(), nullptr, options);
+  ASSERT_FALSE(static_cast<bool>(err)) << llvm::toString(std::move(err));
+  flashc_test::expectMatchesReference(prefill, b);
+
+  // Other options (another PTX ISA version) do not take the cached kernel:
+  // it is compiled, and replaces the entry.
+  PipelineConfig ptx81;
+  ptx81.ptxVersion = "ptx81";
+  auto other = second.compile(prefill, "sm_80", ptx81);
+  ASSERT_TRUE(static_cast<bool>(other)) << llvm::toString(other.takeError());
+  EXPECT_FALSE((*other)->getMetadata().stageIR.empty());
+  EXPECT_NE((*other)->getMetadata().gpu->ptx.find(".version 8.1"),
+            std::string::npos);
+  bundle = flashc::runtime::Bundle::load(cache);
+  ASSERT_TRUE(bundle.ok()) << bundle.message();
+  EXPECT_EQ(bundle->variants.size(), 2u);
+  // No temporary file is left behind.
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(cache, ec), end; it != end && !ec;
+       it.increment(ec))
+    EXPECT_EQ(it->path().find(".tmp"), std::string::npos) << it->path();
+  llvm::sys::fs::remove_directories(cache);
 }
 
 TEST(JITTest, BadSpecsAreErrors) {
