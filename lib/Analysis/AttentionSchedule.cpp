@@ -100,7 +100,8 @@ TileSizes mlir::flash::chooseTileSizes(const TargetInfo &target,
     while (c.sharedBytes() > target.sramBytes &&
            c.blockKV >= 2 * 16 * c.kvWarps)
       c = flashc::makeGPUTileConfig(c.group, c.headDim, c.headDimV,
-                                    c.elementBytes, c.blockQ, c.blockKV / 2);
+                                    c.elementBytes, c.blockQ, c.blockKV / 2,
+                                    c.outputBytes);
     tiles.blockQ = std::min(c.blockQ, shape.seqQ);
     tiles.blockKV = c.blockKV;
     return tiles;

@@ -13,7 +13,9 @@
 //    partial states are merged through shared memory at the end.
 //  - K and V blocks of Bc keys are double-buffered in shared memory; Q is
 //    kept in registers for head dims up to 128 and re-read from shared
-//    memory per KV block beyond that.
+//    memory per KV block beyond that. The Q region doubles as the output's
+//    staging area, as wide as the output's element (the input's type, or
+//    f32 for the partials of a split KV loop).
 //
 // Dependency-free (C++17), like the runtime that reads the same figures.
 //
@@ -55,6 +57,9 @@ struct GPUTileConfig {
   int64_t headDim = 0, headDimV = 0;             // D, Dv
   int64_t paddedHeadDim = 0, paddedHeadDimV = 0; // multiples of 16
   int64_t elementBytes = 2;
+  /// Bytes of the forward kernel's output element: the input's, or 4 for
+  /// the f32 partials of a split KV loop.
+  int64_t outputBytes = 4;
   int64_t stages = 2;
   bool qInRegisters = true;
 
@@ -67,13 +72,14 @@ struct GPUTileConfig {
   int64_t tileRows() const { return kMmaRows * rowTiles; }
 
   /// Byte offsets of the shared-memory regions: Q (also the output staging
-  /// area, f32 wide), then the K and V stages. The kv-warp merge reuses the
-  /// K/V region.
+  /// area, `outputBytes` wide), then the K and V stages. The kv-warp merge
+  /// reuses the K/V region.
   int64_t qRegionBytes() const {
     return tileRows() *
            std::max(getSharedRowElements(paddedHeadDim, elementBytes) *
                         elementBytes,
-                    getSharedRowElements(paddedHeadDimV, 4) * 4);
+                    getSharedRowElements(paddedHeadDimV, outputBytes) *
+                        outputBytes);
   }
   int64_t kStageBytes() const {
     return blockKV * getSharedRowElements(paddedHeadDim, elementBytes) *
@@ -99,11 +105,14 @@ inline int64_t roundUpTo(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 /// Completes a configuration from its block sizes: the row tiles, the kv
 /// warps (as many as keep 4 warps busy and divide Bc into multiples of 16)
-/// and the padded head dims.
+/// and the padded head dims. `outputBytes` is the forward kernel's output
+/// element (4 for split partials, else `elementBytes`).
 inline GPUTileConfig makeGPUTileConfig(int64_t group, int64_t headDim,
                                        int64_t headDimV, int64_t elementBytes,
-                                       int64_t blockQ, int64_t blockKV) {
+                                       int64_t blockQ, int64_t blockKV,
+                                       int64_t outputBytes) {
   GPUTileConfig c;
+  c.outputBytes = outputBytes;
   c.group = std::max<int64_t>(group, 1);
   c.blockQ = blockQ;
   c.blockKV = blockKV;
@@ -126,7 +135,15 @@ inline GPUTileConfig makeGPUTileConfig(int64_t group, int64_t headDim,
 
 /// The default tiles of a kernel. `decode` selects the flash-decoding tile:
 /// Br small enough that the group's rows of a few queries fill one or two
-/// MMA tiles, the KV block split between kv warps.
+/// MMA tiles, the KV block split between kv warps; its output is sized as
+/// f32 partials (a decode kernel may split its KV loop).
+///
+/// Prefill KV blocks: 128 keys up to D = 64, 64 up to 128, and 16 beyond.
+/// Beyond 128 a thread holds 128 f32 accumulators for Dv = 256; with 32
+/// keys ptxas used all 255 registers and spilled in some variants (8 bytes
+/// in sm_90a causal GQA kernels with the log-sum-exp), with 16 it uses 228
+/// and spills nothing, and the 64 KB of shared memory let two CTAs share an
+/// SM on sm_80 and sm_90a.
 inline GPUTileConfig chooseGPUTiles(int64_t group, int64_t headDim,
                                     int64_t headDimV, int64_t elementBytes,
                                     bool decode) {
@@ -142,10 +159,10 @@ inline GPUTileConfig chooseGPUTiles(int64_t group, int64_t headDim,
   } else {
     int64_t rows = g <= 64 ? 64 : roundUpTo(g, kMmaRows);
     blockQ = std::max<int64_t>(1, rows / g);
-    blockKV = maxD <= 64 ? 128 : maxD <= 128 ? 64 : 32;
+    blockKV = maxD <= 64 ? 128 : maxD <= 128 ? 64 : 16;
   }
   return makeGPUTileConfig(g, headDim, headDimV, elementBytes, blockQ,
-                           blockKV);
+                           blockKV, decode ? 4 : elementBytes);
 }
 
 /// Why `c` cannot be built within `sharedLimit` bytes of shared memory per

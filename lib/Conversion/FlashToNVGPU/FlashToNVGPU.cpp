@@ -691,8 +691,11 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
     return t.loops[0].emitError()
            << "flash-to-nvgpu: the KV loops must step by one constant block "
               "size";
+  // The forward kernel writes f32 partials when the KV loop is split, else
+  // the output in the inputs' type (which flash.attention's verifier
+  // requires of its result).
   flashc::GPUTileConfig config = flashc::makeGPUTileConfig(
-      group, headDim, headDimV, 2, blockQ, *blockKV);
+      group, headDim, headDimV, 2, blockQ, *blockKV, t.combine ? 4 : 2);
   std::string why = flashc::checkGPUTileConfig(config, target.sramBytes);
   if (!why.empty())
     return t.forall.emitError() << "flash-to-nvgpu: " << why << " on "
@@ -847,6 +850,11 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
         tile.rowStride = st[1];
         spec.out = tile;
         spec.outType = cast<ShapedType>(slice.getType()).getElementType();
+        if (spec.outType.getIntOrFloatBitWidth() / 8 > config.outputBytes)
+          return slice.emitError()
+                 << "flash-to-nvgpu: an output tile of " << spec.outType
+                 << " is wider than the " << config.outputBytes
+                 << "-byte staging area";
       } else {
         if (st.size() != 2)
           return slice.emitError()
