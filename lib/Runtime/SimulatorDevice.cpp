@@ -125,14 +125,16 @@ public:
       return Status::error("simulating " + kernel.name + ": " +
                            stats.error().message());
     std::lock_guard<std::mutex> lock(mutex);
-    instructions += stats->threadInstructions;
-    seconds += stats->seconds;
+    counters.threadInstructions += stats->threadInstructions;
+    counters.seconds += stats->seconds;
+    counters.ldmatrixMatrices += stats->ldmatrixMatrices;
+    counters.ldmatrixExtraWavefronts += stats->ldmatrixExtraWavefronts;
     return Status::success();
   }
 
   SimulatorCounters getCounters() {
     std::lock_guard<std::mutex> lock(mutex);
-    return {instructions, seconds};
+    return counters;
   }
 
 private:
@@ -143,8 +145,7 @@ private:
   /// Parsed modules by variant id (the PTX is decoded once).
   std::map<std::string, std::pair<std::string, std::shared_ptr<const sim::Module>>>
       modules;
-  uint64_t instructions = 0;
-  double seconds = 0;
+  SimulatorCounters counters;
 
   Result<std::shared_ptr<const sim::Module>>
   getModule(const KernelVariant &variant) {

@@ -113,6 +113,7 @@ struct LaunchEnv {
   std::atomic<uint64_t> nextCTA{0};
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> instructions{0};
+  std::atomic<uint64_t> ldmatrixMatrices{0}, ldmatrixExtraWavefronts{0};
   std::mutex errorMutex;
   uint64_t errorCTA = UINT64_MAX;
   Error error;
@@ -291,6 +292,9 @@ public:
   /// Runs one CTA. Returns false (after reporting) on an error.
   bool run(uint64_t index);
   uint64_t instructions = 0;
+  /// 8 x 8 matrices ldmatrix read, and the shared-memory wavefronts beyond
+  /// one per matrix that their rows' bank conflicts cost.
+  uint64_t ldmatrixMatrices = 0, ldmatrixExtraWavefronts = 0;
 
 private:
   LaunchEnv &env;
@@ -1076,6 +1080,22 @@ bool CTARunner::execWarpOp(uint32_t w) {
         addr -= kSharedWindow;
       }
       rowAddr[l] = addr;
+    }
+    // Bank conflicts: a matrix's 8 rows of 16 bytes are one wavefront when
+    // they fall in 8 different 16-byte bank groups (addresses modulo 128);
+    // distinct rows sharing a group take one wavefront each.
+    for (uint32_t i = 0; i < num; ++i) {
+      uint32_t wavefronts = 1;
+      for (uint32_t r = 0; r < 8; ++r) {
+        uint32_t same = 1;
+        for (uint32_t q = 0; q < r; ++q) {
+          uint64_t a = rowAddr[8 * i + r], b = rowAddr[8 * i + q];
+          same += a != b && (a / 16) % 8 == (b / 16) % 8;
+        }
+        wavefronts = std::max(wavefronts, same);
+      }
+      ++ldmatrixMatrices;
+      ldmatrixExtraWavefronts += wavefronts - 1;
     }
     uint16_t rows[4][8][8];
     for (uint32_t l = 0; l < 8 * num; ++l) {
@@ -2137,6 +2157,8 @@ Expected<LaunchStats> Device::launch(const Module &module,
         break;
     }
     env.instructions += runner.instructions;
+    env.ldmatrixMatrices += runner.ldmatrixMatrices;
+    env.ldmatrixExtraWavefronts += runner.ldmatrixExtraWavefronts;
   };
   if (workers <= 1) {
     work();
@@ -2152,6 +2174,8 @@ Expected<LaunchStats> Device::launch(const Module &module,
     return env.error;
   LaunchStats stats;
   stats.threadInstructions = env.instructions;
+  stats.ldmatrixMatrices = env.ldmatrixMatrices;
+  stats.ldmatrixExtraWavefronts = env.ldmatrixExtraWavefronts;
   stats.seconds = std::chrono::duration<double>(end - start).count();
   return stats;
 }

@@ -285,6 +285,9 @@ int main(int argc, char **argv) {
               << (result->seconds > 0
                       ? result->threadInstructions / result->seconds / 1e6
                       : 0)
-              << " M thread-instructions/s\n";
+              << " M thread-instructions/s\nldmatrix matrices: "
+              << result->ldmatrixMatrices
+              << ", extra wavefronts from bank conflicts: "
+              << result->ldmatrixExtraWavefronts << "\n";
   return 0;
 }

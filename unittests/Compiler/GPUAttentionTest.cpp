@@ -100,6 +100,8 @@ void checkShape(const Config &c, const Shape &s,
   RunOptions options;
   options.simulate = true;
   options.splits = s.splits;
+  // A simulator of its own, for its counters.
+  options.device = flashc::runtime::getSimulatorDevice(c.target);
   TensorRef lseRef = b.lse.ref();
   llvm::Error err = (*kernel)->run(b.q.ref(), b.k.ref(), b.v.ref(),
                                    b.out.ref(), c.lse ? &lseRef : nullptr,
@@ -107,6 +109,14 @@ void checkShape(const Config &c, const Shape &s,
   ASSERT_FALSE(static_cast<bool>(err)) << llvm::toString(std::move(err));
   flashc_test::expectMatchesReference(spec, b, 1.0, /*lseAbs=*/1e-3,
                                       /*lseRel=*/1e-3);
+  // The swizzled (or padded) shared layouts put the 8 rows of every
+  // ldmatrix matrix in 8 different bank groups.
+  auto counters = flashc::runtime::getSimulatorCounters(*options.device);
+  ASSERT_TRUE(counters.ok()) << counters.message();
+  EXPECT_GT(counters->ldmatrixMatrices, 0u);
+  EXPECT_EQ(counters->ldmatrixExtraWavefronts, 0u)
+      << "ldmatrix bank conflicts, over " << counters->ldmatrixMatrices
+      << " matrices";
 }
 
 class ShippedConfigTest : public ::testing::TestWithParam<Config> {};

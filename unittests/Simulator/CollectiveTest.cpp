@@ -642,6 +642,67 @@ TEST_P(LdmatrixLayoutTest, RowAddressesComeFromLanes) {
   }
 }
 
+/// Bank conflicts of ldmatrix.x4: lane l's row sits at (l * stride) bytes
+/// (plus an XOR swizzle of its 16-byte chunk by (l mod 8) when `swizzle`).
+/// A matrix's 8 rows are one wavefront when they fall in 8 different
+/// 16-byte bank groups; rows sharing one take a wavefront each.
+struct BankCase {
+  const char *name;
+  uint32_t stride;
+  bool swizzle;
+  /// Extra wavefronts per matrix.
+  uint64_t extra;
+};
+
+class LdmatrixBankTest : public ::testing::TestWithParam<BankCase> {};
+
+TEST_P(LdmatrixBankTest, CountsExtraWavefronts) {
+  const BankCase &c = GetParam();
+  std::string body =
+      "  mul.lo.u32 %r1, %r0, " + std::to_string(c.stride) + ";\n";
+  if (c.swizzle)
+    body += "  and.b32 %r2, %r0, 7;\n"
+            "  shl.b32 %r2, %r2, 4;\n"
+            "  xor.b32 %r1, %r1, %r2;\n";
+  body += "  mov.u32 %r3, tile;\n"
+          "  add.u32 %r4, %r3, %r1;\n"
+          "  ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r6, %r7, %r8, %r9}, "
+          "[%r4];\n";
+  auto module = sim::Module::parse(
+      wrapBody(body, ".shared .align 16 .b8 tile[16384];"), "bank.ptx");
+  ASSERT_TRUE(ok(module));
+  std::vector<uint64_t> in(1), out(1);
+  sim::Device device;
+  ASSERT_TRUE(ok(registerVector(device, in, "in")));
+  ASSERT_TRUE(ok(registerVector(device, out, "out")));
+  sim::LaunchConfig config;
+  config.block = {32};
+  config.workers = 1;
+  auto stats = device.launch(**module, "test", config,
+                             {sim::KernelArg::pointer(out.data()),
+                              sim::KernelArg::pointer(in.data())});
+  ASSERT_TRUE(ok(stats));
+  EXPECT_EQ(stats->ldmatrixMatrices, 4u);
+  EXPECT_EQ(stats->ldmatrixExtraWavefronts, 4 * c.extra);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Collective, LdmatrixBankTest,
+    ::testing::Values(
+        // Rows of 16 bytes back to back: 8 rows cover 128 bytes.
+        BankCase{"Packed", 16, false, 0},
+        // Rows of 128 bytes: every row in bank group 0.
+        BankCase{"Stride128", 128, false, 7},
+        // ... unless the chunk is XOR-swizzled by the row.
+        BankCase{"Stride128Swizzled", 128, true, 0},
+        // Rows of 64 bytes: groups 0 and 4, four rows each.
+        BankCase{"Stride64", 64, false, 3},
+        // Padded rows of 144 bytes (128 + one chunk).
+        BankCase{"Stride144", 144, false, 0}),
+    [](const ::testing::TestParamInfo<BankCase> &info) {
+      return std::string(info.param.name);
+    });
+
 INSTANTIATE_TEST_SUITE_P(
     Collective, LdmatrixLayoutTest,
     ::testing::Values(LdmatrixCase{1, false}, LdmatrixCase{2, false},

@@ -186,6 +186,10 @@ struct SimulatorCounters {
   uint64_t threadInstructions = 0;
   /// Wall-clock seconds spent inside launches.
   double seconds = 0;
+  /// 8 x 8 matrices read by ldmatrix, and the extra shared-memory
+  /// wavefronts their bank conflicts cost (sim::LaunchStats).
+  uint64_t ldmatrixMatrices = 0;
+  uint64_t ldmatrixExtraWavefronts = 0;
 };
 
 /// The counters of a device from getSimulatorDevice; an error for any other

@@ -206,6 +206,13 @@ struct LaunchConfig {
 struct LaunchStats {
   /// Instructions executed, summed over every thread.
   uint64_t threadInstructions = 0;
+  /// 8 x 8 matrices read by ldmatrix, and the shared-memory wavefronts
+  /// beyond one per matrix that bank conflicts among their rows cost (two
+  /// distinct rows of one matrix in the same 16-byte bank group, that is
+  /// equal addresses modulo 128, take a wavefront each). 0 extra
+  /// wavefronts: conflict-free.
+  uint64_t ldmatrixMatrices = 0;
+  uint64_t ldmatrixExtraWavefronts = 0;
   double seconds = 0;
 };
 
