@@ -128,7 +128,7 @@ llvm::Error assemble(rt::KernelVariant &variant, const std::string &toolkit) {
     return llvm::createStringError("temporary file: " + ec.message());
   llvm::sys::fs::createTemporaryFile("flashc", "cubin", cubinPath);
   llvm::sys::fs::createTemporaryFile("flashc", "log", logPath);
-  auto cleanup = llvm::make_scope_exit([&] {
+  llvm::scope_exit cleanup([&] {
     llvm::sys::fs::remove(ptxPath);
     llvm::sys::fs::remove(cubinPath);
     llvm::sys::fs::remove(logPath);
