@@ -19,6 +19,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -373,6 +374,12 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
                 .str());
   }
   if (stage == "binary") {
+    // gpu-module-to-binary looks for the toolkit even for PTX; without this
+    // check a wrong path fails there with the whole module as a note.
+    if (!llvm::sys::fs::is_directory(c.toolkitPath))
+      return llvm::createStringError(
+          "the CUDA toolkit path '" + c.toolkitPath +
+          "' is not a directory (toolkit=; PTX and cubins are made with it)");
     return addTextual(
         pm, llvm::formatv("gpu-module-to-binary{{format={0} toolkit={1}}",
                           c.binaryFormat, c.toolkitPath)

@@ -34,6 +34,9 @@
 // RUN:   | FileCheck %s --check-prefix=ELF
 // RUN: not flashc-opt %s --flash-gpu-pipeline="chip=sm_80 splits=2 dynamic-splits=1" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=SPLITS
+// A toolkit path that is not there: one line, before any pass runs.
+// RUN: not flashc-opt %s --flash-gpu-pipeline="chip=sm_80 toolkit=%t.none" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=TOOLKIT --implicit-check-not=gpu.module
 
 // CHECK-LABEL: module attributes {gpu.container_module}
 // CHECK-NOT: func.func
@@ -81,6 +84,7 @@
 // PTX91: error: invalid flash pipeline options: there is no PTX ISA version 'ptx91';
 // PTXTEXT: error: invalid flash pipeline options: malformed PTX ISA version '8.0'; expected e.g. ptx80 (PTX ISA 8.0)
 // ELF: error: invalid flash pipeline options: unknown binary format 'elf'; expected isa or bin
+// TOOLKIT: error: invalid flash pipeline options: the CUDA toolkit path '{{.*}}.none' is not a directory (toolkit=; PTX and cubins are made with it)
 // SPLITS: error: invalid flash pipeline options: dynamic-splits excludes a fixed split count (2)
 
 func.func @attention(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
