@@ -7,8 +7,9 @@
 # writes
 # docs/KERNELS.md: per kernel, its registers, spill bytes, shared memory and
 # the counts of the main instructions in its PTX. It also enforces the
-# limits every shipped kernel must meet: no spills, at most 255 registers,
-# shared memory within the target's opt-in maximum.
+# limits every shipped kernel must meet: no spills and no ld.local/st.local
+# in the PTX, at most 255 registers, shared memory within the target's
+# opt-in maximum.
 #
 #   scripts/kernels-table.py --flashc build/bin/flashc            # rewrite
 #   scripts/kernels-table.py --flashc build/bin/flashc --check    # CI: stale?
@@ -69,7 +70,8 @@ def build_bundle(flashc, target, directory):
                 continue
             text = entry_ptx(ptx, k["name"])
             counts = [len(re.findall(p, text)) for _, p in COUNTED]
-            rows.append((v, role, k, counts))
+            local = len(re.findall(r"\b(?:ld|st)\.local", text))
+            rows.append((v, role, k, counts, local))
     return rows
 
 
@@ -96,8 +98,9 @@ def main():
         "D = 64, 128, 256, MHA and GQA groups of 4, causal and not, prefill "
         "and decode; and each with the log-sum-exp output, `--lse both`), "
         "assembled by the toolkit's `ptxas -v`. CI regenerates "
-        "it and fails when it is stale or when a kernel spills, uses more "
-        "than 255 registers or more shared memory than its target allows.",
+        "it and fails when it is stale or when a kernel spills, uses local "
+        "memory in its PTX, more than 255 registers or more shared memory "
+        "than its target allows.",
         "",
         "Shared memory is the dynamic size the kernel is launched with. "
         "Instruction columns count occurrences in the kernel's PTX (the "
@@ -108,8 +111,11 @@ def main():
         + " | ".join(name for name, _ in COUNTED) + " |",
         "|---|---|---|---|---|---|" + "---|" * len(COUNTED),
     ]
-    for v, role, k, counts in rows:
+    for v, role, k, counts, local in rows:
         target = v["target"]
+        if local:
+            problems.append(f"{k['name']} ({v['id']}) has {local} "
+                            "ld.local/st.local instructions in its PTX")
         if k["spill_bytes"] != 0:
             problems.append(f"{k['name']} ({v['id']}) spills "
                             f"{k['spill_bytes']} bytes")
