@@ -1472,17 +1472,23 @@ Status runSmallPrefill(Device &cuda, const KernelVariant &variant) {
   return launchThroughCopies(cuda, variant, p, nullptr);
 }
 
+/// The test bundle's prefill variant under another id, claiming a cubin
+/// for `chip` (an ELF header the fake driver refuses).
+KernelVariant withCubin(const std::string &suffix, const std::string &chip) {
+  KernelVariant variant = testVariant(false, false, false);
+  variant.id += suffix;
+  variant.query.target = chip;
+  variant.cubin = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0};
+  return variant;
+}
+
 /// A cubin for the device's own chip is tried first; one the driver
 /// refuses (the fake driver runs no cubin) falls back to the PTX.
 TEST(CudaDriverTest, RefusedCubinFallsBackToPtx) {
   std::shared_ptr<Device> cuda = getFakeCudaDevice();
   if (!cuda)
     GTEST_SKIP() << "runs under the fake CUDA driver only";
-  KernelVariant variant = testVariant(false, false, false);
-  variant.id += "-with-cubin";
-  variant.query.target = cuda->getChip();
-  variant.cubin = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0};
-  Status s = runSmallPrefill(*cuda, variant);
+  Status s = runSmallPrefill(*cuda, withCubin("-with-cubin", cuda->getChip()));
   EXPECT_FALSE(s) << s.message();
 }
 
@@ -1491,10 +1497,7 @@ TEST(CudaDriverTest, UnloadableKernelsNameBothImages) {
   std::shared_ptr<Device> cuda = getFakeCudaDevice();
   if (!cuda)
     GTEST_SKIP() << "runs under the fake CUDA driver only";
-  KernelVariant variant = testVariant(false, false, false);
-  variant.id += "-broken";
-  variant.query.target = cuda->getChip();
-  variant.cubin = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0};
+  KernelVariant variant = withCubin("-broken", cuda->getChip());
   variant.ptx = ".version 8.0\n.target sm_80\n.address_size 64\nnonsense\n";
   Status s = runSmallPrefill(*cuda, variant);
   ASSERT_TRUE(s);
