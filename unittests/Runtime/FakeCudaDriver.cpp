@@ -83,6 +83,13 @@ int optInSharedLimit(const State &s) {
 
 bool hasContext() { return current == primary(); }
 
+/// Whether calls about `device` can be answered: after cuInit, device 0.
+CUresult checkDevice(int device) {
+  if (!state().initialised)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  return device == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
 /// The allocation holding [addr, addr + bytes), or none.
 bool insideAllocation(const State &s, uint64_t addr, uint64_t bytes) {
   auto it = s.allocations.upper_bound(addr);
@@ -143,21 +150,17 @@ CUresult cuDeviceGetCount(int *count) {
 }
 
 CUresult cuDeviceGet(CUdevice *device, int ordinal) {
-  if (!state().initialised)
-    return CUDA_ERROR_NOT_INITIALIZED;
-  if (ordinal != 0)
-    return CUDA_ERROR_INVALID_DEVICE;
+  if (CUresult r = checkDevice(ordinal))
+    return r;
   *device = 0;
   return CUDA_SUCCESS;
 }
 
 CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attribute,
                               CUdevice device) {
+  if (CUresult r = checkDevice(device))
+    return r;
   State &s = state();
-  if (!s.initialised)
-    return CUDA_ERROR_NOT_INITIALIZED;
-  if (device != 0)
-    return CUDA_ERROR_INVALID_DEVICE;
   switch (attribute) {
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
     *value = s.major;
@@ -177,17 +180,15 @@ CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attribute,
 }
 
 CUresult cuDeviceGetName(char *name, int length, CUdevice device) {
-  if (device != 0)
-    return CUDA_ERROR_INVALID_DEVICE;
+  if (CUresult r = checkDevice(device))
+    return r;
   std::snprintf(name, length, "flashc fake CUDA driver (PTX simulator)");
   return CUDA_SUCCESS;
 }
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext *context, CUdevice device) {
-  if (!state().initialised)
-    return CUDA_ERROR_NOT_INITIALIZED;
-  if (device != 0)
-    return CUDA_ERROR_INVALID_DEVICE;
+  if (CUresult r = checkDevice(device))
+    return r;
   *context = primary();
   return CUDA_SUCCESS;
 }
