@@ -88,7 +88,10 @@ PipelineConfig mlir::flash::detail::gpuConfig(const AttentionSpec &spec,
       g.blockQ = tiles.blockQ;
     if (!g.blockKV)
       g.blockKV = tiles.blockKV;
-    g.dynamicSplits = c.splits == 0;
+    // One kernel for every split count, as on the CPU: a fixed count in
+    // the configuration is passed at every launch (Kernel::fixedSplits).
+    g.dynamicSplits = true;
+    g.splits = 0;
   } else {
     g.splits = 1;
   }
@@ -315,8 +318,11 @@ KernelBuilder::buildGPU(const AttentionSpec &spec, const PipelineConfig &config,
   meta.tiles.blockQ = variant->blockQ;
   meta.tiles.blockKV = variant->blockKV;
   meta.tiles.order = LoopOrder::FA2;
-  // Decode kernels choose their split count at launch.
-  meta.splits = variant->query.decode ? 0 : 1;
+  // Decode kernels choose their split count at launch, unless the
+  // configuration fixed one.
+  if (variant->query.decode)
+    kernel->fixedSplits = config.splits;
+  meta.splits = variant->query.decode ? config.splits : 1;
   meta.gpu = variant;
   meta.compileSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
@@ -385,7 +391,7 @@ llvm::Error Kernel::runGPU(const TensorRef &q, const TensorRef &k,
   bool host = device->isSimulator();
   rt::AttentionCall call;
   call.stream = options.stream;
-  call.splits = options.splits;
+  call.splits = fixedSplits ? fixedSplits : options.splits;
   rt::TensorView lseView;
   for (auto [ref, view, name] :
        {std::tuple<const TensorRef *, rt::TensorView *, const char *>{

@@ -869,10 +869,15 @@ Compiler::compile(const AttentionSpec &spec, llvm::StringRef target,
   llvm::Expected<TargetInfo> info = TargetInfo::get(target);
   if (!info)
     return info.takeError();
-  // A kernel serves every batch and length: they are not in its key.
+  // A kernel serves every batch and length: they are not in its key. A
+  // GPU decode kernel's fixed split count is not in its configuration (it
+  // is passed at launch) but is the Kernel's, so it is in the key.
   std::string key = info->isGPU()
                         ? gpuVariantId(spec.gpuQuery(target)) + " | " +
-                              gpuConfig(spec, c).str()
+                              gpuConfig(spec, c).str() +
+                              (spec.isDecode() && c.splits
+                                   ? " | splits " + std::to_string(c.splits)
+                                   : "")
                         : cpuKernelKey(spec, c);
 
   // One entry per key; the first caller compiles, the others wait for it.

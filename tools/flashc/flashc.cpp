@@ -296,7 +296,10 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
         meta.target, variant.query.decode ? "decode (split-KV)" : "prefill",
         variant.query.group, variant.blockQ, variant.blockKV,
         variant.forward.block, variant.forward.sharedBytes,
-        variant.query.decode ? ", splits chosen at launch" : "");
+        !variant.query.decode ? std::string()
+        : meta.splits > 0
+            ? ", " + std::to_string(meta.splits) + " split(s) at every launch"
+            : std::string(", splits chosen at launch"));
     llvm::outs() << llvm::formatv(
         "compile: {0:f1} ms cold, {1:f1} us cached\n", compileSeconds * 1e3,
         cachedSeconds * 1e6);

@@ -289,6 +289,87 @@ TEST(GPUKernelTest, MemorySpaceMismatchIsAnError) {
   }
 }
 
+/// A device that records the grid of each launch and runs it in the
+/// simulator.
+class RecordingSimulator : public flashc::runtime::Device {
+public:
+  explicit RecordingSimulator(const std::string &chip)
+      : sim(flashc::runtime::getSimulatorDevice(chip)) {}
+  std::string describe() const override { return sim->describe(); }
+  bool isSimulator() const override { return true; }
+  std::string getChip() const override { return sim->getChip(); }
+  int64_t getNumSMs() const override { return sim->getNumSMs(); }
+  flashc::Result<void *> allocate(uint64_t bytes, void *stream) override {
+    return sim->allocate(bytes, stream);
+  }
+  flashc::Status release(void *p, void *stream) override {
+    return sim->release(p, stream);
+  }
+  flashc::Status launch(const flashc::runtime::KernelVariant &variant,
+                        const flashc::runtime::KernelEntry &kernel,
+                        uint64_t grid,
+                        const std::vector<flashc::runtime::LaunchArg> &args,
+                        void *stream) override {
+    launches.emplace_back(kernel.name, grid);
+    return sim->launch(variant, kernel, grid, args, stream);
+  }
+  flashc::Status copyToDevice(void *dst, const void *src, uint64_t bytes,
+                              void *stream) override {
+    return sim->copyToDevice(dst, src, bytes, stream);
+  }
+  flashc::Status copyToHost(void *dst, const void *src, uint64_t bytes,
+                            void *stream) override {
+    return sim->copyToHost(dst, src, bytes, stream);
+  }
+  flashc::Status synchronize(void *stream) override {
+    return sim->synchronize(stream);
+  }
+
+  std::shared_ptr<flashc::runtime::Device> sim;
+  std::vector<std::pair<std::string, uint64_t>> launches;
+};
+
+/// A fixed split count in the configuration is a launch argument of the
+/// one decode kernel (as on the CPU): the forward grid has that many
+/// splits, the combine merges them, and the result matches the reference.
+TEST(GPUKernelTest, FixedSplitCountIsPassedAtLaunch) {
+  AttentionSpec spec;
+  spec.batch = 2;
+  spec.heads = 8;
+  spec.kvHeads = 2;
+  spec.seqQ = 1;
+  spec.seqKV = 1000; // 4 KV blocks of 256 keys: room for 3 splits
+  spec.headDim = 64;
+  spec.dtype = DType::F16;
+  spec.causal = true;
+  uint64_t forwardGrid[2] = {0, 0};
+  for (int64_t splits : {1, 3}) {
+    PipelineConfig config;
+    config.splits = splits;
+    auto kernel = Compiler::global().compile(spec, "sm_80", config);
+    ASSERT_TRUE(static_cast<bool>(kernel))
+        << llvm::toString(kernel.takeError());
+    EXPECT_EQ((*kernel)->getMetadata().splits, splits);
+    unsigned seed = freshSeed();
+    SCOPED_TRACE("splits " + std::to_string(splits) + ", seed " +
+                 std::to_string(seed));
+    std::mt19937 rng(seed);
+    flashc_test::AttentionBuffers b(spec, rng);
+    auto device = std::make_shared<RecordingSimulator>("sm_80");
+    RunOptions options;
+    options.device = device;
+    llvm::Error err = (*kernel)->run(b.q.ref(), b.k.ref(), b.v.ref(),
+                                     b.out.ref(), nullptr, options);
+    ASSERT_FALSE(static_cast<bool>(err)) << llvm::toString(std::move(err));
+    flashc_test::expectMatchesReference(spec, b);
+    ASSERT_EQ(device->launches.size(), 2u) << "forward and combine";
+    EXPECT_EQ(device->launches[0].first, "flash_attention_fwd");
+    EXPECT_EQ(device->launches[1].first, "flash_attention_combine");
+    forwardGrid[splits == 3] = device->launches[0].second;
+  }
+  EXPECT_EQ(forwardGrid[1], 3 * forwardGrid[0]);
+}
+
 /// A compiled kernel on the CUDA device with device pointers, under the
 /// fake driver (ctest flashc-compiler-fake-cuda; FakeCudaDriver.cpp): the
 /// JIT's kernel through the runtime's module loading and launches, with

@@ -138,8 +138,9 @@ TEST_P(NonFiniteTest, PropagatesPerRow) {
     bool bad = poisoned.count(row);
     // The float64 reference follows the same contract, except that its
     // scores do not overflow.
-    if (!overflowed.count(row))
+    if (!overflowed.count(row)) {
       ASSERT_EQ(std::isnan(expectedLse[row]), bad);
+    }
     if (bad) {
       EXPECT_TRUE(std::isnan(lse.get(row))) << "lse " << lse.get(row);
       for (int64_t t = 0; t < spec.headDim; ++t)

@@ -209,8 +209,9 @@ private:
                      const TensorRef *lse, const RunOptions &options) const;
   AttentionSpec spec;
   KernelMetadata metadata;
-  /// CPU: the configuration's fixed split count (0: chosen per run), the
-  /// largest Nq that is split, and the worker threads.
+  /// The configuration's fixed split count (0: chosen per run; GPU decode
+  /// kernels pass it at launch); on the CPU also the largest Nq that is
+  /// split and the worker threads.
   int64_t fixedSplits = 0;
   int64_t maxSeqQ = 16;
   int64_t threads = 1;
