@@ -99,9 +99,9 @@ llvm::Error mlir::flash::checkChipPTXVersion(llvm::StringRef chip,
         "'; expected e.g. ptx80 (PTX ISA 8.0)");
   if (!known)
     return llvm::createStringError(
-        "there is no PTX ISA version '" + ptxVersion +
-        "'; the versions are ptx60 to ptx65, ptx70 to ptx78, ptx80 to ptx88 "
-        "and ptx90");
+        "unsupported PTX ISA version '" + ptxVersion +
+        "'; LLVM emits ptx60 to ptx65, ptx70 to ptx78, ptx80 to ptx88 and "
+        "ptx90");
   unsigned minimum = static_cast<unsigned>(figures->minPtxVersion);
   if (version < minimum || version > 90)
     return llvm::createStringError(
@@ -374,12 +374,14 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
                 .str());
   }
   if (stage == "binary") {
-    // gpu-module-to-binary looks for the toolkit even for PTX; without this
-    // check a wrong path fails there with the whole module as a note.
-    if (!llvm::sys::fs::is_directory(c.toolkitPath))
+    // A cubin needs the toolkit's ptxas; without this check a wrong path
+    // fails in gpu-module-to-binary with the whole module as a note. PTX
+    // needs no toolkit.
+    if (c.binaryFormat == "bin" && !llvm::sys::fs::is_directory(c.toolkitPath))
       return llvm::createStringError(
           "the CUDA toolkit path '" + c.toolkitPath +
-          "' is not a directory (toolkit=; PTX and cubins are made with it)");
+          "' is not a directory (toolkit=; format=bin assembles with its "
+          "ptxas)");
     return addTextual(
         pm, llvm::formatv("gpu-module-to-binary{{format={0} toolkit={1}}",
                           c.binaryFormat, c.toolkitPath)

@@ -138,6 +138,8 @@ public:
   }
 
   Status release(void *p, void *stream) override {
+    if (Status s = makeCurrent())
+      return s;
     if (CUresult r = d.cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(p),
                                       static_cast<CUstream>(stream));
         r != CUDA_SUCCESS)

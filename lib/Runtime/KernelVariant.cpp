@@ -131,6 +131,19 @@ bool getString(const JsonValue &obj, const char *key, std::string &out) {
   return true;
 }
 
+/// The 64-bit FNV-1a hash of `data`, as 16 hex digits.
+std::string fnv1aHex(const std::string &data) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : data) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016llx",
+                static_cast<unsigned long long>(h));
+  return text;
+}
+
 } // namespace
 
 JsonValue KernelEntry::toJson() const {
@@ -205,8 +218,11 @@ JsonValue KernelVariant::toJson() const {
   o["block_q"] = blockQ;
   o["block_kv"] = blockKV;
   o["ptx"] = id + ".ptx";
-  if (!cubin.empty())
+  o["ptx_fnv1a"] = fnv1aHex(ptx);
+  if (!cubin.empty()) {
     o["cubin"] = id + ".cubin";
+    o["cubin_fnv1a"] = fnv1aHex(cubin);
+  }
   o["config"] = config;
   o["compile_seconds"] = compileSeconds;
   JsonValue::Object kernels;
@@ -465,17 +481,27 @@ Result<Bundle> Bundle::load(const std::string &directory) {
     Result<KernelVariant> v = KernelVariant::fromJson(entry);
     if (!v)
       return Status::error(directory + "/manifest.json: " + v.message());
-    Result<std::string> ptx = readFile(directory + "/" + v->id + ".ptx");
-    if (!ptx)
-      return ptx.status();
-    v->ptx = std::move(*ptx);
-    if (entry.get("cubin")) {
-      Result<std::string> cubin =
-          readFile(directory + "/" + v->id + ".cubin");
-      if (!cubin)
-        return cubin.status();
-      v->cubin = std::move(*cubin);
-    }
+    // A file must be the one its entry was written with (the checksum,
+    // where the manifest has one): two processes sharing a kernel cache can
+    // each save a variant of the same id built with other options.
+    auto load = [&](const std::string &ext, std::string &into) -> Status {
+      std::string path = directory + "/" + v->id + "." + ext;
+      Result<std::string> text = readFile(path);
+      if (!text)
+        return text.status();
+      const JsonValue *sum = entry.get(ext + "_fnv1a");
+      if (sum && (sum->getKind() != JsonValue::Kind::String ||
+                  sum->getString() != fnv1aHex(*text)))
+        return Status::error(path + " does not match its manifest entry "
+                                    "(its checksum differs)");
+      into = std::move(*text);
+      return Status::success();
+    };
+    if (Status s = load("ptx", v->ptx))
+      return s;
+    if (entry.get("cubin"))
+      if (Status s = load("cubin", v->cubin))
+        return s;
     bundle.variants.push_back(std::move(*v));
   }
   return bundle;

@@ -1083,16 +1083,25 @@ bool CTARunner::execWarpOp(uint32_t w) {
     }
     // Bank conflicts: a matrix's 8 rows of 16 bytes are one wavefront when
     // they fall in 8 different 16-byte bank groups (addresses modulo 128);
-    // distinct rows sharing a group take one wavefront each.
+    // distinct rows sharing a group take one wavefront each (a repeated
+    // row is read once).
     for (uint32_t i = 0; i < num; ++i) {
       uint32_t wavefronts = 1;
       for (uint32_t r = 0; r < 8; ++r) {
+        uint64_t a = rowAddr[8 * i + r];
+        bool repeat = false;
         uint32_t same = 1;
-        for (uint32_t q = 0; q < r; ++q) {
-          uint64_t a = rowAddr[8 * i + r], b = rowAddr[8 * i + q];
-          same += a != b && (a / 16) % 8 == (b / 16) % 8;
+        for (uint32_t q = 0; q < r && !repeat; ++q) {
+          uint64_t b = rowAddr[8 * i + q];
+          repeat = a == b;
+          // b counts when it is the first occurrence of its address.
+          bool first = true;
+          for (uint32_t e = 0; e < q && first; ++e)
+            first = rowAddr[8 * i + e] != b;
+          same += first && (a / 16) % 8 == (b / 16) % 8;
         }
-        wavefronts = std::max(wavefronts, same);
+        if (!repeat)
+          wavefronts = std::max(wavefronts, same);
       }
       ++ldmatrixMatrices;
       ldmatrixExtraWavefronts += wavefronts - 1;

@@ -68,8 +68,10 @@ def test_assembled_metadata():
 
 def test_cache_directory_is_a_bundle(rng, seed, tmp_path):
     cache = tmp_path / "kernels"
-    spec = flashc.AttentionSpec(heads=4, kv_heads=2, seq_q=24, seq_kv=40,
-                                head_dim=64, dtype="f16", causal=True)
+    # A configuration no other test compiles (the compiler's cache is the
+    # process's).
+    spec = flashc.AttentionSpec(heads=6, kv_heads=3, seq_q=24, seq_kv=40,
+                                head_dim=80, dtype="f16", causal=True)
     flashc.set_cache_directory(cache)
     try:
         flashc.compile(spec, "sm_80-sim")
@@ -79,7 +81,7 @@ def test_cache_directory_is_a_bundle(rng, seed, tmp_path):
     bundle = flashc.load_bundle(cache)
     assert len(bundle.variants) == 1
     # The runtime runs the cached kernel without the compiler.
-    q, k, v = make_inputs(rng, 1, 4, 2, 24, 40, 64, dtype=np.float16)
+    q, k, v = make_inputs(rng, 1, 6, 3, 24, 40, 80, dtype=np.float16)
     check(bundle.attention(q, k, v, causal=True, simulate=True), None, q, k,
           v, True, seed)
     with pytest.raises(flashc.FlashcError, match="path must be a string"):

@@ -21,7 +21,7 @@
 // RUN:   | FileCheck %s --check-prefix=PTX78
 // RUN: not flashc-opt %s --flash-gpu-pipeline="chip=sm_80 ptx=8.0" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=PTXTEXT
-// Versions that do not exist, which LLVM would ignore with a warning.
+// Versions this LLVM does not know, which it would ignore with a warning.
 // RUN: not flashc-opt %s --flash-gpu-pipeline="chip=sm_90a ptx=ptx89" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=PTX89
 // RUN: not flashc-opt %s --flash-gpu-pipeline="chip=sm_80 ptx=ptx79" 2>&1 \
@@ -34,8 +34,9 @@
 // RUN:   | FileCheck %s --check-prefix=ELF
 // RUN: not flashc-opt %s --flash-gpu-pipeline="chip=sm_80 splits=2 dynamic-splits=1" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=SPLITS
-// A toolkit path that is not there: one line, before any pass runs.
-// RUN: not flashc-opt %s --flash-gpu-pipeline="chip=sm_80 toolkit=%t.none" 2>&1 \
+// A toolkit path that is not there, for a cubin: one line, before any
+// pass runs.
+// RUN: not flashc-opt %s --flash-gpu-pipeline="chip=sm_80 format=bin toolkit=%t.none" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=TOOLKIT --implicit-check-not=gpu.module
 
 // CHECK-LABEL: module attributes {gpu.container_module}
@@ -78,13 +79,13 @@
 // SM70: error: invalid flash pipeline options: unknown target 'sm_70'; known targets: cpu, sm_80, sm_90a
 // PTX60: error: invalid flash pipeline options: sm_80 needs a PTX ISA version from ptx70 to ptx90, got ptx60
 // PTX78: error: invalid flash pipeline options: sm_90a needs a PTX ISA version from ptx80 to ptx90, got ptx78
-// PTX89: error: invalid flash pipeline options: there is no PTX ISA version 'ptx89'; the versions are ptx60 to ptx65, ptx70 to ptx78, ptx80 to ptx88 and ptx90
-// PTX79: error: invalid flash pipeline options: there is no PTX ISA version 'ptx79';
+// PTX89: error: invalid flash pipeline options: unsupported PTX ISA version 'ptx89'; LLVM emits ptx60 to ptx65, ptx70 to ptx78, ptx80 to ptx88 and ptx90
+// PTX79: error: invalid flash pipeline options: unsupported PTX ISA version 'ptx79';
 // PTX0080: error: invalid flash pipeline options: malformed PTX ISA version 'ptx0080'; expected e.g. ptx80 (PTX ISA 8.0)
-// PTX91: error: invalid flash pipeline options: there is no PTX ISA version 'ptx91';
+// PTX91: error: invalid flash pipeline options: unsupported PTX ISA version 'ptx91';
 // PTXTEXT: error: invalid flash pipeline options: malformed PTX ISA version '8.0'; expected e.g. ptx80 (PTX ISA 8.0)
 // ELF: error: invalid flash pipeline options: unknown binary format 'elf'; expected isa or bin
-// TOOLKIT: error: invalid flash pipeline options: the CUDA toolkit path '{{.*}}.none' is not a directory (toolkit=; PTX and cubins are made with it)
+// TOOLKIT: error: invalid flash pipeline options: the CUDA toolkit path '{{.*}}.none' is not a directory (toolkit=; format=bin assembles with its ptxas)
 // SPLITS: error: invalid flash pipeline options: dynamic-splits excludes a fixed split count (2)
 
 func.func @attention(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,

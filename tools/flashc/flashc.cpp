@@ -298,7 +298,8 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
         variant.forward.block, variant.forward.sharedBytes,
         !variant.query.decode ? std::string()
         : meta.splits > 0
-            ? ", " + std::to_string(meta.splits) + " split(s) at every launch"
+            ? ", " + std::to_string(meta.splits) +
+                  " split(s) asked at every launch (at most one per KV block)"
             : std::string(", splits chosen at launch"));
     llvm::outs() << llvm::formatv(
         "compile: {0:f1} ms cold, {1:f1} us cached\n", compileSeconds * 1e3,

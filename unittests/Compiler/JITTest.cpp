@@ -178,7 +178,7 @@ TEST(JITTest, GPUKernelsPersistInTheCacheDirectory) {
   AttentionSpec decode = prefill;
   decode.seqQ = 1;
 
-  std::string prefillId;
+  std::string prefillId, decodeId;
   {
     Compiler first;
     first.setCacheDirectory(cache);
@@ -188,8 +188,8 @@ TEST(JITTest, GPUKernelsPersistInTheCacheDirectory) {
           << llvm::toString(kernel.takeError());
       EXPECT_FALSE((*kernel)->getMetadata().stageIR.empty())
           << "compiled, not loaded";
-      if (!spec.isDecode())
-        prefillId = (*kernel)->getMetadata().gpu->id;
+      (spec.isDecode() ? decodeId : prefillId) =
+          (*kernel)->getMetadata().gpu->id;
     }
   }
   flashc::Result<flashc::runtime::Bundle> bundle =
@@ -197,23 +197,16 @@ TEST(JITTest, GPUKernelsPersistInTheCacheDirectory) {
   ASSERT_TRUE(bundle.ok()) << bundle.message();
   ASSERT_EQ(bundle->variants.size(), 2u);
 
-  // Mark the cached PTX: a kernel loaded from the directory carries it.
-  std::string ptxPath = cache + "/" + prefillId + ".ptx";
-  auto ptx = llvm::MemoryBuffer::getFile(ptxPath);
-  ASSERT_TRUE(static_cast<bool>(ptx)) << ptxPath;
-  std::string marked = (*ptx)->getBuffer().str() + "// from the cache\n";
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream out(ptxPath, ec);
-    ASSERT_FALSE(ec) << ec.message();
-    out << marked;
-  }
+  // A new compiler takes the kernel from the directory: nothing compiled.
+  std::string cachedPtx = bundle->variants[0].id == prefillId
+                              ? bundle->variants[0].ptx
+                              : bundle->variants[1].ptx;
   Compiler second;
   second.setCacheDirectory(cache);
   auto loaded = second.compile(prefill, "sm_80");
   ASSERT_TRUE(static_cast<bool>(loaded)) << llvm::toString(loaded.takeError());
   EXPECT_TRUE((*loaded)->getMetadata().stageIR.empty()) << "loaded, not compiled";
-  EXPECT_EQ((*loaded)->getMetadata().gpu->ptx, marked);
+  EXPECT_EQ((*loaded)->getMetadata().gpu->ptx, cachedPtx);
 
   // It runs (in the simulator) and matches the reference.
   unsigned seed = flashc_test::freshSeed();
@@ -239,6 +232,28 @@ TEST(JITTest, GPUKernelsPersistInTheCacheDirectory) {
   bundle = flashc::runtime::Bundle::load(cache);
   ASSERT_TRUE(bundle.ok()) << bundle.message();
   EXPECT_EQ(bundle->variants.size(), 2u);
+  // A PTX file that no longer matches its manifest entry's checksum (say,
+  // rewritten by another process) is not taken: the kernel is compiled.
+  std::string decodePath = cache + "/" + decodeId + ".ptx";
+  std::string decodePtx;
+  {
+    auto text = llvm::MemoryBuffer::getFile(decodePath);
+    ASSERT_TRUE(static_cast<bool>(text)) << decodePath;
+    decodePtx = (*text)->getBuffer().str();
+    std::error_code ec;
+    llvm::raw_fd_ostream out(decodePath, ec);
+    ASSERT_FALSE(ec) << ec.message();
+    out << decodePtx << "// changed\n";
+  }
+  EXPECT_FALSE(flashc::runtime::Bundle::load(cache).ok());
+  Compiler third;
+  third.setCacheDirectory(cache);
+  auto recompiled = third.compile(decode, "sm_80");
+  ASSERT_TRUE(static_cast<bool>(recompiled))
+      << llvm::toString(recompiled.takeError());
+  EXPECT_FALSE((*recompiled)->getMetadata().stageIR.empty());
+  EXPECT_EQ((*recompiled)->getMetadata().gpu->ptx, decodePtx);
+  EXPECT_TRUE(flashc::runtime::Bundle::load(cache).ok());
   // No temporary file is left behind.
   std::error_code ec;
   for (llvm::sys::fs::directory_iterator it(cache, ec), end; it != end && !ec;

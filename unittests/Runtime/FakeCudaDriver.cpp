@@ -350,6 +350,8 @@ CUresult cuMemAllocAsync(CUdeviceptr *pointer, size_t bytes, CUstream) {
 }
 
 CUresult cuMemFreeAsync(CUdeviceptr pointer, CUstream) {
+  if (!hasContext())
+    return CUDA_ERROR_INVALID_CONTEXT;
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   auto it = s.allocations.find(static_cast<uint64_t>(pointer));

@@ -642,6 +642,20 @@ TEST_F(BrokenBundleTest, MissingCubinFile) {
   EXPECT_EQ(loadError(), "cannot read '" + path + "/" + id + ".cubin'");
 }
 
+TEST_F(BrokenBundleTest, ChangedPtxFile) {
+  writeText(path + "/" + id + ".ptx", sampleVariant().ptx + "// changed\n");
+  EXPECT_EQ(loadError(), path + "/" + id +
+                             ".ptx does not match its manifest entry (its "
+                             "checksum differs)");
+}
+
+TEST_F(BrokenBundleTest, ChangedCubinFile) {
+  writeText(path + "/" + id + ".cubin", "another cubin");
+  EXPECT_EQ(loadError(), path + "/" + id +
+                             ".cubin does not match its manifest entry (its "
+                             "checksum differs)");
+}
+
 TEST_F(BrokenBundleTest, MissingDirectory) {
   path += "/nowhere";
   EXPECT_EQ(loadError(),

@@ -650,6 +650,8 @@ struct BankCase {
   const char *name;
   uint32_t stride;
   bool swizzle;
+  /// Lane l names row (l >> shift): lanes share rows when shift > 0.
+  uint32_t shift;
   /// Extra wavefronts per matrix.
   uint64_t extra;
 };
@@ -658,8 +660,9 @@ class LdmatrixBankTest : public ::testing::TestWithParam<BankCase> {};
 
 TEST_P(LdmatrixBankTest, CountsExtraWavefronts) {
   const BankCase &c = GetParam();
-  std::string body =
-      "  mul.lo.u32 %r1, %r0, " + std::to_string(c.stride) + ";\n";
+  std::string body = "  shr.u32 %r5, %r0, " + std::to_string(c.shift) +
+                     ";\n  mul.lo.u32 %r1, %r5, " + std::to_string(c.stride) +
+                     ";\n";
   if (c.swizzle)
     body += "  and.b32 %r2, %r0, 7;\n"
             "  shl.b32 %r2, %r2, 4;\n"
@@ -690,15 +693,19 @@ INSTANTIATE_TEST_SUITE_P(
     Collective, LdmatrixBankTest,
     ::testing::Values(
         // Rows of 16 bytes back to back: 8 rows cover 128 bytes.
-        BankCase{"Packed", 16, false, 0},
+        BankCase{"Packed", 16, false, 0, 0},
         // Rows of 128 bytes: every row in bank group 0.
-        BankCase{"Stride128", 128, false, 7},
+        BankCase{"Stride128", 128, false, 0, 7},
         // ... unless the chunk is XOR-swizzled by the row.
-        BankCase{"Stride128Swizzled", 128, true, 0},
+        BankCase{"Stride128Swizzled", 128, true, 0, 0},
         // Rows of 64 bytes: groups 0 and 4, four rows each.
-        BankCase{"Stride64", 64, false, 3},
+        BankCase{"Stride64", 64, false, 0, 3},
         // Padded rows of 144 bytes (128 + one chunk).
-        BankCase{"Stride144", 144, false, 0}),
+        BankCase{"Stride144", 144, false, 0, 0},
+        // Every lane names the same row: read once.
+        BankCase{"OneRow", 128, false, 5, 0},
+        // Lanes in pairs: 4 distinct rows per matrix, all in group 0.
+        BankCase{"PairsStride128", 128, false, 1, 3}),
     [](const ::testing::TestParamInfo<BankCase> &info) {
       return std::string(info.param.name);
     });

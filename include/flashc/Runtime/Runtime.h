@@ -230,10 +230,13 @@ WaveTarget getWaveTarget(const std::string &chip, int64_t numSMs);
 
 /// A directory of kernels: `manifest.json` and one `<id>.ptx` (and
 /// `<id>.cubin`) per variant. The JIT's disk cache has the same format.
+/// Each entry records an FNV-1a checksum of its files.
 class Bundle {
 public:
+  /// Fails on a file whose checksum differs from its manifest entry's.
   static Result<Bundle> load(const std::string &directory);
-  /// Writes the manifest and every variant's files.
+  /// Writes the manifest and every variant's files, each whole (through a
+  /// temporary file renamed into place), the manifest last.
   Status save(const std::string &directory) const;
   /// The variant computing `query`, or null.
   const KernelVariant *find(const AttentionQuery &query) const;
