@@ -97,15 +97,13 @@ def reference(xp, q, k, v, causal):
         v = xp.repeat(v, g, axis=1)
         s = (q @ k.transpose(0, 1, 3, 2)) / math.sqrt(d)
     if causal:
-        if xp.__name__ == "torch":
-            # The mask on the scores' device (CUDA tensors take no CPU mask).
-            i = xp.arange(nq, device=s.device)[:, None]
-            j = xp.arange(nk, device=s.device)[None, :]
-            s = s.masked_fill(~(j <= i + (nk - nq)), -math.inf)
-        else:
-            i = xp.arange(nq)[:, None]
-            j = xp.arange(nk)[None, :]
-            s = xp.where(j <= i + (nk - nq), s, -math.inf)
+        # The mask on the scores' device (CUDA tensors take no CPU mask).
+        on = {"device": s.device} if xp.__name__ == "torch" else {}
+        i = xp.arange(nq, **on)[:, None]
+        j = xp.arange(nk, **on)[None, :]
+        visible = j <= i + (nk - nq)
+        s = xp.where(visible, s, -math.inf) if xp.__name__ != "torch" else \
+            s.masked_fill(~visible, -math.inf)
     m = s.max(-1, keepdims=True) if xp.__name__ != "torch" else \
         s.amax(-1, keepdim=True)
     m = xp.where(xp.isinf(m), xp.zeros_like(m), m)

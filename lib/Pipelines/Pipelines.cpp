@@ -75,9 +75,11 @@ std::string PipelineConfig::str() const {
 
 llvm::Error mlir::flash::checkChipPTXVersion(llvm::StringRef chip,
                                              llvm::StringRef ptxVersion) {
+  // Leading zeros (ptx0080) are malformed too.
   unsigned version = 0;
   if (!ptxVersion.starts_with("ptx") ||
-      ptxVersion.drop_front(3).getAsInteger(10, version) || version < 60)
+      ptxVersion.drop_front(3).getAsInteger(10, version) || version < 60 ||
+      ptxVersion != "ptx" + std::to_string(version))
     return llvm::createStringError(
         "malformed PTX ISA version '" + ptxVersion +
         "'; expected e.g. ptx80 (PTX ISA 8.0)");
@@ -87,23 +89,18 @@ llvm::Error mlir::flash::checkChipPTXVersion(llvm::StringRef chip,
   if (!figures)
     return llvm::createStringError("unknown GPU chip '" + chip +
                                    "'; expected sm_80 or sm_90a");
-  // Only versions that exist: LLVM ignores an unknown `+ptxNN` feature
-  // with a warning and emits its default version instead. Leading zeros
-  // (ptx0080) are malformed.
+  // Only versions LLVM knows: it ignores an unknown `+ptxNN` feature with
+  // a warning and emits its default version instead.
   bool known = (version >= 60 && version <= 65) ||
                (version >= 70 && version <= 78) ||
                (version >= 80 && version <= 88) || version == 90;
-  if (ptxVersion != "ptx" + std::to_string(version))
-    return llvm::createStringError(
-        "malformed PTX ISA version '" + ptxVersion +
-        "'; expected e.g. ptx80 (PTX ISA 8.0)");
   if (!known)
     return llvm::createStringError(
         "unsupported PTX ISA version '" + ptxVersion +
         "'; LLVM emits ptx60 to ptx65, ptx70 to ptx78, ptx80 to ptx88 and "
         "ptx90");
   unsigned minimum = static_cast<unsigned>(figures->minPtxVersion);
-  if (version < minimum || version > 90)
+  if (version < minimum)
     return llvm::createStringError(
         llvm::formatv("{0} needs a PTX ISA version from ptx{1} to ptx90, got "
                       "{2}",

@@ -1086,25 +1086,13 @@ bool CTARunner::execWarpOp(uint32_t w) {
     // distinct rows sharing a group take one wavefront each (a repeated
     // row is read once).
     for (uint32_t i = 0; i < num; ++i) {
-      uint32_t wavefronts = 1;
-      for (uint32_t r = 0; r < 8; ++r) {
-        uint64_t a = rowAddr[8 * i + r];
-        bool repeat = false;
-        uint32_t same = 1;
-        for (uint32_t q = 0; q < r && !repeat; ++q) {
-          uint64_t b = rowAddr[8 * i + q];
-          repeat = a == b;
-          // b counts when it is the first occurrence of its address.
-          bool first = true;
-          for (uint32_t e = 0; e < q && first; ++e)
-            first = rowAddr[8 * i + e] != b;
-          same += first && (a / 16) % 8 == (b / 16) % 8;
-        }
-        if (!repeat)
-          wavefronts = std::max(wavefronts, same);
-      }
+      const uint64_t *rows = &rowAddr[8 * i];
+      uint32_t perGroup[8] = {};
+      for (uint32_t r = 0; r < 8; ++r)
+        if (std::find(rows, rows + r, rows[r]) == rows + r)
+          ++perGroup[(rows[r] / 16) % 8];
       ++ldmatrixMatrices;
-      ldmatrixExtraWavefronts += wavefronts - 1;
+      ldmatrixExtraWavefronts += *std::max_element(perGroup, perGroup + 8) - 1;
     }
     uint16_t rows[4][8][8];
     for (uint32_t l = 0; l < 8 * num; ++l) {
