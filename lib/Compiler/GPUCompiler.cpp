@@ -12,6 +12,7 @@
 
 #include "CompilerUtils.h"
 
+#include "flashc/Support/Files.h"
 #include "flashc/Target/GPUSchedule.h"
 #include "flashc/Target/TargetInfo.h"
 
@@ -268,6 +269,11 @@ llvm::Expected<rt::KernelVariant> Compiler::compileGPUVariant(
   if (variant.ptx.empty())
     return llvm::createStringError("the GPU pipeline produced no PTX for " +
                                    variant.id);
+  // What the manifest must say of this PTX, as comments in it: a loaded
+  // bundle is checked against them (rt::checkVariantAgainstPTX).
+  if (!variant.ptx.empty() && variant.ptx.back() != '\n')
+    variant.ptx += '\n';
+  variant.ptx += rt::getVariantDescriptor(variant);
   variant.compileSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -294,6 +300,11 @@ KernelBuilder::buildGPU(const AttentionSpec &spec, const PipelineConfig &config,
   static std::mutex diskMutex;
   if (!cacheDirectory.empty()) {
     std::lock_guard<std::mutex> lock(diskMutex);
+    // Its kernels run as this user's code: the directory must be this
+    // user's and writable by nobody else (created 0700).
+    if (flashc::Status s = flashc::makePrivateDirectory(
+            cacheDirectory, "kernel cache directory"))
+      return llvm::createStringError(s.message());
     flashc::Result<rt::Bundle> bundle = rt::Bundle::load(cacheDirectory);
     if (bundle)
       if (const rt::KernelVariant *v = bundle->find(spec.gpuQuery(g.target)))

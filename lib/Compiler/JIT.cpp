@@ -616,6 +616,45 @@ llvm::Error checkBuffer(const TensorRef &t, llvm::StringRef name, DType dtype,
           llvm::formatv("{0} has a negative stride: {1}", name,
                         shapeStr(t.strides))
               .str());
+  if (!flashc::getStridedExtentBytes(t.sizes.data(), t.strides.data(),
+                                     static_cast<int>(t.sizes.size()),
+                                     getDTypeBytes(t.dtype)))
+    return llvm::createStringError(
+        llvm::formatv("{0} with shape {1} and strides {2} addresses more "
+                      "than 2^60 bytes",
+                      name, shapeStr(t.sizes), shapeStr(t.strides))
+            .str());
+  return llvm::Error::success();
+}
+
+/// An error when an output (out, lse) shares bytes with another tensor of
+/// the call: the kernels read their inputs while they write, so an output
+/// over an input gives wrong results.
+llvm::Error checkOutputsApart(
+    llvm::ArrayRef<std::pair<const TensorRef *, const char *>> tensors,
+    size_t firstOutput) {
+  auto extent = [](const TensorRef &t) -> uint64_t {
+    return flashc::getStridedExtentBytes(t.sizes.data(), t.strides.data(),
+                                         static_cast<int>(t.sizes.size()),
+                                         getDTypeBytes(t.dtype))
+        .value_or(0);
+  };
+  for (size_t i = firstOutput; i < tensors.size(); ++i) {
+    const TensorRef *o = tensors[i].first;
+    if (!o)
+      continue;
+    for (size_t j = 0; j < tensors.size(); ++j) {
+      const TensorRef *t = tensors[j].first;
+      if (j == i || !t || t->onDevice != o->onDevice)
+        continue;
+      if (flashc::rangesOverlap(o->data, extent(*o), t->data, extent(*t)))
+        return llvm::createStringError(
+            llvm::formatv("{0} overlaps {1} in memory; outputs must not share "
+                          "memory with another tensor of the call",
+                          tensors[i].second, tensors[j].second)
+                .str());
+    }
+  }
   return llvm::Error::success();
 }
 
@@ -704,6 +743,11 @@ llvm::Error Kernel::run(const TensorRef &q, const TensorRef &k,
         llvm::formatv("the split count must be positive (0: chosen), got {0}",
                       options.splits)
             .str());
+  if (llvm::Error e = checkOutputsApart(
+          {{&q, "query"}, {&k, "key"}, {&v, "value"}, {&out, "output"},
+           {lse, "lse"}},
+          /*firstOutput=*/3))
+    return e;
   // Decode shapes take the entry point without the transposed copy of K:
   // each key block is read by one Q tile only.
   void *entry = this->entry;

@@ -58,9 +58,9 @@ std::string stridesString(const TensorView &t) {
 Status checkTensor(const TensorView &t, const char *name, ElementType dtype,
                    std::initializer_list<int64_t> sizes, bool aligned) {
   if (!t.data)
-    return Status::error(std::string(name) + " is null");
+    return Status::invalidArgument(std::string(name) + " is null");
   if (t.dtype != dtype)
-    return Status::error(std::string(name) + " has element type " +
+    return Status::invalidArgument(std::string(name) + " has element type " +
                          stringify(t.dtype) + ", the kernel takes " +
                          stringify(dtype));
   TensorView expected;
@@ -72,26 +72,26 @@ Status checkTensor(const TensorView &t, const char *name, ElementType dtype,
   for (int d = 0; same && d < t.rank; ++d)
     same = t.sizes[d] == expected.sizes[d];
   if (!same)
-    return Status::error(std::string(name) + " has shape " + shapeString(t) +
+    return Status::invalidArgument(std::string(name) + " has shape " + shapeString(t) +
                          ", expected " + shapeString(expected));
   if (t.strides[t.rank - 1] != 1)
-    return Status::error(std::string(name) +
+    return Status::invalidArgument(std::string(name) +
                          " must have unit stride in its last dimension, got "
                          "strides " +
                          stridesString(t));
   for (int d = 0; d < t.rank; ++d)
     if (t.strides[d] < 0)
-      return Status::error(std::string(name) + " has a negative stride: " +
+      return Status::invalidArgument(std::string(name) + " has a negative stride: " +
                            stridesString(t));
   if (aligned) {
     // Rows are copied and stored 16 bytes at a time.
     int64_t perChunk = 16 / getElementBytes(t.dtype);
     if (reinterpret_cast<uintptr_t>(t.data) % 16 != 0)
-      return Status::error(std::string(name) +
+      return Status::invalidArgument(std::string(name) +
                            " must be 16-byte aligned for the GPU kernels");
     for (int d = 0; d + 1 < t.rank; ++d)
       if (t.strides[d] % perChunk != 0)
-        return Status::error(std::string(name) + " has strides " +
+        return Status::invalidArgument(std::string(name) + " has strides " +
                              stridesString(t) +
                              "; the GPU kernels need strides that are "
                              "multiples of " +
@@ -99,7 +99,7 @@ Status checkTensor(const TensorView &t, const char *name, ElementType dtype,
   }
   Result<uint64_t> extent = t.getExtentBytes();
   if (!extent)
-    return Status::error(std::string(name) + ": " + extent.message());
+    return Status::invalidArgument(std::string(name) + ": " + extent.message());
   return Status::success();
 }
 
@@ -139,14 +139,14 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
                          {&call.v, "value"},
                          {&call.out, "output"}})
     if (t->rank != 4)
-      return Status::error(std::string(name) +
+      return Status::invalidArgument(std::string(name) +
                            " must have rank 4 [B, H, N, D], got rank " +
                            std::to_string(t->rank));
   int64_t batch = call.q.sizes[0], heads = call.q.sizes[1];
   int64_t seqQ = call.q.sizes[2], kvHeads = call.k.sizes[1];
   int64_t seqKV = call.k.sizes[2];
   if (batch <= 0 || seqQ <= 0 || seqKV <= 0 || kvHeads <= 0)
-    return Status::error("batch, KV heads, query length and key length must "
+    return Status::invalidArgument("batch, KV heads, query length and key length must "
                          "be positive, got B=" +
                          std::to_string(batch) + " Hkv=" +
                          std::to_string(kvHeads) + " Nq=" +
@@ -162,9 +162,9 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
   limits.elementBytes = getElementBytes(q.dtype);
   std::string problem = checkAttentionSizes(limits);
   if (!problem.empty())
-    return Status::error(problem);
+    return Status::invalidArgument(problem);
   if (heads != q.group * kvHeads)
-    return Status::error("the kernel packs " + std::to_string(q.group) +
+    return Status::invalidArgument("the kernel packs " + std::to_string(q.group) +
                          " query head(s) per KV head, but the call has " +
                          std::to_string(heads) + " query heads over " +
                          std::to_string(kvHeads) + " KV heads");
@@ -184,7 +184,7 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
                              {batch, heads, seqQ, q.headDimV}, alignedDv))
     return s;
   if (q.withLse != (call.lse != nullptr))
-    return Status::error(q.withLse
+    return Status::invalidArgument(q.withLse
                              ? "the kernel writes an LSE buffer but none "
                                "was given"
                              : "an LSE buffer was given but the kernel has "
@@ -195,14 +195,38 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
       return s;
     const TensorView &l = *call.lse;
     if (l.strides[1] != seqQ || l.strides[0] != heads * seqQ)
-      return Status::error("lse must be contiguous, got strides " +
+      return Status::invalidArgument("lse must be contiguous, got strides " +
                            stridesString(l));
   }
+  // The kernels read their inputs while they write: an output over an
+  // input (or over the other output) gives wrong results.
+  {
+    const std::pair<const TensorView *, const char *> tensors[] = {
+        {&call.q, "query"}, {&call.k, "key"},     {&call.v, "value"},
+        {&call.out, "output"}, {call.lse, "lse"}};
+    for (size_t i = 3; i < 5; ++i) {
+      const TensorView *o = tensors[i].first;
+      if (!o)
+        continue;
+      for (size_t j = 0; j < 5; ++j) {
+        const TensorView *t = tensors[j].first;
+        if (j == i || !t)
+          continue;
+        if (rangesOverlap(o->data, *o->getExtentBytes(), t->data,
+                          *t->getExtentBytes()))
+          return Status::invalidArgument(
+              std::string(tensors[i].second) + " overlaps " +
+              tensors[j].second +
+              " in memory; outputs must not share memory with another "
+              "tensor of the call");
+      }
+    }
+  }
   if (call.splits < 0)
-    return Status::error("splits must be non-negative, got " +
+    return Status::invalidArgument("splits must be non-negative, got " +
                          std::to_string(call.splits));
   if (!q.decode && call.splits > 1)
-    return Status::error("a prefill kernel does not split its KV loop (" +
+    return Status::invalidArgument("a prefill kernel does not split its KV loop (" +
                          std::to_string(call.splits) + " splits asked)");
 
   // The kernels see [B', G, N, D] query/output and [B', 1, N, D] key/value
@@ -256,15 +280,27 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
   }
 
   GridSizes sizes{kernelBatch, seqQ, seqKV, splits};
-  Result<int64_t> forwardGrid = evaluateGrid(variant.forward.grid, sizes);
+  // Grids beyond a launch's 2^31 - 1 CTAs come from the call's sizes; a
+  // grid of no CTA from a kernel's formula.
+  auto grid = [&](const KernelEntry &e) -> Result<int64_t> {
+    Result<int64_t> g = evaluateGrid(e.grid, sizes);
+    if (!g)
+      return g.status();
+    if (*g <= 0)
+      return Status::error("kernel " + e.name + ": a grid of " +
+                           std::to_string(*g) + " CTAs");
+    if (*g > 0x7fffffff)
+      return Status::invalidArgument(
+          "kernel " + e.name + ": a grid of " + std::to_string(*g) +
+          " CTAs is more than a launch allows (2^31 - 1)");
+    return g;
+  };
+  Result<int64_t> forwardGrid = grid(variant.forward);
   if (!forwardGrid)
     return forwardGrid.status();
-  if (*forwardGrid <= 0 || *forwardGrid > 0x7fffffff)
-    return Status::error("a grid of " + std::to_string(*forwardGrid) +
-                         " CTAs is outside what a launch allows");
   int64_t combineGrid = 0;
   if (variant.combine) {
-    Result<int64_t> g = evaluateGrid(variant.combine->grid, sizes);
+    Result<int64_t> g = grid(*variant.combine);
     if (!g)
       return g.status();
     combineGrid = *g;
@@ -273,7 +309,7 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
   // The combine kernel divides row indices in 32 bits.
   if (q.decode && static_cast<__int128>(kernelBatch) * q.group * seqQ >=
                       (static_cast<__int128>(1) << 31))
-    return Status::error("a decode call of " + std::to_string(kernelBatch) +
+    return Status::invalidArgument("a decode call of " + std::to_string(kernelBatch) +
                          " x " + std::to_string(q.group) + " x " +
                          std::to_string(seqQ) +
                          " rows exceeds the combine kernel's 2^31 rows");
@@ -287,7 +323,7 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
         static_cast<__int128>(splits) * kernelBatch * q.group * seqQ;
     __int128 bytes = rows * q.headDimV * 4;
     if (bytes > (static_cast<__int128>(1) << 62))
-      return Status::error("the split workspace overflows");
+      return Status::invalidArgument("the split workspace overflows");
     wsOutBytes = static_cast<uint64_t>(bytes);
     wsLseBytes = static_cast<uint64_t>(rows * 4);
     Result<void *> a = device.allocate(wsOutBytes + wsLseBytes, call.stream);

@@ -8,8 +8,14 @@
 #include "flashc/Runtime/flashc_runtime.h"
 #include "flashc/Runtime/Runtime.h"
 
+#include "flashc/Support/Files.h"
+
+#include <cerrno>
 #include <cmath>
+#include <exception>
 #include <mutex>
+#include <new>
+#include <sys/stat.h>
 
 using namespace flashc;
 using namespace flashc::runtime;
@@ -53,6 +59,27 @@ bool toView(const flashc_tensor *t, const char *name, TensorView &view) {
   return true;
 }
 
+flashc_status attention(flashc_bundle *bundle, flashc_device_kind kind,
+                        const flashc_tensor *q, const flashc_tensor *k,
+                        const flashc_tensor *v, const flashc_tensor *out,
+                        const flashc_tensor *lse, int causal, double scale,
+                        void *stream);
+
+/// Runs `body`, turning any C++ exception into an error code: none may
+/// reach a C caller.
+template <typename Body> flashc_status guarded(Body body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return fail(FLASHC_ERROR_INTERNAL, "out of memory");
+  } catch (const std::exception &e) {
+    return fail(FLASHC_ERROR_INTERNAL,
+                std::string("internal error: ") + e.what());
+  } catch (...) {
+    return fail(FLASHC_ERROR_INTERNAL, "internal error");
+  }
+}
+
 } // namespace
 
 extern "C" {
@@ -60,12 +87,19 @@ extern "C" {
 flashc_status flashc_bundle_open(const char *dir, flashc_bundle **out) {
   if (!dir || !out)
     return fail(FLASHC_ERROR_INVALID_ARGUMENT, "null argument");
-  Result<Bundle> bundle = Bundle::load(dir);
-  if (!bundle)
-    return fail(FLASHC_ERROR_NOT_FOUND, bundle.message());
-  *out = new flashc_bundle{std::move(*bundle)};
-  lastError.clear();
-  return FLASHC_OK;
+  return guarded([&] {
+    std::string manifest = std::string(dir) + "/manifest.json";
+    struct stat st;
+    bool absent = ::stat(manifest.c_str(), &st) != 0 && errno == ENOENT;
+    Result<Bundle> bundle = Bundle::load(dir);
+    if (!bundle)
+      return fail(absent ? FLASHC_ERROR_NOT_FOUND
+                         : FLASHC_ERROR_INVALID_BUNDLE,
+                  bundle.message());
+    *out = new flashc_bundle{std::move(*bundle)};
+    lastError.clear();
+    return FLASHC_OK;
+  });
 }
 
 void flashc_bundle_close(flashc_bundle *bundle) { delete bundle; }
@@ -85,6 +119,22 @@ flashc_status flashc_attention(flashc_bundle *bundle,
                                const flashc_tensor *out,
                                const flashc_tensor *lse, int causal,
                                double scale, void *stream) {
+  return guarded([&] {
+    return attention(bundle, kind, q, k, v, out, lse, causal, scale, stream);
+  });
+}
+
+const char *flashc_last_error(void) { return lastError.c_str(); }
+
+} // extern "C"
+
+namespace {
+
+flashc_status attention(flashc_bundle *bundle, flashc_device_kind kind,
+                        const flashc_tensor *q, const flashc_tensor *k,
+                        const flashc_tensor *v, const flashc_tensor *out,
+                        const flashc_tensor *lse, int causal, double scale,
+                        void *stream) {
   if (!bundle)
     return fail(FLASHC_ERROR_INVALID_ARGUMENT, "bundle is null");
   AttentionCall call;
@@ -131,6 +181,10 @@ flashc_status flashc_attention(flashc_bundle *bundle,
   query.headDimV = call.v.sizes[3];
   query.causal = causal != 0;
   query.withLse = lse != nullptr;
+  if (!std::isfinite(scale))
+    return fail(FLASHC_ERROR_INVALID_ARGUMENT,
+                "scale must be finite (<= 0 selects 1/sqrt(D)), got " +
+                    std::to_string(scale));
   query.scale = scale > 0 ? scale
                           : 1.0 / std::sqrt(static_cast<double>(query.headDim));
   // A kernel for the device's chip; on the simulator, any chip's.
@@ -160,11 +214,11 @@ flashc_status flashc_attention(flashc_bundle *bundle,
                     (query.withLse ? " with LSE" : "") + " on " +
                     device->describe());
   if (Status s = launchAttention(*device, *variant, call))
-    return fail(FLASHC_ERROR_LAUNCH, s.message());
+    return fail(s.isInvalidArgument() ? FLASHC_ERROR_INVALID_ARGUMENT
+                                      : FLASHC_ERROR_LAUNCH,
+                s.message());
   lastError.clear();
   return FLASHC_OK;
 }
 
-const char *flashc_last_error(void) { return lastError.c_str(); }
-
-} // extern "C"
+} // namespace

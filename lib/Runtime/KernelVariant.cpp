@@ -7,17 +7,18 @@
 
 #include "flashc/Runtime/Runtime.h"
 
-#include <atomic>
+#include "flashc/Support/Files.h"
+#include "flashc/Support/Sizes.h"
+#include "flashc/Target/GPUTargets.h"
+
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
-#include <sstream>
-#include <sys/stat.h>
-#include <unistd.h>
 
 using namespace flashc;
 using namespace flashc::runtime;
@@ -78,9 +79,10 @@ Result<uint64_t> TensorView::getExtentBytes() const {
     last += static_cast<__int128>(sizes[d] - 1) * strides[d];
   }
   __int128 bytes = (last + 1) * getElementBytes(dtype);
-  if (bytes > (static_cast<__int128>(1) << 62))
-    return Status::error("a tensor of " + std::to_string(rank) +
-                         " dimensions addresses more than 2^62 bytes");
+  if (bytes > kMaxTensorBytes)
+    return Status::invalidArgument("a tensor of " + std::to_string(rank) +
+                                   " dimensions addresses more than 2^60 "
+                                   "bytes");
   return static_cast<uint64_t>(bytes);
 }
 
@@ -157,20 +159,65 @@ JsonValue KernelEntry::toJson() const {
   return JsonValue(std::move(o));
 }
 
+namespace {
+
+/// A PTX identifier: [A-Za-z_$%][A-Za-z0-9_$]*, bounded.
+bool isPtxIdentifier(const std::string &name) {
+  if (name.empty() || name.size() > 256 ||
+      !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_' ||
+        name[0] == '$'))
+    return false;
+  for (char c : name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$'))
+      return false;
+  return true;
+}
+
+/// The value of `key` of `obj`, or an error naming it when it is missing,
+/// not an integer or outside [lo, hi].
+Status getBounded(const JsonValue &obj, const char *key, int64_t lo,
+                  int64_t hi, int64_t &out) {
+  if (!getInt(obj, key, out))
+    return missing(key);
+  if (out < lo || out > hi)
+    return Status::error("manifest: '" + std::string(key) + "' is " +
+                         std::to_string(out) + ", outside " +
+                         std::to_string(lo) + " to " + std::to_string(hi));
+  return Status::success();
+}
+
+} // namespace
+
 Result<KernelEntry> KernelEntry::fromJson(const JsonValue &v) {
   KernelEntry e;
+  if (!v.isObject())
+    return Status::error("manifest: a kernel entry is not an object");
   if (!getString(v, "name", e.name))
     return missing("name");
+  if (!isPtxIdentifier(e.name))
+    return Status::error("manifest: kernel name '" +
+                         escapeForMessage(e.name) +
+                         "' is not a PTX identifier");
   if (!getString(v, "grid", e.grid))
     return missing("grid");
-  if (!getInt(v, "block", e.block) || e.block <= 0 || e.block > 1024)
-    return missing("block");
-  if (!getInt(v, "shared_bytes", e.sharedBytes) || e.sharedBytes < 0)
-    return missing("shared_bytes");
-  if (v.get("registers") && !getInt(v, "registers", e.registers))
-    return missing("registers");
-  if (v.get("spill_bytes") && !getInt(v, "spill_bytes", e.spillBytes))
-    return missing("spill_bytes");
+  if (e.grid.empty() || e.grid.size() > kMaxGridExpressionChars)
+    return Status::error("manifest: the grid expression of " + e.name +
+                         " has " + std::to_string(e.grid.size()) +
+                         " characters; expected 1 to " +
+                         std::to_string(kMaxGridExpressionChars));
+  if (Status s = getBounded(v, "block", 1, 1024, e.block))
+    return s;
+  // The largest opt-in shared memory of any target; the variant checks its
+  // own target's.
+  if (Status s = getBounded(v, "shared_bytes", 0, 227 * 1024, e.sharedBytes))
+    return s;
+  if (v.get("registers"))
+    if (Status s = getBounded(v, "registers", -1, 255, e.registers))
+      return s;
+  if (v.get("spill_bytes"))
+    if (Status s = getBounded(v, "spill_bytes", -1, int64_t(1) << 30,
+                              e.spillBytes))
+      return s;
   return e;
 }
 
@@ -246,19 +293,27 @@ Result<KernelVariant> KernelVariant::fromJson(const JsonValue &v) {
   if (!v.isObject())
     return Status::error("manifest: a variant is not an object");
   std::string dtype, scale;
-  if (!getString(v, "id", k.id) || k.id.empty() ||
-      k.id.find('/') != std::string::npos)
+  if (!getString(v, "id", k.id))
     return missing("id");
+  if (Status s = checkVariantId(k.id))
+    return s;
   if (!getString(v, "target", k.query.target))
     return missing("target");
+  const GPUTargetFigures *target = findGPUTarget(k.query.target);
+  if (!target)
+    return Status::error("manifest: variant '" + k.id + "' has target '" +
+                         escapeForMessage(k.query.target) +
+                         "'; this runtime runs sm_80 and sm_90a");
   if (!getString(v, "dtype", dtype) || !parseElementType(dtype))
     return missing("dtype");
   k.query.dtype = *parseElementType(dtype);
-  if (!getInt(v, "group", k.query.group) ||
-      !getInt(v, "head_dim", k.query.headDim) ||
-      !getInt(v, "head_dim_v", k.query.headDimV) || k.query.group <= 0 ||
-      k.query.headDim <= 0 || k.query.headDimV <= 0)
-    return missing("group, head_dim, head_dim_v");
+  if (Status s = getBounded(v, "group", 1, kMaxGroup, k.query.group))
+    return s;
+  if (Status s = getBounded(v, "head_dim", 1, kMaxGPUHeadDim, k.query.headDim))
+    return s;
+  if (Status s =
+          getBounded(v, "head_dim_v", 1, kMaxGPUHeadDim, k.query.headDimV))
+    return s;
   if (!getBool(v, "causal", k.query.causal) ||
       !getBool(v, "lse", k.query.withLse) ||
       !getBool(v, "decode", k.query.decode))
@@ -268,18 +323,22 @@ Result<KernelVariant> KernelVariant::fromJson(const JsonValue &v) {
   errno = 0;
   char *end = nullptr;
   k.query.scale = std::strtod(scale.c_str(), &end);
-  if (errno || *end || !(k.query.scale > 0))
+  if (errno || *end || !std::isfinite(k.query.scale) || !(k.query.scale > 0))
     return missing("scale");
-  if (!getInt(v, "block_q", k.blockQ) || !getInt(v, "block_kv", k.blockKV))
-    return missing("block_q, block_kv");
-  getString(v, "config", k.config);
+  if (Status s = getBounded(v, "block_q", 1, kMaxBlockSize, k.blockQ))
+    return s;
+  if (Status s = getBounded(v, "block_kv", 1, kMaxBlockSize, k.blockKV))
+    return s;
+  if (v.get("config") && !getString(v, "config", k.config))
+    return missing("config");
   if (const JsonValue *t = v.get("compile_seconds")) {
-    if (t->getKind() != JsonValue::Kind::Number)
+    if (t->getKind() != JsonValue::Kind::Number ||
+        !std::isfinite(t->getNumber()) || t->getNumber() < 0)
       return missing("compile_seconds");
     k.compileSeconds = t->getNumber();
   }
   const JsonValue *kernels = v.get("kernels");
-  if (!kernels || !kernels->get("forward"))
+  if (!kernels || !kernels->isObject() || !kernels->get("forward"))
     return missing("kernels.forward");
   Result<KernelEntry> fwd = KernelEntry::fromJson(*kernels->get("forward"));
   if (!fwd)
@@ -291,6 +350,16 @@ Result<KernelVariant> KernelVariant::fromJson(const JsonValue &v) {
       return comb.status();
     k.combine = *comb;
   }
+  for (const KernelEntry *e : {&k.forward, k.combine ? &*k.combine : nullptr})
+    if (e && e->sharedBytes > target->sharedBytesPerBlock)
+      return Status::error(
+          "manifest: kernel " + e->name + " of variant '" + k.id + "' asks " +
+          std::to_string(e->sharedBytes) + " bytes of shared memory; " +
+          k.query.target + " allows " +
+          std::to_string(target->sharedBytesPerBlock));
+  if (k.combine && k.combine->name == k.forward.name)
+    return Status::error("manifest: variant '" + k.id +
+                         "' names one kernel twice");
   if (k.query.decode != k.combine.has_value())
     return Status::error("manifest: variant '" + k.id +
                          "' must have a combine kernel exactly when it is a "
@@ -329,11 +398,15 @@ public:
       : s(text), sizes(sizes) {}
 
   Result<int64_t> parse() {
+    if (s.size() > kMaxGridExpressionChars)
+      return Status::error("a grid expression of " + std::to_string(s.size()) +
+                           " characters (at most " +
+                           std::to_string(kMaxGridExpressionChars) + ")");
     Result<int64_t> v = expr();
     if (!v)
       return v;
     if (pos != s.size())
-      return fail("unexpected '" + s.substr(pos) + "'");
+      return fail("unexpected '" + escapeForMessage(s.substr(pos)) + "'");
     return v;
   }
 
@@ -342,11 +415,24 @@ private:
   const GridSizes &sizes;
   size_t pos = 0;
 
+  int depth = 0;
+
   Status fail(const std::string &what) {
-    return Status::error("grid expression '" + s + "': " + what);
+    return Status::error("grid expression '" + escapeForMessage(s) +
+                         "': " + what);
   }
 
+  /// Bounds the recursion: a hostile expression nests parentheses.
+  struct Nest {
+    int &depth;
+    explicit Nest(int &depth) : depth(depth) { ++depth; }
+    ~Nest() { --depth; }
+  };
+
   Result<int64_t> expr() {
+    Nest nest(depth);
+    if (depth > kMaxGridNesting)
+      return fail("nests deeper than " + std::to_string(kMaxGridNesting));
     Result<int64_t> v = term();
     if (!v)
       return v;
@@ -415,6 +501,9 @@ private:
       return sizes.seqKV;
     if (name == "splits")
       return sizes.splits;
+    if (name.empty())
+      return fail("unexpected '" + escapeForMessage(s.substr(pos, 1)) +
+                  "' at " + std::to_string(pos));
     return fail("unknown name '" + name + "'");
   }
 };
@@ -427,73 +516,313 @@ Result<int64_t> runtime::evaluateGrid(const std::string &expression,
 }
 
 //===----------------------------------------------------------------------===//
+// The kernel descriptor in the PTX
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+constexpr const char *kVariantTag = "// flashc-variant ";
+constexpr const char *kKernelTag = "// flashc-kernel ";
+
+std::string describeKernel(const KernelEntry &e) {
+  return std::string(kKernelTag) + "name=" + e.name +
+         " block=" + std::to_string(e.block) +
+         " shared_bytes=" + std::to_string(e.sharedBytes) + " grid=" + e.grid;
+}
+
+using Fields = std::vector<std::pair<std::string, std::string>>;
+
+/// "k=v k=v ..." after a tag; `grid` takes the rest of the line.
+Fields parseFields(const std::string &line, size_t from) {
+  Fields fields;
+  size_t pos = from;
+  while (pos < line.size()) {
+    size_t eq = line.find('=', pos);
+    if (eq == std::string::npos)
+      break;
+    std::string key = line.substr(pos, eq - pos);
+    size_t end = key == "grid" ? line.size() : line.find(' ', eq + 1);
+    if (end == std::string::npos)
+      end = line.size();
+    fields.emplace_back(key, line.substr(eq + 1, end - eq - 1));
+    pos = end + 1;
+  }
+  return fields;
+}
+
+/// The first field where `have` differs from `want`, or an empty string.
+std::string firstDifference(const Fields &have, const Fields &want) {
+  for (const auto &[key, value] : want) {
+    auto it = std::find_if(have.begin(), have.end(),
+                           [&](const auto &f) { return f.first == key; });
+    if (it == have.end())
+      return "the PTX does not record '" + key + "'";
+    if (it->second != value)
+      return "'" + key + "' is " + escapeForMessage(value) +
+             " in the manifest but " + escapeForMessage(it->second) +
+             " in the PTX";
+  }
+  if (have.size() != want.size())
+    return "the PTX records other fields";
+  return "";
+}
+
+/// The `.entry NAME (params) directives {` header of kernel `name` in
+/// `ptx`: its parameter declarations and the text between ')' and '{'.
+struct EntryHeader {
+  std::vector<std::string> params;
+  std::string directives;
+};
+
+std::optional<EntryHeader> findEntry(const std::string &ptx,
+                                     const std::string &name) {
+  size_t pos = 0;
+  while ((pos = ptx.find(".entry", pos)) != std::string::npos) {
+    pos += 6;
+    size_t p = pos;
+    while (p < ptx.size() && std::isspace(static_cast<unsigned char>(ptx[p])))
+      ++p;
+    if (ptx.compare(p, name.size(), name) != 0)
+      continue;
+    p += name.size();
+    while (p < ptx.size() && std::isspace(static_cast<unsigned char>(ptx[p])))
+      ++p;
+    if (p >= ptx.size() || ptx[p] != '(')
+      continue;
+    size_t close = ptx.find(')', p);
+    size_t open = close == std::string::npos ? close : ptx.find('{', close);
+    if (open == std::string::npos)
+      return std::nullopt;
+    EntryHeader header;
+    std::string list = ptx.substr(p + 1, close - p - 1);
+    size_t start = 0;
+    while (start <= list.size()) {
+      size_t comma = list.find(',', start);
+      if (comma == std::string::npos)
+        comma = list.size();
+      std::string param = list.substr(start, comma - start);
+      if (param.find_first_not_of(" \t\r\n") != std::string::npos)
+        header.params.push_back(param);
+      start = comma + 1;
+    }
+    header.directives = ptx.substr(close + 1, open - close - 1);
+    return header;
+  }
+  return std::nullopt;
+}
+
+/// The numbers after `directive` in `text` (".reqntid 128, 1, 1").
+std::optional<std::vector<int64_t>> directiveNumbers(const std::string &text,
+                                                    const char *directive) {
+  size_t pos = text.find(directive);
+  if (pos == std::string::npos)
+    return std::nullopt;
+  pos += std::strlen(directive);
+  std::vector<int64_t> numbers;
+  while (numbers.size() < 3) {
+    while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\t'))
+      ++pos;
+    if (pos >= text.size() ||
+        !std::isdigit(static_cast<unsigned char>(text[pos])))
+      break;
+    int64_t v = 0;
+    while (pos < text.size() &&
+           std::isdigit(static_cast<unsigned char>(text[pos])) && v < 100000)
+      v = v * 10 + (text[pos++] - '0');
+    numbers.push_back(v);
+    while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\t'))
+      ++pos;
+    if (pos < text.size() && text[pos] == ',')
+      ++pos;
+    else
+      break;
+  }
+  return numbers;
+}
+
+} // namespace
+
+std::string runtime::getVariantDescriptor(const KernelVariant &v) {
+  const AttentionQuery &q = v.query;
+  std::string text = std::string(kVariantTag) + "target=" + q.target +
+                     " dtype=" + stringify(q.dtype) +
+                     " group=" + std::to_string(q.group) +
+                     " head_dim=" + std::to_string(q.headDim) +
+                     " head_dim_v=" + std::to_string(q.headDimV) +
+                     " causal=" + (q.causal ? "1" : "0") +
+                     " lse=" + (q.withLse ? "1" : "0") +
+                     " decode=" + (q.decode ? "1" : "0") +
+                     " scale=" + hexDouble(q.scale) +
+                     " block_q=" + std::to_string(v.blockQ) +
+                     " block_kv=" + std::to_string(v.blockKV) + "\n";
+  text += describeKernel(v.forward) + "\n";
+  if (v.combine)
+    text += describeKernel(*v.combine) + "\n";
+  return text;
+}
+
+Status runtime::checkVariantAgainstPTX(const KernelVariant &v) {
+  auto fail = [&](const std::string &what) {
+    return Status::error("variant '" + escapeForMessage(v.id) +
+                         "': the manifest disagrees with its PTX: " + what);
+  };
+  // The descriptor the compiler wrote: one variant line, one line per
+  // kernel, each equal to what the manifest says.
+  std::vector<std::string> variantLines, kernelLines;
+  size_t pos = 0;
+  while (pos < v.ptx.size()) {
+    size_t end = v.ptx.find('\n', pos);
+    if (end == std::string::npos)
+      end = v.ptx.size();
+    std::string line = v.ptx.substr(pos, end - pos);
+    if (!line.empty() && line.back() == '\r')
+      line.pop_back();
+    if (line.rfind(kVariantTag, 0) == 0)
+      variantLines.push_back(line);
+    else if (line.rfind(kKernelTag, 0) == 0)
+      kernelLines.push_back(line);
+    pos = end + 1;
+  }
+  if (variantLines.size() != 1)
+    return fail("the PTX holds " + std::to_string(variantLines.size()) +
+                " flashc-variant descriptors, expected 1 (not a kernel "
+                "built by this flashc)");
+  std::string want = getVariantDescriptor(v);
+  Fields wantVariant =
+      parseFields(want.substr(0, want.find('\n')), std::strlen(kVariantTag));
+  std::string diff = firstDifference(
+      parseFields(variantLines[0], std::strlen(kVariantTag)), wantVariant);
+  if (!diff.empty())
+    return fail(diff);
+  std::vector<const KernelEntry *> kernels = {&v.forward};
+  if (v.combine)
+    kernels.push_back(&*v.combine);
+  if (kernelLines.size() != kernels.size())
+    return fail("the PTX describes " + std::to_string(kernelLines.size()) +
+                " kernel(s), the manifest " + std::to_string(kernels.size()));
+  const size_t numParams = getKernelParameters().size();
+  for (const KernelEntry *e : kernels) {
+    Fields wantKernel =
+        parseFields(describeKernel(*e), std::strlen(kKernelTag));
+    const std::string *line = nullptr;
+    for (const std::string &l : kernelLines)
+      if (parseFields(l, std::strlen(kKernelTag)).front() ==
+          wantKernel.front())
+        line = &l;
+    if (!line)
+      return fail("the PTX describes no kernel named " + e->name);
+    diff = firstDifference(parseFields(*line, std::strlen(kKernelTag)),
+                           wantKernel);
+    if (!diff.empty())
+      return fail("kernel " + e->name + ": " + diff);
+    // What the code itself declares: the entry, its parameters and the
+    // block size it requires.
+    std::optional<EntryHeader> header = findEntry(v.ptx, e->name);
+    if (!header)
+      return fail("the PTX has no .entry " + e->name);
+    if (header->params.size() != numParams)
+      return fail(".entry " + e->name + " takes " +
+                  std::to_string(header->params.size()) +
+                  " parameters; this runtime passes " +
+                  std::to_string(numParams));
+    for (size_t i = 0; i < numParams; ++i)
+      if (header->params[i].find(".param") == std::string::npos ||
+          (header->params[i].find(".u64") == std::string::npos &&
+           header->params[i].find(".b64") == std::string::npos &&
+           header->params[i].find(".s64") == std::string::npos))
+        return fail(".entry " + e->name + ": parameter " +
+                    std::to_string(i) + " (" + getKernelParameters()[i].name +
+                    ") is not a 64-bit .param");
+    std::optional<std::vector<int64_t>> reqntid =
+        directiveNumbers(header->directives, ".reqntid");
+    if (!reqntid || reqntid->empty())
+      return fail(".entry " + e->name + " declares no .reqntid");
+    int64_t threads = 1;
+    for (int64_t n : *reqntid)
+      threads *= n;
+    if (threads != e->block || (*reqntid)[0] != e->block)
+      return fail(".entry " + e->name + " requires " +
+                  std::to_string(threads) +
+                  " threads a block (.reqntid), the manifest launches " +
+                  std::to_string(e->block));
+  }
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
 // Bundles
 //===----------------------------------------------------------------------===//
 
 namespace {
 
-Result<std::string> readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return Status::error("cannot read '" + path + "'");
-  return std::string((std::istreambuf_iterator<char>(in)),
-                     std::istreambuf_iterator<char>());
-}
-
-/// Writes `path` whole or not at all: into a temporary file of this
-/// process and thread, renamed into place, so that a reader (another
-/// process sharing a kernel cache) never sees a file half written.
-Status writeFile(const std::string &path, const std::string &data) {
-  static std::atomic<uint64_t> counter{0};
-  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
-                    std::to_string(counter++);
-  std::ofstream out(tmp, std::ios::binary);
-  if (!out)
-    return Status::error("cannot write '" + path + "'");
-  out.write(data.data(), static_cast<std::streamsize>(data.size()));
-  out.close();
-  if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return Status::error("writing '" + path + "' failed");
-  }
-  return Status::success();
-}
+/// The largest manifest, PTX file and cubin a bundle may hold.
+constexpr uint64_t kMaxManifestBytes = uint64_t(64) << 20;
+constexpr uint64_t kMaxKernelFileBytes = uint64_t(64) << 20;
 
 } // namespace
 
+Status runtime::checkVariantId(const std::string &id) {
+  // Names a file in the bundle: no separators, no NUL, no hidden or
+  // parent entries.
+  bool ok = !id.empty() && id.size() <= 200 && id[0] != '.';
+  for (char c : id)
+    ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+                c == '-' || c == '.');
+  if (!ok)
+    return Status::error("manifest: variant id '" + escapeForMessage(id) +
+                         "' is not a plain file name (letters, digits, '_', "
+                         "'-' and '.', not starting with '.', at most 200)");
+  return Status::success();
+}
+
 Result<Bundle> Bundle::load(const std::string &directory) {
-  Result<std::string> text = readFile(directory + "/manifest.json");
+  if (Status s = checkPathText(directory, "bundle path"))
+    return s;
+  std::string manifestPath = directory + "/manifest.json";
+  Result<std::string> text = readRegularFile(manifestPath, kMaxManifestBytes);
   if (!text)
     return Status::error("not a flashc bundle: " + text.message());
   Result<JsonValue> json = JsonValue::parse(*text);
   if (!json)
-    return Status::error(directory + "/manifest.json: " + json.message());
+    return Status::error(escapeForMessage(manifestPath) + ": " +
+                         json.message());
+  manifestPath = escapeForMessage(manifestPath);
   const JsonValue *format = json->get("format");
   if (!format || format->getKind() != JsonValue::Kind::String ||
       format->getString() != "flashc-bundle-1")
-    return Status::error(directory +
-                         "/manifest.json: not a flashc-bundle-1 manifest");
+    return Status::error(manifestPath + ": not a flashc-bundle-1 manifest");
   const JsonValue *list = json->get("variants");
   if (!list || !list->isArray())
-    return Status::error(directory + "/manifest.json: no 'variants' array");
+    return Status::error(manifestPath + ": no 'variants' array");
   Bundle bundle;
   for (const JsonValue &entry : list->getArray()) {
     Result<KernelVariant> v = KernelVariant::fromJson(entry);
     if (!v)
-      return Status::error(directory + "/manifest.json: " + v.message());
+      return Status::error(manifestPath + ": " + v.message());
+    for (const KernelVariant &other : bundle.variants)
+      if (other.id == v->id)
+        return Status::error(manifestPath + ": variant '" + v->id +
+                             "' appears twice");
     // A file must be the one its entry was written with (the checksum,
     // where the manifest has one): two processes sharing a kernel cache can
     // each save a variant of the same id built with other options.
     auto load = [&](const std::string &ext, std::string &into) -> Status {
       std::string path = directory + "/" + v->id + "." + ext;
-      Result<std::string> text = readFile(path);
+      const JsonValue *name = entry.get(ext);
+      if (name && (name->getKind() != JsonValue::Kind::String ||
+                   name->getString() != v->id + "." + ext))
+        return Status::error(manifestPath + ": variant '" + v->id +
+                             "' names its " + ext + " file other than '" +
+                             v->id + "." + ext + "'");
+      Result<std::string> text = readRegularFile(path, kMaxKernelFileBytes);
       if (!text)
         return text.status();
       const JsonValue *sum = entry.get(ext + "_fnv1a");
       if (sum && (sum->getKind() != JsonValue::Kind::String ||
                   sum->getString() != fnv1aHex(*text)))
-        return Status::error(path + " does not match its manifest entry "
-                                    "(its checksum differs)");
+        return Status::error(escapeForMessage(path) +
+                             " does not match its manifest entry (its "
+                             "checksum differs)");
       into = std::move(*text);
       return Status::success();
     };
@@ -502,23 +831,31 @@ Result<Bundle> Bundle::load(const std::string &directory) {
     if (entry.get("cubin"))
       if (Status s = load("cubin", v->cubin))
         return s;
+    if (Status s = checkVariantAgainstPTX(*v))
+      return Status::error(manifestPath + ": " + s.message());
     bundle.variants.push_back(std::move(*v));
   }
   return bundle;
 }
 
 Status Bundle::save(const std::string &directory) const {
+  if (Status s = checkPathText(directory, "bundle path"))
+    return s;
   std::error_code ec;
   std::filesystem::create_directories(directory, ec);
   if (ec)
-    return Status::error("cannot create '" + directory + "': " + ec.message());
+    return Status::error("cannot create '" + escapeForMessage(directory) +
+                         "': " + ec.message());
   JsonValue::Array list;
   for (const KernelVariant &v : variants) {
+    if (Status s = checkVariantId(v.id))
+      return s;
     list.push_back(v.toJson());
-    if (Status s = writeFile(directory + "/" + v.id + ".ptx", v.ptx))
+    if (Status s = writeFileAtomically(directory + "/" + v.id + ".ptx", v.ptx))
       return s;
     if (!v.cubin.empty())
-      if (Status s = writeFile(directory + "/" + v.id + ".cubin", v.cubin))
+      if (Status s = writeFileAtomically(directory + "/" + v.id + ".cubin",
+                                         v.cubin))
         return s;
   }
   JsonValue::Object manifest;
@@ -528,8 +865,8 @@ Status Bundle::save(const std::string &directory) const {
   // are not there yet. Two processes saving at once: the last manifest
   // wins, and the other's new entries are compiled again when next asked
   // for (never a torn file).
-  return writeFile(directory + "/manifest.json",
-                   JsonValue(std::move(manifest)).printPretty());
+  return writeFileAtomically(directory + "/manifest.json",
+                             JsonValue(std::move(manifest)).printPretty());
 }
 
 const KernelVariant *Bundle::find(const AttentionQuery &q) const {

@@ -11,13 +11,16 @@
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
+#define _POSIX_C_SOURCE 200809L
 #include "flashc/Runtime/flashc_runtime.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifndef FLASHC_TEST_BUNDLE
 #error "FLASHC_TEST_BUNDLE must name the bundle built for these tests"
@@ -302,12 +305,12 @@ int main(int argc, char **argv) {
 
   /* A bad call on the same tensors: misaligned rows. */
   c.tk.data = (char *)c.k + 2;
-  expectError("misaligned key", run(bundle, &c), FLASHC_ERROR_LAUNCH,
+  expectError("misaligned key", run(bundle, &c), FLASHC_ERROR_INVALID_ARGUMENT,
               "key must be 16-byte aligned");
   c.tk.data = c.k;
   /* The LSE buffer of the wrong element type. */
   c.tlse.dtype = FLASHC_F16;
-  expectError("f16 lse", run(bundle, &c), FLASHC_ERROR_LAUNCH,
+  expectError("f16 lse", run(bundle, &c), FLASHC_ERROR_INVALID_ARGUMENT,
               "lse has element type f16");
   freeCall(&c);
 
@@ -372,6 +375,44 @@ int main(int argc, char **argv) {
                                &c.tout, NULL, 0, 0.0, NULL),
               FLASHC_ERROR_INVALID_ARGUMENT,
               "must be a multiple of the key heads (3)");
+
+  /* A scale that is not a number is an error, not the default. */
+  expectError("NaN scale",
+              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR, &c.tq, &c.tk,
+                               &c.tv, &c.tout, NULL, 0, nan(""), NULL),
+              FLASHC_ERROR_INVALID_ARGUMENT, "scale must be finite");
+  expectError("infinite scale",
+              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR, &c.tq, &c.tk,
+                               &c.tv, &c.tout, NULL, 0, INFINITY, NULL),
+              FLASHC_ERROR_INVALID_ARGUMENT, "scale must be finite");
+  /* Outputs over inputs (the kernels read Q, K, V while they write O). */
+  flashc_tensor overQ = c.tout;
+  overQ.data = c.q;
+  expectError("output over the query",
+              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR, &c.tq, &c.tk,
+                               &c.tv, &overQ, NULL, 0, 0.0, NULL),
+              FLASHC_ERROR_INVALID_ARGUMENT, "output overlaps query");
+  flashc_tensor overV = c.tout;
+  overV.data = (char *)c.v + 16;
+  expectError("output inside the value",
+              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR, &c.tq, &c.tk,
+                               &c.tv, &overV, NULL, 0, 0.0, NULL),
+              FLASHC_ERROR_INVALID_ARGUMENT, "output overlaps");
+  /* A directory where the manifest should be: a bundle that cannot be
+   * trusted, not a missing one. */
+  {
+    char bad[] = "/tmp/flashc-capi-XXXXXX";
+    if (mkdtemp(bad)) {
+      char manifest[64];
+      snprintf(manifest, sizeof(manifest), "%s/manifest.json", bad);
+      mkdir(manifest, 0700);
+      expectError("manifest is a directory",
+                  flashc_bundle_open(bad, &missing),
+                  FLASHC_ERROR_INVALID_BUNDLE, "is not a regular file");
+      rmdir(manifest);
+      rmdir(bad);
+    }
+  }
 
   /* No CUDA driver on a machine without a GPU. */
   if (!flashc_cuda_available()) {

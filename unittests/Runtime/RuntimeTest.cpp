@@ -34,6 +34,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace flashc;
@@ -219,6 +220,27 @@ void PrintTo(const GridErrorCase &c, std::ostream *os) {
 
 class GridErrorTest : public ::testing::TestWithParam<GridErrorCase> {};
 
+TEST(GridTest, DeepNestingIsAnErrorNotAStackOverflow) {
+  for (int depth : {65, 500, 100000}) {
+    std::string e = std::string(depth, '(') + "B" + std::string(depth, ')');
+    Result<int64_t> v = evaluateGrid(e, {1, 1, 1, 1});
+    ASSERT_FALSE(v.ok()) << depth;
+    EXPECT_NE(v.message().find(depth > 1024 ? "characters (at most 1024)"
+                                            : "nests deeper than 64"),
+              std::string::npos)
+        << v.message();
+  }
+  // Control bytes are quoted escaped, not echoed.
+  Result<int64_t> control = evaluateGrid("B*\x01\x1b[2J", {1, 1, 1, 1});
+  ASSERT_FALSE(control.ok());
+  EXPECT_EQ(control.message(), "grid expression 'B*\\x01\\x1b[2J': "
+                               "unexpected '\\x01' at 2");
+  std::string ok = std::string(60, '(') + "B" + std::string(60, ')');
+  Result<int64_t> v = evaluateGrid(ok, {3, 1, 1, 1});
+  ASSERT_TRUE(v.ok()) << v.message();
+  EXPECT_EQ(*v, 3);
+}
+
 TEST_P(GridErrorTest, Fails) {
   const GridErrorCase &c = GetParam();
   Result<int64_t> v = evaluateGrid(c.expression, c.sizes);
@@ -237,7 +259,7 @@ INSTANTIATE_TEST_SUITE_P(
         GridErrorCase{"B+1", {1, 1, 1, 1}, "unexpected '+1'"},
         GridErrorCase{"", {1, 1, 1, 1}, "unexpected end"},
         GridErrorCase{"B*", {1, 1, 1, 1}, "unexpected end"},
-        GridErrorCase{"*B", {1, 1, 1, 1}, "unknown name ''"},
+        GridErrorCase{"*B", {1, 1, 1, 1}, "unexpected '*' at 0"},
         GridErrorCase{"ceildiv(B Nq)", {1, 1, 1, 1}, "expected ','"},
         GridErrorCase{"ceildiv(B,Nq", {1, 1, 1, 1}, "expected ')'"},
         GridErrorCase{"(B*Nq", {1, 1, 1, 1}, "expected ')'"},
@@ -265,6 +287,25 @@ INSTANTIATE_TEST_SUITE_P(
 // Manifest entries
 //===----------------------------------------------------------------------===//
 
+/// PTX that declares `v`'s kernels as flashc's do (every parameter a
+/// .u64, `.reqntid` the block) with empty bodies, and the descriptor the
+/// compiler appends: what Bundle::load checks a manifest against.
+std::string fakePtx(const KernelVariant &v) {
+  std::string ptx =
+      ".version 8.0\n.target " + v.query.target + "\n.address_size 64\n";
+  for (const KernelEntry *e : {&v.forward, v.combine ? &*v.combine : nullptr}) {
+    if (!e)
+      continue;
+    ptx += ".visible .entry " + e->name + "(\n";
+    for (size_t i = 0; i < getKernelParameters().size(); ++i)
+      ptx += std::string(i ? ",\n" : "") + "\t.param .u64 " + e->name +
+             "_param_" + std::to_string(i);
+    ptx += "\n)\n.reqntid " + std::to_string(e->block) +
+           ", 1, 1\n{\n\tret;\n}\n";
+  }
+  return ptx + getVariantDescriptor(v);
+}
+
 /// A decode variant with every field set to a value of its own.
 KernelVariant sampleVariant() {
   KernelVariant v;
@@ -282,9 +323,9 @@ KernelVariant sampleVariant() {
   v.blockKV = 96;
   v.forward = {"attn_fwd", "B*ceildiv(Nq,16)*splits", 128, 45056, 168, 0};
   v.combine = KernelEntry{"attn_combine", "ceildiv(B*4*Nq,4)", 128, 0, 40, 8};
-  v.ptx = "// ptx\n";
   v.config = "target=sm_90a block-q=16";
   v.compileSeconds = 1.25;
+  v.ptx = fakePtx(v);
   return v;
 }
 
@@ -378,7 +419,7 @@ TEST(ManifestTest, ScalesRoundTripExactly) {
 struct MalformedCase {
   const char *name;
   std::function<void(JsonValue::Object &variant)> spoil;
-  const char *message;
+  std::string message;
 };
 
 JsonValue::Object &kernelsOf(JsonValue::Object &v) {
@@ -389,6 +430,9 @@ JsonValue::Object &forwardOf(JsonValue::Object &v) {
 }
 
 const std::string kMissing = "manifest: missing or malformed ";
+const std::string kNotAFileName =
+    "is not a plain file name (letters, digits, '_', '-' and '.', not "
+    "starting with '.', at most 200)";
 
 void PrintTo(const MalformedCase &c, std::ostream *os) { *os << c.name; }
 
@@ -411,37 +455,47 @@ INSTANTIATE_TEST_SUITE_P(
         MalformedCase{"NoId", [](auto &v) { v.erase("id"); },
                       "manifest: missing or malformed 'id'"},
         MalformedCase{"EmptyId", [](auto &v) { v["id"] = ""; },
-                      "manifest: missing or malformed 'id'"},
+                      "manifest: variant id '' " + kNotAFileName},
         MalformedCase{"IdWithSlash", [](auto &v) { v["id"] = "../x"; },
-                      "manifest: missing or malformed 'id'"},
+                      "manifest: variant id '../x' " + kNotAFileName},
+        MalformedCase{"IdParent", [](auto &v) { v["id"] = ".."; },
+                      "manifest: variant id '..' " + kNotAFileName},
+        MalformedCase{"IdWithNul",
+                      [](auto &v) { v["id"] = std::string("a\0b", 3); },
+                      "manifest: variant id 'a\\x00b' " + kNotAFileName},
+        MalformedCase{"IdWithNewline", [](auto &v) { v["id"] = "a\nb"; },
+                      "manifest: variant id 'a\\x0ab' " + kNotAFileName},
         MalformedCase{"NumericId", [](auto &v) { v["id"] = 3; },
                       "manifest: missing or malformed 'id'"},
         MalformedCase{"NoTarget", [](auto &v) { v.erase("target"); },
                       "manifest: missing or malformed 'target'"},
+        MalformedCase{"UnknownTarget", [](auto &v) { v["target"] = "sm_75"; },
+                      "manifest: variant "
+                      "'sm_90a-bf16-g4-d96dv80-causal-lse-decode' has target "
+                      "'sm_75'; this runtime runs sm_80 and sm_90a"},
         MalformedCase{"NoDtype", [](auto &v) { v.erase("dtype"); },
                       "manifest: missing or malformed 'dtype'"},
         MalformedCase{"BadDtype", [](auto &v) { v["dtype"] = "f64"; },
                       "manifest: missing or malformed 'dtype'"},
         MalformedCase{"NoGroup", [](auto &v) { v.erase("group"); },
-                      "manifest: missing or malformed 'group, head_dim, "
-                      "head_dim_v'"},
+                      "manifest: missing or malformed 'group'"},
         MalformedCase{"ZeroGroup", [](auto &v) { v["group"] = 0; },
-                      "manifest: missing or malformed 'group, head_dim, "
-                      "head_dim_v'"},
+                      "manifest: 'group' is 0, outside 1 to 1024"},
+        MalformedCase{"LargeGroup", [](auto &v) { v["group"] = 5000; },
+                      "manifest: 'group' is 5000, outside 1 to 1024"},
         MalformedCase{"HugeGroup", [](auto &v) { v["group"] = 1e300; },
-                      "manifest: missing or malformed 'group, head_dim, "
-                      "head_dim_v'"},
+                      "manifest: missing or malformed 'group'"},
         MalformedCase{"FractionalHeadDim",
                       [](auto &v) { v["head_dim"] = 63.5; },
-                      "manifest: missing or malformed 'group, head_dim, "
-                      "head_dim_v'"},
+                      "manifest: missing or malformed 'head_dim'"},
+        MalformedCase{"HugeHeadDim", [](auto &v) { v["head_dim"] = 9e18; },
+                      "manifest: 'head_dim' is 9000000000000000000, outside "
+                      "1 to 256"},
         MalformedCase{"NegativeHeadDimV",
                       [](auto &v) { v["head_dim_v"] = -64; },
-                      "manifest: missing or malformed 'group, head_dim, "
-                      "head_dim_v'"},
+                      "manifest: 'head_dim_v' is -64, outside 1 to 256"},
         MalformedCase{"HeadDimAsString", [](auto &v) { v["head_dim"] = "64"; },
-                      "manifest: missing or malformed 'group, head_dim, "
-                      "head_dim_v'"},
+                      "manifest: missing or malformed 'head_dim'"},
         MalformedCase{"CausalAsString", [](auto &v) { v["causal"] = "yes"; },
                       "manifest: missing or malformed 'causal, lse, decode'"},
         MalformedCase{"NoLse", [](auto &v) { v.erase("lse"); },
@@ -466,7 +520,51 @@ INSTANTIATE_TEST_SUITE_P(
         MalformedCase{"ScaleOverflows", [](auto &v) { v["scale"] = "1e999"; },
                       "manifest: missing or malformed 'scale'"},
         MalformedCase{"NoBlockQ", [](auto &v) { v.erase("block_q"); },
-                      "manifest: missing or malformed 'block_q, block_kv'"},
+                      "manifest: missing or malformed 'block_q'"},
+        MalformedCase{"HugeBlockKV", [](auto &v) { v["block_kv"] = 1e15; },
+                      "manifest: 'block_kv' is 1000000000000000, outside 1 "
+                      "to 65536"},
+        MalformedCase{"CompileSecondsNegative",
+                      [](auto &v) { v["compile_seconds"] = -1; },
+                      "manifest: missing or malformed 'compile_seconds'"},
+        MalformedCase{"KernelsNotAnObject", [](auto &v) { v["kernels"] = 3; },
+                      "manifest: missing or malformed 'kernels.forward'"},
+        MalformedCase{"ForwardNotAnObject",
+                      [](auto &v) { kernelsOf(v)["forward"] = "k"; },
+                      "manifest: a kernel entry is not an object"},
+        MalformedCase{"KernelNameNotAnIdentifier",
+                      [](auto &v) { forwardOf(v)["name"] = "k(); trap"; },
+                      "manifest: kernel name 'k(); trap' is not a PTX "
+                      "identifier"},
+        MalformedCase{"GridTooLong",
+                      [](auto &v) {
+                        forwardOf(v)["grid"] = std::string(2000, '(');
+                      },
+                      "manifest: the grid expression of attn_fwd has 2000 "
+                      "characters; expected 1 to 1024"},
+        MalformedCase{"SharedBytesPast32Bits",
+                      [](auto &v) { forwardOf(v)["shared_bytes"] = 4294967296.0 + 1024; },
+                      "manifest: 'shared_bytes' is 4294968320, outside 0 to "
+                      "232448"},
+        MalformedCase{"SharedBytesPastTheTarget",
+                      [](auto &v) {
+                        v["target"] = "sm_80";
+                        forwardOf(v)["shared_bytes"] = 200000;
+                      },
+                      "manifest: kernel attn_fwd of variant "
+                      "'sm_90a-bf16-g4-d96dv80-causal-lse-decode' asks "
+                      "200000 bytes of shared memory; sm_80 allows 166912"},
+        MalformedCase{"TooManyRegisters",
+                      [](auto &v) { forwardOf(v)["registers"] = 256; },
+                      "manifest: 'registers' is 256, outside -1 to 255"},
+        MalformedCase{"OneKernelTwice",
+                      [](auto &v) {
+                        kernelsOf(v)["combine"].getObject()["name"] =
+                            "attn_fwd";
+                      },
+                      "manifest: variant "
+                      "'sm_90a-bf16-g4-d96dv80-causal-lse-decode' names one "
+                      "kernel twice"},
         MalformedCase{"NoKernels", [](auto &v) { v.erase("kernels"); },
                       "manifest: missing or malformed 'kernels.forward'"},
         MalformedCase{"NoForward",
@@ -480,13 +578,13 @@ INSTANTIATE_TEST_SUITE_P(
                       "manifest: missing or malformed 'grid'"},
         MalformedCase{"ForwardBlockZero",
                       [](auto &v) { forwardOf(v)["block"] = 0; },
-                      "manifest: missing or malformed 'block'"},
+                      "manifest: 'block' is 0, outside 1 to 1024"},
         MalformedCase{"ForwardBlockTooLarge",
                       [](auto &v) { forwardOf(v)["block"] = 2048; },
-                      "manifest: missing or malformed 'block'"},
+                      "manifest: 'block' is 2048, outside 1 to 1024"},
         MalformedCase{"ForwardNegativeShared",
                       [](auto &v) { forwardOf(v)["shared_bytes"] = -1; },
-                      "manifest: missing or malformed 'shared_bytes'"},
+                      "manifest: 'shared_bytes' is -1, outside 0 to 232448"},
         MalformedCase{"NoArguments", [](auto &v) { v.erase("arguments"); },
                       "manifest: missing or malformed 'arguments'"},
         MalformedCase{"ArgumentWithoutName",
@@ -555,7 +653,7 @@ TEST(BundleTest, SaveLoadRoundTrip) {
   ASSERT_FALSE(dir.str().empty());
   Bundle bundle;
   KernelVariant decode = sampleVariant();
-  decode.ptx = ".version 8.0\n// decode\n";
+  decode.ptx = fakePtx(decode) + "// decode\n";
   decode.cubin = std::string("\x7f"
                              "ELF\0\1\2\xff",
                              8); // binary bytes
@@ -563,11 +661,12 @@ TEST(BundleTest, SaveLoadRoundTrip) {
   prefill.id = "sm_90a-bf16-g4-d96dv80-causal-lse-prefill";
   prefill.query.decode = false;
   prefill.combine.reset();
-  prefill.ptx = ".version 8.0\n// prefill\n";
+  prefill.ptx = fakePtx(prefill) + "// prefill\n";
   bundle.add(decode);
   bundle.add(prefill);
   // Adding an id again replaces that variant.
   decode.blockKV = 64;
+  decode.ptx = fakePtx(decode) + "// decode\n";
   bundle.add(decode);
   ASSERT_EQ(bundle.variants.size(), 2u);
   EXPECT_EQ(bundle.variants[0].blockKV, 64);
@@ -634,12 +733,14 @@ protected:
 
 TEST_F(BrokenBundleTest, MissingPtxFile) {
   ASSERT_EQ(std::remove((path + "/" + id + ".ptx").c_str()), 0);
-  EXPECT_EQ(loadError(), "cannot read '" + path + "/" + id + ".ptx'");
+  EXPECT_EQ(loadError(), "cannot read '" + path + "/" + id +
+                             ".ptx': No such file or directory");
 }
 
 TEST_F(BrokenBundleTest, MissingCubinFile) {
   ASSERT_EQ(std::remove((path + "/" + id + ".cubin").c_str()), 0);
-  EXPECT_EQ(loadError(), "cannot read '" + path + "/" + id + ".cubin'");
+  EXPECT_EQ(loadError(), "cannot read '" + path + "/" + id +
+                             ".cubin': No such file or directory");
 }
 
 TEST_F(BrokenBundleTest, ChangedPtxFile) {
@@ -658,8 +759,8 @@ TEST_F(BrokenBundleTest, ChangedCubinFile) {
 
 TEST_F(BrokenBundleTest, MissingDirectory) {
   path += "/nowhere";
-  EXPECT_EQ(loadError(),
-            "not a flashc bundle: cannot read '" + path + "/manifest.json'");
+  EXPECT_EQ(loadError(), "not a flashc bundle: cannot read '" + path +
+                             "/manifest.json': No such file or directory");
 }
 
 TEST_F(BrokenBundleTest, OtherFormat) {
@@ -710,6 +811,203 @@ TEST_F(BrokenBundleTest, MalformedVariantNamesTheManifest) {
   writeText(path + "/manifest.json", manifest);
   EXPECT_EQ(loadError(), path + "/manifest.json: " + kMissing + "'dtype'");
 }
+
+/// Files that are not what a bundle's files should be: each is one error
+/// naming the file, never a hang, an exception or an allocation of its
+/// size.
+TEST_F(BrokenBundleTest, ManifestIsADirectory) {
+  std::string manifest = path + "/manifest.json";
+  ASSERT_EQ(std::remove(manifest.c_str()), 0);
+  ASSERT_EQ(::mkdir(manifest.c_str(), 0700), 0);
+  EXPECT_EQ(loadError(), "not a flashc bundle: '" + manifest +
+                             "' is not a regular file (a directory)");
+}
+
+TEST_F(BrokenBundleTest, ManifestIsAFifo) {
+  // Opening a FIFO with no writer blocks a plain open for ever.
+  std::string manifest = path + "/manifest.json";
+  ASSERT_EQ(std::remove(manifest.c_str()), 0);
+  ASSERT_EQ(::mkfifo(manifest.c_str(), 0600), 0);
+  EXPECT_EQ(loadError(), "not a flashc bundle: '" + manifest +
+                             "' is not a regular file (a FIFO)");
+}
+
+TEST_F(BrokenBundleTest, ManifestIsDevZero) {
+  std::string manifest = path + "/manifest.json";
+  ASSERT_EQ(std::remove(manifest.c_str()), 0);
+  ASSERT_EQ(::symlink("/dev/zero", manifest.c_str()), 0);
+  EXPECT_EQ(loadError(), "not a flashc bundle: '" + manifest +
+                             "' is not a regular file (a device)");
+}
+
+TEST_F(BrokenBundleTest, PtxIsADirectoryOrDevice) {
+  std::string ptx = path + "/" + id + ".ptx";
+  ASSERT_EQ(std::remove(ptx.c_str()), 0);
+  ASSERT_EQ(::mkdir(ptx.c_str(), 0700), 0);
+  EXPECT_EQ(loadError(), "'" + ptx + "' is not a regular file (a directory)");
+  ASSERT_EQ(::rmdir(ptx.c_str()), 0);
+  ASSERT_EQ(::symlink("/dev/zero", ptx.c_str()), 0);
+  EXPECT_EQ(loadError(), "'" + ptx + "' is not a regular file (a device)");
+}
+
+TEST_F(BrokenBundleTest, HugeFilesAreRefusedUnread) {
+  // Sparse: the size is the file system's word, nothing is written.
+  std::string cubin = path + "/" + id + ".cubin";
+  ASSERT_EQ(::truncate(cubin.c_str(), int64_t(1) << 40), 0);
+  EXPECT_EQ(loadError(), "'" + cubin +
+                             "' has 1099511627776 bytes, over the limit of "
+                             "67108864");
+}
+
+TEST_F(BrokenBundleTest, PathWithNul) {
+  Result<Bundle> b = Bundle::load(path + std::string("\0/x", 3));
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.message(), "bundle path '" + path + "\\x00/x' contains a NUL byte");
+}
+
+TEST_F(BrokenBundleTest, VariantTwice) {
+  std::string manifest = readText(path + "/manifest.json");
+  Result<JsonValue> json = JsonValue::parse(manifest);
+  ASSERT_TRUE(json.ok());
+  JsonValue::Array &list = json->getObject()["variants"].getArray();
+  list.push_back(JsonValue::parse(list[0].print()).operator*());
+  writeText(path + "/manifest.json", json->printPretty());
+  EXPECT_EQ(loadError(), path + "/manifest.json: variant '" + id +
+                             "' appears twice");
+}
+
+TEST_F(BrokenBundleTest, FileNamedOtherThanItsId) {
+  std::string manifest = readText(path + "/manifest.json");
+  size_t at = manifest.find(id + ".ptx");
+  ASSERT_NE(at, std::string::npos);
+  manifest.replace(at, id.size() + 4, "../../etc/passwd");
+  writeText(path + "/manifest.json", manifest);
+  EXPECT_EQ(loadError(), path + "/manifest.json: variant '" + id +
+                             "' names its ptx file other than '" + id +
+                             ".ptx'");
+}
+
+/// A manifest that disagrees with the kernels it ships: each field the
+/// kernel's PTX records, changed in the manifest alone (with the checksum
+/// still right), is refused.
+struct DisagreementCase {
+  const char *name;
+  std::function<void(KernelVariant &manifest)> change;
+  std::string message;
+};
+
+void PrintTo(const DisagreementCase &c, std::ostream *os) { *os << c.name; }
+
+class ManifestAgainstPtxTest
+    : public ::testing::TestWithParam<DisagreementCase> {};
+
+TEST_P(ManifestAgainstPtxTest, IsRefused) {
+  const DisagreementCase &c = GetParam();
+  KernelVariant v = sampleVariant();
+  ASSERT_FALSE(checkVariantAgainstPTX(v)) << "the sample is consistent";
+  c.change(v);
+  Status s = checkVariantAgainstPTX(v);
+  ASSERT_TRUE(s) << c.name << " was accepted";
+  EXPECT_EQ(s.message(), "variant 'sm_90a-bf16-g4-d96dv80-causal-lse-decode'"
+                         ": the manifest disagrees with its PTX: " +
+                             c.message);
+  // And through a bundle directory, where the checksum matches the PTX.
+  TempDir dir;
+  Bundle bundle;
+  bundle.variants.push_back(v);
+  ASSERT_FALSE(bundle.save(dir.str() + "/b"));
+  Result<Bundle> loaded = Bundle::load(dir.str() + "/b");
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.message().find(c.message), std::string::npos)
+      << loaded.message();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Runtime, ManifestAgainstPtxTest,
+    ::testing::Values(
+        DisagreementCase{"HeadDimV",
+                         [](KernelVariant &v) { v.query.headDimV = 128; },
+                         "'head_dim_v' is 128 in the manifest but 80 in the "
+                         "PTX"},
+        DisagreementCase{"Group", [](KernelVariant &v) { v.query.group = 8; },
+                         "'group' is 8 in the manifest but 4 in the PTX"},
+        DisagreementCase{"Causal",
+                         [](KernelVariant &v) { v.query.causal = false; },
+                         "'causal' is 0 in the manifest but 1 in the PTX"},
+        DisagreementCase{"Dtype",
+                         [](KernelVariant &v) {
+                           v.query.dtype = ElementType::F16;
+                         },
+                         "'dtype' is f16 in the manifest but bf16 in the "
+                         "PTX"},
+        DisagreementCase{"BlockKV", [](KernelVariant &v) { v.blockKV = 32; },
+                         "'block_kv' is 32 in the manifest but 96 in the "
+                         "PTX"},
+        DisagreementCase{"Block",
+                         [](KernelVariant &v) { v.forward.block = 64; },
+                         "kernel attn_fwd: 'block' is 64 in the manifest but "
+                         "128 in the PTX"},
+        DisagreementCase{"SharedBytes",
+                         [](KernelVariant &v) { v.forward.sharedBytes = 1024; },
+                         "kernel attn_fwd: 'shared_bytes' is 1024 in the "
+                         "manifest but 45056 in the PTX"},
+        DisagreementCase{"CombineGrid",
+                         [](KernelVariant &v) { v.combine->grid = "B"; },
+                         "kernel attn_combine: 'grid' is B in the manifest "
+                         "but ceildiv(B*4*Nq,4) in the PTX"},
+        DisagreementCase{"KernelName",
+                         [](KernelVariant &v) { v.forward.name = "other"; },
+                         "the PTX describes no kernel named other"},
+        DisagreementCase{"NoDescriptor",
+                         [](KernelVariant &v) {
+                           v.ptx = v.ptx.substr(0, v.ptx.find("// flashc-"));
+                         },
+                         "the PTX holds 0 flashc-variant descriptors, expected "
+                         "1 (not a kernel built by this flashc)"},
+        DisagreementCase{"BlockInCodeAndDescriptor",
+                         [](KernelVariant &v) {
+                           // The descriptor agrees, the code does not.
+                           KernelVariant other = v;
+                           other.forward.block = 64;
+                           std::string ptx = fakePtx(other);
+                           v.forward.block = 64;
+                           std::string code = ptx.substr(0, ptx.find("// flashc-"));
+                           std::string tail = ptx.substr(code.size());
+                           size_t at = code.find(".reqntid 64");
+                           code.replace(at, 11, ".reqntid 128");
+                           v.ptx = code + tail;
+                         },
+                         ".entry attn_fwd requires 128 threads a block "
+                         "(.reqntid), the manifest launches 64"},
+        DisagreementCase{"NoReqntid",
+                         [](KernelVariant &v) {
+                           size_t at = v.ptx.find(".reqntid");
+                           v.ptx.replace(at, 8, ".maxntid");
+                         },
+                         ".entry attn_fwd declares no .reqntid"},
+        DisagreementCase{"FewerParameters",
+                         [](KernelVariant &v) {
+                           size_t at = v.ptx.find(",\n\t.param .u64 attn_fwd_param_22");
+                           v.ptx.erase(at, std::string(",\n\t.param .u64 attn_fwd_param_22").size());
+                         },
+                         ".entry attn_fwd takes 22 parameters; this runtime "
+                         "passes 23"},
+        DisagreementCase{"NarrowParameter",
+                         [](KernelVariant &v) {
+                           size_t at = v.ptx.find(".u64 attn_fwd_param_8");
+                           v.ptx.replace(at, 4, ".u32");
+                         },
+                         ".entry attn_fwd: parameter 8 (Nq) is not a 64-bit "
+                         ".param"},
+        DisagreementCase{"NoEntry",
+                         [](KernelVariant &v) {
+                           size_t at = v.ptx.find(".entry attn_combine");
+                           v.ptx.replace(at, 6, ".func ");
+                         },
+                         "the PTX has no .entry attn_combine"}),
+    [](const ::testing::TestParamInfo<DisagreementCase> &info) {
+      return std::string(info.param.name);
+    });
 
 //===----------------------------------------------------------------------===//
 // Devices
@@ -1232,6 +1530,63 @@ TEST_F(LaunchTest, UnalignedRowsNeedNoAlignment) {
   EXPECT_EQ(s.message(), "value must be 16-byte aligned for the GPU kernels");
   for (void *p : {qBase, kBase, vBase, oBase})
     std::free(p);
+}
+
+TEST_F(LaunchTest, OutputsOverlappingAnotherTensorAreRefused) {
+  // The kernels read Q, K and V while they write O: `out=v` gave errors of
+  // 0.2-0.4 once Nq passed one Q block. Refused, as an argument error.
+  Problem p;
+  p.batch = 1;
+  p.seqQ = 70;
+  p.seqKV = 70;
+  p.init(Layout::Dense, /*withLse=*/true, rng);
+  const KernelVariant &variant = testVariant(false, true, true);
+  struct Case {
+    const char *name;
+    std::function<void(AttentionCall &)> change;
+    const char *message;
+  };
+  TensorView lseOverOut = p.lse;
+  lseOverOut.data = p.call.out.data;
+  const Case cases[] = {
+      {"out=q", [&](AttentionCall &c) { c.out.data = c.q.data; },
+       "output overlaps query"},
+      {"out inside k",
+       [&](AttentionCall &c) {
+         c.out.data = static_cast<char *>(c.k.data) + 64;
+       },
+       "output overlaps"},
+      {"lse over out", [&](AttentionCall &c) { c.lse = &lseOverOut; },
+       "output overlaps lse"},
+  };
+  for (const Case &c : cases) {
+    AttentionCall call = p.call;
+    c.change(call);
+    Status s = launchAttention(device, variant, call);
+    ASSERT_TRUE(s) << c.name << " was accepted";
+    EXPECT_TRUE(s.isInvalidArgument()) << c.name;
+    EXPECT_NE(s.message().find(c.message), std::string::npos)
+        << c.name << ": " << s.message();
+  }
+  EXPECT_TRUE(device.launches.empty());
+}
+
+TEST_F(LaunchTest, TensorsPast2To60BytesAreRefused) {
+  Problem p;
+  p.init(Layout::Dense, /*withLse=*/false, rng);
+  const KernelVariant &variant = testVariant(false, false, false);
+  AttentionCall call = p.call;
+  // A batch stride that addresses 2^61 bytes from two batch entries.
+  call.k.sizes[0] = 2;
+  call.v.sizes[0] = 2;
+  call.q.sizes[0] = 2;
+  call.out.sizes[0] = 2;
+  call.k.strides[0] = int64_t(1) << 60;
+  Status s = launchAttention(device, variant, call);
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(s.isInvalidArgument());
+  EXPECT_NE(s.message().find("more than 2^60 bytes"), std::string::npos)
+      << s.message();
 }
 
 //===----------------------------------------------------------------------===//

@@ -109,6 +109,28 @@ struct KernelVariant {
   static Result<KernelVariant> fromJson(const JsonValue &value);
 };
 
+/// The lines the compiler appends to a variant's PTX (as PTX comments):
+/// what the manifest must say of it (target, dtype, group, head dims,
+/// causal, LSE, decode, scale, tiles, and each kernel's name, block,
+/// shared memory and grid). A bundle's manifest is checked against them.
+std::string getVariantDescriptor(const KernelVariant &variant);
+
+/// Checks `variant` (its manifest fields) against its PTX: the descriptor
+/// above, and what the code declares itself: an `.entry` per kernel taking
+/// the runtime's parameters, all 64-bit, and a `.reqntid` equal to the
+/// manifest's block. Bundle::load runs it on every variant.
+Status checkVariantAgainstPTX(const KernelVariant &variant);
+
+/// An error unless `id` can name a bundle's files: letters, digits, '_',
+/// '-' and '.', not starting with '.', at most 200 characters.
+Status checkVariantId(const std::string &id);
+
+/// Bounds on what a manifest may say.
+constexpr size_t kMaxGridExpressionChars = 1024;
+constexpr int kMaxGridNesting = 64;
+constexpr int64_t kMaxGroup = 1024;
+constexpr int64_t kMaxGPUHeadDim = 256;
+
 /// Evaluates a grid expression (products, `ceildiv(a,b)`, integers and the
 /// names B, Nq, Nk, splits); overflow is an error.
 struct GridSizes {
@@ -171,6 +193,13 @@ struct SimulatorOptions {
   unsigned workers = 0;
   /// Shared-memory race checking (off only to measure its cost).
   bool checkRaces = true;
+  /// A thread that executes more instructions fails the launch (a runaway
+  /// kernel); 0: no limit.
+  uint64_t maxInstructionsPerThread = 100000000;
+  /// Host memory a launch may use for the simulation itself (registers,
+  /// local and shared memory of the CTAs in flight, checking records),
+  /// beyond the caller's buffers.
+  uint64_t memoryBudgetBytes = 2ull << 30;
 };
 
 /// The PTX simulator as a device: kernels run on the host's cores over host

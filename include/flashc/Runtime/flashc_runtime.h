@@ -25,10 +25,21 @@ extern "C" {
 
 typedef enum {
   FLASHC_OK = 0,
+  /* A null, malformed or inconsistent argument: a tensor's rank, shape,
+   * dtype, strides, alignment or memory (an output overlapping another
+   * tensor), a scale that is not finite, an unknown device kind. */
   FLASHC_ERROR_INVALID_ARGUMENT = 1,
+  /* No bundle at the path, or no kernel in it for the call. */
   FLASHC_ERROR_NOT_FOUND = 2,
   FLASHC_ERROR_NO_DEVICE = 3,
+  /* The device or the simulator failed to run a kernel. */
   FLASHC_ERROR_LAUNCH = 4,
+  /* The bundle exists but cannot be trusted: a malformed or inconsistent
+   * manifest, a file that is missing, not a regular file, too large, or
+   * not the one its entry was written with. */
+  FLASHC_ERROR_INVALID_BUNDLE = 5,
+  /* Out of memory, or an error inside the runtime. */
+  FLASHC_ERROR_INTERNAL = 6,
 } flashc_status;
 
 typedef enum { FLASHC_F32 = 0, FLASHC_F16 = 1, FLASHC_BF16 = 2 } flashc_dtype;
@@ -62,7 +73,8 @@ int flashc_cuda_available(void);
 
 /* O = softmax(scale Q K^T) V. q [B, Hq, Nq, D], k [B, Hkv, Nk, D],
  * v [B, Hkv, Nk, Dv], out [B, Hq, Nq, Dv], lse [B, Hq, Nq] (f32) or NULL.
- * scale <= 0 selects 1/sqrt(D). The bundle must hold the matching kernel
+ * scale <= 0 selects 1/sqrt(D); a NaN or infinite scale is an error.
+ * out and lse must not overlap each other or q, k, v. The bundle must hold the matching kernel
  * (target of the device, dtype, heads, head dims, causal, LSE, scale;
  * the decode variant when Nq <= 16 and the bundle has one). */
 flashc_status flashc_attention(flashc_bundle *bundle,

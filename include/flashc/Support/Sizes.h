@@ -71,6 +71,21 @@ constexpr int64_t kMaxSplits = int64_t(1) << 16;
 constexpr int64_t kMaxThreads = 256;
 constexpr int64_t kMaxSramBytes = int64_t(1) << 40;
 
+/// Bytes from a strided tensor's first element to one past its last
+/// (0 when a size is 0), or nothing when a size or stride is negative or
+/// the extent passes kMaxTensorBytes.
+std::optional<int64_t> getStridedExtentBytes(const int64_t *sizes,
+                                             const int64_t *strides, int rank,
+                                             int64_t elementBytes);
+
+/// Whether the byte ranges [a, a + aBytes) and [b, b + bBytes) share a
+/// byte.
+inline bool rangesOverlap(const void *a, uint64_t aBytes, const void *b,
+                          uint64_t bBytes) {
+  auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return aBytes && bBytes && x < y + bBytes && y < x + aBytes;
+}
+
 /// "NAME must be from LO to HI, got V", or an empty string when V is in
 /// range.
 std::string checkRange(int64_t value, const char *name, int64_t lo,

@@ -25,6 +25,14 @@ public:
     s.text = std::move(message);
     return s;
   }
+  /// An error in what the caller passed (a tensor's shape, type, strides or
+  /// memory), as opposed to one of the device, the kernel or the system.
+  static Status invalidArgument(std::string message) {
+    Status s = error(std::move(message));
+    s.invalid = true;
+    return s;
+  }
+  bool isInvalidArgument() const { return invalid; }
   bool ok() const { return !failed; }
   /// True on failure, like llvm::Error.
   explicit operator bool() const { return failed; }
@@ -32,6 +40,7 @@ public:
 
 private:
   bool failed = false;
+  bool invalid = false;
   std::string text;
 };
 

@@ -629,8 +629,12 @@ gpu::GPUFuncOp createKernel(OpBuilder &b, Location loc, StringRef name,
   auto fn = gpu::GPUFuncOp::create(b, loc, name,
                                    kernelType(b.getContext(), elt));
   fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  fn.setKnownBlockSizeAttr(
-      b.getDenseI32ArrayAttr({static_cast<int32_t>(threads), 1, 1}));
+  // `.reqntid`: the kernel runs with exactly this block (a launch with
+  // another is refused), which the runtime checks a manifest against.
+  // LLVM bounds %tid from it as it would from known_block_size's
+  // `.maxntid`, and PTX allows only one of the two.
+  fn->setAttr(NVVM::NVVMDialect::getReqntidAttrName(),
+              b.getDenseI32ArrayAttr({static_cast<int32_t>(threads), 1, 1}));
   for (unsigned i = 0; i < ArgBatch; ++i) {
     fn.setArgAttr(i, "llvm.align", b.getI64IntegerAttr(16));
     fn.setArgAttr(i, "llvm.noalias", b.getUnitAttr());
