@@ -84,8 +84,8 @@ std::vector<double> referenceAttention(const AttentionSpec &spec,
 /// the f32 accumulation error.
 double getOutputTolerance(DType dtype);
 
-/// The largest |a - b| over elements, treating equal infinities as 0 and a
-/// NaN anywhere as infinite error.
+/// The largest |a - b| over elements, treating equal infinities and NaN
+/// against NaN as 0, and a NaN on one side only as infinite error.
 double maxAbsError(const std::vector<double> &expected, const HostTensor &got);
 double maxAbsError(const std::vector<double> &expected,
                    const std::vector<float> &got);
