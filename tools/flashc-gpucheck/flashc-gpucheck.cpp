@@ -26,6 +26,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flashc/Runtime/Runtime.h"
+#include "flashc/Support/Files.h"
 #include "flashc/Support/Float16.h"
 
 #include <algorithm>
@@ -280,6 +281,11 @@ int numerics(const std::vector<std::string> &args) {
     }
   }
   std::cout << runs - failures << " of " << runs << " runs passed\n";
+  if (runs == 0)
+    return fail("no kernel of the bundle ran" +
+                (filter.empty() ? std::string(" on ") + device->describe()
+                                : " (--filter '" + filter + "' matches none "
+                                  "that runs on " + device->describe() + ")"));
   return failures ? 1 : 0;
 }
 
@@ -441,13 +447,12 @@ int simkernels(const std::vector<std::string> &args) {
     else
       return fail("simkernels: unexpected argument '" + args[i] + "'");
   }
-  std::ifstream in(ptxPath);
-  if (!in)
-    return fail("cannot read '" + ptxPath + "'");
+  Result<std::string> ptx = readRegularFile(ptxPath);
+  if (!ptx)
+    return fail(ptx.message());
   KernelVariant module;
   module.id = "SimTestKernels";
-  module.ptx.assign(std::istreambuf_iterator<char>(in),
-                    std::istreambuf_iterator<char>());
+  module.ptx = std::move(*ptx);
   // --dry-run compares the simulator with itself: it checks this harness
   // (arguments, buffers) on a machine without a GPU.
   Result<std::shared_ptr<Device>> cuda =
@@ -602,11 +607,20 @@ int main(int argc, char **argv) {
   }
   std::string command = args[0];
   args.erase(args.begin());
+  int status;
   if (command == "numerics")
-    return numerics(args);
-  if (command == "simkernels")
-    return simkernels(args);
-  if (command == "simbench")
-    return simbench(args);
-  return fail("unknown command '" + command + "'");
+    status = numerics(args);
+  else if (command == "simkernels")
+    status = simkernels(args);
+  else if (command == "simbench")
+    status = simbench(args);
+  else
+    return fail("unknown command '" + escapeForMessage(command) + "'");
+  // Output lost to a full disk or a closed pipe is a failure.
+  std::cout.flush();
+  if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    if (status == 0)
+      status = fail("cannot write the output");
+  }
+  return status;
 }

@@ -30,8 +30,10 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <random>
 
 using namespace mlir::flash;
@@ -578,7 +580,9 @@ int costCommand(llvm::ArrayRef<const char *> args) {
 
 } // namespace
 
-int main(int argc, char **argv) {
+namespace {
+
+int dispatch(int argc, char **argv) {
   llvm::ArrayRef<const char *> args(const_cast<const char **>(argv) + 1,
                                     argc - 1);
   if (!args.empty() && (llvm::StringRef(args[0]) == "--help" ||
@@ -608,4 +612,27 @@ int main(int argc, char **argv) {
   return reportError(llvm::createStringError(
       "unknown command '" + command +
       "'; expected run, compile, cost, bench or bundle (see flashc --help)"));
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int status = dispatch(argc, argv);
+  // Output that could not be written (a full disk, a closed pipe) is a
+  // failure, reported once: not LLVM's fatal error when stdout is
+  // destroyed, and not exit 0 with the output lost.
+  llvm::outs().flush();
+  std::error_code error;
+  if (llvm::outs().has_error()) {
+    error = llvm::outs().error();
+    llvm::outs().clear_error();
+  }
+  if (std::fflush(stdout) != 0 || std::ferror(stdout))
+    error = std::error_code(errno ? errno : EIO, std::generic_category());
+  if (error && status == 0) {
+    llvm::errs() << "flashc: error: cannot write the output: "
+                 << error.message() << "\n";
+    status = 1;
+  }
+  return status;
 }
