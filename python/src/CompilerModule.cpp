@@ -7,7 +7,8 @@
 // kernel metadata and the IO cost report. Kernels come from the process's
 // compiler cache, keyed without the sizes that are kernel arguments. The
 // GIL is released while a kernel compiles or runs. Errors raise
-// flashc.FlashcError (defined by flashc._runtime) with the C++ message.
+// flashc.FlashcError (defined by flashc._runtime) with the C++ message; a
+// value of the wrong type raises flashc.FlashcTypeError.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,6 +37,11 @@ py::object &errorType() {
   return *type;
 }
 
+py::object &typeErrorType() {
+  static py::object *type = new py::object();
+  return *type;
+}
+
 [[noreturn]] void fail(const std::string &message) {
   raise(errorType(), message);
 }
@@ -57,21 +63,42 @@ DType toDType(const std::string &name) {
   return *t;
 }
 
+/// The entry `key` of a spec dict; FlashcError when it is missing.
+py::object field(const py::dict &d, const char *key) {
+  if (!d.contains(key))
+    fail(std::string("the spec has no '") + key + "'");
+  return d[key];
+}
+
+/// The entry `key` of a spec or options dict as a T; FlashcTypeError naming
+/// the key when it does not convert.
+template <typename T> T fieldAs(const py::handle &value, const std::string &key) {
+  try {
+    return value.cast<T>();
+  } catch (const py::cast_error &) {
+    raise(typeErrorType(),
+          key + " has the wrong type (" +
+              std::string(py::str(py::type::of(value).attr("__name__"))) +
+              ")");
+  }
+}
+
 /// An AttentionSpec from the dict flashc.AttentionSpec.to_dict() gives.
 AttentionSpec toSpec(const py::dict &d) {
   AttentionSpec s;
-  s.batch = d["batch"].cast<int64_t>();
-  s.heads = d["heads"].cast<int64_t>();
-  s.kvHeads = d["kv_heads"].cast<int64_t>();
-  s.seqQ = d["seq_q"].cast<int64_t>();
-  s.seqKV = d["seq_kv"].cast<int64_t>();
-  s.headDim = d["head_dim"].cast<int64_t>();
-  s.headDimV = d["head_dim_v"].cast<int64_t>();
-  s.dtype = toDType(d["dtype"].cast<std::string>());
-  s.causal = d["causal"].cast<bool>();
-  if (!d["scale"].is_none())
-    s.scale = d["scale"].cast<double>();
-  s.withLse = d["with_lse"].cast<bool>();
+  s.batch = fieldAs<int64_t>(field(d, "batch"), "batch");
+  s.heads = fieldAs<int64_t>(field(d, "heads"), "heads");
+  s.kvHeads = fieldAs<int64_t>(field(d, "kv_heads"), "kv_heads");
+  s.seqQ = fieldAs<int64_t>(field(d, "seq_q"), "seq_q");
+  s.seqKV = fieldAs<int64_t>(field(d, "seq_kv"), "seq_kv");
+  s.headDim = fieldAs<int64_t>(field(d, "head_dim"), "head_dim");
+  s.headDimV = fieldAs<int64_t>(field(d, "head_dim_v"), "head_dim_v");
+  s.dtype = toDType(fieldAs<std::string>(field(d, "dtype"), "dtype"));
+  s.causal = fieldAs<bool>(field(d, "causal"), "causal");
+  py::object scale = field(d, "scale");
+  if (!scale.is_none())
+    s.scale = fieldAs<double>(scale, "scale");
+  s.withLse = fieldAs<bool>(field(d, "with_lse"), "with_lse");
   return s;
 }
 
@@ -80,21 +107,21 @@ PipelineConfig toConfig(const std::string &target, const py::dict &options) {
   PipelineConfig c;
   c.target = target;
   for (auto [key, value] : options) {
-    std::string name = key.cast<std::string>();
+    std::string name = fieldAs<std::string>(key, "a compile option's name");
     if (name == "loop_order")
-      c.loopOrder = value.cast<std::string>();
+      c.loopOrder = fieldAs<std::string>(value, name);
     else if (name == "block_q")
-      c.blockQ = value.cast<int64_t>();
+      c.blockQ = fieldAs<int64_t>(value, name);
     else if (name == "block_kv")
-      c.blockKV = value.cast<int64_t>();
+      c.blockKV = fieldAs<int64_t>(value, name);
     else if (name == "sram_bytes")
-      c.sramBytes = value.cast<int64_t>();
+      c.sramBytes = fieldAs<int64_t>(value, name);
     else if (name == "splits")
-      c.splits = value.cast<int64_t>();
+      c.splits = fieldAs<int64_t>(value, name);
     else if (name == "threads")
-      c.numThreads = value.cast<int64_t>();
+      c.numThreads = fieldAs<int64_t>(value, name);
     else if (name == "vector_lanes")
-      c.vectorLanes = value.cast<int64_t>();
+      c.vectorLanes = fieldAs<int64_t>(value, name);
     else
       fail("unknown compile option '" + name +
            "'; expected loop_order, block_q, block_kv, sram_bytes, splits, "
@@ -169,7 +196,10 @@ struct PyKernel {
 PYBIND11_MODULE(_compiler, m) {
   m.doc() = "flashc's compiler: JIT CPU kernels, GPU kernels as PTX, the IR "
             "of every stage and the IO cost model";
-  errorType() = py::module_::import("flashc._runtime").attr("FlashcError");
+  py::module_ runtime = py::module_::import("flashc._runtime");
+  errorType() = runtime.attr("FlashcError");
+  typeErrorType() = runtime.attr("FlashcTypeError");
+  translateExceptions(errorType(), typeErrorType());
 
   py::class_<PyKernel>(m, "Kernel")
       .def_property_readonly(

@@ -4,8 +4,9 @@
 // GPU kernels and launches them on the CUDA driver (device pointers, the
 // caller's stream) or on the PTX simulator (host memory). It links the
 // runtime library only, so `flashc.load_bundle` works where the compiler is
-// not installed. It also defines flashc.FlashcError, which the compiler
-// module raises too.
+// not installed. It also defines flashc.FlashcError (a ValueError) and
+// flashc.FlashcTypeError (a FlashcError and a TypeError: an argument of the
+// wrong type), which the compiler module raises too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,9 +26,12 @@ using namespace flashc_python;
 namespace {
 
 py::object &errorType() {
-  static py::object *type = nullptr;
-  if (!type)
-    type = new py::object();
+  static py::object *type = new py::object();
+  return *type;
+}
+
+py::object &typeErrorType() {
+  static py::object *type = new py::object();
   return *type;
 }
 
@@ -59,8 +63,9 @@ rt::TensorView toView(const TensorDesc &d, const char *what) {
 
 py::dict variantInfo(const rt::KernelVariant &v) {
   py::dict d;
-  d["id"] = v.id;
-  d["target"] = v.query.target;
+  // The strings come from a manifest, which may hold any bytes.
+  d["id"] = toStr(v.id);
+  d["target"] = toStr(v.query.target);
   d["dtype"] = std::string(rt::stringify(v.query.dtype));
   d["group"] = v.query.group;
   d["head_dim"] = v.query.headDim;
@@ -74,7 +79,7 @@ py::dict variantInfo(const rt::KernelVariant &v) {
   d["shared_bytes"] = v.forward.sharedBytes;
   d["registers"] = v.forward.registers;
   d["threads_per_block"] = v.forward.block;
-  d["grid"] = v.forward.grid;
+  d["grid"] = toStr(v.forward.grid);
   d["has_cubin"] = !v.cubin.empty();
   return d;
 }
@@ -104,16 +109,32 @@ std::shared_ptr<rt::Device> getDevice(const std::string &kind,
 PYBIND11_MODULE(_runtime, m) {
   m.doc() = "flashc's LLVM-free runtime: bundles of GPU kernels, the CUDA "
             "driver and the PTX simulator";
-  errorType() = py::reinterpret_borrow<py::object>(PyErr_NewExceptionWithDoc(
+  errorType() = py::reinterpret_steal<py::object>(PyErr_NewExceptionWithDoc(
       "flashc.FlashcError",
-      "An error from flashc: bad shapes, dtypes or layouts, a failed "
-      "compilation or launch. The message is the C++ layer's.",
+      "An error from flashc: bad shapes, dtypes or layouts, arguments of "
+      "the wrong type, a bad bundle, a failed compilation or launch. The "
+      "message names the argument or is the C++ layer's.",
       PyExc_ValueError, nullptr));
+  if (!errorType())
+    throw py::error_already_set();
   m.attr("FlashcError") = errorType();
+  py::tuple typeErrorBases =
+      py::make_tuple(errorType(), py::handle(PyExc_TypeError));
+  typeErrorType() =
+      py::reinterpret_steal<py::object>(PyErr_NewExceptionWithDoc(
+          "flashc.FlashcTypeError",
+          "An argument of the wrong type (a FlashcError and a TypeError); "
+          "the message names the argument.",
+          typeErrorBases.ptr(), nullptr));
+  if (!typeErrorType())
+    throw py::error_already_set();
+  m.attr("FlashcTypeError") = typeErrorType();
+  translateExceptions(errorType(), typeErrorType());
 
   py::class_<rt::Bundle>(m, "Bundle")
       .def_static(
           "load",
+          // `path` is bytes (os.fsencode) or a str.
           [](const std::string &path) {
             flashc::Result<rt::Bundle> b = rt::Bundle::load(path);
             if (!b)
