@@ -22,6 +22,8 @@ config.excludes = [
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%shlibext", config.llvm_shlib_ext))
 config.substitutions.append(("%flashc_src_root", config.flashc_src_root))
+# The Python the build was configured with (it has numpy).
+config.substitutions.append(("%flashc_python", config.python_executable))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()

@@ -444,14 +444,24 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
       double l = referenceAttentionRow(spec, q, k, v, b, h, i, expected.data());
       for (int64_t t = 0; t < spec.valueDim(); ++t) {
         double got = out.get(r * spec.valueDim() + t);
-        double err =
-            std::isfinite(got) ? std::fabs(got - expected[t]) : INFINITY;
+        // NaN where the reference is NaN (a row whose scores include NaN)
+        // and equal infinities are the answer.
+        double want = expected[t];
+        double err = std::isnan(got) && std::isnan(want) ? 0
+                     : std::isfinite(got) && std::isfinite(want)
+                         ? std::fabs(got - want)
+                     : got == want ? 0
+                                   : INFINITY;
         worst = std::max(worst, err);
       }
       if (spec.withLse) {
         double got = lse.get(r);
-        double err = std::isinf(l) ? (got == l ? 0 : INFINITY)
-                                   : std::fabs(got - l) / (1 + std::fabs(l));
+        double err = std::isnan(got) && std::isnan(l) ? 0
+                     : std::isinf(l) || std::isnan(l)
+                         ? (got == l ? 0 : INFINITY)
+                     : std::isfinite(got)
+                         ? std::fabs(got - l) / (1 + std::fabs(l))
+                         : INFINITY;
         worstLse = std::max(worstLse, err);
       }
     }
