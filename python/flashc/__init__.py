@@ -20,23 +20,29 @@ target)`` (a callable ``Kernel`` with ``ir(stage)``, ``ptx`` and
 ``metadata``), ``flashc.cost(spec, ...)`` and ``flashc.load_bundle(path)``
 for precompiled GPU kernels, which works without the compiler module.
 
-Every error is a ``flashc.FlashcError`` (a ``ValueError``) carrying the C++
-layer's message.
+Every error is a ``flashc.FlashcError`` (a ``ValueError``) whose message
+names the argument or carries the C++ layer's message; an argument of the
+wrong type raises ``flashc.FlashcTypeError``, a ``FlashcError`` that is also
+a ``TypeError``.
 """
 
 import math
+import numbers
 import os
+import stat
 import threading
 
 import numpy as np
 
 from . import _runtime
 from . import _tensors
-from ._runtime import FlashcError
+from ._runtime import FlashcError, FlashcTypeError
+from ._tensors import got as _got
 
 __all__ = [
-    "AttentionSpec", "Bundle", "FlashcError", "Kernel", "attention",
-    "cache_size", "compile", "cost", "load_bundle", "set_cache_directory",
+    "AttentionSpec", "Bundle", "FlashcError", "FlashcTypeError", "Kernel",
+    "attention", "cache_size", "compile", "cost", "load_bundle",
+    "set_cache_directory",
 ]
 
 _compiler_lock = threading.Lock()
@@ -59,14 +65,113 @@ def _compiler_api():
         return _compiler_module
 
 
-def _integer(value, name):
-    """``value`` as a 64-bit integer, or FlashcError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise FlashcError(f"{name} must be an integer, got {value!r}")
+def _integer(value, name, minimum=None):
+    """``value`` as a 64-bit integer (at least ``minimum`` when given), or
+    FlashcTypeError / FlashcError naming ``name``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (int, np.integer)):
+        raise FlashcTypeError(f"{name} must be an integer, got {_got(value)}")
     result = int(value)
     if not -2**63 <= result < 2**63:
         raise FlashcError(f"{name} {result} does not fit 64 bits")
+    if minimum is not None and result < minimum:
+        raise FlashcError(f"{name} must be at least {minimum}, got {result}")
     return result
+
+
+def _boolean(value, name):
+    """``value`` as a bool (a Python or numpy bool), or FlashcTypeError
+    naming ``name``."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise FlashcTypeError(f"{name} must be a bool, got {_got(value)}")
+    return bool(value)
+
+
+def _string(value, name):
+    """``value``, a str, or FlashcTypeError naming ``name``."""
+    if not isinstance(value, str):
+        raise FlashcTypeError(f"{name} must be a string, got {_got(value)}")
+    return value
+
+
+def _scale(value, name="scale"):
+    """None, or ``value`` as a positive, finite float."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, numbers.Real):
+        raise FlashcTypeError(f"{name} must be a number or None, got "
+                              f"{_got(value)}")
+    try:
+        result = float(value)
+    except (OverflowError, ValueError, TypeError) as e:
+        raise FlashcError(f"{name} {value!r} is not a float: {e}") from e
+    if not math.isfinite(result) or result <= 0:
+        raise FlashcError(f"{name} must be finite and positive, got {result}")
+    f32 = np.finfo(np.float32)
+    if not float(f32.tiny) <= result <= float(f32.max):
+        raise FlashcError(f"{name} {result:g} is not a normal f32 value (the "
+                          "kernels scale in f32)")
+    return result
+
+
+def _dtype_name(value, name="dtype"):
+    """flashc's name (f32, f16, bf16) of a dtype given as such a name, a
+    numpy dtype or its name, or a numpy scalar type."""
+    if isinstance(value, str) and value in ("f32", "f16", "bf16"):
+        return value
+    if not isinstance(value, (str, np.dtype, type)):
+        raise FlashcTypeError(
+            f"{name} must be 'f32', 'f16', 'bf16' or a numpy dtype, got "
+            f"{_got(value)}")
+    try:
+        dtype = np.dtype(value)
+    except Exception as e:  # pylint: disable=broad-except
+        raise FlashcError(f"{name} {value!r} is not a dtype") from e
+    try:
+        return _tensors.numpy_dtype_name(dtype)
+    except FlashcError as e:
+        raise FlashcError(f"{name}: {e}") from e
+
+
+def _path(value, name="path"):
+    """A file system path (str, bytes or os.PathLike) as bytes, the form
+    the extension modules take (any name the file system holds, encoded as
+    os.fsencode does); FlashcTypeError for other types, FlashcError for a
+    path holding a NUL."""
+    if not isinstance(value, (str, bytes, os.PathLike)):
+        raise FlashcTypeError(f"{name} must be a string, bytes or an "
+                              f"os.PathLike, got {_got(value)}")
+    try:
+        path = os.fsencode(value)
+    except TypeError as e:  # __fspath__ gave something else
+        raise FlashcTypeError(f"{name}: {e}") from e
+    except Exception as e:  # pylint: disable=broad-except
+        raise FlashcError(f"{name} cannot be encoded: {e}") from e
+    if b"\0" in path:
+        raise FlashcError(f"{name} {os.fsdecode(path)!r} contains a NUL "
+                          "character")
+    return path
+
+
+def _native(function, *args):
+    """Calls an extension function. Its errors are FlashcError or
+    FlashcTypeError already; anything else (a defect) is turned into one
+    here, so that no other exception escapes the package."""
+    try:
+        return function(*args)
+    except FlashcError:
+        raise
+    except TypeError as e:
+        raise FlashcTypeError(f"{_name_of(function)}: {e}") from e
+    except (ArithmeticError, AttributeError, LookupError, RuntimeError,
+            UnicodeError, ValueError, MemoryError, OSError) as e:
+        raise FlashcError(f"{_name_of(function)}: {type(e).__name__}: "
+                          f"{e}") from e
+
+
+def _name_of(function):
+    return getattr(function, "__name__", "flashc")
 
 
 class AttentionSpec:
@@ -83,26 +188,31 @@ class AttentionSpec:
     def __init__(self, *, batch=1, heads=1, kv_heads=None, seq_q=1, seq_kv=1,
                  head_dim=64, head_dim_v=0, dtype="f32", causal=False,
                  scale=None, with_lse=False):
-        self.batch = _integer(batch, "batch")
-        self.heads = _integer(heads, "heads")
-        self.kv_heads = _integer(heads if kv_heads is None else kv_heads,
-                                 "kv_heads")
-        self.seq_q = _integer(seq_q, "seq_q")
-        self.seq_kv = _integer(seq_kv, "seq_kv")
-        self.head_dim = _integer(head_dim, "head_dim")
-        self.head_dim_v = _integer(head_dim_v, "head_dim_v")
-        if not isinstance(dtype, str) or dtype not in ("f32", "f16", "bf16"):
-            try:
-                dtype = _tensors.numpy_dtype_name(dtype)
-            except TypeError as e:
-                raise FlashcError(f"dtype {dtype!r} is not a dtype") from e
+        self.batch = batch
+        self.heads = heads
+        self.kv_heads = self.heads if kv_heads is None else kv_heads
+        self.seq_q = seq_q
+        self.seq_kv = seq_kv
+        self.head_dim = head_dim
+        self.head_dim_v = head_dim_v
         self.dtype = dtype
-        self.causal = bool(causal)
-        try:
-            self.scale = None if scale is None else float(scale)
-        except (TypeError, ValueError) as e:
-            raise FlashcError(f"scale {scale!r} is not a number") from e
-        self.with_lse = bool(with_lse)
+        self.causal = causal
+        self.scale = scale
+        self.with_lse = with_lse
+
+    def __setattr__(self, name, value):
+        # Every field is checked when it is set, in the constructor or
+        # later: the extension modules only ever see valid types.
+        if name in ("batch", "heads", "kv_heads", "seq_q", "seq_kv",
+                    "head_dim", "head_dim_v"):
+            value = _integer(value, name)
+        elif name == "dtype":
+            value = _dtype_name(value)
+        elif name in ("causal", "with_lse"):
+            value = _boolean(value, name)
+        elif name == "scale":
+            value = _scale(value)
+        super().__setattr__(name, value)
 
     def to_dict(self):
         return {f: getattr(self, f) for f in self._FIELDS}
@@ -130,32 +240,52 @@ class _Call:
         self.on_device = on_device
         self.inputs = inputs
 
+    def _allocate(self, q, shape, dtype, name):
+        """A new output ``name`` next to ``q``."""
+        try:
+            if self.on_device:
+                return _tensors.empty_like_device(q, shape, dtype)
+            return np.empty(shape, dtype=_tensors.numpy_dtype(dtype))
+        except FlashcError:
+            raise
+        except Exception as e:  # pylint: disable=broad-except
+            raise FlashcError(
+                f"cannot allocate {name} of shape {tuple(shape)}: "
+                f"{type(e).__name__}: {e}") from e
+
     def run(self, native_run, q, out, lse, stream, return_lse):
         """Allocates the outputs next to ``q`` when not given, describes
-        them, calls ``native_run(q, k, v, out, lse, stream)`` with the
+        them, checks that no output overlaps an input or the other output,
+        calls ``native_run(q, k, v, out, lse, stream)`` with the
         descriptions, and returns ``o`` or ``(o, lse)``."""
         spec = self.spec
         shape = (spec.batch, spec.heads, spec.seq_q, spec.value_dim)
         if out is None:
-            out = (_tensors.empty_like_device(q, shape, spec.dtype)
-                   if self.on_device else
-                   np.empty(shape, dtype=_tensors.numpy_dtype(spec.dtype)))
+            out = self._allocate(q, shape, spec.dtype, "out")
         if spec.with_lse and lse is None:
-            lse = (_tensors.empty_like_device(q, shape[:3], "f32")
-                   if self.on_device else np.empty(shape[:3], np.float32))
+            lse = self._allocate(q, shape[:3], "f32", "lse")
         outputs = [_tensors.describe(out, "out", output=True)]
         if lse is not None:
             outputs.append(_tensors.describe(lse, "lse", output=True))
-        for (_, _, _, _, on_device), name in zip(
-                [d for d, _ in outputs], ("out", "lse")):
-            if on_device != self.on_device:
+        for (desc, _), name in zip(outputs, ("out", "lse")):
+            if desc[4] != self.on_device:
                 raise FlashcError(f"{name} is not on the device of q, k and v")
+        named_inputs = list(zip(("q", "k", "v"), self.inputs))
+        for name, output in zip(("out", "lse"), outputs):
+            for other, tensor in named_inputs:
+                if _tensors.overlaps(output, tensor):
+                    raise FlashcError(
+                        f"{name} overlaps {other}: an output must not share "
+                        "memory with an input")
+        if len(outputs) == 2 and _tensors.overlaps(outputs[1], outputs[0]):
+            raise FlashcError("lse overlaps out: the two outputs must not "
+                              "share memory")
         if stream is None:
             stream = _tensors.cuda_stream(q) if self.on_device else 0
         descs = [d for d, _ in self.inputs + outputs]
         keep = [k for _, k in self.inputs + outputs]
-        native_run(*descs[:4], descs[4] if len(descs) > 4 else None,
-                   int(stream))
+        _native(native_run, *descs[:4], descs[4] if len(descs) > 4 else None,
+                int(stream))
         del keep
         return (out, lse) if return_lse else out
 
@@ -206,18 +336,28 @@ def _prepare(q, k, v, causal, scale, with_lse):
 
 
 _CHIPS = ("cpu", "sm_80", "sm_90a")
+_TARGETS = "cpu, sm_80, sm_90a, sm_80-sim or sm_90a-sim"
+
+
+def _split_target(target):
+    """(chip, simulate) of a target name: "sm_80-sim" is ("sm_80", True)."""
+    _string(target, "target")
+    simulate = target.endswith("-sim")
+    chip = target[:-4] if simulate else target
+    if simulate and chip not in _CHIPS[1:]:
+        raise FlashcError(f"unknown target {target!r}; expected {_TARGETS}")
+    return chip, simulate
 
 
 def _parse_target(target, on_device):
     """(chip or "cpu", simulate) for a target name and where the data is."""
     if target is None:
-        return (_runtime.cuda_chip(), False) if on_device else ("cpu", False)
-    simulate = target.endswith("-sim")
-    chip = target[:-4] if simulate else target
-    if chip not in _CHIPS or (simulate and chip == "cpu"):
-        raise FlashcError(
-            f"unknown target '{target}'; expected cpu, sm_80, sm_90a, "
-            "sm_80-sim or sm_90a-sim")
+        if on_device:
+            return _native(_runtime.cuda_chip), False
+        return "cpu", False
+    chip, simulate = _split_target(target)
+    if chip not in _CHIPS:
+        raise FlashcError(f"unknown target {target!r}; expected {_TARGETS}")
     if on_device and (simulate or chip == "cpu"):
         raise FlashcError(f"target '{target}' runs on host memory, but the "
                           "tensors are in CUDA device memory")
@@ -228,12 +368,31 @@ def _parse_target(target, on_device):
     return chip, simulate
 
 
+def _stream(value):
+    """None, or a CUDA stream handle: an integer that fits a pointer."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (int, np.integer)):
+        raise FlashcTypeError(f"stream must be an integer handle or None, "
+                              f"got {_got(value)}")
+    if not 0 <= int(value) < 2**64:
+        raise FlashcError(f"stream {int(value)} is not a stream handle (it "
+                          "must fit 64 bits unsigned)")
+    return int(value)
+
+
 class Kernel:
     """A compiled attention kernel. Call it with q, k, v of its spec's dtype,
     head dims and group size (query heads per KV head); the batch, head
     counts and sequence lengths may differ from the spec's."""
 
     def __init__(self, native, spec, target, simulate, resources=None):
+        if not isinstance(native, _compiler_api().Kernel):
+            raise FlashcTypeError(
+                f"native must be a compiled kernel, got {_got(native)}; "
+                "kernels come from flashc.compile")
+        _check_spec(spec)
         self._native = native
         self.spec = spec
         self.target = target
@@ -242,12 +401,12 @@ class Kernel:
 
     def ir(self, stage):
         """The IR after pipeline stage ``stage`` (see ``metadata['stages']``)."""
-        return self._native.ir(stage)
+        return _native(self._native.ir, _string(stage, "stage"))
 
     @property
     def ptx(self):
         """The PTX of a GPU kernel; None for a CPU kernel."""
-        return self._native.ptx
+        return _native(getattr, self._native, "ptx")
 
     @property
     def metadata(self):
@@ -255,7 +414,7 @@ class Kernel:
         block, shared bytes and, once assembled (``compile(...,
         assemble=True)``), the registers and spill bytes from ptxas
         (-1 until then), as a dict."""
-        meta = self._native.metadata
+        meta = _native(getattr, self._native, "metadata")
         if self._resources:
             meta.update(self._resources)
         return meta
@@ -263,7 +422,9 @@ class Kernel:
     def __call__(self, q, k, v, *, return_lse=False, splits=0, out=None,
                  lse=None, stream=None):
         """Runs the kernel; ``lse=`` implies ``return_lse``."""
-        return_lse = return_lse or lse is not None
+        return_lse = _boolean(return_lse, "return_lse") or lse is not None
+        splits = _integer(splits, "splits", minimum=0)
+        stream = _stream(stream)
         if return_lse and not self.spec.with_lse:
             raise FlashcError(
                 "this kernel was compiled without the log-sum-exp; compile "
@@ -273,10 +434,10 @@ class Kernel:
         return self._run(call, q, return_lse, splits, out, lse, stream)
 
     def _run(self, call, q, return_lse, splits, out, lse, stream):
-        def native_run(qd, kd, vd, od, ld, stream_handle):
-            self._native.run(qd, kd, vd, od, ld, self.simulate, int(splits),
+        def run(qd, kd, vd, od, ld, stream_handle):
+            self._native.run(qd, kd, vd, od, ld, self.simulate, splits,
                              stream_handle)
-        return call.run(native_run, q, out, lse, stream, return_lse)
+        return call.run(run, q, out, lse, stream, return_lse)
 
     def __repr__(self):
         return f"Kernel({self._native.spec}, target={self.target!r})"
@@ -284,8 +445,12 @@ class Kernel:
 
 def _check_spec(spec):
     if not isinstance(spec, AttentionSpec):
-        raise FlashcError(f"spec is a {type(spec).__name__}; expected a "
-                          "flashc.AttentionSpec")
+        raise FlashcTypeError(f"spec must be a flashc.AttentionSpec, got "
+                              f"{_got(spec)}")
+
+
+_COMPILE_OPTIONS = ("loop_order", "block_q", "block_kv", "sram_bytes",
+                    "splits", "threads", "vector_lanes")
 
 
 def compile(spec, target="cpu", **options):  # pylint: disable=redefined-builtin
@@ -296,25 +461,21 @@ def compile(spec, target="cpu", **options):  # pylint: disable=redefined-builtin
     for the registers and spills in ``metadata``. Returns a cached kernel
     when one exists."""
     _check_spec(spec)
-    if not isinstance(target, str):
-        raise FlashcError(f"target must be a string, got {target!r}")
-    simulate = target.endswith("-sim")
-    chip = target[:-4] if simulate else target
-    assemble = options.pop("assemble", False)
+    chip, simulate = _split_target(target)
+    assemble = _boolean(options.pop("assemble", False), "assemble")
     checked = {}
     for name, value in options.items():
-        if name == "loop_order":
-            if not isinstance(value, str):
-                raise FlashcError(f"loop_order must be a string, got {value!r}")
-            checked[name] = value
-        else:
-            checked[name] = _integer(value, name)
-    native = _compiler_api().compile(spec.to_dict(), chip, checked)
+        if name not in _COMPILE_OPTIONS:
+            raise FlashcError(f"unknown compile option '{name}'; expected "
+                              f"{', '.join(_COMPILE_OPTIONS)} or assemble")
+        checked[name] = (_string(value, name) if name == "loop_order" else
+                         _integer(value, name))
+    native = _native(_compiler_api().compile, spec.to_dict(), chip, checked)
     resources = None
     if assemble:
         if chip == "cpu":
             raise FlashcError("assemble=True is for GPU targets (ptxas)")
-        resources = native.assemble()
+        resources = _native(native.assemble)
     return Kernel(native, spec, chip, simulate, resources)
 
 
@@ -325,7 +486,11 @@ def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
     at the bottom right: query i sees keys j <= i + Nk - Nq (SDPA's
     ``is_causal`` aligns at the top left when Nq != Nk). See the module's
     documentation for targets."""
-    return_lse = return_lse or lse is not None
+    causal = _boolean(causal, "causal")
+    scale = _scale(scale)
+    return_lse = _boolean(return_lse, "return_lse") or lse is not None
+    if target is not None:
+        _split_target(target)
     call = _prepare(q, k, v, causal, scale, return_lse)
     chip, simulate = _parse_target(target, call.on_device)
     kernel = compile(call.spec, chip + ("-sim" if simulate else ""))
@@ -337,16 +502,16 @@ def cost(spec, target="cpu", sram_bytes=None, loop_order="fa2"):
     traffic of the standard, algorithm-1 and FA2 loop orders, the chosen
     schedule and, on GPU targets, the CTA x wave prediction."""
     _check_spec(spec)
-    for name, value in (("target", target), ("loop_order", loop_order)):
-        if not isinstance(value, str):
-            raise FlashcError(f"{name} must be a string, got {value!r}")
+    _string(target, "target")
+    _string(loop_order, "loop_order")
     sram = 0 if sram_bytes is None else _integer(sram_bytes, "sram_bytes")
-    return _compiler_api().cost(spec.to_dict(), target, sram, loop_order)
+    return _native(_compiler_api().cost, spec.to_dict(), target, sram,
+                   loop_order)
 
 
 def cache_size():
     """Kernels compiled so far in this process."""
-    return _compiler_api().cache_size()
+    return _native(_compiler_api().cache_size)
 
 
 def set_cache_directory(path):
@@ -354,9 +519,12 @@ def set_cache_directory(path):
     ``path`` (created when missing), and takes kernels from there instead of
     compiling them, in this process and later ones; ``load_bundle(path)``
     reads it with the runtime alone. ``None`` or ``""`` turns it off."""
-    if path is not None and not isinstance(path, (str, os.PathLike)):
-        raise FlashcError(f"path must be a string or a path, got {path!r}")
-    _compiler_api().set_cache_directory("" if path is None else os.fspath(path))
+    directory = b"" if path is None else _path(path)
+    if directory and os.path.exists(directory) and not os.path.isdir(
+            directory):
+        raise FlashcError(f"path '{os.fsdecode(directory)}' is not a "
+                          "directory")
+    _native(_compiler_api().set_cache_directory, directory)
 
 
 class Bundle:
@@ -364,6 +532,10 @@ class Bundle:
     LLVM-free runtime: no compiler needed."""
 
     def __init__(self, native, path):
+        if not isinstance(native, _runtime.Bundle):
+            raise FlashcTypeError(
+                f"native must be a loaded bundle, got {_got(native)}; "
+                "bundles come from flashc.load_bundle")
         self._native = native
         self.path = path
 
@@ -371,7 +543,7 @@ class Bundle:
     def variants(self):
         """One dict per kernel variant: target, dtype, group, head dims,
         causal, LSE, scale, decode, tiles, shared bytes, registers."""
-        return self._native.variants
+        return _native(getattr, self._native, "variants")
 
     def attention(self, q, k, v, *, causal=False, scale=None,
                   return_lse=False, simulate=False, chip=None, splits=0,
@@ -379,7 +551,15 @@ class Bundle:
         """Runs the bundle's variant for this call: on the CUDA device for
         CUDA tensors, in the simulator for numpy arrays with
         ``simulate=True``."""
-        return_lse = return_lse or lse is not None
+        causal = _boolean(causal, "causal")
+        scale = _scale(scale)
+        return_lse = _boolean(return_lse, "return_lse") or lse is not None
+        simulate = _boolean(simulate, "simulate")
+        if chip is not None and _string(chip, "chip") not in _CHIPS[1:]:
+            raise FlashcError(f"unknown chip {chip!r}; expected sm_80 or "
+                              "sm_90a")
+        splits = _integer(splits, "splits", minimum=0)
+        stream = _stream(stream)
         call = _prepare(q, k, v, causal, scale, return_lse)
         spec = call.spec
         if call.on_device == simulate:
@@ -388,11 +568,11 @@ class Bundle:
                 "device takes CUDA tensors" if simulate else
                 "numpy arrays run in the simulator: pass simulate=True")
         if chip is None:
-            chip = "sm_80" if simulate else _runtime.cuda_chip()
+            chip = "sm_80" if simulate else _native(_runtime.cuda_chip)
         query = (chip, spec.dtype, spec.heads // spec.kv_heads, spec.head_dim,
                  spec.value_dim, spec.causal, spec.with_lse,
                  spec.effective_scale, spec.seq_q <= 16)
-        index = self._native.find(*query)
+        index = _native(self._native.find, *query)
         if index is None:
             raise FlashcError(
                 f"the bundle at {self.path} has no kernel for {chip}, "
@@ -403,12 +583,51 @@ class Bundle:
                 f"{spec.effective_scale}, "
                 f"{'decode' if query[8] else 'prefill'}")
 
-        def native_run(qd, kd, vd, od, ld, stream_handle):
+        def run(qd, kd, vd, od, ld, stream_handle):
             self._native.launch(index, "sim" if simulate else "cuda", qd, kd,
-                                vd, od, ld, stream_handle, int(splits))
-        return call.run(native_run, q, out, lse, stream, return_lse)
+                                vd, od, ld, stream_handle, splits)
+        return call.run(run, q, out, lse, stream, return_lse)
+
+    def __repr__(self):
+        return f"Bundle({self.path!r}, {len(self.variants)} variants)"
 
 
 def load_bundle(path):
-    """Loads a bundle directory (its manifest.json and kernels)."""
-    return Bundle(_runtime.Bundle.load(str(path)), str(path))
+    """Loads a bundle directory (its manifest.json and kernels). ``path`` is
+    a str, bytes or os.PathLike. Anything that is not a bundle raises
+    FlashcError."""
+    raw = _path(path)
+    if not raw:
+        raise FlashcError("path is empty; expected a bundle directory")
+    shown = os.fsdecode(raw)
+    try:
+        mode = os.stat(raw).st_mode
+    except (OSError, ValueError) as e:
+        raise FlashcError(f"not a flashc bundle: cannot read '{shown}': "
+                          f"{getattr(e, 'strerror', None) or e}") from e
+    if not stat.S_ISDIR(mode):
+        raise FlashcError(f"not a flashc bundle: '{shown}' is not a directory")
+    manifest = os.path.join(raw, b"manifest.json")
+    try:
+        mode = os.stat(manifest).st_mode
+    except (OSError, ValueError) as e:
+        raise FlashcError(f"not a flashc bundle: cannot read "
+                          f"'{os.fsdecode(manifest)}': "
+                          f"{getattr(e, 'strerror', None) or e}") from e
+    if not stat.S_ISREG(mode):
+        raise FlashcError(f"not a flashc bundle: '{os.fsdecode(manifest)}' "
+                          "is not a regular file")
+    # The runtime reads <id>.ptx and <id>.cubin whole: each must be a file
+    # (not a directory, a FIFO, /dev/zero through a link).
+    try:
+        with os.scandir(raw) as entries:
+            for entry in entries:
+                if (entry.name.endswith((b".ptx", b".cubin")) and
+                        not entry.is_file()):
+                    raise FlashcError(
+                        f"not a flashc bundle: "
+                        f"'{os.fsdecode(entry.path)}' is not a regular file")
+    except OSError as e:
+        raise FlashcError(f"not a flashc bundle: cannot list '{shown}': "
+                          f"{e.strerror or e}") from e
+    return Bundle(_native(_runtime.Bundle.load, raw), shown)

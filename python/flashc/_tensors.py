@@ -2,14 +2,17 @@
 
 Turns numpy arrays, DLPack tensors and ``__cuda_array_interface__`` objects
 into ``(data pointer, dtype, sizes, strides in elements, on_device)`` tuples,
-and allocates outputs next to the inputs. Nothing here copies data.
+checks that outputs do not overlap inputs, and allocates outputs next to the
+inputs. Nothing here copies data. A tensor whose protocol misbehaves (raises,
+or gives values of the wrong type or range) is a FlashcError naming it.
 """
 
 import ctypes
+import operator
 
 import numpy as np
 
-from ._runtime import FlashcError
+from ._runtime import FlashcError, FlashcTypeError
 
 try:  # bf16 arrays on the CPU, when the package is present.
     import ml_dtypes as _ml_dtypes
@@ -44,6 +47,24 @@ class _DLTensor(ctypes.Structure):
 _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
 _capsule_pointer.restype = ctypes.c_void_p
 _capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def got(value):
+    """What an error message says a wrong argument was: its type, and its
+    value when it is a short scalar."""
+    if value is None:
+        return "None"
+    name = type(value).__name__
+    if isinstance(value, (bool, int, float, str, bytes, np.generic)):
+        text = repr(value)
+        if len(text) > 40:
+            text = text[:37] + "..."
+        return f"{name} {text}"
+    return name
+
+
+# Bytes per element of flashc's dtypes.
+ITEM_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
 
 
 def numpy_dtype_name(dtype):
@@ -82,29 +103,42 @@ def _protocol_error(what, e):
                        f"{e})")
 
 
+def _attribute(x, name, what):
+    """Whether ``x`` has attribute ``name``; a property that raises is a
+    FlashcError naming ``what``."""
+    try:
+        return hasattr(x, name)
+    except Exception as e:  # pylint: disable=broad-except
+        raise _protocol_error(what, e) from e
+
+
 def is_cuda(x, what="tensor"):
     """True for a tensor in CUDA device memory (DLPack or CUDA array
     interface), False for host memory; FlashcError for other devices."""
     if isinstance(x, np.ndarray):
         return False
-    if hasattr(x, "__dlpack_device__"):
+    if _attribute(x, "__dlpack_device__", what):
         try:
             device_type, device_id = x.__dlpack_device__()
+            device_type, device_id = int(device_type), int(device_id)
         except Exception as e:  # pylint: disable=broad-except
             raise _protocol_error(what, e) from e
-        device_type = int(device_type)
         if device_type in _DL_HOST:
             return False
         if device_type not in _DL_DEVICE:
             raise FlashcError(
                 f"{what} is on DLPack device type {device_type}; flashc runs "
                 "on host memory (CPU) and CUDA devices")
-        if int(device_id) != 0:
+        if device_id != 0:
             raise FlashcError(
-                f"{what} is on CUDA device {int(device_id)}; flashc launches "
+                f"{what} is on CUDA device {device_id}; flashc launches "
                 "on CUDA device 0 only")
         return True
-    return hasattr(x, "__cuda_array_interface__")
+    return _attribute(x, "__cuda_array_interface__", what)
+
+
+_EXPECTED = ("a numpy array, a DLPack tensor or an object with "
+             "__cuda_array_interface__")
 
 
 def describe(x, what, output=False):
@@ -115,18 +149,22 @@ def describe(x, what, output=False):
     try:
         if isinstance(x, np.ndarray):
             desc, keep = _describe_numpy(x, what, output), x
-        elif hasattr(x, "__dlpack__"):
+        elif _attribute(x, "__dlpack__", what):
             desc, keep = _describe_dlpack(x, what)
-        elif hasattr(x, "__cuda_array_interface__"):
+        elif _attribute(x, "__cuda_array_interface__", what):
             desc, keep = _describe_cai(x, what, output), x
         else:
-            raise FlashcError(
-                f"{what} is a {type(x).__name__}; expected a numpy array, a "
-                "DLPack tensor or an object with __cuda_array_interface__")
+            raise FlashcTypeError(f"{what} must be {_EXPECTED}, got {got(x)}")
     except FlashcError:
         raise
     except Exception as e:  # pylint: disable=broad-except
         raise _protocol_error(what, e) from e
+    _check_ranges(desc, what)
+    for n, stride in zip(desc[2], desc[3]):
+        if n > 1 and stride < 0:
+            raise FlashcError(
+                f"{what} has a negative stride (strides {list(desc[3])} "
+                "elements); flashc takes non-negative strides")
     if output:
         for n, stride in zip(desc[2], desc[3]):
             if n > 1 and stride == 0:
@@ -136,10 +174,77 @@ def describe(x, what, output=False):
     return desc, keep
 
 
+def _check_ranges(desc, what):
+    """The description's numbers are integers that the extension modules
+    take (a 64-bit address, sizes and strides that fit int64) and its data
+    is aligned to its element size."""
+    data, dtype, sizes, strides, _ = desc
+    if len(sizes) != len(strides):
+        raise FlashcError(f"{what} has {len(sizes)} sizes but {len(strides)} "
+                          "strides")
+    if not 0 <= data < 2**64:
+        raise FlashcError(f"{what}: data pointer {data} is not an address")
+    if len(sizes) > 16:
+        raise FlashcError(f"{what} has rank {len(sizes)}; expected 4")
+    for n in sizes:
+        if not 0 <= n < 2**63:
+            raise FlashcError(f"{what} has size {n}; sizes must be "
+                              "non-negative and fit 64 bits")
+    for s in strides:
+        if not -2**63 <= s < 2**63:
+            raise FlashcError(f"{what} has stride {s}; strides must fit 64 "
+                              "bits")
+    if data % ITEM_BYTES[dtype]:
+        raise FlashcError(f"{what} is not aligned to its element size "
+                          f"({ITEM_BYTES[dtype]} bytes)")
+
+
+def _extent(desc):
+    """The byte range [first, end) that a description's elements span, or
+    None when it has none."""
+    data, dtype, sizes, strides, _ = desc
+    if not sizes or 0 in sizes:
+        return None if sizes else (data, data + ITEM_BYTES[dtype])
+    low = high = 0
+    for n, s in zip(sizes, strides):
+        if s >= 0:
+            high += (n - 1) * s
+        else:
+            low += (n - 1) * s
+    item = ITEM_BYTES[dtype]
+    return data + low * item, data + (high + 1) * item
+
+
+_TOO_HARD = getattr(np, "TooHardError", None) or getattr(
+    getattr(np, "exceptions", None), "TooHardError", Exception)
+
+
+def overlaps(a, b):
+    """Whether two described tensors ``(desc, keep)`` share memory: their
+    byte ranges intersect (on the same device), and, for two numpy arrays,
+    numpy finds an element they share (interleaved views of one buffer do
+    not overlap; when numpy gives up, they count as overlapping)."""
+    (da, ka), (db, kb) = a, b
+    if da[4] != db[4]:
+        return False
+    ea, eb = _extent(da), _extent(db)
+    if ea is None or eb is None or ea[1] <= eb[0] or eb[1] <= ea[0]:
+        return False
+    if isinstance(ka, np.ndarray) and isinstance(kb, np.ndarray):
+        try:
+            return bool(np.shares_memory(ka, kb, max_work=1 << 20))
+        except _TOO_HARD:
+            return True
+    return True
+
+
 def _describe_numpy(x, what, output):
-    name = numpy_dtype_name(x.dtype)
     if not x.dtype.isnative:
         raise FlashcError(f"{what} is not in the machine's byte order")
+    try:
+        name = numpy_dtype_name(x.dtype)
+    except FlashcError as e:
+        raise FlashcError(f"{what}: {e}") from e
     if output and not x.flags.writeable:
         raise FlashcError(f"{what} is read-only")
     item = x.dtype.itemsize
@@ -162,16 +267,18 @@ def _describe_cai(x, what, output):
     if output and readonly:
         raise FlashcError(f"{what} is read-only")
     item = 4 if typestr == "<f4" else 2
-    shape = [int(n) for n in cai["shape"]]
+    # Integers only: operator.index refuses floats and strings.
+    shape = [operator.index(n) for n in cai["shape"]]
     strides = cai.get("strides")
     if strides is None:
         strides = _dense_strides(shape)
     else:
+        strides = [operator.index(s) for s in strides]
         if any(s % item for s in strides):
             raise FlashcError(f"{what} has strides {strides} bytes, not "
                               "whole elements")
         strides = [s // item for s in strides]
-    return (int(pointer), names[typestr], shape, strides, True)
+    return (operator.index(pointer), names[typestr], shape, strides, True)
 
 
 def _dense_strides(shape):
@@ -192,6 +299,9 @@ def _describe_dlpack(x, what):
         raise FlashcError(
             f"{what} is on DLPack device type {device_type}; flashc runs on "
             "host memory (CPU) and CUDA devices")
+    if not 0 <= t.ndim <= 16 or (t.ndim and not t.shape):
+        raise FlashcError(f"{what} is a DLPack tensor of rank {t.ndim} with "
+                          f"{'a' if t.shape else 'no'} shape")
     code, bits, lanes = t.dtype.code, t.dtype.bits, t.dtype.lanes
     if lanes != 1 or (code, bits) not in ((_DL_FLOAT, 32), (_DL_FLOAT, 16),
                                           (_DL_BFLOAT, 16)):
@@ -218,9 +328,15 @@ def cuda_stream(x):
     if module.startswith("torch"):
         import torch  # pylint: disable=import-outside-toplevel
         return int(torch.cuda.current_stream(x.device).cuda_stream)
-    cai = getattr(x, "__cuda_array_interface__", None)
-    if isinstance(cai, dict) and cai.get("stream"):
-        return int(cai["stream"])
+    try:
+        cai = getattr(x, "__cuda_array_interface__", None)
+        if isinstance(cai, dict) and cai.get("stream"):
+            stream = int(cai["stream"])
+            if 0 <= stream < 2**64:
+                return stream
+            raise ValueError(f"stream {stream} does not fit 64 bits")
+    except Exception as e:  # pylint: disable=broad-except
+        raise _protocol_error("q", e) from e
     return 0
 
 

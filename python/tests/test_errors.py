@@ -69,7 +69,8 @@ def test_unsupported_dtype(qkv):
 
 def test_not_an_array(qkv):
     _, k, v = qkv
-    with pytest.raises(flashc.FlashcError, match="is a list"):
+    with pytest.raises(flashc.FlashcTypeError,
+                       match="q must be a numpy array.*, got list"):
         flashc.attention([[1.0]], k, v)
 
 
@@ -120,7 +121,7 @@ def test_bad_compile_options():
         flashc.compile(spec, "cpu", tile=3)
     with pytest.raises(flashc.FlashcError, match="vector-lanes must be"):
         flashc.compile(spec, "cpu", vector_lanes=4)
-    with pytest.raises(flashc.FlashcError, match="expected a flashc.AttentionSpec"):
+    with pytest.raises(flashc.FlashcError, match="spec must be a flashc.AttentionSpec"):
         flashc.compile({"heads": 2}, "cpu")
 
 
@@ -223,7 +224,7 @@ def test_bad_argument_types():
         flashc.AttentionSpec(heads=2.5)
     with pytest.raises(flashc.FlashcError, match="does not fit 64 bits"):
         flashc.AttentionSpec(batch=2**64)
-    with pytest.raises(flashc.FlashcError, match="expected a flashc.AttentionSpec"):
+    with pytest.raises(flashc.FlashcError, match="spec must be a flashc.AttentionSpec"):
         flashc.cost({"heads": 2})
     with pytest.raises(flashc.FlashcError, match="scale"):
         flashc.AttentionSpec(scale="big")

@@ -84,5 +84,5 @@ def test_cache_directory_is_a_bundle(rng, seed, tmp_path):
     q, k, v = make_inputs(rng, 1, 6, 3, 24, 40, 80, dtype=np.float16)
     check(bundle.attention(q, k, v, causal=True, simulate=True), None, q, k,
           v, True, seed)
-    with pytest.raises(flashc.FlashcError, match="path must be a string"):
+    with pytest.raises(flashc.FlashcTypeError, match="path must be a string"):
         flashc.set_cache_directory(42)
