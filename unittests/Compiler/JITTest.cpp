@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 
 #include <random>
+#include <sys/stat.h>
 #include <thread>
 
 using namespace mlir::flash;
@@ -262,6 +263,40 @@ TEST(JITTest, GPUKernelsPersistInTheCacheDirectory) {
   llvm::sys::fs::remove_directories(cache);
 }
 
+/// The cache's kernels run as the user's code: a directory someone else can
+/// write is refused, not read; a new one is made private (0700).
+TEST(JITTest, UntrustedCacheDirectoriesAreRefused) {
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("flashc-jit-cache", dir));
+  std::string open = dir.str().str();
+  ASSERT_EQ(::chmod(open.c_str(), 0777), 0);
+  AttentionSpec spec;
+  spec.heads = 4;
+  spec.seqQ = 20;
+  spec.headDim = 64;
+  spec.dtype = DType::F16;
+  Compiler compiler;
+  compiler.setCacheDirectory(open);
+  auto refused = compiler.compile(spec, "sm_80");
+  ASSERT_FALSE(static_cast<bool>(refused));
+  std::string message = llvm::toString(refused.takeError());
+  EXPECT_NE(message.find("kernel cache directory '" + open +
+                         "' is writable by other users (mode 0777)"),
+            std::string::npos)
+      << message;
+
+  std::string fresh = open + "/new/cache";
+  ASSERT_EQ(::chmod(open.c_str(), 0700), 0);
+  compiler.setCacheDirectory(fresh);
+  auto built = compiler.compile(spec, "sm_80");
+  ASSERT_TRUE(static_cast<bool>(built)) << llvm::toString(built.takeError());
+  struct stat st;
+  ASSERT_EQ(::stat(fresh.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_TRUE(flashc::runtime::Bundle::load(fresh).ok());
+  (void)llvm::sys::fs::remove_directories(open);
+}
+
 TEST(JITTest, BadSpecsAreErrors) {
   AttentionSpec spec = smallSpec();
   spec.heads = 3;
@@ -353,6 +388,26 @@ TEST(JITTest, BadBuffersAreErrorsNotCrashes) {
       "the split count must be positive (0: chosen), got -2");
   EXPECT_EQ(errorOf(kr.run(q.ref(), k.ref(), v.ref(), wrongType.ref())),
             "output has element type f16, expected f32");
+  // Outputs over inputs: the kernel reads Q, K and V while it writes O.
+  EXPECT_EQ(errorOf(kr.run(q.ref(), k.ref(), v.ref(), q.ref())),
+            "output overlaps query in memory; outputs must not share memory "
+            "with another tensor of the call");
+  TensorRef insideV = o.ref();
+  insideV.data = v.ref().data;
+  insideV.sizes = {1, 2, 10, 32};
+  HostTensor q10(DType::F32, {1, 2, 10, 32});
+  EXPECT_EQ(errorOf(kr.run(q10.ref(), k.ref(), v.ref(), insideV)),
+            "output overlaps value in memory; outputs must not share memory "
+            "with another tensor of the call");
+  // A view addressing more than 2^60 bytes (its strides, not its data).
+  TensorRef huge = k.ref();
+  huge.sizes[0] = 2;
+  huge.strides[0] = int64_t(1) << 60;
+  HostTensor q2(DType::F32, {2, 2, 20, 32}), o2(DType::F32, {2, 2, 20, 32});
+  HostTensor v2(DType::F32, {2, 1, 30, 32});
+  EXPECT_EQ(errorOf(kr.run(q2.ref(), huge, v2.ref(), o2.ref())),
+            "key with shape [2, 1, 30, 32] and strides [1152921504606846976, "
+            "960, 32, 1] addresses more than 2^60 bytes");
   TensorRef strided = q.ref();
   strided.strides[3] = 2;
   EXPECT_NE(errorOf(kr.run(strided, k.ref(), v.ref(), o.ref()))
