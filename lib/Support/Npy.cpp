@@ -12,7 +12,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <fstream>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace flashc;
 
@@ -120,6 +123,18 @@ bool flashc::readNpy(const std::string &path, NpyArray &array,
     error = path + ": " + msg;
     return false;
   };
+  // A regular file only: a FIFO would block the open for ever, a device
+  // such as /dev/zero never ends.
+  {
+    int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+      return fail("cannot open");
+    struct stat st;
+    bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    ::close(fd);
+    if (!regular)
+      return fail("not a regular file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return fail("cannot open");
