@@ -600,18 +600,21 @@ def test_outputs_overlapping_dlpack_inputs(rng):
         flashc.attention(DLPackOnly(q), DLPackOnly(k), DLPackOnly(v), out=v)
 
 
-def test_interleaved_views_do_not_overlap(rng, seed):
-    """Two views of one buffer whose elements interleave share no memory:
-    accepted, and the result is right."""
+def test_views_of_one_buffer(rng, seed):
+    """Outputs and inputs may be views of one buffer when the byte ranges
+    they span are apart; interleaved views span one range, and overlap."""
     from conftest import check  # pylint: disable=import-outside-toplevel
     q, k, _ = _qkv(rng)
-    buf = rng.standard_normal((1, 2, 8, 32)).astype(np.float32)
-    v, out = buf[..., 16:], buf[..., :16]
+    buf = rng.standard_normal((2, 1, 2, 8, 16)).astype(np.float32)
+    out, v = buf[0], buf[1]  # the two halves of one buffer
     expected = v.copy()
     got = flashc.attention(q, k, v, out=out)
     assert got is out
     assert np.array_equal(v, expected)
     check(out, None, q, k, expected, False, seed)
+    wide = rng.standard_normal((1, 2, 8, 32)).astype(np.float32)
+    with pytest.raises(E, match="^out overlaps v"):
+        flashc.attention(q, k, wide[..., 16:], out=wide[..., :16])
 
 
 def test_outputs_overlapping_inputs_simulator(rng):
