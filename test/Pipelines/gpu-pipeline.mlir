@@ -53,7 +53,7 @@
 // CHECK-SAME: .visible .entry attention_fwd(
 // One kernel: no combine without a split KV loop.
 // CHECK-NOT: .visible .entry
-// CHECK-SAME: .maxntid 128, 1, 1
+// CHECK-SAME: .reqntid 128, 1, 1
 // CHECK-NOT: .visible .entry
 // CHECK-SAME: ">]
 // CHECK-NOT: gpu.binary

@@ -72,7 +72,7 @@
 // Its launch: one CTA per (batch, head, 64-row Q tile), 4 warps, K and V
 // blocks of 128 keys double-buffered (2 x 2 x 16 KB) after the 8 KB Q tile,
 // which is also the f16 output's staging area.
-// MHA-SAME: attributes {flash.block = 128 : i64, flash.grid = "B*2*ceildiv(Nq,64)", flash.shared_bytes = 73728 : i64, flash.tile = array<i64: 1, 64, 128, 4, 1>, known_block_size = array<i32: 128, 1, 1>} {
+// MHA-SAME: attributes {flash.block = 128 : i64, flash.grid = "B*2*ceildiv(Nq,64)", flash.shared_bytes = 73728 : i64, flash.tile = array<i64: 1, 64, 128, 4, 1>, nvvm.reqntid = array<i32: 128, 1, 1>} {
 // MHA: arith.index_cast %[[NQ]] : i64 to index
 // MHA: gpu.block_id x
 // MHA: %[[SMEM:.+]] = memref.get_global @flash_smem
@@ -197,7 +197,7 @@ func.func @prefill_lse(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // DECODE-SAME: %[[CO:[a-z0-9]+]]: memref<1099511627776xf16> {llvm.align = 16 : i64, llvm.noalias},
 // DECODE-SAME: %[[CL:[a-z0-9]+]]: memref<1099511627776xf32> {llvm.align = 16 : i64, llvm.noalias},
 // DECODE-SAME: %[[CWSO:[a-z0-9]+]]: memref<1099511627776xf32> {llvm.align = 16 : i64, llvm.noalias}, %[[CWSL:[a-z0-9]+]]: memref<1099511627776xf32> {llvm.align = 16 : i64, llvm.noalias},
-// DECODE-SAME: attributes {flash.block = 128 : i64, flash.grid = "ceildiv(B*4*Nq,4)", flash.shared_bytes = 0 : i64, known_block_size = array<i32: 128, 1, 1>}
+// DECODE-SAME: attributes {flash.block = 128 : i64, flash.grid = "ceildiv(B*4*Nq,4)", flash.shared_bytes = 0 : i64, nvvm.reqntid = array<i32: 128, 1, 1>}
 // DECODE: memref.load %[[CWSL]]
 // DECODE: vector.load %[[CWSO]]
 // DECODE: vector.store %{{.+}}, %[[CO]][%{{.+}}] {alignment = 16 : i64} : memref<1099511627776xf16>, vector<8xf16>
