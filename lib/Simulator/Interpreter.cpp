@@ -9,16 +9,22 @@
 // independent thread scheduling. When no thread can move, the CTA is
 // deadlocked and the error says who waits where.
 //
-// Memory checking: global accesses must fall inside a registered buffer;
-// shared accesses inside the static plus dynamic size; vector and cp.async
-// accesses must be aligned to their size. Race checking keeps, per byte of
-// shared memory, the last writer and reader with the barrier epoch of the
-// access: two accesses by different threads in one epoch, one a write, are
-// a race (bar.warp.sync orders the lanes of one warp). A cp.async copy
-// lands when the wait that retires its group executes; touching its
-// destination before then is a race too.
+// Memory checking: global accesses must fall inside one buffer (mapped
+// buffers sit apart, between unmapped guard gaps, in a simulated address
+// space that is translated to host memory on each access); shared accesses
+// inside the static plus dynamic size; vector and cp.async accesses must be
+// aligned to their size. Race checking keeps, per byte of shared memory,
+// the last writer and reader with the barrier epoch of the access: two
+// accesses by different threads in one epoch, one a write, are a race
+// (bar.warp.sync orders the lanes of one warp). A cp.async copy lands when
+// the wait that retires its group executes; touching its destination before
+// then is a race too. Write ownership keeps, per global byte stored to in a
+// launch, the CTA that stored it (in chunks allocated on the first store
+// into them, updated by compare-and-exchange since CTAs run on several host
+// threads): a store by another CTA is a race.
 //
-// Independent CTAs run on several host threads.
+// Independent CTAs run on several host threads, as many as the memory
+// budget allows.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,7 +37,10 @@
 #include <chrono>
 #include <climits>
 #include <cmath>
+#include <memory>
+#include <new>
 #include <sstream>
+#include <system_error>
 #include <thread>
 
 using namespace flashc::sim;
@@ -44,6 +53,15 @@ namespace {
 constexpr uint64_t kSharedWindow = 0xfe00000000000000ull;
 constexpr uint64_t kLocalWindow = 0xfd00000000000000ull;
 constexpr uint64_t kWindowSize = 1ull << 40;
+/// Where mapBuffer places buffers: from 2^60 (above any user-space pointer
+/// of x86-64 or AArch64) to the local window.
+constexpr uint64_t kMappedBase = 1ull << 60;
+constexpr uint64_t kMappedEnd = kLocalWindow;
+/// Write-ownership records come in chunks of this many bytes' worth.
+constexpr unsigned kOwnerChunkBits = 16;
+/// cp.async copies one CTA may have in flight (issued, not yet landed by a
+/// wait): a bound on the memory they hold.
+constexpr uint64_t kMaxCopiesInFlight = 1u << 16;
 
 enum class State : uint8_t { Ready, AtWarpOp, AtBarrier, Exited };
 
@@ -95,10 +113,22 @@ struct ShadowDetail {
   uint32_t readWarpSync = 0;
 };
 
-struct Buffer {
-  uint64_t begin, end;
-  std::string name;
+using Buffer = Device::Buffer;
+
+/// The write-ownership records of one buffer: per byte, 0 or the id of the
+/// CTA that stored to it (ownerId), in chunks of 2^kOwnerChunkBits bytes
+/// allocated on the first store into them.
+struct OwnerTable {
+  std::unique_ptr<std::atomic<std::atomic<uint32_t> *>[]> chunks;
+  size_t numChunks = 0;
 };
+
+/// The write-ownership id of CTA `index`, never 0. Exact for grids of fewer
+/// than 2^32 - 1 CTAs; beyond, two CTAs may share an id (a conflict between
+/// them goes unseen, and none is reported falsely).
+inline uint32_t ownerId(uint64_t index) {
+  return static_cast<uint32_t>(index % 0xffffffffu) + 1;
+}
 
 /// Everything a launch shares between its worker threads.
 struct LaunchEnv {
@@ -108,17 +138,66 @@ struct LaunchEnv {
   uint32_t dynamicShared = 0;
   std::vector<uint8_t> params;
   std::vector<Buffer> buffers; // sorted by begin
+  std::vector<OwnerTable> owners; // by buffer, when checking global writes
   bool checkRaces = true;
+  bool checkGlobalWrites = true;
   uint64_t maxInstructions = 0;
+  /// The memory budget and what the launch holds of it.
+  uint64_t memoryBudget = 0;
+  std::atomic<uint64_t> memoryUsed{0};
   std::atomic<uint64_t> nextCTA{0};
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> instructions{0};
   std::atomic<uint64_t> ldmatrixMatrices{0}, ldmatrixExtraWavefronts{0};
+  /// Serialises atomics (atom, red) on global memory across workers.
+  std::mutex atomicMutex;
   std::mutex errorMutex;
   uint64_t errorCTA = UINT64_MAX;
   Error error;
 
   LaunchEnv(const KernelProgram &k) : kernel(k) {}
+  ~LaunchEnv() {
+    for (OwnerTable &table : owners)
+      for (size_t c = 0; c < table.numChunks; ++c)
+        delete[] table.chunks[c].load();
+  }
+
+  /// Takes `bytes` of the memory budget; false when they do not fit.
+  bool reserve(uint64_t bytes) {
+    uint64_t used = memoryUsed.load();
+    do {
+      if (bytes > memoryBudget || used > memoryBudget - bytes)
+        return false;
+    } while (!memoryUsed.compare_exchange_weak(used, used + bytes));
+    return true;
+  }
+
+  /// The records of chunk `c` of buffer `b`, allocated (zeroed) on first
+  /// use; null when the memory budget or the host cannot hold them.
+  std::atomic<uint32_t> *ownerChunk(size_t b, size_t c) {
+    OwnerTable &table = owners[b];
+    std::atomic<uint32_t> *chunk =
+        table.chunks[c].load(std::memory_order_acquire);
+    if (chunk)
+      return chunk;
+    uint64_t entries = std::min<uint64_t>(uint64_t(1) << kOwnerChunkBits,
+                                          buffers[b].end - buffers[b].begin -
+                                              (uint64_t(c) << kOwnerChunkBits));
+    uint64_t bytes = entries * sizeof(std::atomic<uint32_t>);
+    if (!reserve(bytes))
+      return nullptr;
+    auto *fresh = new (std::nothrow) std::atomic<uint32_t>[entries]();
+    if (!fresh) {
+      memoryUsed -= bytes;
+      return nullptr;
+    }
+    if (table.chunks[c].compare_exchange_strong(chunk, fresh,
+                                                std::memory_order_acq_rel))
+      return fresh;
+    delete[] fresh; // another worker was first
+    memoryUsed -= bytes;
+    return chunk;
+  }
 
   void report(uint64_t cta, Error e) {
     std::lock_guard<std::mutex> lock(errorMutex);
@@ -309,6 +388,7 @@ private:
   std::vector<uint8_t> local;
   std::vector<uint32_t> warpSync;
   uint16_t epoch = 0;
+  uint64_t copiesInFlight = 0;
   Dim3 ctaid;
   uint64_t ctaIndex = 0;
   Error error;
@@ -422,6 +502,92 @@ private:
       return nullptr;
     lastBuffer = static_cast<size_t>(it - b.begin());
     return &*it;
+  }
+
+  /// Where `addr` lies relative to the buffers nearest it, for the message
+  /// of an access outside every buffer: "" when none is within a guard gap.
+  std::string nearestBuffer(uint64_t addr) const {
+    const std::vector<Buffer> &b = env.buffers;
+    auto it = std::upper_bound(
+        b.begin(), b.end(), addr,
+        [](uint64_t a, const Buffer &buf) { return a < buf.begin; });
+    auto name = [](const Buffer &buf) {
+      return buf.name.empty() ? std::string("a buffer")
+                              : "buffer '" + buf.name + "'";
+    };
+    uint64_t after = UINT64_MAX, before = UINT64_MAX;
+    if (it != b.begin() && addr >= std::prev(it)->end)
+      after = addr - std::prev(it)->end;
+    if (it != b.end())
+      before = it->begin - addr;
+    if (std::min(after, before) > Device::kGuardGapBytes)
+      return "";
+    if (after <= before)
+      return " (" + std::to_string(after) + " bytes past the end of " +
+             name(*std::prev(it)) + ")";
+    return " (" + std::to_string(before) + " bytes before " + name(*it) + ")";
+  }
+
+  /// The CTA of linear index `index`.
+  Dim3 ctaOf(uint64_t index) const {
+    Dim3 c;
+    c.x = static_cast<uint32_t>(index % env.grid.x);
+    c.y = static_cast<uint32_t>((index / env.grid.x) % env.grid.y);
+    c.z = static_cast<uint32_t>(index / (uint64_t(env.grid.x) * env.grid.y));
+    return c;
+  }
+  static std::string str(const Dim3 &d) {
+    return "(" + std::to_string(d.x) + "," + std::to_string(d.y) + "," +
+           std::to_string(d.z) + ")";
+  }
+
+  /// Records that this CTA stores to global bytes [addr, addr + size) of
+  /// buffer `buf`; a byte another CTA stored to in this launch is a race.
+  bool recordStore(const Inst &inst, const Thread &t, const Buffer &buf,
+                   uint64_t addr, uint32_t size) {
+    const size_t b = static_cast<size_t>(&buf - env.buffers.data());
+    const uint32_t me = ownerId(ctaIndex);
+    const uint64_t mask = (uint64_t(1) << kOwnerChunkBits) - 1;
+    std::atomic<uint32_t> *chunk = nullptr;
+    size_t chunkIndex = SIZE_MAX;
+    for (uint32_t i = 0; i < size; ++i) {
+      uint64_t off = addr + i - buf.begin;
+      if ((off >> kOwnerChunkBits) != chunkIndex) {
+        chunkIndex = static_cast<size_t>(off >> kOwnerChunkBits);
+        chunk = env.ownerChunk(b, chunkIndex);
+        if (!chunk)
+          return fail(ErrorKind::Limit,
+                      "the launch of kernel '" + k.info.name +
+                          "' needs more than its memory budget of " +
+                          std::to_string(env.memoryBudget) +
+                          " bytes of simulator memory: the write-ownership "
+                          "records of the global bytes it stores to take 4 "
+                          "bytes per byte (" +
+                          std::to_string(env.memoryUsed.load()) +
+                          " bytes in use)");
+      }
+      std::atomic<uint32_t> &slot = chunk[off & mask];
+      uint32_t owner = slot.load(std::memory_order_relaxed);
+      if (owner == me)
+        continue;
+      if (owner == 0 &&
+          slot.compare_exchange_strong(owner, me, std::memory_order_relaxed))
+        continue;
+      if (owner == me)
+        continue;
+      // Name the two CTAs in grid order, whichever stored first.
+      uint64_t other = owner - 1;
+      std::string first = str(ctaOf(std::min(other, ctaIndex)));
+      std::string second = str(ctaOf(std::max(other, ctaIndex)));
+      return fault(ErrorKind::Race, inst, t,
+                   "global address " + hex(addr + i) + " (byte " +
+                       std::to_string(off) + " of " +
+                       (buf.name.empty() ? std::string("a buffer")
+                                         : "buffer '" + buf.name + "'") +
+                       ") is stored to by CTA " + first + " and by CTA " +
+                       second + ", which run in no fixed order,");
+    }
+    return true;
   }
 
   /// Starts a new barrier epoch: accesses after it are ordered after
@@ -592,14 +758,20 @@ private:
     switch (space) {
     case Space::Global:
     case Space::Const: {
-      if (!findGlobal(addr, size)) {
+      const Buffer *buf = findGlobal(addr, size);
+      if (!buf) {
         fault(ErrorKind::OutOfBounds, inst, t,
               std::string(write ? "store" : "load") + " of " +
                   std::to_string(size) + " bytes at global address " +
-                  hex(addr) + " outside every registered buffer");
+                  hex(addr) + " outside every registered buffer" +
+                  nearestBuffer(addr));
         return nullptr;
       }
-      return reinterpret_cast<uint8_t *>(addr);
+      // Plain stores record their CTA (atomics pass checkRace = false).
+      if (write && checkRace && env.checkGlobalWrites &&
+          !recordStore(inst, t, *buf, addr, size))
+        return nullptr;
+      return buf->translate(addr);
     }
     case Space::Shared:
       if (addr + size > sharedSize || addr + size < addr) {
@@ -626,7 +798,8 @@ private:
       }
       return local.data() + static_cast<size_t>(t.linear) * k.localBytes + addr;
     case Space::Param:
-      if (write || addr + size > env.params.size()) {
+      if (write || addr > env.params.size() ||
+          size > env.params.size() - addr) {
         fault(ErrorKind::OutOfBounds, inst, t,
               std::string(write ? "store to" : "load beyond") +
                   " the kernel parameters at offset " + hex(addr));
@@ -661,6 +834,7 @@ private:
         t.pending[keep++] = c;
       }
     }
+    copiesInFlight -= t.pending.size() - keep;
     t.pending.resize(keep);
   }
 
@@ -688,12 +862,17 @@ private:
       return fault(ErrorKind::Misaligned, inst, t,
                    "cp.async source " + hex(src) + " is not " +
                        std::to_string(size) + "-byte aligned");
-    if (dst + size > sharedSize)
+    if (dst > sharedSize || size > sharedSize - dst)
       return fault(ErrorKind::OutOfBounds, inst, t,
                    "cp.async of " + std::to_string(size) +
                        " bytes to shared address " + hex(dst) +
                        " beyond the " + std::to_string(sharedSize) +
                        " bytes of shared memory");
+    if (copiesInFlight >= kMaxCopiesInFlight)
+      return fault(ErrorKind::Trap, inst, t,
+                   "more than " + std::to_string(kMaxCopiesInFlight) +
+                       " cp.async copies are in flight in the CTA (issued "
+                       "and not retired by cp.async.wait_group)");
     PendingCopy copy;
     copy.dst = static_cast<uint32_t>(dst);
     copy.bytes = size;
@@ -701,12 +880,14 @@ private:
     copy.line = inst.line;
     std::memset(copy.data, 0, sizeof(copy.data));
     if (srcSize > 0) {
-      if (!findGlobal(src, srcSize))
+      const Buffer *buf = findGlobal(src, srcSize);
+      if (!buf)
         return fault(ErrorKind::OutOfBounds, inst, t,
                      "cp.async reads " + std::to_string(srcSize) +
                          " bytes at global address " + hex(src) +
-                         " outside every registered buffer");
-      std::memcpy(copy.data, reinterpret_cast<const void *>(src), srcSize);
+                         " outside every registered buffer" +
+                         nearestBuffer(src));
+      std::memcpy(copy.data, buf->translate(src), srcSize);
     }
     // The destination is written: check it like a store, then mark it in
     // flight until the copy lands.
@@ -717,6 +898,7 @@ private:
         shadow[copy.dst + b].writeThread |= kInflightBit;
     }
     t.pending.push_back(copy);
+    ++copiesInFlight;
     return true;
   }
 
@@ -740,6 +922,7 @@ bool CTARunner::run(uint64_t index) {
   ctaid.y = static_cast<uint32_t>((index / env.grid.x) % env.grid.y);
   ctaid.z = static_cast<uint32_t>(index / (uint64_t(env.grid.x) * env.grid.y));
   error = Error();
+  copiesInFlight = 0;
   // A fresh epoch: every record of earlier CTAs is stale.
   advanceEpoch(2);
   // Uninitialised shared memory reads as all-ones bytes (NaN as floats), so
@@ -1186,8 +1369,8 @@ void CTARunner::runThread(Thread &t) {
     ++t.executed;
     if (limit && t.executed > limit) {
       fault(ErrorKind::Trap, I, t,
-            "the instruction limit of " + std::to_string(limit) +
-                " per thread was exceeded (a runaway loop?)");
+            "the thread exceeded " + std::to_string(limit) +
+                " instructions (its budget; a runaway loop?)");
       return;
     }
     if (I.guard >= 0 && ((R[I.guard] & 1) == (I.guardNegated ? 1u : 0u))) {
@@ -1955,11 +2138,13 @@ void CTARunner::runThread(Thread &t) {
       const Operand &a = O[1];
       uint64_t addr = (a.reg >= 0 ? R[a.reg] : 0) + a.imm;
       unsigned sz = sizeOf(ty);
-      // Atomics are not plain accesses for the race checker.
+      // Atomics are not plain accesses for the race checker, and need a
+      // lock: other workers' CTAs may update the same global bytes.
       uint8_t *p = access(I, t, I.space, addr, sz, sz, true,
                           /*checkRace=*/false);
       if (!p)
         return;
+      std::lock_guard<std::mutex> lock(env.atomicMutex);
       uint64_t old = 0;
       std::memcpy(&old, p, sz);
       uint64_t b = src(2), r = old;
@@ -2009,34 +2194,72 @@ void CTARunner::runThread(Thread &t) {
 // Device
 //===----------------------------------------------------------------------===//
 
-Device::Device() = default;
+Device::Device() : nextMapped(kMappedBase + kGuardGapBytes) {}
 Device::~Device() = default;
 
-Error Device::registerBuffer(void *data, uint64_t bytes, std::string name) {
-  std::lock_guard<std::mutex> lock(mutex);
-  uint64_t begin = reinterpret_cast<uint64_t>(data);
-  if (!data || bytes == 0)
-    return Error::make(ErrorKind::Usage, "cannot register an empty buffer" +
-                                             (name.empty() ? "" : " '" + name + "'"));
-  uint64_t end = begin + bytes;
-  if (end < begin || end > kLocalWindow)
-    return Error::make(ErrorKind::Usage, "buffer '" + name +
-                                             "' overflows the address space");
+Error Device::insert(uint64_t begin, uint64_t bytes, void *host,
+                     std::string name) {
+  uint64_t end = begin + bytes; // checked by the callers
   auto it = buffers.lower_bound(begin);
   if ((it != buffers.end() && it->second.begin < end) ||
       (it != buffers.begin() && std::prev(it)->second.end > begin))
+    return Error::make(ErrorKind::Usage, "buffer '" + escapeText(name) +
+                                             "' overlaps a registered buffer");
+  buffers[begin] =
+      Buffer{begin, end, static_cast<uint8_t *>(host), std::move(name)};
+  return Error::success();
+}
+
+Error Device::registerBuffer(void *data, uint64_t bytes, std::string name) {
+  std::lock_guard<std::mutex> lock(mutex);
+  uint64_t begin = reinterpret_cast<uint64_t>(data), end;
+  if (!data || bytes == 0)
     return Error::make(ErrorKind::Usage,
-                       "buffer '" + name + "' overlaps a registered buffer");
-  buffers[begin] = Buffer{begin, end, std::move(name)};
+                       "cannot register an empty buffer" +
+                           (name.empty() ? "" : " '" + escapeText(name) + "'"));
+  if (__builtin_add_overflow(begin, bytes, &end) || end > kMappedBase)
+    return Error::make(ErrorKind::Usage, "buffer '" + escapeText(name) +
+                                             "' overflows the address space");
+  return insert(begin, bytes, data, std::move(name));
+}
+
+Expected<uint64_t> Device::mapBuffer(void *host, uint64_t bytes,
+                                     std::string name) {
+  std::lock_guard<std::mutex> lock(mutex);
+  uint64_t hostEnd;
+  if (!host || bytes == 0)
+    return Error::make(ErrorKind::Usage,
+                       "cannot map an empty buffer" +
+                           (name.empty() ? "" : " '" + escapeText(name) + "'"));
+  if (__builtin_add_overflow(reinterpret_cast<uint64_t>(host), bytes, &hostEnd))
+    return Error::make(ErrorKind::Usage, "buffer '" + escapeText(name) +
+                                             "' overflows the address space");
+  // nextMapped <= kMappedEnd, far below 2^64: the sums cannot overflow
+  // once `bytes` fits below kMappedEnd.
+  uint64_t begin = nextMapped;
+  if (bytes > kMappedEnd - begin)
+    return Error::make(ErrorKind::Limit,
+                       "no room for a buffer of " + std::to_string(bytes) +
+                           " bytes in the simulated address space");
+  uint64_t end = begin + bytes;
+  uint64_t next =
+      ((end + kGuardGapBytes - 1) & ~(kGuardGapBytes - 1)) + kGuardGapBytes;
+  if (Error e = insert(begin, bytes, host, std::move(name)))
+    return e;
+  nextMapped = std::min(next, kMappedEnd);
+  return begin;
+}
+
+Error Device::unmapBuffer(uint64_t address) {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!buffers.erase(address))
+    return Error::make(ErrorKind::Usage,
+                       "no buffer is registered at " + hex(address));
   return Error::success();
 }
 
 Error Device::unregisterBuffer(void *data) {
-  std::lock_guard<std::mutex> lock(mutex);
-  if (!buffers.erase(reinterpret_cast<uint64_t>(data)))
-    return Error::make(ErrorKind::Usage, "no buffer is registered at " +
-                                             hex(reinterpret_cast<uint64_t>(data)));
-  return Error::success();
+  return unmapBuffer(reinterpret_cast<uint64_t>(data));
 }
 
 void Device::clearBuffers() {
@@ -2050,7 +2273,8 @@ const Device::Buffer *Device::findBuffer(uint64_t addr, uint64_t bytes) const {
   if (it == buffers.begin())
     return nullptr;
   --it;
-  if (addr + bytes > it->second.end)
+  uint64_t end;
+  if (__builtin_add_overflow(addr, bytes, &end) || end > it->second.end)
     return nullptr;
   return &it->second;
 }
@@ -2059,6 +2283,10 @@ Expected<LaunchStats> Device::launch(const Module &module,
                                      std::string_view kernelName,
                                      const LaunchConfig &config,
                                      const std::vector<KernelArg> &args) {
+  // Messages quote the caller's names and the PTX text: escape them.
+  auto escaped = [](const Error &e) {
+    return Error::make(e.kind(), escapeText(e.message()));
+  };
   const Program &prog = module.getProgram();
   const KernelProgram *kernel = nullptr;
   for (const KernelProgram &k : prog.kernels)
@@ -2068,9 +2296,9 @@ Expected<LaunchStats> Device::launch(const Module &module,
     std::string known;
     for (const KernelProgram &k : prog.kernels)
       known += (known.empty() ? "" : ", ") + k.info.name;
-    return Error::make(ErrorKind::Usage, "no kernel '" + std::string(kernelName) +
-                                             "' in " + prog.sourceName +
-                                             " (kernels: " + known + ")");
+    return escaped(Error::make(
+        ErrorKind::Usage, "no kernel '" + std::string(kernelName) + "' in " +
+                              prog.sourceName + " (kernels: " + known + ")"));
   }
   const KernelInfo &info = kernel->info;
   if (args.size() != info.params.size())
@@ -2081,30 +2309,40 @@ Expected<LaunchStats> Device::launch(const Module &module,
                            " given");
   for (size_t i = 0; i < args.size(); ++i)
     if (args[i].bytes.size() != info.params[i].bytes)
-      return Error::make(ErrorKind::Usage,
-                         "parameter " + std::to_string(i) + " ('" +
-                             info.params[i].name + "') of '" + info.name +
-                             "' has " + std::to_string(info.params[i].bytes) +
-                             " bytes, the argument " +
-                             std::to_string(args[i].bytes.size()));
+      return escaped(Error::make(
+          ErrorKind::Usage,
+          "parameter " + std::to_string(i) + " ('" + info.params[i].name +
+              "') of '" + info.name + "' has " +
+              std::to_string(info.params[i].bytes) + " bytes, the argument " +
+              std::to_string(args[i].bytes.size())));
   const Dim3 &g = config.grid, &b = config.block;
-  if (g.count() == 0 || b.count() == 0)
+  auto str = [](const Dim3 &d) {
+    return "(" + std::to_string(d.x) + "," + std::to_string(d.y) + "," +
+           std::to_string(d.z) + ")";
+  };
+  if (!g.x || !g.y || !g.z || !b.x || !b.y || !b.z)
     return Error::make(ErrorKind::Usage, "empty grid or block");
-  if (b.count() > 1024)
+  if (b.count() > kMaxBlockThreads)
+    return Error::make(ErrorKind::Usage, "a block of " +
+                                             std::to_string(b.count()) +
+                                             " threads exceeds " +
+                                             std::to_string(kMaxBlockThreads));
+  if (b.x > kMaxBlockThreads || b.y > kMaxBlockThreads || b.z > kMaxBlockZ)
     return Error::make(ErrorKind::Usage,
-                       "a block of " + std::to_string(b.count()) +
-                           " threads exceeds 1024");
-  if (g.y > 65535 || g.z > 65535)
-    return Error::make(ErrorKind::Usage, "grid y and z are limited to 65535");
+                       "block " + str(b) +
+                           " exceeds CUDA's limits: x and y up to " +
+                           std::to_string(kMaxBlockThreads) + ", z up to " +
+                           std::to_string(kMaxBlockZ));
+  if (g.x > kMaxGridX || g.y > kMaxGridYZ || g.z > kMaxGridYZ)
+    return Error::make(ErrorKind::Usage,
+                       "grid " + str(g) + " exceeds CUDA's limits: x up to " +
+                           std::to_string(kMaxGridX) + ", y and z up to " +
+                           std::to_string(kMaxGridYZ));
   auto checkBound = [&](const Dim3 &bound, const char *what) -> Error {
     if (bound.x && (b.x > bound.x || b.y > bound.y || b.z > bound.z))
-      return Error::make(ErrorKind::Usage,
-                         "block (" + std::to_string(b.x) + "," +
-                             std::to_string(b.y) + "," + std::to_string(b.z) +
-                             ") exceeds the kernel's " + what + " (" +
-                             std::to_string(bound.x) + "," +
-                             std::to_string(bound.y) + "," +
-                             std::to_string(bound.z) + ")");
+      return Error::make(ErrorKind::Usage, "block " + str(b) +
+                                               " exceeds the kernel's " + what +
+                                               " " + str(bound));
     return Error::success();
   };
   if (Error e = checkBound(info.maxBlock, ".maxntid"))
@@ -2121,58 +2359,130 @@ Expected<LaunchStats> Device::launch(const Module &module,
                        "the kernel needs " + std::to_string(sharedTotal) +
                            " bytes of shared memory, more than any GPU has");
 
-  LaunchEnv env(*kernel);
-  env.sourceName = prog.sourceName;
-  env.grid = g;
-  env.block = b;
-  env.dynamicShared = config.dynamicSharedBytes;
-  env.checkRaces = config.checkRaces;
-  env.maxInstructions = config.maxInstructionsPerThread;
-  env.params.assign(kernel->paramBytes, 0);
-  for (size_t i = 0; i < args.size(); ++i)
-    std::memcpy(env.params.data() + info.params[i].offset, args[i].bytes.data(),
-                args[i].bytes.size());
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    for (auto &[begin, buf] : buffers)
-      env.buffers.push_back({buf.begin, buf.end, buf.name});
-  }
-
-  uint64_t total = g.count();
-  unsigned workers = config.workers;
-  if (!workers)
-    workers = std::max(1u, std::thread::hardware_concurrency());
-  workers = static_cast<unsigned>(std::min<uint64_t>(workers, total));
-  auto start = std::chrono::steady_clock::now();
-  auto work = [&env, total]() {
-    CTARunner runner(env);
-    while (!env.stop) {
-      uint64_t index = env.nextCTA.fetch_add(1);
-      if (index >= total)
-        break;
-      if (!runner.run(index))
-        break;
+  try {
+    LaunchEnv env(*kernel);
+    env.sourceName = prog.sourceName;
+    env.grid = g;
+    env.block = b;
+    env.dynamicShared = config.dynamicSharedBytes;
+    env.checkRaces = config.checkRaces;
+    env.checkGlobalWrites = config.checkGlobalWrites;
+    env.maxInstructions = config.maxInstructionsPerThread;
+    env.memoryBudget = config.memoryBudgetBytes;
+    env.params.assign(kernel->paramBytes, 0);
+    for (size_t i = 0; i < args.size(); ++i)
+      std::memcpy(env.params.data() + info.params[i].offset,
+                  args[i].bytes.data(), args[i].bytes.size());
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      for (auto &[begin, buf] : buffers)
+        env.buffers.push_back(buf);
     }
-    env.instructions += runner.instructions;
-    env.ldmatrixMatrices += runner.ldmatrixMatrices;
-    env.ldmatrixExtraWavefronts += runner.ldmatrixExtraWavefronts;
-  };
-  if (workers <= 1) {
-    work();
-  } else {
+
+    // The memory of the launch: its parameters and write-ownership tables,
+    // then per CTA in flight its registers, local memory, shared memory
+    // with the race checker's records, threads and cp.async copies in
+    // flight. Every factor is bounded (threads by 1024, registers by
+    // kMaxRegisters, local and shared bytes by kMaxVariableBytes), so
+    // none of the sums overflows.
+    uint64_t fixed = env.params.size();
+    if (env.checkGlobalWrites) {
+      env.owners.resize(env.buffers.size());
+      for (size_t i = 0; i < env.buffers.size(); ++i) {
+        uint64_t bytes = env.buffers[i].end - env.buffers[i].begin;
+        uint64_t chunks =
+            (bytes >> kOwnerChunkBits) +
+            ((bytes & ((uint64_t(1) << kOwnerChunkBits) - 1)) != 0);
+        fixed += chunks * sizeof(void *);
+      }
+    }
+    const uint64_t threads = b.count();
+    const uint64_t sharedSize =
+        std::max<uint64_t>(sharedTotal, info.staticSharedBytes);
+    const uint64_t shadowPerByte =
+        env.checkRaces ? sizeof(ShadowByte) + sizeof(ShadowDetail) : 0;
+    const uint64_t perCTA =
+        threads * (std::max(1u, kernel->numRegs) * uint64_t(8) +
+                   kernel->localBytes + sizeof(Thread)) +
+        sharedSize * (1 + shadowPerByte) +
+        kMaxCopiesInFlight * sizeof(PendingCopy) + sizeof(CTARunner);
+    if (fixed > env.memoryBudget || perCTA > env.memoryBudget - fixed)
+      return escaped(Error::make(
+          ErrorKind::Limit,
+          "the launch of kernel '" + info.name + "' needs " +
+              std::to_string(fixed + perCTA) +
+              " bytes of simulator memory for one CTA (" +
+              std::to_string(threads) + " threads x " +
+              std::to_string(kernel->numRegs) + " registers, " +
+              std::to_string(kernel->localBytes) +
+              " bytes of local memory per thread, " +
+              std::to_string(sharedSize) +
+              " bytes of shared memory and their checking records), over "
+              "its budget of " +
+              std::to_string(env.memoryBudget) + " bytes"));
+    if (env.checkGlobalWrites)
+      for (size_t i = 0; i < env.buffers.size(); ++i) {
+        uint64_t bytes = env.buffers[i].end - env.buffers[i].begin;
+        OwnerTable &table = env.owners[i];
+        table.numChunks = static_cast<size_t>(
+            (bytes >> kOwnerChunkBits) +
+            ((bytes & ((uint64_t(1) << kOwnerChunkBits) - 1)) != 0));
+        table.chunks.reset(
+            new std::atomic<std::atomic<uint32_t> *>[table.numChunks]());
+      }
+
+    uint64_t total = g.count();
+    unsigned workers = config.workers;
+    if (!workers)
+      workers = std::max(1u, std::thread::hardware_concurrency());
+    workers = static_cast<unsigned>(std::min<uint64_t>(
+        {workers, total, (env.memoryBudget - fixed) / perCTA}));
+    env.memoryUsed = fixed + workers * perCTA;
+    auto start = std::chrono::steady_clock::now();
+    auto work = [&env, total]() {
+      uint64_t index = 0;
+      try {
+        CTARunner runner(env);
+        while (!env.stop) {
+          index = env.nextCTA.fetch_add(1);
+          if (index >= total)
+            break;
+          if (!runner.run(index))
+            break;
+        }
+        env.instructions += runner.instructions;
+        env.ldmatrixMatrices += runner.ldmatrixMatrices;
+        env.ldmatrixExtraWavefronts += runner.ldmatrixExtraWavefronts;
+      } catch (const std::bad_alloc &) {
+        env.report(index, Error::make(ErrorKind::Limit,
+                                      "the host ran out of memory simulating "
+                                      "kernel '" +
+                                          env.kernel.info.name + "'"));
+      }
+    };
     std::vector<std::thread> pool;
-    for (unsigned i = 0; i < workers; ++i)
-      pool.emplace_back(work);
+    for (unsigned i = 1; i < workers; ++i) {
+      try {
+        pool.emplace_back(work);
+      } catch (const std::system_error &) {
+        break; // run on the workers there are
+      }
+    }
+    work();
     for (std::thread &th : pool)
       th.join();
+    auto end = std::chrono::steady_clock::now();
+    if (env.error)
+      return escaped(env.error);
+    LaunchStats stats;
+    stats.threadInstructions = env.instructions;
+    stats.ldmatrixMatrices = env.ldmatrixMatrices;
+    stats.ldmatrixExtraWavefronts = env.ldmatrixExtraWavefronts;
+    stats.seconds = std::chrono::duration<double>(end - start).count();
+    return stats;
+  } catch (const std::bad_alloc &) {
+    return escaped(Error::make(ErrorKind::Limit,
+                               "the host ran out of memory launching kernel '" +
+                                   info.name + "'"));
   }
-  auto end = std::chrono::steady_clock::now();
-  if (env.error)
-    return env.error;
-  LaunchStats stats;
-  stats.threadInstructions = env.instructions;
-  stats.ldmatrixMatrices = env.ldmatrixMatrices;
-  stats.ldmatrixExtraWavefronts = env.ldmatrixExtraWavefronts;
-  stats.seconds = std::chrono::duration<double>(end - start).count();
-  return stats;
 }

@@ -106,9 +106,19 @@ bool isIdentChar(char c) {
 /// Splits PTX text into tokens, dropping comments.
 Error tokenize(std::string_view src, const std::string &name,
                std::vector<Token> &out) {
+  if (src.size() > kMaxPtxBytes)
+    return Error::make(ErrorKind::Limit,
+                       name + ": a PTX text of " + std::to_string(src.size()) +
+                           " bytes, over the simulator's limit of " +
+                           std::to_string(kMaxPtxBytes));
   uint32_t line = 1;
   size_t i = 0, n = src.size();
   while (i < n) {
+    if (out.size() >= kMaxPtxTokens)
+      return Error::make(ErrorKind::Limit,
+                         name + ":" + std::to_string(line) + ": more than " +
+                             std::to_string(kMaxPtxTokens) +
+                             " tokens, the simulator's limit");
     char c = src[i];
     if (c == '\n') {
       ++line;
@@ -209,6 +219,24 @@ std::optional<int64_t> parseInteger(std::string_view s) {
     return std::nullopt;
   return static_cast<int64_t>(v);
 }
+
+/// An alignment from the text: a power of two from 1 to kMaxAlign.
+std::optional<uint64_t> parseAlign(std::string_view s) {
+  std::optional<int64_t> a = parseInteger(s);
+  if (!a || *a <= 0 || static_cast<uint64_t>(*a) > kMaxAlign ||
+      (*a & (*a - 1)) != 0)
+    return std::nullopt;
+  return static_cast<uint64_t>(*a);
+}
+
+/// `v` rounded up to a multiple of `align` (a power of two). Callers keep
+/// `v` far below 2^63.
+uint64_t alignUp(uint64_t v, uint64_t align) {
+  return (v + align - 1) & ~(align - 1);
+}
+
+const std::string kBadAlign =
+    "': an alignment is a power of two from 1 to " + std::to_string(kMaxAlign);
 
 //===----------------------------------------------------------------------===//
 // Opcode decoding
@@ -780,8 +808,8 @@ std::string decodeOpcode(std::string_view opcode, Inst &inst) {
 //===----------------------------------------------------------------------===//
 
 struct SharedVar {
-  uint32_t align = 1;
-  uint32_t bytes = 0;
+  uint64_t align = 1;
+  uint64_t bytes = 0;
   bool isExtern = false;
 };
 
@@ -864,10 +892,11 @@ Error Parser::parseVarDecl(
   while (peek().kind == Tok::Ident && peek().text[0] == '.') {
     std::string_view d = next().text.substr(1);
     if (d == "align") {
-      std::optional<int64_t> a = parseInteger(next().text);
-      if (!a || *a <= 0)
-        return fail(start, "bad .align");
-      var.align = static_cast<uint32_t>(*a);
+      std::string_view text = next().text;
+      std::optional<uint64_t> a = parseAlign(text);
+      if (!a)
+        return fail(start, "bad .align '" + std::string(text) + kBadAlign);
+      var.align = *a;
     } else if (std::optional<Ty> t = parseType(d)) {
       elem = *t;
     } else if (d == "v2" || d == "v4") {
@@ -890,7 +919,8 @@ Error Parser::parseVarDecl(
     std::optional<int64_t> n = parseInteger(next().text);
     if (!n || *n < 0)
       return fail(name, "bad array size for '" + std::string(name.text) + "'");
-    count *= static_cast<uint64_t>(*n);
+    if (__builtin_mul_overflow(count, static_cast<uint64_t>(*n), &count))
+      count = UINT64_MAX; // too large below
     if (Error e = expect("]"))
       return e;
   }
@@ -899,10 +929,14 @@ Error Parser::parseVarDecl(
                           std::string(name.text) + "')");
   if (Error e = expect(";"))
     return e;
-  uint64_t bytes = count * std::max(1u, sizeOf(elem));
-  if (bytes > (1u << 30))
-    return fail(name, "variable '" + std::string(name.text) + "' is too large");
-  var.bytes = static_cast<uint32_t>(bytes);
+  uint64_t bytes;
+  if (__builtin_mul_overflow(count, uint64_t(std::max(1u, sizeOf(elem))),
+                             &bytes) ||
+      bytes > kMaxVariableBytes)
+    return fail(name, "variable '" + std::string(name.text) +
+                          "' is larger than the limit of " +
+                          std::to_string(kMaxVariableBytes) + " bytes");
+  var.bytes = bytes;
   if (space == Space::Shared) {
     if (unsized && !isExtern)
       return fail(name, "an unsized .shared array must be .extern");
@@ -1382,21 +1416,22 @@ Error Parser::parseEntry() {
   // Parameters.
   if (Error e = expect("("))
     return e;
-  uint32_t paramOffset = 0;
+  uint64_t paramOffset = 0;
   while (!peek().is(")")) {
     if (Error e = expect(".param"))
       return e;
     ParamInfo param;
-    uint32_t align = 0;
+    uint64_t align = 0;
     Ty elem = Ty::None;
     uint64_t count = 1;
     while (peek().kind == Tok::Ident && peek().text[0] == '.') {
       std::string_view d = next().text.substr(1);
       if (d == "align") {
-        std::optional<int64_t> a = parseInteger(next().text);
-        if (!a || *a <= 0)
-          return fail(peek(), "bad .align");
-        align = static_cast<uint32_t>(*a);
+        std::string_view text = next().text;
+        std::optional<uint64_t> a = parseAlign(text);
+        if (!a)
+          return fail(peek(), "bad .align '" + std::string(text) + kBadAlign);
+        align = *a;
       } else if (d == "ptr") {
         param.isPointer = true;
       } else if (d == "global" || d == "shared" || d == "const" ||
@@ -1416,17 +1451,24 @@ Error Parser::parseEntry() {
       std::optional<int64_t> n = parseInteger(next().text);
       if (!n || *n <= 0)
         return fail(pname, "bad parameter array size");
-      count *= static_cast<uint64_t>(*n);
+      if (__builtin_mul_overflow(count, static_cast<uint64_t>(*n), &count))
+        count = UINT64_MAX; // too large below
       if (Error e = expect("]"))
         return e;
     }
-    uint32_t size = sizeOf(elem);
+    uint64_t size = sizeOf(elem), bytes;
     if (!align)
       align = size;
-    paramOffset = (paramOffset + align - 1) / align * align;
+    // Offsets stay below kMaxParamBytes + kMaxAlign: no overflow.
+    paramOffset = alignUp(paramOffset, align);
+    if (__builtin_mul_overflow(size, count, &bytes) ||
+        bytes > kMaxParamBytes - std::min(paramOffset, kMaxParamBytes))
+      return fail(pname, "the parameters of '" + kernel.info.name +
+                             "' take more than " +
+                             std::to_string(kMaxParamBytes) + " bytes");
     param.name = std::string(pname.text);
-    param.bytes = static_cast<uint32_t>(size * count);
-    param.offset = paramOffset;
+    param.bytes = static_cast<uint32_t>(bytes);
+    param.offset = static_cast<uint32_t>(paramOffset);
     param.isPointer |= (elem == Ty::U64 || elem == Ty::B64) && count == 1;
     paramOffset += param.bytes;
     scope.paramSymbols[param.name] = param.offset;
@@ -1436,7 +1478,7 @@ Error Parser::parseEntry() {
   }
   if (Error e = expect(")"))
     return e;
-  kernel.paramBytes = paramOffset;
+  kernel.paramBytes = static_cast<uint32_t>(paramOffset);
   // Performance directives.
   while (peek().kind == Tok::Ident && peek().text[0] == '.' &&
          !peek().is(".reg")) {
@@ -1445,8 +1487,9 @@ Error Parser::parseEntry() {
       uint32_t v[3] = {1, 1, 1};
       for (int i = 0; i < 3; ++i) {
         std::optional<int64_t> n = parseInteger(next().text);
-        if (!n)
-          return fail(peek(), "bad " + std::string(d));
+        if (!n || *n <= 0 || *n > kMaxBlockThreads)
+          return fail(peek(), "bad " + std::string(d) + ": each size is 1 to " +
+                                  std::to_string(kMaxBlockThreads));
         v[i] = static_cast<uint32_t>(*n);
         if (!consume(","))
           break;
@@ -1484,25 +1527,32 @@ Error Parser::parseEntry() {
   bool layoutFrozen = false;
   // The shared layout is fixed at the first label or instruction: static
   // variables in declaration order, then the dynamic (extern) area.
-  auto freezeLayout = [&]() {
+  // Sizes are at most kMaxVariableBytes and alignments kMaxAlign, so the
+  // 64-bit sums below cannot overflow before they are checked.
+  auto freezeLayout = [&](const Token &at) -> Error {
     if (layoutFrozen)
-      return;
+      return Error::success();
     layoutFrozen = true;
-    uint32_t off = 0, dynAlign = 16;
+    uint64_t off = 0, dynAlign = 16;
     for (auto &[name, var] : shared) {
       if (var.isExtern) {
         dynAlign = std::max(dynAlign, var.align);
         continue;
       }
-      off = (off + var.align - 1) / var.align * var.align;
+      off = alignUp(off, var.align);
       scope.sharedSymbols[name] = off;
       off += var.bytes;
+      if (off > kMaxVariableBytes)
+        return fail(at, "the shared variables of '" + kernel.info.name +
+                            "' take more than " +
+                            std::to_string(kMaxVariableBytes) + " bytes");
     }
-    kernel.info.staticSharedBytes = off;
-    kernel.dynamicSharedOffset = (off + dynAlign - 1) / dynAlign * dynAlign;
+    kernel.info.staticSharedBytes = static_cast<uint32_t>(off);
+    kernel.dynamicSharedOffset = static_cast<uint32_t>(alignUp(off, dynAlign));
     for (auto &[name, var] : shared)
       if (var.isExtern)
         scope.sharedSymbols[name] = kernel.dynamicSharedOffset;
+    return Error::success();
   };
   while (true) {
     const Token &t = peek();
@@ -1555,24 +1605,27 @@ Error Parser::parseEntry() {
         if (name.kind != Tok::Ident || name.text[0] != '%')
           return fail(name, "expected a register name in .reg");
         std::string n(name.text);
-        if (consume("<")) {
-          std::optional<int64_t> count = parseInteger(next().text);
-          if (!count || *count < 0 || *count > (1 << 20))
+        int64_t count = 1;
+        bool family = consume("<");
+        if (family) {
+          std::optional<int64_t> c = parseInteger(next().text);
+          if (!c || *c < 0)
             return fail(name, "bad register count");
           if (Error e = expect(">"))
             return e;
-          int32_t first = static_cast<int32_t>(kernel.numRegs);
-          scope.familyScopes.back()[n] = {first, static_cast<int32_t>(*count)};
-          for (int64_t i = 0; i < *count; ++i) {
-            kernel.regNames.push_back(n + std::to_string(i));
-            scope.regTypes.push_back(type);
-          }
-          kernel.numRegs += static_cast<uint32_t>(*count);
-        } else {
-          scope.regScopes.back()[n] = static_cast<int32_t>(kernel.numRegs++);
-          kernel.regNames.push_back(n);
-          scope.regTypes.push_back(type);
+          count = *c;
         }
+        if (static_cast<uint64_t>(count) > kMaxRegisters - kernel.numRegs)
+          return fail(name, "kernel '" + kernel.info.name +
+                                "' declares more than " +
+                                std::to_string(kMaxRegisters) + " registers");
+        int32_t first = static_cast<int32_t>(kernel.numRegs);
+        if (family)
+          scope.familyScopes.back()[n] = {first, static_cast<int32_t>(count)};
+        else
+          scope.regScopes.back()[n] = first;
+        scope.regTypes.resize(scope.regTypes.size() + count, type);
+        kernel.numRegs += static_cast<uint32_t>(count);
         if (!consume(","))
           break;
       }
@@ -1592,20 +1645,26 @@ Error Parser::parseEntry() {
         return fail(t, "a .shared declaration after the first instruction of '" +
                            kernel.info.name + "'");
       if (!isShared) {
-        uint32_t off = 0;
+        // As for shared memory: no overflow before the check.
+        uint64_t off = 0;
         for (auto &[name, var] : locals) {
-          off = (off + var.align - 1) / var.align * var.align;
+          off = alignUp(off, var.align);
           scope.localSymbols[name] = off;
           off += var.bytes;
+          if (off > kMaxVariableBytes)
+            return fail(t, "the local variables of '" + kernel.info.name +
+                               "' take more than " +
+                               std::to_string(kMaxVariableBytes) + " bytes");
         }
-        kernel.localBytes = off;
+        kernel.localBytes = static_cast<uint32_t>(off);
       }
       continue;
     }
     if (t.kind == Tok::Ident && t.text[0] == '.')
       return fail(t, "unsupported directive '" + std::string(t.text) +
                          "' in the body of '" + kernel.info.name + "'");
-    freezeLayout();
+    if (Error e = freezeLayout(t))
+      return e;
     // A label?
     if (t.kind == Tok::Ident && peek(1).is(":")) {
       std::string label(t.text);
@@ -1641,7 +1700,8 @@ Error Parser::parseEntry() {
       return e;
   }
 
-  freezeLayout();
+  if (Error e = freezeLayout(peek()))
+    return e;
   // Resolve branches.
   for (auto &[index, label, line] : scope.pendingBranches) {
     auto it = scope.labels.find(label);
@@ -2078,21 +2138,50 @@ Error FunctionParser::instruction(const std::string &opcode,
 // Public entry points
 //===----------------------------------------------------------------------===//
 
+std::string flashc::sim::escapeText(std::string_view text) {
+  static const char digits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    unsigned char b = static_cast<unsigned char>(c);
+    if (b >= 0x20 && b < 0x7f) {
+      out.push_back(c);
+      continue;
+    }
+    out += "\\x";
+    out.push_back(digits[b >> 4]);
+    out.push_back(digits[b & 15]);
+  }
+  return out;
+}
+
 Module::~Module() = default;
+
+/// `e` with its message escaped for printing (the text it quotes is the
+/// input's).
+static Error escaped(const Error &e) {
+  return Error::make(e.kind(), escapeText(e.message()));
+}
 
 Expected<std::shared_ptr<const Module>> Module::parse(std::string_view ptx,
                                                       std::string sourceName) {
-  std::vector<Token> tokens;
-  auto program = std::make_unique<Program>();
-  program->sourceName = sourceName;
-  if (Error e = tokenize(ptx, sourceName, tokens))
-    return e;
-  Parser parser(tokens, *program);
-  if (Error e = parser.parseModule())
-    return e;
-  std::shared_ptr<Module> module(new Module());
-  module->program = std::move(program);
-  return std::shared_ptr<const Module>(std::move(module));
+  try {
+    std::vector<Token> tokens;
+    auto program = std::make_unique<Program>();
+    program->sourceName = sourceName;
+    if (Error e = tokenize(ptx, sourceName, tokens))
+      return escaped(e);
+    Parser parser(tokens, *program);
+    if (Error e = parser.parseModule())
+      return escaped(e);
+    std::shared_ptr<Module> module(new Module());
+    module->program = std::move(program);
+    return std::shared_ptr<const Module>(std::move(module));
+  } catch (const std::bad_alloc &) {
+    return Error::make(ErrorKind::Limit,
+                       escapeText(sourceName) + ": out of memory parsing " +
+                           std::to_string(ptx.size()) + " bytes of PTX");
+  }
 }
 
 std::vector<std::string> Module::kernelNames() const {
@@ -2122,10 +2211,10 @@ bool flashc::sim::isSupportedOpcode(std::string_view opcode) {
   return decodeOpcode(opcode, inst).empty();
 }
 
-Expected<std::set<std::string>> flashc::sim::listOpcodes(std::string_view ptx) {
+static Expected<std::set<std::string>> listOpcodesOf(std::string_view ptx) {
   std::vector<Token> tokens;
   if (Error e = tokenize(ptx, "<ptx>", tokens))
-    return e;
+    return escaped(e);
   // An opcode is the first identifier of a statement inside a body: after
   // `{`, `}`, `;` or a label, skipping guards and directives.
   std::set<std::string> ops;
@@ -2184,4 +2273,14 @@ Expected<std::set<std::string>> flashc::sim::listOpcodes(std::string_view ptx) {
     atStart = false;
   }
   return ops;
+}
+
+Expected<std::set<std::string>> flashc::sim::listOpcodes(std::string_view ptx) {
+  try {
+    return listOpcodesOf(ptx);
+  } catch (const std::bad_alloc &) {
+    return Error::make(ErrorKind::Limit,
+                       "out of memory listing the opcodes of " +
+                           std::to_string(ptx.size()) + " bytes of PTX");
+  }
 }

@@ -244,11 +244,11 @@ struct KernelProgram {
   KernelInfo info;
   std::vector<Inst> code;
   std::vector<Operand> operands;
+  /// At most kMaxRegisters.
   uint32_t numRegs = 0;
-  /// Register names, by index (for diagnostics).
-  std::vector<std::string> regNames;
   /// Spelling of each distinct opcode of this kernel.
   std::vector<std::string> opcodeNames;
+  /// Per thread; at most kMaxVariableBytes, as are the static shared bytes.
   uint32_t localBytes = 0;
   /// Offset of extern (dynamic) shared memory: the aligned end of the static
   /// shared variables.

@@ -6,22 +6,36 @@
 //
 //   auto module = sim::Module::parse(ptxText);          // decode once
 //   sim::Device device;
-//   device.registerBuffer(q.data(), q.size() * 2, "q");  // global memory
+//   auto q = device.mapBuffer(hostQ, bytesQ, "q");      // global memory
 //   sim::LaunchConfig config;
 //   config.grid = {16, 8}; config.block = {128};
 //   config.dynamicSharedBytes = 81920;
 //   auto stats = device.launch(**module, "flash_fwd", config,
-//                              {sim::KernelArg::pointer(q.data()), ...});
+//                              {sim::KernelArg::u64(*q), ...});
 //   if (!stats) ... stats.error().message() ...
 //
-// Global memory is the caller's host memory: a pointer argument is the host
-// address of a registered buffer, and every global access must fall inside a
-// registered buffer. Threads follow independent-thread-scheduling semantics;
-// warp-collective instructions rendezvous over their member masks and
-// `bar.sync` over the CTA. The simulator reports out-of-bounds and
-// misaligned accesses, shared-memory races (including reads of cp.async
-// destinations before their wait) and barrier deadlocks as errors naming the
-// kernel, the PTX line, the thread and the address.
+// Global memory is the caller's host memory, seen through a simulated
+// address space: mapBuffer places each buffer in a region of its own,
+// surrounded by unmapped guard gaps, and a kernel receives that simulated
+// address. Every global access must fall inside one mapped buffer, so an
+// access past the end of a buffer faults even where the host memory next to
+// it belongs to another buffer. (registerBuffer maps a buffer at its own
+// host address instead, for callers that pass host pointers.) Threads follow
+// independent-thread-scheduling semantics; warp-collective instructions
+// rendezvous over their member masks and `bar.sync` over the CTA. The
+// simulator reports out-of-bounds and misaligned accesses, shared-memory
+// races (including reads of cp.async destinations before their wait),
+// global bytes stored to by two CTAs of one launch, and barrier deadlocks as
+// errors naming the kernel, the PTX line, the thread and the address.
+//
+// Input is untrusted: PTX text, launch shapes and arguments never crash the
+// simulator or exhaust memory. Sizes, offsets and alignments from the text
+// are checked in 64 bits against the parser's limits (below); a launch's
+// own memory (registers, local and shared memory of the CTAs in flight,
+// checking records) is bounded by LaunchConfig::memoryBudgetBytes, and
+// LaunchConfig::maxInstructionsPerThread bounds a runaway kernel (set it:
+// 0, the default, means no bound). Every error is one line, with the bytes
+// that are not printable ASCII escaped as \xNN.
 //
 // Numerics, and where they differ from the hardware: f32 arithmetic is IEEE
 // with PTX's rounding modifiers (`fma` fused); f16/bf16 conversions round
@@ -67,7 +81,14 @@ enum class ErrorKind {
   Parse,
   Unsupported,
   Usage,
+  /// A launch or an input beyond the simulator's limits (its memory
+  /// budget, the size of a PTX text): not a fault of the program.
+  Limit,
 };
+
+/// `text` safe to print on one line: bytes below 0x20 and from 0x7f up are
+/// written as `\xNN` (a backslash stays as it is).
+std::string escapeText(std::string_view text);
 
 /// A success, or an error with a kind and a message. Converts to true when
 /// it holds an error, like llvm::Error.
@@ -138,7 +159,8 @@ struct KernelArg {
   }
 };
 
-/// A kernel's `.param` as declared.
+/// A kernel's `.param` as declared (offsets and sizes are bounded by the
+/// parser: parameters take at most kMaxParamBytes).
 struct ParamInfo {
   std::string name;
   uint32_t bytes = 0;
@@ -159,6 +181,23 @@ struct KernelInfo {
 namespace detail {
 struct Program;
 } // namespace detail
+
+/// Limits of the parser on a PTX module. Beyond them, parsing fails with a
+/// Parse error (Limit for the size of the text) naming the limit.
+/// The largest PTX text, in bytes (flashc's kernels take under 1 MiB), and
+/// the most tokens in it (their decoding takes 32 bytes each).
+constexpr uint64_t kMaxPtxBytes = 32ull << 20;
+constexpr uint64_t kMaxPtxTokens = 8ull << 20;
+/// Registers a kernel may declare (virtual registers, summed over every
+/// `.reg` declaration of its body).
+constexpr uint64_t kMaxRegisters = 1u << 20;
+/// The largest `.align`; alignments must be powers of two.
+constexpr uint64_t kMaxAlign = 1u << 16;
+/// The bytes of one variable, and of a kernel's static shared and local
+/// variables together.
+constexpr uint64_t kMaxVariableBytes = 1ull << 30;
+/// The bytes of a kernel's parameters together.
+constexpr uint64_t kMaxParamBytes = 1u << 16;
 
 /// A parsed and decoded PTX module.
 class Module {
@@ -190,17 +229,38 @@ bool isSupportedOpcode(std::string_view opcode);
 /// The distinct opcodes of `ptx` without decoding it (for coverage tests).
 Expected<std::set<std::string>> listOpcodes(std::string_view ptx);
 
+/// What a launch may be: CUDA's limits on grids and blocks.
+constexpr uint32_t kMaxGridX = 0x7fffffffu;
+constexpr uint32_t kMaxGridYZ = 65535;
+constexpr uint32_t kMaxBlockThreads = 1024;
+constexpr uint32_t kMaxBlockZ = 64;
+
 struct LaunchConfig {
+  /// x < 2^31, y and z < 2^16.
   Dim3 grid;
+  /// At most 1024 threads, x and y up to 1024, z up to 64.
   Dim3 block;
   uint32_t dynamicSharedBytes = 0;
   /// Host threads that run CTAs in parallel; 0: up to the cores available.
+  /// Fewer run when the memory budget does not allow as many CTAs at once.
   unsigned workers = 0;
   /// Shared-memory race checking (on by default; off only for speed).
   bool checkRaces = true;
+  /// Write ownership: a global byte stored to (st, generic st included) by
+  /// two CTAs of one launch is a Race fault, since CTAs run in no fixed
+  /// order. atom and red are exempt. The record takes 4 bytes of memory per
+  /// global byte stored to, counted in the memory budget.
+  bool checkGlobalWrites = true;
   /// Guard against runaway kernels: a thread that executes more than this
-  /// many instructions is reported as a trap. 0: no limit.
+  /// many instructions is reported as a trap ("exceeded N instructions").
+  /// 0: no limit.
   uint64_t maxInstructionsPerThread = 0;
+  /// Host memory the launch may use beyond the caller's buffers: registers,
+  /// local memory and shared memory (with its race-checking records) of the
+  /// CTAs in flight, and the write-ownership records. A launch that cannot
+  /// run one CTA within it, or whose records outgrow it, fails with a Limit
+  /// error naming both figures.
+  uint64_t memoryBudgetBytes = 2ull << 30;
 };
 
 struct LaunchStats {
@@ -224,11 +284,26 @@ public:
   Device(const Device &) = delete;
   Device &operator=(const Device &) = delete;
 
-  /// Makes `[data, data + bytes)` addressable as global memory. A kernel
-  /// receives `data` itself as the buffer's address.
+  /// Maps `[host, host + bytes)` at a simulated global address that the
+  /// device chooses, and returns that address, which a kernel receives as
+  /// the buffer's pointer. Each mapping has a region of its own, far from
+  /// any host address, with at least kGuardGapBytes of unmapped addresses
+  /// on either side; no address is used twice by one Device. Host ranges
+  /// may overlap (views of one allocation): each mapping is still its own
+  /// buffer, so an access through one view never reaches another.
+  Expected<uint64_t> mapBuffer(void *host, uint64_t bytes,
+                               std::string name = "");
+  /// Forgets the buffer mapped (or registered) at `address`.
+  Error unmapBuffer(uint64_t address);
+  /// The unmapped addresses around every mapBuffer region, at least.
+  static constexpr uint64_t kGuardGapBytes = 1ull << 32;
+
+  /// Makes `[data, data + bytes)` addressable as global memory at its own
+  /// host address: a kernel receives `data` itself as the buffer's address.
+  /// Buffers adjacent in host memory are adjacent here too.
   Error registerBuffer(void *data, uint64_t bytes, std::string name = "");
   Error unregisterBuffer(void *data);
-  /// Forgets every registered buffer.
+  /// Forgets every registered and mapped buffer.
   void clearBuffers();
 
   /// Runs `kernel` of `module` over the grid. Arguments must match the
@@ -237,15 +312,25 @@ public:
                                const LaunchConfig &config,
                                const std::vector<KernelArg> &args);
 
+  /// A buffer: simulated addresses `[begin, end)` hold the host bytes from
+  /// `host` on.
   struct Buffer {
     uint64_t begin = 0, end = 0;
+    uint8_t *host = nullptr;
     std::string name;
+    /// The host address of simulated address `addr` of this buffer.
+    uint8_t *translate(uint64_t addr) const { return host + (addr - begin); }
   };
-  /// The buffer holding `[addr, addr + bytes)`, or null.
+  /// The buffer holding `[addr, addr + bytes)`, or null. The pointer stays
+  /// valid until that buffer is unmapped.
   const Buffer *findBuffer(uint64_t addr, uint64_t bytes) const;
 
 private:
+  Error insert(uint64_t begin, uint64_t bytes, void *host, std::string name);
+
   std::map<uint64_t, Buffer> buffers; // keyed by begin
+  /// Where the next mapBuffer region may start.
+  uint64_t nextMapped;
   mutable std::mutex mutex;
 };
 
