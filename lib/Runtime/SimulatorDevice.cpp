@@ -1,10 +1,16 @@
 //===- SimulatorDevice.cpp - The PTX simulator as a device ----------------===//
 //
-// Runs a variant's kernels in flashc's PTX simulator over host memory: the
-// pointer arguments become the simulator's global buffers (overlapping
-// views of one allocation are merged into one buffer), every launch checks
-// bounds, alignment, shared-memory races and barrier deadlocks, and an
-// error comes back as a Status naming the kernel, PTX line and thread.
+// Runs a variant's kernels in flashc's PTX simulator over host memory: each
+// pointer argument is mapped on its own, with the extent the runtime gives
+// it, at a simulated address between unmapped guard gaps, and the kernel
+// receives that address. Arguments are never merged, even when they are
+// views of one allocation (the decode workspace's partials and their
+// log-sum-exps) or adjacent in host memory, so a kernel that overruns one
+// argument into the next faults. Every launch checks bounds, alignment,
+// shared-memory races, global bytes stored to by two CTAs and barrier
+// deadlocks, within an instruction and a memory budget
+// (SimulatorOptions), and an error comes back as a Status naming the
+// kernel, PTX line and thread.
 //
 //===----------------------------------------------------------------------===//
 
@@ -80,21 +86,6 @@ public:
     Result<std::shared_ptr<const sim::Module>> module = getModule(variant);
     if (!module)
       return module.status();
-    // Global memory: the pointer arguments' extents, overlaps merged.
-    std::vector<std::pair<uint64_t, uint64_t>> ranges;
-    for (const LaunchArg &a : args)
-      if (a.isPointer && a.value && a.extentBytes)
-        ranges.emplace_back(a.value, a.value + a.extentBytes);
-    std::sort(ranges.begin(), ranges.end());
-    sim::Device device;
-    for (size_t i = 0; i < ranges.size();) {
-      uint64_t begin = ranges[i].first, end = ranges[i].second;
-      for (++i; i < ranges.size() && ranges[i].first <= end; ++i)
-        end = std::max(end, ranges[i].second);
-      if (sim::Error e = device.registerBuffer(
-              reinterpret_cast<void *>(begin), end - begin))
-        return Status::error(e.message());
-    }
     // Arguments are 8-byte slots; like the CUDA driver, pass each
     // parameter as many bytes as it declares (the low ones).
     const sim::KernelInfo *info = (*module)->getKernel(kernel.name);
@@ -105,20 +96,44 @@ public:
                            std::to_string(info->params.size()) +
                            " parameters, " + std::to_string(args.size()) +
                            " given");
+    // Global memory: each pointer argument its own buffer of its extent,
+    // named after its parameter. A null pointer stays null; a pointer
+    // with no extent keeps its host value, which no buffer holds.
+    sim::Device device;
     std::vector<sim::KernelArg> simArgs;
     for (size_t i = 0; i < args.size(); ++i) {
-      sim::KernelArg arg = sim::KernelArg::u64(args[i].value);
+      uint64_t value = args[i].value;
+      if (args[i].isPointer && value && args[i].extentBytes) {
+        sim::Expected<uint64_t> address =
+            device.mapBuffer(reinterpret_cast<void *>(value),
+                             args[i].extentBytes, info->params[i].name);
+        if (!address)
+          return Status::error("simulating " + kernel.name + ": " +
+                               address.error().message());
+        value = *address;
+      }
+      sim::KernelArg arg = sim::KernelArg::u64(value);
       arg.bytes.resize(std::min<size_t>(8, info->params[i].bytes));
       simArgs.push_back(arg);
     }
     sim::LaunchConfig config;
-    if (grid > 0xffffffffull)
-      return Status::error("grid too large for the simulator");
+    if (grid > sim::kMaxGridX)
+      return Status::error("a grid of " + std::to_string(grid) +
+                           " CTAs exceeds CUDA's limit of " +
+                           std::to_string(sim::kMaxGridX));
+    if (kernel.block <= 0 || kernel.block > sim::kMaxBlockThreads ||
+        kernel.sharedBytes < 0 || kernel.sharedBytes > UINT32_MAX)
+      return Status::error("simulating " + kernel.name + ": a block of " +
+                           std::to_string(kernel.block) + " threads with " +
+                           std::to_string(kernel.sharedBytes) +
+                           " bytes of shared memory cannot be launched");
     config.grid = sim::Dim3{static_cast<uint32_t>(grid), 1, 1};
     config.block = sim::Dim3{static_cast<uint32_t>(kernel.block), 1, 1};
     config.dynamicSharedBytes = static_cast<uint32_t>(kernel.sharedBytes);
     config.workers = options.workers;
     config.checkRaces = options.checkRaces;
+    config.maxInstructionsPerThread = options.maxInstructionsPerThread;
+    config.memoryBudgetBytes = options.memoryBudgetBytes;
     sim::Expected<sim::LaunchStats> stats =
         device.launch(**module, kernel.name, config, simArgs);
     if (!stats)

@@ -7,7 +7,11 @@
 // with the cubin-to-PTX fallback, the dynamic shared-memory opt-in,
 // argument packing for cuLaunchKernel, device allocations and copies) runs
 // on a machine without a GPU. Kernels execute in flashc's PTX simulator
-// over "device memory" that is host memory handed out by cuMemAllocAsync.
+// over "device memory": host memory that cuMemAllocAsync maps into the
+// simulator's address space and returns the simulated address of, each
+// allocation in a region of its own between unmapped guard gaps. Device
+// pointers are not host pointers, as on a GPU: copies translate them, and
+// the runtime cannot dereference them by mistake.
 //
 // It is strict where the real driver is, so that the runtime's mistakes
 // show:
@@ -15,7 +19,12 @@
 //   a current context on the calling thread (CUDA_ERROR_INVALID_CONTEXT);
 // - a kernel's global accesses must fall inside live allocations (the
 //   simulator's bounds check; CUDA_ERROR_ILLEGAL_ADDRESS), and copies must
-//   stay inside one allocation;
+//   stay inside one allocation; an access past the end of an allocation
+//   never reaches the next one (the guard gaps), and no address is handed
+//   out twice, so a freed allocation stays illegal;
+// - two CTAs of a launch storing to one byte is an error too (the
+//   simulator's write-ownership check), as is a thread running more than
+//   100 million instructions;
 // - more than 48 KB of dynamic shared memory needs
 //   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES first, within the
 //   chip's opt-in limit; blocks are checked against the kernel's .maxntid;
@@ -61,8 +70,10 @@ struct State {
   std::mutex mutex;
   bool initialised = false;
   int major = 9, minor = 0, sms = 132;
-  /// Live allocations: begin address -> bytes.
-  std::map<uint64_t, uint64_t> allocations;
+  /// Device memory: every live allocation mapped at its device address.
+  sim::Device memory;
+  /// Live allocations: device address -> host memory.
+  std::map<uint64_t, void *> allocations;
   std::vector<std::unique_ptr<ModuleHandle>> modules;
 };
 
@@ -90,13 +101,11 @@ CUresult checkDevice(int device) {
   return device == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
-/// The allocation holding [addr, addr + bytes), or none.
-bool insideAllocation(const State &s, uint64_t addr, uint64_t bytes) {
-  auto it = s.allocations.upper_bound(addr);
-  if (it == s.allocations.begin())
-    return false;
-  --it;
-  return addr + bytes <= it->first + it->second;
+/// The host memory of device addresses [addr, addr + bytes) when one
+/// allocation holds them, else null.
+uint8_t *hostOf(const State &s, uint64_t addr, uint64_t bytes) {
+  const sim::Device::Buffer *buffer = s.memory.findBuffer(addr, bytes);
+  return buffer ? buffer->translate(addr) : nullptr;
 }
 
 void writeLog(unsigned numOptions, CUjit_option *options, void **values,
@@ -313,19 +322,13 @@ CUresult cuLaunchKernel(CUfunction function, unsigned gridX, unsigned gridY,
   }
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
-  sim::Device device;
-  for (const auto &[begin, bytes] : s.allocations)
-    if (sim::Error e =
-            device.registerBuffer(reinterpret_cast<void *>(begin), bytes)) {
-      std::fprintf(stderr, "fake CUDA driver: %s\n", e.message().c_str());
-      return CUDA_ERROR_UNKNOWN;
-    }
   sim::LaunchConfig config;
   config.grid = sim::Dim3{gridX, gridY, gridZ};
   config.block = sim::Dim3{blockX, blockY, blockZ};
   config.dynamicSharedBytes = sharedBytes;
+  config.maxInstructionsPerThread = 100000000;
   sim::Expected<sim::LaunchStats> stats =
-      device.launch(*f->module, info.name, config, args);
+      s.memory.launch(*f->module, info.name, config, args);
   if (!stats) {
     std::fprintf(stderr, "fake CUDA driver: %s: %s\n", info.name.c_str(),
                  stats.error().message().c_str());
@@ -339,13 +342,21 @@ CUresult cuMemAllocAsync(CUdeviceptr *pointer, size_t bytes, CUstream) {
     return CUDA_ERROR_INVALID_CONTEXT;
   if (bytes == 0)
     return CUDA_ERROR_INVALID_VALUE;
+  if (bytes > (uint64_t(1) << 48))
+    return CUDA_ERROR_OUT_OF_MEMORY;
   void *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
   if (!p)
     return CUDA_ERROR_OUT_OF_MEMORY;
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
-  s.allocations[reinterpret_cast<uint64_t>(p)] = bytes;
-  *pointer = reinterpret_cast<CUdeviceptr>(p);
+  sim::Expected<uint64_t> address =
+      s.memory.mapBuffer(p, bytes, "allocation " + std::to_string(bytes));
+  if (!address) {
+    std::free(p);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  s.allocations[*address] = p;
+  *pointer = static_cast<CUdeviceptr>(*address);
   return CUDA_SUCCESS;
 }
 
@@ -357,8 +368,10 @@ CUresult cuMemFreeAsync(CUdeviceptr pointer, CUstream) {
   auto it = s.allocations.find(static_cast<uint64_t>(pointer));
   if (it == s.allocations.end())
     return CUDA_ERROR_INVALID_VALUE;
+  if (s.memory.unmapBuffer(it->first))
+    return CUDA_ERROR_UNKNOWN;
+  std::free(it->second);
   s.allocations.erase(it);
-  std::free(reinterpret_cast<void *>(pointer));
   return CUDA_SUCCESS;
 }
 
@@ -368,9 +381,10 @@ CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t bytes,
     return CUDA_ERROR_INVALID_CONTEXT;
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
-  if (!insideAllocation(s, dst, bytes))
+  uint8_t *host = hostOf(s, dst, bytes);
+  if (!host)
     return CUDA_ERROR_INVALID_VALUE;
-  std::memcpy(reinterpret_cast<void *>(dst), src, bytes);
+  std::memcpy(host, src, bytes);
   return CUDA_SUCCESS;
 }
 
@@ -379,9 +393,10 @@ CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t bytes, CUstream) {
     return CUDA_ERROR_INVALID_CONTEXT;
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
-  if (!insideAllocation(s, src, bytes))
+  const uint8_t *host = hostOf(s, src, bytes);
+  if (!host)
     return CUDA_ERROR_INVALID_VALUE;
-  std::memcpy(dst, reinterpret_cast<const void *>(src), bytes);
+  std::memcpy(dst, host, bytes);
   return CUDA_SUCCESS;
 }
 
