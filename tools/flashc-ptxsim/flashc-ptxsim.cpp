@@ -2,27 +2,38 @@
 //
 //   flashc-ptxsim FILE.ptx --kernel NAME --grid X[,Y[,Z]] --block X[,Y[,Z]]
 //       [--dynamic-shared BYTES] --param P ... [--out INDEX=FILE.npy]
-//       [--no-race-check] [--workers N] [--stats] [--list-opcodes]
+//       [--no-race-check] [--no-write-check] [--workers N] [--stats]
+//       [--max-instructions N] [--memory-budget BYTES] [--list-opcodes]
 //
 // Each --param, in the kernel's parameter order, is one of
 //   buf:FILE.npy               a global buffer holding exactly the array
 //   buf:zeros:DTYPE:SHAPE      a zeroed buffer, e.g. buf:zeros:f32:16x8
 //   u32:V s32:V u64:V s64:V f32:V
-// --out INDEX=FILE.npy writes the buffer of parameter INDEX after the
-// launch, with its dtype and shape.
+// Each buffer has a region of its own in the simulated address space, with
+// unmapped guard gaps around it: a kernel's access past the end of one
+// buffer faults rather than reaching the next. --out INDEX=FILE.npy writes
+// the buffer of parameter INDEX after the launch, with its dtype and shape.
+//
+// Budgets, both on by default: a thread may execute --max-instructions
+// instructions (100 million; 0: no limit), and the buffers together, and
+// the launch's own memory, may each take --memory-budget bytes (2 GiB).
 //
 // Exit status: 0 when the launch completed cleanly, 3 when the simulation
-// found an out-of-bounds or misaligned access, a race, a deadlock or a trap
-// (the message on stderr names which), 1 for usage, parse and
-// unsupported-instruction errors.
+// found an out-of-bounds or misaligned access, a race (in shared memory, or
+// two CTAs storing to one global byte), a deadlock or a trap (a thread over
+// its instruction budget included; the message on stderr names which), 1
+// for usage, parse and unsupported-instruction errors, limits of the
+// simulator and output that cannot be written.
 //
 //===----------------------------------------------------------------------===//
 
 #include "flashc/Simulator/Simulator.h"
 #include "flashc/Support/Npy.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -37,16 +48,45 @@ const char *kUsage =
     "usage: flashc-ptxsim FILE.ptx --kernel NAME --grid X[,Y[,Z]] "
     "--block X[,Y[,Z]]\n"
     "         [--dynamic-shared BYTES] --param P ... [--out INDEX=FILE.npy]\n"
-    "         [--no-race-check] [--workers N] [--stats]\n"
+    "         [--no-race-check] [--no-write-check] [--workers N] [--stats]\n"
+    "         [--max-instructions N] [--memory-budget BYTES]\n"
     "       flashc-ptxsim FILE.ptx --list-opcodes\n"
     "  P: buf:FILE.npy | buf:zeros:DTYPE:SHAPE (e.g. buf:zeros:f32:16x8) |\n"
     "     u32:V | s32:V | u64:V | s64:V | f32:V\n"
+    "  --max-instructions: per thread (default 100000000; 0: no limit)\n"
+    "  --memory-budget: for the buffers, and for the launch's own memory\n"
+    "     (default 2147483648)\n"
     "  exit status: 0 clean, 3 out-of-bounds/race/deadlock/trap, 1 other "
     "errors\n";
 
+constexpr uint64_t kDefaultMaxInstructions = 100000000;
+
+/// One line on stderr; text from the command line and the input is
+/// escaped.
+void printError(const std::string &msg) {
+  std::cerr << "flashc-ptxsim: " << sim::escapeText(msg) << "\n";
+}
+
 int usage(const std::string &msg) {
-  std::cerr << "flashc-ptxsim: " << msg << "\n" << kUsage;
+  printError(msg);
+  std::cerr << kUsage;
   return 1;
+}
+
+/// Exit status `rc`, or 1 with one line on stderr when what was written to
+/// stdout could not be (a full disk, a closed pipe).
+int finish(int rc) {
+  std::cout.flush();
+  if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    printError(std::string("cannot write the standard output: ") +
+               std::strerror(errno ? errno : EIO));
+    return 1;
+  }
+  return rc;
+}
+
+bool isDecimal(const std::string &s) {
+  return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
 }
 
 bool parseDim(const std::string &s, sim::Dim3 &d) {
@@ -55,15 +95,16 @@ bool parseDim(const std::string &s, sim::Dim3 &d) {
   std::string part;
   int i = 0;
   while (std::getline(ss, part, ',')) {
-    if (i >= 3 || part.empty())
+    if (i >= 3 || !isDecimal(part))
       return false;
     char *end = nullptr;
-    unsigned long x = std::strtoul(part.c_str(), &end, 10);
-    if (*end || x == 0 || x > 0xffffffffu)
+    errno = 0;
+    unsigned long long x = std::strtoull(part.c_str(), &end, 10);
+    if (*end || errno || x == 0 || x > 0xffffffffu)
       return false;
     v[i++] = static_cast<uint32_t>(x);
   }
-  if (i == 0)
+  if (i == 0 || (!s.empty() && s.back() == ','))
     return false;
   d = sim::Dim3{v[0], v[1], v[2]};
   return true;
@@ -87,14 +128,53 @@ bool parseUInt(const std::string &s, unsigned long long &out) {
   return !*end && errno == 0;
 }
 
+/// The text of `path`, or an error when it cannot be read or is larger than
+/// the simulator parses.
+bool readText(const std::string &path, std::string &text, std::string &error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = "cannot read '" + path + "'";
+    return false;
+  }
+  // Read at most one byte more than the limit (a device such as /dev/zero
+  // never ends).
+  text.resize(sim::kMaxPtxBytes + 1);
+  in.read(&text[0], static_cast<std::streamsize>(text.size()));
+  if (in.bad()) {
+    error = "cannot read '" + path + "'";
+    return false;
+  }
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > sim::kMaxPtxBytes) {
+    error = "'" + path + "' is larger than the simulator's limit of " +
+            std::to_string(sim::kMaxPtxBytes) + " bytes of PTX";
+    return false;
+  }
+  return true;
+}
+
+int run(int argc, char **argv);
+
 } // namespace
 
 int main(int argc, char **argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::bad_alloc &) {
+    printError("out of memory");
+    return 1;
+  }
+}
+
+namespace {
+
+int run(int argc, char **argv) {
   std::string ptxPath, kernel;
   sim::LaunchConfig config;
+  config.maxInstructionsPerThread = kDefaultMaxInstructions;
   bool haveGrid = false, haveBlock = false, stats = false, listOps = false;
   std::vector<std::string> params;
-  std::map<int, std::string> outs;
+  std::map<uint64_t, std::string> outs;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](std::string &out) {
@@ -106,7 +186,7 @@ int main(int argc, char **argv) {
     std::string v;
     if (a == "--help" || a == "-h") {
       std::cout << kUsage;
-      return 0;
+      return finish(0);
     } else if (a == "--kernel") {
       if (!value(kernel))
         return usage("--kernel needs a name");
@@ -131,13 +211,25 @@ int main(int argc, char **argv) {
       if (!value(v))
         return usage("--out needs INDEX=FILE.npy");
       size_t eq = v.find('=');
-      long long index;
-      if (eq == std::string::npos || !parseInt(v.substr(0, eq), index) ||
-          index < 0 || eq + 1 == v.size())
+      unsigned long long index;
+      if (eq == std::string::npos || !isDecimal(v.substr(0, eq)) ||
+          !parseUInt(v.substr(0, eq), index) || eq + 1 == v.size())
         return usage("bad --out '" + v + "', expected INDEX=FILE.npy");
-      outs[static_cast<int>(index)] = v.substr(eq + 1);
+      outs[index] = v.substr(eq + 1);
     } else if (a == "--no-race-check") {
       config.checkRaces = false;
+    } else if (a == "--no-write-check") {
+      config.checkGlobalWrites = false;
+    } else if (a == "--max-instructions") {
+      unsigned long long n;
+      if (!value(v) || !isDecimal(v) || !parseUInt(v, n))
+        return usage("bad --max-instructions '" + v + "'");
+      config.maxInstructionsPerThread = n;
+    } else if (a == "--memory-budget") {
+      unsigned long long n;
+      if (!value(v) || !isDecimal(v) || !parseUInt(v, n) || n == 0)
+        return usage("bad --memory-budget '" + v + "'");
+      config.memoryBudgetBytes = n;
     } else if (a == "--workers") {
       unsigned long long n;
       if (!value(v) || !parseUInt(v, n) || n == 0 || n > 256)
@@ -157,16 +249,14 @@ int main(int argc, char **argv) {
   }
   if (ptxPath.empty())
     return usage("no PTX file given");
-  std::ifstream in(ptxPath, std::ios::binary);
-  if (!in)
-    return usage("cannot read '" + ptxPath + "'");
-  std::string text((std::istreambuf_iterator<char>(in)),
-                   std::istreambuf_iterator<char>());
+  std::string text, readError;
+  if (!readText(ptxPath, text, readError))
+    return usage(readError);
 
   if (listOps) {
     auto ops = sim::listOpcodes(text);
     if (!ops) {
-      std::cerr << "flashc-ptxsim: " << ops.error().message() << "\n";
+      printError(ops.error().message());
       return 1;
     }
     int unsupported = 0;
@@ -175,14 +265,14 @@ int main(int argc, char **argv) {
       unsupported += !ok;
       std::cout << (ok ? "supported   " : "UNSUPPORTED ") << op << "\n";
     }
-    return unsupported ? 1 : 0;
+    return finish(unsupported ? 1 : 0);
   }
   if (kernel.empty() || !haveGrid || !haveBlock)
     return usage("--kernel, --grid and --block are required");
 
   auto module = sim::Module::parse(text, ptxPath);
   if (!module) {
-    std::cerr << "flashc-ptxsim: " << module.error().message() << "\n";
+    printError(module.error().message());
     return 1;
   }
   const sim::KernelInfo *info = (*module)->getKernel(kernel);
@@ -193,10 +283,18 @@ int main(int argc, char **argv) {
                  std::to_string(info->params.size()) + " parameters, " +
                  std::to_string(params.size()) + " given");
 
-  // Build the arguments; buffers live in `arrays` (stable addresses).
+  // Build the arguments; buffers live in `arrays` (stable addresses), all
+  // of them within the memory budget.
   sim::Device device;
   std::vector<NpyArray> arrays(params.size());
   std::vector<sim::KernelArg> args;
+  uint64_t bufferBytes = 0;
+  auto overBudget = [&](const std::string &p, uint64_t bytes) {
+    return "buffer '" + p + "' of " + std::to_string(bytes) +
+           " bytes takes the buffers past the memory budget of " +
+           std::to_string(config.memoryBudgetBytes) +
+           " bytes (--memory-budget)";
+  };
   for (size_t i = 0; i < params.size(); ++i) {
     const std::string &p = params[i];
     size_t colon = p.find(':');
@@ -216,29 +314,43 @@ int main(int argc, char **argv) {
         std::stringstream dims(spec.substr(c2 + 1));
         std::string d;
         uint64_t total = arr.elementBytes();
+        bool tooLarge = false;
         while (std::getline(dims, d, 'x')) {
           unsigned long long n;
-          if (!parseUInt(d, n) || n == 0 || n > (1ull << 32))
+          if (!isDecimal(d) || !parseUInt(d, n) || n == 0 || n > (1ull << 62))
             return usage("bad shape in '" + p + "'");
           arr.shape.push_back(static_cast<int64_t>(n));
-          total *= n;
-          if (total > (1ull << 34))
-            return usage("buffer '" + p + "' is too large");
+          tooLarge |= __builtin_mul_overflow(total, uint64_t(n), &total);
         }
-        if (arr.shape.empty())
+        if (arr.shape.empty() || spec.back() == 'x')
           return usage("bad shape in '" + p + "'");
+        if (tooLarge || total > config.memoryBudgetBytes - bufferBytes)
+          return usage(tooLarge ? "buffer '" + p + "' overflows 64 bits"
+                                : overBudget(p, total));
         arr.data.assign(total, 0);
       } else {
+        // The file's size bounds what reading it allocates.
+        std::ifstream file(rest, std::ios::binary | std::ios::ate);
+        if (file) {
+          std::streamoff size = file.tellg();
+          if (size > 0 && static_cast<uint64_t>(size) >
+                              config.memoryBudgetBytes - bufferBytes)
+            return usage(overBudget(p, static_cast<uint64_t>(size)));
+        }
         std::string error;
         if (!readNpy(rest, arr, error))
           return usage(error);
         if (arr.data.empty())
           return usage("buffer '" + rest + "' is empty");
+        if (arr.data.size() > config.memoryBudgetBytes - bufferBytes)
+          return usage(overBudget(p, arr.data.size()));
       }
-      if (sim::Error e = device.registerBuffer(arr.data.data(), arr.data.size(),
-                                               "param " + std::to_string(i)))
-        return usage(e.message());
-      args.push_back(sim::KernelArg::pointer(arr.data.data()));
+      bufferBytes += arr.data.size();
+      sim::Expected<uint64_t> address = device.mapBuffer(
+          arr.data.data(), arr.data.size(), "param " + std::to_string(i));
+      if (!address)
+        return usage(address.error().message());
+      args.push_back(sim::KernelArg::u64(*address));
       continue;
     }
     long long iv;
@@ -263,19 +375,19 @@ int main(int argc, char **argv) {
     }
   }
   for (auto &[index, path] : outs)
-    if (index >= static_cast<int>(params.size()) || arrays[index].data.empty())
+    if (index >= params.size() || arrays[index].data.empty())
       return usage("--out " + std::to_string(index) +
                    " does not name a buffer parameter");
 
   auto result = device.launch(**module, kernel, config, args);
   if (!result) {
-    std::cerr << "flashc-ptxsim: " << result.error().message() << "\n";
+    printError(result.error().message());
     return result.error().isFault() ? 3 : 1;
   }
   for (auto &[index, path] : outs) {
     std::string error;
     if (!writeNpy(path, arrays[index], error)) {
-      std::cerr << "flashc-ptxsim: " << error << "\n";
+      printError(error);
       return 1;
     }
   }
@@ -289,5 +401,7 @@ int main(int argc, char **argv) {
               << result->ldmatrixMatrices
               << ", extra wavefronts from bank conflicts: "
               << result->ldmatrixExtraWavefronts << "\n";
-  return 0;
+  return finish(0);
 }
+
+} // namespace
