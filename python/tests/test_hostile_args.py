@@ -375,14 +375,15 @@ def cases():
     add("load_bundle-empty", lambda e: flashc.load_bundle(""), E,
         r"^path is empty")
     add("load_bundle-file", lambda e: flashc.load_bundle(e.file), E,
-        r"a-file' is not a directory")
+        r"a-file/manifest.json': Not a directory")
     add("load_bundle-missing", lambda e: flashc.load_bundle(
-        os.path.join(e.tmp, "missing")), E, r"cannot read '.*missing'")
+        os.path.join(e.tmp, "missing")), E,
+        r"cannot read '.*missing/manifest.json': No such file")
     add("load_bundle-missing-bytes", lambda e: flashc.load_bundle(
         os.fsencode(os.path.join(e.tmp, "missing"))), E,
-        r"cannot read '.*missing'")
+        r"cannot read '.*missing/manifest.json': No such file")
     add("load_bundle-dev-null", lambda e: flashc.load_bundle("/dev/null"), E,
-        r"'/dev/null' is not a directory")
+        r"'/dev/null/manifest.json': Not a directory")
     add("load_bundle-too-long", lambda e: flashc.load_bundle("x" * 5000), E,
         r"cannot read 'xxx")
     # The classes in __all__, made by hand.
@@ -688,7 +689,7 @@ def test_bad_bundles(env, tmp_path):
     empty.mkdir()
     refused(empty, r"cannot read '.*empty/manifest.json'")
     refused(os.fsencode(empty), r"cannot read '.*empty/manifest.json'")
-    refused("/dev/null", r"'/dev/null' is not a directory")
+    refused("/dev/null", r"'/dev/null/manifest.json': Not a directory")
     refused(str(empty) + "\0/x", r"contains a NUL")
     refused(os.fsencode(empty) + b"\0", r"contains a NUL")
     refused(os.fsencode(tmp_path) + b"/\xff\xfe", r"cannot read")
