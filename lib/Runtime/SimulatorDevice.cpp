@@ -18,6 +18,7 @@
 #include "flashc/Simulator/Simulator.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -182,7 +183,18 @@ private:
 std::shared_ptr<Device>
 runtime::getSimulatorDevice(const std::string &chip,
                             const SimulatorOptions &options) {
-  return std::make_shared<SimulatorDevice>(chip, options);
+  // A harness that reaches the simulator through the C API or Python,
+  // which take no options (a fuzzer with a time limit), sets the
+  // instruction budget in the environment: a decimal count.
+  SimulatorOptions effective = options;
+  if (const char *env = std::getenv("FLASHC_SIM_MAX_INSTRUCTIONS")) {
+    char *end = nullptr;
+    errno = 0;
+    unsigned long long n = std::strtoull(env, &end, 10);
+    if (*env >= '0' && *env <= '9' && !*end && errno == 0)
+      effective.maxInstructionsPerThread = n;
+  }
+  return std::make_shared<SimulatorDevice>(chip, effective);
 }
 
 Result<SimulatorCounters> runtime::getSimulatorCounters(const Device &device) {

@@ -22,6 +22,7 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <numeric>
 
 using namespace flashc;
@@ -97,6 +98,14 @@ DONE:
   add.s64 %rd3, %rd1, %rd2;
   st.global.u32 [%rd3], %r2;
   ret;
+}
+
+// A loop with a barrier in it, for ever.
+.visible .entry spin(.param .u64 out)
+{
+SPIN:
+  bar.sync 0;
+  bra.uni SPIN;
 }
 
 // Every thread of every CTA adds 1 to out[0] and out[1].
@@ -384,6 +393,22 @@ TEST_F(SimulatorDeviceTest, BudgetsComeFromTheOptions) {
   EXPECT_NE(s.message().find("over its budget of 4096 bytes"),
             std::string::npos)
       << s.message();
+  // The instruction budget, also from the environment (for the C API and
+  // Python, which take no options).
+  options = {};
+  options.maxInstructionsPerThread = 5000;
+  Status spin = launch("spin", 1, 128, {pointerArg(host.data(), 256)}, options);
+  ASSERT_TRUE(spin);
+  EXPECT_NE(spin.message().find("exceeded 5000 instructions"),
+            std::string::npos)
+      << spin.message();
+  ASSERT_EQ(setenv("FLASHC_SIM_MAX_INSTRUCTIONS", "3000", 1), 0);
+  spin = launch("spin", 1, 128, {pointerArg(host.data(), 256)});
+  unsetenv("FLASHC_SIM_MAX_INSTRUCTIONS");
+  ASSERT_TRUE(spin);
+  EXPECT_NE(spin.message().find("exceeded 3000 instructions"),
+            std::string::npos)
+      << spin.message();
   Status grid =
       launch("everyCta", uint64_t(1) << 31, 32, {pointerArg(host.data(), 256)});
   ASSERT_TRUE(grid);
