@@ -1,17 +1,46 @@
 #!/usr/bin/python3
-"""A seeded, time-bounded fuzzer for flashc-opt and flashc.
+"""A seeded, time-bounded fuzzer for flashc-opt, flashc, the runtime's bundle
+loader and the PTX simulator.
 
 Usage:
-  scripts/fuzz.py [--seconds N] [--seed S] [--flashc-opt PATH] [--flashc PATH]
+  scripts/fuzz.py [--seconds N] [--seed S] [--targets opt,driver,bundle,ptx]
+                  [--flashc-opt PATH] [--flashc PATH] [--bundle-target PATH]
+                  [--test-bundle DIR] [--flashc-ptxsim PATH]
                   [--out DIR] [--jobs J] [--max-inputs N]
                   [--timeout SECONDS] [--mem-mb MB] [--quiet]
   scripts/fuzz.py --minimize FILE --cmd 'flashc-opt {} --flash-tile' [--min-out PATH]
+  scripts/fuzz.py --minimize FILE.ptx --cmd 'flashc-ptxsim {} --kernel ...'
   scripts/fuzz.py --minimize-cmd 'flashc run --seq-q 4 ... --iters -1'
 
-Each input is one process: an IR file run through flashc-opt with a flash
-pass, a chain of flash passes or a flash pipeline (random options, often
-invalid), or a flashc command line with random flag values. The IR comes
-from two generators:
+Each input is one process of one target (--flashc-share, --bundle-share and
+--ptx-share of the inputs go to driver, bundle and ptx, the rest to opt):
+  opt     an IR file run through flashc-opt with a flash pass, a chain of
+          flash passes or a flash pipeline (random options, often invalid);
+  driver  a flashc command line with random flag values;
+  bundle  a mutated copy of the runtime tests' bundle (manifest.json and
+          its .ptx files), opened through the C API by FlashcBundleLoadTarget
+          (unittests/Runtime/BundleLoadTarget.c), which then runs tiny
+          attention calls with it on the PTX simulator. Mutations: manifest
+          fields set to edge values or other types, keys dropped or
+          duplicated, deep nesting, odd ids, the variants list emptied or
+          duplicated, bytes JSON does not allow; files truncated, flipped,
+          made directories, FIFOs, symlinks (/dev/zero, loops), deleted or
+          huge and sparse; the PTX mutations below; a kernel or variant field
+          changed alike in the manifest and the PTX's descriptor lines. Most
+          inputs with changed files get their ptx_fnv1a checksum recomputed,
+          so that they pass the check on load and reach the PTX parser and
+          the launch;
+  ptx     a mutated kernel of that bundle run by flashc-ptxsim on a small
+          problem (B = 1, Nq = 20 or 3, Nk = 30 or 200, D = 64) with a
+          per-thread instruction budget: IR token and line mutations, and
+          numbers of .align, .reqntid, .reg counts, array sizes and added
+          .local/.shared/.global declarations at edge values, parameter lists
+          changed, instructions deleted, duplicated or moved, branches sent
+          to other labels (loops), registers renumbered past their count,
+          address offsets at edge values, opcodes and types swapped.
+bundle and ptx are left out, with a warning, when their tools are not built
+and neither --targets nor a path names them. The IR comes from two
+generators:
   * mutations of the lit tests' inputs (test/**/*.mlir and examples/, split
     on `// -----` and `//--- name`, comment lines dropped), and of the IR the
     attention pipeline makes from a few fixed graphs;
@@ -28,13 +57,17 @@ timeout and an address-space limit, and is classified as
   hang    timed out
   oom     std::bad_alloc / out of memory, or killed at the memory limit
   messy   (flashc) an error that is not one `flashc: error: ...` line
-          with exit status 1
+          with exit status 1; (bundle) exit status other than 0, a
+          `violation:` line (a failure without a message, ...) or output
+          other than `error: ...` lines; (ptx) exit status other than 0, 1
+          and 3, or a failure without exactly one `flashc-ptxsim: ...` line
   wrong   (flashc run) exit status 2: the kernel's output failed the
           check against the float64 reference.
 The same seed gives the same inputs in the same order; --seconds and
---max-inputs bound the run (whichever comes first). Each crash, hang or
-OOM is saved under --out with its exact command line, and a summary table
-is printed. The exit status is 1 when a crash, hang or OOM was found.
+--max-inputs bound the run (whichever comes first). Each failure is saved
+under --out with its input (an IR file, a bundle directory, a PTX file),
+its exact command line and its stderr, and a summary table is printed. The
+exit status is 1 when a crash, hang, OOM, messy or wrong result was found.
 
 --minimize reduces a failing IR file by deleting lines, then tokens, while
 the failure (class and signature) stays the same. In --cmd, `{}` stands
@@ -46,7 +79,9 @@ Python 3 standard library only.
 
 import argparse
 import collections
+import copy
 import hashlib
+import json
 import os
 import random
 import re
@@ -825,18 +860,893 @@ def flashc_command(rng):
 
 
 # --------------------------------------------------------------------------
+# PTX mutations (the ptx target, and the PTX files of the bundle target).
+# --------------------------------------------------------------------------
+
+# Integers for PTX directives, register numbers, sizes and offsets.
+PTX_EDGE_INTS = ("0", "1", "-1", "3", "7", "1023", "1024", "1025", "65535",
+                 "65536", "2147483647", "2147483648", "4294967295",
+                 "4294967296", "9223372036854775807", "9223372036854775808",
+                 "18446744073709551615", "18446744073709551616",
+                 "99999999999999999999", "0x7fffffff", "0xffffffffffffffff")
+PTX_TYPES = (".u8", ".u16", ".u32", ".u64", ".s32", ".s64", ".b8", ".b16",
+             ".b32", ".b64", ".b128", ".f16", ".f16x2", ".f32", ".f64", ".pred")
+DIRECTIVE_RE = re.compile(r"\.(?:align|reqntid|maxntid|maxnreg|minnctapersm|"
+                          r"address_size|version)[ \t]+([^;\n{(]*)")
+LABEL_DEF_RE = re.compile(r"^(\$?[\w$]+):", re.M)
+BRANCH_RE = re.compile(r"\bbra(?:\.uni)?\s+(\$?[\w$]+)\s*;")
+REGISTER_RE = re.compile(r"%(r|rd|rs|p|f|fd|h|hh)(\d+)\b")
+ADDRESS_RE = re.compile(r"\[(%?[\w$]+)((?:\s*[+-]\s*\d+)?)\]")
+
+
+def ptx_edge(rng):
+    return rng.choice(PTX_EDGE_INTS)
+
+
+def is_instruction(line):
+    s = line.strip()
+    return s.endswith(";") and not s.startswith((".", "//", "{", "}"))
+
+
+def instruction_lines(lines):
+    return [i for i, l in enumerate(lines) if is_instruction(l)]
+
+
+def ptx_mut_directive(rng, text):
+    """A number of .align, .reqntid, .maxnreg, .version, ... set to an edge
+    value."""
+    matches = collections.defaultdict(list)
+    for m in DIRECTIVE_RE.finditer(text):
+        matches[m.group(0).split(None, 1)[0]].append(m)
+    if not matches:
+        return text
+    # A directive first, so that the many .align of the parameters do not
+    # crowd out the rest.
+    m = rng.choice(matches[rng.choice(sorted(matches))])
+    nums = list(re.finditer(r"(?<![\w.])\d+(?:\.\d+)?(?!\w)", m.group(1)))
+    if not nums:
+        return text
+    n = rng.choice(nums)
+    start = m.start(1) + n.start()
+    return text[:start] + ptx_edge(rng) + text[m.start(1) + n.end():]
+
+
+def ptx_mut_reg_count(rng, text):
+    m = random_match(rng, r"\.reg\s+\.\w+\s+%\w+<(\d+)>", text)
+    return replace_span(text, m, 1, ptx_edge(rng)) if m else text
+
+
+def ptx_mut_array_size(rng, text):
+    """An array size of a declaration (flash_smem[] included)."""
+    m = random_match(rng, r"(?m)^[^\n;]*\.(?:shared|local|global|const|param)[^\n;]*"
+                          r"\w\[(\d*)\]", text)
+    if not m:
+        return text
+    return replace_span(text, m, 1, rng.choice(("",) + PTX_EDGE_INTS))
+
+
+def ptx_mut_declare(rng, text):
+    """Adds a .local, .shared, .reg or .global declaration of an edge size."""
+    space = rng.choice(("local", "shared", "reg", "global", "const"))
+    size, align = ptx_edge(rng), rng.choice(("1", "4", "16", "3", "0", "65536",
+                                             "4294967296"))
+    if space == "reg":
+        decl = f"\t.reg .b32 \t%fz<{size}>;\n"
+    else:
+        decl = f"\t.{space} .align {align} .b8 fuzz_{space}[{size}];\n"
+    if space in ("global", "const"):
+        m = re.search(r"^\.address_size[^\n]*\n", text, re.M)
+        return text[:m.end()] + decl + text[m.end():] if m else decl + text
+    m = random_match(rng, r"(?m)^\{\n", text)
+    return text[:m.end()] + decl + text[m.end():] if m else text
+
+
+def ptx_mut_reqntid(rng, text):
+    m = random_match(rng, r"(?m)^\.(?:reqntid|maxntid)[^\n]*", text)
+    if not m:
+        return text
+    r = rng.random()
+    if r < 0.2:
+        new = ""
+    elif r < 0.3:
+        new = m.group(0) + "\n" + m.group(0)
+    else:
+        dims = [rng.choice(("1", "128", "32", "0", "1024", "1025", "2048",
+                            "64", "4294967297", "-1")) for _ in range(rng.choice((1, 2, 3)))]
+        new = rng.choice((".reqntid ", ".maxntid ")) + ", ".join(dims)
+    return text[:m.start()] + new + text[m.end():]
+
+
+def ptx_mut_params(rng, text):
+    """Changes an .entry's parameter list: one deleted, duplicated, retyped,
+    renamed after another, made an array, or the list emptied."""
+    m = random_match(rng, r"\.entry\s+[\w$]+\(\n((?:[^)]*\n)*?)\)", text)
+    if not m:
+        return text
+    params = m.group(1).splitlines(True)
+    if not params:
+        return text
+    i = rng.randrange(len(params))
+    r = rng.random()
+    if r < 0.2:
+        del params[i]
+        if i == len(params) and params:  # the last one has no comma
+            params[-1] = params[-1].replace(",\n", "\n")
+    elif r < 0.35:
+        params.insert(i, params[i].rstrip("\n").rstrip(",") + ",\n")
+    elif r < 0.55:
+        params[i] = re.sub(r"\.(u64|b64|s64)\b", rng.choice(PTX_TYPES)[1:],
+                           params[i], count=1)
+    elif r < 0.7:
+        other = re.search(r"([\w$]+)\s*,?\s*$", rng.choice(params))
+        if other:
+            params[i] = re.sub(r"[\w$]+(\s*,?\s*)$",
+                               lambda n: other.group(1) + n.group(1), params[i])
+    elif r < 0.85:
+        params[i] = re.sub(r"\.param\s+\.\w+(?:\s+\.ptr)?(?:\s+\.align\s+\d+)?",
+                           f".param .align {rng.choice(('1', '8', '0', '3'))} .b8",
+                           params[i], count=1)
+        size = ptx_edge(rng)
+        params[i] = re.sub(r"([\w$]+)(\s*,?\s*)$",
+                           lambda n: f"{n.group(1)}[{size}]{n.group(2)}", params[i])
+    else:
+        params = []
+    return text[:m.start(1)] + "".join(params) + text[m.end(1):]
+
+
+DESCRIPTOR_VALUES = ("0", "1", "-1", "2147483648", "4294967296",
+                     "9223372036854775808", "x", "", "1e300", "nan", "0x1p-3",
+                     "sm_90a", "bf16", "B*ceildiv(Nq,0)", "(" * 70 + "B" + ")" * 70)
+
+
+def ptx_mut_descriptor(rng, text):
+    """Changes the `// flashc-variant` / `// flashc-kernel` lines: a field's
+    value, a field dropped, duplicated or added, a line dropped or doubled."""
+    m = random_match(rng, r"(?m)^// flashc-(?:variant|kernel) ([^\n]*)", text)
+    if not m:
+        return text
+    line = m.group(0)
+    fields = m.group(1).split(" ")
+    r = rng.random()
+    if r < 0.15:
+        return text[:m.start()] + text[m.end() + 1:]
+    if r < 0.25:
+        return text[:m.end()] + "\n" + line + text[m.end():]
+    i = rng.randrange(len(fields))
+    key = fields[i].split("=", 1)[0]
+    if r < 0.65:
+        fields[i] = f"{key}={rng.choice(DESCRIPTOR_VALUES)}"
+    elif r < 0.75:
+        del fields[i]
+    elif r < 0.85:
+        fields.insert(i, f"{key}={rng.choice(DESCRIPTOR_VALUES)}")
+    elif r < 0.95:
+        fields.insert(i, rng.choice(("extra=1", "=", "novalue", "\x01=\x7f", "a=b=c")))
+    else:
+        fields = [f.replace("=", " = ") for f in fields]
+    return text[:m.start(1)] + " ".join(fields) + text[m.end(1):]
+
+
+def ptx_mut_instruction(rng, text):
+    """An instruction deleted, duplicated or moved elsewhere in the body."""
+    lines = text.splitlines(True)
+    idx = instruction_lines(lines)
+    if not idx:
+        return text
+    i = rng.choice(idx)
+    r = rng.random()
+    if r < 0.4:
+        del lines[i]
+    elif r < 0.8:
+        lines.insert(i, lines[i])
+    else:
+        line = lines.pop(i)
+        lines.insert(rng.choice(idx[:-1] or [0]), line)
+    return "".join(lines)
+
+
+def ptx_mut_branch(rng, text):
+    """A branch sent to another label (often an earlier one: a loop), or an
+    unconditional backward branch added."""
+    labels = [(m.start(), m.group(1)) for m in LABEL_DEF_RE.finditer(text)]
+    if not labels:
+        return text
+    if rng.random() < 0.7:
+        m = random_match(rng, BRANCH_RE, text)
+        if m:
+            earlier = [name for pos, name in labels if pos < m.start()]
+            target = rng.choice(earlier if earlier and rng.random() < 0.7
+                                else [name for _, name in labels])
+            return replace_span(text, m, 1, target)
+    lines = text.splitlines(True)
+    idx = instruction_lines(lines)
+    if not idx:
+        return text
+    i = rng.choice(idx)
+    pos = sum(len(l) for l in lines[:i])
+    earlier = [name for p, name in labels if p < pos] or [labels[0][1]]
+    lines.insert(i, f"\tbra.uni \t{rng.choice(earlier)};\n")
+    return "".join(lines)
+
+
+def ptx_mut_register(rng, text):
+    """A register use renumbered, often past its declared count."""
+    m = random_match(rng, REGISTER_RE, text)
+    if not m:
+        return text
+    count = re.search(r"%" + m.group(1) + r"<(\d+)>", text)
+    values = PTX_EDGE_INTS[:3] + ("2147483648", "4294967296")
+    if count:
+        n = int(count.group(1))
+        values += (str(n), str(n + 1), str(n - 1))
+    return replace_span(text, m, 2, rng.choice(values))
+
+
+def ptx_mut_address(rng, text):
+    """An address operand's offset set to an edge value."""
+    m = random_match(rng, ADDRESS_RE, text)
+    if not m:
+        return text
+    off = rng.choice(("+2147483647", "+2147483648", "-1", "+4294967296",
+                      "+9223372036854775807", "-9223372036854775808", "+65536",
+                      "+18446744073709551615", "-16", "+1", "+3"))
+    return replace_span(text, m, 2, off)
+
+
+def ptx_mut_opcode(rng, text):
+    """An instruction's opcode swapped for another one's, or a type suffix
+    or vector width changed."""
+    lines = text.splitlines(True)
+    idx = instruction_lines(lines)
+    if len(idx) < 2:
+        return text
+    i = rng.choice(idx)
+    head = re.match(r"(\s*(?:@!?%\w+\s+)?)([\w.]+)", lines[i])
+    if not head:
+        return text
+    r = rng.random()
+    if r < 0.5:
+        other = re.match(r"\s*(?:@!?%\w+\s+)?([\w.]+)", lines[rng.choice(idx)])
+        new = other.group(1) if other else head.group(2)
+    elif r < 0.8:
+        parts = head.group(2).split(".")
+        j = rng.randrange(len(parts))
+        parts[j] = rng.choice(PTX_TYPES)[1:] if j else parts[j]
+        new = ".".join(parts)
+    else:
+        new = re.sub(r"\.v\d\b", rng.choice((".v8", ".v1", ".v3", ".v16")),
+                     head.group(2))
+    lines[i] = lines[i][:head.start(2)] + new + lines[i][head.end(2):]
+    return "".join(lines)
+
+
+# PTX mutations and their weights; the IR's token and line mutations too.
+PTX_MUTATIONS = ((ptx_mut_directive, 3), (ptx_mut_reg_count, 2),
+                 (ptx_mut_array_size, 2), (ptx_mut_declare, 2),
+                 (ptx_mut_reqntid, 2), (ptx_mut_params, 3),
+                 (ptx_mut_descriptor, 1), (ptx_mut_instruction, 4),
+                 (ptx_mut_branch, 3), (ptx_mut_register, 2),
+                 (ptx_mut_address, 3), (ptx_mut_opcode, 2),
+                 (mut_int, 3), (mut_delete_token, 2), (mut_dup_token, 1),
+                 (mut_delete_line, 1), (mut_dup_line, 1), (mut_swap_lines, 1),
+                 (mut_truncate, 1))
+
+
+def mutate_ptx(rng, text, descriptor_weight=None):
+    """Applies one to three PTX mutations; returns (text, names)."""
+    table = PTX_MUTATIONS
+    if descriptor_weight is not None:
+        table = tuple((f, descriptor_weight if f is ptx_mut_descriptor else w)
+                      for f, w in table)
+    funcs, weights = zip(*table)
+    names = []
+    for _ in range(rng.choice((1, 1, 1, 2, 2, 3))):
+        for _attempt in range(4):
+            f = rng.choices(funcs, weights)[0]
+            changed = f(rng, text)
+            if changed != text:
+                text = changed
+                names.append(f.__name__.replace("ptx_mut_", "").replace("mut_", ""))
+                break
+    return text, names
+
+
+# --------------------------------------------------------------------------
+# The ptx target: flashc-ptxsim on a mutated kernel of the test bundle.
+# --------------------------------------------------------------------------
+
+FNV_PRIME = 0x100000001b3
+FNV_OFFSET = 0xcbf29ce484222325
+MASK64 = (1 << 64) - 1
+
+
+def fnv1a(data, h=FNV_OFFSET):
+    """64-bit FNV-1a, as lib/Runtime/KernelVariant.cpp checks PTX files."""
+    for byte in data:
+        h = ((h ^ byte) * FNV_PRIME) & MASK64
+    return h
+
+
+def fnv1a_zeros(h, count):
+    """FNV-1a state after `count` more zero bytes (x ^ 0 = x)."""
+    return (h * pow(FNV_PRIME, count, 1 << 64)) & MASK64
+
+
+def eval_grid(text, sizes):
+    """Evaluates a manifest's grid expression (INT, NAME, a*b, ceildiv(a,b),
+    parentheses) over `sizes`."""
+    pos = [0]
+
+    def peek():
+        return text[pos[0]] if pos[0] < len(text) else ""
+
+    def term():
+        if text.startswith("ceildiv(", pos[0]):
+            pos[0] += len("ceildiv(")
+            a = expr()
+            pos[0] += 1  # ','
+            b = expr()
+            pos[0] += 1  # ')'
+            return -(-a // b)
+        if peek() == "(":
+            pos[0] += 1
+            v = expr()
+            pos[0] += 1
+            return v
+        m = re.compile(r"\d+|\w+").match(text, pos[0])
+        pos[0] = m.end()
+        return int(m.group(0)) if m.group(0).isdigit() else sizes[m.group(0)]
+
+    def expr():
+        v = term()
+        while peek() == "*":
+            pos[0] += 1
+            v *= term()
+        return v
+
+    return expr()
+
+
+def ptx_launch(rng, variant, kernel_key):
+    """flashc-ptxsim's launch flags for one kernel of a test-bundle variant,
+    on a small problem: B = 1, Nq = 20 (prefill) or 3 (decode), Nk = 30 or
+    200 in two splits, D = 64, the variant's group."""
+    decode = variant["decode"]
+    g, d, dv = variant["group"], variant["head_dim"], variant["head_dim_v"]
+    nq, nk, splits = (3, 200, 2) if decode else (20, 30, 1)
+    kernel = variant["kernels"][kernel_key]
+    grid = eval_grid(kernel["grid"], {"B": 1, "Nq": nq, "Nk": nk, "splits": splits})
+    dt = variant["dtype"]
+    ws = f"f32:{splits}x1x{g}x{nq}x{dv}" if decode else "f32:1"
+    wsl = f"f32:{splits * g * nq}" if decode else "f32:1"
+    buffers = [f"{dt}:1x{g}x{nq}x{d}", f"{dt}:1x{nk}x{d}", f"{dt}:1x{nk}x{dv}",
+               f"{dt}:1x{g}x{nq}x{dv}", f"f32:1x{g}x{nq}", ws, wsl]
+    sizes = [1, nq, nk, splits, g * nq * d, nq * d, d, nk * d, nk * d, d,
+             nk * dv, nk * dv, dv, g * nq * dv, nq * dv, dv]
+    params = [f"buf:zeros:{b}" for b in buffers] + [f"u64:{s}" for s in sizes]
+    block, shared = kernel["block"], kernel["shared_bytes"]
+    args = ["--kernel", kernel["name"], "--grid", str(grid), "--block", str(block)]
+    if rng.random() < 0.1:
+        # A hostile launch: a size or stride at an edge value, a grid or block
+        # beyond the limits, too little dynamic shared memory.
+        r = rng.random()
+        if r < 0.5:
+            i = rng.randrange(7, len(params))
+            params[i] = "u64:" + rng.choice(("0", "4294967296", "9223372036854775807",
+                                             "18446744073709551615", "100000"))
+        elif r < 0.7:
+            # (A valid grid of many CTAs would run for long: not a hang.)
+            args[3] = rng.choice(("0", "2147483648", "4294967296", "-1", "1,65536",
+                                  "1,1,65536", "3", "1,2,2"))
+        elif r < 0.85:
+            args[5] = rng.choice(("0", "1025", "1024", "32", "127"))
+        else:
+            shared = rng.choice((0, 1, shared - 1, 1 << 32, 1 << 31))
+    if shared:
+        args += ["--dynamic-shared", str(shared)]
+    for p in params:
+        args += ["--param", p]
+    args += ["--max-instructions", pick(rng, ("20000",), ("1", "1000", "200000"), 0.1)]
+    if rng.random() < 0.1:
+        args += ["--workers", rng.choice(("1", "3"))]
+    if rng.random() < 0.05:
+        args += ["--memory-budget", rng.choice(("1", "100000", "70000000"))]
+    return args
+
+
+def ptx_case(ctx, rng, index):
+    name = rng.choice(sorted(ctx.bundle.ptx))
+    variant = ctx.bundle.by_file[name]
+    key = "combine" if "combine" in variant["kernels"] and rng.random() < 0.3 \
+        else "forward"
+    text, names = mutate_ptx(rng, ctx.bundle.ptx[name].decode("latin-1"), 0.2)
+    args = ptx_launch(rng, variant, key)
+    return Case(index, "flashc-ptxsim", f"ptxsim {key}", args,
+                text.encode("latin-1"), f"{name}: " + ", ".join(names))
+
+
+# --------------------------------------------------------------------------
+# The bundle target: a mutated copy of the test bundle, opened and used
+# through the C API (unittests/Runtime/BundleLoadTarget.c).
+# --------------------------------------------------------------------------
+
+class TestBundle:
+    """The runtime tests' bundle, read once: the manifest and its files."""
+
+    def __init__(self, directory):
+        with open(os.path.join(directory, "manifest.json"), "rb") as f:
+            self.manifest_bytes = f.read()
+        self.manifest = json.loads(self.manifest_bytes)
+        self.ptx, self.by_file = {}, {}
+        for v in self.manifest["variants"]:
+            with open(os.path.join(directory, v["ptx"]), "rb") as f:
+                self.ptx[v["ptx"]] = f.read()
+            self.by_file[v["ptx"]] = v
+
+
+def call_name(variant_id):
+    """The BundleLoadTarget call that runs a variant of the test bundle."""
+    m = re.search(r"((?:causal-)?(?:lse-)?(?:prefill|decode))$", variant_id)
+    return m.group(1) if m else None
+
+
+ALL_CALLS = ("prefill", "causal-prefill", "lse-prefill", "causal-lse-prefill",
+             "decode", "causal-decode", "lse-decode", "causal-lse-decode")
+
+# Values a manifest field may become: numbers at the edges, NaN-ish and huge
+# strings, other types.
+JSON_EDGES = (0, -1, 1, 2**31, 2**32, 2**63, 2**64, -2**63, 1e300, -1e300,
+              1e-300, 0.5, -0.0, float("nan"), float("inf"), float("-inf"),
+              "NaN", "nan", "inf", "-inf", "Infinity", "1e400", "0x1p-3",
+              "0x1p+1024", "-0x1p-3", "", "0", "1", "x" * 100000, "\u0000",
+              "\ud800", "é", True, False, None, [], {}, [1], {"a": 1})
+ID_EDGES = ("..", "../x", "a/b", "/etc/passwd", "x\u0000y", "a\u0001b", "\n",
+            ".hidden", "A" * 201, "A" * 200, "", "-", "a b", "é", "\ud800",
+            "sm_80-f16-g4-d64-prefill", "manifest", "x" * 100000)
+NEW_IDS = ("x..y", "A" * 200, "-", "_", "a.b.c", "sm_80-f16-g4-d64-prefill.ptx",
+           "manifest.json", "0")
+GRID_EDGES = ("(" * 64 + "B" + ")" * 64, "(" * 65 + "B" + ")" * 65,
+              "(" * 100000 + "B" + ")" * 100000, "ceildiv(" * 40 + "B" + ",1)" * 40,
+              "B*" * 600 + "B", "9223372036854775807*9223372036854775807",
+              "ceildiv(Nq,0)", "ceildiv(Nq,-1)", "-1", "0", "2147483647",
+              "2147483648", "B*Nq*Nk*splits*4294967296", "Nq-1", "B+1", "",
+              "ceildiv(Nq)", "((B)", "B)", "x", "\u0000", "B*ceildiv(Nq,16)*2",
+              "1", "Nk*Nk*Nk*Nk*Nk*Nk*Nk*Nk*Nk*Nk*Nk*Nk")
+RAW_NUMBERS = ("1e99999", "-0", "00012", "1.", ".5", "+1", "0x10", "1_000",
+               "NaN", "Infinity", "-Infinity", "9" * 400, "1e-99999", "-",
+               "2e", "0.0000000000000000000000000000001e400")
+
+
+def json_paths(obj, path=()):
+    """Every (path, value) inside `obj`, the root excluded."""
+    items = obj.items() if isinstance(obj, dict) else \
+        enumerate(obj) if isinstance(obj, list) else ()
+    out = []
+    for k, v in items:
+        out.append((path + (k,), v))
+        out.extend(json_paths(v, path + (k,)))
+    return out
+
+
+def json_get(obj, path):
+    for k in path:
+        obj = obj[k]
+    return obj
+
+
+def swapped_type(rng, value):
+    if isinstance(value, bool):
+        return rng.choice(("true", 1, 0, None, [value]))
+    if isinstance(value, (int, float)):
+        return rng.choice((str(value), None, [value], {"v": value}, True))
+    if isinstance(value, str):
+        try:
+            return rng.choice((int(value), float(value), None, [value]))
+        except ValueError:
+            return rng.choice((0, None, [value], {"v": value}, True))
+    if isinstance(value, list):
+        return rng.choice(({str(i): v for i, v in enumerate(value)}, None, "[]", 0))
+    if isinstance(value, dict):
+        return rng.choice((list(value.values()), None, "{}", 0))
+    return rng.choice((0, "", "null", [], {}))
+
+
+class BundleSpec:
+    """A bundle to write: its directory name and its entries, each
+    ("bytes", data), ("sparse", data, size), ("dir",), ("fifo",) or
+    ("symlink", target); an absent name is no file."""
+
+    def __init__(self, name, entries):
+        self.name, self.entries = name, entries
+
+    def materialize(self, parent):
+        root = os.path.join(parent, self.name)
+        os.makedirs(root)
+        for name in sorted(self.entries):
+            entry, path = self.entries[name], os.path.join(root, name)
+            kind = entry[0]
+            if kind == "bytes":
+                with open(path, "wb") as f:
+                    f.write(entry[1])
+            elif kind == "sparse":
+                with open(path, "wb") as f:
+                    f.write(entry[1])
+                try:
+                    os.truncate(path, entry[2])
+                except OSError:
+                    pass
+            elif kind == "dir":
+                os.mkdir(path)
+            elif kind == "fifo":
+                os.mkfifo(path)
+            elif kind == "symlink":
+                os.symlink(entry[1], path)
+        return root
+
+    def checksum(self, name):
+        """The FNV-1a of a file as written, or None if it is not a file."""
+        entry = self.entries.get(name)
+        if entry is None or entry[0] not in ("bytes", "sparse"):
+            return None
+        h = fnv1a(entry[1])
+        if entry[0] == "sparse" and entry[2] > len(entry[1]):
+            h = fnv1a_zeros(h, entry[2] - len(entry[1]))
+        return f"{h:016x}"
+
+
+def mutate_manifest_json(rng, manifest):
+    """One change to the parsed manifest; returns (manifest, placeholders,
+    touched variant ids), placeholders being {string: raw JSON text} to
+    substitute after serialising (duplicate keys, deep nesting, raw
+    numbers)."""
+    raw = {}
+    touched = set()
+    if not isinstance(manifest, dict):
+        return manifest, raw, touched
+    variants = manifest.get("variants")
+    if not isinstance(variants, list):
+        variants = []
+
+    def placeholder(text):
+        key = f"@@fuzz{len(raw)}@@"
+        raw[json.dumps(key)] = text
+        return key
+
+    r = rng.random()
+    dicts = [v for v in variants if isinstance(v, dict)]
+    if not dicts:
+        r = min(r, 0.17)
+    if r < 0.12:
+        # The variants list: emptied, an entry duplicated, dropped, moved, or
+        # the list of another type.
+        s = rng.random()
+        if s < 0.15:
+            manifest["variants"] = []
+        elif s < 0.4 and variants:
+            i = rng.randrange(len(variants))
+            variants.insert(rng.randrange(len(variants) + 1), copy.deepcopy(variants[i]))
+        elif s < 0.55 and variants:
+            del variants[rng.randrange(len(variants))]
+        elif s < 0.7:
+            rng.shuffle(variants)
+        elif s < 0.8:
+            manifest["variants"] = variants * rng.choice((50, 1000))
+        else:
+            manifest["variants"] = rng.choice(({"0": variants[:1]}, None, "x", 0,
+                                               [None], [[]], ["sm_80-f16-g4-d64-prefill"]))
+        return manifest, raw, touched
+    if r < 0.18:
+        # The top level.
+        s = rng.random()
+        if s < 0.3:
+            manifest["format"] = rng.choice(("flashc-bundle-2", "", None, 1,
+                                             "flashc-bundle-1\u0000", "FLASHC-BUNDLE-1"))
+        elif s < 0.5:
+            manifest[rng.choice(("extra", "", "\u0000", "variants\u0000"))] = \
+                rng.choice(JSON_EDGES)
+        elif s < 0.7:
+            manifest.pop(rng.choice(("format", "variants")), None)
+        else:
+            depth = rng.choice((65, 1000, 100000))
+            manifest[rng.choice(("format", "variants", "extra"))] = placeholder(
+                rng.choice(("[" * depth + "]" * depth,
+                            '{"a":' * depth + "1" + "}" * depth)))
+        return manifest, raw, touched
+    v = rng.choice(dicts)
+    if isinstance(v.get("id"), str):
+        touched.add(v["id"])
+    if r < 0.3:
+        v["id"] = rng.choice(ID_EDGES)
+        return manifest, raw, touched
+    kernels = v.get("kernels")
+    if r < 0.4 and isinstance(kernels, dict) and kernels:
+        # The grid of a kernel.
+        k = kernels[rng.choice(sorted(kernels))]
+        if isinstance(k, dict):
+            k["grid"] = rng.choice(GRID_EDGES)
+        return manifest, raw, touched
+    if r < 0.5:
+        # A key duplicated with another value, dropped or renamed.
+        paths = [p for p, _ in json_paths(v) if isinstance(p[-1], str)]
+        if not paths:
+            return manifest, raw, touched
+        path = rng.choice(paths)
+        parent = json_get(v, path[:-1])
+        s = rng.random()
+        if s < 0.4:
+            value = json.dumps(rng.choice(JSON_EDGES + (parent[path[-1]],)))
+            dup = {}
+            for key in parent:
+                if key == path[-1] and rng.random() < 0.5:
+                    dup[placeholder(json.dumps(key))] = placeholder(value)
+                dup[key] = parent[key]
+                if key == path[-1]:
+                    dup[placeholder(json.dumps(key))] = placeholder(value)
+            parent.clear()
+            parent.update(dup)
+        elif s < 0.8:
+            del parent[path[-1]]
+        else:
+            parent[path[-1] + rng.choice(("x", "\u0000", " "))] = parent.pop(path[-1])
+        return manifest, raw, touched
+    # A value (mostly a variant's own or a kernel's): an edge value, another
+    # type, or a raw number.
+    paths = json_paths(v)
+    if not paths:
+        return manifest, raw, touched
+    top = [pv for pv in paths if len(pv[0]) == 1]
+    kernel = [pv for pv in paths if len(pv[0]) == 3 and pv[0][0] == "kernels"]
+    s = rng.random()
+    path, value = rng.choice(top if s < 0.5 and top else
+                             kernel if s < 0.75 and kernel else paths)
+    parent = json_get(v, path[:-1])
+    s = rng.random()
+    if s < 0.5:
+        parent[path[-1]] = rng.choice(JSON_EDGES)
+    elif s < 0.8:
+        parent[path[-1]] = swapped_type(rng, value)
+    else:
+        parent[path[-1]] = placeholder(rng.choice(RAW_NUMBERS))
+    return manifest, raw, touched
+
+
+def mutate_manifest_text(rng, data):
+    """A change to the manifest's bytes: the IR's token and line mutations,
+    or bytes JSON does not allow."""
+    r = rng.random()
+    if r < 0.5:
+        text = data.decode("latin-1")
+        funcs = (mut_int, mut_delete_token, mut_dup_token, mut_delete_line,
+                 mut_dup_line, mut_swap_lines, mut_truncate)
+        return rng.choice(funcs)(rng, text).encode("latin-1")
+    pos = rng.randrange(len(data) + 1)
+    insert = rng.choice((b"\x00", b"\xff", b"\xc3\x28", b"\xed\xa0\x80", b"\x01",
+                         b"\\u", b"\\uZZZZ", b"\\ud800", b'"', b"//", b"/*",
+                         b"\n" * 1000, b"\\", b"\xe2\x80\xa8"))
+    s = rng.random()
+    if s < 0.15:
+        return b"\xef\xbb\xbf" + data
+    if s < 0.3:
+        return data + rng.choice((b"x", b"{}", b"\x00", b" " * 100, b"]"))
+    if s < 0.4:
+        return b"[" * 100000 + b"]" * 100000
+    return data[:pos] + insert + data[pos:]
+
+
+def mutate_file_entry(rng, spec, name, data):
+    """A file made truncated, flipped, a directory, a FIFO, a symlink, absent
+    or huge and sparse."""
+    r = rng.random()
+    others = sorted(n for n in spec.entries if n != name)
+    if r < 0.2:
+        n = rng.choice((0, 1, len(data) - 1, rng.randrange(len(data) + 1)))
+        spec.entries[name] = ("bytes", data[:max(n, 0)])
+    elif r < 0.4:
+        b = bytearray(data)
+        for _ in range(rng.choice((1, 1, 2, 8))):
+            if b:
+                i = rng.randrange(len(b))
+                b[i] ^= rng.randrange(1, 256)
+        spec.entries[name] = ("bytes", bytes(b))
+    elif r < 0.5:
+        spec.entries[name] = ("dir",)
+    elif r < 0.6:
+        spec.entries[name] = ("fifo",)
+    elif r < 0.75:
+        spec.entries[name] = ("symlink", rng.choice(
+            ("/dev/zero", "/dev/null", "/dev/urandom", name, "missing",
+             "/proc/self/status", "/", rng.choice(others) if others else "x")))
+    elif r < 0.85:
+        spec.entries.pop(name, None)
+    else:
+        limit = 64 << 20
+        size = rng.choice((limit - 1, limit, limit + 1, (1 << 32) + 5, 1 << 40,
+                           32 << 20, (32 << 20) + 1))
+        spec.entries[name] = ("sparse", data, size)
+
+
+def bundle_case(ctx, rng, index):
+    base = ctx.bundle
+    entries = {"manifest.json": ("bytes", base.manifest_bytes)}
+    entries.update({n: ("bytes", d) for n, d in base.ptx.items()})
+    name = "bundle"
+    if rng.random() < 0.03:
+        name = rng.choice(("b\nundle", "bün\x01dle", "bundle with spaces",
+                           "b" * 255, "-bundle", "bundle\\x"))
+    spec = BundleSpec(name, entries)
+    manifest = copy.deepcopy(base.manifest)
+    raw, touched, notes = {}, set(), []
+    text_mutation = False
+    ptx_names = sorted(base.ptx)
+    resum = False
+    kind = rng.choices(("manifest", "files", "ptx", "descriptor"), (3, 2, 4, 1))[0]
+    if kind == "manifest":
+        for _ in range(rng.choice((1, 1, 2, 3))):
+            manifest, more, t = mutate_manifest_json(rng, manifest)
+            raw.update(more)
+            touched |= t
+        text_mutation = rng.random() < 0.25
+        if rng.random() < 0.15:
+            # An id changed along with its file name: the bundle stays whole.
+            listed = manifest.get("variants") if isinstance(manifest, dict) else None
+            variants = [v for v in listed if isinstance(v, dict)
+                        and isinstance(v.get("ptx"), str) and v["ptx"] in spec.entries] \
+                if isinstance(listed, list) else []
+            if variants:
+                v = rng.choice(variants)
+                new = rng.choice(NEW_IDS)
+                spec.entries[new + ".ptx"] = spec.entries.pop(v["ptx"])
+                v["id"], v["ptx"] = new, new + ".ptx"
+                touched.add(new)
+        label = "bundle manifest"
+    elif kind == "files":
+        target = "manifest.json" if rng.random() < 0.3 else rng.choice(ptx_names)
+        mutate_file_entry(rng, spec, target, spec.entries[target][1])
+        if rng.random() < 0.2:
+            spec.entries = {} if rng.random() < 0.5 else {"manifest.json": ("dir",)}
+        touched.add(base.by_file[target]["id"] if target in base.by_file else None)
+        resum = rng.random() < 0.5
+        label = "bundle files"
+    elif kind == "ptx":
+        for target in rng.sample(ptx_names, rng.choice((1, 1, 1, 2))):
+            text, names = mutate_ptx(rng, spec.entries[target][1].decode("latin-1"))
+            spec.entries[target] = ("bytes", text.encode("latin-1"))
+            touched.add(base.by_file[target]["id"])
+            notes += names
+        resum = rng.random() < 0.75
+        label = "bundle ptx" if resum else "bundle ptx, old checksum"
+    else:
+        # A field changed alike in the manifest and in the PTX's descriptor,
+        # so that the bundle loads: the runtime must cope with what it says.
+        v = rng.choice(manifest["variants"])
+        target = v["ptx"]
+        text = spec.entries[target][1].decode("latin-1")
+        touched.add(v["id"])
+        if rng.random() < 0.5:
+            key = rng.choice(sorted(v["kernels"]))
+            k = v["kernels"][key]
+            field = rng.choice(("block", "shared_bytes", "grid", "name"))
+            old = k[field]
+            new = {"block": lambda: rng.choice((0, 1, 32, 64, 127, 129, 256, 1024,
+                                                1025, 2**31, 2**32)),
+                   "shared_bytes": lambda: rng.choice((0, 1, 16, old - 1, old + 16,
+                                                       163840, 232448, 232449, 2**31)),
+                   "grid": lambda: rng.choice(GRID_EDGES[:2] + GRID_EDGES[3:]),
+                   "name": lambda: rng.choice(("f", "flash_attention_combine",
+                                               "flash_attention_fwd", "x" * 300,
+                                               "$f", "f.g"))}[field]()
+            k[field] = new
+            desc = re.compile(r"^(// flashc-kernel name=" + re.escape(k["name"] if field != "name" else old)
+                              + r" [^\n]*)", re.M)
+            m = desc.search(text)
+            if m:
+                line = re.sub(r"\b" + field + r"=\S*", lambda _: f"{field}={new}",
+                              m.group(1))
+                text = text[:m.start(1)] + line + text[m.end(1):]
+                if field == "name":
+                    text = re.sub(r"\b" + re.escape(old) + r"\b", lambda _: new, text)
+            notes.append(f"{key}.{field}")
+        else:
+            field = rng.choice(("block_q", "block_kv", "group", "head_dim",
+                                "head_dim_v", "causal", "lse", "decode", "scale",
+                                "target", "dtype"))
+            old = v[field]
+            if isinstance(old, bool):
+                new, shown = not old, str(int(not old))
+            elif field == "scale":
+                new = shown = rng.choice(("0x1p-2", "0x1p-1074", "0x1.fffffffffffffp+1023"))
+            elif field == "target":
+                new = shown = "sm_90a"
+            elif field == "dtype":
+                new = shown = rng.choice(("bf16", "f32"))
+            else:
+                new = rng.choice((1, 2, 3, 8, 16, 32, 64, 128, 256, 4096, 65536))
+                shown = str(new)
+            v[field] = new
+            text = re.sub(r"^(// flashc-variant [^\n]*\b" + field + r"=)\S*",
+                          lambda m: m.group(1) + shown, text, flags=re.M)
+            notes.append(field)
+        spec.entries[target] = ("bytes", text.encode("latin-1"))
+        resum = True
+        label = "bundle descriptor"
+    # Checksums of the files as they now are, for a share of the inputs.
+    listed = manifest.get("variants") if isinstance(manifest, dict) else None
+    if resum and isinstance(listed, list):
+        for v in listed:
+            if isinstance(v, dict) and isinstance(v.get("ptx"), str) and \
+                    spec.entries.get(v["ptx"]) != ("bytes", base.ptx.get(v["ptx"])):
+                h = spec.checksum(v["ptx"])
+                if h is not None and "ptx_fnv1a" in v:
+                    v["ptx_fnv1a"] = h
+    if "manifest.json" in spec.entries and spec.entries["manifest.json"][0] == "bytes" \
+            and kind != "files":
+        text = json.dumps(manifest, indent=2)
+        for key, value in raw.items():
+            text = text.replace(key, value)
+        data = text.encode("utf-8", "surrogatepass")
+        if text_mutation:
+            data = mutate_manifest_text(rng, data)
+            label = "bundle manifest text"
+        spec.entries["manifest.json"] = ("bytes", data)
+    elif kind == "files" and resum and spec.entries.get("manifest.json", ("",))[0] == "bytes" \
+            and spec.entries["manifest.json"][1] == base.manifest_bytes:
+        spec.entries["manifest.json"] = ("bytes", json.dumps(manifest, indent=2).encode())
+    # The calls: those that run the variants changed, sometimes another or
+    # all of them.
+    calls = sorted({c for c in (call_name(t) for t in touched if isinstance(t, str)) if c})
+    if rng.random() < 0.3 or not calls:
+        calls.append(rng.choice(ALL_CALLS))
+    if rng.random() < 0.2:
+        calls = []  # all eight
+    origin = kind + (": " + ", ".join(notes) if notes else "")
+    return Case(index, "bundle", label, calls, spec, origin)
+
+
+# --------------------------------------------------------------------------
 # Cases.
 # --------------------------------------------------------------------------
 
 Case = collections.namedtuple("Case", "index tool label args ir origin")
 
+# What can be fuzzed, and the tool of each.
+# (opt: flashc-opt; driver: flashc's subcommands; bundle: the C API's
+# bundle loader; ptx: the PTX parser and interpreter, in flashc-ptxsim.)
+TARGETS = ("opt", "driver", "bundle", "ptx")
+
+
+def target_shares(ctx):
+    """[(target, share)] in the order an input's first random number picks
+    from: driver, bundle and ptx take their shares, opt the rest."""
+    shares = [("driver", ctx.flashc_share), ("bundle", ctx.bundle_share),
+              ("ptx", ctx.ptx_share)]
+    shares = [(t, max(s, 0.0)) for t, s in shares if t in ctx.targets]
+    if "opt" in ctx.targets:
+        shares.append(("opt", max(1.0 - sum(s for _, s in shares), 0.0)))
+    total = sum(s for _, s in shares)
+    if total <= 0:
+        return [(t, 1.0 / len(shares)) for t, _ in shares]
+    return [(t, s / total) for t, s in shares]
+
+
+def pick_target(ctx, r):
+    for target, share in ctx.shares:
+        if r < share:
+            return target
+        r -= share
+    return ctx.shares[-1][0]
+
 
 def make_case(ctx, index):
     """Case number `index`: a pure function of the seed and the index."""
     rng = random.Random(f"{ctx.seed}/{index}")
-    if rng.random() < ctx.flashc_share:
+    target = pick_target(ctx, rng.random())
+    if target == "driver":
         label, args = flashc_command(rng)
         return Case(index, "flashc", label, args, None, "flashc-args")
+    if target == "bundle":
+        return bundle_case(ctx, rng, index)
+    if target == "ptx":
+        return ptx_case(ctx, rng, index)
     if rng.random() < 0.5:
         name, text = rng.choice(ctx.corpus)
         ir, origin = mutate(rng, text), f"mutated {name}"
@@ -851,7 +1761,28 @@ def make_case(ctx, index):
 def case_argv(ctx, case, input_path):
     if case.tool == "flashc":
         return [ctx.flashc] + case.args
+    if case.tool == "bundle":
+        return [ctx.bundle_target, input_path] + case.args
+    if case.tool == "flashc-ptxsim":
+        return [ctx.flashc_ptxsim, input_path] + case.args
     return [ctx.flashc_opt, input_path] + case.args
+
+
+def write_input(case, where):
+    """Writes the case's input at `where` plus an extension (a directory for
+    a bundle); returns the path its command takes."""
+    if case.tool == "bundle":
+        shutil.rmtree(where, ignore_errors=True)
+        os.makedirs(where)
+        return case.ir.materialize(where)
+    if case.tool == "flashc-ptxsim":
+        with open(where + ".ptx", "wb") as f:
+            f.write(case.ir)
+        return where + ".ptx"
+    if case.ir is not None:
+        with open(where + ".mlir", "w") as f:
+            f.write(case.ir)
+    return where + ".mlir"
 
 
 def derive_corpus(ctx, scratch):
@@ -1045,7 +1976,11 @@ def signature(result, label):
     if frames:
         parts.append(" < ".join(frames))
     if result.cls == "messy":
-        first = next((l for l in result.stderr.splitlines() if l.strip()), "(no output)")
+        lines = [l for l in result.stderr.splitlines() if l.strip()]
+        # BundleLoadTarget: the violation, or the line that is not an error.
+        odd = [l for l in lines if l.startswith("violation: ")] or \
+            [l for l in lines if not l.startswith("error: ")]
+        first = next(iter(odd or lines), "(no output)")
         first = re.sub(r"'[^']*'", "'X'", re.sub(r"-?\d+", "N", first))
         parts.append(f"exit {result.rc}: {first[:120]}")
     elif not msg and not frames:
@@ -1070,6 +2005,19 @@ class Stats:
         self.signatures = {}  # sig -> [count, first saved path]
         self.silent_errors = 0
         self.done = 0
+        self.reach = collections.Counter()
+
+    def count_reach(self, case, result):
+        """How far the bundle and ptx inputs went: bundles opened and calls
+        that all succeeded, flashc-ptxsim's exit statuses."""
+        if case.tool == "bundle" and result.cls in ("ok", "error"):
+            self.reach["bundle inputs"] += 1
+            if "error: open:" not in result.stderr:
+                self.reach["bundle opened"] += 1
+                if result.cls == "ok":
+                    self.reach["bundle calls all ran"] += 1
+        if case.tool == "flashc-ptxsim" and result.cls in ("ok", "error"):
+            self.reach[f"ptxsim exit {result.rc}"] += 1
 
     def add(self, case, result, sig=None, saved=None):
         self.done += 1
@@ -1089,10 +2037,7 @@ def save_finding(ctx, case, result, sig):
     directory = os.path.join(ctx.out, signature_id(sig))
     os.makedirs(directory, exist_ok=True)
     base = os.path.join(directory, f"case-{case.index:07d}")
-    input_path = base + ".mlir"
-    if case.ir is not None:
-        with open(input_path, "w") as f:
-            f.write(case.ir)
+    input_path = write_input(case, base + (".bundle" if case.tool == "bundle" else ""))
     argv = case_argv(ctx, case, input_path)
     with open(base + ".cmd", "w") as f:
         where = "" if case.ir is not None else "# run in an empty directory\n"
@@ -1120,9 +2065,61 @@ def flashc_verdict(result):
     return result
 
 
+# flashc-ptxsim's usage text, printed after the line of a usage error.
+PTXSIM_USAGE = "usage: flashc-ptxsim"
+
+
+def ptxsim_verdict(result):
+    """flashc-ptxsim's contract: exit 0, or exit 1 (usage, parse and other
+    errors) or 3 (a fault of the program: out of bounds, race, deadlock,
+    trap, instruction budget) with exactly one `flashc-ptxsim: ...` line
+    (a usage error's usage text after it aside)."""
+    if result.cls != "error":
+        return result
+    lines = [l for l in result.stderr.splitlines() if l.strip()]
+    for i, line in enumerate(lines):
+        if line.startswith(PTXSIM_USAGE):
+            lines = lines[:i]
+            break
+    if result.rc in (1, 3) and len(lines) == 1 and lines[0].startswith("flashc-ptxsim: "):
+        return result
+    return result._replace(cls="messy")
+
+
+def bundle_verdict(result):
+    """BundleLoadTarget's: exit 0 with one `error: CALL: status N: MESSAGE`
+    line per failed call and nothing else on stderr ("error" when there is
+    one, "ok" when every call succeeded); a `violation:` line (exit 2), any
+    other exit status or other output is "messy"."""
+    if result.cls not in ("ok", "error"):
+        return result
+    lines = [l for l in result.stderr.splitlines() if l.strip()]
+    if result.rc != 0 or any(not l.startswith("error: ") for l in lines):
+        return result._replace(cls="messy")
+    return result._replace(cls="error" if lines else "ok")
+
+
+VERDICTS = {"flashc": flashc_verdict, "flashc-ptxsim": ptxsim_verdict,
+            "bundle": bundle_verdict}
+
+
+def verdict(tool, result):
+    return VERDICTS.get(tool, lambda r: r)(result)
+
+
+def tool_of_argv(argv):
+    """The tool a command line runs, for --minimize and --minimize-cmd."""
+    name = os.path.basename(argv[0]) if argv else ""
+    if "ptxsim" in name:
+        return "flashc-ptxsim"
+    if "BundleLoadTarget" in name:
+        return "bundle"
+    return name
+
+
 def record(ctx, stats, case, result):
-    if case.tool == "flashc":
-        result = flashc_verdict(result)
+    result = verdict(case.tool, result)
+    stats.count_reach(case, result)
     if result.cls not in FAILURES:
         stats.add(case, result)
         return
@@ -1140,10 +2137,7 @@ def case_timeout(ctx, case):
 
 
 def start_case(ctx, case, slot_dir):
-    input_path = os.path.join(slot_dir, "input.mlir")
-    if case.ir is not None:
-        with open(input_path, "w") as f:
-            f.write(case.ir)
+    input_path = write_input(case, os.path.join(slot_dir, "input"))
     return Proc(case_argv(ctx, case, input_path), slot_dir, case_timeout(ctx, case),
                 ctx.mem_bytes)
 
@@ -1204,6 +2198,15 @@ def summary_text(ctx, stats, elapsed):
                  + f"{stats.done:>8}")
     if stats.silent_errors:
         lines.append(f"({stats.silent_errors} errors exited non-zero without a diagnostic)")
+    reach = stats.reach
+    if reach["bundle inputs"]:
+        lines.append(f"bundle: {reach['bundle opened']} of {reach['bundle inputs']} clean "
+                     f"inputs opened, {reach['bundle calls all ran']} ran every call "
+                     f"without an error")
+    codes = sorted(k for k in reach if k.startswith("ptxsim exit "))
+    if codes:
+        lines.append("ptxsim: " + ", ".join(f"{k[len('ptxsim '):]}: {reach[k]}"
+                                            for k in codes))
     lines.append("")
     if stats.signatures:
         lines.append(f"{len(stats.signatures)} distinct failure signatures "
@@ -1253,20 +2256,24 @@ def substitute_input(argv, original, path):
 
 
 def minimize_file(args):
-    with open(args.minimize, encoding="utf-8", errors="replace") as f:
+    # Bytes as they are (latin-1 maps each to one character).
+    with open(args.minimize, encoding="latin-1", newline="") as f:
         text = f.read()
     argv = shlex.split(args.cmd)
+    tool = tool_of_argv(argv)
+    ext = os.path.splitext(args.minimize)[1] or ".mlir"
     mem = args.mem_mb << 20
     scratch = tempfile.mkdtemp(prefix="flashc-fuzz-min-", dir="/tmp")
-    trial = os.path.join(scratch, "input.mlir")
+    trial = os.path.join(scratch, "input" + ext)
     tries = [0]
 
     def outcome(candidate):
         tries[0] += 1
-        with open(trial, "w") as f:
+        with open(trial, "w", encoding="latin-1", newline="") as f:
             f.write(candidate)
         result = run_once(substitute_input(argv, args.minimize, trial), scratch,
                           args.timeout, mem)
+        result = verdict(tool, result)
         return failure_key(result, "minimize", args.match), result
 
     want, first = outcome(text)
@@ -1281,8 +2288,8 @@ def minimize_file(args):
         text = "".join(ddmin(tokenize(text), lambda ts: fails("".join(ts))))
         if text == before:
             break
-    out = args.min_out or args.minimize + ".min.mlir"
-    with open(out, "w") as f:
+    out = args.min_out or args.minimize + ".min" + ext
+    with open(out, "w", encoding="latin-1", newline="") as f:
         f.write(text)
     print(f"minimized to {len(text)} bytes in {tries[0]} runs: {out}", file=sys.stderr)
     sys.stdout.write(text)
@@ -1297,12 +2304,10 @@ def minimize_cmd(args):
     mem = args.mem_mb << 20
     scratch = tempfile.mkdtemp(prefix="flashc-fuzz-min-", dir="/tmp")
 
-    is_flashc = os.path.basename(keep[0]) == "flashc"
+    tool = tool_of_argv(keep)
 
     def key(tail):
-        result = run_once(keep + tail, scratch, args.timeout, mem)
-        if is_flashc:
-            result = flashc_verdict(result)
+        result = verdict(tool, run_once(keep + tail, scratch, args.timeout, mem))
         return failure_key(result, "minimize", args.match)
 
     want = key(rest)
@@ -1335,6 +2340,18 @@ def parse_args(argv):
     p.add_argument("--mem-mb", type=int, default=4096, help="RLIMIT_AS per process")
     p.add_argument("--flashc-share", type=float, default=0.15,
                    help="fraction of inputs that are flashc command lines")
+    p.add_argument("--targets", help="what to fuzz, a comma-separated list of "
+                   + ", ".join(TARGETS) + " (default: all; bundle and ptx are "
+                   "left out with a warning when their tools are not built)")
+    p.add_argument("--bundle-target", help="the bundle target's C program "
+                   "(default: build/unittests/Runtime/FlashcBundleLoadTarget)")
+    p.add_argument("--test-bundle", help="the bundle to mutate for the bundle and "
+                   "ptx targets (default: build/unittests/Runtime/test-bundle)")
+    p.add_argument("--flashc-ptxsim", help="default: build/bin/flashc-ptxsim")
+    p.add_argument("--bundle-share", type=float, default=0.1,
+                   help="fraction of inputs that are mutated bundles")
+    p.add_argument("--ptx-share", type=float, default=0.1,
+                   help="fraction of inputs that are mutated kernels for flashc-ptxsim")
     p.add_argument("--tests", default=REPO, help="repository whose test/ is the corpus")
     p.add_argument("--quiet", action="store_true")
     p.add_argument("--minimize", metavar="FILE", help="minimize a failing input")
@@ -1350,7 +2367,47 @@ def parse_args(argv):
         args.seconds = 60.0
     if args.jobs < 1:
         p.error("--jobs must be at least 1")
+    args.explicit_targets = args.targets is not None
+    args.targets = (args.targets or ",".join(TARGETS)).split(",")
+    for t in args.targets:
+        if t not in TARGETS:
+            p.error(f"unknown target '{t}' (known: {', '.join(TARGETS)})")
     return args
+
+
+def check_tools(args):
+    """Resolves the tools' paths; a target whose tool is missing is an error,
+    or, for bundle and ptx when neither --targets nor its path names it, left
+    out with a warning."""
+    runtime = os.path.join(REPO, "build", "unittests", "Runtime")
+    optional = {}
+    for target, attr, default in (
+            ("bundle", "bundle_target", os.path.join(runtime, "FlashcBundleLoadTarget")),
+            ("ptx", "flashc_ptxsim", os.path.join(REPO, "build", "bin", "flashc-ptxsim"))):
+        optional[target] = not args.explicit_targets and getattr(args, attr) is None
+        setattr(args, attr, os.path.abspath(getattr(args, attr) or default))
+    bundle_given = args.test_bundle is not None
+    args.test_bundle = os.path.abspath(args.test_bundle or os.path.join(runtime, "test-bundle"))
+    args.flashc_opt = os.path.abspath(args.flashc_opt)
+    args.flashc = os.path.abspath(args.flashc)
+    paths = {"opt": args.flashc_opt, "driver": args.flashc,
+             "bundle": args.bundle_target, "ptx": args.flashc_ptxsim}
+    for target in list(args.targets):
+        missing = None
+        if not os.access(paths[target], os.X_OK):
+            missing = f"{paths[target]} is not an executable"
+        elif target in ("bundle", "ptx") and \
+                not os.path.isfile(os.path.join(args.test_bundle, "manifest.json")):
+            missing = f"{args.test_bundle} holds no manifest.json"
+            optional[target] = optional[target] and not bundle_given
+        if missing is None:
+            continue
+        if not optional.get(target):
+            sys.exit(f"fuzz.py: {missing}")
+        print(f"fuzz.py: {missing}: the {target} target is left out", file=sys.stderr)
+        args.targets.remove(target)
+    if not args.targets:
+        sys.exit("fuzz.py: nothing to fuzz")
 
 
 def main(argv):
@@ -1359,21 +2416,23 @@ def main(argv):
         return minimize_file(args)
     if args.minimize_cmd:
         return minimize_cmd(args)
-    args.flashc_opt = os.path.abspath(args.flashc_opt)
-    args.flashc = os.path.abspath(args.flashc)
-    for tool in (args.flashc_opt, args.flashc):
-        if not os.access(tool, os.X_OK):
-            sys.exit(f"fuzz.py: {tool} is not an executable")
+    check_tools(args)
     ctx = args
+    ctx.shares = target_shares(ctx)
     ctx.mem_bytes = args.mem_mb << 20
     ctx.out = os.path.abspath(args.out)
     os.makedirs(ctx.out, exist_ok=True)
     ctx.scratch = tempfile.mkdtemp(prefix="flashc-fuzz-", dir="/tmp")
     try:
-        ctx.passes = discover_passes(args.flashc_opt)
-        ctx.corpus = load_corpus(args.tests) + derive_corpus(ctx, ctx.scratch)
+        ctx.passes, ctx.corpus, ctx.bundle = {}, [], None
+        if "opt" in ctx.targets:
+            ctx.passes = discover_passes(args.flashc_opt)
+            ctx.corpus = load_corpus(args.tests) + derive_corpus(ctx, ctx.scratch)
+        if "bundle" in ctx.targets or "ptx" in ctx.targets:
+            ctx.bundle = TestBundle(ctx.test_bundle)
         if not args.quiet:
-            print(f"fuzz: {len(ctx.corpus)} corpus inputs, {len(ctx.passes)} flash "
+            print(f"fuzz: targets {', '.join(t for t, _ in ctx.shares)}; "
+                  f"{len(ctx.corpus)} corpus inputs, {len(ctx.passes)} flash "
                   f"passes and pipelines, seed {args.seed}", file=sys.stderr)
         stats, elapsed = campaign(ctx)
     finally:
