@@ -20,7 +20,9 @@ Each input is one process of one target (--flashc-share, --bundle-share and
   bundle  a mutated copy of the runtime tests' bundle (manifest.json and
           its .ptx files), opened through the C API by FlashcBundleLoadTarget
           (unittests/Runtime/BundleLoadTarget.c), which then runs tiny
-          attention calls with it on the PTX simulator. Mutations: manifest
+          attention calls with it on the PTX simulator (its budget per
+          thread FLASHC_SIM_MAX_INSTRUCTIONS=--sim-max-instructions, 100000
+          by default, so that a runaway kernel fails). Mutations: manifest
           fields set to edge values or other types, keys dropped or
           duplicated, deep nesting, odd ids, the variants list emptied or
           duplicated, bytes JSON does not allow; files truncated, flipped,
@@ -1762,7 +1764,11 @@ def case_argv(ctx, case, input_path):
     if case.tool == "flashc":
         return [ctx.flashc] + case.args
     if case.tool == "bundle":
-        return [ctx.bundle_target, input_path] + case.args
+        # The simulator's instruction budget per thread (FLASHC_SIM_MAX_
+        # INSTRUCTIONS; the C API takes no options): a runaway kernel fails
+        # its call within the time limit.
+        return ["env", f"FLASHC_SIM_MAX_INSTRUCTIONS={ctx.sim_max_instructions}",
+                ctx.bundle_target, input_path] + case.args
     if case.tool == "flashc-ptxsim":
         return [ctx.flashc_ptxsim, input_path] + case.args
     return [ctx.flashc_opt, input_path] + case.args
@@ -2348,6 +2354,9 @@ def parse_args(argv):
     p.add_argument("--test-bundle", help="the bundle to mutate for the bundle and "
                    "ptx targets (default: build/unittests/Runtime/test-bundle)")
     p.add_argument("--flashc-ptxsim", help="default: build/bin/flashc-ptxsim")
+    p.add_argument("--sim-max-instructions", type=int, default=100000,
+                   help="the bundle target's simulator budget per thread "
+                   "(FLASHC_SIM_MAX_INSTRUCTIONS)")
     p.add_argument("--bundle-share", type=float, default=0.1,
                    help="fraction of inputs that are mutated bundles")
     p.add_argument("--ptx-share", type=float, default=0.1,
