@@ -293,6 +293,19 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
       return Status::invalidArgument(
           "kernel " + e.name + ": a grid of " + std::to_string(*g) +
           " CTAs is more than a launch allows (2^31 - 1)");
+    // Every CTA of flashc's kernels owns at least one query row (of one
+    // split): a formula that asks for more CTAs than that is not one of
+    // them (a bundle claiming 2^31 - 1 CTAs kept the simulator busy for
+    // days).
+    __int128 rows = static_cast<__int128>(kernelBatch) * q.group * seqQ;
+    if (*g > rows * splits)
+      return Status::error("kernel " + e.name + ": its grid formula '" +
+                           e.grid + "' asks for " + std::to_string(*g) +
+                           " CTAs for " +
+                           std::to_string(static_cast<int64_t>(rows)) +
+                           " query rows and " + std::to_string(splits) +
+                           " split(s); flashc's kernels launch at most one "
+                           "CTA a row and split");
     return g;
   };
   Result<int64_t> forwardGrid = grid(variant.forward);

@@ -733,6 +733,19 @@ Status runtime::checkVariantAgainstPTX(const KernelVariant &v) {
         return fail(".entry " + e->name + ": parameter " +
                     std::to_string(i) + " (" + getKernelParameters()[i].name +
                     ") is not a 64-bit .param");
+    // Parameter names are distinct (ptxas refuses a duplicate; the
+    // simulator would bind both to one slot).
+    std::vector<std::string> names;
+    for (const std::string &param : header->params) {
+      size_t end = param.find_last_not_of(" \t\r\n");
+      size_t start = param.find_last_of(" \t\r\n", end);
+      names.push_back(param.substr(start + 1, end - start));
+    }
+    std::sort(names.begin(), names.end());
+    auto twice = std::adjacent_find(names.begin(), names.end());
+    if (twice != names.end())
+      return fail(".entry " + e->name + " declares parameter " +
+                  escapeForMessage(*twice) + " twice");
     std::optional<std::vector<int64_t>> reqntid =
         directiveNumbers(header->directives, ".reqntid");
     if (!reqntid || reqntid->empty())

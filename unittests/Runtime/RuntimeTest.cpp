@@ -999,6 +999,13 @@ INSTANTIATE_TEST_SUITE_P(
                          },
                          ".entry attn_fwd: parameter 8 (Nq) is not a 64-bit "
                          ".param"},
+        DisagreementCase{"DuplicateParameter",
+                         [](KernelVariant &v) {
+                           size_t at = v.ptx.find("attn_fwd_param_5,");
+                           v.ptx.replace(at, 16, "attn_fwd_param_6");
+                         },
+                         ".entry attn_fwd declares parameter attn_fwd_param_6 "
+                         "twice"},
         DisagreementCase{"NoEntry",
                          [](KernelVariant &v) {
                            size_t at = v.ptx.find(".entry attn_combine");
@@ -1568,6 +1575,24 @@ TEST_F(LaunchTest, OutputsOverlappingAnotherTensorAreRefused) {
     EXPECT_NE(s.message().find(c.message), std::string::npos)
         << c.name << ": " << s.message();
   }
+  EXPECT_TRUE(device.launches.empty());
+}
+
+TEST_F(LaunchTest, GridsBeyondOneCTAPerRowAreRefused) {
+  // A formula that the manifest and the PTX's descriptor agree on, but
+  // that no flashc kernel has: 2^31 - 1 CTAs ran for days in the
+  // simulator.
+  Problem p;
+  p.init(Layout::Dense, /*withLse=*/false, rng);
+  KernelVariant variant = testVariant(false, false, false);
+  variant.forward.grid = "2147483647";
+  Status s = launchAttention(device, variant, p.call);
+  ASSERT_TRUE(s);
+  EXPECT_FALSE(s.isInvalidArgument());
+  EXPECT_NE(s.message().find("its grid formula '2147483647' asks for "
+                             "2147483647 CTAs for "),
+            std::string::npos)
+      << s.message();
   EXPECT_TRUE(device.launches.empty());
 }
 
