@@ -59,7 +59,7 @@ bool toView(const flashc_tensor *t, const char *name, TensorView &view) {
   return true;
 }
 
-flashc_status attention(flashc_bundle *bundle, flashc_device_kind kind,
+flashc_status attention(flashc_bundle *bundle, int kind,
                         const flashc_tensor *q, const flashc_tensor *k,
                         const flashc_tensor *v, const flashc_tensor *out,
                         const flashc_tensor *lse, int causal, double scale,
@@ -119,8 +119,12 @@ flashc_status flashc_attention(flashc_bundle *bundle,
                                const flashc_tensor *out,
                                const flashc_tensor *lse, int causal,
                                double scale, void *stream) {
+  // As an int: a C caller may pass any value, which is not a valid
+  // flashc_device_kind to load (UBSan's enum check).
+  int kindValue = kind;
   return guarded([&] {
-    return attention(bundle, kind, q, k, v, out, lse, causal, scale, stream);
+    return attention(bundle, kindValue, q, k, v, out, lse, causal, scale,
+                     stream);
   });
 }
 
@@ -130,7 +134,7 @@ const char *flashc_last_error(void) { return lastError.c_str(); }
 
 namespace {
 
-flashc_status attention(flashc_bundle *bundle, flashc_device_kind kind,
+flashc_status attention(flashc_bundle *bundle, int kind,
                         const flashc_tensor *q, const flashc_tensor *k,
                         const flashc_tensor *v, const flashc_tensor *out,
                         const flashc_tensor *lse, int causal, double scale,
