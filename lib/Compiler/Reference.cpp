@@ -165,7 +165,7 @@ double mlir::flash::getOutputTolerance(DType dtype) {
   return 0;
 }
 
-static double elementError(double expected, double got) {
+double mlir::flash::elementError(double expected, double got) {
   // A NaN where the reference is NaN too is the answer (a row whose
   // scores include NaN); a NaN on one side only is an infinite error.
   if (std::isnan(got) && std::isnan(expected))

@@ -71,19 +71,16 @@ TensorView TensorView::contiguous(void *data, ElementType dtype,
 }
 
 Result<uint64_t> TensorView::getExtentBytes() const {
-  // 1 + sum (size - 1) * stride elements, in checked arithmetic.
-  __int128 last = 0;
-  for (int d = 0; d < rank; ++d) {
+  for (int d = 0; d < rank; ++d)
     if (sizes[d] <= 0)
       return uint64_t(0);
-    last += static_cast<__int128>(sizes[d] - 1) * strides[d];
-  }
-  __int128 bytes = (last + 1) * getElementBytes(dtype);
-  if (bytes > kMaxTensorBytes)
+  std::optional<int64_t> bytes =
+      getStridedExtentBytes(sizes, strides, rank, getElementBytes(dtype));
+  if (!bytes)
     return Status::invalidArgument("a tensor of " + std::to_string(rank) +
                                    " dimensions addresses more than 2^60 "
                                    "bytes");
-  return static_cast<uint64_t>(bytes);
+  return static_cast<uint64_t>(*bytes);
 }
 
 //===----------------------------------------------------------------------===//

@@ -443,16 +443,10 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
               b = r / (spec.seqQ * spec.heads);
       double l = referenceAttentionRow(spec, q, k, v, b, h, i, expected.data());
       for (int64_t t = 0; t < spec.valueDim(); ++t) {
-        double got = out.get(r * spec.valueDim() + t);
         // NaN where the reference is NaN (a row whose scores include NaN)
         // and equal infinities are the answer.
-        double want = expected[t];
-        double err = std::isnan(got) && std::isnan(want) ? 0
-                     : std::isfinite(got) && std::isfinite(want)
-                         ? std::fabs(got - want)
-                     : got == want ? 0
-                                   : INFINITY;
-        worst = std::max(worst, err);
+        worst = std::max(worst, elementError(expected[t],
+                                             out.get(r * spec.valueDim() + t)));
       }
       if (spec.withLse) {
         double got = lse.get(r);

@@ -25,6 +25,7 @@
 \*===----------------------------------------------------------------------===*/
 
 #define _POSIX_C_SOURCE 200809L
+#include "DenseTensor.h"
 #include "flashc/Runtime/flashc_runtime.h"
 
 #include <stdio.h>
@@ -104,22 +105,6 @@ static void *alignedAlloc(size_t bytes) {
     exit(1);
   }
   return p;
-}
-
-static flashc_tensor dense(void *data, flashc_dtype dtype, int32_t rank,
-                           const int64_t *sizes) {
-  flashc_tensor t;
-  memset(&t, 0, sizeof(t));
-  t.data = data;
-  t.dtype = dtype;
-  t.rank = rank;
-  int64_t stride = 1;
-  for (int d = rank - 1; d >= 0; --d) {
-    t.sizes[d] = sizes[d];
-    t.strides[d] = stride;
-    stride *= sizes[d];
-  }
-  return t;
 }
 
 /* Parses a call's name, [causal-][lse-](prefill|decode); 0 if it is not

@@ -12,6 +12,7 @@
 \*===----------------------------------------------------------------------===*/
 
 #define _POSIX_C_SOURCE 200809L
+#include "DenseTensor.h"
 #include "flashc/Runtime/flashc_runtime.h"
 
 #include <math.h>
@@ -122,22 +123,6 @@ static void *alignedAlloc(size_t bytes) {
     exit(1);
   }
   return p;
-}
-
-static flashc_tensor dense(void *data, flashc_dtype dtype, int32_t rank,
-                           const int64_t *sizes) {
-  flashc_tensor t;
-  memset(&t, 0, sizeof(t));
-  t.data = data;
-  t.dtype = dtype;
-  t.rank = rank;
-  int64_t stride = 1;
-  for (int d = rank - 1; d >= 0; --d) {
-    t.sizes[d] = sizes[d];
-    t.strides[d] = stride;
-    stride *= sizes[d];
-  }
-  return t;
 }
 
 static void fillRandom(uint16_t *data, int64_t n) {

@@ -84,6 +84,10 @@ std::vector<double> referenceAttention(const AttentionSpec &spec,
 /// the f32 accumulation error.
 double getOutputTolerance(DType dtype);
 
+/// |expected - got|, with equal infinities and NaN against NaN as 0, and
+/// a NaN or an infinity on one side only as an infinite error.
+double elementError(double expected, double got);
+
 /// The largest |a - b| over elements, treating equal infinities and NaN
 /// against NaN as 0, and a NaN on one side only as infinite error.
 double maxAbsError(const std::vector<double> &expected, const HostTensor &got);
