@@ -46,7 +46,7 @@ class Flashc:
         self.lib.flashc_bundle_open.argtypes = [
             ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
         self.lib.flashc_attention.argtypes = [
-            ctypes.c_void_p, ctypes.c_int] + [ctypes.POINTER(Tensor)] * 5 + [
+            ctypes.c_void_p, ctypes.c_int, ctypes.c_int] + [ctypes.POINTER(Tensor)] * 5 + [
             ctypes.c_int, ctypes.c_double, ctypes.c_void_p]
         self.lib.flashc_last_error.restype = ctypes.c_char_p
         self.lib.flashc_bundle_size.argtypes = [ctypes.c_void_p]
@@ -62,7 +62,8 @@ class Flashc:
     def attention(self, device, q, k, v, out, lse, causal, stream=None):
         args = [ctypes.byref(t) if t is not None else None
                 for t in (q, k, v, out, lse)]
-        rc = self.lib.flashc_attention(self.bundle, device, *args,
+        rc = self.lib.flashc_attention(self.bundle, device, FLASHC_LAYOUT_STRIDED,
+                                       *args,
                                        int(causal), 0.0, stream)
         if rc:
             raise RuntimeError(self.error())

@@ -678,6 +678,26 @@ TensorRef TensorRef::contiguous(void *data, DType dtype,
 llvm::Error Kernel::run(const TensorRef &q, const TensorRef &k,
                         const TensorRef &v, const TensorRef &out,
                         const TensorRef *lse, const RunOptions &options) const {
+  // The kernels index [B, H, N, D]: the tensors in the options' layout are
+  // permuted into that order (a view: no copy).
+  TensorRef views[4] = {q, k, v, out};
+  const char *names[4] = {"query", "key", "value", "output"};
+  for (int i = 0; i < 4; ++i) {
+    TensorRef &t = views[i];
+    if (t.sizes.size() != 4 || t.strides.size() != 4)
+      continue; // refused below with the rank or stride count
+    std::string error = flashc::toBHND(options.layout, t.sizes.data(),
+                                       t.strides.data(), names[i]);
+    if (!error.empty())
+      return llvm::createStringError(error);
+  }
+  return runBHND(views[0], views[1], views[2], views[3], lse, options);
+}
+
+llvm::Error Kernel::runBHND(const TensorRef &q, const TensorRef &k,
+                            const TensorRef &v, const TensorRef &out,
+                            const TensorRef *lse,
+                            const RunOptions &options) const {
   if (isGPU())
     return runGPU(q, k, v, out, lse, options);
   if (options.simulate || options.device || options.stream)

@@ -9,6 +9,7 @@
 #include "flashc/Runtime/Runtime.h"
 
 #include "flashc/Support/Files.h"
+#include "flashc/Support/Layout.h"
 
 #include <cerrno>
 #include <cmath>
@@ -33,7 +34,10 @@ flashc_status fail(flashc_status code, const std::string &message) {
   return code;
 }
 
-bool toView(const flashc_tensor *t, const char *name, TensorView &view) {
+/// `t` as a view in [B, H, N, D] order: a rank-4 tensor given in `layout`'s
+/// order is permuted (null `layout`: taken as it is, as for the LSE).
+bool toView(const flashc_tensor *t, const char *name, TensorView &view,
+            const Layout *layout = nullptr) {
   if (!t) {
     lastError = std::string(name) + " is null";
     return false;
@@ -56,10 +60,17 @@ bool toView(const flashc_tensor *t, const char *name, TensorView &view) {
     view.sizes[d] = t->sizes[d];
     view.strides[d] = t->strides[d];
   }
+  if (layout && view.rank == 4) {
+    std::string error = toBHND(*layout, view.sizes, view.strides, name);
+    if (!error.empty()) {
+      lastError = std::move(error);
+      return false;
+    }
+  }
   return true;
 }
 
-flashc_status attention(flashc_bundle *bundle, int kind,
+flashc_status attention(flashc_bundle *bundle, int kind, int layout,
                         const flashc_tensor *q, const flashc_tensor *k,
                         const flashc_tensor *v, const flashc_tensor *out,
                         const flashc_tensor *lse, int causal, double scale,
@@ -112,19 +123,18 @@ int flashc_cuda_available(void) {
   return getCudaDevice(0) ? 1 : 0;
 }
 
-flashc_status flashc_attention(flashc_bundle *bundle,
-                               flashc_device_kind kind,
-                               const flashc_tensor *q, const flashc_tensor *k,
-                               const flashc_tensor *v,
+flashc_status flashc_attention(flashc_bundle *bundle, flashc_device_kind kind,
+                               flashc_layout layout, const flashc_tensor *q,
+                               const flashc_tensor *k, const flashc_tensor *v,
                                const flashc_tensor *out,
                                const flashc_tensor *lse, int causal,
                                double scale, void *stream) {
   // As an int: a C caller may pass any value, which is not a valid
   // flashc_device_kind to load (UBSan's enum check).
-  int kindValue = kind;
+  int kindValue = kind, layoutValue = layout;
   return guarded([&] {
-    return attention(bundle, kindValue, q, k, v, out, lse, causal, scale,
-                     stream);
+    return attention(bundle, kindValue, layoutValue, q, k, v, out, lse, causal,
+                     scale, stream);
   });
 }
 
@@ -134,16 +144,26 @@ const char *flashc_last_error(void) { return lastError.c_str(); }
 
 namespace {
 
-flashc_status attention(flashc_bundle *bundle, int kind,
+flashc_status attention(flashc_bundle *bundle, int kind, int layout,
                         const flashc_tensor *q, const flashc_tensor *k,
                         const flashc_tensor *v, const flashc_tensor *out,
                         const flashc_tensor *lse, int causal, double scale,
                         void *stream) {
   if (!bundle)
     return fail(FLASHC_ERROR_INVALID_ARGUMENT, "bundle is null");
+  if (layout < FLASHC_LAYOUT_BHND || layout > FLASHC_LAYOUT_STRIDED)
+    return fail(FLASHC_ERROR_INVALID_ARGUMENT,
+                "unknown layout " + std::to_string(layout) +
+                    "; expected FLASHC_LAYOUT_BHND, FLASHC_LAYOUT_BNHD or "
+                    "FLASHC_LAYOUT_STRIDED");
+  const Layout order = layout == FLASHC_LAYOUT_BHND   ? Layout::BHND
+                       : layout == FLASHC_LAYOUT_BNHD ? Layout::BNHD
+                                                      : Layout::Strided;
   AttentionCall call;
-  if (!toView(q, "query", call.q) || !toView(k, "key", call.k) ||
-      !toView(v, "value", call.v) || !toView(out, "output", call.out))
+  if (!toView(q, "query", call.q, &order) ||
+      !toView(k, "key", call.k, &order) ||
+      !toView(v, "value", call.v, &order) ||
+      !toView(out, "output", call.out, &order))
     return FLASHC_ERROR_INVALID_ARGUMENT;
   TensorView lseView;
   if (lse) {

@@ -264,6 +264,9 @@ PYBIND11_MODULE(_compiler, m) {
             if (!lse.is_none())
               lser = toRef(toDesc(lse));
             RunOptions options;
+            // Python has put the tensors in [B, H, N, D] order; their
+            // strides are the arrays' own.
+            options.layout = flashc::Layout::Strided;
             options.simulate = simulate;
             options.splits = splits;
             options.stream = reinterpret_cast<void *>(stream);

@@ -242,6 +242,8 @@ TEST(GPUKernelTest, TransposedLayoutsRunPerBatch) {
   HostTensor outT(spec.dtype, {spec.batch, spec.seqQ, spec.heads, 64});
   RunOptions options;
   options.simulate = true;
+  // [B, H, N, D] views of [B, N, H, D] buffers.
+  options.layout = flashc::Layout::Strided;
   llvm::Error err = (*kernel)->run(
       view(qt, spec.heads, spec.seqQ), view(kt, spec.kvHeads, spec.seqKV),
       view(vt, spec.kvHeads, spec.seqKV), view(outT, spec.heads, spec.seqQ),

@@ -456,11 +456,30 @@ TEST(JITTest, StridedBuffersReadTheRightElements) {
     r.strides = {s[1] * s[2] * s[3], s[3], s[2] * s[3], 1};
     return r;
   };
-  llvm::Error err = (*kernel)->run(view(qt), view(kt), view(vt), view(ot));
+  // Named bhnd, these views are refused: their strides put the heads
+  // inside the tokens, which a [B, H, N, D] tensor never does.
+  llvm::Error refused = (*kernel)->run(view(qt), view(kt), view(vt), view(ot));
+  ASSERT_TRUE(static_cast<bool>(refused));
+  EXPECT_NE(errorOf(std::move(refused)).find("is not a bhnd tensor"),
+            std::string::npos);
+  RunOptions strided;
+  strided.layout = flashc::Layout::Strided;
+  llvm::Error err =
+      (*kernel)->run(view(qt), view(kt), view(vt), view(ot), nullptr, strided);
   ASSERT_FALSE(static_cast<bool>(err)) << errorOf(std::move(err));
   std::vector<double> ref = referenceAttention(spec, q, k, v);
   HostTensor back = swapMiddleDims(ot);
   EXPECT_LE(maxAbsError(ref, back), 2e-4);
+
+  // The same buffers described as what they are, [B, N, H, D] (bnhd):
+  // sizes in that order, dense strides.
+  for (int64_t i = 0; i < ot.getNumElements(); ++i)
+    ot.set(i, NAN);
+  RunOptions bnhd;
+  bnhd.layout = flashc::Layout::BNHD;
+  err = (*kernel)->run(qt.ref(), kt.ref(), vt.ref(), ot.ref(), nullptr, bnhd);
+  ASSERT_FALSE(static_cast<bool>(err)) << errorOf(std::move(err));
+  EXPECT_LE(maxAbsError(ref, swapMiddleDims(ot)), 2e-4);
 }
 
 TEST(JITTest, MetadataAndIRDumps) {

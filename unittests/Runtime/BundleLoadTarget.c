@@ -154,9 +154,9 @@ static void runCall(flashc_bundle *bundle, const char *name) {
   flashc_tensor tv = dense(v, FLASHC_F16, 4, kSizes);
   flashc_tensor tout = dense(out, FLASHC_F16, 4, qSizes);
   flashc_tensor tlse = dense(lse, FLASHC_F32, 3, lseSizes);
-  flashc_status status =
-      flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR, &tq, &tk, &tv, &tout,
-                       withLse ? &tlse : NULL, causal, 0.0, NULL);
+  flashc_status status = flashc_attention(
+      bundle, FLASHC_DEVICE_SIMULATOR, FLASHC_LAYOUT_BHND, &tq, &tk, &tv, &tout,
+      withLse ? &tlse : NULL, causal, 0.0, NULL);
   if (report(name, status))
     printf("%s: ok\n", name);
   free(q);

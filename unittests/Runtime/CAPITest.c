@@ -168,9 +168,29 @@ static void freeCall(Call *c) {
 }
 
 static flashc_status run(flashc_bundle *bundle, Call *c) {
-  return flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR, &c->tq, &c->tk,
-                          &c->tv, &c->tout, c->withLse ? &c->tlse : NULL,
-                          c->causal, 0.0, NULL);
+  return flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR, FLASHC_LAYOUT_BHND,
+                          &c->tq, &c->tk, &c->tv, &c->tout,
+                          c->withLse ? &c->tlse : NULL, c->causal, 0.0, NULL);
+}
+
+/* [B, H, N, D] -> [B, N, H, D] and back, for `heads` heads of `seq`
+ * tokens of D f16 elements. */
+static void transposeHN(const uint16_t *from, uint16_t *to, int64_t heads,
+                        int64_t seq) {
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t n = 0; n < seq; ++n)
+        memcpy(to + ((b * seq + n) * heads + h) * D,
+               from + ((b * heads + h) * seq + n) * D, D * 2);
+}
+
+static void transposeNH(const uint16_t *from, uint16_t *to, int64_t heads,
+                        int64_t seq) {
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t n = 0; n < seq; ++n)
+        memcpy(to + ((b * heads + h) * seq + n) * D,
+               from + ((b * seq + n) * heads + h) * D, D * 2);
 }
 
 /* Compares every row with softmax(Q K^T / sqrt(D)) V in float64; the causal
@@ -317,22 +337,26 @@ int main(int argc, char **argv) {
               FLASHC_ERROR_INVALID_ARGUMENT, "null");
 
   expectError("null query",
-              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR, NULL, &c.tk,
-                               &c.tv, &c.tout, NULL, 0, 0.0, NULL),
+              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR,
+                               FLASHC_LAYOUT_BHND, NULL, &c.tk, &c.tv, &c.tout,
+                               NULL, 0, 0.0, NULL),
               FLASHC_ERROR_INVALID_ARGUMENT, "query is null");
   expectError("null output",
-              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR, &c.tq, &c.tk,
-                               &c.tv, NULL, NULL, 0, 0.0, NULL),
+              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR,
+                               FLASHC_LAYOUT_BHND, &c.tq, &c.tk, &c.tv, NULL,
+                               NULL, 0, 0.0, NULL),
               FLASHC_ERROR_INVALID_ARGUMENT, "output is null");
   expectError("null bundle",
-              flashc_attention(NULL, FLASHC_DEVICE_SIMULATOR, &c.tq, &c.tk,
-                               &c.tv, &c.tout, NULL, 0, 0.0, NULL),
+              flashc_attention(NULL, FLASHC_DEVICE_SIMULATOR,
+                               FLASHC_LAYOUT_BHND, &c.tq, &c.tk, &c.tv, &c.tout,
+                               NULL, 0, 0.0, NULL),
               FLASHC_ERROR_INVALID_ARGUMENT, "bundle is null");
   flashc_tensor rank5 = c.tq;
   rank5.rank = 5;
   expectError("rank 5",
-              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR, &rank5, &c.tk,
-                               &c.tv, &c.tout, NULL, 0, 0.0, NULL),
+              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR,
+                               FLASHC_LAYOUT_BHND, &rank5, &c.tk, &c.tv,
+                               &c.tout, NULL, 0, 0.0, NULL),
               FLASHC_ERROR_INVALID_ARGUMENT, "query has rank 5");
 
   /* Configurations the bundle lacks: a head dim, a scale, bf16. */
@@ -340,48 +364,55 @@ int main(int argc, char **argv) {
   q128.sizes[3] = 128;
   v128.sizes[3] = 128;
   expectError("D = 128",
-              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR, &q128, &c.tk,
-                               &v128, &c.tout, NULL, 0, 0.0, NULL),
+              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR,
+                               FLASHC_LAYOUT_BHND, &q128, &c.tk, &v128, &c.tout,
+                               NULL, 0, 0.0, NULL),
               FLASHC_ERROR_NOT_FOUND, "D=128 Dv=128");
   expectError("scale 0.5",
-              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR, &c.tq, &c.tk,
-                               &c.tv, &c.tout, NULL, 0, 0.5, NULL),
+              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR,
+                               FLASHC_LAYOUT_BHND, &c.tq, &c.tk, &c.tv, &c.tout,
+                               NULL, 0, 0.5, NULL),
               FLASHC_ERROR_NOT_FOUND, "the bundle has no kernel for f16");
   flashc_tensor qb = c.tq, kb = c.tk, vb = c.tv;
   qb.dtype = kb.dtype = vb.dtype = FLASHC_BF16;
   expectError("bf16",
-              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR, &qb, &kb, &vb,
-                               &c.tout, NULL, 1, 0.0, NULL),
+              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR,
+                               FLASHC_LAYOUT_BHND, &qb, &kb, &vb, &c.tout, NULL,
+                               1, 0.0, NULL),
               FLASHC_ERROR_NOT_FOUND, "no kernel for bf16");
   flashc_tensor k3 = c.tk, v3 = c.tv;
   k3.sizes[1] = v3.sizes[1] = 3;
-  expectError("8 query heads over 3 KV heads",
-              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR, &c.tq, &k3, &v3,
-                               &c.tout, NULL, 0, 0.0, NULL),
-              FLASHC_ERROR_INVALID_ARGUMENT,
-              "must be a multiple of the key heads (3)");
+  expectError(
+      "8 query heads over 3 KV heads",
+      flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR, FLASHC_LAYOUT_BHND,
+                       &c.tq, &k3, &v3, &c.tout, NULL, 0, 0.0, NULL),
+      FLASHC_ERROR_INVALID_ARGUMENT, "must be a multiple of the key heads (3)");
 
   /* A scale that is not a number is an error, not the default. */
   expectError("NaN scale",
-              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR, &c.tq, &c.tk,
-                               &c.tv, &c.tout, NULL, 0, nan(""), NULL),
+              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR,
+                               FLASHC_LAYOUT_BHND, &c.tq, &c.tk, &c.tv, &c.tout,
+                               NULL, 0, nan(""), NULL),
               FLASHC_ERROR_INVALID_ARGUMENT, "scale must be finite");
   expectError("infinite scale",
-              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR, &c.tq, &c.tk,
-                               &c.tv, &c.tout, NULL, 0, INFINITY, NULL),
+              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR,
+                               FLASHC_LAYOUT_BHND, &c.tq, &c.tk, &c.tv, &c.tout,
+                               NULL, 0, INFINITY, NULL),
               FLASHC_ERROR_INVALID_ARGUMENT, "scale must be finite");
   /* Outputs over inputs (the kernels read Q, K, V while they write O). */
   flashc_tensor overQ = c.tout;
   overQ.data = c.q;
   expectError("output over the query",
-              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR, &c.tq, &c.tk,
-                               &c.tv, &overQ, NULL, 0, 0.0, NULL),
+              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR,
+                               FLASHC_LAYOUT_BHND, &c.tq, &c.tk, &c.tv, &overQ,
+                               NULL, 0, 0.0, NULL),
               FLASHC_ERROR_INVALID_ARGUMENT, "output overlaps query");
   flashc_tensor overV = c.tout;
   overV.data = (char *)c.v + 16;
   expectError("output inside the value",
-              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR, &c.tq, &c.tk,
-                               &c.tv, &overV, NULL, 0, 0.0, NULL),
+              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR,
+                               FLASHC_LAYOUT_BHND, &c.tq, &c.tk, &c.tv, &overV,
+                               NULL, 0, 0.0, NULL),
               FLASHC_ERROR_INVALID_ARGUMENT, "output overlaps");
   /* A directory where the manifest should be: a bundle that cannot be
    * trusted, not a missing one. */
@@ -399,18 +430,94 @@ int main(int argc, char **argv) {
     }
   }
 
+  /* The same call in FlashAttention's layout, [B, N, H, D]: sizes and
+   * strides in that order, the data transposed. The output, transposed
+   * back, must match the float64 reference. */
+  {
+    Call t;
+    initCall(&t, 40, 70, 1, 1);
+    int64_t qn[4] = {B, t.seqQ, HQ, D}, kn[4] = {B, t.seqKV, HKV, D};
+    uint16_t *q = alignedAlloc(B * HQ * t.seqQ * D * 2);
+    uint16_t *k = alignedAlloc(B * HKV * t.seqKV * D * 2);
+    uint16_t *v = alignedAlloc(B * HKV * t.seqKV * D * 2);
+    uint16_t *o = alignedAlloc(B * HQ * t.seqQ * D * 2);
+    transposeHN(t.q, q, HQ, t.seqQ);
+    transposeHN(t.k, k, HKV, t.seqKV);
+    transposeHN(t.v, v, HKV, t.seqKV);
+    flashc_tensor tq = dense(q, FLASHC_F16, 4, qn),
+                  tk = dense(k, FLASHC_F16, 4, kn),
+                  tv = dense(v, FLASHC_F16, 4, kn),
+                  to = dense(o, FLASHC_F16, 4, qn);
+    status =
+        flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR, FLASHC_LAYOUT_BNHD,
+                         &tq, &tk, &tv, &to, &t.tlse, 1, 0.0, NULL);
+    CHECK(status == FLASHC_OK, "bnhd: status %d: %s", (int)status,
+          flashc_last_error());
+    if (status == FLASHC_OK) {
+      /* out is [B, N, H, D]: back to [B, H, N, D] for the check. */
+      uint16_t *back = alignedAlloc(B * HQ * t.seqQ * D * 2);
+      transposeNH(o, back, HQ, t.seqQ);
+      memcpy(t.out, back, (size_t)(B * HQ * t.seqQ * D * 2));
+      free(back);
+      checkCall("bnhd", &t);
+    }
+    /* The BNHD buffers described in [B, H, N, D] order: as a permuted view
+     * (strided) they run; named bhnd they are refused, since the strides
+     * say the heads lie inside the tokens. */
+    flashc_tensor vq = tq, vk = tk, vv = tv, vo = to;
+    flashc_tensor *views[4] = {&vq, &vk, &vv, &vo};
+    for (int i = 0; i < 4; ++i) {
+      int64_t size = views[i]->sizes[1], stride = views[i]->strides[1];
+      views[i]->sizes[1] = views[i]->sizes[2];
+      views[i]->strides[1] = views[i]->strides[2];
+      views[i]->sizes[2] = size;
+      views[i]->strides[2] = stride;
+    }
+    expectError("bnhd memory named bhnd",
+                flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR,
+                                 FLASHC_LAYOUT_BHND, &vq, &vk, &vv, &vo, NULL,
+                                 1, 0.0, NULL),
+                FLASHC_ERROR_INVALID_ARGUMENT, "is not a bhnd tensor");
+    for (int64_t i = 0; i < B * HQ * t.seqQ * D; ++i)
+      o[i] = 0x7e00;
+    status =
+        flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR, FLASHC_LAYOUT_STRIDED,
+                         &vq, &vk, &vv, &vo, &t.tlse, 1, 0.0, NULL);
+    CHECK(status == FLASHC_OK, "strided: status %d: %s", (int)status,
+          flashc_last_error());
+    if (status == FLASHC_OK) {
+      uint16_t *back = alignedAlloc(B * HQ * t.seqQ * D * 2);
+      transposeNH(o, back, HQ, t.seqQ);
+      memcpy(t.out, back, (size_t)(B * HQ * t.seqQ * D * 2));
+      free(back);
+      checkCall("strided", &t);
+    }
+    expectError("unknown layout",
+                flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR,
+                                 (flashc_layout)9, &tq, &tk, &tv, &to, NULL, 1,
+                                 0.0, NULL),
+                FLASHC_ERROR_INVALID_ARGUMENT, "unknown layout 9");
+    free(q);
+    free(k);
+    free(v);
+    free(o);
+    freeCall(&t);
+  }
+
   /* No CUDA driver on a machine without a GPU. */
   if (!flashc_cuda_available()) {
     expectError("CUDA device",
-                flashc_attention(bundle, FLASHC_DEVICE_CUDA, &c.tq, &c.tk,
-                                 &c.tv, &c.tout, NULL, 0, 0.0, NULL),
+                flashc_attention(bundle, FLASHC_DEVICE_CUDA, FLASHC_LAYOUT_BHND,
+                                 &c.tq, &c.tk, &c.tv, &c.tout, NULL, 0, 0.0,
+                                 NULL),
                 FLASHC_ERROR_NO_DEVICE, "CUDA");
   } else {
     printf("a CUDA device is present: the no-device check is skipped\n");
   }
   expectError("unknown device",
-              flashc_attention(bundle, (flashc_device_kind)7, &c.tq, &c.tk,
-                               &c.tv, &c.tout, NULL, 0, 0.0, NULL),
+              flashc_attention(bundle, (flashc_device_kind)7,
+                               FLASHC_LAYOUT_BHND, &c.tq, &c.tk, &c.tv, &c.tout,
+                               NULL, 0, 0.0, NULL),
               FLASHC_ERROR_INVALID_ARGUMENT, "unknown device kind");
 
   freeCall(&c);

@@ -1683,8 +1683,8 @@ Status launchThroughCApi(const AttentionCall &call, bool causal) {
                 v = toCTensor(call.v), out = toCTensor(call.out), lse{};
   if (call.lse)
     lse = toCTensor(*call.lse);
-  if (flashc_attention(bundle, FLASHC_DEVICE_CUDA, &q, &k, &v, &out,
-                       call.lse ? &lse : nullptr, causal, 0.0,
+  if (flashc_attention(bundle, FLASHC_DEVICE_CUDA, FLASHC_LAYOUT_STRIDED, &q,
+                       &k, &v, &out, call.lse ? &lse : nullptr, causal, 0.0,
                        call.stream) != FLASHC_OK)
     return Status::error(flashc_last_error());
   return Status::success();

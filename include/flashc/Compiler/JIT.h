@@ -31,6 +31,7 @@
 #include "flashc/Analysis/AttentionSchedule.h"
 #include "flashc/Pipelines/Pipelines.h"
 #include "flashc/Runtime/Runtime.h"
+#include "flashc/Support/Layout.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
@@ -118,7 +119,9 @@ private:
   fromMLIRUnguarded(llvm::StringRef source);
 };
 
-/// A caller-owned strided buffer. Sizes and strides are in elements.
+/// A caller-owned strided buffer. Sizes and strides are in elements (not
+/// bytes), in the order RunOptions::layout names ([B, H, N, D] by
+/// default).
 struct TensorRef {
   void *data = nullptr;
   DType dtype = DType::F32;
@@ -159,6 +162,11 @@ struct RunOptions {
   int64_t splits = 0;
   /// GPU kernels: the device (null: CUDA device 0, or the simulator).
   std::shared_ptr<flashc::runtime::Device> device;
+  /// The order of q, k, v and out's sizes and strides (the LSE is always
+  /// [B, Hq, Nq]): bhnd ([B, H, N, D]) or bnhd ([B, N, H, D]), whose
+  /// strides must be that order in memory too, or strided ([B, H, N, D]
+  /// sizes, any strides). See flashc/Support/Layout.h.
+  flashc::Layout layout = flashc::Layout::BHND;
 };
 
 /// A compiled attention kernel for one AttentionSpec.
@@ -204,6 +212,10 @@ private:
   friend class Compiler;
   friend struct KernelBuilder;
   Kernel();
+  /// run() with the four tensors in [B, H, N, D] order.
+  llvm::Error runBHND(const TensorRef &q, const TensorRef &k,
+                      const TensorRef &v, const TensorRef &out,
+                      const TensorRef *lse, const RunOptions &options) const;
   llvm::Error runGPU(const TensorRef &q, const TensorRef &k,
                      const TensorRef &v, const TensorRef &out,
                      const TensorRef *lse, const RunOptions &options) const;

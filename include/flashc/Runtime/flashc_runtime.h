@@ -6,9 +6,9 @@
 |*   flashc_bundle *bundle;                                                   *|
 |*   if (flashc_bundle_open("kernels/", &bundle) != FLASHC_OK)                *|
 |*     fprintf(stderr, "%s\n", flashc_last_error());                         *|
-|*   flashc_tensor q = {qptr, FLASHC_F16, 4, {B, H, N, D}, {...}};            *|
-|*   flashc_attention(bundle, FLASHC_DEVICE_CUDA, &q, &k, &v, &o, NULL,       *|
-|*                    1, 0.0, stream);                                        *|
+|*   flashc_tensor q = {qptr, FLASHC_F16, 4, {B, N, H, D}, {...}};            *|
+|*   flashc_attention(bundle, FLASHC_DEVICE_CUDA, FLASHC_LAYOUT_BNHD,        *|
+|*                    &q, &k, &v, &o, NULL, 1, 0.0, stream);                  *|
 |*                                                                            *|
 |* Errors are return codes; flashc_last_error() gives the message of the     *|
 |* calling thread's last failure.                                             *|
@@ -51,7 +51,20 @@ typedef enum {
   FLASHC_DEVICE_SIMULATOR = 1,
 } flashc_device_kind;
 
-/* A strided tensor; sizes and strides in elements, rank <= 4. */
+/* The order in which a call gives its tensors' sizes and strides. B is the
+ * batch, H the heads, N the tokens (sequence), D the head dim. */
+typedef enum {
+  /* [B, H, N, D], as PyTorch's scaled_dot_product_attention. */
+  FLASHC_LAYOUT_BHND = 0,
+  /* [B, N, H, D], as FlashAttention's flash_attn_func. */
+  FLASHC_LAYOUT_BNHD = 1,
+  /* [B, H, N, D] sizes with strides in any order (a permuted view). */
+  FLASHC_LAYOUT_STRIDED = 2,
+} flashc_layout;
+
+/* A strided tensor: sizes and strides in elements (not bytes), in the
+ * order the call's flashc_layout names; rank <= 4. The innermost
+ * dimension (D) must have stride 1. */
 typedef struct {
   void *data;
   flashc_dtype dtype;
@@ -71,14 +84,22 @@ int64_t flashc_bundle_size(const flashc_bundle *bundle);
 /* 1 when a CUDA device that can run flashc's kernels is present. */
 int flashc_cuda_available(void);
 
-/* O = softmax(scale Q K^T) V. q [B, Hq, Nq, D], k [B, Hkv, Nk, D],
- * v [B, Hkv, Nk, Dv], out [B, Hq, Nq, Dv], lse [B, Hq, Nq] (f32) or NULL.
+/* O = softmax(scale Q K^T) V. In BHND order: q [B, Hq, Nq, D],
+ * k [B, Hkv, Nk, D], v [B, Hkv, Nk, Dv], out [B, Hq, Nq, Dv]; `layout`
+ * names the order the four tensors' sizes and strides are given in. For
+ * FLASHC_LAYOUT_BHND and FLASHC_LAYOUT_BNHD the strides must be that order
+ * in memory too (over dimensions of more than one element and a non-zero
+ * stride they do not grow inwards); a tensor whose strides are another
+ * order is refused (FLASHC_ERROR_INVALID_ARGUMENT), since it was most
+ * likely described in the wrong order. lse is [B, Hq, Nq] (f32, whatever
+ * the layout) or NULL.
  * scale <= 0 selects 1/sqrt(D); a NaN or infinite scale is an error.
  * out and lse must not overlap each other or q, k, v. The bundle must hold the matching kernel
  * (target of the device, dtype, heads, head dims, causal, LSE, scale;
  * the decode variant when Nq <= 16 and the bundle has one). */
 flashc_status flashc_attention(flashc_bundle *bundle,
                                flashc_device_kind device,
+                               flashc_layout layout,
                                const flashc_tensor *q, const flashc_tensor *k,
                                const flashc_tensor *v,
                                const flashc_tensor *out,
