@@ -6,14 +6,26 @@ One call::
     o = flashc.attention(q, k, v, causal=True)          # numpy: the CPU
     o, lse = flashc.attention(q, k, v, return_lse=True)
 
-``q`` is ``[B, Hq, Nq, D]``, ``k`` is ``[B, Hkv, Nk, D]`` and ``v`` is
-``[B, Hkv, Nk, Dv]``; grouped-query and multi-query attention follow from Hq
-and Hkv. Where the arrays live picks the target: numpy arrays run on the
+    # Drop-in forms, same names and arguments as the libraries':
+    o = flashc.flash_attn_func(q, k, v, causal=True)     # [B, N, H, D]
+    o = flashc.scaled_dot_product_attention(q, k, v)     # [B, H, N, D]
+
+Every entry point names its layout, the order of the tensors' dimensions:
+``layout="bhnd"`` (``flashc.attention``'s default, PyTorch's
+scaled_dot_product_attention's) reads ``q`` as ``[B, Hq, Nq, D]``, ``k`` as
+``[B, Hkv, Nk, D]`` and ``v`` as ``[B, Hkv, Nk, Dv]``; ``layout="bnhd"``
+(FlashAttention's flash_attn_func) as ``[B, Nq, Hq, D]``, ``[B, Nk, Hkv,
+D]`` and ``[B, Nk, Hkv, Dv]``. The output comes in the same layout; the LSE
+is ``[B, Hq, Nq]`` in both. Either way the strides are the arrays' own (no
+copy): any view whose head dimension is dense works. Grouped-query and
+multi-query attention follow from Hq and Hkv. Where the arrays live picks
+the target: numpy arrays run on the
 CPU, CUDA tensors (DLPack or ``__cuda_array_interface__``) on the GPU on the
 tensor's current stream, and ``target="sm_80-sim"`` runs the GPU kernel in
 flashc's PTX simulator on numpy arrays. Kernels are compiled once per
 (dtype, head counts, head dims, causal, scale, LSE, target) and cached:
-other batch sizes and sequence lengths reuse them.
+other batch sizes and sequence lengths reuse them. A compile is logged (one
+line at INFO) on the ``flashc`` logger of the ``logging`` module.
 
 The explicit form: ``flashc.AttentionSpec``, ``flashc.compile(spec,
 target)`` (a callable ``Kernel`` with ``ir(stage)``, ``ptx`` and
@@ -26,23 +38,32 @@ wrong type raises ``flashc.FlashcTypeError``, a ``FlashcError`` that is also
 a ``TypeError``.
 """
 
+import logging
 import math
 import numbers
 import os
 import threading
+import time
 
 import numpy as np
 
 from . import _runtime
 from . import _tensors
+from ._combine import combine
 from ._runtime import FlashcError, FlashcTypeError
 from ._tensors import got as _got
 
 __all__ = [
     "AttentionSpec", "Bundle", "FlashcError", "FlashcTypeError", "Kernel",
-    "attention", "cache_size", "compile", "cost", "load_bundle",
+    "LAYOUTS", "attention", "cache_size", "combine", "compile", "cost",
+    "flash_attn_func", "load_bundle", "scaled_dot_product_attention",
     "set_cache_directory",
 ]
+
+_log = logging.getLogger("flashc")
+
+# The layouts a call may name: the order of q, k, v and out's dimensions.
+LAYOUTS = ("bhnd", "bnhd")
 
 _compiler_lock = threading.Lock()
 _compiler_module = None
@@ -114,6 +135,16 @@ def _scale(value, name="scale"):
     return result
 
 
+def _layout(value, name="layout"):
+    """``value``, one of LAYOUTS."""
+    if _string(value, name) not in LAYOUTS:
+        raise FlashcError(f"unknown {name} {value!r}; expected 'bhnd' ([B, "
+                          "H, N, D], as PyTorch's scaled_dot_product_attention)"
+                          " or 'bnhd' ([B, N, H, D], as FlashAttention's "
+                          "flash_attn_func)")
+    return value
+
+
 def _dtype_name(value, name="dtype"):
     """flashc's name (f32, f16, bf16) of a dtype given as such a name, a
     numpy dtype or its name, or a numpy scalar type."""
@@ -178,15 +209,16 @@ class AttentionSpec:
 
     Sizes default to a single query over a single key; ``scale`` None means
     1/sqrt(head_dim); ``head_dim_v`` 0 means ``head_dim``; ``dtype`` is
-    "f32", "f16" or "bf16".
+    "f32", "f16" or "bf16"; ``layout`` ("bhnd" or "bnhd") is the order of
+    the dimensions of the tensors a kernel compiled from it takes.
     """
 
     _FIELDS = ("batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim",
-               "head_dim_v", "dtype", "causal", "scale", "with_lse")
+               "head_dim_v", "dtype", "causal", "scale", "with_lse", "layout")
 
     def __init__(self, *, batch=1, heads=1, kv_heads=None, seq_q=1, seq_kv=1,
                  head_dim=64, head_dim_v=0, dtype="f32", causal=False,
-                 scale=None, with_lse=False):
+                 scale=None, with_lse=False, layout="bhnd"):
         self.batch = batch
         self.heads = heads
         self.kv_heads = self.heads if kv_heads is None else kv_heads
@@ -198,6 +230,7 @@ class AttentionSpec:
         self.causal = causal
         self.scale = scale
         self.with_lse = with_lse
+        self.layout = layout
 
     def __setattr__(self, name, value):
         # Every field is checked when it is set, in the constructor or
@@ -211,6 +244,8 @@ class AttentionSpec:
             value = _boolean(value, name)
         elif name == "scale":
             value = _scale(value)
+        elif name == "layout":
+            value = _layout(value)
         super().__setattr__(name, value)
 
     def to_dict(self):
@@ -230,9 +265,25 @@ class AttentionSpec:
         return f"AttentionSpec({fields})"
 
 
+def _to_bhnd(desc, layout):
+    """A rank-4 tensor description in ``layout``'s order, as the same
+    tensor in [B, H, N, D] order: its sizes and strides permuted."""
+    if layout == "bhnd" or len(desc[2]) != 4:
+        return desc
+    data, dtype, sizes, strides, on_device = desc
+    order = (0, 2, 1, 3)
+    return (data, dtype, [sizes[i] for i in order],
+            [strides[i] for i in order], on_device)
+
+
+def _dims(layout):
+    return "[B, H, N, D]" if layout == "bhnd" else "[B, N, H, D]"
+
+
 class _Call:
-    """One call's spec and the descriptions of its tensors (each with the
-    object that keeps its data alive until the kernel has run)."""
+    """One call's spec and the descriptions of its tensors in [B, H, N, D]
+    order (each with the object that keeps its data alive until the kernel
+    has run)."""
 
     def __init__(self, spec, on_device, inputs):
         self.spec = spec
@@ -240,9 +291,10 @@ class _Call:
         self.inputs = inputs
 
     def _allocate(self, q, shape, dtype, name):
-        """A new output ``name`` next to ``q``."""
+        """A new output ``name`` next to ``q`` (a torch tensor for torch
+        inputs, on the host too)."""
         try:
-            if self.on_device:
+            if self.on_device or _tensors.is_torch(q):
                 return _tensors.empty_like_device(q, shape, dtype)
             return np.empty(shape, dtype=_tensors.numpy_dtype(dtype))
         except FlashcError:
@@ -260,10 +312,14 @@ class _Call:
         spec = self.spec
         shape = (spec.batch, spec.heads, spec.seq_q, spec.value_dim)
         if out is None:
-            out = self._allocate(q, shape, spec.dtype, "out")
+            out = self._allocate(
+                q, shape if spec.layout == "bhnd" else
+                (spec.batch, spec.seq_q, spec.heads, spec.value_dim),
+                spec.dtype, "out")
         if spec.with_lse and lse is None:
             lse = self._allocate(q, shape[:3], "f32", "lse")
-        outputs = [_tensors.describe(out, "out", output=True)]
+        desc, keep = _tensors.describe(out, "out", output=True)
+        outputs = [(_to_bhnd(desc, spec.layout), keep)]
         if lse is not None:
             outputs.append(_tensors.describe(lse, "lse", output=True))
         for (desc, _), name in zip(outputs, ("out", "lse")):
@@ -289,8 +345,9 @@ class _Call:
         return (out, lse) if return_lse else out
 
 
-def _prepare(q, k, v, causal, scale, with_lse):
-    """The call's spec, after the checks a shape mismatch needs."""
+def _prepare(q, k, v, causal, scale, with_lse, layout="bhnd"):
+    """The call's spec, after the checks a shape mismatch needs; ``q``,
+    ``k`` and ``v`` are in ``layout``'s order."""
     devices = [_tensors.is_cuda(t, name) for t, name in ((q, "q"), (k, "k"),
                                                           (v, "v"))]
     if len(set(devices)) != 1:
@@ -302,7 +359,7 @@ def _prepare(q, k, v, causal, scale, with_lse):
         if len(sizes) != 4:
             raise FlashcError(
                 f"{name} has rank {len(sizes)} (shape {tuple(sizes)}); "
-                f"expected [B, H, N, D]")
+                f"expected {_dims(layout)} (layout '{layout}')")
         if 0 in sizes:
             raise FlashcError(f"{name} is empty (shape {tuple(sizes)}); every "
                               "size must be positive")
@@ -310,6 +367,7 @@ def _prepare(q, k, v, causal, scale, with_lse):
             raise FlashcError(
                 f"{name} is not contiguous in its last dimension (stride "
                 f"{strides[3]} elements); the head dimension must be dense")
+    inputs = [(_to_bhnd(d, layout), keep) for d, keep in inputs]
     (_, qt, qs, _, _), (_, kt, ks, _, _), (_, vt, vs, _, _) = [
         d for d, _ in inputs]
     if len({qt, kt, vt}) != 1:
@@ -322,7 +380,8 @@ def _prepare(q, k, v, causal, scale, with_lse):
         raise FlashcError(f"k has {ks[1]} heads but v has {vs[1]}")
     if hq % ks[1]:
         raise FlashcError(f"the {hq} query heads are not a multiple of the "
-                          f"{ks[1]} KV heads")
+                          f"{ks[1]} KV heads (layout '{layout}': q "
+                          f"{_dims(layout)})")
     if ks[3] != d:
         raise FlashcError(f"head dims differ: q has {d}, k has {ks[3]}")
     if ks[2] != vs[2]:
@@ -330,7 +389,8 @@ def _prepare(q, k, v, causal, scale, with_lse):
     spec = AttentionSpec(batch=b, heads=hq, kv_heads=ks[1], seq_q=nq,
                          seq_kv=ks[2], head_dim=d,
                          head_dim_v=vs[3] if vs[3] != d else 0, dtype=qt,
-                         causal=causal, scale=scale, with_lse=with_lse)
+                         causal=causal, scale=scale, with_lse=with_lse,
+                         layout=layout)
     return _Call(spec, devices[0], inputs)
 
 
@@ -383,8 +443,9 @@ def _stream(value):
 
 class Kernel:
     """A compiled attention kernel. Call it with q, k, v of its spec's dtype,
-    head dims and group size (query heads per KV head); the batch, head
-    counts and sequence lengths may differ from the spec's."""
+    head dims and group size (query heads per KV head), in its spec's
+    layout; the batch, head counts and sequence lengths may differ from the
+    spec's."""
 
     def __init__(self, native, spec, target, simulate, resources=None):
         if not isinstance(native, _compiler_api().Kernel):
@@ -429,7 +490,7 @@ class Kernel:
                 "this kernel was compiled without the log-sum-exp; compile "
                 "an AttentionSpec(with_lse=True) to get it")
         call = _prepare(q, k, v, self.spec.causal, self.spec.scale,
-                        return_lse or self.spec.with_lse)
+                        return_lse or self.spec.with_lse, self.spec.layout)
         return self._run(call, q, return_lse, splits, out, lse, stream)
 
     def _run(self, call, q, return_lse, splits, out, lse, stream):
@@ -439,7 +500,8 @@ class Kernel:
         return call.run(run, q, out, lse, stream, return_lse)
 
     def __repr__(self):
-        return f"Kernel({self._native.spec}, target={self.target!r})"
+        return (f"Kernel({self._native.spec}, layout={self.spec.layout!r}, "
+                f"target={self.target!r})")
 
 
 def _check_spec(spec):
@@ -469,7 +531,13 @@ def compile(spec, target="cpu", **options):  # pylint: disable=redefined-builtin
                               f"{', '.join(_COMPILE_OPTIONS)} or assemble")
         checked[name] = (_string(value, name) if name == "loop_order" else
                          _integer(value, name))
-    native = _native(_compiler_api().compile, spec.to_dict(), chip, checked)
+    api = _compiler_api()
+    cached = _native(api.cache_size)
+    start = time.perf_counter()
+    native = _native(api.compile, spec.to_dict(), chip, checked)
+    if _native(api.cache_size) != cached:
+        _log.info("compiled attention kernel for %s (first use) in %.2f s",
+                  _describe_spec(spec, target), time.perf_counter() - start)
     resources = None
     if assemble:
         if chip == "cpu":
@@ -478,19 +546,33 @@ def compile(spec, target="cpu", **options):  # pylint: disable=redefined-builtin
     return Kernel(native, spec, chip, simulate, resources)
 
 
+def _describe_spec(spec, target):
+    """One line naming what a kernel computes, for the compile log."""
+    heads = (f"{spec.heads} heads" if spec.heads == spec.kv_heads else
+             f"{spec.heads} query / {spec.kv_heads} KV heads")
+    dims = (f"d={spec.head_dim}" if not spec.head_dim_v else
+            f"d={spec.head_dim}/{spec.head_dim_v}")
+    return (f"{spec.dtype}, {heads}, {dims}"
+            f"{', causal' if spec.causal else ''}"
+            f"{', with LSE' if spec.with_lse else ''} on {target}")
+
+
 def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
-              target=None, out=None, lse=None):
-    """softmax(scale q k^T) v for [B, H, N, D] tensors; returns ``o`` or
-    ``(o, lse)`` (``lse=`` implies ``return_lse``). Causal masks are aligned
-    at the bottom right: query i sees keys j <= i + Nk - Nq (SDPA's
-    ``is_causal`` aligns at the top left when Nq != Nk). See the module's
-    documentation for targets."""
+              layout="bhnd", target=None, out=None, lse=None):
+    """softmax(scale q k^T) v; returns ``o`` or ``(o, lse)`` (``lse=``
+    implies ``return_lse``). ``layout`` names the order of q, k, v and
+    out's dimensions: "bhnd" ([B, H, N, D], the default) or "bnhd" ([B, N,
+    H, D]); the LSE is [B, H, N] in both. Causal masks are aligned at the
+    bottom right: query i sees keys j <= i + Nk - Nq (SDPA's ``is_causal``
+    aligns at the top left when Nq != Nk). See the module's documentation
+    for targets."""
     causal = _boolean(causal, "causal")
     scale = _scale(scale)
     return_lse = _boolean(return_lse, "return_lse") or lse is not None
+    layout = _layout(layout)
     if target is not None:
         _split_target(target)
-    call = _prepare(q, k, v, causal, scale, return_lse)
+    call = _prepare(q, k, v, causal, scale, return_lse, layout)
     chip, simulate = _parse_target(target, call.on_device)
     kernel = compile(call.spec, chip + ("-sim" if simulate else ""))
     return kernel._run(call, q, return_lse, 0, out, lse, None)  # pylint: disable=protected-access
@@ -526,6 +608,124 @@ def set_cache_directory(path):
     _native(_compiler_api().set_cache_directory, directory)
 
 
+def _not_supported(name, value, default):
+    """FlashcError when option ``name`` is set to anything but
+    ``default``: options flashc does not implement are never ignored."""
+    same = value is default
+    if not same:
+        try:
+            same = bool(value == default)
+        except Exception:  # pylint: disable=broad-except
+            same = False
+    if not same:
+        raise FlashcError(f"{name}={value!r} is not supported yet (flashc "
+                          f"supports only {name}={default!r}); see the "
+                          "README's table of what is supported")
+
+
+def _no_grad(tensors):
+    """FlashcError when a tensor needs a gradient: flashc computes the
+    forward pass only, and a result without a backward must not look like
+    one that has it."""
+    for t, name in tensors:
+        if _tensors.is_torch(t) and getattr(t, "requires_grad", False):
+            import torch  # pylint: disable=import-outside-toplevel
+            if torch.is_grad_enabled():
+                raise FlashcError(
+                    f"{name} requires a gradient, but flashc computes the "
+                    "forward pass only (no backward yet); call it under "
+                    "torch.no_grad() or pass detached tensors")
+
+
+def flash_attn_func(q, k, v, softmax_scale=None, causal=False,
+                    return_lse=False, *, dropout_p=0.0, window_size=(-1, -1),
+                    softcap=0.0, alibi_slopes=None, deterministic=False,
+                    return_attn_probs=False):
+    """FlashAttention's ``flash_attn_func``: q ``[B, Nq, Hq, D]``, k ``[B,
+    Nk, Hkv, D]``, v ``[B, Nk, Hkv, Dv]`` (layout "bnhd"), Hq a multiple of
+    Hkv; returns out ``[B, Nq, Hq, Dv]``, or ``(out, lse)`` with
+    ``return_lse`` (lse ``[B, Hq, Nq]``, f32, natural log, FlashAttention's
+    ``softmax_lse``). ``softmax_scale`` None means 1/sqrt(D). ``causal``
+    aligns the mask at the bottom right, as FlashAttention 2.1 and later:
+    query i sees keys j <= i + Nk - Nq. ``dropout_p``, ``window_size``,
+    ``softcap``, ``alibi_slopes`` and ``return_attn_probs`` are not
+    supported yet: any value but their default raises FlashcError.
+    ``deterministic`` is accepted (flashc's forward pass is deterministic).
+    Runs where the tensors are, as ``flashc.attention``."""
+    _not_supported("dropout_p", dropout_p, 0.0)
+    _not_supported("window_size", tuple(window_size) if isinstance(
+        window_size, (list, tuple)) else window_size, (-1, -1))
+    _not_supported("softcap", softcap, 0.0)
+    _not_supported("alibi_slopes", alibi_slopes, None)
+    _not_supported("return_attn_probs", return_attn_probs, False)
+    _boolean(deterministic, "deterministic")
+    _no_grad(((q, "q"), (k, "k"), (v, "v")))
+    return attention(q, k, v, causal=causal, scale=softmax_scale,
+                     return_lse=return_lse, layout="bnhd")
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None,
+                                 dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """PyTorch's ``torch.nn.functional.scaled_dot_product_attention``:
+    query ``[B, Hq, L, E]``, key ``[B, Hkv, S, E]``, value ``[B, Hkv, S,
+    Ev]`` (layout "bhnd"); returns ``[B, Hq, L, Ev]``. ``scale`` None means
+    1/sqrt(E). ``is_causal`` is PyTorch's mask, aligned at the top left
+    (query i sees keys j <= i, whatever L and S). Hq != Hkv needs
+    ``enable_gqa=True``, as in PyTorch. ``attn_mask`` and ``dropout_p`` are
+    not supported yet: any value but None and 0 raises FlashcError. Inputs
+    must be 4-D. Runs where the tensors are, as ``flashc.attention``."""
+    _not_supported("attn_mask", attn_mask, None)
+    _not_supported("dropout_p", dropout_p, 0.0)
+    is_causal = _boolean(is_causal, "is_causal")
+    enable_gqa = _boolean(enable_gqa, "enable_gqa")
+    _no_grad(((query, "query"), (key, "key"), (value, "value")))
+    shapes = []
+    for t, name in ((query, "query"), (key, "key"), (value, "value")):
+        shape = _shape(t, name)
+        if len(shape) != 4:
+            raise FlashcError(
+                f"{name} has shape {shape}; flashc takes 4-D tensors [B, H, "
+                "N, D] (PyTorch also takes other ranks: reshape first)")
+        shapes.append(shape)
+    hq, hkv = shapes[0][1], shapes[1][1]
+    if hq != hkv and not enable_gqa:
+        raise FlashcError(
+            f"query has {hq} heads but key and value have {hkv}: grouped-"
+            "query attention needs enable_gqa=True, as in PyTorch")
+    nq, nk = shapes[0][2], shapes[1][2]
+    if not is_causal or nq == nk:
+        return attention(query, key, value, causal=is_causal, scale=scale)
+    # PyTorch's causal mask is aligned at the top left, flashc's at the
+    # bottom right. Query i sees keys 0..i: with L <= S, that is flashc's
+    # mask over the first L keys; with L > S, rows 0..S-1 are that and the
+    # rows after see every key.
+    if nq < nk:
+        return attention(query, key[:, :, :nq], value[:, :, :nq], causal=True,
+                         scale=scale)
+    out = attention(query[:, :, :nk], key, value, causal=True, scale=scale)
+    rest = attention(query[:, :, nk:], key, value, causal=False, scale=scale)
+    return _concatenate_rows(out, rest)
+
+
+def _shape(t, name):
+    """The shape of array ``t`` as a tuple of ints."""
+    try:
+        return tuple(int(n) for n in t.shape)
+    except Exception as e:  # pylint: disable=broad-except
+        raise FlashcTypeError(f"{name} must be an array with a shape, got "
+                              f"{_got(t)}") from e
+
+
+def _concatenate_rows(a, b):
+    """[B, H, Na, D] and [B, H, Nb, D] arrays joined along N, in their own
+    library (numpy or torch)."""
+    if _tensors.is_torch(a):
+        import torch  # pylint: disable=import-outside-toplevel
+        return torch.cat((a, b), dim=2)
+    return np.concatenate((a, b), axis=2)
+
+
 class Bundle:
     """Precompiled GPU kernels (``flashc bundle -o DIR``), run by the
     LLVM-free runtime: no compiler needed."""
@@ -545,12 +745,13 @@ class Bundle:
         return _native(getattr, self._native, "variants")
 
     def attention(self, q, k, v, *, causal=False, scale=None,
-                  return_lse=False, simulate=False, chip=None, splits=0,
-                  out=None, lse=None, stream=None):
+                  return_lse=False, layout="bhnd", simulate=False, chip=None,
+                  splits=0, out=None, lse=None, stream=None):
         """Runs the bundle's variant for this call: on the CUDA device for
         CUDA tensors, in the simulator for numpy arrays with
-        ``simulate=True``."""
+        ``simulate=True``. ``layout`` as for ``flashc.attention``."""
         causal = _boolean(causal, "causal")
+        layout = _layout(layout)
         scale = _scale(scale)
         return_lse = _boolean(return_lse, "return_lse") or lse is not None
         simulate = _boolean(simulate, "simulate")
@@ -559,7 +760,7 @@ class Bundle:
                               "sm_90a")
         splits = _integer(splits, "splits", minimum=0)
         stream = _stream(stream)
-        call = _prepare(q, k, v, causal, scale, return_lse)
+        call = _prepare(q, k, v, causal, scale, return_lse, layout)
         spec = call.spec
         if call.on_device == simulate:
             raise FlashcError(

@@ -328,6 +328,11 @@ def cuda_stream(x):
     return 0
 
 
+def is_torch(x):
+    """True for a torch tensor (without importing torch)."""
+    return (type(x).__module__ or "").startswith("torch")
+
+
 def empty_like_device(x, shape, dtype_name):
     """A new tensor of ``shape`` on ``x``'s device (torch, or anything with
     ``new_empty``)."""
