@@ -155,6 +155,23 @@ private:
   }
   Value negInf() { return f32Const(-std::numeric_limits<double>::infinity()); }
 
+  /// A step's scale as an f32 value: its `scale`, times its run-time
+  /// `scale_factor` when it has one.
+  Value stepScale(AttentionStepOp op) {
+    double scale = op.getScale().convertToDouble();
+    Value factor = op.getScaleFactor();
+    if (!factor)
+      return f32Const(scale);
+    return scale == 1.0 ? factor
+                        : Value(arith::MulFOp::create(b, f32Const(scale),
+                                                      factor));
+  }
+  /// Whether a step's scale is positive: its `scale` is checked by the
+  /// verifier, a run-time factor by the runtime before each call.
+  static bool hasPositiveScale(AttentionStepOp op) {
+    return op.getScale().convertToDouble() > 0.0;
+  }
+
   Value dim(Value mem, int64_t i) {
     auto type = cast<MemRefType>(mem.getType());
     if (!type.isDynamicDim(i))
@@ -719,7 +736,7 @@ SmallVector<Value> Emitter::scoresByKeyRows(AttentionStepOp op, Value s,
       return vector::LoadOp::create(b, qpVec(w), q, ValueRange{g, r, dd});
     return loadVec(q, {g, r, dd}, w);
   };
-  Value scale = f32Const(op.getScale().convertToDouble());
+  Value scale = stepScale(op);
   for (int64_t r = 0; r < rows; ++r) {
     scf::ForOp::create(
         b, idx(0), idx(dFull), idx(width), ValueRange{},
@@ -966,7 +983,7 @@ void Emitter::sharedScores(AttentionStepOp op, Value kt, Value s, Value br,
   int64_t rows = kRowBlock, cols = colVectors(rows);
   // The step's scale is positive (its verifier): S is stored unscaled and
   // the softmax applies the scale (see rowBlock).
-  assert(op.getScale().convertToDouble() > 0.0 && "a step's scale is > 0");
+  assert(hasPositiveScale(op) && "a step's scale is > 0");
   Value ninfVec = splat(negInf(), kLanes);
   scf::ForOp::create(
       b, idx(0), count4, idx(1), ValueRange{},
@@ -1073,15 +1090,15 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
   // (max(scale s) = scale max(s)), S is stored unscaled and the softmax
   // below applies the scale in the FMA it does anyway: one multiply fewer
   // per score vector.
-  double scale = op.getScale().convertToDouble();
-  bool scaleInSoftmax = kt && scale > 0.0;
+  bool scaleInSoftmax = kt && hasPositiveScale(op);
+  Value scale = stepScale(op);
   SmallVector<Value> rowMax;
   if (!kt) {
     rowMax = scoresByKeyRows(op, s, gs, rs, ends, visible, colsPad);
   } else {
     for (int64_t r = 0; r < rows; ++r)
       endVecs.push_back(vector::BroadcastOp::create(b, indexVec, ends[r]));
-    Value scaleVec = splat(f32Const(scale), kLanes);
+    Value scaleVec = splat(scale, kLanes);
     Value laneIds = vector::StepOp::create(b, indexVec);
     // In column chunks of `cols` vectors, with the row maxima carried
     // along. The last partial chunk uses masked loads (`tailMask`) so that
@@ -1159,7 +1176,7 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
     for (int64_t r = 0; r < rows; ++r) {
       Value m = reduceMax(maxima[r]);
       rowMax.push_back(scaleInSoftmax
-                           ? Value(arith::MulFOp::create(b, m, f32Const(scale)))
+                           ? Value(arith::MulFOp::create(b, m, scale))
                            : m);
     }
   }
@@ -1171,7 +1188,13 @@ void Emitter::rowBlock(AttentionStepOp op, Value kt, Value s, Value n, Value br,
   // overlap.
   Value zeroF = f32Const(0.0);
   constexpr double kLog2e = 1.4426950408889634;
-  Value log2eVec = vecConst(kLanes, scaleInSoftmax ? scale * kLog2e : kLog2e);
+  // scale log2(e): rounded once from the constant, or in f32 from the
+  // run-time factor.
+  Value log2eVec =
+      !scaleInSoftmax ? vecConst(kLanes, kLog2e)
+      : op.getScaleFactor()
+          ? splat(arith::MulFOp::create(b, scale, f32Const(kLog2e)), kLanes)
+          : vecConst(kLanes, op.getScale().convertToDouble() * kLog2e);
   SmallVector<Value> alphas, lOlds, negMs;
   for (int64_t r = 0; r < rows; ++r) {
     Value g = gs[r], row = rs[r];

@@ -332,6 +332,28 @@ func.func @step_key_transposed(%q: memref<1x4x32xf32>, %k: memref<32x?xf32>,
 
 // -----
 
+// A run-time scale factor: the scale is `scale` times the function's
+// argument, applied where the constant was (to each row maximum, and
+// times log2(e) in the softmax's FMA), computed in f32 at run time.
+// CHECK-LABEL: func.func @step_scale_factor
+// CHECK-SAME: %[[FACTOR:[^:]+]]: f32
+// CHECK: %[[SCALE:.+]] = arith.mulf %{{.+}}, %[[FACTOR]] : f32
+// CHECK: arith.mulf %{{.+}}, %[[SCALE]] : f32
+// CHECK: %[[L2E:.+]] = arith.mulf %[[SCALE]], %{{.+}} : f32
+// CHECK: %[[L2EV:.+]] = vector.broadcast %[[L2E]] : f32 to vector<16xf32>
+// CHECK: vector.fma %{{.+}}, %[[L2EV]], %{{.+}} : vector<16xf32>
+// CHECK-NOT: flash.
+func.func @step_scale_factor(%q: memref<1x4x32xf32>, %k: memref<32x?xf32>,
+    %v: memref<?x16xf32>, %acc: memref<1x4x16xf32>, %m: memref<1x4xf32>,
+    %l: memref<1x4xf32>, %factor: f32) {
+  flash.attention_step ins(%q, %k, %v : memref<1x4x32xf32>, memref<32x?xf32>, memref<?x16xf32>)
+      outs(%acc, %m, %l : memref<1x4x16xf32>, memref<1x4xf32>, memref<1x4xf32>)
+      scale = 0.125 scale_factor(%factor) key_transposed
+  return
+}
+
+// -----
+
 // A key block whose length is min(rest, 256), as tiling makes it: S is laid
 // out for 256 keys, so that its rows are a constant stride apart.
 // CHECK-LABEL: func.func @step_bounded_block

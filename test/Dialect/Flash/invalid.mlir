@@ -549,3 +549,14 @@ func.func @combine_lse_shape(%p: tensor<8x4x16xf32>, %pl: tensor<8x4xf32>, %o: t
   %r:2 = flash.combine ins(%p, %pl : tensor<8x4x16xf32>, tensor<8x4xf32>) outs(%o, %lse : tensor<4x16xf32>, tensor<3xf32>) -> tensor<4x16xf32>, tensor<3xf32>
   return
 }
+
+// -----
+
+// The scale factor is an f32.
+// expected-note @+1 {{prior use here}}
+func.func @scale_factor_not_f32(%q: tensor<1x1x8x16xf32>, %s: f64) {
+  // expected-error @+1 {{expects different type than prior uses: 'f32' vs 'f64'}}
+  %o = flash.attention %q, %q, %q scale_factor(%s)
+      : tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32> -> tensor<1x1x8x16xf32>
+  return
+}

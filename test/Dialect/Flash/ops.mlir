@@ -136,3 +136,24 @@ func.func @combine(%parts: tensor<8x1x4x1x128xf32>, %plse: tensor<8x1x4x1xf32>,
       outs(%out, %lse : tensor<1x4x1x128xf16>, tensor<1x4x1xf32>) -> tensor<1x4x1x128xf16>, tensor<1x4x1xf32>
   return %o, %s : tensor<1x4x1x128xf16>, tensor<1x4x1xf32>
 }
+
+// A run-time scale factor, on attention and on its steps.
+// CHECK-LABEL: func.func @scale_factor
+// CHECK-SAME: %[[S:[^:]+]]: f32
+func.func @scale_factor(%q: tensor<1x4x?x64xf16>, %k: tensor<1x1x?x64xf16>,
+    %v: tensor<1x1x?x64xf16>, %s: f32, %acc: tensor<4x64x64xf32>,
+    %m: tensor<4x64xf32>, %l: tensor<4x64xf32>)
+    -> (tensor<1x4x?x64xf16>, tensor<4x64x64xf32>) {
+  // CHECK: flash.attention %{{.+}}, %{{.+}}, %{{.+}} scale = 1.000000e+00 scale_factor(%[[S]]) causal :
+  %o = flash.attention %q, %k, %v scale = 1.0 scale_factor(%s) causal
+      : tensor<1x4x?x64xf16>, tensor<1x1x?x64xf16>, tensor<1x1x?x64xf16>
+      -> tensor<1x4x?x64xf16>
+  %qt = tensor.empty() : tensor<4x64x64xf16>
+  %kt = tensor.empty() : tensor<64x64xf16>
+  // CHECK: flash.attention_step {{.+}} scale = 5.000000e-01 scale_factor(%[[S]]) key_transposed ->
+  %r:3 = flash.attention_step ins(%qt, %kt, %kt : tensor<4x64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>)
+      outs(%acc, %m, %l : tensor<4x64x64xf32>, tensor<4x64xf32>, tensor<4x64xf32>)
+      scale = 0.5 scale_factor(%s) key_transposed
+      -> tensor<4x64x64xf32>, tensor<4x64xf32>, tensor<4x64xf32>
+  return %o, %r#0 : tensor<1x4x?x64xf16>, tensor<4x64x64xf32>
+}

@@ -170,7 +170,7 @@ LogicalResult SoftmaxOp::verify() {
 
 void AttentionOp::build(OpBuilder &builder, OperationState &state, Value query,
                         Value key, Value value, FloatAttr scale, bool causal,
-                        bool withLse) {
+                        bool withLse, Value scaleFactor) {
   auto qType = cast<RankedTensorType>(query.getType());
   auto vType = cast<RankedTensorType>(value.getType());
   SmallVector<int64_t> outShape(qType.getShape());
@@ -183,7 +183,7 @@ void AttentionOp::build(OpBuilder &builder, OperationState &state, Value query,
     resultTypes.push_back(
         RankedTensorType::get(lseShape, builder.getF32Type()));
   }
-  build(builder, state, resultTypes, query, key, value, scale,
+  build(builder, state, resultTypes, query, key, value, scaleFactor, scale,
         causal ? builder.getUnitAttr() : UnitAttr());
 }
 
@@ -358,7 +358,9 @@ void getDpsEffects(
 //===----------------------------------------------------------------------===//
 
 MutableOperandRange AttentionStepOp::getDpsInitsMutable() {
-  return MutableOperandRange(getOperation(), getNumOperands() - 3, 3);
+  // acc, max and sum: operand groups 4 to 6, one operand each.
+  unsigned start = getODSOperandIndexAndLength(4).first;
+  return MutableOperandRange(getOperation(), start, 3);
 }
 
 void AttentionStepOp::getEffects(

@@ -133,7 +133,7 @@ struct FuseAttentionPattern : OpRewritePattern<MatmulOp> {
       return rewriter.notifyMatchFailure(pv, "dynamic head count or dim");
 
     rewriter.replaceOpWithNewOp<AttentionOp>(
-        pv, TypeRange{resultType}, q, k, v,
+        pv, TypeRange{resultType}, q, k, v, /*scale_factor=*/Value(),
         rewriter.getF32FloatAttr(static_cast<float>(scale)),
         softmax.getCausal() ? rewriter.getUnitAttr() : UnitAttr());
     // The chain is now dead; erase it from the top so each op has no users

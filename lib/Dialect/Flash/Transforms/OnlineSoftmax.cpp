@@ -93,7 +93,8 @@ LogicalResult rewriteAttention(RewriterBase &rewriter, AttentionOp op,
           offset = arith::SubIOp::create(b, loc, diag, j);
         auto stepOp = AttentionStepOp::create(
             b, loc, TypeRange(state), qe, kb, vb, offset, state[0], state[1],
-            state[2], b.getF32FloatAttr(op.getEffectiveScale()));
+            state[2], op.getScaleFactor(),
+            b.getF32FloatAttr(op.getEffectiveScale()));
         scf::YieldOp::create(b, loc, stepOp.getResults());
       });
   loop->setAttr(kKVLoopAttr, rewriter.getUnitAttr());

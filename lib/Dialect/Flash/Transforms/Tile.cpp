@@ -58,6 +58,7 @@ struct OnlineAttention {
   Value value; // [B, Hkv, Nk, Dv]
   bool causal;
   FloatAttr scale;
+  Value scaleFactor; // the run-time factor of the scale, or null
 };
 
 /// Matches the online form rooted at a KV loop; returns std::nullopt (and
@@ -73,7 +74,9 @@ std::optional<OnlineAttention> matchOnline(scf::ForOp loop) {
   auto vSlice = step.getValue().getDefiningOp<tensor::ExtractSliceOp>();
   if (!kSlice || !vSlice || !loop.isDefinedOutsideOfLoop(step.getQuery()) ||
       !loop.isDefinedOutsideOfLoop(kSlice.getSource()) ||
-      !loop.isDefinedOutsideOfLoop(vSlice.getSource()))
+      !loop.isDefinedOutsideOfLoop(vSlice.getSource()) ||
+      (step.getScaleFactor() &&
+       !loop.isDefinedOutsideOfLoop(step.getScaleFactor())))
     return std::nullopt;
   FinalizeOp finalize;
   for (Operation *user : loop->getUsers()) {
@@ -93,7 +96,7 @@ std::optional<OnlineAttention> matchOnline(scf::ForOp loop) {
                          kSlice.getSource(),
                          vSlice.getSource(),
                          static_cast<bool>(step.getMaskOffset()),
-                         step.getScaleAttr()};
+                         step.getScaleAttr(), step.getScaleFactor()};
 }
 
 /// Describes the problem for the tile-size model; dynamic sizes are
@@ -165,7 +168,8 @@ ValueRange buildTileStep(OpBuilder &b, Location loc, OnlineAttention a,
     offset = arith::SubIOp::create(b, loc, base, j);
   auto step =
       AttentionStepOp::create(b, loc, TypeRange(state), qTile, kb, vb, offset,
-                              state[0], state[1], state[2], a.scale);
+                              state[0], state[1], state[2], a.scaleFactor,
+                              a.scale);
   return step.getResults();
 }
 

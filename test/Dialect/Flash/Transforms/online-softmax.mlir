@@ -189,3 +189,21 @@ func.func @no_attention(%a: tensor<1x1x8x8xf32>, %b: tensor<1x1x8x8xf32>) -> ten
   %p = flash.softmax %s : tensor<1x1x8x8xf32> -> tensor<1x1x8x8xf32>
   return %p : tensor<1x1x8x8xf32>
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// A run-time scale factor reaches every step, beside the compile-time scale.
+//===----------------------------------------------------------------------===//
+
+// CHECK-LABEL: func.func @scale_factor
+// CHECK-SAME: %[[S:[^:]+]]: f32
+// CHECK: flash.attention_step {{.+}} scale = 1.000000e+00 scale_factor(%[[S]])
+// DEFAULT-LABEL: func.func @scale_factor
+// DEFAULT: flash.attention_step {{.+}} scale_factor(
+func.func @scale_factor(%q: tensor<1x2x8x16xf32>, %k: tensor<1x1x80x16xf32>,
+                        %v: tensor<1x1x80x16xf32>, %s: f32) -> tensor<1x2x8x16xf32> {
+  %o = flash.attention %q, %k, %v scale = 1.0 scale_factor(%s) causal
+      : tensor<1x2x8x16xf32>, tensor<1x1x80x16xf32>, tensor<1x1x80x16xf32> -> tensor<1x2x8x16xf32>
+  return %o : tensor<1x2x8x16xf32>
+}

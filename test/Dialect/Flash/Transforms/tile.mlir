@@ -66,6 +66,9 @@
 // Tiles are compile-time buffers: absurd block sizes are rejected.
 // RUN: not flashc-opt %t/mha.mlir --flash-tile="block-kv=9223372036854775807" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=HUGE-KV
+// A run-time scale factor is carried to the tiled steps.
+// RUN: flashc-opt %t/scale-factor.mlir --flash-online-softmax --flash-tile="block-q=16 block-kv=32" \
+// RUN:   | FileCheck %s --check-prefix=FACTOR
 // RUN: not flashc-opt %t/mha.mlir --flash-tile="block-q=65537" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=HUGE-Q
 
@@ -382,4 +385,17 @@ func.func @dynamic_heads(%q: tensor<1x?x1x16x8xf32>, %k: tensor<1x?x16x8xf32>,
   %o = flash.finalize ins(%r#0, %r#1, %r#2 : tensor<1x?x1x16x8xf32>, tensor<1x?x1x16xf32>, tensor<1x?x1x16xf32>)
       outs(%out : tensor<1x?x1x16x8xf32>) -> tensor<1x?x1x16x8xf32>
   return %o : tensor<1x?x1x16x8xf32>
+}
+
+//--- scale-factor.mlir
+// FACTOR-LABEL: func.func @scale_factor
+// FACTOR-SAME: %[[S:[^:]+]]: f32
+// FACTOR: scf.forall
+// FACTOR: scf.for
+// FACTOR: flash.attention_step {{.+}} scale = 2.500000e-01 scale_factor(%[[S]])
+func.func @scale_factor(%q: tensor<1x2x40x16xf32>, %k: tensor<1x1x70x16xf32>,
+                        %v: tensor<1x1x70x16xf32>, %s: f32) -> tensor<1x2x40x16xf32> {
+  %o = flash.attention %q, %k, %v scale = 0.25 scale_factor(%s) causal
+      : tensor<1x2x40x16xf32>, tensor<1x1x70x16xf32>, tensor<1x1x70x16xf32> -> tensor<1x2x40x16xf32>
+  return %o : tensor<1x2x40x16xf32>
 }

@@ -125,7 +125,12 @@ def Flash_AttentionOp : Flash_Op<"attention", [Pure]> {
     (`Hq = Hkv`), grouped-query (`Hq = G * Hkv`) and multi-query (`Hkv = 1`)
     attention.
 
-    `scale` defaults to `1/sqrt(D)` and must be finite and positive. With
+    `scale` defaults to `1/sqrt(D)` and must be finite and positive. The
+    optional f32 operand `scale_factor` multiplies it at run time: a kernel
+    compiled with `scale = 1.0` and a `scale_factor` argument serves every
+    softmax scale. The factor must be finite and positive when the op runs
+    (the runtime checks it at each call; max(c s) = c max(s) holds only for
+    c > 0). With
     `causal`, key `j` is masked for query `i` when `j > i + (Nk - Nq)`: the
     mask is aligned to the bottom-right corner, so when `Nk > Nq` (decoding
     against a KV cache) the last query sees every key. A query row with no
@@ -155,19 +160,25 @@ def Flash_AttentionOp : Flash_Op<"attention", [Pure]> {
     %o, %lse = flash.attention %q, %k, %v scale = 1.250000e-01 causal
         : tensor<2x32x?x128xbf16>, tensor<2x8x?x128xbf16>, tensor<2x8x?x128xbf16>
         -> tensor<2x32x?x128xbf16>, tensor<2x32x?xf32>
+    // The scale as a run-time value:
+    %o2 = flash.attention %q, %k, %v scale = 1.000000e+00 scale_factor(%s)
+        : tensor<2x32x?x128xbf16>, tensor<2x8x?x128xbf16>, tensor<2x8x?x128xbf16>
+        -> tensor<2x32x?x128xbf16>
     ```
   }];
 
   let arguments = (ins Flash_AttentionTensor:$query,
                        Flash_AttentionTensor:$key,
                        Flash_AttentionTensor:$value,
+                       Optional<F32>:$scale_factor,
                        OptionalAttr<F32Attr>:$scale,
                        UnitAttr:$causal);
   let results = (outs Flash_AttentionTensor:$out,
                       Optional<RankedTensorOf<[F32]>>:$lse);
 
   let assemblyFormat = [{
-    $query `,` $key `,` $value (`scale` `=` $scale^)? (`causal` $causal^)?
+    $query `,` $key `,` $value (`scale` `=` $scale^)?
+    (`scale_factor` `(` $scale_factor^ `)`)? (`causal` $causal^)?
     attr-dict `:` type($query) `,` type($key) `,` type($value)
     `->` type($out) (`,` type($lse)^)?
   }];
@@ -177,11 +188,13 @@ def Flash_AttentionOp : Flash_Op<"attention", [Pure]> {
     // Infers the result types from the operands; `scale` may be null (the
     // default 1/sqrt(D) then applies).
     OpBuilder<(ins "Value":$query, "Value":$key, "Value":$value,
-                   "FloatAttr":$scale, "bool":$causal, "bool":$withLse)>
+                   "FloatAttr":$scale, "bool":$causal, "bool":$withLse,
+                   CArg<"Value", "Value()">:$scaleFactor)>
   ];
 
   let extraClassDeclaration = [{
-    /// The softmax scale: `scale` if set, else 1/sqrt(D).
+    /// The compile-time softmax scale: `scale` if set, else 1/sqrt(D); a
+    /// `scale_factor` multiplies it at run time.
     double getEffectiveScale();
     /// Number of query heads sharing one key/value head (Hq / Hkv).
     int64_t getGroupSize();
@@ -205,6 +218,7 @@ def Flash_StateBuffer : AnyTypeOf<[RankedTensorOf<[F32]>, MemRefOf<[F32]>],
                                   "ranked tensor or memref of f32">;
 
 def Flash_AttentionStepOp : Flash_Op<"attention_step", [
+    AttrSizedOperandSegments,
     DeclareOpInterfaceMethods<DestinationStyleOpInterface>,
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "One online-softmax step of a Q block against a KV block";
@@ -223,6 +237,9 @@ def Flash_AttentionStepOp : Flash_Op<"attention_step", [
     l'    = alpha * l + sum_c p_c
     acc'  = alpha * acc + sum_c p_c V[c, :]
     ```
+
+    The optional f32 operand `scale_factor` multiplies `scale` at run time
+    (it must then be finite and positive), as for `flash.attention`.
 
     The state is f32 whatever the element type of Q, K and V. When the
     optional `mask` offset `o` is present, column `c` is masked for row `r`
@@ -250,6 +267,7 @@ def Flash_AttentionStepOp : Flash_Op<"attention_step", [
                        Optional<Index>:$mask_offset,
                        Flash_StateBuffer:$acc, Flash_StateBuffer:$max,
                        Flash_StateBuffer:$sum,
+                       Optional<F32>:$scale_factor,
                        F32Attr:$scale, UnitAttr:$key_transposed);
   let results = (outs Variadic<RankedTensorOf<[F32]>>:$results);
 
@@ -257,7 +275,9 @@ def Flash_AttentionStepOp : Flash_Op<"attention_step", [
     `ins` `(` $query `,` $key `,` $value `:` type($query) `,` type($key) `,`
     type($value) `)` (`mask` `(` $mask_offset^ `)`)?
     `outs` `(` $acc `,` $max `,` $sum `:` type($acc) `,` type($max) `,`
-    type($sum) `)` `scale` `=` $scale (`key_transposed` $key_transposed^)?
+    type($sum) `)` `scale` `=` $scale
+    (`scale_factor` `(` $scale_factor^ `)`)?
+    (`key_transposed` $key_transposed^)?
     attr-dict (`->` type($results)^)?
   }];
   let hasVerifier = 1;
