@@ -474,14 +474,16 @@ mlir::flash::computeCostReport(const TargetInfo &target,
 
 namespace {
 
+/// One row of the traffic table, with `mark` after it.
 void printTrafficRow(llvm::raw_ostream &os, llvm::StringRef name,
                      std::optional<TileSizes> tiles, const HbmTraffic &t,
-                     double ratio) {
+                     double ratio, llvm::StringRef mark = "") {
   std::string br = tiles ? std::to_string(tiles->blockQ) : "-";
   std::string bc = tiles ? std::to_string(tiles->blockKV) : "-";
-  os << llvm::formatv("                  {0,-11} {1,5} {2,5} {3,16} {4,16} "
-                      "{5,16} {6,9:f2}\n",
-                      name, br, bc, t.reads, t.writes, t.total(), ratio);
+  os << llvm::formatv("                  {0,-21} {1,5} {2,5} {3,16} {4,16} "
+                      "{5,16} {6,9:f2}{7}\n",
+                      name, br, bc, t.reads, t.writes, t.total(), ratio,
+                      mark.empty() ? std::string() : "  <- " + mark.str());
 }
 
 llvm::json::Object trafficToJSON(const HbmTraffic &t, double ratio) {
@@ -511,15 +513,39 @@ void mlir::flash::printCostReport(const CostReport &r, llvm::raw_ostream &os) {
                       s.causal ? "causal" : "not causal");
   os << llvm::formatv("  flops           dense {0}, causal {1}, schedule {2}\n",
                       r.denseFlops, r.causalFlops, r.scheduleFlops);
-  os << llvm::formatv("  hbm elements    {0,-11} {1,5} {2,5} {3,16} {4,16} "
+  // The loop orders are named by what they count: which loop is outer
+  // decides which operands are read again on every pass of the inner one.
+  os << llvm::formatv("  hbm elements    {0,-21} {1,5} {2,5} {3,16} {4,16} "
                       "{5,16} {6,9}\n",
-                      "order", "Br", "Bc", "reads", "writes", "total",
+                      "loop order", "Br", "Bc", "reads", "writes", "total",
                       "x model");
-  printTrafficRow(os, "standard", std::nullopt, r.standard,
+  printTrafficRow(os, "standard (3 passes)", std::nullopt, r.standard,
                   r.standardRatioToModel);
-  printTrafficRow(os, "algorithm1", r.algorithm1.tiles, r.algorithm1.traffic,
-                  r.algorithm1.ratioToModel);
-  printTrafficRow(os, "fa2", r.fa2.tiles, r.fa2.traffic, r.fa2.ratioToModel);
+  // The order a kernel runs: the schedule's on the CPU; the GPU kernels
+  // (the targets with a wave model) are all q-outer, whatever the schedule
+  // asked.
+  LoopOrder kernelOrder = r.prediction ? LoopOrder::FA2 : r.order;
+  auto mark = [&](LoopOrder order) {
+    return order == kernelOrder ? "kernel"
+           : order == r.order   ? "schedule"
+                                : "";
+  };
+  printTrafficRow(os, "kv-outer (algorithm1)", r.algorithm1.tiles,
+                  r.algorithm1.traffic, r.algorithm1.ratioToModel,
+                  mark(LoopOrder::Algorithm1));
+  printTrafficRow(os, "q-outer (fa2)", r.fa2.tiles, r.fa2.traffic,
+                  r.fa2.ratioToModel, mark(LoopOrder::FA2));
+  os << llvm::formatv(
+      "  loop orders     kv-outer reads K, V once but Q, O, l, m once per KV "
+      "block ({0} blocks); q-outer reads Q, writes O once but reads K, V once "
+      "per Q block ({1} blocks)\n",
+      r.algorithm1.coverage.blocksKV, r.fa2.coverage.blocksQ);
+  int64_t group = s.heads / s.kvHeads;
+  if (group > 1)
+    os << llvm::formatv("                  both per query head: a tile "
+                        "packing the {0} query heads of a KV head reads its "
+                        "K, V blocks {0}x less often\n",
+                        group);
   os << llvm::formatv("  io model        N^2 d^2 / M = {0:f2} elements\n",
                       r.ioModelElements);
   os << llvm::formatv("  schedule        {0}, Br={1} Bc={2}, {3} x {4} blocks, "

@@ -274,7 +274,13 @@ llvm::Expected<CostReport> computeCostReport(const TargetInfo &target,
                                              const AttentionShape &shape,
                                              const CostOptions &options = {});
 
-/// Prints the report as aligned, human-readable text.
+/// Prints the report as aligned, human-readable text. The traffic rows name
+/// the loop orders by which loop is outer: "kv-outer (algorithm1)" reads K
+/// and V once and the Q, O, l and m blocks once per KV block, "q-outer
+/// (fa2)" reads Q and writes O once and reads the K and V blocks once per Q
+/// block; a line says so with the block counts. "<- kernel" marks the order
+/// a kernel runs (the schedule's on the CPU, q-outer on a GPU), and
+/// "<- schedule" the schedule's when a GPU kernel would not run it.
 void printCostReport(const CostReport &report, llvm::raw_ostream &os);
 
 /// The report as JSON. The keys are stable (a `flashc cost --json` reads
