@@ -164,8 +164,8 @@ llvm::Expected<std::vector<bool>> both(const Options &o, llvm::StringRef name,
 int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
   llvm::Expected<Options> parsed = Options::parse(
       args, {"no-assemble"},
-      {"targets", "dtypes", "head-dims", "groups", "causal", "lse", "variants",
-       "o"});
+      {"targets", "dtypes", "head-dims", "head-dim-v", "groups", "causal",
+       "lse", "variants", "o"});
   if (!parsed)
     return reportError(parsed.takeError());
   const Options &o = *parsed;
@@ -193,6 +193,13 @@ int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
     return reportError(causal.takeError());
   if (!lse)
     return reportError(lse.takeError());
+  // V's head dim: one for every variant, or (0) each variant's head dim.
+  llvm::Expected<int64_t> headDimV = o.integer("head-dim-v", 0);
+  if (!headDimV)
+    return reportError(headDimV.takeError());
+  if (o.has("head-dim-v") && *headDimV <= 0)
+    return reportError(llvm::createStringError(
+        "--head-dim-v must be positive, got " + std::to_string(*headDimV)));
   flashc::runtime::Bundle bundle;
   bool assemble = !o.has("no-assemble");
   for (const std::string &target : *targets) {
@@ -216,6 +223,7 @@ int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
                   return reportError(llvm::createStringError(
                       "--head-dims and --groups take integers"));
                 spec.kvHeads = 1;
+                spec.headDimV = *headDimV;
                 spec.dtype = *dtype;
                 spec.causal = isCausal;
                 spec.withLse = withLse;
