@@ -20,4 +20,4 @@ echo "=== after flashc-opt --flash-fuse-attention ==="
 "$build/bin/flashc-opt" --flash-fuse-attention "$example"
 echo
 echo "=== flashc (the built-in example: compile, run, check, cost) ==="
-"$build/bin/flashc"
+"$build/bin/flashc" run

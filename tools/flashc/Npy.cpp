@@ -7,20 +7,39 @@
 
 #include "Npy.h"
 
-#include "flashc/Support/Npy.h"
-
 #include <cstring>
 
 using namespace mlir::flash;
+using flashc::NpyArray;
 
-llvm::Error flashc::readNpy(llvm::StringRef path, HostTensor &tensor) {
+llvm::Expected<NpyArray> flashc::readNpyInput(llvm::StringRef path) {
   NpyArray array;
   std::string error;
-  if (!readNpy(path.str(), array, error, &tensor.getSizes()))
+  if (!readNpy(path.str(), array, error))
     return llvm::createStringError(error);
   if (array.descr != "<f4" && array.descr != "<f2")
     return llvm::createStringError(path.str() + ": unsupported dtype '" +
                                    array.descr + "'; expected '<f4' or '<f2'");
+  return array;
+}
+
+DType flashc::getNpyDType(const NpyArray &array) {
+  return array.descr == "<f2" ? DType::F16 : DType::F32;
+}
+
+std::string flashc::formatNpyShape(llvm::ArrayRef<int64_t> shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+llvm::Error flashc::copyNpy(llvm::StringRef path, const NpyArray &array,
+                            HostTensor &tensor) {
+  if (array.shape != tensor.getSizes())
+    return llvm::createStringError(path.str() + ": has shape " +
+                                   formatNpyShape(array.shape) + ", expected " +
+                                   formatNpyShape(tensor.getSizes()));
   bool half = array.descr == "<f2";
   for (int64_t i = 0; i < tensor.getNumElements(); ++i) {
     if (half) {

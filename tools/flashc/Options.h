@@ -31,6 +31,11 @@ public:
                                        const std::set<std::string> &valued);
 
   bool has(llvm::StringRef name) const { return values.count(name); }
+  /// Sets `--name value` as if the command line had it (`flashc run` takes
+  /// sizes from its input files this way).
+  void set(llvm::StringRef name, llvm::StringRef value) {
+    values[name] = value.str();
+  }
   std::string str(llvm::StringRef name, llvm::StringRef dflt = "") const;
   llvm::Expected<int64_t> integer(llvm::StringRef name, int64_t dflt) const;
   llvm::Expected<double> real(llvm::StringRef name, double dflt) const;

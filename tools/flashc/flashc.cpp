@@ -3,15 +3,19 @@
 // flashc's main job: compile an attention problem, run it, check it against
 // a float64 reference and report its cost. Subcommands:
 //
-//   flashc [run]   compile, run, check, time, and print the cost report
-//                  (GPU targets: on the CUDA device, or --simulate)
-//   flashc compile --emit mlir|llvm|ptx|cubin|manifest [-o FILE]
-//                  [--stop-after STAGE]
-//   flashc cost    [--sram-bytes N] [--json] [--target cpu|sm_80|sm_90a]
-//   flashc bench   flashc's CPU kernel against a 3-pass OpenBLAS attention
-//   flashc bundle  compile GPU kernel variants into a runtime bundle
+//   flashc run       compile, run, check, time, and print the cost report
+//                    (GPU targets: on the CUDA device, or --simulate); with
+//                    no sizes and no input files, a built-in example
+//   flashc compile   --emit mlir|llvm|ptx|cubin|manifest [-o FILE]
+//                    [--stop-after STAGE]
+//   flashc cost      [--sram-bytes N] [--json] [--target cpu|sm_80|sm_90a]
+//   flashc bench     flashc's CPU kernel against a 3-pass OpenBLAS attention
+//   flashc bench-one one measurement of bench, as a JSON line
+//   flashc bundle    compile GPU kernel variants into a runtime bundle
 //
-// With no arguments it runs a built-in example. Bad flags or shapes get a
+// `flashc COMMAND --help` lists a command's options; with no arguments (or
+// --help) flashc lists its commands and exits 0, and --version prints the
+// version. Options with no command are a run. Bad flags or shapes get a
 // one-line error and exit code 1 (2 for a failed numerical check).
 //
 //===----------------------------------------------------------------------===//
@@ -25,55 +29,204 @@
 #include "flashc/Compiler/Reference.h"
 #include "flashc/Target/TargetInfo.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <random>
+#include <set>
 
 using namespace mlir::flash;
 using namespace flashc;
 
 namespace {
 
-const char *kUsage =
-    "usage: flashc [run|compile|cost|bench|bundle] [options]\n"
-    "  problem: --batch B --heads H --kv-heads HKV --seq-q NQ --seq-kv NK\n"
-    "           --head-dim D [--head-dim-v DV] --dtype f32|f16|bf16\n"
-    "           [--causal] [--scale S] [--target cpu|sm_80|sm_90a]\n"
-    "           [--lse] (run: --lse F.npy writes the log-sum-exp)\n"
-    "  schedule: [--loop-order fa2|algorithm1] [--block-q N] [--block-kv N]\n"
-    "            [--splits N] [--threads N] [--sram-bytes N]\n"
-    "            [--vector-lanes 8|16] (CPU; default: the host's)\n"
-    "            [--bf16-dot off|host|on] (CPU: bf16 decode by vdpbf16ps)\n"
-    "            [--scalef off|host|on] (CPU: softmax 2^x by vscalefps)\n"
-    "            [--kt-reuse on|off] (CPU prefill: S chunk by chunk of K^T\n"
-    "            across the row blocks, or row block by row block)\n"
-    "            [--ablate qk,softmax,pv] (CPU, run: time the kernel with "
-    "those\n"
-    "            phases left out; no check, the results are wrong)\n"
-    "  run:     [--q F.npy --k F.npy --v F.npy] [--out F.npy] [--lse "
-    "F.npy]\n"
-    "           [--iters N] [--check-rows N] [--seed N]\n"
-    "           [--simulate] (GPU targets: run in the PTX simulator)\n"
-    "           [--versus 'SCHEDULE OPTIONS'] (CPU: time a second kernel\n"
-    "            with those options, runs interleaved, and check both)\n"
-    "  compile: --emit mlir|llvm|ptx|cubin|manifest [-o FILE] [--stop-after "
-    "STAGE]\n"
-    "  cost:    [--json]\n"
-    "  bench:   [--sizes 512,1024,...] [--head-dims 64,128] [--heads H]\n"
-    "           [--iters N] [--rounds R] [--adjacent] [--json FILE]\n"
-    "           | --decode-loop STEPS [--seq-kv START]\n"
-    "           | --decode [--seq-kv 32768,65536] [--threads T] [--iters N]\n"
-    "  bundle:  -o DIR [--targets sm_80,sm_90a] [--dtypes f16,bf16]\n"
-    "           [--head-dims 64,128,256] [--groups 1,4]\n"
-    "           [--causal yes|no|both] [--lse yes|no|both]\n"
-    "           [--variants prefill,decode] [--no-assemble]\n";
+/// What `flashc`, `flashc --help` and `flashc help` print.
+const char *kOverview =
+    "usage: flashc COMMAND [options]\n"
+    "\n"
+    "Compiles attention kernels for the CPU and for NVIDIA GPUs (sm_80,\n"
+    "sm_90a), runs them, checks them against a float64 reference and reports\n"
+    "their cost.\n"
+    "\n"
+    "commands:\n"
+    "  run        compile, run, check and time one problem, then print its\n"
+    "             cost report (no sizes: the built-in example)\n"
+    "  compile    print the IR after a stage, LLVM IR, PTX, a cubin or a\n"
+    "             kernel manifest\n"
+    "  cost       the cost model's report: FLOPs, HBM traffic, GPU wave model\n"
+    "  bench      flashc's CPU kernel against 3-pass attention on OpenBLAS\n"
+    "  bench-one  one measurement of the benchmark, as one JSON line\n"
+    "  bundle     compile GPU kernel variants into a runtime bundle\n"
+    "\n"
+    "`flashc COMMAND --help` lists a command's options; `flashc --version`\n"
+    "prints the version. Exit status: 0 on success (and for this text), 1 for\n"
+    "a bad option, shape or file (one `flashc: error:` line), 2 when a\n"
+    "numerical check failed.\n";
+
+/// The problem options of run, compile and cost. `lse` is how --lse reads
+/// for the command.
+std::string problemHelp(llvm::StringRef lse) {
+  return (llvm::Twine(
+              "problem (defaults: batch 1, heads 1, kv-heads = heads, seq-q "
+              "1,\n"
+              "seq-kv = seq-q, head-dim 64, head-dim-v = head-dim, f32, cpu):\n"
+              "  --batch B --heads H --kv-heads HKV --seq-q NQ --seq-kv NK\n"
+              "  --head-dim D --head-dim-v DV --dtype f32|f16|bf16\n"
+              "  --causal            mask keys after the query (bottom-right "
+              "aligned)\n"
+              "  --scale S           softmax scale (default 1/sqrt(D))\n"
+              "  --target cpu|sm_80|sm_90a\n") +
+          lse + "\n\n")
+      .str();
+}
+
+const char *kScheduleHelp =
+    "schedule:\n"
+    "  --loop-order fa2|algorithm1   q-outer (the default) or kv-outer\n"
+    "  --block-q N --block-kv N      tile sizes (default: sized to the "
+    "SRAM)\n"
+    "  --splits N --threads N --sram-bytes N\n"
+    "  --vector-lanes 8|16           CPU; default: the host's\n"
+    "  --bf16-dot off|host|on        CPU: bf16 decode by vdpbf16ps\n"
+    "  --scalef off|host|on          CPU: the softmax's 2^x by vscalefps\n"
+    "  --kt-reuse on|off             CPU prefill: S chunk by chunk of K^T\n"
+    "                                across the row blocks, or row block by\n"
+    "                                row block\n"
+    "\n";
+
+/// One subcommand's `--help`.
+std::string commandHelp(llvm::StringRef command) {
+  if (command == "run")
+    return "usage: flashc run [options]\n"
+           "\n"
+           "Compiles the kernel, runs it on random inputs (or on .npy "
+           "files),\n"
+           "checks it against a float64 reference, times it and prints the "
+           "cost\n"
+           "report. With no sizes and no input files: the built-in example, "
+           "causal\n"
+           "GQA, batch 2, 8 heads over 2 KV heads, 1024 tokens, head dim 64, "
+           "f32\n"
+           "(the other options apply to it).\n"
+           "\n" +
+           problemHelp("  --lse F.npy         also compute the row log-sum-exp "
+                       "and write it") +
+           kScheduleHelp +
+           "run:\n"
+           "  --q F.npy --k F.npy --v F.npy\n"
+           "                      inputs, [B, H, NQ, D], [B, HKV, NK, D] and\n"
+           "                      [B, HKV, NK, DV], f4 or f2; sizes and the "
+           "dtype\n"
+           "                      not on the command line are read from them\n"
+           "  --out F.npy         write the output\n"
+           "  --iters N           timed runs (default: about half a second)\n"
+           "  --check-rows N      rows checked (default 256; 0: all)\n"
+           "  --seed N            of the random inputs and the rows checked\n"
+           "  --simulate          GPU targets: run in the PTX simulator\n"
+           "  --versus 'OPTIONS'  CPU: also time a kernel with those "
+           "schedule\n"
+           "                      options, in turn with the first, and check "
+           "both\n"
+           "  --ablate qk,softmax,pv\n"
+           "                      CPU: time the kernel with those phases left\n"
+           "                      out (no check: the results are wrong)\n";
+  if (command == "compile")
+    return "usage: flashc compile [options]\n"
+           "\n"
+           "Prints the kernel of a problem: the IR after a pipeline stage, "
+           "the\n"
+           "CPU's LLVM IR, or a GPU kernel's PTX, cubin or manifest.\n"
+           "\n" +
+           problemHelp("  --lse               also compute the row "
+                       "log-sum-exp") +
+           kScheduleHelp +
+           "compile:\n"
+           "  --emit mlir|llvm|ptx|cubin|manifest   (default mlir)\n"
+           "  --stop-after STAGE  mlir: the IR after STAGE\n"
+           "  -o FILE             write there (default: standard output)\n";
+  if (command == "cost")
+    return "usage: flashc cost [options]\n"
+           "\n"
+           "Prints the cost model's report of a problem: FLOPs, HBM traffic "
+           "of\n"
+           "standard attention and of both loop orders, the chosen schedule, "
+           "and\n"
+           "on GPU targets the CTA x wave model's predicted time.\n"
+           "\n" +
+           problemHelp("  --lse               also compute the row "
+                       "log-sum-exp") +
+           kScheduleHelp +
+           "cost:\n"
+           "  --json              the report as JSON\n";
+  if (command == "bench")
+    return "usage: flashc bench [options]\n"
+           "\n"
+           "flashc's CPU kernel (f32, batch 1) against standard 3-pass "
+           "attention\n"
+           "on OpenBLAS, each configuration measured in its own process, "
+           "against\n"
+           "the one-core sgemm ceiling measured in the same run.\n"
+           "\n"
+           "  --sizes N,...       sequence lengths (default "
+           "512,1024,2048,4096,8192)\n"
+           "  --head-dims D,...   (default 64,128)\n"
+           "  --heads H           (default 8)\n"
+           "  --threads T         (default: the host's)\n"
+           "  --iters N           timed runs per measurement (default 3)\n"
+           "  --rounds R          repeat the rows R times, keep the fastest\n"
+           "  --adjacent          also measure the ceiling between every two "
+           "rows\n"
+           "  --json FILE         write the rows as JSON\n"
+           "  --decode-loop STEPS [--seq-kv START]\n"
+           "                      decode steps over a growing KV cache: one\n"
+           "                      compile\n"
+           "  --decode [--seq-kv N,...] [--threads T] [--iters N]\n"
+           "                      decode KV read rates against the copy and "
+           "read\n"
+           "                      bandwidth\n";
+  if (command == "bench-one")
+    return "usage: flashc bench-one [options]\n"
+           "\n"
+           "One measurement of `flashc bench`, printed as one JSON line.\n"
+           "\n"
+           "  --impl flashc|blas|sgemm|peak\n"
+           "                      flashc's kernel, 3-pass OpenBLAS attention, "
+           "one\n"
+           "                      square sgemm of side --seq, or one core's "
+           "FMA\n"
+           "                      and vdpbf16ps rates (default flashc)\n"
+           "  --seq N --head-dim D --heads H   (default 1024, 64, 8)\n"
+           "  --causal --threads T --iters N\n";
+  if (command == "bundle")
+    return "usage: flashc bundle -o DIR [options]\n"
+           "\n"
+           "Compiles one GPU kernel variant per combination of the lists "
+           "below\n"
+           "and writes them with a manifest.json that the runtime loads "
+           "without\n"
+           "the compiler.\n"
+           "\n"
+           "  -o DIR              the bundle directory\n"
+           "  --targets sm_80,sm_90a   --dtypes f16,bf16\n"
+           "  --head-dims 64,128,256   --groups 1,4   (query heads per KV "
+           "head)\n"
+           "  --head-dim-v DV     V's head dim (default: each head dim)\n"
+           "  --causal yes|no|both (default both)   --lse yes|no|both "
+           "(default no)\n"
+           "  --variants prefill,decode\n"
+           "  --no-assemble       PTX only (no ptxas: registers unknown)\n";
+  return "";
+}
 
 /// The built-in example: causal GQA prefill, 2 x 8 heads (2 KV heads) x
 /// 1024 tokens x 64, f32.
@@ -89,19 +242,27 @@ AttentionSpec builtinExample() {
   return spec;
 }
 
-/// Parses the options of a subcommand and the problem they describe. A name
-/// in `extraValued` that is also a shape flag (`--lse`) takes a value here.
-llvm::Error parseProblem(llvm::ArrayRef<const char *> args,
-                         const std::set<std::string> &extraFlags,
-                         const std::set<std::string> &extraValued,
-                         Options &options, AttentionSpec &spec,
-                         PipelineConfig &config) {
+/// Parses the options of a subcommand that describes a problem. A name in
+/// `extraValued` that is also a shape flag (`--lse`) takes a value here.
+llvm::Expected<Options> parseProblemOptions(
+    llvm::ArrayRef<const char *> args, const std::set<std::string> &extraFlags,
+    const std::set<std::string> &extraValued) {
   std::set<std::string> flags = shapeFlags(), valued = shapeValued();
   flags.insert(extraFlags.begin(), extraFlags.end());
   valued.insert(extraValued.begin(), extraValued.end());
   for (const std::string &name : extraValued)
     flags.erase(name);
-  llvm::Expected<Options> parsed = Options::parse(args, flags, valued);
+  return Options::parse(args, flags, valued);
+}
+
+/// Parses the options of a subcommand and the problem they describe.
+llvm::Error parseProblem(llvm::ArrayRef<const char *> args,
+                         const std::set<std::string> &extraFlags,
+                         const std::set<std::string> &extraValued,
+                         Options &options, AttentionSpec &spec,
+                         PipelineConfig &config) {
+  llvm::Expected<Options> parsed =
+      parseProblemOptions(args, extraFlags, extraValued);
   if (!parsed)
     return parsed.takeError();
   options = std::move(*parsed);
@@ -175,14 +336,152 @@ llvm::Expected<PipelineConfig> parseVersus(llvm::StringRef text,
   return config;
 }
 
-int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
-  Options o;
+/// An input file of `flashc run` (--q, --k or --v) and the array it holds.
+struct InputFile {
+  const char *flag;
+  std::string path;
+  NpyArray array;
+};
+
+/// Takes the sizes and the dtype of the problem from the input files. Each
+/// file's dimensions are sizes of the problem: q is [batch, heads, seq-q,
+/// head-dim], k [batch, kv-heads, seq-kv, head-dim] and v [batch, kv-heads,
+/// seq-kv, head-dim-v]. A size given on the command line must agree with
+/// every file that has it, and the files with each other; the error names
+/// both. Sizes the command line leaves out are set in `o` from the files,
+/// and so is the dtype (f4 files are f32, f2 files f16) unless --dtype
+/// converts them.
+llvm::Error takeSizesFromInputs(Options &o,
+                                llvm::ArrayRef<InputFile> inputs) {
+  static const std::map<std::string, std::array<const char *, 4>> kDims = {
+      {"q", {"batch", "heads", "seq-q", "head-dim"}},
+      {"k", {"batch", "kv-heads", "seq-kv", "head-dim"}},
+      {"v", {"batch", "kv-heads", "seq-kv", "head-dim-v"}}};
+  // Per size, its value and the file it came from.
+  std::map<std::string, std::pair<int64_t, const InputFile *>> fromFiles;
+  auto describe = [](const InputFile &file) {
+    return "--" + std::string(file.flag) + " " + file.path + " (shape " +
+           formatNpyShape(file.array.shape) + ")";
+  };
+  for (const InputFile &file : inputs) {
+    const std::array<const char *, 4> &dims = kDims.at(file.flag);
+    if (file.array.shape.size() != 4)
+      return llvm::createStringError(llvm::formatv(
+          "{0} has {1} dimensions; --{2} takes [{3}, {4}, {5}, {6}]",
+          describe(file), file.array.shape.size(), file.flag, dims[0], dims[1],
+          dims[2], dims[3]));
+    for (size_t i = 0; i < 4; ++i) {
+      int64_t value = file.array.shape[i];
+      llvm::StringRef name = dims[i];
+      if (o.has(name)) {
+        llvm::Expected<int64_t> given = o.integer(name, 0);
+        if (!given)
+          return given.takeError();
+        if (*given != value)
+          return llvm::createStringError(llvm::formatv(
+              "--{0} {1} disagrees with {2}, whose {0} is {3}", name, *given,
+              describe(file), value));
+        continue;
+      }
+      auto [it, inserted] = fromFiles.try_emplace(name.str(), value, &file);
+      if (!inserted && it->second.first != value)
+        return llvm::createStringError(llvm::formatv(
+            "{0} has {1} {2}, but {3} has {1} {4}", describe(*it->second.second),
+            name, it->second.first, describe(file), value));
+    }
+  }
+  for (const auto &[name, value] : fromFiles)
+    o.set(name, std::to_string(value.first));
+  if (!o.has("dtype") && !inputs.empty()) {
+    const InputFile &first = inputs.front();
+    for (const InputFile &file : inputs)
+      if (file.array.descr != first.array.descr)
+        return llvm::createStringError(
+            describe(first) + " holds '" + first.array.descr + "' elements, " +
+            describe(file) + " '" + file.array.descr +
+            "'; give --dtype to convert both");
+    o.set("dtype", stringifyDType(getNpyDType(first.array)).str());
+  }
+  return llvm::Error::success();
+}
+
+/// One line about a kernel: its target, dtype, head dims, GQA group and
+/// options, e.g. "cpu, f32, head-dim 64, 4 query heads per KV head, causal".
+std::string describeKernel(const AttentionSpec &spec,
+                           const PipelineConfig &config) {
+  std::string text = config.target + ", " + stringifyDType(spec.dtype).str() +
+                     ", head-dim " + std::to_string(spec.headDim);
+  if (spec.valueDim() != spec.headDim)
+    text += "/" + std::to_string(spec.valueDim());
+  int64_t group = spec.heads / spec.kvHeads;
+  text += group == 1 ? std::string(", 1 query head per KV head")
+                     : llvm::formatv(", {0} query heads per KV head", group)
+                           .str();
+  if (spec.causal)
+    text += ", causal";
+  if (spec.withLse)
+    text += ", log-sum-exp";
+  if (config.isGPU())
+    text += spec.isDecode() ? ", decode" : ", prefill";
+  return text;
+}
+
+/// Compiles the kernel of `spec` through the process's JIT, which compiles
+/// a kernel at its first use and caches it by (spec, target, schedule
+/// options); batch, head counts and lengths are arguments of the kernel.
+/// A first use takes a while and says so on stderr first; `what` tells two
+/// kernels of one run apart.
+llvm::Expected<std::shared_ptr<const Kernel>>
+compileAnnounced(const AttentionSpec &spec, const PipelineConfig &config,
+                 llvm::StringRef what = "") {
+  // The configurations asked for in this process. The driver asks for at
+  // most two kernels of one spec, and nothing else fills the JIT's cache,
+  // so a configuration not asked for before is compiled.
+  static std::set<std::string> asked;
+  Compiler &jit = Compiler::global();
+  if (asked.insert(config.str()).second) {
+    // What is printed before comes first, when both go to one place.
+    llvm::outs().flush();
+    llvm::errs() << "compiling attention kernel for "
+                 << describeKernel(spec, config) << what << " (first use)\n";
+    llvm::errs().flush();
+  }
+  return jit.compile(spec, config.target, config);
+}
+
+int runCommand(llvm::ArrayRef<const char *> args) {
+  llvm::Expected<Options> parsed =
+      parseProblemOptions(args, {"simulate"},
+                          {"q", "k", "v", "out", "lse", "iters", "check-rows",
+                           "seed", "versus"});
+  if (!parsed)
+    return reportError(parsed.takeError());
+  Options &o = *parsed;
+  // Input files, read whole before anything is sized: their shapes give
+  // the sizes the command line leaves out.
+  std::vector<InputFile> inputs;
+  for (const char *flag : {"q", "k", "v"}) {
+    if (!o.has(flag))
+      continue;
+    llvm::Expected<NpyArray> array = readNpyInput(o.str(flag));
+    if (!array)
+      return reportError(array.takeError());
+    inputs.push_back({flag, o.str(flag), std::move(*array)});
+  }
+  // No sizes and no input files: the built-in example, with whatever else
+  // the command line says applied to it.
+  bool builtin =
+      inputs.empty() && llvm::none_of(std::initializer_list<const char *>{
+                                          "batch", "heads", "kv-heads", "seq-q",
+                                          "seq-kv", "head-dim", "head-dim-v"},
+                                      [&](const char *n) { return o.has(n); });
+  if (llvm::Error e = takeSizesFromInputs(o, inputs))
+    return reportError(std::move(e));
   AttentionSpec spec = builtin ? builtinExample() : AttentionSpec();
   PipelineConfig config;
-  if (llvm::Error e = parseProblem(args, {"simulate"},
-                                   {"q", "k", "v", "out", "lse", "iters",
-                                    "check-rows", "seed", "versus"},
-                                   o, spec, config))
+  if (llvm::Error e = readSpec(o, spec))
+    return reportError(std::move(e));
+  if (llvm::Error e = readConfig(o, config))
     return reportError(std::move(e));
   bool gpu = config.isGPU();
   if (o.has("simulate") && !gpu)
@@ -239,7 +538,7 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
              &lse = *lseAlloc;
 
   if (builtin)
-    llvm::outs() << "flashc: running the built-in example (see `flashc "
+    llvm::outs() << "flashc: running the built-in example (see `flashc run "
                     "--help` for options)\n";
   printSpec(spec, llvm::outs());
   unsigned seed =
@@ -248,9 +547,12 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
   std::normal_distribution<double> normal;
   for (auto [name, tensor] :
        {std::pair<const char *, HostTensor *>{"q", &q}, {"k", &k}, {"v", &v}}) {
-    if (o.has(name)) {
-      if (llvm::Error e = readNpy(o.str(name), *tensor))
+    auto file = llvm::find_if(
+        inputs, [&](const InputFile &f) { return f.flag == name; });
+    if (file != inputs.end()) {
+      if (llvm::Error e = copyNpy(file->path, file->array, *tensor))
         return reportError(std::move(e));
+      file->array = NpyArray();
       continue;
     }
     for (int64_t i = 0; i < tensor->getNumElements(); ++i)
@@ -258,7 +560,7 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
   }
 
   auto start = std::chrono::steady_clock::now();
-  auto kernel = Compiler::global().compile(spec, config.target, config);
+  auto kernel = compileAnnounced(spec, config);
   double compileSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -327,7 +629,7 @@ int runCommand(llvm::ArrayRef<const char *> args, bool builtin) {
       return reportError(std::move(e));
     if (versus) {
       llvm::Expected<std::shared_ptr<const Kernel>> k2 =
-          Compiler::global().compile(spec, versus->target, *versus);
+          compileAnnounced(spec, *versus, ", --versus '" + versusText + "'");
       if (!k2)
         return reportError(k2.takeError());
       other = *k2;
@@ -586,23 +888,54 @@ int costCommand(llvm::ArrayRef<const char *> args) {
 
 namespace {
 
+/// True when `args` ask for help: --help or -h anywhere.
+bool wantsHelp(llvm::ArrayRef<const char *> args) {
+  return llvm::any_of(args, [](const char *a) {
+    return llvm::StringRef(a) == "--help" || llvm::StringRef(a) == "-h";
+  });
+}
+
 int dispatch(int argc, char **argv) {
   llvm::ArrayRef<const char *> args(const_cast<const char **>(argv) + 1,
                                     argc - 1);
-  if (!args.empty() && (llvm::StringRef(args[0]) == "--help" ||
-                        llvm::StringRef(args[0]) == "-h" ||
-                        llvm::StringRef(args[0]) == "help")) {
-    llvm::outs() << kUsage;
+  // No arguments: what flashc does, not a run (`flashc run` runs the
+  // built-in example).
+  if (args.empty()) {
+    llvm::outs() << kOverview;
     return 0;
   }
-  if (args.empty())
-    return runCommand({}, /*builtin=*/true);
   llvm::StringRef command = args[0];
+  if (command == "--version") {
+    llvm::outs() << "flashc " << FLASHC_VERSION << " (LLVM "
+                 << LLVM_VERSION_STRING << ")\n";
+    return 0;
+  }
+  if (command == "--help" || command == "-h" ||
+      (command == "help" && args.size() == 1)) {
+    llvm::outs() << kOverview;
+    return 0;
+  }
+  // `flashc help COMMAND`, `flashc COMMAND --help`.
+  bool help = command == "help" || wantsHelp(args.drop_front());
+  if (command == "help")
+    command = args[1];
+  // Options with no command: a run.
   if (command.starts_with("--"))
-    return runCommand(args, /*builtin=*/false);
-  args = args.drop_front();
+    command = "run";
+  else
+    args = args.drop_front();
+  std::string text = commandHelp(command);
+  if (text.empty())
+    return reportError(llvm::createStringError(
+        "unknown command '" + command +
+        "'; expected run, compile, cost, bench, bench-one or bundle (see "
+        "flashc --help)"));
+  if (help) {
+    llvm::outs() << text;
+    return 0;
+  }
   if (command == "run")
-    return runCommand(args, /*builtin=*/args.empty());
+    return runCommand(args);
   if (command == "compile")
     return compileCommand(args);
   if (command == "cost")
@@ -611,11 +944,7 @@ int dispatch(int argc, char **argv) {
     return benchCommand(args, argv[0]);
   if (command == "bench-one")
     return benchOneCommand(args);
-  if (command == "bundle")
-    return bundleCommand(args);
-  return reportError(llvm::createStringError(
-      "unknown command '" + command +
-      "'; expected run, compile, cost, bench or bundle (see flashc --help)"));
+  return bundleCommand(args);
 }
 
 } // namespace
