@@ -55,7 +55,8 @@ cuda_tool() {
     { [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/$1" ] &&
       echo "${CUDA_HOME:-/usr/local/cuda}/bin/$1"; }
 }
-nvcc_bin=$(cuda_tool nvcc)
+# FLASHC_NVCC, when set (even empty: none), names nvcc instead.
+nvcc_bin=${FLASHC_NVCC-$(cuda_tool nvcc)}
 sanitizer=$(cuda_tool compute-sanitizer)
 start=$(date +%s)
 status=0

@@ -8,14 +8,19 @@
 #   scripts/test.sh              # build/ (Release)
 #   scripts/test.sh --sanitize   # build-sanitize/: ASan + UBSan and
 #                                # assertions, the same suite, no report
-#                                # allowed
+#                                # allowed; built as without the CUDA
+#                                # toolkit
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 if [ "${1:-}" = "--sanitize" ]; then
   export BUILD_DIR="${SANITIZE_BUILD_DIR:-$root/build-sanitize}"
-  export FLASHC_CMAKE_ARGS="-DFLASHC_SANITIZE=ON"
+  # The sanitized tree is also the build without the CUDA toolkit
+  # (FLASHC_USE_CUDA_TOOLKIT=OFF: no cuda.h, ptxas or nvcc; the tests that
+  # need them are skipped, each with its reason), so that CI proves both
+  # in two builds; build/ keeps the ptxas and nvcc checks.
+  export FLASHC_CMAKE_ARGS="-DFLASHC_SANITIZE=ON -DFLASHC_USE_CUDA_TOOLKIT=OFF"
   # Abort on the first report of either sanitizer, with a stack trace.
   # LeakSanitizer cannot run in the processes that JIT CPU kernels (the
   # compiler tests, `flashc run` in the lit suite): CMake turns it off

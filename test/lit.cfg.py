@@ -2,7 +2,6 @@
 # lit configuration for the flashc regression tests.
 
 import os
-import shutil
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -32,20 +31,22 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [config.flashc_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(["flashc-opt", "flashc", "flashc-ptxsim"], tool_dirs)
 
-# nvcc, when present, compiles the CUDA test kernels to PTX for the
-# simulator's tests (`REQUIRES: nvcc`, `%nvcc`).
-nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-if os.path.exists(nvcc):
-    config.available_features.add("nvcc")
-    config.substitutions.append(("%nvcc", nvcc))
-
-# ptxas, when the CUDA toolkit flashc uses by default has it, assembles the
-# GPU kernels: `flashc compile --emit manifest|cubin` and `flashc bundle`
+# The CUDA toolkit's tools, as CMake found them (cmake/FlashcCudaToolkit.cmake;
+# none with FLASHC_USE_CUDA_TOOLKIT=OFF). nvcc compiles the CUDA test
+# kernels to PTX for the simulator's tests (`REQUIRES: nvcc`, `%nvcc`);
+# ptxas, that of the toolkit flashc uses by default, assembles the GPU
+# kernels: `flashc compile --emit manifest|cubin` and `flashc bundle`
 # without --no-assemble run it (`REQUIRES: ptxas`, `%ptxas`).
-ptxas = "/usr/local/cuda/bin/ptxas"
-if os.path.exists(ptxas):
-    config.available_features.add("ptxas")
-    config.substitutions.append(("%ptxas", ptxas))
+for tool, path in (("nvcc", config.flashc_nvcc), ("ptxas", config.flashc_ptxas)):
+    if path:
+        config.available_features.add(tool)
+        config.substitutions.append(("%" + tool, path))
+    else:
+        lit_config.note(
+            "no %s (the CUDA toolkit is missing, or hidden by "
+            "FLASHC_USE_CUDA_TOOLKIT=OFF): the tests that REQUIRE it are "
+            "skipped" % tool
+        )
 
 # A FLASHC_SANITIZE=ON build (ASan+UBSan): AddressSanitizer owns SIGSEGV, so
 # tests that rely on LLVM's crash recovery are `UNSUPPORTED: asan`.

@@ -10,9 +10,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CudaDriverApi.h"
+
 #include "flashc/Runtime/Runtime.h"
 
-#include <cuda.h>
 #include <dlfcn.h>
 
 #include <map>
@@ -20,34 +21,17 @@
 
 using namespace flashc;
 using namespace flashc::runtime;
+using namespace flashc::cuda;
 
 namespace {
 
-/// The driver entry points flashc uses.
+/// The driver entry points flashc uses (CudaDriverApi.h).
 struct Driver {
   void *handle = nullptr;
-  CUresult (*cuInit)(unsigned);
-  CUresult (*cuDriverGetVersion)(int *);
-  CUresult (*cuDeviceGetCount)(int *);
-  CUresult (*cuDeviceGet)(CUdevice *, int);
-  CUresult (*cuDeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
-  CUresult (*cuDeviceGetName)(char *, int, CUdevice);
-  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
-  CUresult (*cuCtxGetCurrent)(CUcontext *);
-  CUresult (*cuCtxSetCurrent)(CUcontext);
-  CUresult (*cuModuleLoadDataEx)(CUmodule *, const void *, unsigned,
-                                 CUjit_option *, void **);
-  CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
-  CUresult (*cuFuncSetAttribute)(CUfunction, CUfunction_attribute, int);
-  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned,
-                             unsigned, unsigned, unsigned, unsigned, CUstream,
-                             void **, void **);
-  CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream);
-  CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
-  CUresult (*cuGetErrorString)(CUresult, const char **);
-  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
-  CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
-  CUresult (*cuStreamSynchronize)(CUstream);
+#define FLASHC_CUDA_DECLARE_POINTER(name, symbol, type)                        \
+  name##Fn *name = nullptr;
+  FLASHC_CUDA_DRIVER_FUNCTIONS(FLASHC_CUDA_DECLARE_POINTER)
+#undef FLASHC_CUDA_DECLARE_POINTER
 
   std::string error(CUresult r) const {
     const char *s = nullptr;
@@ -75,25 +59,9 @@ const Driver &getDriver(Status &status) {
           dlsym(d.handle, name));
       ok &= fn != nullptr;
     };
-    sym(d.cuInit, "cuInit");
-    sym(d.cuDriverGetVersion, "cuDriverGetVersion");
-    sym(d.cuDeviceGetCount, "cuDeviceGetCount");
-    sym(d.cuDeviceGet, "cuDeviceGet");
-    sym(d.cuDeviceGetAttribute, "cuDeviceGetAttribute");
-    sym(d.cuDeviceGetName, "cuDeviceGetName");
-    sym(d.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
-    sym(d.cuCtxGetCurrent, "cuCtxGetCurrent");
-    sym(d.cuCtxSetCurrent, "cuCtxSetCurrent");
-    sym(d.cuModuleLoadDataEx, "cuModuleLoadDataEx");
-    sym(d.cuModuleGetFunction, "cuModuleGetFunction");
-    sym(d.cuFuncSetAttribute, "cuFuncSetAttribute");
-    sym(d.cuLaunchKernel, "cuLaunchKernel");
-    sym(d.cuMemAllocAsync, "cuMemAllocAsync");
-    sym(d.cuMemFreeAsync, "cuMemFreeAsync");
-    sym(d.cuGetErrorString, "cuGetErrorString");
-    sym(d.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
-    sym(d.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
-    sym(d.cuStreamSynchronize, "cuStreamSynchronize");
+#define FLASHC_CUDA_RESOLVE(name, symbol, type) sym(d.name, symbol);
+    FLASHC_CUDA_DRIVER_FUNCTIONS(FLASHC_CUDA_RESOLVE)
+#undef FLASHC_CUDA_RESOLVE
     if (!ok) {
       loadStatus = Status::error("the CUDA driver is too old: it lacks "
                                  "entry points flashc needs (CUDA 11.2+)");

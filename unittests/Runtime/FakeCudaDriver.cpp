@@ -37,9 +37,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "flashc/Simulator/Simulator.h"
+#include "CudaDriverApi.h"
 
-#include <cuda.h>
+#include "flashc/Simulator/Simulator.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -51,6 +51,7 @@
 #include <vector>
 
 namespace sim = flashc::sim;
+using namespace flashc::cuda;
 
 namespace {
 
@@ -127,6 +128,14 @@ void writeLog(unsigned numOptions, CUjit_option *options, void **values,
 } // namespace
 
 extern "C" {
+
+// Every entry point the runtime looks up, under the symbol it looks up (a
+// definition below that does not match the runtime's type for it does not
+// compile).
+#define FLASHC_FAKE_CUDA_DECLARE(name, symbol, type)                           \
+  name##Fn name __asm__(symbol);
+FLASHC_CUDA_DRIVER_FUNCTIONS(FLASHC_FAKE_CUDA_DECLARE)
+#undef FLASHC_FAKE_CUDA_DECLARE
 
 CUresult cuInit(unsigned flags) {
   if (flags != 0)

@@ -24,6 +24,8 @@
 #ifndef FLASHC_PIPELINES_PIPELINES_H
 #define FLASHC_PIPELINES_PIPELINES_H
 
+#include "flashc/Config.h"
+
 #include "mlir/Pass/PassOptions.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -89,7 +91,7 @@ struct PipelineConfig {
   /// ptxas) in the final gpu.binary.
   std::string binaryFormat = "isa";
   /// GPU: the CUDA toolkit (ptxas, libdevice).
-  std::string toolkitPath = "/usr/local/cuda";
+  std::string toolkitPath = FLASHC_DEFAULT_CUDA_TOOLKIT;
 
   bool isGPU() const;
 
@@ -197,7 +199,7 @@ struct FlashPipelineOptions : public PassPipelineOptions<FlashPipelineOptions> {
       llvm::cl::init("isa")};
   Option<std::string> toolkitPath{
       *this, "toolkit", llvm::cl::desc("GPU: CUDA toolkit path"),
-      llvm::cl::init("/usr/local/cuda")};
+      llvm::cl::init(FLASHC_DEFAULT_CUDA_TOOLKIT)};
 
   PipelineConfig toConfig() const;
 };

@@ -1,0 +1,116 @@
+//===- CudaDriverApi.h - The part of the CUDA driver API flashc uses ------===//
+//
+// The CUDA driver's types, constants and entry points that the runtime
+// calls (CudaDevice.cpp, through dlopen of libcuda.so.1) and that the
+// tests' stand-in driver defines (unittests/Runtime/FakeCudaDriver.cpp),
+// declared here with the values of the driver ABI so that neither needs
+// the CUDA toolkit's cuda.h to build. The driver ABI is stable: these
+// values and signatures are those of cuda.h since CUDA 11.2 (the first
+// with cuMemAllocAsync). Where the toolkit is at hand, the build checks
+// them against its cuda.h (unittests/Runtime/CudaDriverApiCheck.cpp).
+//
+// Private to the runtime and its tests; not installed.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_LIB_RUNTIME_CUDADRIVERAPI_H
+#define FLASHC_LIB_RUNTIME_CUDADRIVERAPI_H
+
+#include <cstddef>
+
+namespace flashc::cuda {
+
+/// Status of every driver call (cuda.h's `enum cudaError_enum`): the
+/// values flashc and its stand-in driver use.
+enum CUresult : int {
+  CUDA_SUCCESS = 0,
+  CUDA_ERROR_INVALID_VALUE = 1,
+  CUDA_ERROR_OUT_OF_MEMORY = 2,
+  CUDA_ERROR_NOT_INITIALIZED = 3,
+  CUDA_ERROR_INVALID_DEVICE = 101,
+  CUDA_ERROR_INVALID_CONTEXT = 201,
+  CUDA_ERROR_NO_BINARY_FOR_GPU = 209,
+  CUDA_ERROR_INVALID_PTX = 218,
+  CUDA_ERROR_NOT_FOUND = 500,
+  CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+  CUDA_ERROR_NOT_SUPPORTED = 801,
+  CUDA_ERROR_UNKNOWN = 999,
+};
+
+/// Device attributes (cuDeviceGetAttribute).
+enum CUdevice_attribute : int {
+  CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+  CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
+};
+
+/// Function attributes (cuFuncSetAttribute).
+enum CUfunction_attribute : int {
+  CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+};
+
+/// Options of the driver's PTX JIT (cuModuleLoadDataEx).
+enum CUjit_option : int {
+  CU_JIT_ERROR_LOG_BUFFER = 5,
+  CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+};
+
+/// A device ordinal's handle, and device addresses (64 bits on every
+/// platform flashc builds for).
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+
+/// Opaque handles: pointers to driver-owned structures.
+struct CUctx_st;
+struct CUmod_st;
+struct CUfunc_st;
+struct CUstream_st;
+using CUcontext = CUctx_st *;
+using CUmodule = CUmod_st *;
+using CUfunction = CUfunc_st *;
+using CUstream = CUstream_st *;
+
+/// The entry points flashc calls: X(name, exported symbol, function type).
+/// The exported symbol is the one cuda.h's macros select for `name` (the
+/// _v2 copies take 64-bit sizes and device pointers).
+#define FLASHC_CUDA_DRIVER_FUNCTIONS(X)                                        \
+  X(cuInit, "cuInit", CUresult(unsigned))                                      \
+  X(cuDriverGetVersion, "cuDriverGetVersion", CUresult(int *))                 \
+  X(cuDeviceGetCount, "cuDeviceGetCount", CUresult(int *))                     \
+  X(cuDeviceGet, "cuDeviceGet", CUresult(CUdevice *, int))                     \
+  X(cuDeviceGetAttribute, "cuDeviceGetAttribute",                              \
+    CUresult(int *, CUdevice_attribute, CUdevice))                             \
+  X(cuDeviceGetName, "cuDeviceGetName", CUresult(char *, int, CUdevice))       \
+  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain",                      \
+    CUresult(CUcontext *, CUdevice))                                           \
+  X(cuCtxGetCurrent, "cuCtxGetCurrent", CUresult(CUcontext *))                 \
+  X(cuCtxSetCurrent, "cuCtxSetCurrent", CUresult(CUcontext))                   \
+  X(cuModuleLoadDataEx, "cuModuleLoadDataEx",                                  \
+    CUresult(CUmodule *, const void *, unsigned, CUjit_option *, void **))     \
+  X(cuModuleGetFunction, "cuModuleGetFunction",                                \
+    CUresult(CUfunction *, CUmodule, const char *))                            \
+  X(cuFuncSetAttribute, "cuFuncSetAttribute",                                  \
+    CUresult(CUfunction, CUfunction_attribute, int))                           \
+  X(cuLaunchKernel, "cuLaunchKernel",                                          \
+    CUresult(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,     \
+             unsigned, unsigned, CUstream, void **, void **))                  \
+  X(cuMemAllocAsync, "cuMemAllocAsync",                                        \
+    CUresult(CUdeviceptr *, size_t, CUstream))                                 \
+  X(cuMemFreeAsync, "cuMemFreeAsync", CUresult(CUdeviceptr, CUstream))         \
+  X(cuGetErrorString, "cuGetErrorString", CUresult(CUresult, const char **))   \
+  X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2",                                 \
+    CUresult(CUdeviceptr, const void *, size_t, CUstream))                     \
+  X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2",                                 \
+    CUresult(void *, CUdeviceptr, size_t, CUstream))                           \
+  X(cuStreamSynchronize, "cuStreamSynchronize", CUresult(CUstream))
+
+/// `cuInitFn` and so on: the function type of each entry point.
+#define FLASHC_CUDA_DECLARE_FUNCTION_TYPE(name, symbol, type)                  \
+  using name##Fn = type;
+FLASHC_CUDA_DRIVER_FUNCTIONS(FLASHC_CUDA_DECLARE_FUNCTION_TYPE)
+#undef FLASHC_CUDA_DECLARE_FUNCTION_TYPE
+
+} // namespace flashc::cuda
+
+#endif // FLASHC_LIB_RUNTIME_CUDADRIVERAPI_H

@@ -1,0 +1,89 @@
+//===- CudaDriverApiCheck.cpp - The driver declarations against cuda.h ----===//
+//
+// Compiled (not run) where the CUDA toolkit's cuda.h is at hand: the
+// runtime's own declarations of the driver API (lib/Runtime/CudaDriverApi.h)
+// must agree with it. For every entry point the runtime resolves, the
+// exported symbol is the one cuda.h's macros select, and the function has
+// as many parameters, each of the same size, as cuda.h's; every constant
+// has cuda.h's value; the handles and device pointers have cuda.h's sizes.
+//
+//===----------------------------------------------------------------------===//
+
+#include <cuda.h>
+
+#include "CudaDriverApi.h"
+
+#include <string_view>
+#include <type_traits>
+
+namespace fc = flashc::cuda;
+
+namespace {
+
+/// Whether two function types have the same arity and the same sizes of
+/// result and parameters (the driver ABI on the platforms flashc builds
+/// for: every parameter is an integer, an enum or a pointer).
+template <typename A, typename B> struct SameShape : std::false_type {};
+template <typename RA, typename... A, typename RB, typename... B>
+struct SameShape<RA(A...), RB(B...)> {
+  static constexpr bool value = [] {
+    if constexpr (sizeof...(A) != sizeof...(B))
+      return false;
+    else
+      return sizeof(RA) == sizeof(RB) && ((sizeof(A) == sizeof(B)) && ...);
+  }();
+};
+
+#define FLASHC_STRINGIFY_EXPANDED(x) FLASHC_STRINGIFY(x)
+#define FLASHC_STRINGIFY(x) #x
+
+// `name` expands to the symbol cuda.h's macros select (the _v2 copies).
+#define FLASHC_CHECK_FUNCTION(name, symbol, type)                              \
+  static_assert(std::string_view(FLASHC_STRINGIFY_EXPANDED(name)) == symbol,   \
+                "cuda.h calls another symbol for " #name);                     \
+  static_assert(SameShape<decltype(::name), fc::name##Fn>::value,              \
+                "cuda.h declares " #name " with other parameters");
+FLASHC_CUDA_DRIVER_FUNCTIONS(FLASHC_CHECK_FUNCTION)
+#undef FLASHC_CHECK_FUNCTION
+
+#define FLASHC_CHECK_VALUE(name)                                               \
+  static_assert(static_cast<long long>(fc::name) ==                            \
+                    static_cast<long long>(::name),                            \
+                #name " differs from cuda.h");
+FLASHC_CHECK_VALUE(CUDA_SUCCESS)
+FLASHC_CHECK_VALUE(CUDA_ERROR_INVALID_VALUE)
+FLASHC_CHECK_VALUE(CUDA_ERROR_OUT_OF_MEMORY)
+FLASHC_CHECK_VALUE(CUDA_ERROR_NOT_INITIALIZED)
+FLASHC_CHECK_VALUE(CUDA_ERROR_INVALID_DEVICE)
+FLASHC_CHECK_VALUE(CUDA_ERROR_INVALID_CONTEXT)
+FLASHC_CHECK_VALUE(CUDA_ERROR_NO_BINARY_FOR_GPU)
+FLASHC_CHECK_VALUE(CUDA_ERROR_INVALID_PTX)
+FLASHC_CHECK_VALUE(CUDA_ERROR_NOT_FOUND)
+FLASHC_CHECK_VALUE(CUDA_ERROR_ILLEGAL_ADDRESS)
+FLASHC_CHECK_VALUE(CUDA_ERROR_NOT_SUPPORTED)
+FLASHC_CHECK_VALUE(CUDA_ERROR_UNKNOWN)
+FLASHC_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+FLASHC_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
+FLASHC_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
+FLASHC_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+FLASHC_CHECK_VALUE(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+FLASHC_CHECK_VALUE(CU_JIT_ERROR_LOG_BUFFER)
+FLASHC_CHECK_VALUE(CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+#undef FLASHC_CHECK_VALUE
+
+#define FLASHC_CHECK_SIZE(type)                                                \
+  static_assert(sizeof(fc::type) == sizeof(::type),                            \
+                "the size of " #type " differs from cuda.h's");
+FLASHC_CHECK_SIZE(CUresult)
+FLASHC_CHECK_SIZE(CUdevice_attribute)
+FLASHC_CHECK_SIZE(CUfunction_attribute)
+FLASHC_CHECK_SIZE(CUjit_option)
+FLASHC_CHECK_SIZE(CUdevice)
+FLASHC_CHECK_SIZE(CUdeviceptr)
+FLASHC_CHECK_SIZE(CUcontext)
+FLASHC_CHECK_SIZE(CUmodule)
+FLASHC_CHECK_SIZE(CUfunction)
+FLASHC_CHECK_SIZE(CUstream)
+#undef FLASHC_CHECK_SIZE
+
+} // namespace
