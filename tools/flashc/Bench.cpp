@@ -774,6 +774,21 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
   std::string heads = std::to_string(*headsOr),
               iters = std::to_string(*itersOr),
               threads = std::to_string(*threadsOr);
+  // What the run will do, before its first measurement: each row is a
+  // kernel compiled and run, and the same problem on OpenBLAS.
+  int64_t rows = static_cast<int64_t>(sizes->size() * dims->size()) * 2;
+  int64_t rowRuns = rows * *roundsOr;
+  llvm::outs() << llvm::formatv(
+      "flashc bench: {0} configuration{1} to compile and run ({2} size{3} x "
+      "{4} head dim{5} x causal or not){6}, each by flashc and by OpenBLAS in "
+      "a process of its own; progress on stderr\n",
+      rows, rows == 1 ? "" : "s", sizes->size(), sizes->size() == 1 ? "" : "s",
+      dims->size(), dims->size() == 1 ? "" : "s",
+      *roundsOr > 1
+          ? llvm::formatv(", {0} rounds: {1} rows measured", *roundsOr, rowRuns)
+                .str()
+          : std::string());
+  llvm::outs().flush();
   std::string self =
       llvm::sys::fs::getMainExecutable(argv0, (void *)&flashc::reportError);
 
@@ -839,6 +854,7 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
         "OpenBLAS did not recognise this CPU (it chose its {0} kernels); the "
         "ceiling and the baseline run with OPENBLAS_CORETYPE={1}\n",
         detected, core);
+  llvm::outs().flush();
   // With --adjacent, the one-core ceiling is also measured between every
   // two rows, and each row is read against the two around it ('of adj').
   bool adjacentOn = o->has("adjacent");
@@ -903,6 +919,7 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
                               std::max(ceilings[ceilings.size() - 2], gflops));
     pendingAdjacent.clear();
   };
+  int64_t rowsDone = 0;
   for (int64_t round = 0; round < rounds; ++round) {
     if (round > 0) {
       llvm::Expected<llvm::json::Value> c = ceilingRun();
@@ -934,6 +951,16 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
               return reportError(c.takeError());
             ceilingAfter(gflopsOf(*c));
           }
+          // Progress on stderr, one line a row (the table comes at the end,
+          // once every ceiling is measured): the row as it starts, its
+          // times when it is done.
+          llvm::errs() << llvm::formatv(
+              "[{0}/{1}] N = {2}, d = {3}{4}{5}: ", ++rowsDone, rowRuns, n, d,
+              causal ? ", causal" : "",
+              rounds > 1
+                  ? llvm::formatv(" (round {0} of {1})", round + 1, rounds)
+                        .str()
+                  : std::string());
           llvm::json::Object measured;
           for (const char *impl : {"flashc", "blas"}) {
             std::string cmd =
@@ -945,10 +972,20 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
             std::string what = llvm::formatv("{0}, N = {1}, d = {2}{3}", impl,
                                              n, d, causal ? ", causal" : "");
             llvm::Expected<llvm::json::Value> value = measure(cmd, what);
-            if (!value)
+            if (!value) {
+              llvm::errs() << "failed\n";
               return reportError(value.takeError());
+            }
             measured[impl] = std::move(*value);
           }
+          auto msOf = [&](const char *impl) {
+            return measured.getObject(impl)
+                       ->getNumber("seconds")
+                       .value_or(NAN) *
+                   1e3;
+          };
+          llvm::errs() << llvm::formatv("flashc {0:f2} ms, OpenBLAS {1:f2} ms\n",
+                                        msOf("flashc"), msOf("blas"));
           size_t rowIndex = round == 0 ? all.size() : index;
           if (round == 0)
             adjacent.emplace_back();
