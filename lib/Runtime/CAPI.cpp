@@ -5,7 +5,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+// The C API is all that libflashc_runtime.so exports (it is built with
+// hidden visibility and flashc_runtime.map).
+#pragma GCC visibility push(default)
 #include "flashc/Runtime/flashc_runtime.h"
+#pragma GCC visibility pop
+
+#include "flashc/Config.h"
 #include "flashc/Runtime/Runtime.h"
 
 #include "flashc/Support/Files.h"
@@ -139,6 +145,8 @@ flashc_status flashc_attention(flashc_bundle *bundle, flashc_device_kind kind,
 }
 
 const char *flashc_last_error(void) { return lastError.c_str(); }
+
+const char *flashc_runtime_version(void) { return FLASHC_VERSION_STRING; }
 
 } // extern "C"
 

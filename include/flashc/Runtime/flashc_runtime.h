@@ -109,6 +109,11 @@ flashc_status flashc_attention(flashc_bundle *bundle,
 /* The message of the calling thread's last error ("" when none). */
 const char *flashc_last_error(void);
 
+/* The version of the runtime library, "MAJOR.MINOR.PATCH" (flashc's
+ * version). The library's SONAME (libflashc_runtime.so.0) changes only
+ * when this API changes incompatibly. */
+const char *flashc_runtime_version(void);
+
 #ifdef __cplusplus
 }
 #endif
