@@ -47,7 +47,6 @@ AttentionSpec::gpuQuery(llvm::StringRef target) const {
   q.headDimV = valueDim();
   q.causal = causal;
   q.withLse = withLse;
-  q.scale = effectiveScale();
   q.decode = isDecode();
   return q;
 }
@@ -63,12 +62,6 @@ std::string mlir::flash::detail::gpuVariantId(const rt::AttentionQuery &q) {
   if (q.withLse)
     id += "-lse";
   id += q.decode ? "-decode" : "-prefill";
-  // A scale other than 1/sqrt(D), by the bits of its double.
-  if (q.scale != 1.0 / std::sqrt(static_cast<double>(q.headDim))) {
-    uint64_t bits;
-    std::memcpy(&bits, &q.scale, 8);
-    id += llvm::formatv("-s{0:x16}", bits).str();
-  }
   return id;
 }
 
@@ -401,6 +394,9 @@ llvm::Error Kernel::runGPU(const TensorRef &q, const TensorRef &k,
   }
   bool host = device->isSimulator();
   rt::AttentionCall call;
+  call.scale = options.scale ? *options.scale : spec.effectiveScale();
+  if (llvm::Error e = checkScale(call.scale))
+    return e;
   call.stream = options.stream;
   call.splits = fixedSplits ? fixedSplits : options.splits;
   rt::TensorView lseView;

@@ -107,21 +107,25 @@ llvm::Error AttentionSpec::validate() const {
   std::string problem = flashc::checkAttentionSizes(sizes);
   if (!problem.empty())
     return bad(problem);
+  if (scale)
+    return checkScale(*scale);
+  return llvm::Error::success();
+}
+
+llvm::Error mlir::flash::checkScale(double scale) {
   // The kernels multiply by the scale in f32: it must be a positive,
   // finite f32 (1e39 overflows it, 1e-50 underflows to 0).
-  if (scale) {
-    char text[32];
-    std::snprintf(text, sizeof(text), "%g", *scale);
-    if (!std::isfinite(*scale) || *scale <= 0)
-      return bad(llvm::Twine("scale must be finite and positive, got ") +
-                 text);
-    float asFloat = static_cast<float>(*scale);
-    if (!std::isfinite(asFloat) ||
-        asFloat < std::numeric_limits<float>::min())
-      return bad(llvm::Twine("scale ") + text +
-                 " is not a normal f32 value (the kernels scale in f32: "
-                 "1.2e-38 to 3.4e+38)");
-  }
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", scale);
+  if (!std::isfinite(scale) || scale <= 0)
+    return llvm::createStringError(
+        llvm::Twine("scale must be finite and positive, got ") + text);
+  float asFloat = static_cast<float>(scale);
+  if (!std::isfinite(asFloat) || asFloat < std::numeric_limits<float>::min())
+    return llvm::createStringError(
+        llvm::Twine("scale ") + text +
+        " is not a normal f32 value (the kernels scale in f32: 1.2e-38 to "
+        "3.4e+38)");
   return llvm::Error::success();
 }
 
@@ -177,6 +181,7 @@ std::string AttentionSpec::toMLIR(bool dynamicSizes, bool cpuKernel) const {
        << ", %vm: " << mem(v) << ", %om: " << mem(o);
     if (withLse)
       os << ", %lm: " << mem(l, true);
+    os << ", %scale: f32";
     if (cpuKernel)
       os << ", %splits: index {flash.split_count}";
     os << ") attributes {llvm.emit_c_interface" << attrs << "} {\n";
@@ -189,11 +194,10 @@ std::string AttentionSpec::toMLIR(bool dynamicSizes, bool cpuKernel) const {
     toTensor("k", k, false);
     toTensor("v", v, false);
     os << "  " << (withLse ? "%o, %l" : "%o")
-       << " = flash.attention %q, %k, %v scale = "
-       << llvm::formatv("{0:e9}", effectiveScale()) << (causal ? " causal" : "")
-       << " : tensor<" << q << ">, tensor<" << k << ">, tensor<" << v
-       << "> -> tensor<" << o << ">" << (withLse ? ", tensor<" + l + ">" : "")
-       << "\n";
+       << " = flash.attention %q, %k, %v scale = 1.0 scale_factor(%scale)"
+       << (causal ? " causal" : "") << " : tensor<" << q << ">, tensor<" << k
+       << ">, tensor<" << v << "> -> tensor<" << o << ">"
+       << (withLse ? ", tensor<" + l + ">" : "") << "\n";
     os << "  bufferization.materialize_in_destination %o in restrict writable "
           "%om : (tensor<"
        << o << ">, " << mem(o) << ") -> ()\n";
@@ -218,8 +222,10 @@ AttentionSpec mlir::flash::detail::groupKernelSpec(const AttentionSpec &spec) {
 
 std::string mlir::flash::detail::cpuKernelKey(const AttentionSpec &spec,
                                               const PipelineConfig &c) {
+  // Neither the sizes nor the scale (an argument) are in the code.
   AttentionSpec sizeFree = groupKernelSpec(spec);
   sizeFree.batch = sizeFree.seqQ = sizeFree.seqKV = 0;
+  sizeFree.scale = std::nullopt;
   return "cpu " + sizeFree.str() + " | " + c.str();
 }
 
@@ -343,8 +349,10 @@ llvm::Expected<OwningOpRef<ModuleOp>> mlir::flash::detail::runCPUKernelStages(
                    c, last, stageIR, afterStage);
 }
 
-Kernel::Kernel() = default;
+Kernel::Kernel() : code(std::make_shared<Code>()) {}
 Kernel::~Kernel() = default;
+Kernel::Code::Code() = default;
+Kernel::Code::~Code() = default;
 
 llvm::Expected<std::string> Compiler::lowerToStage(const AttentionSpec &spec,
                                                    const PipelineConfig &config,
@@ -462,22 +470,23 @@ jitEntry(ModuleOp module,
 }
 
 llvm::Expected<void *> Kernel::getDecodeEntry() const {
-  std::lock_guard<std::mutex> lock(decodeMutex);
-  if (decodeEntry)
-    return decodeEntry;
+  Code &c = *code;
+  std::lock_guard<std::mutex> lock(c.decodeMutex);
+  if (c.decodeEntry)
+    return c.decodeEntry;
   MLIRContext ctx(getRegistry(), MLIRContext::Threading::DISABLED);
   DiagnosticCollector diags(ctx);
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(decodeIR, &ctx);
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(c.decodeIR, &ctx);
   if (!module)
     return llvm::createStringError("the decode entry's IR does not parse: " +
                                    diags.messages);
-  auto jitted = jitEntry(*module, transformer, "flash_attention_decode");
+  auto jitted = jitEntry(*module, c.transformer, "flash_attention_decode");
   if (!jitted)
     return llvm::createStringError("compiling the decode entry: " +
                                    llvm::toString(jitted.takeError()));
-  decodeEngine = std::move(jitted->first);
-  decodeEntry = jitted->second;
-  return decodeEntry;
+  c.decodeEngine = std::move(jitted->first);
+  c.decodeEntry = jitted->second;
+  return c.decodeEntry;
 }
 
 llvm::Error Kernel::prepare(int64_t seqQ) const {
@@ -545,20 +554,21 @@ KernelBuilder::build(const AttentionSpec &spec, const PipelineConfig &config) {
   auto tm = createHostTargetMachine();
   if (!tm)
     return tm.takeError();
-  kernel->targetMachine = std::move(*tm);
-  kernel->transformer = makeOptimizingTransformer(
-      /*optLevel=*/3, /*sizeLevel=*/0, kernel->targetMachine.get());
+  Kernel::Code &code = *kernel->code;
+  code.targetMachine = std::move(*tm);
+  code.transformer = makeOptimizingTransformer(
+      /*optLevel=*/3, /*sizeLevel=*/0, code.targetMachine.get());
   // The decode entry goes into a module of its own, compiled at its first
   // use (getDecodeEntry); the prefill entry is compiled now.
   OwningOpRef<ModuleOp> decodeModule = (**module).clone();
   eraseEntry(*decodeModule, "flash_attention");
   eraseEntry(**module, "flash_attention_decode");
-  kernel->decodeIR = printOp(*decodeModule);
-  auto jitted = jitEntry(**module, kernel->transformer, "flash_attention");
+  code.decodeIR = printOp(*decodeModule);
+  auto jitted = jitEntry(**module, code.transformer, "flash_attention");
   if (!jitted)
     return jitted.takeError();
-  kernel->engine = std::move(jitted->first);
-  kernel->entry = jitted->second;
+  code.engine = std::move(jitted->first);
+  code.entry = jitted->second;
   meta.compileSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -763,6 +773,9 @@ llvm::Error Kernel::runBHND(const TensorRef &q, const TensorRef &k,
         llvm::formatv("the split count must be positive (0: chosen), got {0}",
                       options.splits)
             .str());
+  const double scale = options.scale ? *options.scale : spec.effectiveScale();
+  if (llvm::Error e = checkScale(scale))
+    return e;
   if (llvm::Error e = checkOutputsApart(
           {{&q, "query"}, {&k, "key"}, {&v, "value"}, {&out, "output"},
            {lse, "lse"}},
@@ -770,7 +783,7 @@ llvm::Error Kernel::runBHND(const TensorRef &q, const TensorRef &k,
     return e;
   // Decode shapes take the entry point without the transposed copy of K:
   // each key block is read by one Q tile only.
-  void *entry = this->entry;
+  void *entry = code->entry;
   if (s.seqQ <= maxSeqQ) {
     llvm::Expected<void *> decode = getDecodeEntry();
     if (!decode)
@@ -820,13 +833,12 @@ llvm::Error Kernel::runBHND(const TensorRef &q, const TensorRef &k,
       MemRefDescriptor<3> dl;
       blocks(*lse, group, b, count, dl);
       auto fn = reinterpret_cast<void (*)(void *, void *, void *, void *,
-                                          void *, int64_t)>(entry);
-      fn(&dq, &dk, &dv, &dout, &dl, splits);
+                                          void *, float, int64_t)>(entry);
+      fn(&dq, &dk, &dv, &dout, &dl, static_cast<float>(scale), splits);
     } else {
-      auto fn =
-          reinterpret_cast<void (*)(void *, void *, void *, void *, int64_t)>(
-              entry);
-      fn(&dq, &dk, &dv, &dout, splits);
+      auto fn = reinterpret_cast<void (*)(void *, void *, void *, void *, float,
+                                          int64_t)>(entry);
+      fn(&dq, &dk, &dv, &dout, static_cast<float>(scale), splits);
     }
   }
   return llvm::Error::success();
@@ -951,7 +963,7 @@ Compiler::compile(const AttentionSpec &spec, llvm::StringRef target,
     auto it = cache.find(key);
     if (it != cache.end()) {
       ++hits;
-      return it->second;
+      return withScale(it->second, spec.scale);
     }
     std::shared_ptr<PendingCompile> &slot = pending[key];
     if (!slot)
@@ -973,7 +985,31 @@ Compiler::compile(const AttentionSpec &spec, llvm::StringRef target,
   if (!entry->kernel)
     return llvm::createStringError(entry->error);
   cache.emplace(key, entry->kernel);
-  return entry->kernel;
+  return withScale(entry->kernel, spec.scale);
+}
+
+std::shared_ptr<const Kernel>
+Compiler::withScale(const std::shared_ptr<const Kernel> &kernel,
+                    std::optional<double> scale) {
+  // The code does not depend on the scale: a kernel whose spec names
+  // another default scale shares it. Such views are kept, so that a call
+  // with the same spec gets the same Kernel.
+  const AttentionSpec &spec = kernel->getSpec();
+  auto same = [&](std::optional<double> a, std::optional<double> b) {
+    return a.has_value() == b.has_value() && (!a || *a == *b);
+  };
+  if (same(spec.scale, scale))
+    return kernel;
+  char text[64] = "default";
+  if (scale)
+    std::snprintf(text, sizeof(text), "%a", *scale);
+  std::shared_ptr<const Kernel> &view = scaled[{kernel.get(), text}];
+  if (!view) {
+    auto copy = std::shared_ptr<Kernel>(new Kernel(*kernel));
+    copy->spec.scale = scale;
+    view = std::move(copy);
+  }
+  return view;
 }
 
 llvm::Expected<std::shared_ptr<const Kernel>>
@@ -1060,5 +1096,6 @@ int64_t Compiler::getCacheHits() const {
 void Compiler::clearCache() {
   std::lock_guard<std::mutex> lock(mutex);
   cache.clear();
+  scaled.clear();
   hits = 0;
 }

@@ -17,6 +17,9 @@
 #include "flashc/Target/GPUTargets.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
 
 using namespace flashc;
 using namespace flashc::runtime;
@@ -163,6 +166,20 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
   std::string problem = checkAttentionSizes(limits);
   if (!problem.empty())
     return Status::invalidArgument(problem);
+  // The kernels scale in f32, and take max(scale s) = scale max(s): the
+  // scale must be a positive normal f32.
+  const double scale = call.scale != 0
+                           ? call.scale
+                           : 1.0 / std::sqrt(static_cast<double>(q.headDim));
+  const float scale32 = static_cast<float>(scale);
+  if (!std::isfinite(scale) || !(scale > 0) || !std::isfinite(scale32) ||
+      scale32 < std::numeric_limits<float>::min())
+    return Status::invalidArgument(
+        "scale must be finite, positive and a normal f32 (1.2e-38 to "
+        "3.4e+38; 0 selects 1/sqrt(D)), got " +
+        std::to_string(call.scale));
+  uint32_t scaleBits;
+  std::memcpy(&scaleBits, &scale32, sizeof(scaleBits));
   if (heads != q.group * kvHeads)
     return Status::invalidArgument("the kernel packs " + std::to_string(q.group) +
                          " query head(s) per KV head, but the call has " +
@@ -383,6 +400,8 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
       args.push_back(scalar(t->strides[1]));
       args.push_back(scalar(t->strides[2]));
     }
+    // The f32 in the low bytes: a 4-byte parameter takes those.
+    args.push_back(scalar(scaleBits));
     status = device.launch(variant, variant.forward,
                            static_cast<uint64_t>(*forwardGrid), args,
                            call.stream);

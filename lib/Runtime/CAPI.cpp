@@ -217,10 +217,11 @@ flashc_status attention(flashc_bundle *bundle, int kind, int layout,
     return fail(FLASHC_ERROR_INVALID_ARGUMENT,
                 "scale must be finite (<= 0 selects 1/sqrt(D)), got " +
                     std::to_string(scale));
-  query.scale = scale > 0 ? scale
-                          : 1.0 / std::sqrt(static_cast<double>(query.headDim));
+  call.scale = scale > 0 ? scale : 0;
   // A kernel for the device's chip; on the simulator, any chip's.
   const KernelVariant *variant = nullptr;
+  AttentionQuery first; // the preferred query, for the error
+  first.target.clear();
   for (bool decode : {call.q.sizes[2] <= 16, false}) {
     query.decode = decode;
     for (const char *chip : {"sm_90a", "sm_80"}) {
@@ -228,6 +229,8 @@ flashc_status attention(flashc_bundle *bundle, int kind, int layout,
           !(device->getChip() == "sm_90a" && std::string(chip) == "sm_80"))
         continue;
       query.target = chip;
+      if (first.target.empty())
+        first = query;
       if ((variant = bundle->bundle.find(query)))
         break;
     }
@@ -235,16 +238,16 @@ flashc_status attention(flashc_bundle *bundle, int kind, int layout,
       break;
   }
   if (!variant)
-    return fail(FLASHC_ERROR_NOT_FOUND,
-                std::string("the bundle has no kernel for ") +
-                    stringify(query.dtype) + " with " +
-                    std::to_string(query.group) + " query head(s) per KV "
-                    "head, D=" +
-                    std::to_string(query.headDim) + " Dv=" +
-                    std::to_string(query.headDimV) +
-                    (query.causal ? " causal" : "") +
-                    (query.withLse ? " with LSE" : "") + " on " +
-                    device->describe());
+    return fail(
+        FLASHC_ERROR_NOT_FOUND,
+        std::string("the bundle has no kernel for ") + stringify(query.dtype) +
+            " with " + std::to_string(query.group) +
+            " query head(s) per KV "
+            "head, D=" +
+            std::to_string(query.headDim) + " Dv=" +
+            std::to_string(query.headDimV) + (query.causal ? " causal" : "") +
+            (query.withLse ? " with LSE" : "") + " on " + device->describe() +
+            ": " + bundle->bundle.explainMiss(first));
   if (Status s = launchAttention(*device, *variant, call))
     return fail(s.isInvalidArgument() ? FLASHC_ERROR_INVALID_ARGUMENT
                                       : FLASHC_ERROR_LAUNCH,

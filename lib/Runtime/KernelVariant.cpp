@@ -243,6 +243,7 @@ const std::vector<KernelParameter> &runtime::getKernelParameters() {
       {"out_stride_b", "elements between batch entries of out"},
       {"out_stride_h", "elements between query heads of out"},
       {"out_stride_n", "elements between rows of out"},
+      {"scale", "the softmax scale", 32},
   };
   return parameters;
 }
@@ -257,7 +258,6 @@ JsonValue KernelVariant::toJson() const {
   o["head_dim_v"] = query.headDimV;
   o["causal"] = query.causal;
   o["lse"] = query.withLse;
-  o["scale"] = hexDouble(query.scale);
   o["decode"] = query.decode;
   o["block_q"] = blockQ;
   o["block_kv"] = blockKV;
@@ -289,7 +289,7 @@ Result<KernelVariant> KernelVariant::fromJson(const JsonValue &v) {
   KernelVariant k;
   if (!v.isObject())
     return Status::error("manifest: a variant is not an object");
-  std::string dtype, scale;
+  std::string dtype;
   if (!getString(v, "id", k.id))
     return missing("id");
   if (Status s = checkVariantId(k.id))
@@ -315,13 +315,14 @@ Result<KernelVariant> KernelVariant::fromJson(const JsonValue &v) {
       !getBool(v, "lse", k.query.withLse) ||
       !getBool(v, "decode", k.query.decode))
     return missing("causal, lse, decode");
-  if (!getString(v, "scale", scale))
-    return missing("scale");
-  errno = 0;
-  char *end = nullptr;
-  k.query.scale = std::strtod(scale.c_str(), &end);
-  if (errno || *end || !std::isfinite(k.query.scale) || !(k.query.scale > 0))
-    return missing("scale");
+  // Kernels of older runtimes had the softmax scale in their code; theirs
+  // take it as an argument, so a manifest naming one is from a runtime
+  // whose kernels this one cannot call.
+  if (v.get("scale"))
+    return Status::error("manifest: variant '" + k.id +
+                         "' has a fixed softmax scale: it was built for an "
+                         "older runtime (kernels now take the scale as an "
+                         "argument); rebuild the bundle with this flashc");
   if (Status s = getBounded(v, "block_q", 1, kMaxBlockSize, k.blockQ))
     return s;
   if (Status s = getBounded(v, "block_kv", 1, kMaxBlockSize, k.blockKV))
@@ -641,17 +642,15 @@ std::optional<std::vector<int64_t>> directiveNumbers(const std::string &text,
 
 std::string runtime::getVariantDescriptor(const KernelVariant &v) {
   const AttentionQuery &q = v.query;
-  std::string text = std::string(kVariantTag) + "target=" + q.target +
-                     " dtype=" + stringify(q.dtype) +
-                     " group=" + std::to_string(q.group) +
-                     " head_dim=" + std::to_string(q.headDim) +
-                     " head_dim_v=" + std::to_string(q.headDimV) +
-                     " causal=" + (q.causal ? "1" : "0") +
-                     " lse=" + (q.withLse ? "1" : "0") +
-                     " decode=" + (q.decode ? "1" : "0") +
-                     " scale=" + hexDouble(q.scale) +
-                     " block_q=" + std::to_string(v.blockQ) +
-                     " block_kv=" + std::to_string(v.blockKV) + "\n";
+  std::string text =
+      std::string(kVariantTag) + "target=" + q.target +
+      " dtype=" + stringify(q.dtype) + " group=" + std::to_string(q.group) +
+      " head_dim=" + std::to_string(q.headDim) +
+      " head_dim_v=" + std::to_string(q.headDimV) +
+      " causal=" + (q.causal ? "1" : "0") + " lse=" + (q.withLse ? "1" : "0") +
+      " decode=" + (q.decode ? "1" : "0") +
+      " block_q=" + std::to_string(v.blockQ) +
+      " block_kv=" + std::to_string(v.blockKV) + "\n";
   text += describeKernel(v.forward) + "\n";
   if (v.combine)
     text += describeKernel(*v.combine) + "\n";
@@ -722,14 +721,19 @@ Status runtime::checkVariantAgainstPTX(const KernelVariant &v) {
                   std::to_string(header->params.size()) +
                   " parameters; this runtime passes " +
                   std::to_string(numParams));
-    for (size_t i = 0; i < numParams; ++i)
-      if (header->params[i].find(".param") == std::string::npos ||
-          (header->params[i].find(".u64") == std::string::npos &&
-           header->params[i].find(".b64") == std::string::npos &&
-           header->params[i].find(".s64") == std::string::npos))
-        return fail(".entry " + e->name + ": parameter " +
-                    std::to_string(i) + " (" + getKernelParameters()[i].name +
-                    ") is not a 64-bit .param");
+    for (size_t i = 0; i < numParams; ++i) {
+      const KernelParameter &p = getKernelParameters()[i];
+      const std::string &param = header->params[i];
+      bool typed = p.bits == 64 ? param.find(".u64") != std::string::npos ||
+                                      param.find(".b64") != std::string::npos ||
+                                      param.find(".s64") != std::string::npos
+                                : param.find(".f32") != std::string::npos ||
+                                      param.find(".b32") != std::string::npos;
+      if (param.find(".param") == std::string::npos || !typed)
+        return fail(".entry " + e->name + ": parameter " + std::to_string(i) +
+                    " (" + p.name + ") is not a " +
+                    (p.bits == 64 ? "64-bit .param" : ".f32 .param"));
+    }
     // Parameter names are distinct (ptxas refuses a duplicate; the
     // simulator would bind both to one slot).
     std::vector<std::string> names;
@@ -879,15 +883,60 @@ Status Bundle::save(const std::string &directory) const {
                              JsonValue(std::move(manifest)).printPretty());
 }
 
-const KernelVariant *Bundle::find(const AttentionQuery &q) const {
+namespace {
+/// A query's fields, in the order a variant is matched: (name, value).
+std::vector<std::pair<const char *, std::string>>
+getQueryFields(const AttentionQuery &q) {
+  auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
+  return {{"target", q.target},
+          {"dtype", stringify(q.dtype)},
+          {"group", std::to_string(q.group)},
+          {"head_dim", std::to_string(q.headDim)},
+          {"head_dim_v", std::to_string(q.headDimV)},
+          {"causal", flag(q.causal)},
+          {"lse", flag(q.withLse)},
+          {"decode", flag(q.decode)}};
+}
+} // namespace
+
+std::string runtime::getMismatchedField(const AttentionQuery &k,
+                                        const AttentionQuery &q) {
+  auto a = getQueryFields(k), b = getQueryFields(q);
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].second != b[i].second)
+      return a[i].first;
+  return "";
+}
+
+std::string Bundle::explainMiss(const AttentionQuery &q) const {
+  auto wanted = getQueryFields(q);
+  const KernelVariant *closest = nullptr;
+  size_t closestMatched = 0;
   for (const KernelVariant &v : variants) {
-    const AttentionQuery &k = v.query;
-    if (k.target == q.target && k.dtype == q.dtype && k.group == q.group &&
-        k.headDim == q.headDim &&
-        k.headDimV == q.headDimV && k.causal == q.causal &&
-        k.withLse == q.withLse && k.scale == q.scale && k.decode == q.decode)
-      return &v;
+    auto have = getQueryFields(v.query);
+    size_t matched = 0;
+    while (matched < have.size() &&
+           have[matched].second == wanted[matched].second)
+      ++matched;
+    if (!closest || matched > closestMatched) {
+      closest = &v;
+      closestMatched = matched;
+    }
   }
+  if (!closest)
+    return "the bundle is empty";
+  if (closestMatched == wanted.size())
+    return "";
+  auto have = getQueryFields(closest->query);
+  return "the closest variant, " + closest->id + ", differs in " +
+         have[closestMatched].first + " (" + have[closestMatched].second +
+         "; the call needs " + wanted[closestMatched].second + ")";
+}
+
+const KernelVariant *Bundle::find(const AttentionQuery &q) const {
+  for (const KernelVariant &v : variants)
+    if (getMismatchedField(v.query, q).empty())
+      return &v;
   return nullptr;
 }
 

@@ -741,7 +741,8 @@ class Bundle:
     @property
     def variants(self):
         """One dict per kernel variant: target, dtype, group, head dims,
-        causal, LSE, scale, decode, tiles, shared bytes, registers."""
+        causal, LSE, decode, tiles, shared bytes, registers. (Every
+        variant takes any softmax scale.)"""
         return _native(getattr, self._native, "variants")
 
     def attention(self, q, k, v, *, causal=False, scale=None,
@@ -771,21 +772,25 @@ class Bundle:
             chip = "sm_80" if simulate else _native(_runtime.cuda_chip)
         query = (chip, spec.dtype, spec.heads // spec.kv_heads, spec.head_dim,
                  spec.value_dim, spec.causal, spec.with_lse,
-                 spec.effective_scale, spec.seq_q <= 16)
+                 spec.seq_q <= 16)
         index = _native(self._native.find, *query)
+        if index is None and query[7]:
+            # A decode-shaped call runs on the prefill variant too.
+            index = _native(self._native.find, *query[:7], False)
         if index is None:
             raise FlashcError(
                 f"the bundle at {self.path} has no kernel for {chip}, "
                 f"{spec.dtype}, group {query[2]}, head dims "
                 f"{spec.head_dim}/{spec.value_dim}, "
                 f"{'causal' if spec.causal else 'not causal'}, "
-                f"{'with' if spec.with_lse else 'without'} LSE, scale "
-                f"{spec.effective_scale}, "
-                f"{'decode' if query[8] else 'prefill'}")
+                f"{'with' if spec.with_lse else 'without'} LSE, "
+                f"{'decode' if query[7] else 'prefill'}: "
+                f"{_native(_runtime.explain_miss, self._native, *query)}")
 
         def run(qd, kd, vd, od, ld, stream_handle):
             self._native.launch(index, "sim" if simulate else "cuda", qd, kd,
-                                vd, od, ld, stream_handle, splits)
+                                vd, od, ld, stream_handle, splits,
+                                spec.effective_scale)
         return call.run(run, q, out, lse, stream, return_lse)
 
     def __repr__(self):

@@ -72,7 +72,6 @@ py::dict variantInfo(const rt::KernelVariant &v) {
   d["head_dim_v"] = v.query.headDimV;
   d["causal"] = v.query.causal;
   d["with_lse"] = v.query.withLse;
-  d["scale"] = v.query.scale;
   d["decode"] = v.query.decode;
   d["block_q"] = v.blockQ;
   d["block_kv"] = v.blockKV;
@@ -153,7 +152,7 @@ PYBIND11_MODULE(_runtime, m) {
           "find",
           [](const rt::Bundle &b, const std::string &target,
              const std::string &dtype, int64_t group, int64_t headDim,
-             int64_t headDimV, bool causal, bool withLse, double scale,
+             int64_t headDimV, bool causal, bool withLse,
              bool decode) -> py::object {
             rt::AttentionQuery q;
             q.target = target;
@@ -163,7 +162,6 @@ PYBIND11_MODULE(_runtime, m) {
             q.headDimV = headDimV;
             q.causal = causal;
             q.withLse = withLse;
-            q.scale = scale;
             q.decode = decode;
             for (size_t i = 0; i < b.variants.size(); ++i)
               if (&b.variants[i] == b.find(q))
@@ -172,12 +170,12 @@ PYBIND11_MODULE(_runtime, m) {
           },
           py::arg("target"), py::arg("dtype"), py::arg("group"),
           py::arg("head_dim"), py::arg("head_dim_v"), py::arg("causal"),
-          py::arg("with_lse"), py::arg("scale"), py::arg("decode"))
+          py::arg("with_lse"), py::arg("decode"))
       .def(
           "launch",
           [](const rt::Bundle &b, size_t index, const std::string &device,
              py::handle q, py::handle k, py::handle v, py::handle out,
-             py::handle lse, uintptr_t stream, int64_t splits) {
+             py::handle lse, uintptr_t stream, int64_t splits, double scale) {
             if (index >= b.variants.size())
               fail("no variant " + std::to_string(index) + " in the bundle");
             const rt::KernelVariant &variant = b.variants[index];
@@ -193,6 +191,7 @@ PYBIND11_MODULE(_runtime, m) {
             }
             call.stream = reinterpret_cast<void *>(stream);
             call.splits = splits;
+            call.scale = scale;
             std::shared_ptr<rt::Device> dev =
                 getDevice(device, variant.query.target);
             flashc::Status status;
@@ -205,8 +204,26 @@ PYBIND11_MODULE(_runtime, m) {
           },
           py::arg("index"), py::arg("device"), py::arg("q"), py::arg("k"),
           py::arg("v"), py::arg("out"), py::arg("lse"), py::arg("stream"),
-          py::arg("splits"));
+          py::arg("splits"), py::arg("scale"));
 
+  m.def(
+      "explain_miss",
+      [](const rt::Bundle &b, const std::string &target,
+         const std::string &dtype, int64_t group, int64_t headDim,
+         int64_t headDimV, bool causal, bool withLse, bool decode) {
+        rt::AttentionQuery q;
+        q.target = target;
+        q.dtype = elementType(dtype);
+        q.group = group;
+        q.headDim = headDim;
+        q.headDimV = headDimV;
+        q.causal = causal;
+        q.withLse = withLse;
+        q.decode = decode;
+        return b.explainMiss(q);
+      },
+      "Why the bundle has no variant for the query: the closest variant "
+      "and the field in which it differs.");
   m.def(
       "cuda_chip",
       []() { return getDevice("cuda", "")->getChip(); },

@@ -40,10 +40,24 @@ def test_bundle_runs_in_the_simulator(bundle_dir, rng, seed):
         check(out, None, q, k, v, causal, seed)
 
 
+def test_bundle_kernels_take_any_scale(bundle_dir, rng, seed):
+    # The scale is a kernel argument: one variant serves every scale.
+    bundle = flashc.load_bundle(bundle_dir)
+    assert all("scale" not in v for v in bundle.variants)
+    q, k, v = make_inputs(rng, 1, 4, 2, 20, 70, 64, dtype=np.float16)
+    for scale in (0.03, 0.125, 0.4):
+        out = bundle.attention(q, k, v, causal=True, scale=scale,
+                               simulate=True)
+        check(out, None, q, k, v, True, seed, scale=scale)
+
+
 def test_bundle_without_the_variant(bundle_dir, rng):
     bundle = flashc.load_bundle(bundle_dir)
     q, k, v = make_inputs(rng, 1, 2, 2, 8, 8, 64, dtype=np.float16)
-    with pytest.raises(flashc.FlashcError, match="no kernel for sm_80, f16, group 1"):
+    # The error names the closest variant and the field that differs.
+    with pytest.raises(flashc.FlashcError,
+                       match="no kernel for sm_80, f16, group 1.*differs in "
+                       r"group \(2; the call needs 1\)"):
         bundle.attention(q, k, v, simulate=True)
     with pytest.raises(flashc.FlashcError, match="pass simulate=True"):
         bundle.attention(q, k, v)

@@ -547,10 +547,10 @@ def test_the_extension_modules_translate_their_errors(env):
                    False, 0, 0)
     with pytest.raises(E, match="unknown device kind"):
         env.bundle._native.launch(  # pylint: disable=protected-access
-            0, "tpu", desc, desc, desc, desc, None, 0, 0)
+            0, "tpu", desc, desc, desc, desc, None, 0, 0, 0.0)
     with pytest.raises(T, match="wrong type"):
         env.bundle._native.launch(  # pylint: disable=protected-access
-            0, "sim", "q", desc, desc, desc, None, 0, 0)
+            0, "sim", "q", desc, desc, desc, None, 0, 0, 0.0)
     assert runtime.FlashcTypeError is T
 
 

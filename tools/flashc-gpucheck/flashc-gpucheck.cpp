@@ -97,6 +97,12 @@ struct Shape {
 
 /// The float64 reference: bottom-right causal alignment, empty rows 0 and
 /// -inf.
+/// The softmax scale of the checks: not the default 1/sqrt(D), so that the
+/// kernels' scale argument is exercised.
+double checkScale(const AttentionQuery &q) {
+  return 0.75 / std::sqrt(static_cast<double>(q.headDim));
+}
+
 void reference(const AttentionQuery &q, const Shape &s,
                const std::vector<uint16_t> &qd, const std::vector<uint16_t> &kd,
                const std::vector<uint16_t> &vd, std::vector<double> &out,
@@ -118,7 +124,7 @@ void reference(const AttentionQuery &q, const Shape &s,
                             q.dtype) *
                    toDouble(kd[((b * s.kvHeads + hk) * s.seqKV + j) * d + c],
                             q.dtype);
-          p[j] = visible ? dot * q.scale : -INFINITY;
+          p[j] = visible ? dot * checkScale(q) : -INFINITY;
           m = std::max(m, p[j]);
         }
         if (std::isinf(m))
@@ -182,6 +188,7 @@ bool checkVariant(Device &device, const KernelVariant &v, const Shape &s,
                                               {s.batch, heads, s.seqQ});
   if (q.withLse)
     call.lse = &lseView;
+  call.scale = checkScale(q);
   LaunchReport report;
   Status status = launchAttention(device, v, call, &report);
   if (!status)

@@ -424,6 +424,54 @@ TEST(JITTest, BadBuffersAreErrorsNotCrashes) {
             std::string::npos);
 }
 
+TEST(JITTest, TheScaleIsARunArgument) {
+  // One kernel: the scale is an argument of the code, the spec's only the
+  // default of its runs.
+  AttentionSpec spec = smallSpec();
+  spec.causal = true;
+  auto kernel = Compiler::global().compile(spec);
+  ASSERT_TRUE(static_cast<bool>(kernel)) << errorOf(kernel.takeError());
+  size_t compiled = Compiler::global().getCacheSize();
+  unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  HostTensor q(DType::F32, {1, spec.heads, 20, spec.headDim});
+  HostTensor k(DType::F32, {1, spec.kvHeads, 30, spec.headDim});
+  HostTensor v(DType::F32, {1, spec.kvHeads, 30, spec.headDim});
+  fillRandom(q, rng);
+  fillRandom(k, rng);
+  fillRandom(v, rng);
+  for (double scale : {0.02, 0.5, 3.0}) {
+    HostTensor out(DType::F32, {1, spec.heads, 20, spec.headDim});
+    RunOptions options;
+    options.scale = scale;
+    llvm::Error err =
+        (*kernel)->run(q.ref(), k.ref(), v.ref(), out.ref(), nullptr, options);
+    ASSERT_FALSE(static_cast<bool>(err)) << errorOf(std::move(err));
+    AttentionSpec scaled = spec;
+    scaled.batch = 1;
+    scaled.seqQ = 20;
+    scaled.seqKV = 30;
+    scaled.scale = scale;
+    EXPECT_LE(maxAbsError(referenceAttention(scaled, q, k, v), out), 2e-4)
+        << "scale " << scale;
+    // A spec naming the scale gets the same code.
+    auto same = Compiler::global().compile(scaled);
+    ASSERT_TRUE(static_cast<bool>(same)) << errorOf(same.takeError());
+    EXPECT_EQ((*same)->getSpec().scale, scale);
+  }
+  EXPECT_EQ(Compiler::global().getCacheSize(), compiled);
+  HostTensor out(DType::F32, {1, spec.heads, 20, spec.headDim});
+  for (double bad : {0.0, -1.0, 1e39, std::nan("")}) {
+    RunOptions options;
+    options.scale = bad;
+    llvm::Error err =
+        (*kernel)->run(q.ref(), k.ref(), v.ref(), out.ref(), nullptr, options);
+    ASSERT_TRUE(static_cast<bool>(err)) << bad;
+    EXPECT_NE(errorOf(std::move(err)).find("scale"), std::string::npos);
+  }
+}
+
 TEST(JITTest, StridedBuffersReadTheRightElements) {
   // Q, K, V and O stored as [B, N, H, D] and passed as [B, H, N, D] views.
   // With B > 1 and Hkv > 1 the batch stride is not Hkv times the head

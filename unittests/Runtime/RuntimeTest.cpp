@@ -144,7 +144,6 @@ AttentionQuery testQuery(bool decode, bool causal, bool lse) {
   q.headDim = q.headDimV = 64;
   q.causal = causal;
   q.withLse = lse;
-  q.scale = 0.125;
   q.decode = decode;
   return q;
 }
@@ -288,8 +287,9 @@ INSTANTIATE_TEST_SUITE_P(
 //===----------------------------------------------------------------------===//
 
 /// PTX that declares `v`'s kernels as flashc's do (every parameter a
-/// .u64, `.reqntid` the block) with empty bodies, and the descriptor the
-/// compiler appends: what Bundle::load checks a manifest against.
+/// .u64 but the f32 scale, `.reqntid` the block) with empty bodies, and the
+/// descriptor the compiler appends: what Bundle::load checks a manifest
+/// against.
 std::string fakePtx(const KernelVariant &v) {
   std::string ptx =
       ".version 8.0\n.target " + v.query.target + "\n.address_size 64\n";
@@ -298,8 +298,9 @@ std::string fakePtx(const KernelVariant &v) {
       continue;
     ptx += ".visible .entry " + e->name + "(\n";
     for (size_t i = 0; i < getKernelParameters().size(); ++i)
-      ptx += std::string(i ? ",\n" : "") + "\t.param .u64 " + e->name +
-             "_param_" + std::to_string(i);
+      ptx += std::string(i ? ",\n" : "") + "\t.param " +
+             (getKernelParameters()[i].bits == 64 ? ".u64 " : ".f32 ") +
+             e->name + "_param_" + std::to_string(i);
     ptx += "\n)\n.reqntid " + std::to_string(e->block) +
            ", 1, 1\n{\n\tret;\n}\n";
   }
@@ -317,7 +318,6 @@ KernelVariant sampleVariant() {
   v.query.headDimV = 80;
   v.query.causal = true;
   v.query.withLse = true;
-  v.query.scale = 0.1020620726159658; // 1/sqrt(96), not a short decimal
   v.query.decode = true;
   v.blockQ = 16;
   v.blockKV = 96;
@@ -349,9 +349,6 @@ void expectSameVariant(const KernelVariant &a, const KernelVariant &b) {
   EXPECT_EQ(a.query.headDimV, b.query.headDimV);
   EXPECT_EQ(a.query.causal, b.query.causal);
   EXPECT_EQ(a.query.withLse, b.query.withLse);
-  // Bit for bit: the scale is part of what a kernel computes.
-  EXPECT_EQ(std::memcmp(&a.query.scale, &b.query.scale, 8), 0)
-      << a.query.scale << " vs " << b.query.scale;
   EXPECT_EQ(a.query.decode, b.query.decode);
   EXPECT_EQ(a.blockQ, b.blockQ);
   EXPECT_EQ(a.blockKV, b.blockKV);
@@ -400,19 +397,21 @@ TEST(ManifestTest, VariantRoundTripThroughText) {
   }
 }
 
-TEST(ManifestTest, ScalesRoundTripExactly) {
-  std::mt19937 rng(getSeed());
-  std::uniform_real_distribution<double> scale(1e-3, 10);
-  for (double s : {0.125, 1.0 / std::sqrt(59.0), 1e-300, 3.0, scale(rng),
-                   scale(rng), std::nextafter(0.125, 1.0)}) {
-    KernelVariant v = sampleVariant();
-    v.query.scale = s;
-    Result<JsonValue> json = JsonValue::parse(v.toJson().print());
-    ASSERT_TRUE(json.ok()) << json.message();
-    Result<KernelVariant> back = KernelVariant::fromJson(*json);
-    ASSERT_TRUE(back.ok()) << back.message();
-    EXPECT_EQ(back->query.scale, s);
-  }
+TEST(ManifestTest, AFixedScaleIsFromAnOlderRuntime) {
+  // Kernels take the softmax scale as an argument; a manifest entry that
+  // names one was built when the scale was in the code, for a runtime that
+  // passed one parameter fewer.
+  KernelVariant v = sampleVariant();
+  JsonValue json = v.toJson();
+  EXPECT_EQ(json.get("scale"), nullptr);
+  Result<JsonValue> parsed = JsonValue::parse(json.print());
+  ASSERT_TRUE(parsed.ok());
+  JsonValue::Object o = parsed->getObject();
+  o["scale"] = std::string("0x1p-3");
+  Result<KernelVariant> back = KernelVariant::fromJson(JsonValue(o));
+  ASSERT_FALSE(back.ok());
+  EXPECT_NE(back.message().find("has a fixed softmax scale"), std::string::npos)
+      << back.message();
 }
 
 /// One way to spoil a valid manifest entry, and the error it gives.
@@ -502,23 +501,12 @@ INSTANTIATE_TEST_SUITE_P(
                       "manifest: missing or malformed 'causal, lse, decode'"},
         MalformedCase{"DecodeAsNumber", [](auto &v) { v["decode"] = 1; },
                       "manifest: missing or malformed 'causal, lse, decode'"},
-        MalformedCase{"NoScale", [](auto &v) { v.erase("scale"); },
-                      "manifest: missing or malformed 'scale'"},
-        MalformedCase{"ScaleAsNumber", [](auto &v) { v["scale"] = 0.125; },
-                      "manifest: missing or malformed 'scale'"},
-        MalformedCase{"ScaleNotANumber", [](auto &v) { v["scale"] = "abc"; },
-                      "manifest: missing or malformed 'scale'"},
-        MalformedCase{"ScaleTrailingText",
-                      [](auto &v) { v["scale"] = "0x1p-3x"; },
-                      "manifest: missing or malformed 'scale'"},
-        MalformedCase{"ScaleNegative", [](auto &v) { v["scale"] = "-0x1p-3"; },
-                      "manifest: missing or malformed 'scale'"},
-        MalformedCase{"ScaleZero", [](auto &v) { v["scale"] = "0x0p+0"; },
-                      "manifest: missing or malformed 'scale'"},
-        MalformedCase{"ScaleNaN", [](auto &v) { v["scale"] = "nan"; },
-                      "manifest: missing or malformed 'scale'"},
-        MalformedCase{"ScaleOverflows", [](auto &v) { v["scale"] = "1e999"; },
-                      "manifest: missing or malformed 'scale'"},
+        MalformedCase{"AnyScale", [](auto &v) { v["scale"] = "0x1p-3"; },
+                      "manifest: variant "
+                      "'sm_90a-bf16-g4-d96dv80-causal-lse-decode' has a fixed "
+                      "softmax scale: it was built for an older runtime "
+                      "(kernels now take the scale as an argument); rebuild "
+                      "the bundle with this flashc"},
         MalformedCase{"NoBlockQ", [](auto &v) { v.erase("block_q"); },
                       "manifest: missing or malformed 'block_q'"},
         MalformedCase{"HugeBlockKV", [](auto &v) { v["block_kv"] = 1e15; },
@@ -630,7 +618,7 @@ TEST(ManifestTest, OtherKernelParametersAreRejected) {
   ASSERT_FALSE(v.ok());
   EXPECT_NE(v.message().find("' take (q, k, v, out, lse"), std::string::npos)
       << v.message();
-  EXPECT_NE(v.message().find("out_stride_h); this runtime passes ("),
+  EXPECT_NE(v.message().find("out_stride_n); this runtime passes ("),
             std::string::npos)
       << v.message();
 }
@@ -693,8 +681,14 @@ TEST(BundleTest, SaveLoadRoundTrip) {
   }
   // find matches on every field of the query.
   AttentionQuery other = decode.query;
-  other.scale = std::nextafter(other.scale, 1.0);
+  other.headDimV = 32;
   EXPECT_EQ(loaded->find(other), nullptr);
+  // The miss names the closest variant and the field that differs.
+  EXPECT_NE(loaded->explainMiss(other).find(
+                "differs in head_dim_v (" +
+                std::to_string(decode.query.headDimV) + "; the call needs 32)"),
+            std::string::npos)
+      << loaded->explainMiss(other);
   other = decode.query;
   other.target = "sm_80";
   EXPECT_EQ(loaded->find(other), nullptr);
@@ -934,12 +928,10 @@ INSTANTIATE_TEST_SUITE_P(
         DisagreementCase{"Causal",
                          [](KernelVariant &v) { v.query.causal = false; },
                          "'causal' is 0 in the manifest but 1 in the PTX"},
-        DisagreementCase{"Dtype",
-                         [](KernelVariant &v) {
-                           v.query.dtype = ElementType::F16;
-                         },
-                         "'dtype' is f16 in the manifest but bf16 in the "
-                         "PTX"},
+        DisagreementCase{
+            "Dtype", [](KernelVariant &v) { v.query.dtype = ElementType::F16; },
+            "'dtype' is f16 in the manifest but bf16 in the "
+            "PTX"},
         DisagreementCase{"BlockKV", [](KernelVariant &v) { v.blockKV = 32; },
                          "'block_kv' is 32 in the manifest but 96 in the "
                          "PTX"},
@@ -985,13 +977,15 @@ INSTANTIATE_TEST_SUITE_P(
                            v.ptx.replace(at, 8, ".maxntid");
                          },
                          ".entry attn_fwd declares no .reqntid"},
-        DisagreementCase{"FewerParameters",
-                         [](KernelVariant &v) {
-                           size_t at = v.ptx.find(",\n\t.param .u64 attn_fwd_param_22");
-                           v.ptx.erase(at, std::string(",\n\t.param .u64 attn_fwd_param_22").size());
-                         },
-                         ".entry attn_fwd takes 22 parameters; this runtime "
-                         "passes 23"},
+        DisagreementCase{
+            "FewerParameters",
+            [](KernelVariant &v) {
+              size_t at = v.ptx.find(",\n\t.param .f32 attn_fwd_param_23");
+              v.ptx.erase(
+                  at, std::string(",\n\t.param .f32 attn_fwd_param_23").size());
+            },
+            ".entry attn_fwd takes 23 parameters; this runtime "
+            "passes 24"},
         DisagreementCase{"NarrowParameter",
                          [](KernelVariant &v) {
                            size_t at = v.ptx.find(".u64 attn_fwd_param_8");
@@ -999,6 +993,13 @@ INSTANTIATE_TEST_SUITE_P(
                          },
                          ".entry attn_fwd: parameter 8 (Nq) is not a 64-bit "
                          ".param"},
+        DisagreementCase{"WideScale",
+                         [](KernelVariant &v) {
+                           size_t at = v.ptx.find(".f32 attn_fwd_param_23");
+                           v.ptx.replace(at, 4, ".u64");
+                         },
+                         ".entry attn_fwd: parameter 23 (scale) is not a "
+                         ".f32 .param"},
         DisagreementCase{"DuplicateParameter",
                          [](KernelVariant &v) {
                            size_t at = v.ptx.find("attn_fwd_param_5,");
@@ -1385,10 +1386,15 @@ TEST_F(LaunchTest, DenseTensorsFoldHeadsIntoOneLaunch) {
   EXPECT_EQ(report.combineGrid, 0);
   const RecordingDevice::Launch &l = device.launches[0];
   EXPECT_EQ(l.kernel, variant.forward.name);
-  // 7 pointers, B, Nq, Nk, splits and 12 strides.
-  ASSERT_EQ(l.args.size(), 23u);
-  for (int i = 0; i < 23; ++i)
+  // 7 pointers, B, Nq, Nk, splits, 12 strides and the scale (an f32 in
+  // the low bytes: 1/sqrt(64) when the call names none).
+  ASSERT_EQ(l.args.size(), 24u);
+  for (int i = 0; i < 24; ++i)
     EXPECT_EQ(l.args[i].isPointer, i < 7) << "argument " << i;
+  float scale = 0.125f;
+  uint32_t bits;
+  std::memcpy(&bits, &scale, 4);
+  EXPECT_EQ(l.args[23].value, bits);
   EXPECT_EQ(l.args[0].value, reinterpret_cast<uint64_t>(p.call.q.data));
   EXPECT_EQ(l.args[3].value, reinterpret_cast<uint64_t>(p.call.out.data));
   EXPECT_EQ(l.args[4].value, reinterpret_cast<uint64_t>(p.lse.data));
@@ -1483,7 +1489,7 @@ TEST_F(LaunchTest, DecodeSplitsAndWorkspace) {
     EXPECT_EQ(arg(fwd, 10), expected);
     // Both kernels get the same arguments, the workspace among them:
     // [S, B', G, Nq, Dv] and [S, B', G, Nq] f32.
-    for (int i = 0; i < 23; ++i)
+    for (int i = 0; i < 24; ++i)
       EXPECT_EQ(fwd.args[i].value, comb.args[i].value) << "argument " << i;
     EXPECT_NE(fwd.args[5].value, 0u);
     EXPECT_EQ(fwd.args[5].extentBytes,

@@ -67,6 +67,10 @@ std::optional<DType> parseDType(llvm::StringRef name);
 llvm::Error writeFile(llvm::StringRef path, llvm::StringRef contents);
 int64_t getDTypeBytes(DType dtype);
 
+/// An error unless `scale` is a softmax scale the kernels take: finite,
+/// positive and a normal f32.
+llvm::Error checkScale(double scale);
+
 /// One attention problem: O = softmax(scale * Q K^T) V with
 /// Q [batch, heads, seqQ, headDim], K [batch, kvHeads, seqKV, headDim],
 /// V [batch, kvHeads, seqKV, headDimV], O [batch, heads, seqQ, headDimV] and
@@ -82,7 +86,9 @@ struct AttentionSpec {
   int64_t headDimV = 0;
   DType dtype = DType::F32;
   bool causal = false;
-  /// Unset means 1/sqrt(headDim).
+  /// Unset means 1/sqrt(headDim). Compiled kernels take the scale as an
+  /// argument: it is the default scale of a Kernel's runs
+  /// (RunOptions::scale overrides it), not part of its code.
   std::optional<double> scale;
   bool withLse = false;
 
@@ -90,13 +96,15 @@ struct AttentionSpec {
   double effectiveScale() const;
   /// Checks sizes, the GQA ratio and the scale; the error names the field.
   llvm::Error validate() const;
-  /// A canonical one-line form, used as the cache key.
+  /// A canonical one-line form.
   std::string str() const;
   /// The problem in the terms of the tile-size and cost models.
   AttentionShape shape() const;
   /// The kernel module: `func.func @flash_attention` taking Q, K, V, O (and
-  /// LSE) as memrefs with any strides but a unit innermost stride, wrapping
-  /// one flash.attention. With `dynamicSizes`, the batch and both sequence
+  /// LSE) as memrefs with any strides but a unit innermost stride, and the
+  /// softmax scale as an f32 (the attention's `scale_factor`: the code does
+  /// not depend on the scale), wrapping one flash.attention. With
+  /// `dynamicSizes`, the batch and both sequence
   /// lengths are dynamic (every kernel takes them as arguments). With
   /// `cpuKernel`, the module of a CPU kernel: every function also takes the
   /// KV split count as a last `index` argument marked `{flash.split_count}`,
@@ -162,6 +170,9 @@ struct RunOptions {
   int64_t splits = 0;
   /// GPU kernels: the device (null: CUDA device 0, or the simulator).
   std::shared_ptr<flashc::runtime::Device> device;
+  /// The softmax scale of this run (unset: the kernel's spec's). It must
+  /// be finite, positive and a normal f32.
+  std::optional<double> scale;
   /// The order of q, k, v and out's sizes and strides (the LSE is always
   /// [B, Hq, Nq]): bhnd ([B, H, N, D]) or bnhd ([B, N, H, D]), whose
   /// strides must be that order in memory too, or strided ([B, H, N, D]
@@ -227,21 +238,29 @@ private:
   int64_t fixedSplits = 0;
   int64_t maxSeqQ = 16;
   int64_t threads = 1;
-  // The engine keeps using the target machine and the IR transformer (for
-  // code it compiles at teardown), so they are declared first and outlive
-  // it.
-  std::unique_ptr<llvm::TargetMachine> targetMachine;
-  std::function<llvm::Error(llvm::Module *)> transformer;
-  std::unique_ptr<ExecutionEngine> engine;
-  void *entry = nullptr;
-  /// CPU: the entry point for decode shapes (Nq <= maxSeqQ), compiled from
-  /// `decodeIR` (its LLVM-dialect module) at the first decode-shaped run,
-  /// so that a kernel only ever run on prefill shapes never pays for it.
+  /// A CPU kernel's JIT-compiled code, shared by the Kernels whose specs
+  /// differ only in their (default) scale.
+  struct Code {
+    Code();
+    ~Code();
+    // The engine keeps using the target machine and the IR transformer
+    // (for code it compiles at teardown), so they are declared first and
+    // outlive it.
+    std::unique_ptr<llvm::TargetMachine> targetMachine;
+    std::function<llvm::Error(llvm::Module *)> transformer;
+    std::unique_ptr<ExecutionEngine> engine;
+    void *entry = nullptr;
+    /// The entry point for decode shapes (Nq <= maxSeqQ), compiled from
+    /// `decodeIR` (its LLVM-dialect module) at the first decode-shaped
+    /// run, so that a kernel only ever run on prefill shapes never pays
+    /// for it.
+    std::string decodeIR;
+    std::mutex decodeMutex;
+    std::unique_ptr<ExecutionEngine> decodeEngine;
+    void *decodeEntry = nullptr;
+  };
+  std::shared_ptr<Code> code;
   llvm::Expected<void *> getDecodeEntry() const;
-  std::string decodeIR;
-  mutable std::mutex decodeMutex;
-  mutable std::unique_ptr<ExecutionEngine> decodeEngine;
-  mutable void *decodeEntry = nullptr;
 };
 
 /// Compiles specs into kernels, caching them by (spec, target, options).
@@ -300,6 +319,15 @@ private:
   struct PendingCompile;
   mutable std::mutex mutex;
   std::map<std::string, std::shared_ptr<const Kernel>> cache;
+  /// `kernel` with the default scale `scale` (the code is shared); called
+  /// with `mutex` held.
+  std::shared_ptr<const Kernel>
+  withScale(const std::shared_ptr<const Kernel> &kernel,
+            std::optional<double> scale);
+  /// Those views, by kernel and scale.
+  std::map<std::pair<const Kernel *, std::string>,
+           std::shared_ptr<const Kernel>>
+      scaled;
   /// Compilations in flight: later callers for the same key wait on them.
   std::map<std::string, std::shared_ptr<PendingCompile>> pending;
   int64_t hits = 0;

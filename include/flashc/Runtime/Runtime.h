@@ -85,9 +85,16 @@ struct AttentionQuery {
   int64_t headDim = 0, headDimV = 0;
   bool causal = false;
   bool withLse = false;
-  double scale = 0;    // exact
   bool decode = false; // split-KV with a launch-time split count
+  // The softmax scale is not part of a variant: every kernel takes it as
+  // an argument (AttentionCall::scale).
 };
+
+/// The first field in which `variant` differs from `query` ("target",
+/// "dtype", "group", "head_dim", "head_dim_v", "causal", "lse" or
+/// "decode"), or "" when it matches.
+std::string getMismatchedField(const AttentionQuery &variant,
+                               const AttentionQuery &query);
 
 /// A compiled GPU attention kernel: one forward kernel and, for decode
 /// variants, the combine kernel.
@@ -151,6 +158,8 @@ struct LaunchArg {
 struct KernelParameter {
   const char *name;
   const char *meaning;
+  /// 64: a pointer or an integer (.u64); 32: an f32.
+  int bits = 64;
 };
 
 /// The parameters every flashc GPU kernel (forward and combine) takes, in
@@ -234,6 +243,8 @@ struct AttentionCall {
   TensorView q, k, v, out;
   /// [B, Hq, Nq] f32, contiguous; exactly when the variant writes it.
   const TensorView *lse = nullptr;
+  /// The softmax scale (0: 1/sqrt(D)); finite, positive and a normal f32.
+  double scale = 0;
   void *stream = nullptr;
   /// Decode variants: the KV split count; 0: the CTA x wave model's.
   int64_t splits = 0;
@@ -273,6 +284,11 @@ public:
   Status save(const std::string &directory) const;
   /// The variant computing `query`, or null.
   const KernelVariant *find(const AttentionQuery &query) const;
+  /// Why find(query) found nothing: the variant that matches the most
+  /// fields (in the order target, dtype, group, head_dim, head_dim_v,
+  /// causal, lse, decode) and the first field in which it differs, with
+  /// both values.
+  std::string explainMiss(const AttentionQuery &query) const;
   /// Adds or replaces the variant with the same id.
   void add(KernelVariant variant);
 

@@ -541,8 +541,12 @@ ForwardEmitter::State ForwardEmitter::step(const State &in, Value j,
       for (int64_t cc = 0; cc < 2; ++cc)
         sv[h].push_back(extract(S[nt], {h, cc}));
 
+  // A run-time factor is positive (the runtime checks it): it keeps the
+  // order of the scores.
   bool scaleFirst = !(s.scale > 0);
   Value scaleLog2 = f32c(s.scale * kLog2E);
+  if (s.scaleFactor)
+    scaleLog2 = fmul(scaleLog2, s.scaleFactor);
   if (scaleFirst)
     for (int64_t h = 0; h < 2; ++h)
       for (Value &v : sv[h])

@@ -54,6 +54,8 @@ struct ForwardKernelSpec {
   Type elementType; // f16 or bf16 (Q, K, V)
   Type outType;     // the element type of `out` (elementType, or f32)
   double scale = 1.0;
+  /// The kernel's f32 scale argument, multiplying `scale` (null: none).
+  Value scaleFactor;
 
   TileAddress q;
   Value qRows; // valid rows per head of the Q tile

@@ -95,8 +95,9 @@ enum Arg : unsigned {
   ArgSeqQ,
   ArgSeqKV,
   ArgSplits,
-  ArgStrides, // 12 strides: q, k, v, out x (batch, head, row)
-  kNumArgs = ArgStrides + 12,
+  ArgStrides,                 // 12 strides: q, k, v, out x (batch, head, row)
+  ArgScale = ArgStrides + 12, // the run-time softmax scale (f32)
+  kNumArgs,
 };
 
 /// The pieces of one tiled attention.
@@ -621,6 +622,7 @@ FunctionType kernelType(MLIRContext *ctx, Type elt) {
   SmallVector<Type> inputs = {eltMem, eltMem, eltMem, eltMem,
                               f32Mem, f32Mem, f32Mem};
   inputs.append(4 + 12, i64);
+  inputs.push_back(Float32Type::get(ctx));
   return FunctionType::get(ctx, inputs, {});
 }
 
@@ -763,6 +765,21 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
     spec.config = config;
     spec.elementType = elt;
     spec.scale = t.steps[0].getScale().convertToDouble();
+    // A run-time factor of the scale is the kernel's scale argument: it
+    // must be an argument of the host function, the same for every step.
+    if (Value factor = t.steps[0].getScaleFactor()) {
+      auto arg = dyn_cast<BlockArgument>(factor);
+      if (!arg || arg.getOwner() != &t.func.getBody().front())
+        return t.steps[0].emitError()
+               << "flash-to-nvgpu: the scale factor must be an argument of "
+                  "the function (the kernel takes it as its scale)";
+      spec.scaleFactor = lift.arg(ArgScale);
+    }
+    for (AttentionStepOp step : t.steps)
+      if (step.getScaleFactor() != t.steps[0].getScaleFactor() ||
+          step.getScale() != t.steps[0].getScale())
+        return step.emitError() << "flash-to-nvgpu: the attention steps of "
+                                   "one kernel must share their scale";
 
     // The Q tile.
     SmallVector<Value> strides;

@@ -45,6 +45,10 @@
 // RUN:   | not flashc-opt --flash-to-nvgpu 2>&1 | FileCheck %s --check-prefix=TWO
 //
 // A module without attention is left unchanged.
+// RUN: flashc-opt %t/scale.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN:   | flashc-opt --flash-to-nvgpu | FileCheck %s --check-prefix=SCALE
+// RUN: flashc-opt %t/scale-computed.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN:   | not flashc-opt --flash-to-nvgpu 2>&1 | FileCheck %s --check-prefix=SCALE-COMPUTED
 // RUN: flashc-opt %t/none.mlir --flash-to-nvgpu | FileCheck %s --check-prefix=NONE
 // RUN: flashc-opt %t/none.mlir -o %t/none.roundtrip.mlir
 // RUN: flashc-opt %t/none.mlir --flash-to-nvgpu -o %t/none.converted.mlir
@@ -68,7 +72,7 @@
 // MHA-SAME: %[[O:[a-z0-9]+]]: memref<1099511627776xf16> {llvm.align = 16 : i64, llvm.noalias},
 // MHA-SAME: %{{[a-z0-9]+}}: memref<1099511627776xf32> {llvm.align = 16 : i64, llvm.noalias}, %{{[a-z0-9]+}}: memref<1099511627776xf32> {llvm.align = 16 : i64, llvm.noalias}, %{{[a-z0-9]+}}: memref<1099511627776xf32> {llvm.align = 16 : i64, llvm.noalias},
 // MHA-SAME: {{ %[a-z0-9]+: i64,}} %[[NQ:[a-z0-9]+]]: i64, %[[NK:[a-z0-9]+]]: i64,
-// MHA-SAME: {{( %[a-z0-9]+: i64,){12} %[a-z0-9]+: i64}}) kernel
+// MHA-SAME: {{( %[a-z0-9]+: i64,){12} %[a-z0-9]+: f32}}) kernel
 // Its launch: one CTA per (batch, head, 64-row Q tile), 4 warps, K and V
 // blocks of 128 keys double-buffered (2 x 2 x 16 KB) after the 8 KB Q tile,
 // which is also the f16 output's staging area.
@@ -287,4 +291,34 @@ func.func @two(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
       : tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>
       -> tensor<?x2x?x64xf16>
   return %o1, %o2 : tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>
+}
+
+//===----------------------------------------------------------------------===//
+// A run-time scale: the function's f32 argument is the kernel's last
+// parameter, multiplying scale log2(e) once.
+//===----------------------------------------------------------------------===//
+
+// SCALE-LABEL: gpu.func @scaled_fwd(
+// SCALE-SAME: %[[S:[a-z0-9]+]]: f32) kernel
+// SCALE: %[[L2E:.+]] = arith.constant 1.44269502 : f32
+// SCALE: arith.mulf %[[L2E]], %[[S]] : f32
+//--- scale.mlir
+func.func @scaled(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
+                  %v: tensor<?x2x?x64xf16>, %s: f32) -> tensor<?x2x?x64xf16> {
+  %o = flash.attention %q, %k, %v scale = 1.0 scale_factor(%s)
+      : tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>
+      -> tensor<?x2x?x64xf16>
+  return %o : tensor<?x2x?x64xf16>
+}
+
+// A factor computed in the function has no kernel parameter to come from.
+// SCALE-COMPUTED: error: flash-to-nvgpu: the scale factor must be an argument of the function
+//--- scale-computed.mlir
+func.func @computed(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
+                    %v: tensor<?x2x?x64xf16>, %s: f32) -> tensor<?x2x?x64xf16> {
+  %twice = arith.addf %s, %s : f32
+  %o = flash.attention %q, %k, %v scale = 1.0 scale_factor(%twice)
+      : tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>
+      -> tensor<?x2x?x64xf16>
+  return %o : tensor<?x2x?x64xf16>
 }
