@@ -12,6 +12,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${BUILD_DIR:-$root/build}"
 
 "$root/scripts/install-deps.sh"
+# The Python of the tests and the Python package (scripts/lib/python.sh).
+. "$root/scripts/lib/python.sh"
+python=$(flashc_python pytest)
 
 llvm=/usr/lib/llvm-22
 # Configured once, and again when FLASHC_CMAKE_ARGS differ from the last
@@ -24,7 +27,7 @@ if [ ! -f "$build/build.ninja" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$args" ]
     -DMLIR_DIR="$llvm/lib/cmake/mlir" \
     -DLLVM_DIR="$llvm/lib/cmake/llvm" \
     -DLLVM_EXTERNAL_LIT="$llvm/bin/lit" \
-    -DPython3_EXECUTABLE=/usr/bin/python3 \
+    -DPython3_EXECUTABLE="$python" \
     -DLLVM_USE_LINKER=lld $args >/dev/null
   printf '%s' "$args" > "$stamp"
 fi

@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # Fuzz flashc-opt, flashc, the runtime's bundle loader (through the C API)
 # and the PTX simulator for a bounded time (see scripts/fuzz.py).
 #
@@ -9,9 +9,8 @@
 #
 # Exit status 1 when any input crashed, hung, ran out of memory or broke its
 # tool's error contract.
-# PYTHON overrides the interpreter (Debian's python3 by default).
+# The Python is scripts/lib/python.sh's (PYTHON overrides it).
 here=$(dirname "$0")
-if [ -z "$PYTHON" ]; then
-  if [ -x /usr/bin/python3 ]; then PYTHON=/usr/bin/python3; else PYTHON=python3; fi
-fi
-exec "$PYTHON" "$here/fuzz.py" "$@"
+. "$here/lib/python.sh"
+python=$(flashc_python) || exit 2
+exec "$python" "$here/fuzz.py" "$@"

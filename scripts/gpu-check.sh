@@ -48,7 +48,10 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-python="${PYTHON:-python3}"
+# The Python (scripts/lib/python.sh; PYTHON overrides it): one with numpy
+# and torch (step 4) where there is one, else one with numpy.
+. "$root/scripts/lib/python.sh"
+python=$(flashc_python torch 2>/dev/null || flashc_python) || exit 2
 # The CUDA tools, from PATH or else the toolkit's usual place.
 cuda_tool() {
   command -v "$1" 2>/dev/null ||
