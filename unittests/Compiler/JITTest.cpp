@@ -65,7 +65,9 @@ TEST(JITTest, SameSpecCompilesOnce) {
   EXPECT_EQ(compiler.getCacheSize(), 2u);
 }
 
-TEST(JITTest, NearbyScalesAreDistinctKernels) {
+TEST(JITTest, NearbyScalesShareTheCodeButKeepTheirScale) {
+  // The scale is an argument of the code: two specs that differ only in
+  // it compile once, and each kernel keeps its own spec's scale.
   Compiler compiler;
   AttentionSpec a = smallSpec(), b = smallSpec();
   a.scale = 0.1250001;
@@ -75,7 +77,13 @@ TEST(JITTest, NearbyScalesAreDistinctKernels) {
   ASSERT_TRUE(static_cast<bool>(ka)) << errorOf(ka.takeError());
   ASSERT_TRUE(static_cast<bool>(kb)) << errorOf(kb.takeError());
   EXPECT_NE(ka->get(), kb->get());
-  EXPECT_EQ(compiler.getCacheSize(), 2u);
+  EXPECT_EQ((*ka)->getSpec().scale, 0.1250001);
+  EXPECT_EQ((*kb)->getSpec().scale, 0.1250002);
+  EXPECT_EQ(compiler.getCacheSize(), 1u);
+  // The same spec again gets the same Kernel.
+  auto again = compiler.compile(b);
+  ASSERT_TRUE(static_cast<bool>(again)) << errorOf(again.takeError());
+  EXPECT_EQ(again->get(), kb->get());
 }
 
 TEST(JITTest, ConcurrentCompilesShareOneKernel) {
