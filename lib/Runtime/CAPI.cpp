@@ -220,8 +220,9 @@ flashc_status attention(flashc_bundle *bundle, int kind, int layout,
   call.scale = scale > 0 ? scale : 0;
   // A kernel for the device's chip; on the simulator, any chip's.
   const KernelVariant *variant = nullptr;
-  AttentionQuery first; // the preferred query, for the error
-  first.target.clear();
+  // For the error: the closest miss of the queries tried.
+  std::string miss;
+  size_t missMatched = 0;
   for (bool decode : {call.q.sizes[2] <= 16, false}) {
     query.decode = decode;
     for (const char *chip : {"sm_90a", "sm_80"}) {
@@ -229,25 +230,30 @@ flashc_status attention(flashc_bundle *bundle, int kind, int layout,
           !(device->getChip() == "sm_90a" && std::string(chip) == "sm_80"))
         continue;
       query.target = chip;
-      if (first.target.empty())
-        first = query;
       if ((variant = bundle->bundle.find(query)))
         break;
+      size_t matched = 0;
+      std::string why = bundle->bundle.explainMiss(query, &matched);
+      if (miss.empty() || matched > missMatched) {
+        miss = why;
+        missMatched = matched;
+      }
     }
     if (variant)
       break;
   }
   if (!variant)
-    return fail(
-        FLASHC_ERROR_NOT_FOUND,
-        std::string("the bundle has no kernel for ") + stringify(query.dtype) +
-            " with " + std::to_string(query.group) +
-            " query head(s) per KV "
-            "head, D=" +
-            std::to_string(query.headDim) + " Dv=" +
-            std::to_string(query.headDimV) + (query.causal ? " causal" : "") +
-            (query.withLse ? " with LSE" : "") + " on " + device->describe() +
-            ": " + bundle->bundle.explainMiss(first));
+    return fail(FLASHC_ERROR_NOT_FOUND,
+                std::string("the bundle has no kernel for ") +
+                    stringify(query.dtype) + " with " +
+                    std::to_string(query.group) +
+                    " query head(s) per KV "
+                    "head, D=" +
+                    std::to_string(query.headDim) +
+                    " Dv=" + std::to_string(query.headDimV) +
+                    (query.causal ? " causal" : "") +
+                    (query.withLse ? " with LSE" : "") + " on " +
+                    device->describe() + ": " + miss);
   if (Status s = launchAttention(*device, *variant, call))
     return fail(s.isInvalidArgument() ? FLASHC_ERROR_INVALID_ARGUMENT
                                       : FLASHC_ERROR_LAUNCH,

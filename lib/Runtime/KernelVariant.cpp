@@ -908,7 +908,8 @@ std::string runtime::getMismatchedField(const AttentionQuery &k,
   return "";
 }
 
-std::string Bundle::explainMiss(const AttentionQuery &q) const {
+std::string Bundle::explainMiss(const AttentionQuery &q,
+                                size_t *matchedFields) const {
   auto wanted = getQueryFields(q);
   const KernelVariant *closest = nullptr;
   size_t closestMatched = 0;
@@ -923,6 +924,8 @@ std::string Bundle::explainMiss(const AttentionQuery &q) const {
       closestMatched = matched;
     }
   }
+  if (matchedFields)
+    *matchedFields = closestMatched;
   if (!closest)
     return "the bundle is empty";
   if (closestMatched == wanted.size())

@@ -49,6 +49,7 @@ import numpy as np
 
 from . import _runtime
 from . import _tensors
+from ._version import __version__
 from ._combine import combine
 from ._runtime import FlashcError, FlashcTypeError
 from ._tensors import got as _got

@@ -233,3 +233,10 @@ def test_bad_argument_types():
 def test_missing_bundle(tmp_path):
     with pytest.raises(flashc.FlashcError):
         flashc.load_bundle(tmp_path / "nothing")
+
+
+def test_version():
+    # The version CMake writes into the package (the project's).
+    parts = flashc.__version__.split(".")
+    assert len(parts) == 3 and all(p.isdigit() for p in parts), (
+        flashc.__version__)

@@ -111,6 +111,7 @@ enum { B = 1, HQ = 8, HKV = 2, D = 64 };
 typedef struct {
   int64_t seqQ, seqKV;
   int causal, withLse;
+  double scale; /* 0: 1/sqrt(D) */
   uint16_t *q, *k, *v, *out;
   float *lse;
   flashc_tensor tq, tk, tv, tout, tlse;
@@ -170,7 +171,8 @@ static void freeCall(Call *c) {
 static flashc_status run(flashc_bundle *bundle, Call *c) {
   return flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR, FLASHC_LAYOUT_BHND,
                           &c->tq, &c->tk, &c->tv, &c->tout,
-                          c->withLse ? &c->tlse : NULL, c->causal, 0.0, NULL);
+                          c->withLse ? &c->tlse : NULL, c->causal, c->scale,
+                          NULL);
 }
 
 /* [B, H, N, D] -> [B, N, H, D] and back, for `heads` heads of `seq`
@@ -219,7 +221,7 @@ static void checkCall(const char *name, const Call *c) {
           double dot = 0;
           for (int d = 0; d < D; ++d)
             dot += halfToDouble(qr[d]) * halfToDouble(kr[d]);
-          s[j] = dot / sqrt((double)D);
+          s[j] = c->scale > 0 ? dot * c->scale : dot / sqrt((double)D);
           if (s[j] > mx)
             mx = s[j];
         }
@@ -359,7 +361,7 @@ int main(int argc, char **argv) {
                                &c.tout, NULL, 0, 0.0, NULL),
               FLASHC_ERROR_INVALID_ARGUMENT, "query has rank 5");
 
-  /* Configurations the bundle lacks: a head dim, a scale, bf16. */
+  /* Configurations the bundle lacks: a head dim, bf16. */
   flashc_tensor q128 = c.tq, v128 = c.tv;
   q128.sizes[3] = 128;
   v128.sizes[3] = 128;
@@ -367,12 +369,35 @@ int main(int argc, char **argv) {
               flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR,
                                FLASHC_LAYOUT_BHND, &q128, &c.tk, &v128, &c.tout,
                                NULL, 0, 0.0, NULL),
-              FLASHC_ERROR_NOT_FOUND, "D=128 Dv=128");
-  expectError("scale 0.5",
+              FLASHC_ERROR_NOT_FOUND, "D=128 Dv=128 on flashc PTX simulator");
+  /* ... naming the closest variant and the field it differs in. */
+  expectError("D = 128 names the field",
               flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR,
-                               FLASHC_LAYOUT_BHND, &c.tq, &c.tk, &c.tv, &c.tout,
-                               NULL, 0, 0.5, NULL),
-              FLASHC_ERROR_NOT_FOUND, "the bundle has no kernel for f16");
+                               FLASHC_LAYOUT_BHND, &q128, &c.tk, &v128, &c.tout,
+                               NULL, 0, 0.0, NULL),
+              FLASHC_ERROR_NOT_FOUND,
+              "differs in head_dim (64; the call "
+              "needs 128)");
+  /* Every kernel takes the scale as an argument: any scale runs. */
+  {
+    Call t;
+    for (int i = 0; i < 2; ++i) {
+      initCall(&t, 30, 50, 1, 1);
+      t.scale = i == 0 ? 0.5 : 0.01;
+      status = run(bundle, &t);
+      CHECK(status == FLASHC_OK, "scale %g: status %d: %s", t.scale,
+            (int)status, flashc_last_error());
+      if (status == FLASHC_OK)
+        checkCall(i == 0 ? "scale 0.5" : "scale 0.01", &t);
+      freeCall(&t);
+    }
+    /* A scale the kernels cannot take in f32. */
+    initCall(&t, 30, 50, 1, 1);
+    t.scale = 1e-39;
+    expectError("subnormal scale", run(bundle, &t),
+                FLASHC_ERROR_INVALID_ARGUMENT, "normal f32");
+    freeCall(&t);
+  }
   flashc_tensor qb = c.tq, kb = c.tk, vb = c.tv;
   qb.dtype = kb.dtype = vb.dtype = FLASHC_BF16;
   expectError("bf16",

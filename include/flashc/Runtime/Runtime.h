@@ -287,8 +287,10 @@ public:
   /// Why find(query) found nothing: the variant that matches the most
   /// fields (in the order target, dtype, group, head_dim, head_dim_v,
   /// causal, lse, decode) and the first field in which it differs, with
-  /// both values.
-  std::string explainMiss(const AttentionQuery &query) const;
+  /// both values. `matchedFields`, when given, receives how many leading
+  /// fields the closest variant matches.
+  std::string explainMiss(const AttentionQuery &query,
+                          size_t *matchedFields = nullptr) const;
   /// Adds or replaces the variant with the same id.
   void add(KernelVariant variant);
 
