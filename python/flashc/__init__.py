@@ -23,8 +23,8 @@ the target: numpy arrays run on the
 CPU, CUDA tensors (DLPack or ``__cuda_array_interface__``) on the GPU on the
 tensor's current stream, and ``target="sm_80-sim"`` runs the GPU kernel in
 flashc's PTX simulator on numpy arrays. Kernels are compiled once per
-(dtype, head counts, head dims, causal, scale, LSE, target) and cached:
-other batch sizes and sequence lengths reuse them. A compile is logged (one
+(dtype, GQA group, head dims, causal, LSE, target) and cached: other
+batch sizes, sequence lengths and scales reuse them. A compile is logged (one
 line at INFO) on the ``flashc`` logger of the ``logging`` module.
 
 The explicit form: ``flashc.AttentionSpec``, ``flashc.compile(spec,
