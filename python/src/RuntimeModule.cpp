@@ -46,6 +46,23 @@ rt::ElementType elementType(const std::string &name) {
   return *t;
 }
 
+/// The variant query of a call, as Python passes it to find and
+/// explain_miss.
+rt::AttentionQuery toQuery(const std::string &target, const std::string &dtype,
+                           int64_t group, int64_t headDim, int64_t headDimV,
+                           bool causal, bool withLse, bool decode) {
+  rt::AttentionQuery q;
+  q.target = target;
+  q.dtype = elementType(dtype);
+  q.group = group;
+  q.headDim = headDim;
+  q.headDimV = headDimV;
+  q.causal = causal;
+  q.withLse = withLse;
+  q.decode = decode;
+  return q;
+}
+
 rt::TensorView toView(const TensorDesc &d, const char *what) {
   if (d.sizes.size() > 4)
     fail(std::string(what) + " has rank " + std::to_string(d.sizes.size()) +
@@ -154,15 +171,8 @@ PYBIND11_MODULE(_runtime, m) {
              const std::string &dtype, int64_t group, int64_t headDim,
              int64_t headDimV, bool causal, bool withLse,
              bool decode) -> py::object {
-            rt::AttentionQuery q;
-            q.target = target;
-            q.dtype = elementType(dtype);
-            q.group = group;
-            q.headDim = headDim;
-            q.headDimV = headDimV;
-            q.causal = causal;
-            q.withLse = withLse;
-            q.decode = decode;
+            rt::AttentionQuery q = toQuery(target, dtype, group, headDim,
+                                           headDimV, causal, withLse, decode);
             for (size_t i = 0; i < b.variants.size(); ++i)
               if (&b.variants[i] == b.find(q))
                 return py::int_(i);
@@ -211,16 +221,8 @@ PYBIND11_MODULE(_runtime, m) {
       [](const rt::Bundle &b, const std::string &target,
          const std::string &dtype, int64_t group, int64_t headDim,
          int64_t headDimV, bool causal, bool withLse, bool decode) {
-        rt::AttentionQuery q;
-        q.target = target;
-        q.dtype = elementType(dtype);
-        q.group = group;
-        q.headDim = headDim;
-        q.headDimV = headDimV;
-        q.causal = causal;
-        q.withLse = withLse;
-        q.decode = decode;
-        return b.explainMiss(q);
+        return b.explainMiss(toQuery(target, dtype, group, headDim, headDimV,
+                                     causal, withLse, decode));
       },
       "Why the bundle has no variant for the query: the closest variant "
       "and the field in which it differs.");

@@ -147,7 +147,10 @@ public:
   Value fsub(Value x, Value y) { return arith::SubFOp::create(b, x, y); }
   Value fmul(Value x, Value y) { return arith::MulFOp::create(b, x, y); }
   Value fdiv(Value x, Value y) { return arith::DivFOp::create(b, x, y); }
-  Value fmax(Value x, Value y) { return arith::MaxNumFOp::create(b, x, y); }
+  /// max(x, y), the number when one is NaN: LLVM's maxnum (max.f32).
+  /// arith.maxnumf would become a call to libdevice's __nv_fmaxf, which
+  /// only a toolkit's libdevice resolves.
+  Value fmax(Value x, Value y) { return LLVM::MaxNumOp::create(b, x, y); }
   Value fcmp(arith::CmpFPredicate p, Value x, Value y) {
     return arith::CmpFOp::create(b, p, x, y);
   }
