@@ -175,24 +175,18 @@ static flashc_status run(flashc_bundle *bundle, Call *c) {
                           NULL);
 }
 
-/* [B, H, N, D] -> [B, N, H, D] and back, for `heads` heads of `seq`
- * tokens of D f16 elements. */
+/* [B, H, N, D] -> [B, N, H, D] (`toBNHD`) or back, for `heads` heads of
+ * `seq` tokens of D f16 elements. */
 static void transposeHN(const uint16_t *from, uint16_t *to, int64_t heads,
-                        int64_t seq) {
+                        int64_t seq, int toBNHD) {
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < heads; ++h)
-      for (int64_t n = 0; n < seq; ++n)
-        memcpy(to + ((b * seq + n) * heads + h) * D,
-               from + ((b * heads + h) * seq + n) * D, D * 2);
-}
-
-static void transposeNH(const uint16_t *from, uint16_t *to, int64_t heads,
-                        int64_t seq) {
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < heads; ++h)
-      for (int64_t n = 0; n < seq; ++n)
-        memcpy(to + ((b * heads + h) * seq + n) * D,
-               from + ((b * seq + n) * heads + h) * D, D * 2);
+      for (int64_t n = 0; n < seq; ++n) {
+        int64_t bhnd = ((b * heads + h) * seq + n) * D;
+        int64_t bnhd = ((b * seq + n) * heads + h) * D;
+        memcpy(to + (toBNHD ? bnhd : bhnd), from + (toBNHD ? bhnd : bnhd),
+               D * 2);
+      }
 }
 
 /* Compares every row with softmax(Q K^T / sqrt(D)) V in float64; the causal
@@ -269,7 +263,7 @@ static void checkCall(const char *name, const Call *c) {
 /* Checks the output `o` of call `c` written as [B, N, H, D]: transposed
  * back into c->out, against the float64 reference. */
 static void checkBNHD(const char *name, Call *c, const uint16_t *o) {
-  transposeNH(o, c->out, HQ, c->seqQ);
+  transposeHN(o, c->out, HQ, c->seqQ, 0);
   checkCall(name, c);
 }
 
@@ -473,9 +467,9 @@ int main(int argc, char **argv) {
     uint16_t *k = alignedAlloc(B * HKV * t.seqKV * D * 2);
     uint16_t *v = alignedAlloc(B * HKV * t.seqKV * D * 2);
     uint16_t *o = alignedAlloc(B * HQ * t.seqQ * D * 2);
-    transposeHN(t.q, q, HQ, t.seqQ);
-    transposeHN(t.k, k, HKV, t.seqKV);
-    transposeHN(t.v, v, HKV, t.seqKV);
+    transposeHN(t.q, q, HQ, t.seqQ, 1);
+    transposeHN(t.k, k, HKV, t.seqKV, 1);
+    transposeHN(t.v, v, HKV, t.seqKV, 1);
     flashc_tensor tq = dense(q, FLASHC_F16, 4, qn),
                   tk = dense(k, FLASHC_F16, 4, kn),
                   tv = dense(v, FLASHC_F16, 4, kn),
