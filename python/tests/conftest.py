@@ -2,6 +2,7 @@
 is part of every failure message; FLASHC_TEST_SEED reruns one) and the
 float64 reference."""
 
+import importlib
 import os
 import random
 
@@ -29,10 +30,11 @@ def make_inputs(rng, b, hq, hkv, nq, nk, d, dv=None, dtype=np.float32):
     return q, k, v
 
 
-def reference(q, k, v, causal=False, scale=None):
+def reference(q, k, v, causal=False, scale=None, top_left=False):
     """O and LSE in float64. Causal masks are aligned at the bottom right:
-    query i sees keys j <= i + Nk - Nq; a row that sees no key gives O = 0
-    and LSE = -inf."""
+    query i sees keys j <= i + Nk - Nq (with ``top_left``, PyTorch's
+    ``is_causal``: j <= i); a row that sees no key gives O = 0 and LSE =
+    -inf."""
     q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
     group = q.shape[1] // k.shape[1]
     k = np.repeat(k, group, axis=1)
@@ -41,7 +43,8 @@ def reference(q, k, v, causal=False, scale=None):
     s = scale * (q @ np.swapaxes(k, -1, -2))
     nq, nk = s.shape[-2:]
     if causal:
-        hidden = np.arange(nk)[None, :] > np.arange(nq)[:, None] + nk - nq
+        shift = 0 if top_left else nk - nq
+        hidden = np.arange(nk)[None, :] > np.arange(nq)[:, None] + shift
         s = np.where(hidden, -np.inf, s)
     mx = s.max(axis=-1, keepdims=True)
     safe = np.where(np.isinf(mx), 0.0, mx)
@@ -50,6 +53,19 @@ def reference(q, k, v, causal=False, scale=None):
     o = np.where(l > 0, (p @ v) / np.where(l > 0, l, 1.0), 0.0)
     lse = np.where(l > 0, safe + np.log(np.where(l > 0, l, 1.0)), -np.inf)
     return o, lse[..., 0]
+
+
+def import_torch(name="torch"):
+    """The module ``name`` (torch or one of its submodules), or a skip
+    saying why; a failure when FLASHC_REQUIRE_TORCH is set (the
+    environment is meant to have it)."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as e:
+        if os.environ.get("FLASHC_REQUIRE_TORCH"):
+            raise
+        pytest.skip(f"torch is not importable ({e}); scripts/torch-venv.sh "
+                    "makes an environment with it")
 
 
 # Absolute output tolerances by dtype (those of the C++ kernel tests).

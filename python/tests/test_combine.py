@@ -4,14 +4,13 @@ against the float64 reference, on fresh random inputs; the merge formula
 itself against float64; bad arguments; torch tensors (skipped without
 torch, unless FLASHC_REQUIRE_TORCH is set)."""
 
-import os
 
 import numpy as np
 import pytest
 
 import flashc
 
-from conftest import check, make_inputs
+from conftest import check, import_torch, make_inputs
 
 # Combined against one call over all the keys: the same f32 arithmetic in
 # another order (f32), or partial outputs rounded to f16 before the merge
@@ -19,19 +18,6 @@ from conftest import check, make_inputs
 # relative to 1 + |value|. (Seen: 6e-7 and 2.3e-7 in f32, 9.8e-4 in f16.)
 AGAINST_ONE_CALL = {np.dtype(np.float32): (2e-5, 2e-6),
                     np.dtype(np.float16): (2e-3, 2e-6)}
-
-
-def torch_or_skip():
-    """torch, or a skip saying why (a failure when FLASHC_REQUIRE_TORCH is
-    set: the environment is meant to have it)."""
-    try:
-        import torch  # pylint: disable=import-outside-toplevel
-    except ImportError as e:
-        if os.environ.get("FLASHC_REQUIRE_TORCH"):
-            raise
-        pytest.skip(f"torch is not importable ({e}); scripts/torch-venv.sh "
-                    "makes an environment with it")
-    return torch
 
 
 def cuts(nk, kind):
@@ -236,7 +222,7 @@ def test_errors(part):
 
 
 def test_torch_tensors(rng, seed):
-    torch = torch_or_skip()
+    torch = import_torch()
     q, k, v = make_inputs(rng, 1, 4, 2, 30, 50, 32, 16)
     tq, tk, tv = (torch.from_numpy(x) for x in (q, k, v))
     outputs, lses = [], []
@@ -269,7 +255,7 @@ def test_torch_tensors(rng, seed):
 
 
 def test_torch_errors():
-    torch = torch_or_skip()
+    torch = import_torch()
     o = torch.zeros((1, 2, 3, 4))
     l = torch.zeros((1, 2, 3))
     with pytest.raises(flashc.FlashcError, match="mix numpy arrays and "
@@ -288,7 +274,7 @@ def test_torch_errors():
 
 
 def test_torch_cuda():
-    torch = torch_or_skip()
+    torch = import_torch()
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
     o = [torch.randn((2, 3, 7, 8), device="cuda") for _ in range(3)]

@@ -12,45 +12,13 @@ import pytest
 
 import flashc
 
+from conftest import reference
+
 TOL = 2e-4
-
-
-def reference(q, k, v, scale=None, mask="none"):
-    """O and LSE in float64 of [B, H, N, D] arrays; mask "none", "bottom"
-    (flashc's and FlashAttention's causal: j <= i + Nk - Nq) or "top"
-    (PyTorch's is_causal: j <= i)."""
-    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
-    group = q.shape[1] // k.shape[1]
-    k = np.repeat(k, group, axis=1)
-    v = np.repeat(v, group, axis=1)
-    scale = 1 / np.sqrt(q.shape[3]) if scale is None else scale
-    s = np.einsum("bhid,bhjd->bhij", q, k) * scale
-    nq, nk = q.shape[2], k.shape[2]
-    i = np.arange(nq)[:, None]
-    j = np.arange(nk)[None, :]
-    if mask == "bottom":
-        s = np.where(j <= i + nk - nq, s, -np.inf)
-    elif mask == "top":
-        s = np.where(j <= i, s, -np.inf)
-    m = s.max(axis=-1, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0)
-    p = np.exp(s - m)
-    l = p.sum(axis=-1, keepdims=True)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        o = np.where(l > 0, (p @ v) / l, 0)
-        lse = np.where(l[..., 0] > 0, np.log(l[..., 0]) + m[..., 0], -np.inf)
-    return o, lse
 
 
 def to_bnhd(x):
     return np.ascontiguousarray(x.transpose(0, 2, 1, 3))
-
-
-@pytest.fixture
-def rng(request):
-    seed = np.random.SeedSequence().entropy % 2**32
-    print(f"seed {seed}")
-    return np.random.default_rng(seed)
 
 
 def make(rng, b=2, hq=4, hkv=2, nq=33, nk=47, d=32, dv=None):
@@ -64,7 +32,7 @@ def make(rng, b=2, hq=4, hkv=2, nq=33, nk=47, d=32, dv=None):
 @pytest.mark.parametrize("causal", [False, True])
 def test_attention_bnhd_matches_bhnd_reference(rng, causal):
     q, k, v = make(rng)
-    o_ref, lse_ref = reference(q, k, v, mask="bottom" if causal else "none")
+    o_ref, lse_ref = reference(q, k, v, causal=causal)
     o, lse = flashc.attention(to_bnhd(q), to_bnhd(k), to_bnhd(v),
                               causal=causal, return_lse=True, layout="bnhd")
     assert o.shape == (2, 33, 4, 32)
@@ -83,7 +51,7 @@ def test_bnhd_views_need_no_copy(rng):
     assert not q.flags.c_contiguous
     o = flashc.attention(q, k, v, causal=True, layout="bnhd")
     o_ref, _ = reference(q.transpose(0, 2, 1, 3), k.transpose(0, 2, 1, 3),
-                         v.transpose(0, 2, 1, 3), mask="bottom")
+                         v.transpose(0, 2, 1, 3), causal=True)
     np.testing.assert_allclose(o.transpose(0, 2, 1, 3), o_ref, atol=TOL,
                                rtol=0)
 
@@ -156,8 +124,7 @@ def test_flash_attn_func(rng, causal, nq, nk):
     o, lse = flashc.flash_attn_func(to_bnhd(q), to_bnhd(k), to_bnhd(v),
                                     softmax_scale=scale, causal=causal,
                                     return_lse=True)
-    o_ref, lse_ref = reference(q, k, v, scale,
-                               mask="bottom" if causal else "none")
+    o_ref, lse_ref = reference(q, k, v, causal=causal, scale=scale)
     np.testing.assert_allclose(o.transpose(0, 2, 1, 3), o_ref, atol=TOL,
                                rtol=0)
     finite = np.isfinite(lse_ref)
@@ -193,7 +160,7 @@ def test_flash_attn_func_accepts_defaults_spelled_out(rng):
 def test_scaled_dot_product_attention(rng, is_causal, nq, nk):
     q, k, v = make(rng, nq=nq, nk=nk, hq=4, hkv=4)
     o = flashc.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
-    o_ref, _ = reference(q, k, v, mask="top" if is_causal else "none")
+    o_ref, _ = reference(q, k, v, causal=is_causal, top_left=True)
     np.testing.assert_allclose(o, o_ref, atol=TOL, rtol=0)
 
 
@@ -203,7 +170,7 @@ def test_sdpa_gqa_needs_enable_gqa(rng):
         flashc.scaled_dot_product_attention(q, k, v)
     o = flashc.scaled_dot_product_attention(q, k, v, enable_gqa=True,
                                             scale=0.25)
-    np.testing.assert_allclose(o, reference(q, k, v, 0.25)[0], atol=TOL,
+    np.testing.assert_allclose(o, reference(q, k, v, scale=0.25)[0], atol=TOL,
                                rtol=0)
 
 
@@ -212,8 +179,8 @@ def test_sdpa_transposed_views(rng):
     q, k, v = make(rng, hq=4, hkv=4)
     qt, kt, vt = (to_bnhd(x).transpose(0, 2, 1, 3) for x in (q, k, v))
     o = flashc.scaled_dot_product_attention(qt, kt, vt, is_causal=True)
-    np.testing.assert_allclose(o, reference(q, k, v, mask="top")[0],
-                               atol=TOL, rtol=0)
+    np.testing.assert_allclose(
+        o, reference(q, k, v, causal=True, top_left=True)[0], atol=TOL, rtol=0)
 
 
 @pytest.mark.parametrize("option,value", [
@@ -237,7 +204,7 @@ def test_torch_tensors_in_and_out(rng):
     o = flashc.flash_attn_func(tq, tk, tv, causal=True)
     assert isinstance(o, torch.Tensor) and o.shape == (2, 33, 4, 32)
     np.testing.assert_allclose(o.numpy().transpose(0, 2, 1, 3),
-                               reference(q, k, v, mask="bottom")[0],
+                               reference(q, k, v, causal=True)[0],
                                atol=TOL, rtol=0)
     ref = torch.nn.functional.scaled_dot_product_attention(
         *(torch.from_numpy(x) for x in (q, k, v)), is_causal=True,

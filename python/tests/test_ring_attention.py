@@ -13,6 +13,8 @@ import pytest
 
 import flashc
 
+from conftest import import_torch
+
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "examples",
                        "ring_attention.py")
 TIMEOUT = 300
@@ -20,14 +22,7 @@ TIMEOUT = 300
 
 @pytest.fixture(autouse=True)
 def need_torch():
-    try:
-        # pylint: disable-next=import-outside-toplevel
-        import torch.distributed as dist
-    except ImportError as e:
-        if os.environ.get("FLASHC_REQUIRE_TORCH"):
-            raise
-        pytest.skip(f"torch is not importable ({e}); scripts/torch-venv.sh "
-                    "makes an environment with it")
+    dist = import_torch("torch.distributed")
     if not dist.is_available() or not dist.is_gloo_available():
         pytest.fail("torch.distributed with gloo is not available")
 
