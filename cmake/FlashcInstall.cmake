@@ -8,7 +8,7 @@
 #                                   libraries;
 #   lib/libflashc_runtime.so.0      the runtime's C API (flashc_runtime.h);
 #   lib/pkgconfig/flashc-runtime.pc its pkg-config file;
-#   bin/flashc, flashc-opt, flashc-ptxsim, flashc-gpucheck;
+#   bin/flashc, flashc-bench, flashc-opt, flashc-ptxsim, flashc-gpucheck;
 #   lib/cmake/flashc/               flashcConfig.cmake, its version file and
 #                                   the exported targets.
 #
@@ -96,7 +96,7 @@ install(EXPORT flashcTargets
 # Tools.
 set(FLASHC_INSTALLED_TOOLS flashc-ptxsim flashc-gpucheck)
 if(TARGET flashc)
-  list(APPEND FLASHC_INSTALLED_TOOLS flashc flashc-opt)
+  list(APPEND FLASHC_INSTALLED_TOOLS flashc flashc-bench flashc-opt)
 endif()
 # The installed tools find MLIR's and LLVM's shared libraries where they
 # were linked from.

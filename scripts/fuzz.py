@@ -1,12 +1,12 @@
 #!/usr/bin/python3
-"""A seeded, time-bounded fuzzer for flashc-opt, flashc, the runtime's bundle
-loader and the PTX simulator.
+"""A seeded, time-bounded fuzzer for flashc-opt, flashc, flashc-bench, the
+runtime's bundle loader and the PTX simulator.
 
 Usage:
   scripts/fuzz.py [--seconds N] [--seed S] [--targets opt,driver,bundle,ptx]
-                  [--flashc-opt PATH] [--flashc PATH] [--bundle-target PATH]
-                  [--test-bundle DIR] [--flashc-ptxsim PATH]
-                  [--out DIR] [--jobs J] [--max-inputs N]
+                  [--flashc-opt PATH] [--flashc PATH] [--flashc-bench PATH]
+                  [--bundle-target PATH] [--test-bundle DIR]
+                  [--flashc-ptxsim PATH] [--out DIR] [--jobs J] [--max-inputs N]
                   [--timeout SECONDS] [--mem-mb MB] [--quiet]
   scripts/fuzz.py --minimize FILE --cmd 'flashc-opt {} --flash-tile' [--min-out PATH]
   scripts/fuzz.py --minimize FILE.ptx --cmd 'flashc-ptxsim {} --kernel ...'
@@ -16,7 +16,8 @@ Each input is one process of one target (--flashc-share, --bundle-share and
 --ptx-share of the inputs go to driver, bundle and ptx, the rest to opt):
   opt     an IR file run through flashc-opt with a flash pass, a chain of
           flash passes or a flash pipeline (random options, often invalid);
-  driver  a flashc command line with random flag values;
+  driver  a flashc (or, now and then, flashc-bench) command line with
+          random flag values;
   bundle  a mutated copy of the runtime tests' bundle (manifest.json and
           its .ptx files), opened through the C API by FlashcBundleLoadTarget
           (unittests/Runtime/BundleLoadTarget.c), which then runs tiny
@@ -58,8 +59,9 @@ timeout and an address-space limit, and is classified as
   crash   killed by a signal, or a crash signature on stderr
   hang    timed out
   oom     std::bad_alloc / out of memory, or killed at the memory limit
-  messy   (flashc) an error that is not one `flashc: error: ...` line
-          with exit status 1; (bundle) exit status other than 0, a
+  messy   (flashc, flashc-bench) an error that is not one
+          `flashc: error: ...` (`flashc-bench: error: ...`) line with exit
+          status 1; (bundle) exit status other than 0, a
           `violation:` line (a failure without a message, ...) or output
           other than `error: ...` lines; (ptx) exit status other than 0, 1
           and 3, or a failure without exactly one `flashc-ptxsim: ...` line
@@ -106,7 +108,7 @@ OOM_MARKERS = ("std::bad_alloc", "out of memory")
 # flashc-opt's line for an input that crashes MLIR's own parser, recovered
 # (docs/Robustness.md): a clean error for the user, counted apart.
 GUARDED_MARKER = "MLIR's parser crashed on this input"
-# `flashc bench` measures for seconds by design: its time limit is this
+# flashc-bench measures for seconds by design: its time limit is this
 # many times the others'.
 BENCH_TIMEOUT_FACTOR = 4
 
@@ -820,22 +822,23 @@ def bundle_command(rng):
 
 
 def bench_command(rng):
-    """`flashc bench` on one small problem, one iteration. A benchmark
+    """flashc-bench on one small problem, one iteration. A benchmark
     measures each of its 4 rows (flashc and BLAS, causal or not) for about
     a second, so it gets BENCH_TIMEOUT_FACTOR times the time limit."""
-    args = ["bench", "--sizes", list_value(rng, ("16", "64", "100"),
-                                           ("0", "-1", "x", "", "9223372036854775807")),
+    args = ["--sizes", list_value(rng, ("16", "64", "100"),
+                                  ("0", "-1", "x", "", "9223372036854775807")),
             "--head-dims", list_value(rng, ("16", "64"), ("0", "513", "x", ""))]
     args += ["--iters", pick(rng, ("1",), ("0", "-1", "x"), 0.1)]
     if rng.random() < 0.5:
         args += ["--heads", pick(rng, ("1", "2"), ("0", "-1", "x", "4294967296"), 0.15)]
     if rng.random() < 0.3:
         args += ["--json", pick(rng, ("bench.json",), ("/dev/full", "nodir/x.json"), 0.3)]
-    return "flashc bench", args
+    return "flashc-bench", args
 
 
 def flashc_command(rng):
-    """Returns (label, argv tail) for a flashc command line."""
+    """Returns (label, argv tail) for a flashc command line, or now and then
+    a flashc-bench one (label "flashc-bench")."""
     r = rng.random()
     if r < 0.06:
         return bundle_command(rng)
@@ -1709,8 +1712,9 @@ def bundle_case(ctx, rng, index):
 Case = collections.namedtuple("Case", "index tool label args ir origin")
 
 # What can be fuzzed, and the tool of each.
-# (opt: flashc-opt; driver: flashc's subcommands; bundle: the C API's
-# bundle loader; ptx: the PTX parser and interpreter, in flashc-ptxsim.)
+# (opt: flashc-opt; driver: flashc's subcommands and flashc-bench; bundle:
+# the C API's bundle loader; ptx: the PTX parser and interpreter, in
+# flashc-ptxsim.)
 TARGETS = ("opt", "driver", "bundle", "ptx")
 
 
@@ -1742,7 +1746,8 @@ def make_case(ctx, index):
     target = pick_target(ctx, rng.random())
     if target == "driver":
         label, args = flashc_command(rng)
-        return Case(index, "flashc", label, args, None, "flashc-args")
+        tool = "flashc-bench" if label == "flashc-bench" else "flashc"
+        return Case(index, tool, label, args, None, "flashc-args")
     if target == "bundle":
         return bundle_case(ctx, rng, index)
     if target == "ptx":
@@ -1761,6 +1766,8 @@ def make_case(ctx, index):
 def case_argv(ctx, case, input_path):
     if case.tool == "flashc":
         return [ctx.flashc] + case.args
+    if case.tool == "flashc-bench":
+        return [ctx.flashc_bench] + case.args
     if case.tool == "bundle":
         # The simulator's instruction budget per thread (FLASHC_SIM_MAX_
         # INSTRUCTIONS; the C API takes no options): a runaway kernel fails
@@ -2062,17 +2069,17 @@ FLASHC_PROGRESS_RE = re.compile(
     r"compiling attention kernel for .* \(first use\)$|\[\d+/\d+\] ")
 
 
-def flashc_verdict(result):
-    """flashc's contract for a failed run: exit 1 and exactly one line
-    `flashc: error: ...` (after any progress lines); exit 2 only when the
-    numerical check failed."""
+def flashc_verdict(result, tool="flashc"):
+    """flashc's (and flashc-bench's) contract for a failed run: exit 1 and
+    exactly one line `TOOL: error: ...` (after any progress lines); exit 2
+    only when the numerical check failed."""
     if result.cls != "error":
         return result
     if result.rc == 2:
         return result._replace(cls="wrong")
     lines = [l for l in result.stderr.splitlines()
              if l.strip() and not FLASHC_PROGRESS_RE.match(l)]
-    if result.rc != 1 or len(lines) != 1 or not lines[0].startswith("flashc: error: "):
+    if result.rc != 1 or len(lines) != 1 or not lines[0].startswith(f"{tool}: error: "):
         return result._replace(cls="messy")
     return result
 
@@ -2111,8 +2118,9 @@ def bundle_verdict(result):
     return result._replace(cls="error" if lines else "ok")
 
 
-VERDICTS = {"flashc": flashc_verdict, "flashc-ptxsim": ptxsim_verdict,
-            "bundle": bundle_verdict}
+VERDICTS = {"flashc": flashc_verdict,
+            "flashc-bench": lambda r: flashc_verdict(r, "flashc-bench"),
+            "flashc-ptxsim": ptxsim_verdict, "bundle": bundle_verdict}
 
 
 def verdict(tool, result):
@@ -2143,7 +2151,7 @@ def record(ctx, stats, case, result):
 
 
 def case_timeout(ctx, case):
-    if case.label == "flashc bench":
+    if case.label == "flashc-bench":
         return ctx.timeout * BENCH_TIMEOUT_FACTOR
     return ctx.timeout
 
@@ -2310,13 +2318,14 @@ def minimize_file(args):
 
 
 def minimize_cmd(args):
-    """Reduces a command line's arguments (after the tool and subcommand)."""
+    """Reduces a command line's arguments (after the tool and subcommand;
+    flashc-bench's table has no subcommand)."""
     argv = shlex.split(args.minimize_cmd)
-    keep, rest = argv[:2], argv[2:]
+    tool = tool_of_argv(argv)
+    head = 1 if tool == "flashc-bench" and argv[1:2] != ["one"] else 2
+    keep, rest = argv[:head], argv[head:]
     mem = args.mem_mb << 20
     scratch = tempfile.mkdtemp(prefix="flashc-fuzz-min-", dir="/tmp")
-
-    tool = tool_of_argv(keep)
 
     def key(tail):
         result = verdict(tool, run_once(keep + tail, scratch, args.timeout, mem))
@@ -2346,6 +2355,7 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--flashc-opt", default=os.path.join(build, "flashc-opt"))
     p.add_argument("--flashc", default=os.path.join(build, "flashc"))
+    p.add_argument("--flashc-bench", help="default: the flashc-bench beside --flashc")
     p.add_argument("--out", default="/tmp/flashc-fuzz", help="where findings go")
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per process")
@@ -2405,12 +2415,15 @@ def check_tools(args):
     args.test_bundle = os.path.abspath(args.test_bundle or os.path.join(runtime, "test-bundle"))
     args.flashc_opt = os.path.abspath(args.flashc_opt)
     args.flashc = os.path.abspath(args.flashc)
-    paths = {"opt": args.flashc_opt, "driver": args.flashc,
-             "bundle": args.bundle_target, "ptx": args.flashc_ptxsim}
+    args.flashc_bench = os.path.abspath(
+        args.flashc_bench or os.path.join(os.path.dirname(args.flashc), "flashc-bench"))
+    paths = {"opt": [args.flashc_opt], "driver": [args.flashc, args.flashc_bench],
+             "bundle": [args.bundle_target], "ptx": [args.flashc_ptxsim]}
     for target in list(args.targets):
         missing = None
-        if not os.access(paths[target], os.X_OK):
-            missing = f"{paths[target]} is not an executable"
+        absent = [p for p in paths[target] if not os.access(p, os.X_OK)]
+        if absent:
+            missing = f"{absent[0]} is not an executable"
         elif target in ("bundle", "ptx") and \
                 not os.path.isfile(os.path.join(args.test_bundle, "manifest.json")):
             missing = f"{args.test_bundle} holds no manifest.json"

@@ -29,7 +29,9 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.flashc_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["flashc-opt", "flashc", "flashc-ptxsim"], tool_dirs)
+llvm_config.add_tool_substitutions(
+    ["flashc-opt", "flashc-bench", "flashc", "flashc-ptxsim"], tool_dirs
+)
 
 # The CUDA toolkit's tools, as CMake found them (cmake/FlashcCudaToolkit.cmake;
 # none with FLASHC_USE_CUDA_TOOLKIT=OFF). nvcc compiles the CUDA test
@@ -54,7 +56,7 @@ if config.flashc_sanitize.upper() in ("ON", "1", "TRUE", "YES"):
     config.available_features.add("asan")
 
 # The host's x86 features, from /proc/cpuinfo where there is one:
-# `flashc bench-one --impl peak` measures AVX512_BF16's vdpbf16ps
+# `flashc-bench one --impl peak` measures AVX512_BF16's vdpbf16ps
 # (`%if avx512bf16`).
 try:
     with open("/proc/cpuinfo") as cpuinfo:

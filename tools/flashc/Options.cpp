@@ -1,6 +1,7 @@
 //===- Options.cpp - Command-line options of the flashc driver ------------===//
 
 #include "Options.h"
+#include "Tool.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
@@ -15,7 +16,7 @@ int flashc::reportError(llvm::Error error) {
   std::string text = llvm::toString(std::move(error));
   llvm::SmallVector<llvm::StringRef> lines;
   llvm::StringRef(text).split(lines, '\n', -1, /*KeepEmpty=*/false);
-  llvm::errs() << "flashc: error: ";
+  llvm::errs() << getToolName() << ": error: ";
   llvm::interleave(
       lines, llvm::errs(),
       [](llvm::StringRef line) { llvm::errs() << line.trim(); }, "; ");

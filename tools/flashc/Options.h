@@ -18,7 +18,8 @@
 
 namespace flashc {
 
-/// Prints `flashc: error: <message>` and returns the exit code 1.
+/// Prints `flashc: error: <message>` (the tool's name: `getToolName`) and
+/// returns the exit code 1.
 int reportError(llvm::Error error);
 
 /// Parsed `--name[=value]` arguments.

@@ -9,38 +9,34 @@
 //   flashc compile   --emit mlir|llvm|ptx|cubin|manifest [-o FILE]
 //                    [--stop-after STAGE]
 //   flashc cost      [--sram-bytes N] [--json] [--target cpu|sm_80|sm_90a]
-//   flashc bench     flashc's CPU kernel against a 3-pass OpenBLAS attention
-//   flashc bench-one one measurement of bench, as a JSON line
 //   flashc bundle    compile GPU kernel variants into a runtime bundle
 //
 // `flashc COMMAND --help` lists a command's options; with no arguments (or
 // --help) flashc lists its commands and exits 0, and --version prints the
 // version. Options with no command are a run. Bad flags or shapes get a
-// one-line error and exit code 1 (2 for a failed numerical check).
+// one-line error and exit code 1 (2 for a failed numerical check). The
+// benchmark against OpenBLAS is a tool of its own, flashc-bench.
 //
 //===----------------------------------------------------------------------===//
 
-#include "Bench.h"
 #include "Gpu.h"
 #include "Npy.h"
 #include "Options.h"
+#include "Tool.h"
 
 #include "flashc/Analysis/CostModel.h"
 #include "flashc/Compiler/Reference.h"
 #include "flashc/Target/TargetInfo.h"
 
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <random>
 #include <set>
@@ -64,14 +60,13 @@ const char *kOverview =
     "  compile    print the IR after a stage, LLVM IR, PTX, a cubin or a\n"
     "             kernel manifest\n"
     "  cost       the cost model's report: FLOPs, HBM traffic, GPU wave model\n"
-    "  bench      flashc's CPU kernel against 3-pass attention on OpenBLAS\n"
-    "  bench-one  one measurement of the benchmark, as one JSON line\n"
     "  bundle     compile GPU kernel variants into a runtime bundle\n"
     "\n"
     "`flashc COMMAND --help` lists a command's options; `flashc --version`\n"
     "prints the version. Exit status: 0 on success (and for this text), 1 for\n"
     "a bad option, shape or file (one `flashc: error:` line), 2 when a\n"
-    "numerical check failed.\n";
+    "numerical check failed. The benchmark against OpenBLAS is a tool of its\n"
+    "own: flashc-bench.\n";
 
 /// The problem options of run, compile and cost. `lse` is how --lse reads
 /// for the command.
@@ -168,45 +163,6 @@ std::string commandHelp(llvm::StringRef command) {
            kScheduleHelp +
            "cost:\n"
            "  --json              the report as JSON\n";
-  if (command == "bench")
-    return "usage: flashc bench [options]\n"
-           "\n"
-           "flashc's CPU kernel (f32, batch 1) against standard 3-pass "
-           "attention\n"
-           "on OpenBLAS, each configuration measured in its own process, "
-           "against\n"
-           "the one-core sgemm ceiling measured in the same run.\n"
-           "\n"
-           "  --sizes N,...       sequence lengths (default "
-           "512,1024,2048,4096,8192)\n"
-           "  --head-dims D,...   (default 64,128)\n"
-           "  --heads H           (default 8)\n"
-           "  --threads T         (default: the host's)\n"
-           "  --iters N           timed runs per measurement (default 3)\n"
-           "  --rounds R          repeat the rows R times, keep the fastest\n"
-           "  --adjacent          also measure the ceiling between every two "
-           "rows\n"
-           "  --json FILE         write the rows as JSON\n"
-           "  --decode-loop STEPS [--seq-kv START]\n"
-           "                      decode steps over a growing KV cache: one\n"
-           "                      compile\n"
-           "  --decode [--seq-kv N,...] [--threads T] [--iters N]\n"
-           "                      decode KV read rates against the copy and "
-           "read\n"
-           "                      bandwidth\n";
-  if (command == "bench-one")
-    return "usage: flashc bench-one [options]\n"
-           "\n"
-           "One measurement of `flashc bench`, printed as one JSON line.\n"
-           "\n"
-           "  --impl flashc|blas|sgemm|peak\n"
-           "                      flashc's kernel, 3-pass OpenBLAS attention, "
-           "one\n"
-           "                      square sgemm of side --seq, or one core's "
-           "FMA\n"
-           "                      and vdpbf16ps rates (default flashc)\n"
-           "  --seq N --head-dim D --heads H   (default 1024, 64, 8)\n"
-           "  --causal --threads T --iters N\n";
   if (command == "bundle")
     return "usage: flashc bundle -o DIR [options]\n"
            "\n"
@@ -888,13 +844,6 @@ int costCommand(llvm::ArrayRef<const char *> args) {
 
 namespace {
 
-/// True when `args` ask for help: --help or -h anywhere.
-bool wantsHelp(llvm::ArrayRef<const char *> args) {
-  return llvm::any_of(args, [](const char *a) {
-    return llvm::StringRef(a) == "--help" || llvm::StringRef(a) == "-h";
-  });
-}
-
 int dispatch(int argc, char **argv) {
   llvm::ArrayRef<const char *> args(const_cast<const char **>(argv) + 1,
                                     argc - 1);
@@ -906,8 +855,7 @@ int dispatch(int argc, char **argv) {
   }
   llvm::StringRef command = args[0];
   if (command == "--version") {
-    llvm::outs() << "flashc " << FLASHC_VERSION << " (LLVM "
-                 << LLVM_VERSION_STRING << ")\n";
+    printVersion(llvm::outs());
     return 0;
   }
   if (command == "--help" || command == "-h" ||
@@ -924,12 +872,17 @@ int dispatch(int argc, char **argv) {
     command = "run";
   else
     args = args.drop_front();
+  // The benchmark left the driver for a tool of its own.
+  if (command == "bench" || command == "bench-one")
+    return reportError(llvm::createStringError(
+        "the benchmark is a tool of its own now: run flashc-bench" +
+        llvm::StringRef(command == "bench" ? "" : " one") +
+        " (see flashc-bench --help)"));
   std::string text = commandHelp(command);
   if (text.empty())
     return reportError(llvm::createStringError(
         "unknown command '" + command +
-        "'; expected run, compile, cost, bench, bench-one or bundle (see "
-        "flashc --help)"));
+        "'; expected run, compile, cost or bundle (see flashc --help)"));
   if (help) {
     llvm::outs() << text;
     return 0;
@@ -940,32 +893,11 @@ int dispatch(int argc, char **argv) {
     return compileCommand(args);
   if (command == "cost")
     return costCommand(args);
-  if (command == "bench")
-    return benchCommand(args, argv[0]);
-  if (command == "bench-one")
-    return benchOneCommand(args);
   return bundleCommand(args);
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
-  int status = dispatch(argc, argv);
-  // Output that could not be written (a full disk, a closed pipe) is a
-  // failure, reported once: not LLVM's fatal error when stdout is
-  // destroyed, and not exit 0 with the output lost.
-  llvm::outs().flush();
-  std::error_code error;
-  if (llvm::outs().has_error()) {
-    error = llvm::outs().error();
-    llvm::outs().clear_error();
-  }
-  if (std::fflush(stdout) != 0 || std::ferror(stdout))
-    error = std::error_code(errno ? errno : EIO, std::generic_category());
-  if (error && status == 0) {
-    llvm::errs() << "flashc: error: cannot write the output: "
-                 << error.message() << "\n";
-    status = 1;
-  }
-  return status;
+  return finishOutput(dispatch(argc, argv));
 }

@@ -1,6 +1,6 @@
-//===- Bench.cpp - flashc bench -------------------------------------------===//
+//===- Bench.cpp - flashc-bench's measurements ----------------------------===//
 //
-// Each measurement runs in its own process (`flashc bench-one`): flashc's
+// Each measurement runs in its own process (`flashc-bench one`): flashc's
 // kernel, or the 3-pass baseline S = Q K^T (cblas_sgemm), a row softmax with
 // the causal mask, O = P V (cblas_sgemm), one head at a time. Both use the
 // same number of threads; OpenBLAS's pool is set explicitly so that the two
@@ -13,6 +13,7 @@
 
 #include "Bench.h"
 #include "Options.h"
+#include "Tool.h"
 
 #include "flashc/Analysis/CostModel.h"
 #include "flashc/Compiler/Reference.h"
@@ -197,7 +198,7 @@ int64_t peakRssKB() {
 
 } // namespace
 
-/// `flashc bench-one --impl peak`: one core's arithmetic peak in f32 FMAs
+/// `flashc-bench one --impl peak`: one core's arithmetic peak in f32 FMAs
 /// and in AVX512_BF16 dot products, measured in turn (5 times each; the
 /// medians), to tell whether vdpbf16ps would be faster than converting
 /// bf16 to f32 for the FMAs.
@@ -374,7 +375,7 @@ int flashc::benchOneCommand(llvm::ArrayRef<const char *> args) {
   return 0;
 }
 
-/// `flashc bench --decode-loop N`: N decode steps, each one key longer
+/// `flashc-bench --decode-loop N`: N decode steps, each one key longer
 /// than the last, each asking the compiler for its kernel and running it,
 /// as a serving loop does. Prints how many kernels were compiled.
 static int decodeLoop(const Options &o) {
@@ -523,7 +524,7 @@ static double readBandwidthGBs(int64_t threads) {
   return static_cast<double>(words * sizeof(uint64_t)) / seconds * 1e-9;
 }
 
-/// `flashc bench --decode`: single-token decode over long KV caches (batch
+/// `flashc-bench --decode`: single-token decode over long KV caches (batch
 /// 1, 8 query heads over 2 KV heads, d = 128) in f16 and bf16, as a rate of
 /// reading the KV cache, against the copy bandwidth and the read bandwidth
 /// of the same threads measured in the same process before and after.
@@ -654,9 +655,10 @@ static int decodeBandwidth(const Options &o) {
   return 0;
 }
 
-/// Runs one `flashc bench-one` command line and returns the JSON of its
+/// Runs one `flashc-bench one` command line and returns the JSON of its
 /// last line; the error names `what` was measured and carries the
-/// measuring process's own `flashc: error:` line (else its first line).
+/// measuring process's own `flashc-bench: error:` line (else its first
+/// line).
 static llvm::Expected<llvm::json::Value> measure(const std::string &cmd,
                                                  const std::string &what) {
   FILE *pipe = popen(cmd.c_str(), "r");
@@ -675,12 +677,13 @@ static llvm::Expected<llvm::json::Value> measure(const std::string &cmd,
     return value;
   llvm::StringRef all = llvm::StringRef(text).trim();
   llvm::StringRef why = all.take_front(all.find('\n'));
-  size_t at = all.find("flashc: error: ");
+  std::string prefix = (getToolName() + ": error: ").str();
+  size_t at = all.find(prefix);
   if (at != llvm::StringRef::npos) {
     why = all.drop_front(at);
     why = why.take_front(why.find('\n'));
   }
-  why.consume_front("flashc: error: ");
+  why.consume_front(prefix);
   if (why.empty() && !value)
     why = "no output";
   if (!value)
@@ -799,7 +802,7 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
   auto sgemmRun =
       [&](const std::string &sgemmThreads) -> llvm::Expected<llvm::json::Value> {
     return measure(blasEnv + "'" + self +
-                       "' bench-one --impl sgemm --seq 2048 --threads " +
+                       "' one --impl sgemm --seq 2048 --threads " +
                        sgemmThreads + " --iters 5 2>&1",
                    "sgemm on " + sgemmThreads + " thread(s)");
   };
@@ -965,7 +968,7 @@ int flashc::benchCommand(llvm::ArrayRef<const char *> args, const char *argv0) {
           for (const char *impl : {"flashc", "blas"}) {
             std::string cmd =
                 (std::strcmp(impl, "blas") == 0 ? blasEnv : std::string()) +
-                "'" + self + "' bench-one --impl " + impl + " --seq " +
+                "'" + self + "' one --impl " + impl + " --seq " +
                 std::to_string(n) + " --head-dim " + std::to_string(d) +
                 " --heads " + heads + " --threads " + threads + " --iters " +
                 iters + (causal ? " --causal" : "") + " 2>&1";
