@@ -45,7 +45,7 @@ if(TARGET FlashcCompiler)
     FILES_MATCHING PATTERN "*.h.inc"
     PATTERN "CMakeFiles" EXCLUDE)
 else()
-  foreach(dir Runtime Simulator Support)
+  foreach(dir Core Runtime Simulator Support)
     install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/flashc/${dir}
       DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/flashc
       FILES_MATCHING PATTERN "*.h")
@@ -57,13 +57,14 @@ install(FILES ${PROJECT_BINARY_DIR}/include/flashc/Config.h
 # Libraries, exported under the flashc:: namespace. The build itself
 # reaches the headers through directory-wide include paths; the installed
 # targets carry the installed include directory.
-set(FLASHC_EXPORTED_TARGETS FlashcSupport FlashcSimulator FlashcRuntime
-  flashc_runtime)
+set(FLASHC_EXPORTED_TARGETS FlashcSupport FlashcCore FlashcSimulator
+  FlashcRuntime flashc_runtime)
 set_target_properties(FlashcSupport PROPERTIES EXPORT_NAME support)
+set_target_properties(FlashcCore PROPERTIES EXPORT_NAME core)
 set_target_properties(FlashcSimulator PROPERTIES EXPORT_NAME simulator)
 set_target_properties(FlashcRuntime PROPERTIES EXPORT_NAME runtime)
 set_target_properties(flashc_runtime PROPERTIES EXPORT_NAME runtime_c)
-foreach(target FlashcSupport FlashcSimulator FlashcRuntime)
+foreach(target FlashcSupport FlashcCore FlashcSimulator FlashcRuntime)
   target_compile_features(${target} INTERFACE cxx_std_17)
 endforeach()
 set(FLASHC_HAS_COMPILER OFF)

@@ -8,7 +8,7 @@
 #include "flashc/Analysis/AttentionSchedule.h"
 
 #include "flashc/Support/Sizes.h"
-#include "flashc/Target/GPUSchedule.h"
+#include "flashc/Core/GPUSchedule.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -26,6 +26,22 @@ std::optional<LoopOrder> mlir::flash::parseLoopOrder(llvm::StringRef name) {
   if (name == "fa2")
     return LoopOrder::FA2;
   return std::nullopt;
+}
+
+::flashc::AttentionProblem AttentionShape::problem() const {
+  ::flashc::AttentionProblem p;
+  p.batch = batch;
+  p.heads = heads;
+  p.kvHeads = kvHeads;
+  p.seqQ = seqQ;
+  p.seqKV = seqKV;
+  p.headDim = headDim;
+  p.headDimV = headDimV;
+  // The models read the element size only.
+  p.dtype = elementBytes == 4 ? ::flashc::ElementType::F32
+                              : ::flashc::ElementType::F16;
+  p.mask = causal ? ::flashc::Mask::causal() : ::flashc::Mask::none();
+  return p;
 }
 
 llvm::Expected<AttentionShape>
@@ -89,7 +105,7 @@ TileSizes mlir::flash::chooseTileSizes(const TargetInfo &target,
     tiles.blockKV = ceilDiv(m, 4 * d);
     tiles.blockQ = std::min(tiles.blockKV, d);
   } else if (target.isGPU()) {
-    // The GPU kernels' own tiles (flashc/Target/GPUSchedule.h): a decode
+    // The GPU kernels' own tiles (flashc/Core/GPUSchedule.h): a decode
     // tile when every query of a step fits one, halving the KV block while
     // the shared memory does not fit. Bc is not clamped to Nk: the kernels
     // mask the tail of a block.

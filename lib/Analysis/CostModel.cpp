@@ -279,43 +279,26 @@ double mlir::flash::getIoModelElements(const AttentionShape &shape,
 // The CTA x wave model
 //===----------------------------------------------------------------------===//
 
-int64_t mlir::flash::getCtaRowQuantum(const TargetInfo &target) {
-  return std::max<int64_t>(64, target.mmaM);
-}
-
 ::flashc::WaveTarget mlir::flash::getWaveTarget(const TargetInfo &target) {
+  // A GPU: the runtime's model of the chip, with this target's SM count
+  // and bandwidth (which the caller may have set to a device's).
+  if (target.isGPU())
+    return ::flashc::getWaveTarget(target.name, target.numProcessors,
+                                   target.memoryBandwidthGBs);
+  // The CPU: one worker thread per "SM", rows of 64.
   ::flashc::WaveTarget w;
   w.numSMs = target.numProcessors;
   w.perSMPeakTflops = target.perProcessorPeakTflops;
   w.memoryBandwidthGBs = target.memoryBandwidthGBs;
   w.perSMBandwidthGBs = target.perProcessorBandwidthGBs;
   w.launchOverheadUs = target.launchOverheadUs;
-  w.rowQuantum = getCtaRowQuantum(target);
+  w.rowQuantum = 64;
   return w;
-}
-
-/// The wave model's view of a problem and its tiles.
-static ::flashc::WaveProblem getWaveProblem(const AttentionShape &shape,
-                                            const TileSizes &tiles) {
-  ::flashc::WaveProblem p;
-  p.batch = shape.batch;
-  p.heads = shape.heads;
-  p.kvHeads = shape.kvHeads;
-  p.seqQ = shape.seqQ;
-  p.seqKV = shape.seqKV;
-  p.headDim = shape.headDim;
-  p.headDimV = shape.headDimV;
-  p.elementBytes = shape.elementBytes;
-  p.blockQ = tiles.blockQ;
-  p.blockKV = tiles.blockKV;
-  return p;
 }
 
 int64_t mlir::flash::getMaxSplits(const AttentionShape &shape, int64_t blockKV,
                                   int64_t maxSplits) {
-  TileSizes tiles;
-  tiles.blockKV = blockKV;
-  return ::flashc::getMaxSplitCount(getWaveProblem(shape, tiles), maxSplits);
+  return ::flashc::getMaxSplitCount(shape.problem(), blockKV, maxSplits);
 }
 
 llvm::Expected<WavePrediction>
@@ -338,24 +321,20 @@ mlir::flash::predictSplitKVTime(const TargetInfo &target,
                       "make {3} blocks, and every split needs at least one",
                       splits, shape.seqKV, tiles.blockKV, blocksKV)
             .str());
-  return ::flashc::predictSplitKV(getWaveTarget(target),
-                                  getWaveProblem(shape, tiles), splits);
+  return ::flashc::predictSplitKV(getWaveTarget(target), shape.problem(),
+                                  tiles.blockQ, tiles.blockKV, splits);
 }
 
 llvm::Expected<WavePrediction>
 mlir::flash::chooseSplits(const TargetInfo &target, const AttentionShape &shape,
                           const TileSizes &tiles, int64_t maxSplits) {
-  std::optional<WavePrediction> best;
-  int64_t cap = getMaxSplits(shape, tiles.blockKV, maxSplits);
-  for (int64_t s = 1; s <= cap; ++s) {
-    llvm::Expected<WavePrediction> p =
-        predictSplitKVTime(target, shape, tiles, s);
-    if (!p)
-      return p.takeError();
-    if (!best || p->timeUs < best->timeUs * (1 - 1e-9))
-      best = *p;
-  }
-  return *best;
+  // The checks of one prediction; the search is the runtime's.
+  if (llvm::Expected<WavePrediction> one =
+          predictSplitKVTime(target, shape, tiles, 1);
+      !one)
+    return one.takeError();
+  return ::flashc::chooseSplitCount(getWaveTarget(target), shape.problem(),
+                                    tiles.blockQ, tiles.blockKV, maxSplits);
 }
 
 llvm::Expected<WavePrediction>

@@ -13,7 +13,7 @@
 #include "CompilerUtils.h"
 
 #include "flashc/Support/Files.h"
-#include "flashc/Target/GPUSchedule.h"
+#include "flashc/Core/GPUSchedule.h"
 #include "flashc/Target/TargetInfo.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -37,28 +37,17 @@ namespace rt = flashc::runtime;
 
 flashc::runtime::AttentionQuery
 AttentionSpec::gpuQuery(llvm::StringRef target) const {
-  rt::AttentionQuery q;
-  q.target = target.str();
-  q.dtype = dtype == DType::F32   ? rt::ElementType::F32
-            : dtype == DType::F16 ? rt::ElementType::F16
-                                  : rt::ElementType::BF16;
-  q.group = heads / kvHeads;
-  q.headDim = headDim;
-  q.headDimV = valueDim();
-  q.causal = causal;
-  q.withLse = withLse;
-  q.decode = isDecode();
-  return q;
+  return rt::AttentionQuery::of(*this, target.str());
 }
 
 std::string mlir::flash::detail::gpuVariantId(const rt::AttentionQuery &q) {
   std::string id = llvm::formatv("{0}-{1}-g{2}-d{3}", q.target,
-                                 rt::stringify(q.dtype), q.group, q.headDim)
+                                 flashc::stringify(q.dtype), q.group, q.headDim)
                        .str();
   if (q.headDimV != q.headDim)
     id += "dv" + std::to_string(q.headDimV);
-  if (q.causal)
-    id += "-causal";
+  if (!q.mask.isNone())
+    id += "-" + q.mask.str();
   if (q.withLse)
     id += "-lse";
   id += q.decode ? "-decode" : "-prefill";
@@ -94,7 +83,7 @@ PipelineConfig mlir::flash::detail::gpuConfig(const AttentionSpec &spec,
 
 llvm::Error mlir::flash::detail::checkGPUSpec(const AttentionSpec &spec,
                                               llvm::StringRef target) {
-  if (spec.dtype == DType::F32)
+  if (spec.dtype == ElementType::F32)
     return llvm::createStringError(
         "the GPU kernels take f16 or bf16 inputs (tensor cores); got f32 "
         "for target " +
@@ -356,9 +345,7 @@ llvm::Expected<rt::TensorView> toView(const TensorRef &t,
             .str());
   rt::TensorView v;
   v.data = t.data;
-  v.dtype = t.dtype == DType::F32   ? rt::ElementType::F32
-            : t.dtype == DType::F16 ? rt::ElementType::F16
-                                    : rt::ElementType::BF16;
+  v.dtype = t.dtype;
   v.rank = static_cast<int>(t.sizes.size());
   for (int d = 0; d < v.rank; ++d) {
     v.sizes[d] = t.sizes[d];

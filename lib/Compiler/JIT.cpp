@@ -56,89 +56,19 @@ using namespace mlir::flash;
 using namespace mlir::flash::detail;
 
 //===----------------------------------------------------------------------===//
-// DType and AttentionSpec
+// ElementType and AttentionSpec
 //===----------------------------------------------------------------------===//
 
-llvm::StringRef mlir::flash::stringifyDType(DType dtype) {
-  switch (dtype) {
-  case DType::F32:
-    return "f32";
-  case DType::F16:
-    return "f16";
-  case DType::BF16:
-    return "bf16";
-  }
-  return "?";
-}
-
-std::optional<DType> mlir::flash::parseDType(llvm::StringRef name) {
-  if (name == "f32")
-    return DType::F32;
-  if (name == "f16")
-    return DType::F16;
-  if (name == "bf16")
-    return DType::BF16;
-  return std::nullopt;
-}
-
-int64_t mlir::flash::getDTypeBytes(DType dtype) {
-  return dtype == DType::F32 ? 4 : 2;
-}
-
-double AttentionSpec::effectiveScale() const {
-  return scale ? *scale : 1.0 / std::sqrt(static_cast<double>(headDim));
-}
-
 llvm::Error AttentionSpec::validate() const {
-  auto bad = [](const llvm::Twine &msg) {
-    return llvm::createStringError(msg.str());
-  };
-  if (headDimV < 0)
-    return bad(llvm::formatv("head-dim-v must be positive, got {0}", headDimV));
-  flashc::AttentionSizes sizes;
-  sizes.batch = batch;
-  sizes.heads = heads;
-  sizes.kvHeads = kvHeads;
-  sizes.seqQ = seqQ;
-  sizes.seqKV = seqKV;
-  sizes.headDim = headDim;
-  sizes.headDimV = valueDim();
-  sizes.elementBytes = getDTypeBytes(dtype);
-  std::string problem = flashc::checkAttentionSizes(sizes);
-  if (!problem.empty())
-    return bad(problem);
-  if (scale)
-    return checkScale(*scale);
+  if (flashc::Status status = check())
+    return llvm::createStringError(status.message());
   return llvm::Error::success();
 }
 
 llvm::Error mlir::flash::checkScale(double scale) {
-  // The kernels multiply by the scale in f32: it must be a positive,
-  // finite f32 (1e39 overflows it, 1e-50 underflows to 0).
-  char text[32];
-  std::snprintf(text, sizeof(text), "%g", scale);
-  if (!std::isfinite(scale) || scale <= 0)
-    return llvm::createStringError(
-        llvm::Twine("scale must be finite and positive, got ") + text);
-  float asFloat = static_cast<float>(scale);
-  if (!std::isfinite(asFloat) || asFloat < std::numeric_limits<float>::min())
-    return llvm::createStringError(
-        llvm::Twine("scale ") + text +
-        " is not a normal f32 value (the kernels scale in f32: 1.2e-38 to "
-        "3.4e+38)");
+  if (flashc::Status status = flashc::checkScale(scale))
+    return llvm::createStringError(status.message());
   return llvm::Error::success();
-}
-
-std::string AttentionSpec::str() const {
-  // The scale in hexadecimal: exact, so that distinct scales never share a
-  // cache entry.
-  char scaleText[64];
-  std::snprintf(scaleText, sizeof(scaleText), "%a", effectiveScale());
-  return llvm::formatv("b={0} hq={1} hkv={2} nq={3} nk={4} d={5} dv={6} {7} "
-                       "causal={8} scale={9} lse={10}",
-                       batch, heads, kvHeads, seqQ, seqKV, headDim, valueDim(),
-                       stringifyDType(dtype), causal, scaleText, withLse)
-      .str();
 }
 
 AttentionShape AttentionSpec::shape() const {
@@ -150,13 +80,13 @@ AttentionShape AttentionSpec::shape() const {
   s.seqKV = seqKV;
   s.headDim = headDim;
   s.headDimV = valueDim();
-  s.causal = causal;
-  s.elementBytes = getDTypeBytes(dtype);
+  s.causal = isCausal();
+  s.elementBytes = elementBytes();
   return s;
 }
 
 std::string AttentionSpec::toMLIR(bool dynamicSizes, bool cpuKernel) const {
-  std::string t = stringifyDType(dtype).str();
+  std::string t = std::string(::flashc::stringify(dtype));
   auto size = [&](int64_t v) {
     return dynamicSizes ? std::string("?") : std::to_string(v);
   };
@@ -195,7 +125,7 @@ std::string AttentionSpec::toMLIR(bool dynamicSizes, bool cpuKernel) const {
     toTensor("v", v, false);
     os << "  " << (withLse ? "%o, %l" : "%o")
        << " = flash.attention %q, %k, %v scale = 1.0 scale_factor(%scale)"
-       << (causal ? " causal" : "") << " : tensor<" << q << ">, tensor<" << k
+       << (isCausal() ? " causal" : "") << " : tensor<" << q << ">, tensor<" << k
        << ">, tensor<" << v << "> -> tensor<" << o << ">"
        << (withLse ? ", tensor<" + l + ">" : "") << "\n";
     os << "  bufferization.materialize_in_destination %o in restrict writable "
@@ -226,6 +156,7 @@ std::string mlir::flash::detail::cpuKernelKey(const AttentionSpec &spec,
   AttentionSpec sizeFree = groupKernelSpec(spec);
   sizeFree.batch = sizeFree.seqQ = sizeFree.seqKV = 0;
   sizeFree.scale = std::nullopt;
+  sizeFree.layout = flashc::Layout::BHND;
   return "cpu " + sizeFree.str() + " | " + c.str();
 }
 
@@ -589,7 +520,7 @@ template <int N> struct MemRefDescriptor {
   int64_t strides[N];
 };
 
-llvm::Error checkBuffer(const TensorRef &t, llvm::StringRef name, DType dtype,
+llvm::Error checkBuffer(const TensorRef &t, llvm::StringRef name, ElementType dtype,
                         llvm::ArrayRef<int64_t> sizes) {
   auto shapeStr = [](llvm::ArrayRef<int64_t> s) {
     std::string r = "[";
@@ -602,7 +533,7 @@ llvm::Error checkBuffer(const TensorRef &t, llvm::StringRef name, DType dtype,
   if (t.dtype != dtype)
     return llvm::createStringError(
         llvm::formatv("{0} has element type {1}, expected {2}", name,
-                      stringifyDType(t.dtype), stringifyDType(dtype))
+                      ::flashc::stringify(t.dtype), ::flashc::stringify(dtype))
             .str());
   if (llvm::ArrayRef<int64_t>(t.sizes) != sizes)
     return llvm::createStringError(
@@ -628,7 +559,7 @@ llvm::Error checkBuffer(const TensorRef &t, llvm::StringRef name, DType dtype,
               .str());
   if (!flashc::getStridedExtentBytes(t.sizes.data(), t.strides.data(),
                                      static_cast<int>(t.sizes.size()),
-                                     getDTypeBytes(t.dtype)))
+                                     ::flashc::getElementBytes(t.dtype)))
     return llvm::createStringError(
         llvm::formatv("{0} with shape {1} and strides {2} addresses more "
                       "than 2^60 bytes",
@@ -646,7 +577,7 @@ llvm::Error checkOutputsApart(
   auto extent = [](const TensorRef &t) -> uint64_t {
     return flashc::getStridedExtentBytes(t.sizes.data(), t.strides.data(),
                                          static_cast<int>(t.sizes.size()),
-                                         getDTypeBytes(t.dtype))
+                                         ::flashc::getElementBytes(t.dtype))
         .value_or(0);
   };
   for (size_t i = firstOutput; i < tensors.size(); ++i) {
@@ -670,7 +601,7 @@ llvm::Error checkOutputsApart(
 
 } // namespace
 
-TensorRef TensorRef::contiguous(void *data, DType dtype,
+TensorRef TensorRef::contiguous(void *data, ElementType dtype,
                                 llvm::ArrayRef<int64_t> sizes) {
   TensorRef t;
   t.data = data;
@@ -766,7 +697,7 @@ llvm::Error Kernel::runBHND(const TensorRef &q, const TensorRef &k,
                     "output");
   if (lse)
     if (llvm::Error e =
-            checkBuffer(*lse, "lse", DType::F32, {s.batch, s.heads, s.seqQ}))
+            checkBuffer(*lse, "lse", ElementType::F32, {s.batch, s.heads, s.seqQ}))
       return e;
   if (options.splits < 0)
     return llvm::createStringError(
@@ -808,7 +739,7 @@ llvm::Error Kernel::runBHND(const TensorRef &q, const TensorRef &k,
                     auto &d) {
     constexpr int rank = sizeof(d.sizes) / sizeof(int64_t);
     char *base =
-        static_cast<char *>(t.data) + b * t.strides[0] * getDTypeBytes(t.dtype);
+        static_cast<char *>(t.data) + b * t.strides[0] * ::flashc::getElementBytes(t.dtype);
     d.allocated = d.aligned = base;
     d.offset = 0;
     d.sizes[0] = count;
@@ -1072,10 +1003,10 @@ AttentionSpec::fromMLIRUnguarded(llvm::StringRef source) {
   spec.headDim = shape->headDim;
   spec.headDimV = shape->headDimV;
   Type elt = op.getQuery().getType().getElementType();
-  spec.dtype = elt.isF32()   ? DType::F32
-               : elt.isF16() ? DType::F16
-                             : DType::BF16;
-  spec.causal = op.getCausal();
+  spec.dtype = elt.isF32()   ? ElementType::F32
+               : elt.isF16() ? ElementType::F16
+                             : ElementType::BF16;
+  spec.mask = op.getCausal() ? Mask::causal() : Mask::none();
   spec.scale = op.getEffectiveScale();
   spec.withLse = static_cast<bool>(op.getLse());
   if (llvm::Error e = spec.validate())

@@ -18,7 +18,7 @@
 using namespace mlir::flash;
 
 
-llvm::Expected<HostTensor> HostTensor::allocate(DType dtype,
+llvm::Expected<HostTensor> HostTensor::allocate(ElementType dtype,
                                                 std::vector<int64_t> sizes) {
   std::string shapeText;
   for (int64_t v : sizes)
@@ -27,7 +27,7 @@ llvm::Expected<HostTensor> HostTensor::allocate(DType dtype,
   for (int64_t s : sizes)
     count = (count && s >= 0) ? flashc::checkedMul(*count, s) : std::nullopt;
   std::optional<int64_t> bytes =
-      count ? flashc::checkedMul(*count, getDTypeBytes(dtype)) : std::nullopt;
+      count ? flashc::checkedMul(*count, ::flashc::getElementBytes(dtype)) : std::nullopt;
   if (!bytes)
     return llvm::createStringError("a " + shapeText +
                                    " tensor overflows 64-bit sizes");
@@ -41,11 +41,11 @@ llvm::Expected<HostTensor> HostTensor::allocate(DType dtype,
   if (!t.storage)
     return llvm::createStringError(
         "cannot allocate " + std::to_string(*bytes) + " bytes for a " +
-        shapeText + " " + stringifyDType(dtype).str() + " tensor");
+        shapeText + " " + std::string(::flashc::stringify(dtype)) + " tensor");
   return t;
 }
 
-HostTensor::HostTensor(DType dtype, std::vector<int64_t> sizes) {
+HostTensor::HostTensor(ElementType dtype, std::vector<int64_t> sizes) {
   llvm::Expected<HostTensor> t = allocate(dtype, std::move(sizes));
   if (!t)
     llvm::report_fatal_error(t.takeError());
@@ -54,17 +54,17 @@ HostTensor::HostTensor(DType dtype, std::vector<int64_t> sizes) {
 
 double HostTensor::get(int64_t i) const {
   switch (dtype) {
-  case DType::F32: {
+  case ElementType::F32: {
     float f;
     std::memcpy(&f, storage.get() + 4 * i, 4);
     return f;
   }
-  case DType::F16: {
+  case ElementType::F16: {
     uint16_t b;
     std::memcpy(&b, storage.get() + 2 * i, 2);
     return halfToFloat(b);
   }
-  case DType::BF16: {
+  case ElementType::BF16: {
     uint16_t b;
     std::memcpy(&b, storage.get() + 2 * i, 2);
     return bfloat16ToFloat(b);
@@ -76,15 +76,15 @@ double HostTensor::get(int64_t i) const {
 void HostTensor::set(int64_t i, double value) {
   float f = static_cast<float>(value);
   switch (dtype) {
-  case DType::F32:
+  case ElementType::F32:
     std::memcpy(storage.get() + 4 * i, &f, 4);
     return;
-  case DType::F16: {
+  case ElementType::F16: {
     uint16_t b = floatToHalf(f);
     std::memcpy(storage.get() + 2 * i, &b, 2);
     return;
   }
-  case DType::BF16: {
+  case ElementType::BF16: {
     uint16_t b = floatToBFloat16(f);
     std::memcpy(storage.get() + 2 * i, &b, 2);
     return;
@@ -108,7 +108,7 @@ double mlir::flash::referenceAttentionRow(const AttentionSpec &spec,
   std::fill(out, out + dv, 0.0);
   // Keys j <= i + (nk - nq) are visible under the causal mask.
   int64_t visible =
-      spec.causal ? std::clamp<int64_t>(i + nk - nq + 1, 0, nk) : nk;
+      spec.isCausal() ? std::clamp<int64_t>(i + nk - nq + 1, 0, nk) : nk;
   if (visible == 0)
     return -std::numeric_limits<double>::infinity();
   std::vector<double> s(static_cast<size_t>(visible));
@@ -153,13 +153,13 @@ std::vector<double> mlir::flash::referenceAttention(const AttentionSpec &spec,
   return out;
 }
 
-double mlir::flash::getOutputTolerance(DType dtype) {
+double mlir::flash::getOutputTolerance(ElementType dtype) {
   switch (dtype) {
-  case DType::F32:
+  case ElementType::F32:
     return 2e-4;
-  case DType::F16:
+  case ElementType::F16:
     return 4e-3;
-  case DType::BF16:
+  case ElementType::BF16:
     return 3e-2;
   }
   return 0;

@@ -12,7 +12,7 @@
 #include "flashc/Conversion/Passes.h"
 #include "flashc/Dialect/Flash/Transforms/Passes.h"
 #include "flashc/Support/Sizes.h"
-#include "flashc/Target/GPUTargets.h"
+#include "flashc/Core/GPUTargets.h"
 #include "flashc/Target/TargetInfo.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -14,7 +14,7 @@
 #include "flashc/Runtime/Runtime.h"
 
 #include "flashc/Support/Sizes.h"
-#include "flashc/Target/GPUTargets.h"
+#include "flashc/Core/GPUTargets.h"
 
 #include <algorithm>
 #include <cmath>
@@ -26,19 +26,23 @@ using namespace flashc::runtime;
 
 Device::~Device() = default;
 
-WaveTarget runtime::getWaveTarget(const std::string &chip, int64_t numSMs) {
-  const GPUTargetFigures *f = findGPUTarget(chip);
-  if (!f)
-    f = findGPUTarget("sm_80");
-  WaveTarget t;
-  t.numSMs = numSMs > 0 ? numSMs : f->numSMs;
-  t.perSMPeakTflops = f->perSMPeakTflops;
-  t.memoryBandwidthGBs = f->memoryBandwidthGBs;
-  t.perSMBandwidthGBs = f->perSMBandwidthGBs;
-  t.launchOverheadUs = f->launchOverheadUs;
-  // flashc's decode tiles pad rows to one MMA tile of 16.
-  t.rowQuantum = 16;
-  return t;
+WaveTarget runtime::getWaveTarget(const Device &device) {
+  return flashc::getWaveTarget(device.getChip(), device.getNumSMs(),
+                               device.getMemoryBandwidthGBs());
+}
+
+int64_t runtime::getLaunchSplitCount(const Device &device,
+                                     const KernelVariant &variant,
+                                     int64_t batch, int64_t seqQ,
+                                     int64_t seqKV, int64_t requested) {
+  if (!variant.query.decode)
+    return 1;
+  AttentionProblem p = getVariantProblem(variant.query, batch, seqQ, seqKV);
+  if (requested > 0)
+    return std::min(requested, getMaxSplitCount(p, variant.blockKV));
+  return chooseSplitCount(getWaveTarget(device), p, variant.blockQ,
+                          variant.blockKV)
+      .splits;
 }
 
 namespace {
@@ -276,25 +280,8 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
   // The split count of a decode variant: the CTA x wave model over the
   // whole call, unless the caller fixes it; every split keeps at least one
   // KV block.
-  int64_t splits = 1;
-  if (q.decode) {
-    WaveProblem p;
-    p.batch = batch * kvHeads;
-    p.heads = q.group;
-    p.kvHeads = 1;
-    p.seqQ = seqQ;
-    p.seqKV = seqKV;
-    p.headDim = q.headDim;
-    p.headDimV = q.headDimV;
-    p.elementBytes = eb;
-    p.blockQ = variant.blockQ;
-    p.blockKV = variant.blockKV;
-    splits = call.splits ? std::min(call.splits, getMaxSplitCount(p))
-                         : chooseSplitCount(getWaveTarget(device.getChip(),
-                                                          device.getNumSMs()),
-                                            p)
-                               .splits;
-  }
+  int64_t splits = getLaunchSplitCount(device, variant, batch * kvHeads,
+                                       seqQ, seqKV, call.splits);
 
   GridSizes sizes{kernelBatch, seqQ, seqKV, splits};
   // Grids beyond a launch's 2^31 - 1 CTAs come from the call's sizes; a

@@ -211,7 +211,7 @@ flashc_status attention(flashc_bundle *bundle, int kind, int layout,
   query.group = call.q.sizes[1] / call.k.sizes[1];
   query.headDim = call.q.sizes[3];
   query.headDimV = call.v.sizes[3];
-  query.causal = causal != 0;
+  query.mask = causal ? Mask::causal() : Mask::none();
   query.withLse = lse != nullptr;
   if (!std::isfinite(scale))
     return fail(FLASHC_ERROR_INVALID_ARGUMENT,
@@ -223,7 +223,7 @@ flashc_status attention(flashc_bundle *bundle, int kind, int layout,
   // For the error: the closest miss of the queries tried.
   std::string miss;
   size_t missMatched = 0;
-  for (bool decode : {call.q.sizes[2] <= 16, false}) {
+  for (bool decode : {call.q.sizes[2] <= kMaxDecodeSeqQ, false}) {
     query.decode = decode;
     for (const char *chip : {"sm_90a", "sm_80"}) {
       if (!device->isSimulator() && device->getChip() != chip &&
@@ -251,7 +251,7 @@ flashc_status attention(flashc_bundle *bundle, int kind, int layout,
                     "head, D=" +
                     std::to_string(query.headDim) +
                     " Dv=" + std::to_string(query.headDimV) +
-                    (query.causal ? " causal" : "") +
+                    (query.mask.isCausal() ? " causal" : "") +
                     (query.withLse ? " with LSE" : "") + " on " +
                     device->describe() + ": " + miss);
   if (Status s = launchAttention(*device, *variant, call))

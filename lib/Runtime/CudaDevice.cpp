@@ -78,9 +78,10 @@ const Driver &getDriver(Status &status) {
 class CudaDevice : public Device {
 public:
   CudaDevice(const Driver &driver, CUdevice device, CUcontext context,
-             std::string name, int major, int minor, int sms)
+             std::string name, int major, int minor, int sms,
+             double bandwidthGBs)
       : d(driver), device(device), context(context), name(std::move(name)),
-        major(major), minor(minor), sms(sms) {}
+        major(major), minor(minor), sms(sms), bandwidthGBs(bandwidthGBs) {}
 
   std::string describe() const override {
     return name + " (sm_" + std::to_string(major) + std::to_string(minor) +
@@ -93,6 +94,7 @@ public:
     return major == 9 && minor == 0 ? "sm_90a" : "sm_80";
   }
   int64_t getNumSMs() const override { return sms; }
+  double getMemoryBandwidthGBs() const override { return bandwidthGBs; }
 
   Result<void *> allocate(uint64_t bytes, void *stream) override {
     if (Status s = makeCurrent())
@@ -182,6 +184,7 @@ private:
   CUcontext context;
   std::string name;
   int major, minor, sms;
+  double bandwidthGBs;
   std::mutex mutex;
   /// Loaded modules and functions, by variant id.
   std::map<std::string, CUmodule> modules;
@@ -274,6 +277,14 @@ static Result<std::shared_ptr<Device>> openCudaDevice(int ordinal) {
                          device);
   d.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
                          device);
+  // Peak bandwidth: two transfers per memory clock (kHz) over the bus
+  // (bits); 0 (the chip's published figure) when the driver says neither.
+  int memoryKHz = 0, busBits = 0;
+  d.cuDeviceGetAttribute(&memoryKHz, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE,
+                         device);
+  d.cuDeviceGetAttribute(&busBits, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH,
+                         device);
+  double bandwidthGBs = 2.0 * memoryKHz * 1e3 * (busBits / 8.0) / 1e9;
   if (major < 8)
     return Status::error("flashc's GPU kernels need compute capability 8.0 "
                          "or newer, device " +
@@ -286,7 +297,8 @@ static Result<std::shared_ptr<Device>> openCudaDevice(int ordinal) {
       r != CUDA_SUCCESS)
     return Status::error("cuDevicePrimaryCtxRetain: " + d.error(r));
   return std::shared_ptr<Device>(
-      new CudaDevice(d, device, context, name, major, minor, sms));
+      new CudaDevice(d, device, context, name, major, minor, sms,
+                     bandwidthGBs));
 }
 
 Result<std::shared_ptr<Device>> runtime::getCudaDevice(int ordinal) {

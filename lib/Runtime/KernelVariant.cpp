@@ -9,7 +9,7 @@
 
 #include "flashc/Support/Files.h"
 #include "flashc/Support/Sizes.h"
-#include "flashc/Target/GPUTargets.h"
+#include "flashc/Core/GPUTargets.h"
 
 #include <algorithm>
 #include <cctype>
@@ -26,32 +26,6 @@ using namespace flashc::runtime;
 //===----------------------------------------------------------------------===//
 // Element types and tensors
 //===----------------------------------------------------------------------===//
-
-const char *runtime::stringify(ElementType type) {
-  switch (type) {
-  case ElementType::F32:
-    return "f32";
-  case ElementType::F16:
-    return "f16";
-  case ElementType::BF16:
-    return "bf16";
-  }
-  return "?";
-}
-
-std::optional<ElementType> runtime::parseElementType(const std::string &name) {
-  if (name == "f32")
-    return ElementType::F32;
-  if (name == "f16")
-    return ElementType::F16;
-  if (name == "bf16")
-    return ElementType::BF16;
-  return std::nullopt;
-}
-
-int64_t runtime::getElementBytes(ElementType type) {
-  return type == ElementType::F32 ? 4 : 2;
-}
 
 TensorView TensorView::contiguous(void *data, ElementType dtype,
                                   std::initializer_list<int64_t> sizes) {
@@ -248,6 +222,37 @@ const std::vector<KernelParameter> &runtime::getKernelParameters() {
   return parameters;
 }
 
+AttentionQuery AttentionQuery::of(const AttentionProblem &problem,
+                                  const std::string &target) {
+  AttentionQuery q;
+  q.target = target;
+  q.dtype = problem.dtype;
+  q.group = problem.group();
+  q.headDim = problem.headDim;
+  q.headDimV = problem.valueDim();
+  q.mask = problem.mask;
+  q.withLse = problem.withLse;
+  q.decode = problem.seqQ <= kMaxDecodeSeqQ;
+  return q;
+}
+
+AttentionProblem runtime::getVariantProblem(const AttentionQuery &query,
+                                            int64_t batch, int64_t seqQ,
+                                            int64_t seqKV) {
+  AttentionProblem p;
+  p.batch = batch;
+  p.heads = query.group;
+  p.kvHeads = 1;
+  p.seqQ = seqQ;
+  p.seqKV = seqKV;
+  p.headDim = query.headDim;
+  p.headDimV = query.headDimV;
+  p.dtype = query.dtype;
+  p.mask = query.mask;
+  p.withLse = query.withLse;
+  return p;
+}
+
 JsonValue KernelVariant::toJson() const {
   JsonValue::Object o;
   o["id"] = id;
@@ -256,7 +261,7 @@ JsonValue KernelVariant::toJson() const {
   o["group"] = query.group;
   o["head_dim"] = query.headDim;
   o["head_dim_v"] = query.headDimV;
-  o["causal"] = query.causal;
+  o["mask"] = query.mask.str();
   o["lse"] = query.withLse;
   o["decode"] = query.decode;
   o["block_q"] = blockQ;
@@ -311,10 +316,18 @@ Result<KernelVariant> KernelVariant::fromJson(const JsonValue &v) {
   if (Status s =
           getBounded(v, "head_dim_v", 1, kMaxGPUHeadDim, k.query.headDimV))
     return s;
-  if (!getBool(v, "causal", k.query.causal) ||
-      !getBool(v, "lse", k.query.withLse) ||
+  std::string mask;
+  if (!getString(v, "mask", mask))
+    return missing("mask");
+  std::optional<Mask> parsedMask = Mask::parse(mask);
+  if (!parsedMask)
+    return Status::error("manifest: variant '" + k.id + "' has mask '" +
+                         escapeForMessage(mask) +
+                         "'; this runtime knows none and causal");
+  k.query.mask = *parsedMask;
+  if (!getBool(v, "lse", k.query.withLse) ||
       !getBool(v, "decode", k.query.decode))
-    return missing("causal, lse, decode");
+    return missing("lse, decode");
   // Kernels of older runtimes had the softmax scale in their code; theirs
   // take it as an argument, so a manifest naming one is from a runtime
   // whose kernels this one cannot call.
@@ -647,7 +660,7 @@ std::string runtime::getVariantDescriptor(const KernelVariant &v) {
       " dtype=" + stringify(q.dtype) + " group=" + std::to_string(q.group) +
       " head_dim=" + std::to_string(q.headDim) +
       " head_dim_v=" + std::to_string(q.headDimV) +
-      " causal=" + (q.causal ? "1" : "0") + " lse=" + (q.withLse ? "1" : "0") +
+      " causal=" + (q.mask.isCausal() ? "1" : "0") + " lse=" + (q.withLse ? "1" : "0") +
       " decode=" + (q.decode ? "1" : "0") +
       " block_q=" + std::to_string(v.blockQ) +
       " block_kv=" + std::to_string(v.blockKV) + "\n";
@@ -893,7 +906,7 @@ getQueryFields(const AttentionQuery &q) {
           {"group", std::to_string(q.group)},
           {"head_dim", std::to_string(q.headDim)},
           {"head_dim_v", std::to_string(q.headDimV)},
-          {"causal", flag(q.causal)},
+          {"mask", q.mask.str()},
           {"lse", flag(q.withLse)},
           {"decode", flag(q.decode)}};
 }

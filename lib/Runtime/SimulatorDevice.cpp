@@ -47,7 +47,10 @@ public:
   int64_t getNumSMs() const override {
     // The figures of the chip it stands for, so that split counts match
     // what the real device would choose.
-    return getWaveTarget(chip, 0).numSMs;
+    return flashc::getWaveTarget(chip).numSMs;
+  }
+  double getMemoryBandwidthGBs() const override {
+    return flashc::getWaveTarget(chip).memoryBandwidthGBs;
   }
 
   Result<void *> allocate(uint64_t bytes, void *) override {

@@ -1,14 +1,14 @@
 //===- TargetInfo.cpp - Built-in target descriptions ----------------------===//
 //
 // The figures for sm_80 (A100) and sm_90a (H100/H200) are the vendor's
-// published limits (flashc/Target/GPUTargets.h, which the runtime shares);
+// published limits (flashc/Core/GPUTargets.h, which the runtime shares);
 // the host CPU is described from what the OS reports.
 //
 //===----------------------------------------------------------------------===//
 
 #include "flashc/Target/TargetInfo.h"
 
-#include "flashc/Target/GPUTargets.h"
+#include "flashc/Core/GPUTargets.h"
 
 #include <thread>
 #include <unistd.h>

@@ -56,8 +56,8 @@ template <typename T> T unwrap(llvm::Expected<T> value) {
   return std::move(*value);
 }
 
-DType toDType(const std::string &name) {
-  std::optional<DType> t = parseDType(name);
+ElementType toDType(const std::string &name) {
+  std::optional<ElementType> t = ::flashc::parseElementType(name);
   if (!t)
     fail("unsupported dtype '" + name + "'; expected f32, f16 or bf16");
   return *t;
@@ -94,7 +94,8 @@ AttentionSpec toSpec(const py::dict &d) {
   s.headDim = fieldAs<int64_t>(field(d, "head_dim"), "head_dim");
   s.headDimV = fieldAs<int64_t>(field(d, "head_dim_v"), "head_dim_v");
   s.dtype = toDType(fieldAs<std::string>(field(d, "dtype"), "dtype"));
-  s.causal = fieldAs<bool>(field(d, "causal"), "causal");
+  s.mask = fieldAs<bool>(field(d, "causal"), "causal") ? Mask::causal()
+                                                      : Mask::none();
   py::object scale = field(d, "scale");
   if (!scale.is_none())
     s.scale = fieldAs<double>(scale, "scale");

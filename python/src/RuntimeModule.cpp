@@ -39,8 +39,8 @@ py::object &typeErrorType() {
   raise(errorType(), message);
 }
 
-rt::ElementType elementType(const std::string &name) {
-  std::optional<rt::ElementType> t = rt::parseElementType(name);
+flashc::ElementType elementType(const std::string &name) {
+  std::optional<flashc::ElementType> t = flashc::parseElementType(name);
   if (!t)
     fail("unsupported element type '" + name + "'; expected f32, f16 or bf16");
   return *t;
@@ -57,7 +57,7 @@ rt::AttentionQuery toQuery(const std::string &target, const std::string &dtype,
   q.group = group;
   q.headDim = headDim;
   q.headDimV = headDimV;
-  q.causal = causal;
+  q.mask = causal ? flashc::Mask::causal() : flashc::Mask::none();
   q.withLse = withLse;
   q.decode = decode;
   return q;
@@ -83,11 +83,12 @@ py::dict variantInfo(const rt::KernelVariant &v) {
   // The strings come from a manifest, which may hold any bytes.
   d["id"] = toStr(v.id);
   d["target"] = toStr(v.query.target);
-  d["dtype"] = std::string(rt::stringify(v.query.dtype));
+  d["dtype"] = std::string(flashc::stringify(v.query.dtype));
   d["group"] = v.query.group;
   d["head_dim"] = v.query.headDim;
   d["head_dim_v"] = v.query.headDimV;
-  d["causal"] = v.query.causal;
+  d["mask"] = v.query.mask.str();
+  d["causal"] = v.query.mask.isCausal();
   d["with_lse"] = v.query.withLse;
   d["decode"] = v.query.decode;
   d["block_q"] = v.blockQ;

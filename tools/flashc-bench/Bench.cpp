@@ -260,14 +260,14 @@ int flashc::benchOneCommand(llvm::ArrayRef<const char *> args) {
   spec.heads = spec.kvHeads = *heads;
   spec.seqQ = spec.seqKV = *n;
   spec.headDim = *d;
-  spec.causal = causal;
+  spec.mask = causal ? Mask::causal() : Mask::none();
   if (llvm::Error e = spec.validate())
     return reportError(std::move(e));
   std::vector<int64_t> shape = {1, *heads, *n, *d};
-  llvm::Expected<HostTensor> qOr = HostTensor::allocate(DType::F32, shape),
-                             kOr = HostTensor::allocate(DType::F32, shape),
-                             vOr = HostTensor::allocate(DType::F32, shape),
-                             outOr = HostTensor::allocate(DType::F32, shape);
+  llvm::Expected<HostTensor> qOr = HostTensor::allocate(ElementType::F32, shape),
+                             kOr = HostTensor::allocate(ElementType::F32, shape),
+                             vOr = HostTensor::allocate(ElementType::F32, shape),
+                             outOr = HostTensor::allocate(ElementType::F32, shape);
   for (auto *t : {&qOr, &kOr, &vOr, &outOr})
     if (!*t)
       return reportError(t->takeError());
@@ -313,7 +313,7 @@ int flashc::benchOneCommand(llvm::ArrayRef<const char *> args) {
     openblas_set_num_threads(static_cast<int>(nthreads));
     // The N x N score matrix the 3-pass baseline materialises.
     llvm::Expected<HostTensor> scores =
-        HostTensor::allocate(DType::F32, {*n, *n});
+        HostTensor::allocate(ElementType::F32, {*n, *n});
     if (!scores)
       return reportError(scores.takeError());
     float *s = static_cast<float *>(scores->data());
@@ -331,9 +331,9 @@ int flashc::benchOneCommand(llvm::ArrayRef<const char *> args) {
     // The ceiling: one square sgemm of side --seq, no attention.
     openblas_set_num_threads(static_cast<int>(nthreads));
     int64_t m = *n;
-    llvm::Expected<HostTensor> a = HostTensor::allocate(DType::F32, {m, m}),
-                               b = HostTensor::allocate(DType::F32, {m, m}),
-                               c = HostTensor::allocate(DType::F32, {m, m});
+    llvm::Expected<HostTensor> a = HostTensor::allocate(ElementType::F32, {m, m}),
+                               b = HostTensor::allocate(ElementType::F32, {m, m}),
+                               c = HostTensor::allocate(ElementType::F32, {m, m});
     for (auto *t : {&a, &b, &c})
       if (!*t)
         return reportError(t->takeError());
@@ -394,7 +394,7 @@ static int decodeLoop(const Options &o) {
   spec.heads = 8;
   spec.kvHeads = 2;
   spec.headDim = 128;
-  spec.dtype = DType::BF16;
+  spec.dtype = ElementType::BF16;
   spec.seqQ = 1;
   spec.seqKV = *start + *steps - 1;
   if (llvm::Error e = spec.validate())
@@ -573,7 +573,7 @@ static int decodeBandwidth(const Options &o) {
   double minGbs = INFINITY, maxGbs = 0;
   std::mt19937 rng(7);
   std::normal_distribution<double> normal;
-  for (DType dtype : {DType::F16, DType::BF16})
+  for (ElementType dtype : {ElementType::F16, ElementType::BF16})
     for (int64_t nk : *lengths) {
       AttentionSpec spec;
       spec.heads = 8;
@@ -628,16 +628,16 @@ static int decodeBandwidth(const Options &o) {
         return reportError(llvm::createStringError(llvm::formatv(
             "decode {0}, Nk = {1}: max |error| {2:e} exceeds the tolerance "
             "{3:e}",
-            stringifyDType(dtype), nk, err, tolerance)));
+            ::flashc::stringify(dtype), nk, err, tolerance)));
       double kvBytes = 2.0 * 2 * static_cast<double>(nk) * 128 *
-                       static_cast<double>(getDTypeBytes(dtype));
+                       static_cast<double>(::flashc::getElementBytes(dtype));
       double gbs = kvBytes / seconds * 1e-9;
       minGbs = std::min(minGbs, gbs);
       maxGbs = std::max(maxGbs, gbs);
       llvm::outs() << llvm::formatv(
           "{0,5} {1,8} | {2,9:f3} {3,9:f1} {4,7:f0}% {5,7:f0}% | {6:e} "
           "({7:e})\n",
-          stringifyDType(dtype), nk, seconds * 1e3, gbs, 100 * gbs / copyBefore,
+          ::flashc::stringify(dtype), nk, seconds * 1e3, gbs, 100 * gbs / copyBefore,
           100 * gbs / readBefore, err, tolerance);
       llvm::outs().flush();
     }

@@ -117,7 +117,7 @@ void reference(const AttentionQuery &q, const Shape &s,
       for (int64_t i = 0; i < s.seqQ; ++i) {
         double m = -INFINITY;
         for (int64_t j = 0; j < s.seqKV; ++j) {
-          bool visible = !q.causal || j <= i + (s.seqKV - s.seqQ);
+          bool visible = !q.mask.isCausal() || j <= i + (s.seqKV - s.seqQ);
           double dot = 0;
           for (int64_t c = 0; c < d; ++c)
             dot += toDouble(qd[((b * heads + h) * s.seqQ + i) * d + c],

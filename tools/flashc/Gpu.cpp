@@ -70,7 +70,7 @@ flashc::runGPUKernel(const Kernel &kernel, HostTensor &q, HostTensor &k,
     buffers[i].device = device.get();
     if (!host) {
       uint64_t bytes = static_cast<uint64_t>(t->getNumElements()) *
-                       getDTypeBytes(t->getDType());
+                       ::flashc::getElementBytes(t->getDType());
       flashc::Result<void *> p = device->allocate(bytes, nullptr);
       if (!p)
         return toError(p.status());
@@ -112,7 +112,7 @@ flashc::runGPUKernel(const Kernel &kernel, HostTensor &q, HostTensor &k,
       if (!t)
         continue;
       uint64_t bytes = static_cast<uint64_t>(t->getNumElements()) *
-                       getDTypeBytes(t->getDType());
+                       ::flashc::getElementBytes(t->getDType());
       if (flashc::Status s =
               device->copyToHost(t->data(), buffers[i].data, bytes, nullptr))
         return toError(s);
@@ -204,7 +204,7 @@ int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
   bool assemble = !o.has("no-assemble");
   for (const std::string &target : *targets) {
     for (const std::string &dtypeName : *dtypes) {
-      std::optional<DType> dtype = parseDType(dtypeName);
+      std::optional<ElementType> dtype = ::flashc::parseElementType(dtypeName);
       if (!dtype)
         return reportError(llvm::createStringError(
             "--dtypes: unknown dtype '" + dtypeName + "'"));
@@ -225,7 +225,7 @@ int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
                 spec.kvHeads = 1;
                 spec.headDimV = *headDimV;
                 spec.dtype = *dtype;
-                spec.causal = isCausal;
+                spec.mask = isCausal ? Mask::causal() : Mask::none();
                 spec.withLse = withLse;
                 spec.seqQ = variant == "decode" ? 1 : 1024;
                 spec.seqKV = 1024;

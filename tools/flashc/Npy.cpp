@@ -23,8 +23,8 @@ llvm::Expected<NpyArray> flashc::readNpyInput(llvm::StringRef path) {
   return array;
 }
 
-DType flashc::getNpyDType(const NpyArray &array) {
-  return array.descr == "<f2" ? DType::F16 : DType::F32;
+ElementType flashc::getNpyDType(const NpyArray &array) {
+  return array.descr == "<f2" ? ElementType::F16 : ElementType::F32;
 }
 
 std::string flashc::formatNpyShape(llvm::ArrayRef<int64_t> shape) {
@@ -56,7 +56,7 @@ llvm::Error flashc::copyNpy(llvm::StringRef path, const NpyArray &array,
 }
 
 llvm::Error flashc::writeNpy(llvm::StringRef path, const HostTensor &tensor) {
-  bool half = tensor.getDType() == DType::F16;
+  bool half = tensor.getDType() == ElementType::F16;
   NpyArray array;
   array.descr = half ? "<f2" : "<f4";
   array.shape = tensor.getSizes();

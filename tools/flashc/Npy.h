@@ -20,7 +20,7 @@ llvm::Expected<NpyArray> readNpyInput(llvm::StringRef path);
 
 /// The element type of an array `readNpyInput` accepted: f4 is f32, f2 is
 /// f16.
-mlir::flash::DType getNpyDType(const NpyArray &array);
+mlir::flash::ElementType getNpyDType(const NpyArray &array);
 
 /// `shape` as NumPy prints it: "(1, 4, 33, 32)".
 std::string formatNpyShape(llvm::ArrayRef<int64_t> shape);

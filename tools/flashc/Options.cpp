@@ -127,14 +127,14 @@ llvm::Error flashc::readSpec(const Options &o, AttentionSpec &spec) {
   if (llvm::Error e = get("head-dim-v", spec.headDimV))
     return e;
   if (o.has("dtype")) {
-    std::optional<DType> dtype = parseDType(o.str("dtype"));
+    std::optional<ElementType> dtype = ::flashc::parseElementType(o.str("dtype"));
     if (!dtype)
       return llvm::createStringError("--dtype must be f32, f16 or bf16, got '" +
                                      o.str("dtype") + "'");
     spec.dtype = *dtype;
   }
   if (o.has("causal"))
-    spec.causal = true;
+    spec.mask = Mask::causal();
   if (o.has("lse"))
     spec.withLse = true;
   if (o.has("scale")) {

@@ -193,7 +193,7 @@ AttentionSpec builtinExample() {
   spec.kvHeads = 2;
   spec.seqQ = spec.seqKV = 1024;
   spec.headDim = 64;
-  spec.causal = true;
+  spec.mask = Mask::causal();
   spec.withLse = true;
   return spec;
 }
@@ -232,7 +232,7 @@ void printSpec(const AttentionSpec &s, llvm::raw_ostream &os) {
       "attention: batch {0}, heads {1} (kv-heads {2}), seq-q "
       "{3}, seq-kv {4}, head-dim {5}/{6}, {7}{8}, scale {9:f6}\n",
       s.batch, s.heads, s.kvHeads, s.seqQ, s.seqKV, s.headDim, s.valueDim(),
-      stringifyDType(s.dtype), s.causal ? ", causal" : "", s.effectiveScale());
+      ::flashc::stringify(s.dtype), s.isCausal() ? ", causal" : "", s.effectiveScale());
 }
 
 llvm::Expected<CostReport> costReport(const AttentionSpec &spec,
@@ -356,7 +356,7 @@ llvm::Error takeSizesFromInputs(Options &o,
             describe(first) + " holds '" + first.array.descr + "' elements, " +
             describe(file) + " '" + file.array.descr +
             "'; give --dtype to convert both");
-    o.set("dtype", stringifyDType(getNpyDType(first.array)).str());
+    o.set("dtype", std::string(::flashc::stringify(getNpyDType(first.array))));
   }
   return llvm::Error::success();
 }
@@ -365,7 +365,7 @@ llvm::Error takeSizesFromInputs(Options &o,
 /// options, e.g. "cpu, f32, head-dim 64, 4 query heads per KV head, causal".
 std::string describeKernel(const AttentionSpec &spec,
                            const PipelineConfig &config) {
-  std::string text = config.target + ", " + stringifyDType(spec.dtype).str() +
+  std::string text = config.target + ", " + std::string(::flashc::stringify(spec.dtype)) +
                      ", head-dim " + std::to_string(spec.headDim);
   if (spec.valueDim() != spec.headDim)
     text += "/" + std::to_string(spec.valueDim());
@@ -373,7 +373,7 @@ std::string describeKernel(const AttentionSpec &spec,
   text += group == 1 ? std::string(", 1 query head per KV head")
                      : llvm::formatv(", {0} query heads per KV head", group)
                            .str();
-  if (spec.causal)
+  if (spec.isCausal())
     text += ", causal";
   if (spec.withLse)
     text += ", log-sum-exp";
@@ -487,7 +487,7 @@ int runCommand(llvm::ArrayRef<const char *> args) {
   if (!outAlloc)
     return reportError(outAlloc.takeError());
   llvm::Expected<HostTensor> lseAlloc =
-      HostTensor::allocate(DType::F32, {spec.batch, spec.heads, spec.seqQ});
+      HostTensor::allocate(ElementType::F32, {spec.batch, spec.heads, spec.seqQ});
   if (!lseAlloc)
     return reportError(lseAlloc.takeError());
   HostTensor &q = *qAlloc, &k = *kAlloc, &v = *vAlloc, &out = *outAlloc,

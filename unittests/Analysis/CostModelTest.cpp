@@ -295,7 +295,9 @@ TEST(CostModelTest, FA2KernelAtDecodeIsComputeBound) {
 
 TEST(CostModelTest, WaveModelExercise9) {
   // Batch 1, 64K keys, 2 kv heads on 108 SMs: 32 splits (64 CTAs, one wave
-  // at the full HBM bandwidth) beat 64 splits (128 CTAs, two waves).
+  // at the full HBM bandwidth) beat 64 splits (128 CTAs, two waves). The
+  // rows of a CTA are padded to one MMA tile of 16, as flashc's decode
+  // kernels do and as the runtime models them (the exercise pads to 64).
   TargetInfo a100 = getTarget("sm_80");
   AttentionShape s = decodeShape(1, 65536);
   TileSizes tiles = chooseTileSizes(a100, s, LoopOrder::FA2);
@@ -306,7 +308,7 @@ TEST(CostModelTest, WaveModelExercise9) {
   WavePrediction p64 = unwrap(predictSplitKVTime(a100, s, tiles, 64));
   EXPECT_EQ(p32.ctas, 64);
   EXPECT_EQ(p32.waves, 1);
-  EXPECT_EQ(p32.rowsPerCta, 64); // 8 heads padded to 64 rows
+  EXPECT_EQ(p32.rowsPerCta, 16); // 8 heads padded to one MMA tile
   EXPECT_EQ(p32.keysPerCta, 2048);
   EXPECT_NEAR(p32.bandwidthPerCtaGBs, 1555.0 / 64, 1e-9);
   EXPECT_EQ(p64.ctas, 128);
@@ -314,13 +316,15 @@ TEST(CostModelTest, WaveModelExercise9) {
   EXPECT_EQ(p64.kernels, 2);
   EXPECT_LT(p32.timeUs, p64.timeUs);
 
-  // Too few splits leave SMs idle: S = 1 is 2 CTAs, compute-bound.
+  // Too few splits leave SMs idle: S = 1 is 2 CTAs, each limited by what
+  // one SM pulls from memory (80 GB/s: 33.5 MB in ~419 us).
   WavePrediction p1 = unwrap(predictSplitKVTime(a100, s, tiles, 1));
   EXPECT_EQ(p1.ctas, 2);
   EXPECT_EQ(p1.kernels, 1);
-  EXPECT_TRUE(p1.computeBound);
+  EXPECT_FALSE(p1.computeBound);
+  EXPECT_NEAR(p1.timeUs, 65536.0 * 256 * 2 / 80e3 + 5, 1);
   WavePrediction best = unwrap(chooseSplits(a100, s, tiles));
-  EXPECT_LT(best.timeUs, p1.timeUs / 10);
+  EXPECT_LT(best.timeUs, p1.timeUs / 7);
   EXPECT_LE(best.timeUs, p32.timeUs);
   EXPECT_LE(best.ctas, a100.numProcessors);
   // About reading the KV cache once (67 MB at 1555 GB/s) plus two launches.

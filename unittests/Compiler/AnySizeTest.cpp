@@ -35,17 +35,17 @@ using flashc_test::Sizes;
 struct AnySizeCase {
   const char *name;
   int64_t heads, kvHeads, headDim;
-  DType dtype;
+  ElementType dtype;
   bool causal;
 };
 
 void PrintTo(const AnySizeCase &c, std::ostream *os) { *os << c.name; }
 
 const AnySizeCase kCases[] = {
-    {"MhaF32", 2, 2, 32, DType::F32, false},
-    {"GqaF32Causal", 4, 2, 64, DType::F32, true},
-    {"MqaF16Causal", 4, 1, 64, DType::F16, true},
-    {"GqaBF16", 8, 2, 64, DType::BF16, false},
+    {"MhaF32", 2, 2, 32, ElementType::F32, false},
+    {"GqaF32Causal", 4, 2, 64, ElementType::F32, true},
+    {"MqaF16Causal", 4, 1, 64, ElementType::F16, true},
+    {"GqaBF16", 8, 2, 64, ElementType::BF16, false},
 };
 
 class AnySizeTest : public ::testing::TestWithParam<AnySizeCase> {};
@@ -57,7 +57,7 @@ TEST_P(AnySizeTest, OneKernelServesEveryBatchAndLength) {
   spec.kvHeads = c.kvHeads;
   spec.headDim = c.headDim;
   spec.dtype = c.dtype;
-  spec.causal = c.causal;
+  spec.mask = c.causal ? Mask::causal() : Mask::none();
   spec.withLse = true;
   spec.batch = 2;
   spec.seqQ = spec.seqKV = 64;
@@ -142,7 +142,7 @@ TEST(AnySizeSplitsTest, TheSplitCountIsChosenPerRun) {
     checkRun(kr, spec, {2, 3, 700}, rng, options);
     checkRun(kr, spec, {2, 1, 900, 3}, rng, options);
     AttentionSpec causal = spec;
-    causal.causal = true;
+    causal.mask = Mask::causal();
     auto causalKernel = Compiler::global().compile(causal, "cpu", config);
     ASSERT_TRUE(static_cast<bool>(causalKernel))
         << errorOf(causalKernel.takeError());

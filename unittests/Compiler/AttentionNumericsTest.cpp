@@ -31,7 +31,7 @@ namespace {
 struct NumericsCase {
   const char *name;
   int64_t batch, heads, kvHeads, seqQ, seqKV, headDim, headDimV;
-  DType dtype;
+  ElementType dtype;
   bool causal;
   bool lse = true;
   /// Pipeline knobs (0: automatic).
@@ -49,52 +49,52 @@ void PrintTo(const NumericsCase &c, std::ostream *os) { *os << c.name; }
 
 const NumericsCase kCases[] = {
     // name, B, Hq, Hkv, Nq, Nk, D, Dv, dtype, causal
-    {"MhaF32", 2, 4, 4, 128, 128, 64, 64, DType::F32, false},
-    {"MhaF32Causal", 2, 4, 4, 128, 128, 64, 64, DType::F32, true},
-    {"GqaF32Causal", 1, 8, 2, 96, 96, 64, 64, DType::F32, true},
-    {"MqaF32", 2, 6, 1, 70, 130, 32, 32, DType::F32, false},
-    {"TailsSmallBlocksCausal", 1, 2, 2, 77, 93, 64, 64, DType::F32, true, true,
+    {"MhaF32", 2, 4, 4, 128, 128, 64, 64, ElementType::F32, false},
+    {"MhaF32Causal", 2, 4, 4, 128, 128, 64, 64, ElementType::F32, true},
+    {"GqaF32Causal", 1, 8, 2, 96, 96, 64, 64, ElementType::F32, true},
+    {"MqaF32", 2, 6, 1, 70, 130, 32, 32, ElementType::F32, false},
+    {"TailsSmallBlocksCausal", 1, 2, 2, 77, 93, 64, 64, ElementType::F32, true, true,
      16, 32},
-    {"TailsNonCausal", 1, 2, 1, 50, 301, 64, 64, DType::F32, false, true, 16,
+    {"TailsNonCausal", 1, 2, 1, 50, 301, 64, 64, ElementType::F32, false, true, 16,
      48},
-    {"SeqQ1", 3, 4, 2, 1, 257, 64, 64, DType::F32, false},
-    {"SeqQ1Causal", 1, 4, 4, 1, 100, 128, 128, DType::F32, true},
-    {"SeqKV1", 1, 2, 2, 33, 1, 64, 64, DType::F32, false},
-    {"SeqKV1Causal", 1, 2, 2, 5, 1, 64, 64, DType::F32, true},
-    {"QLongerThanKVCausal", 1, 2, 2, 40, 24, 64, 64, DType::F32, true, true, 8,
+    {"SeqQ1", 3, 4, 2, 1, 257, 64, 64, ElementType::F32, false},
+    {"SeqQ1Causal", 1, 4, 4, 1, 100, 128, 128, ElementType::F32, true},
+    {"SeqKV1", 1, 2, 2, 33, 1, 64, 64, ElementType::F32, false},
+    {"SeqKV1Causal", 1, 2, 2, 5, 1, 64, 64, ElementType::F32, true},
+    {"QLongerThanKVCausal", 1, 2, 2, 40, 24, 64, 64, ElementType::F32, true, true, 8,
      8},
-    {"KVLongerThanQCausal", 1, 2, 2, 24, 200, 64, 64, DType::F32, true, true,
+    {"KVLongerThanQCausal", 1, 2, 2, 24, 200, 64, 64, ElementType::F32, true, true,
      16, 32},
-    {"HeadDim32", 1, 2, 2, 64, 64, 32, 32, DType::F32, true},
-    {"HeadDim80", 1, 2, 2, 64, 80, 80, 80, DType::F32, false},
-    {"HeadDim96", 1, 2, 1, 64, 64, 96, 96, DType::F32, true},
-    {"HeadDim128", 1, 2, 2, 64, 100, 128, 128, DType::F32, false},
-    {"HeadDim256", 1, 1, 1, 40, 70, 256, 256, DType::F32, true},
-    {"ValueDimDiffers", 1, 2, 2, 32, 40, 64, 24, DType::F32, false},
-    {"OddHeadDim", 1, 2, 2, 17, 19, 20, 12, DType::F32, true},
-    {"F16Causal", 2, 4, 2, 100, 100, 64, 64, DType::F16, true},
-    {"F16HeadDim128", 1, 2, 2, 64, 64, 128, 128, DType::F16, false},
-    {"BF16Causal", 1, 4, 4, 100, 120, 64, 64, DType::BF16, true},
-    {"BF16GqaDecode", 2, 8, 2, 1, 300, 64, 64, DType::BF16, false},
-    {"Splits2", 1, 4, 1, 1, 500, 64, 64, DType::F32, false, true, 0, 64, 2},
-    {"Splits7Causal", 1, 4, 2, 2, 700, 64, 64, DType::F32, true, true, 0, 32,
+    {"HeadDim32", 1, 2, 2, 64, 64, 32, 32, ElementType::F32, true},
+    {"HeadDim80", 1, 2, 2, 64, 80, 80, 80, ElementType::F32, false},
+    {"HeadDim96", 1, 2, 1, 64, 64, 96, 96, ElementType::F32, true},
+    {"HeadDim128", 1, 2, 2, 64, 100, 128, 128, ElementType::F32, false},
+    {"HeadDim256", 1, 1, 1, 40, 70, 256, 256, ElementType::F32, true},
+    {"ValueDimDiffers", 1, 2, 2, 32, 40, 64, 24, ElementType::F32, false},
+    {"OddHeadDim", 1, 2, 2, 17, 19, 20, 12, ElementType::F32, true},
+    {"F16Causal", 2, 4, 2, 100, 100, 64, 64, ElementType::F16, true},
+    {"F16HeadDim128", 1, 2, 2, 64, 64, 128, 128, ElementType::F16, false},
+    {"BF16Causal", 1, 4, 4, 100, 120, 64, 64, ElementType::BF16, true},
+    {"BF16GqaDecode", 2, 8, 2, 1, 300, 64, 64, ElementType::BF16, false},
+    {"Splits2", 1, 4, 1, 1, 500, 64, 64, ElementType::F32, false, true, 0, 64, 2},
+    {"Splits7Causal", 1, 4, 2, 2, 700, 64, 64, ElementType::F32, true, true, 0, 32,
      7},
-    {"Splits64", 1, 2, 2, 1, 1000, 64, 64, DType::F32, true, true, 0, 16, 64},
-    {"SplitsMoreThanBlocks", 1, 2, 2, 1, 40, 64, 64, DType::F32, false, true, 0,
+    {"Splits64", 1, 2, 2, 1, 1000, 64, 64, ElementType::F32, true, true, 0, 16, 64},
+    {"SplitsMoreThanBlocks", 1, 2, 2, 1, 40, 64, 64, ElementType::F32, false, true, 0,
      16, 9},
-    {"Algorithm1", 1, 2, 2, 70, 90, 64, 64, DType::F32, false, true, 0, 0, 1,
+    {"Algorithm1", 1, 2, 2, 70, 90, 64, 64, ElementType::F32, false, true, 0, 0, 1,
      "algorithm1"},
-    {"Algorithm1Causal", 1, 4, 2, 65, 65, 64, 64, DType::F32, true, true, 16,
+    {"Algorithm1Causal", 1, 4, 2, 65, 65, 64, 64, ElementType::F32, true, true, 16,
      16, 1, "algorithm1"},
     // Logits of magnitude ~1e4: no overflow, no NaN. The f32 dot products
     // carry an absolute error of ~1e-3 at that size, hence the slack.
-    {"HugeLogits", 1, 2, 2, 64, 64, 64, 64, DType::F32, false, true, 0, 0, 1,
+    {"HugeLogits", 1, 2, 2, 64, 64, 64, 64, ElementType::F32, false, true, 0, 0, 1,
      "fa2", 35.0, 1.0, 50.0},
-    {"HugeLogitsCausal", 1, 2, 2, 64, 64, 64, 64, DType::F32, true, true, 0, 0,
+    {"HugeLogitsCausal", 1, 2, 2, 64, 64, 64, 64, ElementType::F32, true, true, 0, 0,
      1, "fa2", 35.0, 1.0, 50.0},
     // Nq > Nk under causal alignment: the first 30 rows see no key.
-    {"FullyMaskedRows", 1, 2, 2, 40, 10, 64, 64, DType::F32, true, true, 8, 8},
-    {"FullyMaskedRowsSplit", 1, 2, 1, 12, 4, 32, 32, DType::F32, true, true, 0,
+    {"FullyMaskedRows", 1, 2, 2, 40, 10, 64, 64, ElementType::F32, true, true, 8, 8},
+    {"FullyMaskedRowsSplit", 1, 2, 1, 12, 4, 32, 32, ElementType::F32, true, true, 0,
      2, 2},
 };
 
@@ -111,7 +111,7 @@ TEST_P(AttentionNumericsTest, MatchesFloat64Reference) {
   spec.headDim = c.headDim;
   spec.headDimV = c.headDimV;
   spec.dtype = c.dtype;
-  spec.causal = c.causal;
+  spec.mask = c.causal ? Mask::causal() : Mask::none();
   spec.withLse = c.lse;
   if (c.scale > 0)
     spec.scale = c.scale;

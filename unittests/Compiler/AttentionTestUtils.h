@@ -23,7 +23,7 @@
 namespace flashc_test {
 
 using mlir::flash::AttentionSpec;
-using mlir::flash::DType;
+using mlir::flash::ElementType;
 using mlir::flash::HostTensor;
 
 /// FLASHC_TEST_SEED when set (to rerun a failure), else a fresh seed.
@@ -42,7 +42,7 @@ struct AttentionBuffers {
         k(spec.dtype, {spec.batch, spec.kvHeads, spec.seqKV, spec.headDim}),
         v(spec.dtype, {spec.batch, spec.kvHeads, spec.seqKV, spec.valueDim()}),
         out(spec.dtype, {spec.batch, spec.heads, spec.seqQ, spec.valueDim()}),
-        lse(DType::F32, {spec.batch, spec.heads, spec.seqQ}) {
+        lse(ElementType::F32, {spec.batch, spec.heads, spec.seqQ}) {
     std::normal_distribution<double> normal(0.0, 1.0);
     for (HostTensor *t : {&q, &k})
       for (int64_t i = 0; i < t->getNumElements(); ++i)

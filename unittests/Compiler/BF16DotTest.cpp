@@ -61,8 +61,8 @@ TEST_P(BF16DotTest, DecodeMatchesTheReference) {
   spec.heads = c.heads;
   spec.kvHeads = c.kvHeads;
   spec.headDim = c.headDim;
-  spec.dtype = DType::BF16;
-  spec.causal = c.causal;
+  spec.dtype = ElementType::BF16;
+  spec.mask = c.causal ? Mask::causal() : Mask::none();
   spec.withLse = true;
   spec.batch = 1;
   spec.seqQ = spec.seqKV = 64;

@@ -33,7 +33,7 @@ namespace {
 /// A kernel variant: what is fixed at compile time.
 struct Config {
   const char *target;
-  DType dtype;
+  ElementType dtype;
   int64_t headDim;
   int64_t group;
   bool causal;
@@ -44,7 +44,7 @@ struct Config {
 
 std::string nameOf(const Config &c) {
   std::string s = std::string(c.target) + "_" +
-                  stringifyDType(c.dtype).str() + "_d" +
+                  std::string(::flashc::stringify(c.dtype)) + "_d" +
                   std::to_string(c.headDim) + "_g" + std::to_string(c.group) +
                   (c.causal ? "_causal" : "") + (c.decode ? "_decode" : "_prefill");
   if (c.lse)
@@ -74,7 +74,7 @@ AttentionSpec specOf(const Config &c, const Shape &s) {
   spec.headDim = c.headDim;
   spec.headDimV = c.headDimV;
   spec.dtype = c.dtype;
-  spec.causal = c.causal;
+  spec.mask = c.causal ? Mask::causal() : Mask::none();
   spec.withLse = c.lse;
   return spec;
 }
@@ -139,7 +139,7 @@ TEST_P(ShippedConfigTest, MatchesFloat64InTheSimulator) {
 std::vector<Config> shippedConfigs() {
   std::vector<Config> configs;
   for (const char *target : {"sm_80", "sm_90a"})
-    for (DType dtype : {DType::F16, DType::BF16})
+    for (ElementType dtype : {ElementType::F16, ElementType::BF16})
       for (int64_t d : {64, 128, 256})
         for (int64_t g : {1, 4})
           for (bool causal : {false, true})
@@ -156,14 +156,14 @@ INSTANTIATE_TEST_SUITE_P(Bundle, ShippedConfigTest,
 /// shared memory (59, 96) or differ between K and V.
 std::vector<Config> extraConfigs() {
   return {
-      {"sm_80", DType::F16, 128, 4, true, false, /*lse=*/true},
-      {"sm_80", DType::BF16, 64, 1, false, false, true},
-      {"sm_80", DType::F16, 128, 4, true, true, true},
-      {"sm_90a", DType::BF16, 256, 1, true, true, true},
-      {"sm_80", DType::F16, 59, 2, true, false, true},
-      {"sm_80", DType::BF16, 96, 1, false, false, false},
-      {"sm_90a", DType::F16, 59, 8, true, true, true, /*headDimV=*/61},
-      {"sm_80", DType::F16, 80, 1, true, false, false, /*headDimV=*/48},
+      {"sm_80", ElementType::F16, 128, 4, true, false, /*lse=*/true},
+      {"sm_80", ElementType::BF16, 64, 1, false, false, true},
+      {"sm_80", ElementType::F16, 128, 4, true, true, true},
+      {"sm_90a", ElementType::BF16, 256, 1, true, true, true},
+      {"sm_80", ElementType::F16, 59, 2, true, false, true},
+      {"sm_80", ElementType::BF16, 96, 1, false, false, false},
+      {"sm_90a", ElementType::F16, 59, 8, true, true, true, /*headDimV=*/61},
+      {"sm_80", ElementType::F16, 80, 1, true, false, false, /*headDimV=*/48},
   };
 }
 
@@ -187,7 +187,7 @@ INSTANTIATE_TEST_SUITE_P(Variants, ExtraConfigTest,
 /// One compiled kernel serves every batch, head count of its group size and
 /// length: later calls find it in the cache.
 TEST(GPUKernelTest, OneKernelServesEveryLength) {
-  Config c{"sm_80", DType::F16, 64, 2, true, false};
+  Config c{"sm_80", ElementType::F16, 64, 2, true, false};
   std::shared_ptr<const Kernel> first, again;
   checkShape(c, {1, 1, 40, 40}, &first);
   size_t compiled = Compiler::global().getCacheSize();
@@ -209,8 +209,8 @@ TEST(GPUKernelTest, TransposedLayoutsRunPerBatch) {
   spec.seqQ = 33;
   spec.seqKV = 47;
   spec.headDim = 64;
-  spec.dtype = DType::F16;
-  spec.causal = true;
+  spec.dtype = ElementType::F16;
+  spec.mask = Mask::causal();
   auto kernel = Compiler::global().compile(spec, "sm_80");
   ASSERT_TRUE(static_cast<bool>(kernel)) << llvm::toString(kernel.takeError());
 
@@ -269,11 +269,11 @@ TEST(GPUKernelTest, MemorySpaceMismatchIsAnError) {
   spec.heads = 2;
   spec.seqQ = spec.seqKV = 32;
   spec.headDim = 64;
-  spec.dtype = DType::F16;
+  spec.dtype = ElementType::F16;
   auto kernel = Compiler::global().compile(spec, "sm_80");
   ASSERT_TRUE(static_cast<bool>(kernel)) << llvm::toString(kernel.takeError());
-  HostTensor q(DType::F16, {1, 2, 32, 64}), k(DType::F16, {1, 2, 32, 64}),
-      v(DType::F16, {1, 2, 32, 64}), out(DType::F16, {1, 2, 32, 64});
+  HostTensor q(ElementType::F16, {1, 2, 32, 64}), k(ElementType::F16, {1, 2, 32, 64}),
+      v(ElementType::F16, {1, 2, 32, 64}), out(ElementType::F16, {1, 2, 32, 64});
   TensorRef deviceQ = q.ref();
   deviceQ.onDevice = true;
   RunOptions options;
@@ -342,8 +342,8 @@ TEST(GPUKernelTest, FixedSplitCountIsPassedAtLaunch) {
   spec.seqQ = 1;
   spec.seqKV = 1000; // 4 KV blocks of 256 keys: room for 3 splits
   spec.headDim = 64;
-  spec.dtype = DType::F16;
-  spec.causal = true;
+  spec.dtype = ElementType::F16;
+  spec.mask = Mask::causal();
   uint64_t forwardGrid[2] = {0, 0};
   for (int64_t splits : {1, 3}) {
     PipelineConfig config;
@@ -391,8 +391,8 @@ TEST(GPUKernelTest, RunsOnTheCudaDriverWithDevicePointers) {
     spec.seqQ = decode ? 1 : 45;
     spec.seqKV = decode ? 700 : 77;
     spec.headDim = 128;
-    spec.dtype = DType::BF16;
-    spec.causal = true;
+    spec.dtype = ElementType::BF16;
+    spec.mask = Mask::causal();
     spec.withLse = true;
     auto kernel = Compiler::global().compile(spec, (*cuda)->getChip());
     ASSERT_TRUE(static_cast<bool>(kernel))
@@ -406,7 +406,7 @@ TEST(GPUKernelTest, RunsOnTheCudaDriverWithDevicePointers) {
     auto toDevice = [&](HostTensor &t) {
       TensorRef r = t.ref();
       uint64_t bytes =
-          t.getNumElements() * (t.getDType() == DType::F32 ? 4 : 2);
+          t.getNumElements() * (t.getDType() == ElementType::F32 ? 4 : 2);
       auto mem = (*cuda)->allocate(bytes, nullptr);
       EXPECT_TRUE(mem.ok()) << mem.message();
       if (!mem.ok())

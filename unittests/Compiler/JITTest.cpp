@@ -34,7 +34,7 @@ AttentionSpec smallSpec() {
   spec.seqQ = 20;
   spec.seqKV = 30;
   spec.headDim = 32;
-  spec.causal = true;
+  spec.mask = Mask::causal();
   return spec;
 }
 
@@ -116,7 +116,7 @@ TEST(JITTest, DecodeEntryCompiledAtFirstDecodeRun) {
   Compiler compiler;
   AttentionSpec spec = smallSpec();
   spec.heads = 4;
-  spec.dtype = DType::BF16;
+  spec.dtype = ElementType::BF16;
   auto kernel = compiler.compile(spec);
   ASSERT_TRUE(static_cast<bool>(kernel)) << errorOf(kernel.takeError());
   unsigned seed = flashc_test::freshSeed();
@@ -182,8 +182,8 @@ TEST(JITTest, GPUKernelsPersistInTheCacheDirectory) {
   prefill.seqQ = 33;
   prefill.seqKV = 70;
   prefill.headDim = 64;
-  prefill.dtype = DType::F16;
-  prefill.causal = true;
+  prefill.dtype = ElementType::F16;
+  prefill.mask = Mask::causal();
   AttentionSpec decode = prefill;
   decode.seqQ = 1;
 
@@ -282,7 +282,7 @@ TEST(JITTest, UntrustedCacheDirectoriesAreRefused) {
   spec.heads = 4;
   spec.seqQ = 20;
   spec.headDim = 64;
-  spec.dtype = DType::F16;
+  spec.dtype = ElementType::F16;
   Compiler compiler;
   compiler.setCacheDirectory(open);
   auto refused = compiler.compile(spec, "sm_80");
@@ -352,10 +352,10 @@ TEST(JITTest, BadBuffersAreErrorsNotCrashes) {
   AttentionSpec spec = smallSpec();
   auto kernel = Compiler::global().compile(spec);
   ASSERT_TRUE(static_cast<bool>(kernel)) << errorOf(kernel.takeError());
-  HostTensor q(DType::F32, {1, 2, 20, 32}), k(DType::F32, {1, 1, 30, 32});
-  HostTensor v(DType::F32, {1, 1, 30, 32}), o(DType::F32, {1, 2, 20, 32});
-  HostTensor wrongShape(DType::F32, {1, 2, 21, 32});
-  HostTensor wrongType(DType::F16, {1, 2, 20, 32});
+  HostTensor q(ElementType::F32, {1, 2, 20, 32}), k(ElementType::F32, {1, 1, 30, 32});
+  HostTensor v(ElementType::F32, {1, 1, 30, 32}), o(ElementType::F32, {1, 2, 20, 32});
+  HostTensor wrongShape(ElementType::F32, {1, 2, 21, 32});
+  HostTensor wrongType(ElementType::F16, {1, 2, 20, 32});
   const Kernel &kr = **kernel;
 
   // The lengths and head counts come from the buffers: a query of 21 rows
@@ -363,30 +363,30 @@ TEST(JITTest, BadBuffersAreErrorsNotCrashes) {
   // head) and head dims are the kernel's.
   EXPECT_EQ(errorOf(kr.run(wrongShape.ref(), k.ref(), v.ref(), o.ref())),
             "output has shape [1, 2, 20, 32], expected [1, 2, 21, 32]");
-  HostTensor wrongHeads(DType::F32, {1, 3, 20, 32});
+  HostTensor wrongHeads(ElementType::F32, {1, 3, 20, 32});
   EXPECT_EQ(errorOf(kr.run(wrongHeads.ref(), k.ref(), v.ref(), o.ref())),
             "query has 3 heads for 1 key heads, a group of 3; the kernel is "
             "compiled for groups of 2 query heads per KV head");
-  HostTensor twoKV(DType::F32, {1, 2, 30, 32});
+  HostTensor twoKV(ElementType::F32, {1, 2, 30, 32});
   EXPECT_EQ(errorOf(kr.run(q.ref(), twoKV.ref(), twoKV.ref(), o.ref())),
             "query has 2 heads for 2 key heads, a group of 1; the kernel is "
             "compiled for groups of 2 query heads per KV head");
   EXPECT_NE(errorOf(kr.run(wrongHeads.ref(), twoKV.ref(), twoKV.ref(), o.ref()))
                 .find("must be a multiple of kv-heads (2)"),
             std::string::npos);
-  HostTensor fourHeads(DType::F32, {1, 4, 20, 32});
+  HostTensor fourHeads(ElementType::F32, {1, 4, 20, 32});
   EXPECT_EQ(errorOf(kr.run(fourHeads.ref(), twoKV.ref(), v.ref(), o.ref())),
             "value has shape [1, 1, 30, 32], expected [1, 2, 30, 32]");
-  HostTensor shortValue(DType::F32, {1, 1, 29, 32});
+  HostTensor shortValue(ElementType::F32, {1, 1, 29, 32});
   EXPECT_EQ(errorOf(kr.run(q.ref(), k.ref(), shortValue.ref(), o.ref())),
             "value has shape [1, 1, 29, 32], expected [1, 1, 30, 32]");
-  HostTensor otherBatch(DType::F32, {2, 1, 30, 32});
+  HostTensor otherBatch(ElementType::F32, {2, 1, 30, 32});
   EXPECT_EQ(errorOf(kr.run(q.ref(), otherBatch.ref(), v.ref(), o.ref())),
             "key has shape [2, 1, 30, 32], expected [1, 1, 30, 32]");
-  HostTensor rank3(DType::F32, {2, 20, 32});
+  HostTensor rank3(ElementType::F32, {2, 20, 32});
   EXPECT_EQ(errorOf(kr.run(rank3.ref(), k.ref(), v.ref(), o.ref())),
             "query must have rank 4, got rank 3");
-  HostTensor noKeys(DType::F32, {1, 1, 0, 32});
+  HostTensor noKeys(ElementType::F32, {1, 1, 0, 32});
   EXPECT_EQ(errorOf(kr.run(q.ref(), noKeys.ref(), v.ref(), o.ref())),
             "the buffers' sizes: seq-kv must be positive, got 0");
   RunOptions negative;
@@ -403,7 +403,7 @@ TEST(JITTest, BadBuffersAreErrorsNotCrashes) {
   TensorRef insideV = o.ref();
   insideV.data = v.ref().data;
   insideV.sizes = {1, 2, 10, 32};
-  HostTensor q10(DType::F32, {1, 2, 10, 32});
+  HostTensor q10(ElementType::F32, {1, 2, 10, 32});
   EXPECT_EQ(errorOf(kr.run(q10.ref(), k.ref(), v.ref(), insideV)),
             "output overlaps value in memory; outputs must not share memory "
             "with another tensor of the call");
@@ -411,8 +411,8 @@ TEST(JITTest, BadBuffersAreErrorsNotCrashes) {
   TensorRef huge = k.ref();
   huge.sizes[0] = 2;
   huge.strides[0] = int64_t(1) << 60;
-  HostTensor q2(DType::F32, {2, 2, 20, 32}), o2(DType::F32, {2, 2, 20, 32});
-  HostTensor v2(DType::F32, {2, 1, 30, 32});
+  HostTensor q2(ElementType::F32, {2, 2, 20, 32}), o2(ElementType::F32, {2, 2, 20, 32});
+  HostTensor v2(ElementType::F32, {2, 1, 30, 32});
   EXPECT_EQ(errorOf(kr.run(q2.ref(), huge, v2.ref(), o2.ref())),
             "key with shape [2, 1, 30, 32] and strides [1152921504606846976, "
             "960, 32, 1] addresses more than 2^60 bytes");
@@ -425,7 +425,7 @@ TEST(JITTest, BadBuffersAreErrorsNotCrashes) {
   null.data = nullptr;
   EXPECT_EQ(errorOf(kr.run(null, k.ref(), v.ref(), o.ref())),
             "query buffer is null");
-  HostTensor lse(DType::F32, {1, 2, 20});
+  HostTensor lse(ElementType::F32, {1, 2, 20});
   TensorRef lseRef = lse.ref();
   EXPECT_NE(errorOf(kr.run(q.ref(), k.ref(), v.ref(), o.ref(), &lseRef))
                 .find("no LSE output"),
@@ -436,21 +436,21 @@ TEST(JITTest, TheScaleIsARunArgument) {
   // One kernel: the scale is an argument of the code, the spec's only the
   // default of its runs.
   AttentionSpec spec = smallSpec();
-  spec.causal = true;
+  spec.mask = Mask::causal();
   auto kernel = Compiler::global().compile(spec);
   ASSERT_TRUE(static_cast<bool>(kernel)) << errorOf(kernel.takeError());
   size_t compiled = Compiler::global().getCacheSize();
   unsigned seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng(seed);
-  HostTensor q(DType::F32, {1, spec.heads, 20, spec.headDim});
-  HostTensor k(DType::F32, {1, spec.kvHeads, 30, spec.headDim});
-  HostTensor v(DType::F32, {1, spec.kvHeads, 30, spec.headDim});
+  HostTensor q(ElementType::F32, {1, spec.heads, 20, spec.headDim});
+  HostTensor k(ElementType::F32, {1, spec.kvHeads, 30, spec.headDim});
+  HostTensor v(ElementType::F32, {1, spec.kvHeads, 30, spec.headDim});
   fillRandom(q, rng);
   fillRandom(k, rng);
   fillRandom(v, rng);
   for (double scale : {0.02, 0.5, 3.0}) {
-    HostTensor out(DType::F32, {1, spec.heads, 20, spec.headDim});
+    HostTensor out(ElementType::F32, {1, spec.heads, 20, spec.headDim});
     RunOptions options;
     options.scale = scale;
     llvm::Error err =
@@ -469,7 +469,7 @@ TEST(JITTest, TheScaleIsARunArgument) {
     EXPECT_EQ((*same)->getSpec().scale, scale);
   }
   EXPECT_EQ(Compiler::global().getCacheSize(), compiled);
-  HostTensor out(DType::F32, {1, spec.heads, 20, spec.headDim});
+  HostTensor out(ElementType::F32, {1, spec.heads, 20, spec.headDim});
   for (double bad : {0.0, -1.0, 1e39, std::nan("")}) {
     RunOptions options;
     options.scale = bad;
@@ -494,15 +494,15 @@ TEST(JITTest, StridedBuffersReadTheRightElements) {
   unsigned seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng(seed);
-  HostTensor q(DType::F32, {3, 4, 20, 32}), k(DType::F32, {3, 2, 30, 32});
-  HostTensor v(DType::F32, {3, 2, 30, 32});
+  HostTensor q(ElementType::F32, {3, 4, 20, 32}), k(ElementType::F32, {3, 2, 30, 32});
+  HostTensor v(ElementType::F32, {3, 2, 30, 32});
   fillRandom(q, rng);
   fillRandom(k, rng);
   fillRandom(v, rng);
   using flashc_test::swapMiddleDims;
   HostTensor qt = swapMiddleDims(q), kt = swapMiddleDims(k),
              vt = swapMiddleDims(v);
-  HostTensor ot(DType::F32, {3, 20, 4, 32});
+  HostTensor ot(ElementType::F32, {3, 20, 4, 32});
   for (int64_t i = 0; i < ot.getNumElements(); ++i)
     ot.set(i, NAN);
   auto view = [](HostTensor &t) {
@@ -609,14 +609,14 @@ TEST(JITTest, CompilesFromANaiveGraphModule) {
   ASSERT_TRUE(static_cast<bool>(spec)) << errorOf(spec.takeError());
   EXPECT_EQ(spec->seqQ, 16);
   EXPECT_EQ(spec->seqKV, 24);
-  EXPECT_TRUE(spec->causal);
+  EXPECT_TRUE(spec->isCausal());
   EXPECT_DOUBLE_EQ(spec->effectiveScale(), 0.25);
 
   auto kernel = Compiler::global().compileModule(source);
   ASSERT_TRUE(static_cast<bool>(kernel)) << errorOf(kernel.takeError());
   std::mt19937 rng(std::random_device{}());
-  HostTensor q(DType::F32, {1, 2, 16, 32}), k(DType::F32, {1, 2, 24, 32});
-  HostTensor v(DType::F32, {1, 2, 24, 32}), o(DType::F32, {1, 2, 16, 32});
+  HostTensor q(ElementType::F32, {1, 2, 16, 32}), k(ElementType::F32, {1, 2, 24, 32});
+  HostTensor v(ElementType::F32, {1, 2, 24, 32}), o(ElementType::F32, {1, 2, 16, 32});
   fillRandom(q, rng);
   fillRandom(k, rng);
   fillRandom(v, rng);

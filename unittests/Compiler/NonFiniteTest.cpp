@@ -31,7 +31,7 @@ namespace {
 struct Case {
   const char *name;
   const char *target;
-  DType dtype;
+  ElementType dtype;
   int64_t seqQ, seqKV;
   int64_t splits; // CPU: the split count; GPU decode: at launch
 };
@@ -56,7 +56,7 @@ TEST_P(NonFiniteTest, PropagatesPerRow) {
   spec.seqKV = c.seqKV;
   spec.headDim = 64;
   spec.dtype = c.dtype;
-  spec.causal = true;
+  spec.mask = Mask::causal();
   spec.withLse = true;
   PipelineConfig config;
   bool gpu = std::string(c.target) != "cpu";
@@ -84,7 +84,7 @@ TEST_P(NonFiniteTest, PropagatesPerRow) {
   };
   std::vector<Poison> poisons = {{0, last, Poison::NaNEntry},
                                  {3, last, Poison::InfEntry}};
-  if (spec.seqQ > 1 && c.dtype == DType::F32)
+  if (spec.seqQ > 1 && c.dtype == ElementType::F32)
     poisons.push_back({1, last - 1, Poison::Overflow});
   std::set<int64_t> poisoned, overflowed;
   for (const Poison &p : poisons) {
@@ -114,7 +114,7 @@ TEST_P(NonFiniteTest, PropagatesPerRow) {
   }
 
   HostTensor out(spec.dtype, {1, spec.heads, spec.seqQ, spec.headDim});
-  HostTensor lse(DType::F32, {1, spec.heads, spec.seqQ});
+  HostTensor lse(ElementType::F32, {1, spec.heads, spec.seqQ});
   for (int64_t i = 0; i < out.getNumElements(); ++i)
     out.set(i, 12345.0); // any value the kernel must overwrite
   for (int64_t i = 0; i < lse.getNumElements(); ++i)
@@ -163,12 +163,12 @@ INSTANTIATE_TEST_SUITE_P(
     Backends, NonFiniteTest,
     ::testing::Values(
         // Nq > Nk: the first rows see no key (0 and -inf, never NaN).
-        Case{"CpuPrefill", "cpu", DType::F32, 12, 9, 1},
-        Case{"CpuSplitKV", "cpu", DType::F32, 3, 200, 4},
-        Case{"CpuF16", "cpu", DType::F16, 12, 40, 1},
-        Case{"GpuPrefill", "sm_80", DType::F16, 40, 33, 0},
-        Case{"GpuDecodeSplits", "sm_80", DType::F16, 2, 300, 3},
-        Case{"GpuDecodeBF16", "sm_90a", DType::BF16, 1, 200, 2}),
+        Case{"CpuPrefill", "cpu", ElementType::F32, 12, 9, 1},
+        Case{"CpuSplitKV", "cpu", ElementType::F32, 3, 200, 4},
+        Case{"CpuF16", "cpu", ElementType::F16, 12, 40, 1},
+        Case{"GpuPrefill", "sm_80", ElementType::F16, 40, 33, 0},
+        Case{"GpuDecodeSplits", "sm_80", ElementType::F16, 2, 300, 3},
+        Case{"GpuDecodeBF16", "sm_90a", ElementType::BF16, 1, 200, 2}),
     [](const ::testing::TestParamInfo<Case> &info) {
       return std::string(info.param.name);
     });

@@ -36,16 +36,16 @@ std::string errorOf(llvm::Error e) { return llvm::toString(std::move(e)); }
 struct LanesCase {
   const char *name;
   int64_t heads, kvHeads, headDim;
-  DType dtype;
+  ElementType dtype;
   bool causal;
 };
 
 const LanesCase kCases[] = {
-    {"Gqa4BF16D128", 8, 2, 128, DType::BF16, false},
-    {"Gqa4F16D64Causal", 8, 2, 64, DType::F16, true},
-    {"MhaF32D59Causal", 3, 3, 59, DType::F32, true},
-    {"MqaF32D80", 4, 1, 80, DType::F32, false},
-    {"MhaBF16D16", 2, 2, 16, DType::BF16, false},
+    {"Gqa4BF16D128", 8, 2, 128, ElementType::BF16, false},
+    {"Gqa4F16D64Causal", 8, 2, 64, ElementType::F16, true},
+    {"MhaF32D59Causal", 3, 3, 59, ElementType::F32, true},
+    {"MqaF32D80", 4, 1, 80, ElementType::F32, false},
+    {"MhaBF16D16", 2, 2, 16, ElementType::BF16, false},
 };
 
 /// A vector width, and how the softmax's 2^x is built at 16 lanes:
@@ -69,7 +69,7 @@ TEST_P(VectorLanesTest, MatchesTheReference) {
   spec.kvHeads = c.kvHeads;
   spec.headDim = c.headDim;
   spec.dtype = c.dtype;
-  spec.causal = c.causal;
+  spec.mask = c.causal ? Mask::causal() : Mask::none();
   spec.withLse = true;
   spec.batch = 1;
   spec.seqQ = spec.seqKV = 64;

@@ -142,7 +142,7 @@ AttentionQuery testQuery(bool decode, bool causal, bool lse) {
   q.dtype = ElementType::F16;
   q.group = 4;
   q.headDim = q.headDimV = 64;
-  q.causal = causal;
+  q.mask = causal ? Mask::causal() : Mask::none();
   q.withLse = lse;
   q.decode = decode;
   return q;
@@ -316,7 +316,7 @@ KernelVariant sampleVariant() {
   v.query.group = 4;
   v.query.headDim = 96;
   v.query.headDimV = 80;
-  v.query.causal = true;
+  v.query.mask = Mask::causal();
   v.query.withLse = true;
   v.query.decode = true;
   v.blockQ = 16;
@@ -347,7 +347,7 @@ void expectSameVariant(const KernelVariant &a, const KernelVariant &b) {
   EXPECT_EQ(a.query.group, b.query.group);
   EXPECT_EQ(a.query.headDim, b.query.headDim);
   EXPECT_EQ(a.query.headDimV, b.query.headDimV);
-  EXPECT_EQ(a.query.causal, b.query.causal);
+  EXPECT_EQ(a.query.mask, b.query.mask);
   EXPECT_EQ(a.query.withLse, b.query.withLse);
   EXPECT_EQ(a.query.decode, b.query.decode);
   EXPECT_EQ(a.blockQ, b.blockQ);
@@ -495,12 +495,16 @@ INSTANTIATE_TEST_SUITE_P(
                       "manifest: 'head_dim_v' is -64, outside 1 to 256"},
         MalformedCase{"HeadDimAsString", [](auto &v) { v["head_dim"] = "64"; },
                       "manifest: missing or malformed 'head_dim'"},
-        MalformedCase{"CausalAsString", [](auto &v) { v["causal"] = "yes"; },
-                      "manifest: missing or malformed 'causal, lse, decode'"},
+        MalformedCase{"MaskAsBool", [](auto &v) { v["mask"] = true; },
+                      "manifest: missing or malformed 'mask'"},
+        MalformedCase{"UnknownMask", [](auto &v) { v["mask"] = "sliding"; },
+                      "manifest: variant "
+                      "'sm_90a-bf16-g4-d96dv80-causal-lse-decode' has mask "
+                      "'sliding'; this runtime knows none and causal"},
         MalformedCase{"NoLse", [](auto &v) { v.erase("lse"); },
-                      "manifest: missing or malformed 'causal, lse, decode'"},
+                      "manifest: missing or malformed 'lse, decode'"},
         MalformedCase{"DecodeAsNumber", [](auto &v) { v["decode"] = 1; },
-                      "manifest: missing or malformed 'causal, lse, decode'"},
+                      "manifest: missing or malformed 'lse, decode'"},
         MalformedCase{"AnyScale", [](auto &v) { v["scale"] = "0x1p-3"; },
                       "manifest: variant "
                       "'sm_90a-bf16-g4-d96dv80-causal-lse-decode' has a fixed "
@@ -926,7 +930,7 @@ INSTANTIATE_TEST_SUITE_P(
         DisagreementCase{"Group", [](KernelVariant &v) { v.query.group = 8; },
                          "'group' is 8 in the manifest but 4 in the PTX"},
         DisagreementCase{"Causal",
-                         [](KernelVariant &v) { v.query.causal = false; },
+                         [](KernelVariant &v) { v.query.mask = Mask::none(); },
                          "'causal' is 0 in the manifest but 1 in the PTX"},
         DisagreementCase{
             "Dtype", [](KernelVariant &v) { v.query.dtype = ElementType::F16; },

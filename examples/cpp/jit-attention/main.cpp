@@ -42,7 +42,7 @@ std::vector<double> reference(const AttentionSpec &s,
         const float *qr = &q[((b * s.heads + h) * s.seqQ + i) * d];
         const int64_t kvBase = (b * s.kvHeads + h / group) * s.seqKV;
         int64_t visible = s.seqKV;
-        if (s.causal)
+        if (s.isCausal())
           visible = std::max<int64_t>(
               0, std::min<int64_t>(s.seqKV, i + s.seqKV - s.seqQ + 1));
         double max = -std::numeric_limits<double>::infinity(), sum = 0;
@@ -78,8 +78,8 @@ int main() {
   spec.seqQ = 37;
   spec.seqKV = 53;
   spec.headDim = 64;
-  spec.dtype = DType::F32;
-  spec.causal = true;
+  spec.dtype = ElementType::F32;
+  spec.mask = Mask::causal();
 
   llvm::Expected<std::shared_ptr<const Kernel>> kernel =
       Compiler::global().compile(spec, "cpu");
@@ -108,7 +108,7 @@ int main() {
   std::vector<float> out(q.size(), std::numeric_limits<float>::quiet_NaN());
 
   auto ref = [&](std::vector<float> &data, int64_t heads, int64_t seq) {
-    return TensorRef::contiguous(data.data(), DType::F32,
+    return TensorRef::contiguous(data.data(), ElementType::F32,
                                  {spec.batch, heads, seq, spec.headDim});
   };
   if (llvm::Error e = (*kernel)->run(

@@ -8,6 +8,7 @@
 #ifndef FLASHC_ANALYSIS_ATTENTIONSCHEDULE_H
 #define FLASHC_ANALYSIS_ATTENTIONSCHEDULE_H
 
+#include "flashc/Core/Problem.h"
 #include "flashc/Target/TargetInfo.h"
 
 #include "mlir/IR/BuiltinTypes.h"
@@ -35,6 +36,8 @@ struct AttentionShape {
   int64_t elementBytes = 4;
 
   int64_t groupSize() const { return heads / kvHeads; }
+  /// The same problem in flashc's dependency-free description.
+  ::flashc::AttentionProblem problem() const;
 };
 
 /// The shape of an attention whose operands have these types:

@@ -26,7 +26,7 @@
 #define FLASHC_ANALYSIS_COSTMODEL_H
 
 #include "flashc/Analysis/AttentionSchedule.h"
-#include "flashc/Runtime/WaveModel.h"
+#include "flashc/Core/WaveModel.h"
 #include "flashc/Target/TargetInfo.h"
 
 #include "llvm/Support/Error.h"
@@ -159,16 +159,14 @@ double getIoModelElements(const AttentionShape &shape, int64_t sramElements);
 //===----------------------------------------------------------------------===//
 
 /// A kernel's predicted time under the CTA x wave model (see
-/// flashc/Runtime/WaveModel.h, which the runtime shares).
+/// flashc/Core/WaveModel.h, which the runtime shares).
 using WavePrediction = ::flashc::WavePrediction;
 
-/// The wave model's view of a GPU target.
+/// The wave model's view of a target: on a GPU the runtime's
+/// (flashc::getWaveTarget) with the target's SM count and bandwidth, so
+/// that the cost report and a launch choose the same split count; on the
+/// CPU its cores and rows of 64.
 ::flashc::WaveTarget getWaveTarget(const TargetInfo &target);
-
-/// Rows of a CTA's Q tile are padded up to a multiple of this:
-/// max(64, target.mmaM), the smallest M of the tensor-core tiles the
-/// flash-decoding kernels use.
-int64_t getCtaRowQuantum(const TargetInfo &target);
 
 /// The largest split count worth trying: every split keeps at least one
 /// block of `blockKV` keys, and at most `maxSplits`.
@@ -177,8 +175,8 @@ int64_t getMaxSplits(const AttentionShape &shape, int64_t blockKV,
 
 /// Predicts the flashc FA2 schedule on a GPU `target` with the KV loop split
 /// `splits` ways: one CTA per (batch, kv-head, Q block, split), the G query
-/// heads of a group packed as G * Br rows of one tile padded up to
-/// `getCtaRowQuantum`. Splits are contiguous runs of ceil(Tc / S) KV
+/// heads of a group packed as G * Br rows of one tile padded up to the
+/// wave target's row quantum. Splits are contiguous runs of ceil(Tc / S) KV
 /// blocks (the last ones shorter, possibly empty). A causal mask is not
 /// modelled (every CTA is charged its full range of keys). Errors on a CPU
 /// target, a bad tile size, or `splits` outside [1, Tc].
@@ -189,7 +187,8 @@ llvm::Expected<WavePrediction> predictSplitKVTime(const TargetInfo &target,
 
 /// Evaluates `predictSplitKVTime` for S = 1 .. getMaxSplits(shape,
 /// tiles.blockKV, maxSplits) and returns the fastest (on a tie, within a
-/// relative 1e-9, the fewer splits).
+/// relative 1e-9, the fewer splits): flashc::chooseSplitCount, which the
+/// runtime runs at launch.
 llvm::Expected<WavePrediction>
 chooseSplits(const TargetInfo &target, const AttentionShape &shape,
              const TileSizes &tiles, int64_t maxSplits = kDefaultMaxSplits);

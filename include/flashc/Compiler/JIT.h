@@ -6,12 +6,13 @@
 //
 //   flash::AttentionSpec spec;
 //   spec.batch = 2; spec.heads = 8; spec.seqQ = spec.seqKV = 1024;
-//   spec.headDim = 64; spec.dtype = flash::DType::F16; spec.causal = true;
+//   spec.headDim = 64; spec.dtype = flash::ElementType::F16;
+//   spec.mask = flash::Mask::causal();
 //   auto kernel = flash::Compiler::global().compile(spec, "cpu");
 //   if (!kernel) ... llvm::toString(kernel.takeError()) ...
 //   if (llvm::Error e = (*kernel)->run(q, k, v, out)) ...
 //
-// Kernels are compiled per (dtype, head dims, causal, GQA group size,
+// Kernels are compiled per (dtype, head dims, mask, GQA group size,
 // LSE, scale, schedule options): batch, head counts and sequence lengths
 // are kernel arguments. On GPU targets (sm_80, sm_90a) the spec's sizes
 // only choose the variant (decode when Nq <= 16); a CPU kernel has both
@@ -57,47 +58,32 @@ class ExecutionEngine;
 
 namespace flash {
 
-enum class DType { F32, F16, BF16 };
-llvm::StringRef stringifyDType(DType dtype);
-std::optional<DType> parseDType(llvm::StringRef name);
+/// The element types and masks of flashc/Core/Problem.h.
+using ::flashc::ElementType;
+using ::flashc::Mask;
+using ::flashc::MaskKind;
 
 /// Writes `contents` to `path` ("-": standard output), checking the open,
 /// every write and the close (a full disk shows only when the file is
 /// flushed); the error names the file.
 llvm::Error writeFile(llvm::StringRef path, llvm::StringRef contents);
-int64_t getDTypeBytes(DType dtype);
 
 /// An error unless `scale` is a softmax scale the kernels take: finite,
-/// positive and a normal f32.
+/// positive and a normal f32 (flashc::checkScale).
 llvm::Error checkScale(double scale);
 
-/// One attention problem: O = softmax(scale * Q K^T) V with
-/// Q [batch, heads, seqQ, headDim], K [batch, kvHeads, seqKV, headDim],
-/// V [batch, kvHeads, seqKV, headDimV], O [batch, heads, seqQ, headDimV] and
-/// optionally LSE [batch, heads, seqQ] (f32).
-struct AttentionSpec {
-  int64_t batch = 1;
-  int64_t heads = 1;
-  int64_t kvHeads = 1;
-  int64_t seqQ = 1;
-  int64_t seqKV = 1;
-  int64_t headDim = 64;
-  /// 0 means equal to headDim.
-  int64_t headDimV = 0;
-  DType dtype = DType::F32;
-  bool causal = false;
-  /// Unset means 1/sqrt(headDim). Compiled kernels take the scale as an
-  /// argument: it is the default scale of a Kernel's runs
-  /// (RunOptions::scale overrides it), not part of its code.
-  std::optional<double> scale;
-  bool withLse = false;
+/// One attention problem (flashc/Core/Problem.h, whose fields it has) and
+/// what the compiler makes of it. The scale, when set, is the default
+/// scale of a Kernel's runs (RunOptions::scale overrides it), not part of
+/// its code. The layout is not part of a kernel either: RunOptions::layout
+/// says how a run's buffers are ordered.
+struct AttentionSpec : ::flashc::AttentionProblem {
+  AttentionSpec() = default;
+  AttentionSpec(const ::flashc::AttentionProblem &problem)
+      : ::flashc::AttentionProblem(problem) {}
 
-  int64_t valueDim() const { return headDimV ? headDimV : headDim; }
-  double effectiveScale() const;
   /// Checks sizes, the GQA ratio and the scale; the error names the field.
   llvm::Error validate() const;
-  /// A canonical one-line form.
-  std::string str() const;
   /// The problem in the terms of the tile-size and cost models.
   AttentionShape shape() const;
   /// The kernel module: `func.func @flash_attention` taking Q, K, V, O (and
@@ -113,7 +99,9 @@ struct AttentionSpec {
   std::string toMLIR(bool dynamicSizes = false, bool cpuKernel = false) const;
   /// True when a GPU kernel for this spec is the decode variant (split-KV
   /// with a combine): Nq <= 16.
-  bool isDecode() const { return seqQ <= 16; }
+  bool isDecode() const {
+    return seqQ <= ::flashc::runtime::kMaxDecodeSeqQ;
+  }
   /// The runtime's identity of the GPU kernel computing this spec.
   flashc::runtime::AttentionQuery gpuQuery(llvm::StringRef target) const;
 
@@ -132,7 +120,7 @@ private:
 /// default).
 struct TensorRef {
   void *data = nullptr;
-  DType dtype = DType::F32;
+  ElementType dtype = ElementType::F32;
   llvm::SmallVector<int64_t, 4> sizes;
   llvm::SmallVector<int64_t, 4> strides;
   /// GPU device memory (CUDA). CPU kernels and the simulator take host
@@ -140,7 +128,7 @@ struct TensorRef {
   bool onDevice = false;
 
   /// A densely packed row-major tensor.
-  static TensorRef contiguous(void *data, DType dtype,
+  static TensorRef contiguous(void *data, ElementType dtype,
                               llvm::ArrayRef<int64_t> sizes);
 };
 

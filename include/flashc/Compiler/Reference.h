@@ -34,15 +34,15 @@ class HostTensor {
 public:
   /// A zeroed tensor, or an error naming the sizes when their product
   /// overflows or the memory cannot be allocated.
-  static llvm::Expected<HostTensor> allocate(DType dtype,
+  static llvm::Expected<HostTensor> allocate(ElementType dtype,
                                              std::vector<int64_t> sizes);
   /// The same for sizes known to be small (tests, fixed benchmarks); a
   /// failure is fatal.
-  HostTensor(DType dtype, std::vector<int64_t> sizes);
+  HostTensor(ElementType dtype, std::vector<int64_t> sizes);
   HostTensor(HostTensor &&) = default;
   HostTensor &operator=(HostTensor &&) = default;
 
-  DType getDType() const { return dtype; }
+  ElementType getDType() const { return dtype; }
   const std::vector<int64_t> &getSizes() const { return sizes; }
   int64_t getNumElements() const { return numElements; }
   void *data() { return storage.get(); }
@@ -59,7 +59,7 @@ private:
   struct Free {
     void operator()(uint8_t *p) const { std::free(p); }
   };
-  DType dtype = DType::F32;
+  ElementType dtype = ElementType::F32;
   std::vector<int64_t> sizes;
   int64_t numElements = 0;
   std::unique_ptr<uint8_t[], Free> storage;
@@ -82,7 +82,7 @@ std::vector<double> referenceAttention(const AttentionSpec &spec,
 /// The absolute error allowed on outputs of unit scale (convex combinations
 /// of V entries of unit scale): about 4 ulps of the element type at 1.0 plus
 /// the f32 accumulation error.
-double getOutputTolerance(DType dtype);
+double getOutputTolerance(ElementType dtype);
 
 /// |expected - got|, with equal infinities and NaN against NaN as 0, and
 /// a NaN or an infinity on one side only as an infinite error.

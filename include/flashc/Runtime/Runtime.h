@@ -23,7 +23,8 @@
 #ifndef FLASHC_RUNTIME_RUNTIME_H
 #define FLASHC_RUNTIME_RUNTIME_H
 
-#include "flashc/Runtime/WaveModel.h"
+#include "flashc/Core/Problem.h"
+#include "flashc/Core/WaveModel.h"
 #include "flashc/Support/Json.h"
 #include "flashc/Support/Status.h"
 
@@ -35,11 +36,6 @@
 
 namespace flashc {
 namespace runtime {
-
-enum class ElementType { F32, F16, BF16 };
-const char *stringify(ElementType type);
-std::optional<ElementType> parseElementType(const std::string &name);
-int64_t getElementBytes(ElementType type);
 
 /// A strided tensor in device memory (host memory for the simulator).
 /// Sizes and strides are in elements.
@@ -83,16 +79,30 @@ struct AttentionQuery {
   /// Query heads per KV head (Hq / Hkv): 1 for MHA.
   int64_t group = 1;
   int64_t headDim = 0, headDimV = 0;
-  bool causal = false;
+  Mask mask;
   bool withLse = false;
   bool decode = false; // split-KV with a launch-time split count
   // The softmax scale is not part of a variant: every kernel takes it as
   // an argument (AttentionCall::scale).
+
+  /// The variant of `target` computing `problem`: the decode variant when
+  /// Nq <= kMaxDecodeSeqQ.
+  static AttentionQuery of(const AttentionProblem &problem,
+                           const std::string &target);
 };
 
+/// The largest Nq a decode variant (split-KV, one or two MMA row tiles)
+/// serves.
+constexpr int64_t kMaxDecodeSeqQ = 16;
+
+/// The problem one launch of `query`'s kernels computes: `batch` KV heads
+/// (the call's batch x KV heads, folded) of `query.group` query heads each.
+AttentionProblem getVariantProblem(const AttentionQuery &query, int64_t batch,
+                                   int64_t seqQ, int64_t seqKV);
+
 /// The first field in which `variant` differs from `query` ("target",
-/// "dtype", "group", "head_dim", "head_dim_v", "causal", "lse" or
-/// "decode"), or "" when it matches.
+/// "dtype", "group", "head_dim", "head_dim_v", "mask", "lse" or "decode"),
+/// or "" when it matches.
 std::string getMismatchedField(const AttentionQuery &variant,
                                const AttentionQuery &query);
 
@@ -177,6 +187,9 @@ public:
   /// The chip whose kernels this device runs best (sm_80, sm_90a).
   virtual std::string getChip() const = 0;
   virtual int64_t getNumSMs() const = 0;
+  /// The device's memory bandwidth in GB/s, as the device reports it (0:
+  /// unknown, the chip's published figure is used).
+  virtual double getMemoryBandwidthGBs() const { return 0; }
   /// Device memory (workspaces, buffers), ordered on `stream`.
   virtual Result<void *> allocate(uint64_t bytes, void *stream) = 0;
   virtual Status release(void *pointer, void *stream) = 0;
@@ -269,8 +282,18 @@ Status launchAttention(Device &device, const KernelVariant &variant,
                        const AttentionCall &call,
                        LaunchReport *report = nullptr);
 
-/// The wave model's figures of a device running `chip`'s kernels.
-WaveTarget getWaveTarget(const std::string &chip, int64_t numSMs);
+/// The wave model's figures of `device`: its chip's, with its SM count and
+/// memory bandwidth.
+WaveTarget getWaveTarget(const Device &device);
+
+/// The KV split count a launch of `variant` over `batch` KV heads (the
+/// call's batch x KV heads), Nq = seqQ and Nk = seqKV uses on `device`: 1
+/// for a prefill variant; `requested` (capped so that every split keeps a
+/// KV block) when positive; else the CTA x wave model's choice
+/// (flashc::chooseSplitCount), the same the cost report makes.
+int64_t getLaunchSplitCount(const Device &device, const KernelVariant &variant,
+                            int64_t batch, int64_t seqQ, int64_t seqKV,
+                            int64_t requested = 0);
 
 /// A directory of kernels: `manifest.json` and one `<id>.ptx` (and
 /// `<id>.cubin`) per variant. The JIT's disk cache has the same format.
@@ -286,7 +309,7 @@ public:
   const KernelVariant *find(const AttentionQuery &query) const;
   /// Why find(query) found nothing: the variant that matches the most
   /// fields (in the order target, dtype, group, head_dim, head_dim_v,
-  /// causal, lse, decode) and the first field in which it differs, with
+  /// mask, lse, decode) and the first field in which it differs, with
   /// both values. `matchedFields`, when given, receives how many leading
   /// fields the closest variant matches.
   std::string explainMiss(const AttentionQuery &query,

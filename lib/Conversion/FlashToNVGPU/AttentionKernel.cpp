@@ -1,7 +1,7 @@
 //===- AttentionKernel.cpp - Warp-level code of the GPU kernels -----------===//
 //
 // The CTA body of flashc's FlashAttention-2 kernel, written with nvgpu and
-// nvvm ops. Per CTA (see flashc/Target/GPUSchedule.h for the shape):
+// nvvm ops. Per CTA (see flashc/Core/GPUSchedule.h for the shape):
 //
 //   Q tile  --cp.async-->  smem  --ldmatrix-->  A fragments (registers)
 //   for each KV block j (the loops of the tiled IR, in order):

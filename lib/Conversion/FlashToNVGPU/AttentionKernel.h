@@ -14,7 +14,7 @@
 #ifndef FLASHC_LIB_CONVERSION_FLASHTONVGPU_ATTENTIONKERNEL_H
 #define FLASHC_LIB_CONVERSION_FLASHTONVGPU_ATTENTIONKERNEL_H
 
-#include "flashc/Target/GPUSchedule.h"
+#include "flashc/Core/GPUSchedule.h"
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/Value.h"

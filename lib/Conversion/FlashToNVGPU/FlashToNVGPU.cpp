@@ -43,7 +43,7 @@
 
 #include "flashc/Conversion/Passes.h"
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
-#include "flashc/Target/GPUSchedule.h"
+#include "flashc/Core/GPUSchedule.h"
 #include "flashc/Target/TargetInfo.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"

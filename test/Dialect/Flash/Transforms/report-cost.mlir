@@ -118,27 +118,28 @@ func.func @causal(%q: tensor<1x1x4096x64xf16>, %k: tensor<1x1x4096x64xf16>,
   return %o : tensor<1x1x4096x64xf16>
 }
 
-// 2 kv heads x 32 splits = 64 CTAs, one wave; the 8 query heads of a group
-// padded to 64 rows; bandwidth-bound near reading the KV cache once.
+// 2 kv heads x 16 splits = 32 CTAs, one wave; the 8 query heads of a group
+// padded to one MMA tile of 16 rows (as the runtime models the kernel, so
+// both choose 16 splits); bandwidth-bound near reading the KV cache once.
 // DECODE-LABEL: flash.attention #0 in @decode:
 // DECODE:       schedule        fa2, Br=1 Bc=128, 1 x 512 blocks, 512 of 512 visited (fraction 1.000000)
-// DECODE-NEXT:  splits          32
-// DECODE-NEXT:  wave model      64 CTAs in 1 wave(s), 64 rows x 2048 keys per CTA, memory-bound at 24.3 GB/s per CTA
-// DECODE-NEXT:                  per CTA 43.41 us, combine 0.17 us, 2 kernel(s): predicted 53.58 us
+// DECODE-NEXT:  splits          16
+// DECODE-NEXT:  wave model      32 CTAs in 1 wave(s), 16 rows x 4096 keys per CTA, memory-bound at 48.6 GB/s per CTA
+// DECODE-NEXT:                  per CTA 43.28 us, combine 0.09 us, 2 kernel(s): predicted 53.37 us
 // DECODE-NEXT:                  floor 43.16 us, unsplit FA2 kernel 2128.88 us
 // DECODE:       flash.attention %{{.+}}, %{{.+}}, %{{.+}} : tensor<1x16x1x128xf16>, tensor<1x2x65536x128xf16>
 
 // DECODE64:      splits          64
-// DECODE64-NEXT: wave model      128 CTAs in 2 wave(s), 64 rows x 1024 keys per CTA, memory-bound at 14.4 GB/s per CTA
+// DECODE64-NEXT: wave model      128 CTAs in 2 wave(s), 16 rows x 1024 keys per CTA, memory-bound at 14.4 GB/s per CTA
 // DECODE64-NEXT:                 per CTA 36.84 us, combine 0.34 us, 2 kernel(s): predicted 84.03 us
 
-// DECODE-JSON:      "splits": 32,
+// DECODE-JSON:      "splits": 16,
 // DECODE-JSON:      "waveModel": {
 // DECODE-JSON:        "bound": "memory",
-// DECODE-JSON:        "ctas": 64,
+// DECODE-JSON:        "ctas": 32,
 // DECODE-JSON:        "kernels": 2,
-// DECODE-JSON:        "splits": 32,
-// DECODE-JSON-NEXT:   "timeUs": 53.58
+// DECODE-JSON:        "splits": 16,
+// DECODE-JSON-NEXT:   "timeUs": 53.37
 // DECODE-JSON-NEXT:   "waves": 1
 
 //--- decode.mlir

@@ -205,9 +205,9 @@ func.func @dynamic_lse(%q: tensor<?x4x1x32xbf16>, %k: tensor<?x4x?x32xbf16>,
 // WAVE-LABEL: func.func @wave
 // WAVE: %[[NK:.+]] = arith.constant 65536 : index
 // WAVE-NEXT: %[[BC:.+]] = arith.constant 128 : index
-// WAVE-NEXT: %[[S:.+]] = arith.constant 32 : index
-// WAVE: scf.forall (%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}) in (1, 2, %{{.+}}, 32)
-// WAVE: flash.combine ins(%{{.+}}, %{{.+}} : tensor<32x1x16x1x128xf32>, tensor<32x1x16x1xf32>) outs(%{{.+}} : tensor<1x16x1x128xf16>)
+// WAVE-NEXT: %[[S:.+]] = arith.constant 16 : index
+// WAVE: scf.forall (%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}) in (1, 2, %{{.+}}, 16)
+// WAVE: flash.combine ins(%{{.+}}, %{{.+}} : tensor<16x1x16x1x128xf32>, tensor<16x1x16x1xf32>) outs(%{{.+}} : tensor<1x16x1x128xf16>)
 
 //--- wave.mlir
 func.func @wave(%q: tensor<1x16x1x128xf16>, %k: tensor<1x2x65536x128xf16>,

@@ -1,0 +1,149 @@
+//===- SplitCountTest.cpp - One split count, at compile and launch time ---===//
+//
+// The cost report (flashc cost, --flash-report-cost) and the runtime's
+// launch choose a decode kernel's KV split count with the same wave model:
+// for a table of problems on both chips, the report's split count equals
+// the one a launch of the compiled variant uses on a device of that chip,
+// with the chip's SM count and bandwidth and with another device's.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashc/Analysis/CostModel.h"
+#include "flashc/Compiler/JIT.h"
+
+#include <gtest/gtest.h>
+
+using namespace mlir::flash;
+namespace rt = flashc::runtime;
+
+namespace {
+
+/// A device of `chip` whose SM count and bandwidth are given, as a GPU of
+/// the same architecture but another size reports them.
+class SizedDevice : public rt::Device {
+public:
+  SizedDevice(std::string chip, int64_t sms, double bandwidthGBs)
+      : chip(std::move(chip)), sms(sms), bandwidthGBs(bandwidthGBs) {}
+  std::string describe() const override { return "sized " + chip; }
+  bool isSimulator() const override { return true; }
+  std::string getChip() const override { return chip; }
+  int64_t getNumSMs() const override { return sms; }
+  double getMemoryBandwidthGBs() const override { return bandwidthGBs; }
+  flashc::Result<void *> allocate(uint64_t, void *) override {
+    return flashc::Status::error("not used");
+  }
+  flashc::Status release(void *, void *) override {
+    return flashc::Status::error("not used");
+  }
+  flashc::Status launch(const rt::KernelVariant &, const rt::KernelEntry &,
+                        uint64_t, const std::vector<rt::LaunchArg> &,
+                        void *) override {
+    return flashc::Status::error("not used");
+  }
+  flashc::Status copyToDevice(void *, const void *, uint64_t,
+                              void *) override {
+    return flashc::Status::error("not used");
+  }
+  flashc::Status copyToHost(void *, const void *, uint64_t, void *) override {
+    return flashc::Status::error("not used");
+  }
+  flashc::Status synchronize(void *) override {
+    return flashc::Status::error("not used");
+  }
+
+private:
+  std::string chip;
+  int64_t sms;
+  double bandwidthGBs;
+};
+
+struct Shape {
+  int64_t batch, heads, kvHeads, seqQ, seqKV, headDim;
+  flashc::ElementType dtype;
+};
+
+// Decode problems from one query to a full decode tile, short and long KV
+// caches, MHA and GQA, the head dims the GPU kernels take.
+const Shape kShapes[] = {
+    {1, 16, 2, 1, 65536, 128, flashc::ElementType::F16},
+    {1, 32, 32, 1, 4096, 128, flashc::ElementType::BF16},
+    {4, 32, 8, 1, 8192, 128, flashc::ElementType::F16},
+    {16, 8, 8, 1, 2048, 64, flashc::ElementType::F16},
+    {1, 8, 1, 4, 32768, 64, flashc::ElementType::BF16},
+    {2, 4, 4, 16, 100000, 256, flashc::ElementType::F16},
+    {64, 32, 8, 1, 1024, 128, flashc::ElementType::BF16},
+    {1, 1, 1, 1, 300, 64, flashc::ElementType::F16},
+};
+
+TEST(SplitCountTest, CostReportAndLaunchAgree) {
+  for (const char *chip : {"sm_80", "sm_90a"}) {
+    llvm::Expected<TargetInfo> target = TargetInfo::get(chip);
+    ASSERT_TRUE(static_cast<bool>(target)) << llvm::toString(target.takeError());
+    for (const Shape &s : kShapes) {
+      AttentionSpec spec;
+      spec.batch = s.batch;
+      spec.heads = s.heads;
+      spec.kvHeads = s.kvHeads;
+      spec.seqQ = s.seqQ;
+      spec.seqKV = s.seqKV;
+      spec.headDim = s.headDim;
+      spec.dtype = s.dtype;
+      SCOPED_TRACE(std::string(chip) + " " + spec.str());
+      auto kernel = Compiler::global().compile(spec, chip);
+      ASSERT_TRUE(static_cast<bool>(kernel))
+          << llvm::toString(kernel.takeError());
+      const rt::KernelVariant &variant = *(*kernel)->getMetadata().gpu;
+      ASSERT_TRUE(variant.query.decode);
+
+      // The device the report assumes (the chip's published figures), and
+      // another size of it: half the SMs at H200's bandwidth.
+      for (auto [sms, bandwidth] :
+           {std::pair<int64_t, double>{0, 0}, {target->numProcessors / 2,
+                                               4800.0}}) {
+        TargetInfo t = *target;
+        if (sms)
+          t.numProcessors = sms;
+        if (bandwidth)
+          t.memoryBandwidthGBs = bandwidth;
+        llvm::Expected<CostReport> report =
+            computeCostReport(t, spec.shape());
+        ASSERT_TRUE(static_cast<bool>(report))
+            << llvm::toString(report.takeError());
+        SizedDevice device(chip, t.numProcessors, t.memoryBandwidthGBs);
+        int64_t launched = rt::getLaunchSplitCount(
+            device, variant, s.batch * s.kvHeads, s.seqQ, s.seqKV);
+        EXPECT_EQ(report->splits, launched)
+            << "with " << t.numProcessors << " SMs at "
+            << t.memoryBandwidthGBs << " GB/s";
+        // The report's tiles are the variant's.
+        EXPECT_EQ(report->tiles.blockKV, variant.blockKV);
+        EXPECT_EQ(report->tiles.blockQ, std::min(variant.blockQ, s.seqQ));
+      }
+    }
+  }
+}
+
+TEST(SplitCountTest, BandwidthIsAnInput) {
+  // One decode step of 8 query heads over 32K keys on 132 SMs: at H100's
+  // 3.35 TB/s, 43 splits (a wave of HBM-bound CTAs); at H200's 4.8 TB/s,
+  // 36 GB/s per CTA is far from one SM's limit, and 64 splits win.
+  flashc::AttentionProblem p;
+  p.heads = 8;
+  p.seqKV = 32768;
+  p.headDim = 128;
+  p.dtype = flashc::ElementType::F16;
+  flashc::WavePrediction h100 = flashc::chooseSplitCount(
+      flashc::getWaveTarget("sm_90a", 132, 3350), p, 1, 128);
+  flashc::WavePrediction h200 = flashc::chooseSplitCount(
+      flashc::getWaveTarget("sm_90a", 132, 4800), p, 1, 128);
+  EXPECT_EQ(h100.splits, 43);
+  EXPECT_EQ(h200.splits, 64);
+  EXPECT_LT(h200.timeUs, h100.timeUs);
+  // Unknown figures (0) are the chip's.
+  flashc::WaveTarget chip = flashc::getWaveTarget("sm_90a");
+  EXPECT_EQ(chip.numSMs, 132);
+  EXPECT_EQ(chip.memoryBandwidthGBs, 3350);
+  EXPECT_EQ(chip.rowQuantum, 16);
+}
+
+} // namespace
