@@ -50,6 +50,32 @@ for tool, path in (("nvcc", config.flashc_nvcc), ("ptxas", config.flashc_ptxas))
             "skipped" % tool
         )
 
+# Pass statistics (`-mlir-pass-statistics`) count only where LLVM was built
+# with them (assertions on, or LLVM_FORCE_ENABLE_STATS): MLIR's report is
+# empty with a release LLVM such as Debian's packages. The tests of the
+# passes' statistics (`*-statistics.mlir`) `REQUIRES: pass-statistics`, which
+# is set when flashc-opt lists a statistic of an empty run.
+def has_pass_statistics():
+    import subprocess
+
+    tool = os.path.join(config.flashc_tools_dir, "flashc-opt")
+    try:
+        run = subprocess.run(
+            [tool, "--flash-online-softmax", "-mlir-pass-statistics",
+             "-mlir-pass-statistics-display=list", "-o", os.devnull],
+            input="", capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "num-rewritten" in run.stderr
+
+
+if has_pass_statistics():
+    config.available_features.add("pass-statistics")
+else:
+    lit_config.note(
+        "LLVM counts no pass statistics (a release build): the tests that "
+        "REQUIRE pass-statistics are skipped")
+
 # A FLASHC_SANITIZE=ON build (ASan+UBSan): AddressSanitizer owns SIGSEGV, so
 # tests that rely on LLVM's crash recovery are `UNSUPPORTED: asan`.
 if config.flashc_sanitize.upper() in ("ON", "1", "TRUE", "YES"):

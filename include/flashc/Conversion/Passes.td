@@ -103,6 +103,20 @@ def FlashExpandToCPU : Pass<"flash-expand-to-cpu"> {
     "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"
   ];
+  let statistics = [
+    Statistic<"numStepsTransposedK", "num-steps-transposed-k",
+              "Attention steps expanded with K pre-transposed (column blocks)">,
+    Statistic<"numStepsKeyRows", "num-steps-key-rows",
+              "Attention steps expanded reading K rows in place">,
+    Statistic<"numStepsDot", "num-steps-bf16-dot",
+              "Attention steps whose S = Q . K^T uses vdpbf16ps">,
+    Statistic<"numFinalizes", "num-finalizes", "flash.finalize ops expanded">,
+    Statistic<"numCombines", "num-combines", "flash.combine ops expanded">,
+    Statistic<"numKeyTransposes", "num-key-transposes",
+              "Transposed copies of K expanded into block transposes">,
+    Statistic<"numWidenings", "num-widenings",
+              "f32 copies of f16 or bf16 operands expanded">
+  ];
 }
 
 def FlashCPUBindSplitCount : Pass<"flash-cpu-bind-split-count", "::mlir::func::FuncOp"> {
@@ -122,6 +136,10 @@ def FlashCPUBindSplitCount : Pass<"flash-cpu-bind-split-count", "::mlir::func::F
       %0 = flash.split_count      // replaced by %s
     ```
   }];
+  let statistics = [
+    Statistic<"numBound", "num-bound",
+              "flash.split_count ops replaced by the function argument">
+  ];
 }
 
 def FlashCPUDirectFinalize : Pass<"flash-cpu-direct-finalize"> {
@@ -158,6 +176,14 @@ def FlashCPUDirectFinalize : Pass<"flash-cpu-direct-finalize"> {
     "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect"
   ];
+  let statistics = [
+    Statistic<"numCombinesVersioned", "num-combines-versioned",
+              "flash.combine ops run only when S != 1">,
+    Statistic<"numFinalizesVersioned", "num-finalizes-versioned",
+              "flash.finalize ops versioned on S == 1">,
+    Statistic<"numCombinesKept", "num-combines-kept",
+              "flash.combine ops left as they are">
+  ];
 }
 
 def FlashCPUWidenOperands : Pass<"flash-cpu-widen-operands"> {
@@ -193,6 +219,11 @@ def FlashCPUWidenOperands : Pass<"flash-cpu-widen-operands"> {
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect"
   ];
+  let statistics = [
+    Statistic<"numStepsWidened", "num-steps-widened",
+              "Attention steps switched to f32 blocks">,
+    Statistic<"numCopies", "num-copies", "f32 copies of operands created">
+  ];
 }
 
 def FlashCPUTransposeKeys : Pass<"flash-cpu-transpose-keys"> {
@@ -222,6 +253,11 @@ def FlashCPUTransposeKeys : Pass<"flash-cpu-transpose-keys"> {
     "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
     "::mlir::tensor::TensorDialect"
   ];
+  let statistics = [
+    Statistic<"numStepsTransposed", "num-steps-transposed",
+              "Attention steps switched to blocks of the transposed K">,
+    Statistic<"numCopies", "num-copies", "Transposed copies of K created">
+  ];
 }
 
 def FlashCPUDynamicSchedule : Pass<"flash-cpu-dynamic-schedule"> {
@@ -244,6 +280,10 @@ def FlashCPUDynamicSchedule : Pass<"flash-cpu-dynamic-schedule"> {
     ```
   }];
   let dependentDialects = ["::mlir::omp::OpenMPDialect"];
+  let statistics = [
+    Statistic<"numScheduled", "num-scheduled",
+              "omp.wsloop ops given schedule(dynamic)">
+  ];
 }
 
 def FlashApproximateMath : Pass<"flash-approximate-math"> {
@@ -310,6 +350,12 @@ def FlashToNVGPU : Pass<"flash-to-nvgpu", "::mlir::ModuleOp"> {
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"sm_80\"",
            "sm_80 or sm_90a: the shared-memory budget of a block">
+  ];
+  let statistics = [
+    Statistic<"numForwardKernels", "num-forward-kernels",
+              "Forward kernels built">,
+    Statistic<"numCombineKernels", "num-combine-kernels",
+              "Combine kernels built (split KV loops)">
   ];
 }
 

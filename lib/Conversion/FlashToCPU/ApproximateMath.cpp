@@ -13,6 +13,10 @@
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "flash-approximate-math"
+#define DBGS() (llvm::dbgs() << "[" DEBUG_TYPE "] ")
 
 namespace mlir {
 namespace flash {
@@ -35,10 +39,23 @@ struct FlashApproximateMathPass
     };
     populateMathF32ExpansionPatterns(patterns, wanted);
     populateMathPolynomialApproximationPatterns(patterns, wanted);
+    // The exponentials and logarithms a polynomial did not replace.
+    auto remaining = [&]() {
+      int64_t count = 0;
+      getOperation()->walk([&](Operation *op) {
+        if (op->getDialect() && op->getDialect()->getNamespace() == "math" &&
+            wanted(op->getName().getStringRef()))
+          ++count;
+      });
+      return count;
+    };
+    (void)remaining;
+    LLVM_DEBUG(DBGS() << remaining() << " math.exp, exp2 and log ops\n");
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns)))) {
       getOperation()->emitError("flash-approximate-math did not converge");
-      signalPassFailure();
+      return signalPassFailure();
     }
+    LLVM_DEBUG(DBGS() << remaining() << " left after the approximations\n");
   }
 };
 } // namespace

@@ -10,6 +10,10 @@
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "flash-cpu-bind-split-count"
+#define DBGS() (llvm::dbgs() << "[" DEBUG_TYPE "] ")
 
 namespace mlir {
 namespace flash {
@@ -60,9 +64,13 @@ struct FlashCPUBindSplitCountPass
           << "caller on the CPU)";
       return signalPassFailure();
     }
+    LLVM_DEBUG(DBGS() << "@" << func.getSymName() << ": " << uses.size()
+                      << " flash.split_count bound to argument "
+                      << bound.getArgNumber() << "\n");
     for (SplitCountOp op : uses) {
       op.getResult().replaceAllUsesWith(bound);
       op.erase();
+      ++numBound;
     }
   }
 };

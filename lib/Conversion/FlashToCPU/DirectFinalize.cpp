@@ -27,6 +27,10 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/PatternMatch.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "flash-cpu-direct-finalize"
+#define DBGS() (llvm::dbgs() << "[" DEBUG_TYPE "] ")
 
 namespace mlir {
 namespace flash {
@@ -156,9 +160,20 @@ struct FlashCPUDirectFinalizePass
     for (CombineOp combine : combines) {
       FailureOr<SmallVector<PartialFinalize>> partials =
           matchPartials(combine, dom);
-      if (failed(partials))
+      if (failed(partials)) {
+        LLVM_DEBUG(DBGS() << "combine at " << combine.getLoc()
+                          << " kept: its partial buffers are not S-row "
+                             "allocations written only by split slices of "
+                             "finalizes\n");
+        ++numCombinesKept;
         continue;
+      }
+      LLVM_DEBUG(DBGS() << "combine at " << combine.getLoc()
+                        << " versioned on S == 1 with " << partials->size()
+                        << " finalize(s)\n");
       rewrite(combine, *partials);
+      ++numCombinesVersioned;
+      numFinalizesVersioned += partials->size();
     }
   }
 

@@ -10,6 +10,10 @@
 #include "flashc/Conversion/Passes.h"
 
 #include "mlir/Dialect/OpenMP/OpenMPDialect.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "flash-cpu-dynamic-schedule"
+#define DBGS() (llvm::dbgs() << "[" DEBUG_TYPE "] ")
 
 namespace mlir {
 namespace flash {
@@ -27,10 +31,14 @@ struct FlashCPUDynamicSchedulePass
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     getOperation()->walk([&](omp::WsloopOp loop) {
-      if (loop.getScheduleKind())
+      if (loop.getScheduleKind()) {
+        LLVM_DEBUG(DBGS() << "wsloop at " << loop.getLoc()
+                          << " keeps its schedule\n");
         return;
+      }
       loop.setScheduleKindAttr(omp::ClauseScheduleKindAttr::get(
           ctx, omp::ClauseScheduleKind::Dynamic));
+      ++numScheduled;
     });
   }
 };

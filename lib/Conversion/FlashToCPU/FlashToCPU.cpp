@@ -33,9 +33,13 @@
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/Debug.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <limits>
+
+#define DEBUG_TYPE "flash-expand-to-cpu"
+#define DBGS() (llvm::dbgs() << "[" DEBUG_TYPE "] ")
 
 namespace mlir {
 namespace flash {
@@ -134,6 +138,9 @@ public:
   void expandWiden(linalg::CopyOp op);
   void expandFinalize(FinalizeOp op);
   void expandCombine(CombineOp op);
+
+  /// True when the last step expanded computes S by vdpbf16ps.
+  bool usedDotProduct() const { return dotProduct; }
 
 private:
   Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
@@ -369,6 +376,14 @@ void Emitter::expandStep(AttentionStepOp op) {
     auto sType = MemRefType::get({kSuperRows, ShapedType::kDynamic}, f32);
     s = memref::AllocaOp::create(b, sType, ValueRange{npad});
   }
+  LLVM_DEBUG(
+      DBGS() << "step at " << op.getLoc() << ": "
+             << (kt ? "K pre-transposed, column blocks" : "K rows in place")
+             << (dotProduct ? ", S by vdpbf16ps" : "") << ", S laid out "
+             << (nBound && *nBound > 0 && *nBound <= kMaxStaticKeys
+                     ? "for " + std::to_string(*nBound) + " keys"
+                     : std::string("with a run-time row stride"))
+             << "\n");
   Value alphaMem =
       memref::AllocaOp::create(b, MemRefType::get({kSuperRows}, f32));
   // With S's shared columns computed across the row blocks (sharedScores),
@@ -393,6 +408,8 @@ void Emitter::expandStep(AttentionStepOp op) {
       static_cast<int64_t>(llvm::bit_floor(static_cast<uint64_t>(
           std::max<int64_t>(kValueBlockBytes / rowBytes, 1)))),
       16, 256);
+  LLVM_DEBUG(DBGS() << "P . V in blocks of " << pvKeys << " keys (V rows of "
+                    << rowBytes << " bytes)\n");
 
   // The G x Br rows of the tile (the query heads of a GQA group, then the
   // rows of each) are processed as one row space, four at a time, so that
@@ -1618,16 +1635,27 @@ struct FlashExpandToCPUPass
     for (Operation *op : ops) {
       ImplicitLocOpBuilder b(op->getLoc(), op);
       Emitter emitter(b, vectorLanes, bf16Dot, scalef, ktReuse, ablation);
-      if (auto transpose = dyn_cast<linalg::TransposeOp>(op))
+      if (auto transpose = dyn_cast<linalg::TransposeOp>(op)) {
         emitter.expandKeyTranspose(transpose);
-      else if (auto copy = dyn_cast<linalg::CopyOp>(op))
+        ++numKeyTransposes;
+      } else if (auto copy = dyn_cast<linalg::CopyOp>(op)) {
         emitter.expandWiden(copy);
-      else if (auto step = dyn_cast<AttentionStepOp>(op))
+        ++numWidenings;
+      } else if (auto step = dyn_cast<AttentionStepOp>(op)) {
         emitter.expandStep(step);
-      else if (auto fin = dyn_cast<FinalizeOp>(op))
+        if (step.getKeyTransposed())
+          ++numStepsTransposedK;
+        else
+          ++numStepsKeyRows;
+        if (emitter.usedDotProduct())
+          ++numStepsDot;
+      } else if (auto fin = dyn_cast<FinalizeOp>(op)) {
         emitter.expandFinalize(fin);
-      else
+        ++numFinalizes;
+      } else {
         emitter.expandCombine(cast<CombineOp>(op));
+        ++numCombines;
+      }
       op->erase();
     }
   }

@@ -21,6 +21,10 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "flash-cpu-transpose-keys"
+#define DBGS() (llvm::dbgs() << "[" DEBUG_TYPE "] ")
 
 namespace mlir {
 namespace flash {
@@ -35,11 +39,14 @@ using namespace mlir::flash;
 namespace {
 
 /// The transposed copy of `key`, created after its definition (or at the
-/// start of its block for an argument).
+/// start of its block for an argument); counts the copies it creates in
+/// `created`.
 Value getTransposed(RewriterBase &rewriter, Value key,
-                    llvm::DenseMap<Value, Value> &cache) {
+                    llvm::DenseMap<Value, Value> &cache,
+                    Pass::Statistic &created) {
   if (Value t = cache.lookup(key))
     return t;
+  ++created;
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPointAfterValue(key);
   Location loc = key.getLoc();
@@ -87,26 +94,40 @@ struct FlashCPUTransposeKeysPass
     SmallVector<AttentionStepOp> steps;
     getOperation()->walk([&](AttentionStepOp step) { steps.push_back(step); });
     for (AttentionStepOp step : steps) {
-      if (step.getKeyTransposed() || step.getNumResults() == 0 ||
-          !readsBlocksRepeatedly(step))
+      if (step.getKeyTransposed() || step.getNumResults() == 0)
         continue;
+      if (!readsBlocksRepeatedly(step)) {
+        LLVM_DEBUG(DBGS() << "step at " << step.getLoc()
+                          << " kept: each key block is read once (decode, "
+                             "or a Q tile that holds the whole query)\n");
+        continue;
+      }
       auto slice = step.getKey().getDefiningOp<tensor::ExtractSliceOp>();
       if (!slice || slice.getSourceType().getRank() != 4 ||
           slice.getType().getRank() != 2 || !slice.hasUnitStride())
         continue;
       Value key = slice.getSource();
       auto func = step->getParentOfType<FunctionOpInterface>();
-      if (!func || key.getParentRegion() != &func.getFunctionBody())
+      if (!func || key.getParentRegion() != &func.getFunctionBody()) {
+        LLVM_DEBUG(DBGS() << "step at " << step.getLoc()
+                          << " kept: K is not a function-level tensor\n");
         continue;
+      }
       SmallVector<OpFoldResult> offsets = slice.getMixedOffsets();
       SmallVector<OpFoldResult> sizes = slice.getMixedSizes();
       // A [1, 1, n, D] box starting at column 0 of the head dimension.
       if (!isConstantIntValue(sizes[0], 1) ||
           !isConstantIntValue(sizes[1], 1) ||
           !isConstantIntValue(offsets[3], 0) ||
-          !isConstantIntValue(sizes[3], slice.getSourceType().getDimSize(3)))
+          !isConstantIntValue(sizes[3], slice.getSourceType().getDimSize(3))) {
+        LLVM_DEBUG(DBGS() << "step at " << step.getLoc()
+                          << " kept: the key block is not a [1, 1, n, D] box "
+                             "of one head\n");
         continue;
-      Value kt = getTransposed(rewriter, key, cache);
+      }
+      LLVM_DEBUG(DBGS() << "step at " << step.getLoc()
+                        << " reads the transposed copy of K\n");
+      Value kt = getTransposed(rewriter, key, cache, numCopies);
       rewriter.setInsertionPoint(slice);
       SmallVector<OpFoldResult> tOffsets = {
           offsets[0], offsets[1], rewriter.getIndexAttr(0), offsets[2]};
@@ -125,6 +146,7 @@ struct FlashCPUTransposeKeysPass
       });
       if (slice->use_empty())
         rewriter.eraseOp(slice);
+      ++numStepsTransposed;
     }
   }
 

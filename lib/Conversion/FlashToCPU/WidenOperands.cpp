@@ -20,6 +20,10 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "flash-cpu-widen-operands"
+#define DBGS() (llvm::dbgs() << "[" DEBUG_TYPE "] ")
 
 namespace mlir {
 namespace flash {
@@ -34,11 +38,14 @@ using namespace mlir::flash;
 namespace {
 
 /// The f32 copy of `source`, created after its definition (or at the start
-/// of its block for an argument).
+/// of its block for an argument); counts the copies it creates in
+/// `created`.
 Value getWidened(RewriterBase &rewriter, Value source,
-                 llvm::DenseMap<Value, Value> &cache) {
+                 llvm::DenseMap<Value, Value> &cache,
+                 Pass::Statistic &created) {
   if (Value w = cache.lookup(source))
     return w;
+  ++created;
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPointAfterValue(source);
   Location loc = source.getLoc();
@@ -61,9 +68,14 @@ struct FlashCPUWidenOperandsPass
     SmallVector<AttentionStepOp> steps;
     getOperation()->walk([&](AttentionStepOp step) { steps.push_back(step); });
     for (AttentionStepOp step : steps) {
-      if (step.getNumResults() == 0 || step.getKeyTransposed() ||
-          !readsBlocksRepeatedly(step))
+      if (step.getNumResults() == 0 || step.getKeyTransposed())
         continue;
+      if (!readsBlocksRepeatedly(step)) {
+        LLVM_DEBUG(DBGS() << "step at " << step.getLoc()
+                          << " kept: each block is read once (decode, or a "
+                             "Q tile that holds the whole query)\n");
+        continue;
+      }
       auto func = step->getParentOfType<FunctionOpInterface>();
       if (!func)
         continue;
@@ -77,11 +89,18 @@ struct FlashCPUWidenOperandsPass
           break;
         slices.push_back(slice);
       }
-      if (slices.size() != 3)
+      if (slices.size() != 3) {
+        LLVM_DEBUG(DBGS() << "step at " << step.getLoc()
+                          << " kept: Q, K and V are not all slices of "
+                             "function-level f16 or bf16 tensors\n");
         continue;
+      }
+      LLVM_DEBUG(DBGS() << "step at " << step.getLoc()
+                        << " reads f32 copies of Q, K and V\n");
       SmallVector<Value> widened;
       for (tensor::ExtractSliceOp slice : slices) {
-        Value source = getWidened(rewriter, slice.getSource(), cache);
+        Value source =
+            getWidened(rewriter, slice.getSource(), cache, numCopies);
         rewriter.setInsertionPoint(step);
         auto type = cast<RankedTensorType>(slice.getType());
         widened.push_back(tensor::ExtractSliceOp::create(
@@ -97,6 +116,7 @@ struct FlashCPUWidenOperandsPass
       for (tensor::ExtractSliceOp slice : slices)
         if (slice->use_empty())
           rewriter.eraseOp(slice);
+      ++numStepsWidened;
     }
   }
 };

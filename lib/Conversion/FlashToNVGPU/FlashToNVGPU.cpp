@@ -62,6 +62,10 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "flash-to-nvgpu"
+#define DBGS() (llvm::dbgs() << "[" DEBUG_TYPE "] ")
 
 namespace mlir {
 namespace flash {
@@ -703,6 +707,15 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
   flashc::GPUTileConfig config = flashc::makeGPUTileConfig(
       group, headDim, headDimV, 2, blockQ, *blockKV, t.combine ? 4 : 2);
   std::string why = flashc::checkGPUTileConfig(config, target.sramBytes);
+  LLVM_DEBUG(DBGS() << "@" << t.func.getSymName() << " on " << target.name
+                    << ": G=" << config.group << " Br=" << config.blockQ
+                    << " Bc=" << config.blockKV << " D=" << config.headDim
+                    << " Dv=" << config.headDimV << ", " << config.rowTiles
+                    << " row tiles x " << config.kvWarps
+                    << " KV warps = " << config.threads() << " threads, "
+                    << config.sharedBytes() << " bytes of shared memory"
+                    << (t.combine ? ", f32 partials for the combine" : "")
+                    << (why.empty() ? "" : "; rejected: " + why) << "\n");
   if (!why.empty())
     return t.forall.emitError() << "flash-to-nvgpu: " << why << " on "
                                 << target.name;
@@ -715,6 +728,7 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
       return report();
     grid += (grid.empty() ? "" : "*") + *e;
   }
+  LLVM_DEBUG(DBGS() << "grid " << grid << "\n");
 
   OpBuilder ob(ctx);
   ob.setInsertionPointToEnd(gpuModule.getBody());
@@ -990,6 +1004,8 @@ void FlashToNVGPUPass::runOnOperation() {
         foralls.push_back(f);
     });
     if (foralls.empty()) {
+      LLVM_DEBUG(DBGS() << "@" << func.getSymName()
+                        << " has no flash.tile_loop\n");
       // A tile loop of a single iteration may have been folded away.
       WalkResult steps = func.walk([](AttentionStepOp) {
         return WalkResult::interrupt();
@@ -1038,6 +1054,9 @@ void FlashToNVGPUPass::runOnOperation() {
   for (TiledAttention &t : work) {
     if (failed(build(t, gpuModule, *target)))
       return signalPassFailure();
+    ++numForwardKernels;
+    if (t.combine)
+      ++numCombineKernels;
     t.func.erase();
   }
 }

@@ -16,8 +16,12 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/Support/Debug.h"
 
 #include <cmath>
+
+#define DEBUG_TYPE "flash-fuse-attention"
+#define DBGS() (llvm::dbgs() << "[" DEBUG_TYPE "] ")
 
 namespace mlir {
 namespace flash {
@@ -88,32 +92,39 @@ bool isAttentionOperand(Type t) {
 struct FuseAttentionPattern : OpRewritePattern<MatmulOp> {
   using OpRewritePattern::OpRewritePattern;
 
+  /// Leaves `pv` alone for the reason `why`.
+  static LogicalResult reject(PatternRewriter &rewriter, MatmulOp pv,
+                              const char *why) {
+    LLVM_DEBUG(DBGS() << "not fused at " << pv.getLoc() << ": " << why << "\n");
+    return rewriter.notifyMatchFailure(pv, why);
+  }
+
   LogicalResult matchAndRewrite(MatmulOp pv,
                                 PatternRewriter &rewriter) const override {
     if (pv.getTransposeB())
-      return rewriter.notifyMatchFailure(pv, "P.V reads V transposed");
+      return reject(rewriter, pv, "P.V reads V transposed");
     auto softmax = pv.getLhs().getDefiningOp<SoftmaxOp>();
     if (!softmax)
-      return rewriter.notifyMatchFailure(pv, "lhs is not a softmax");
+      return reject(rewriter, pv, "lhs is not a softmax");
     if (!softmax.getResult().hasOneUse())
-      return rewriter.notifyMatchFailure(pv, "probabilities have other users");
+      return reject(rewriter, pv, "probabilities have other users");
     int64_t rank = softmax.getInput().getType().getRank();
     if (softmax.getReductionDim() != rank - 1)
-      return rewriter.notifyMatchFailure(pv, "softmax is not on the last dim");
+      return reject(rewriter, pv, "softmax is not on the last dim");
 
     double scale = softmax.getEffectiveScale();
     Value scores = peelScale(softmax.getInput(), scale);
     if (!scores)
-      return rewriter.notifyMatchFailure(pv, "scale is not a foldable splat");
+      return reject(rewriter, pv, "scale is not a foldable splat");
     auto qk = scores.getDefiningOp<MatmulOp>();
     if (!qk)
-      return rewriter.notifyMatchFailure(pv, "scores are not a matmul");
+      return reject(rewriter, pv, "scores are not a matmul");
     if (!qk.getResult().hasOneUse())
-      return rewriter.notifyMatchFailure(pv, "scores have other users");
+      return reject(rewriter, pv, "scores have other users");
     if (!qk.getTransposeB())
-      return rewriter.notifyMatchFailure(pv, "Q.K does not read K transposed");
+      return reject(rewriter, pv, "Q.K does not read K transposed");
     if (!std::isfinite(scale) || scale <= 0.0)
-      return rewriter.notifyMatchFailure(pv, "scale is not finite positive");
+      return reject(rewriter, pv, "scale is not finite positive");
 
     Value q = qk.getLhs(), k = qk.getRhs(), v = pv.getRhs();
     Type resultType = pv.getResult().getType();
@@ -121,17 +132,19 @@ struct FuseAttentionPattern : OpRewritePattern<MatmulOp> {
             ValueRange{q, k, v},
             [](Value x) { return isAttentionOperand(x.getType()); }) ||
         !isAttentionOperand(resultType))
-      return rewriter.notifyMatchFailure(pv, "not rank-4 f32/f16/bf16");
+      return reject(rewriter, pv, "not rank-4 f32/f16/bf16");
     Type elementType = getElementTypeOrSelf(q.getType());
     if (getElementTypeOrSelf(v.getType()) != elementType ||
         getElementTypeOrSelf(resultType) != elementType)
-      return rewriter.notifyMatchFailure(pv, "element types differ");
+      return reject(rewriter, pv, "element types differ");
     auto qType = cast<RankedTensorType>(q.getType());
     auto vType = cast<RankedTensorType>(v.getType());
     if (qType.isDynamicDim(1) || qType.isDynamicDim(3) ||
         vType.isDynamicDim(1) || vType.isDynamicDim(3))
-      return rewriter.notifyMatchFailure(pv, "dynamic head count or dim");
+      return reject(rewriter, pv, "dynamic head count or dim");
 
+    LLVM_DEBUG(DBGS() << "fused at " << pv.getLoc() << ": scale " << scale
+                      << (softmax.getCausal() ? ", causal" : "") << "\n");
     rewriter.replaceOpWithNewOp<AttentionOp>(
         pv, TypeRange{resultType}, q, k, v, /*scale_factor=*/Value(),
         rewriter.getF32FloatAttr(static_cast<float>(scale)),
@@ -147,12 +160,26 @@ struct FuseAttentionPattern : OpRewritePattern<MatmulOp> {
   }
 };
 
+/// Counts the flash.attention ops the fusion pattern creates.
+struct FusionCounter : RewriterBase::Listener {
+  explicit FusionCounter(Pass::Statistic &fused) : fused(fused) {}
+  void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
+    if (isa<AttentionOp>(op))
+      ++fused;
+  }
+  Pass::Statistic &fused;
+};
+
 struct FlashFuseAttentionPass
     : flash::impl::FlashFuseAttentionBase<FlashFuseAttentionPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateFuseAttentionPatterns(patterns);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns)))) {
+    FusionCounter counter(numFused);
+    GreedyRewriteConfig config;
+    config.setListener(&counter);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
+                                     config))) {
       getOperation()->emitError("flash-fuse-attention did not converge");
       return signalPassFailure();
     }

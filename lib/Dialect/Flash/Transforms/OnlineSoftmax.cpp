@@ -20,8 +20,12 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
+#include "llvm/Support/Debug.h"
 
 #include <limits>
+
+#define DEBUG_TYPE "flash-online-softmax"
+#define DBGS() (llvm::dbgs() << "[" DEBUG_TYPE "] ")
 
 namespace mlir {
 namespace flash {
@@ -47,6 +51,10 @@ LogicalResult rewriteAttention(RewriterBase &rewriter, AttentionOp op,
   Type f32 = rewriter.getF32Type();
   int64_t hq = qType.getDimSize(1), hkv = op.getKey().getType().getDimSize(1);
   int64_t g = hq / hkv, d = qType.getDimSize(3), dv = vType.getDimSize(3);
+  LLVM_DEBUG(DBGS() << "attention at " << loc << ": " << hq << " query heads, "
+                    << hkv << " KV heads (G = " << g << "), blocks of "
+                    << kvBlock << " keys" << (op.getCausal() ? ", causal" : "")
+                    << "\n");
 
   OpFoldResult batch = getDim(rewriter, loc, q, 0);
   OpFoldResult nq = getDim(rewriter, loc, q, 2);
@@ -160,9 +168,11 @@ struct FlashOnlineSoftmaxPass
     SmallVector<AttentionOp> ops;
     getOperation()->walk([&](AttentionOp op) { ops.push_back(op); });
     IRRewriter rewriter(&getContext());
-    for (AttentionOp op : ops)
+    for (AttentionOp op : ops) {
       if (failed(rewriteAttention(rewriter, op, kvBlock)))
         return signalPassFailure();
+      ++numRewritten;
+    }
   }
 };
 

@@ -15,9 +15,13 @@
 #include "flashc/Dialect/Flash/Transforms/Passes.h"
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/Support/Debug.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
+
+#define DEBUG_TYPE "flash-report-cost"
+#define DBGS() (llvm::dbgs() << "[" DEBUG_TYPE "] ")
 
 namespace mlir {
 namespace flash {
@@ -106,6 +110,12 @@ void FlashReportCostPass::runOnOperation() {
     std::string function;
     if (auto func = op->getParentOfType<FunctionOpInterface>())
       function = func.getName().str();
+    LLVM_DEBUG(DBGS() << "attention #" << opIndex << " at " << op.getLoc()
+                      << ": B=" << shape->batch << " Hq=" << shape->heads
+                      << " Hkv=" << shape->kvHeads << " Nq=" << shape->seqQ
+                      << " Nk=" << shape->seqKV << " D=" << shape->headDim
+                      << " on " << targetInfo->name << "\n");
+    ++numReported;
     if (json) {
       llvm::json::Object object = costReportToJSON(*report);
       object["function"] = function;

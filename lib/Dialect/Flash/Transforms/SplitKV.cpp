@@ -34,8 +34,12 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
+#include "llvm/Support/Debug.h"
 
 #include <limits>
+
+#define DEBUG_TYPE "flash-split-kv"
+#define DBGS() (llvm::dbgs() << "[" DEBUG_TYPE "] ")
 
 namespace mlir {
 namespace flash {
@@ -327,18 +331,39 @@ struct FlashSplitKVPass : flash::impl::FlashSplitKVBase<FlashSplitKVPass> {
     }
     SmallVector<TiledAttention> matches;
     getOperation()->walk([&](scf::ForallOp forall) {
-      if (std::optional<TiledAttention> t = matchTiled(forall))
+      if (std::optional<TiledAttention> t = matchTiled(forall)) {
         matches.push_back(*t);
+      } else if (forall->hasAttr(kTileLoopAttr)) {
+        LLVM_DEBUG(DBGS() << "tile loop at " << forall.getLoc()
+                          << " left as it is: not one KV loop from 0 and a "
+                             "finalize into its shared outputs, as "
+                             "flash-tile builds them\n");
+        ++numUnmatched;
+      }
     });
     IRRewriter rewriter(&getContext());
     for (TiledAttention &t : matches) {
       if (dynamicSplits) {
+        LLVM_DEBUG(DBGS() << "tile loop at " << t.forall.getLoc()
+                          << ": split count chosen at launch\n");
         splitKV(rewriter, t, ShapedType::kDynamic);
+        ++numDynamic;
         continue;
       }
       AttentionShape shape = describe(t);
-      if (shape.seqQ > maxSeqQ)
+      if (shape.seqQ > maxSeqQ) {
+        LLVM_DEBUG({
+          DBGS() << "tile loop at " << t.forall.getLoc()
+                 << " left whole: Nq = ";
+          if (shape.seqQ == std::numeric_limits<int64_t>::max())
+            llvm::dbgs() << "(dynamic)";
+          else
+            llvm::dbgs() << shape.seqQ;
+          llvm::dbgs() << " > max-seq-q = " << maxSeqQ << "\n";
+        });
+        ++numWhole;
         continue;
+      }
       int64_t bc = *getConstantIntValue(t.kvLoop.getStep());
       int64_t count = splits;
       if (count == 0) {
@@ -348,18 +373,41 @@ struct FlashSplitKVPass : flash::impl::FlashSplitKVBase<FlashSplitKVPass> {
         llvm::Expected<WavePrediction> best =
             chooseSplits(*targetInfo, shape, tiles);
         if (!best) {
-          llvm::consumeError(best.takeError());
+          std::string why = llvm::toString(best.takeError());
+          LLVM_DEBUG(DBGS() << "tile loop at " << t.forall.getLoc()
+                            << " left whole: the wave model has no answer ("
+                            << why << ")\n");
+          (void)why;
+          ++numWhole;
           continue;
         }
         count = best->splits;
+        LLVM_DEBUG(DBGS() << "tile loop at " << t.forall.getLoc()
+                          << ": the wave model on " << targetInfo->name
+                          << " picks " << count << " splits (B=" << shape.batch
+                          << " Hq=" << shape.heads << " Nq=" << shape.seqQ
+                          << " Nk=" << shape.seqKV << " Bc=" << bc << ")\n");
       }
       // Every split keeps at least one KV block when Nk is known.
       if (std::optional<int64_t> nk =
-              getConstantIntValue(t.kvLoop.getUpperBound()))
-        count = std::min(count, flashc::ceilDiv(*nk, bc));
-      if (count <= 1)
+              getConstantIntValue(t.kvLoop.getUpperBound())) {
+        int64_t blocks = flashc::ceilDiv(*nk, bc);
+        if (count > blocks)
+          LLVM_DEBUG(DBGS() << "capped at " << blocks << " splits, the KV "
+                            << "blocks of " << *nk << " keys\n");
+        count = std::min(count, blocks);
+      }
+      if (count <= 1) {
+        LLVM_DEBUG(DBGS() << "tile loop at " << t.forall.getLoc()
+                          << " left whole: " << count << " split\n");
+        ++numWhole;
         continue;
+      }
+      LLVM_DEBUG(DBGS() << "tile loop at " << t.forall.getLoc() << " split "
+                        << count << " ways\n");
       splitKV(rewriter, t, count);
+      ++numSplit;
+      numSplits += count;
     }
   }
 };

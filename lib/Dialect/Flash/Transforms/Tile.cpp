@@ -31,9 +31,13 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/Support/Debug.h"
 
 #include <limits>
 #include <tuple>
+
+#define DEBUG_TYPE "flash-tile"
+#define DBGS() (llvm::dbgs() << "[" DEBUG_TYPE "] ")
 
 namespace mlir {
 namespace flash {
@@ -482,15 +486,34 @@ struct FlashTilePass : flash::impl::FlashTileBase<FlashTilePass> {
     }
     IRRewriter rewriter(&getContext());
     for (OnlineAttention &a : matches) {
-      TileSizes tiles = chooseTileSizes(*targetInfo, describe(a), *order);
+      AttentionShape shape = describe(a);
+      TileSizes tiles = chooseTileSizes(*targetInfo, shape, *order);
+      LLVM_DEBUG(DBGS() << "loop at " << a.loop.getLoc()
+                        << ": the model's shape B=" << shape.batch
+                        << " Hq=" << shape.heads << " Hkv=" << shape.kvHeads
+                        << " Nq=" << shape.seqQ << " Nk=" << shape.seqKV
+                        << " D=" << shape.headDim << " Dv=" << shape.headDimV
+                        << "; " << targetInfo->name << " ("
+                        << targetInfo->sramBytes << " bytes of SRAM) gives Br="
+                        << tiles.blockQ << " Bc=" << tiles.blockKV << "\n");
       if (blockQ > 0)
         tiles.blockQ = blockQ;
       if (blockKV > 0)
         tiles.blockKV = blockKV;
-      if (*order == LoopOrder::FA2)
+      LLVM_DEBUG(DBGS() << "tiles Br=" << tiles.blockQ
+                        << " Bc=" << tiles.blockKV << " ("
+                        << (blockQ > 0 || blockKV > 0 ? "options override"
+                                                      : "from the target")
+                        << "), "
+                        << (*order == LoopOrder::FA2 ? "FA2" : "algorithm-1")
+                        << " order\n");
+      if (*order == LoopOrder::FA2) {
         tileFA2(rewriter, a, tiles);
-      else
+        ++numTiledFA2;
+      } else {
         tileAlgorithm1(rewriter, a, tiles);
+        ++numTiledAlgorithm1;
+      }
     }
   }
 };

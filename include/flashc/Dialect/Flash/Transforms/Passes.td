@@ -52,6 +52,10 @@ def FlashFuseAttention : Pass<"flash-fuse-attention"> {
     ```
   }];
   let dependentDialects = ["::mlir::flash::FlashDialect"];
+  let statistics = [
+    Statistic<"numFused", "num-fused",
+              "Attention chains fused into one flash.attention">
+  ];
 }
 
 def FlashOnlineSoftmax : Pass<"flash-online-softmax"> {
@@ -93,6 +97,10 @@ def FlashOnlineSoftmax : Pass<"flash-online-softmax"> {
     Option<"kvBlock", "kv-block", "int64_t", /*default=*/"128",
            "Keys per block of the online loop (re-chosen by flash-tile)">
   ];
+  let statistics = [
+    Statistic<"numRewritten", "num-rewritten",
+              "flash.attention ops rewritten into an online loop">
+  ];
 }
 
 def FlashTile : Pass<"flash-tile"> {
@@ -131,6 +139,12 @@ def FlashTile : Pass<"flash-tile"> {
     Option<"sramBytes", "sram-bytes", "int64_t", /*default=*/"0",
            "Override the target's SRAM capacity in bytes (0: the target's)">
   ];
+  let statistics = [
+    Statistic<"numTiledFA2", "num-tiled-fa2",
+              "Online attention loops tiled in FA2 order">,
+    Statistic<"numTiledAlgorithm1", "num-tiled-algorithm1",
+              "Online attention loops tiled in algorithm-1 order">
+  ];
 }
 
 def FlashCausalSkip : Pass<"flash-causal-skip"> {
@@ -147,6 +161,18 @@ def FlashCausalSkip : Pass<"flash-causal-skip"> {
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"
+  ];
+  let statistics = [
+    Statistic<"numLoopsSplit", "num-loops-split",
+              "Masked KV loops split into a full and a diagonal loop">,
+    Statistic<"numLoopsKept", "num-loops-kept",
+              "Masked KV loops left as they are (offset not c - j)">,
+    Statistic<"numBlocksFull", "num-blocks-full",
+              "KV blocks run unmasked, summed over the tiles (static bounds)">,
+    Statistic<"numBlocksMasked", "num-blocks-masked",
+              "KV blocks run masked, summed over the tiles (static bounds)">,
+    Statistic<"numBlocksSkipped", "num-blocks-skipped",
+              "KV blocks skipped, summed over the tiles (static bounds)">
   ];
 }
 
@@ -182,6 +208,18 @@ def FlashSplitKV : Pass<"flash-split-kv"> {
     Option<"dynamicSplits", "dynamic-splits", "bool", /*default=*/"false",
            "Split every tiled attention with a count chosen at launch">
   ];
+  let statistics = [
+    Statistic<"numSplit", "num-split",
+              "Tiled attentions whose KV loop was split in a fixed count">,
+    Statistic<"numSplits", "num-splits",
+              "KV ranges created, summed over the fixed-count splits">,
+    Statistic<"numDynamic", "num-dynamic",
+              "Tiled attentions split in a launch-time count">,
+    Statistic<"numWhole", "num-whole",
+              "Tiled attentions left with one KV range">,
+    Statistic<"numUnmatched", "num-unmatched",
+              "Tile loops not in the form flash-tile builds, left as they are">
+  ];
 }
 
 def FlashReportCost : Pass<"flash-report-cost"> {
@@ -211,6 +249,10 @@ def FlashReportCost : Pass<"flash-report-cost"> {
            "KV splits (0: chosen by the wave model)">,
     Option<"json", "json", "bool", /*default=*/"false",
            "Print JSON instead of text">
+  ];
+  let statistics = [
+    Statistic<"numReported", "num-reported",
+              "flash.attention ops whose cost was reported">
   ];
 }
 
