@@ -14,6 +14,7 @@
 
 #include "flashc/Support/Files.h"
 #include "flashc/Core/GPUSchedule.h"
+#include "flashc/Dialect/Flash/IR/FlashDialect.h"
 #include "flashc/Target/TargetInfo.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -196,10 +197,11 @@ llvm::Expected<rt::KernelVariant> Compiler::compileGPUVariant(
   auto readKernels = [&](llvm::StringRef stage, ModuleOp module) {
     if (stage != "gpu")
       return;
+    MLIRContext *ctx = module.getContext();
     module->walk([&](gpu::GPUFuncOp fn) {
-      auto grid = fn->getAttrOfType<StringAttr>("flash.grid");
-      auto block = fn->getAttrOfType<IntegerAttr>("flash.block");
-      auto shared = fn->getAttrOfType<IntegerAttr>("flash.shared_bytes");
+      auto grid = FlashDialect::GridAttrHelper(ctx).getAttr(fn);
+      auto block = FlashDialect::BlockAttrHelper(ctx).getAttr(fn);
+      auto shared = FlashDialect::SharedBytesAttrHelper(ctx).getAttr(fn);
       if (!grid || !block || !shared) {
         metadataError = "kernel " + fn.getName().str() +
                         " lacks its launch metadata";
@@ -221,7 +223,7 @@ llvm::Expected<rt::KernelVariant> Compiler::compileGPUVariant(
         variant.combine = e;
       } else {
         variant.forward = e;
-        if (auto tile = fn->getAttrOfType<DenseI64ArrayAttr>("flash.tile")) {
+        if (auto tile = FlashDialect::TileAttrHelper(ctx).getAttr(fn)) {
           variant.blockQ = tile[1];
           variant.blockKV = tile[2];
         }

@@ -106,15 +106,19 @@ std::string AttentionSpec::toMLIR(bool dynamicSizes, bool cpuKernel) const {
   };
   std::string s;
   llvm::raw_string_ostream os(s);
-  auto function = [&](const char *name, const char *attrs) {
+  auto function = [&](const char *name, bool decode) {
     os << "func.func @" << name << "(%qm: " << mem(q) << ", %km: " << mem(k)
        << ", %vm: " << mem(v) << ", %om: " << mem(o);
     if (withLse)
       os << ", %lm: " << mem(l, true);
     os << ", %scale: f32";
     if (cpuKernel)
-      os << ", %splits: index {flash.split_count}";
-    os << ") attributes {llvm.emit_c_interface" << attrs << "} {\n";
+      os << ", %splits: index {"
+         << FlashDialect::SplitCountAttrHelper::getNameStr() << "}";
+    os << ") attributes {llvm.emit_c_interface";
+    if (decode)
+      os << ", " << FlashDialect::DecodeAttrHelper::getNameStr();
+    os << "} {\n";
     auto toTensor = [&](const char *name, const std::string &shape, bool r3) {
       os << "  %" << name << " = bufferization.to_tensor %" << name
          << "m restrict : " << mem(shape, r3) << " to tensor<" << shape
@@ -137,9 +141,9 @@ std::string AttentionSpec::toMLIR(bool dynamicSizes, bool cpuKernel) const {
          << l << ">, " << mem(l, true) << ") -> ()\n";
     os << "  return\n}\n";
   };
-  function("flash_attention", "");
+  function("flash_attention", /*decode=*/false);
   if (cpuKernel)
-    function("flash_attention_decode", ", flash.decode");
+    function("flash_attention_decode", /*decode=*/true);
   return s;
 }
 
@@ -456,8 +460,9 @@ KernelBuilder::build(const AttentionSpec &spec, const PipelineConfig &config) {
   auto inspect = [&](llvm::StringRef stage, ModuleOp module) {
     if (stage != "tiled")
       return;
+    FlashDialect::KvLoopAttrHelper kvLoop(module.getContext());
     module->walk([&](scf::ForOp loop) {
-      if (!loop->hasAttr("flash.kv_loop"))
+      if (!kvLoop.isAttrPresent(loop))
         return;
       if (std::optional<int64_t> step = getConstantIntValue(loop.getStep()))
         meta.tiles.blockKV = *step;

@@ -27,7 +27,9 @@ using namespace mlir::flash;
 
 namespace {
 
-constexpr llvm::StringLiteral kSplitCountAttr = "flash.split_count";
+/// The argument attribute that marks the split count: `flash.split_count`.
+constexpr llvm::StringLiteral kSplitCountAttr =
+    FlashDialect::SplitCountAttrHelper::getNameStr();
 
 struct FlashCPUBindSplitCountPass
     : flash::impl::FlashCPUBindSplitCountBase<FlashCPUBindSplitCountPass> {

@@ -22,7 +22,7 @@ namespace mlir::flash {
 /// read once, and a copy would only add a pass over the data.
 inline bool readsBlocksRepeatedly(AttentionStepOp step) {
   if (auto func = step->getParentOfType<FunctionOpInterface>())
-    if (func->hasAttr("flash.decode"))
+    if (FlashDialect::DecodeAttrHelper(step.getContext()).isAttrPresent(func))
       return false;
   auto qTile = cast<RankedTensorType>(step.getQuery().getType());
   if (auto qSlice = step.getQuery().getDefiningOp<tensor::ExtractSliceOp>()) {

@@ -39,8 +39,6 @@
 
 #include "AttentionKernel.h"
 
-#include "../../Dialect/Flash/Transforms/AttentionUtils.h"
-
 #include "flashc/Conversion/Passes.h"
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
 #include "flashc/Core/GPUSchedule.h"
@@ -148,8 +146,10 @@ FailureOr<TiledAttention> analyze(func::FuncOp func, scf::ForallOp forall,
   // The tile loop is over (batch, kv-head, q-block[, split]), less any
   // dimension of one iteration that canonicalization folded away; the
   // kernel delinearises the CTA index over whatever bounds remain.
+  FlashDialect::KvLoopAttrHelper kvLoop(func.getContext());
   for (Operation &op : forall.getBody()->without_terminator()) {
-    if (auto loop = dyn_cast<scf::ForOp>(op); loop && loop->hasAttr(kKVLoopAttr)) {
+    if (auto loop = dyn_cast<scf::ForOp>(op);
+        loop && kvLoop.isAttrPresent(loop)) {
       AttentionStepOp step = getKVLoopStep(loop);
       if (!step)
         return fail(loop, "a KV loop must hold exactly one "
@@ -736,12 +736,15 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
   std::string name = t.func.getSymName().str();
   gpu::GPUFuncOp fwd = createKernel(ob, loc, name + "_fwd", elt,
                                     config.threads());
-  fwd->setAttr("flash.grid", ob.getStringAttr(grid));
-  fwd->setAttr("flash.block", ob.getI64IntegerAttr(config.threads()));
-  fwd->setAttr("flash.shared_bytes", ob.getI64IntegerAttr(config.sharedBytes()));
-  fwd->setAttr("flash.tile", ob.getDenseI64ArrayAttr(
-                                 {config.group, config.blockQ, config.blockKV,
-                                  config.rowTiles, config.kvWarps}));
+  FlashDialect::GridAttrHelper gridAttr(ctx);
+  FlashDialect::BlockAttrHelper blockAttr(ctx);
+  FlashDialect::SharedBytesAttrHelper sharedBytesAttr(ctx);
+  gridAttr.setAttr(fwd, ob.getStringAttr(grid));
+  blockAttr.setAttr(fwd, ob.getI64IntegerAttr(config.threads()));
+  sharedBytesAttr.setAttr(fwd, ob.getI64IntegerAttr(config.sharedBytes()));
+  FlashDialect::TileAttrHelper(ctx).setAttr(
+      fwd, ob.getDenseI64ArrayAttr({config.group, config.blockQ, config.blockKV,
+                                    config.rowTiles, config.kvWarps}));
   {
     ImplicitLocOpBuilder b(loc, ob);
     b.setInsertionPointToStart(&fwd.getBody().front());
@@ -941,11 +944,10 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
            std::to_string(outType.getDimSize(2));
   gpu::GPUFuncOp comb = createKernel(ob, loc, name + "_combine", elt,
                                      32 * kCombineWarps);
-  comb->setAttr("flash.grid", ob.getStringAttr("ceildiv(" + rows + "," +
-                                               std::to_string(kCombineWarps) +
-                                               ")"));
-  comb->setAttr("flash.block", ob.getI64IntegerAttr(32 * kCombineWarps));
-  comb->setAttr("flash.shared_bytes", ob.getI64IntegerAttr(0));
+  gridAttr.setAttr(comb, ob.getStringAttr("ceildiv(" + rows + "," +
+                                          std::to_string(kCombineWarps) + ")"));
+  blockAttr.setAttr(comb, ob.getI64IntegerAttr(32 * kCombineWarps));
+  sharedBytesAttr.setAttr(comb, ob.getI64IntegerAttr(0));
   {
     ImplicitLocOpBuilder b(loc, ob);
     b.setInsertionPointToStart(&comb.getBody().front());
@@ -997,24 +999,26 @@ void FlashToNVGPUPass::runOnOperation() {
 
   SmallVector<TiledAttention, 1> work;
   bool failedMatch = false;
+  FlashDialect::TileLoopAttrHelper tileLoop(&getContext());
   for (auto func : module.getOps<func::FuncOp>()) {
     SmallVector<scf::ForallOp> foralls;
     func.walk([&](scf::ForallOp f) {
-      if (f->hasAttr(kTileLoopAttr))
+      if (tileLoop.isAttrPresent(f))
         foralls.push_back(f);
     });
     if (foralls.empty()) {
-      LLVM_DEBUG(DBGS() << "@" << func.getSymName()
-                        << " has no flash.tile_loop\n");
+      LLVM_DEBUG(DBGS() << "@" << func.getSymName() << " has no "
+                        << tileLoop.getNameStr() << "\n");
       // A tile loop of a single iteration may have been folded away.
       WalkResult steps = func.walk([](AttentionStepOp) {
         return WalkResult::interrupt();
       });
       if (steps.wasInterrupted()) {
         func.emitError() << "flash-to-nvgpu: attention steps outside a "
-                            "flash.tile_loop (a tile loop of one iteration "
-                            "is folded away for static shapes of one tile; "
-                            "give the batch or the lengths dynamically)";
+                         << tileLoop.getNameStr()
+                         << " (a tile loop of one iteration is folded away "
+                            "for static shapes of one tile; give the batch "
+                            "or the lengths dynamically)";
         failedMatch = true;
       }
       continue;

@@ -515,5 +515,19 @@ LogicalResult CombineOp::verify() {
   return success();
 }
 
+AttentionStepOp mlir::flash::getKVLoopStep(Operation *loop) {
+  if (loop->getNumRegions() == 0 || loop->getRegion(0).empty())
+    return nullptr;
+  AttentionStepOp step;
+  for (Operation &op : loop->getRegion(0).front()) {
+    if (auto s = dyn_cast<AttentionStepOp>(op)) {
+      if (step)
+        return nullptr;
+      step = s;
+    }
+  }
+  return step;
+}
+
 #define GET_OP_CLASSES
 #include "flashc/Dialect/Flash/IR/FlashOps.cpp.inc"

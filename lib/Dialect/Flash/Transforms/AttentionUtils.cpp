@@ -71,15 +71,3 @@ Value mlir::flash::minIndex(OpBuilder &b, Location loc, Value a, Value c) {
 Value mlir::flash::maxIndex(OpBuilder &b, Location loc, Value a, Value c) {
   return arith::MaxSIOp::create(b, loc, a, c);
 }
-
-AttentionStepOp mlir::flash::getKVLoopStep(scf::ForOp loop) {
-  AttentionStepOp step;
-  for (Operation &op : loop.getBody()->without_terminator()) {
-    if (auto s = dyn_cast<AttentionStepOp>(op)) {
-      if (step)
-        return nullptr;
-      step = s;
-    }
-  }
-  return step;
-}

@@ -1,7 +1,8 @@
 //===- AttentionUtils.h - Helpers shared by the flash passes ----*- C++ -*-===//
 //
-// Small IR-building helpers and the names of the attributes by which the
-// flash passes recognise the loops that earlier passes created.
+// Small IR-building helpers shared by the flash passes. The attributes by
+// which they recognise the loops that earlier passes created are declared
+// on the dialect (FlashDialect::KvLoopAttrHelper, TileLoopAttrHelper).
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,18 +11,11 @@
 
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
 
-#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 
 namespace mlir {
 namespace flash {
-
-/// Unit attribute on the sequential `scf.for` over KV blocks.
-constexpr llvm::StringLiteral kKVLoopAttr = "flash.kv_loop";
-/// Unit attribute on the `scf.forall` over (batch, kv-head, q-block[, split])
-/// created by flash-tile in FA2 order.
-constexpr llvm::StringLiteral kTileLoopAttr = "flash.tile_loop";
 
 /// Size `i` of a ranked tensor or memref value as an OpFoldResult: an
 /// attribute when static, a `tensor.dim`/`memref.dim` otherwise.
@@ -48,9 +42,6 @@ Value extractSlice(OpBuilder &b, Location loc, Value source,
 /// `min(a, b)` and `max(a, b)` of index values.
 Value minIndex(OpBuilder &b, Location loc, Value a, Value c);
 Value maxIndex(OpBuilder &b, Location loc, Value a, Value c);
-
-/// Returns the single attention_step in the body of a KV loop, or null.
-AttentionStepOp getKVLoopStep(scf::ForOp loop);
 
 } // namespace flash
 } // namespace mlir

@@ -357,8 +357,9 @@ struct FlashCausalSkipPass
     : flash::impl::FlashCausalSkipBase<FlashCausalSkipPass> {
   void runOnOperation() override {
     SmallVector<scf::ForOp> loops;
+    FlashDialect::KvLoopAttrHelper kvLoop(&getContext());
     getOperation()->walk([&](scf::ForOp loop) {
-      if (loop->hasAttr(kKVLoopAttr))
+      if (kvLoop.isAttrPresent(loop))
         loops.push_back(loop);
     });
     IRRewriter rewriter(&getContext());

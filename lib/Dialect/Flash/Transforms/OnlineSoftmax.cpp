@@ -105,7 +105,8 @@ LogicalResult rewriteAttention(RewriterBase &rewriter, AttentionOp op,
             b.getF32FloatAttr(op.getEffectiveScale()));
         scf::YieldOp::create(b, loc, stepOp.getResults());
       });
-  loop->setAttr(kKVLoopAttr, rewriter.getUnitAttr());
+  FlashDialect::KvLoopAttrHelper(rewriter.getContext())
+      .setAttr(loop, rewriter.getUnitAttr());
 
   // Deferred normalisation into [B, Hkv, G, Nq, Dv], then back to
   // [B, Hq, Nq, Dv]. The destinations are created in the result's shape and

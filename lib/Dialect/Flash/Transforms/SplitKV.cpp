@@ -66,13 +66,15 @@ struct TiledAttention {
 };
 
 std::optional<TiledAttention> matchTiled(scf::ForallOp forall) {
-  if (!forall->hasAttr(kTileLoopAttr) || forall.getRank() != 3)
+  FlashDialect::TileLoopAttrHelper tileLoop(forall.getContext());
+  FlashDialect::KvLoopAttrHelper kvLoop(forall.getContext());
+  if (!tileLoop.isAttrPresent(forall) || forall.getRank() != 3)
     return std::nullopt;
   TiledAttention t;
   t.forall = forall;
   for (Operation &op : forall.getBody()->without_terminator()) {
     if (auto loop = dyn_cast<scf::ForOp>(op);
-        loop && loop->hasAttr(kKVLoopAttr)) {
+        loop && kvLoop.isAttrPresent(loop)) {
       if (t.kvLoop)
         return std::nullopt; // already split by causal skipping
       t.kvLoop = loop;
@@ -207,7 +209,8 @@ void splitKV(RewriterBase &rewriter, TiledAttention t, int64_t splits) {
   ubs.push_back(sOfr);
   auto split = scf::ForallOp::create(rewriter, loc, ubs, parts,
                                      /*mapping=*/std::nullopt);
-  split->setAttr(kTileLoopAttr, rewriter.getUnitAttr());
+  FlashDialect::TileLoopAttrHelper(rewriter.getContext())
+      .setAttr(split, rewriter.getUnitAttr());
 
   // Clone the body: old ivs map to the first three new ones.
   IRMapping mapping;
@@ -330,10 +333,11 @@ struct FlashSplitKVPass : flash::impl::FlashSplitKVBase<FlashSplitKVPass> {
       return signalPassFailure();
     }
     SmallVector<TiledAttention> matches;
+    FlashDialect::TileLoopAttrHelper tileLoop(&getContext());
     getOperation()->walk([&](scf::ForallOp forall) {
       if (std::optional<TiledAttention> t = matchTiled(forall)) {
         matches.push_back(*t);
-      } else if (forall->hasAttr(kTileLoopAttr)) {
+      } else if (tileLoop.isAttrPresent(forall)) {
         LLVM_DEBUG(DBGS() << "tile loop at " << forall.getLoc()
                           << " left as it is: not one KV loop from 0 and a "
                              "finalize into its shared outputs, as "

@@ -68,7 +68,8 @@ struct OnlineAttention {
 /// Matches the online form rooted at a KV loop; returns std::nullopt (and
 /// leaves the IR alone) for anything else.
 std::optional<OnlineAttention> matchOnline(scf::ForOp loop) {
-  if (!loop->hasAttr(kKVLoopAttr) || loop.getNumResults() != 3)
+  if (!FlashDialect::KvLoopAttrHelper(loop.getContext()).isAttrPresent(loop) ||
+      loop.getNumResults() != 3)
     return std::nullopt;
   AttentionStepOp step = getKVLoopStep(loop);
   if (!step || cast<ShapedType>(step.getQuery().getType()).getRank() != 5 ||
@@ -318,7 +319,8 @@ void tileFA2(RewriterBase &rewriter, OnlineAttention a, TileSizes tiles) {
   auto forall = scf::ForallOp::create(
       rewriter, loc, tileSpace(rewriter, loc, dims, tiles.blockQ), outs,
       /*mapping=*/std::nullopt);
-  forall->setAttr(kTileLoopAttr, rewriter.getUnitAttr());
+  FlashDialect::TileLoopAttrHelper(rewriter.getContext())
+      .setAttr(forall, rewriter.getUnitAttr());
 
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(forall.getTerminator());
@@ -354,7 +356,8 @@ void tileFA2(RewriterBase &rewriter, OnlineAttention a, TileSizes tiles) {
             b, loc,
             buildTileStep(b, loc, a, dims, qTile, bIdx, h, base, j, n, state));
       });
-  kvLoop->setAttr(kKVLoopAttr, rewriter.getUnitAttr());
+  FlashDialect::KvLoopAttrHelper(rewriter.getContext())
+      .setAttr(kvLoop, rewriter.getUnitAttr());
 
   SmallVector<Value> shared(forall.getRegionIterArgs());
   SmallVector<Value> tileOuts;
@@ -419,7 +422,8 @@ void tileAlgorithm1(RewriterBase &rewriter, OnlineAttention a,
         b.setInsertionPointAfter(forall);
         scf::YieldOp::create(b, loc, forall.getResults());
       });
-  outer->setAttr(kKVLoopAttr, rewriter.getUnitAttr());
+  FlashDialect::KvLoopAttrHelper(rewriter.getContext())
+      .setAttr(outer, rewriter.getUnitAttr());
   rewriter.replaceAllUsesWith(a.loop.getResults(), outer.getResults());
   eraseWithDeadProducers(rewriter, a.loop);
 }

@@ -29,7 +29,33 @@ def Flash_Dialect : Dialect {
     Tensor layout follows the common `[batch, heads, sequence, head_dim]`
     convention. Accumulation is always performed in f32, whatever the
     element type of the operands.
+
+    The passes mark the IR they build, and the kernels they produce, with
+    the dialect's discardable attributes:
+
+    - `flash.kv_loop` (unit), on the sequential `scf.for` over KV blocks
+      that `flash-online-softmax` and `flash-tile` create; the later passes
+      find the loop by it.
+    - `flash.tile_loop` (unit), on the `scf.forall` over
+      `(batch, kv-head, q-block[, split])` of the FA2 order.
+    - `flash.split_count` (unit), on the `index` argument of a CPU kernel
+      function that carries the launch-time KV split count.
+    - `flash.decode` (unit), on a function whose attention is decode-shaped:
+      each K and V block is read once, so no operand copies are made.
+    - `flash.grid` (string), `flash.block` and `flash.shared_bytes`
+      (integers) and `flash.tile` (i64 array: G, Br, Bc, row tiles, KV
+      warps), on a GPU kernel: its launch, for the runtime.
   }];
+  let discardableAttrs = (ins
+    "::mlir::UnitAttr":$kv_loop,
+    "::mlir::UnitAttr":$tile_loop,
+    "::mlir::UnitAttr":$split_count,
+    "::mlir::UnitAttr":$decode,
+    "::mlir::StringAttr":$grid,
+    "::mlir::IntegerAttr":$block,
+    "::mlir::IntegerAttr":$shared_bytes,
+    "::mlir::DenseI64ArrayAttr":$tile
+  );
 }
 
 class Flash_Op<string mnemonic, list<Trait> traits = []>

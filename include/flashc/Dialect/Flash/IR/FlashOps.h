@@ -17,4 +17,14 @@
 #define GET_OP_CLASSES
 #include "flashc/Dialect/Flash/IR/FlashOps.h.inc"
 
+namespace mlir {
+namespace flash {
+
+/// The single flash.attention_step directly in the body of `loop`, a KV loop
+/// (`flash.kv_loop`), or null when it holds none or several.
+AttentionStepOp getKVLoopStep(Operation *loop);
+
+} // namespace flash
+} // namespace mlir
+
 #endif // FLASHC_DIALECT_FLASH_IR_FLASHOPS_H
