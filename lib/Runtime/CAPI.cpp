@@ -1,7 +1,8 @@
 //===- CAPI.cpp - The C API of the runtime --------------------------------===//
 //
 // flashc_runtime.h over the C++ runtime: bundles, device selection and the
-// attention call, with per-thread error messages.
+// attention call, with per-thread error messages. A C++ error becomes a
+// flashc_status by its code (toCStatus), never by its message.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,12 +18,10 @@
 #include "flashc/Support/Files.h"
 #include "flashc/Support/Layout.h"
 
-#include <cerrno>
 #include <cmath>
 #include <exception>
 #include <mutex>
 #include <new>
-#include <sys/stat.h>
 
 using namespace flashc;
 using namespace flashc::runtime;
@@ -31,13 +30,47 @@ struct flashc_bundle {
   Bundle bundle;
 };
 
+// The error codes that the C API names have their flashc_status values.
+static_assert(static_cast<int>(ErrorCode::Success) == FLASHC_OK);
+static_assert(static_cast<int>(ErrorCode::InvalidArgument) ==
+              FLASHC_ERROR_INVALID_ARGUMENT);
+static_assert(static_cast<int>(ErrorCode::NotFound) == FLASHC_ERROR_NOT_FOUND);
+static_assert(static_cast<int>(ErrorCode::NoDevice) == FLASHC_ERROR_NO_DEVICE);
+static_assert(static_cast<int>(ErrorCode::Launch) == FLASHC_ERROR_LAUNCH);
+static_assert(static_cast<int>(ErrorCode::InvalidBundle) ==
+              FLASHC_ERROR_INVALID_BUNDLE);
+static_assert(static_cast<int>(ErrorCode::Internal) == FLASHC_ERROR_INTERNAL);
+
 namespace {
 
 thread_local std::string lastError;
 
+/// The C API's code for `s`: its own where flashc_status names it, else
+/// `otherwise`, the code of the operation that failed (FLASHC_ERROR_LAUNCH
+/// for a fault the simulator found in a launched kernel, a driver error).
+flashc_status toCStatus(const Status &s, flashc_status otherwise) {
+  switch (s.code()) {
+  case ErrorCode::Success:
+  case ErrorCode::InvalidArgument:
+  case ErrorCode::NotFound:
+  case ErrorCode::NoDevice:
+  case ErrorCode::Launch:
+  case ErrorCode::InvalidBundle:
+  case ErrorCode::Internal:
+    return static_cast<flashc_status>(s.code());
+  default:
+    return otherwise;
+  }
+}
+
 flashc_status fail(flashc_status code, const std::string &message) {
   lastError = message;
   return code;
+}
+
+/// Fails with `s`'s message and code (see toCStatus).
+flashc_status fail(const Status &s, flashc_status otherwise) {
+  return fail(toCStatus(s, otherwise), s.message());
 }
 
 /// `t` as a view in [B, H, N, D] order: a rank-4 tensor given in `layout`'s
@@ -105,14 +138,9 @@ flashc_status flashc_bundle_open(const char *dir, flashc_bundle **out) {
   if (!dir || !out)
     return fail(FLASHC_ERROR_INVALID_ARGUMENT, "null argument");
   return guarded([&] {
-    std::string manifest = std::string(dir) + "/manifest.json";
-    struct stat st;
-    bool absent = ::stat(manifest.c_str(), &st) != 0 && errno == ENOENT;
     Result<Bundle> bundle = Bundle::load(dir);
     if (!bundle)
-      return fail(absent ? FLASHC_ERROR_NOT_FOUND
-                         : FLASHC_ERROR_INVALID_BUNDLE,
-                  bundle.message());
+      return fail(bundle.status(), FLASHC_ERROR_INVALID_BUNDLE);
     *out = new flashc_bundle{std::move(*bundle)};
     lastError.clear();
     return FLASHC_OK;
@@ -195,7 +223,7 @@ flashc_status attention(flashc_bundle *bundle, int kind, int layout,
   } else if (kind == FLASHC_DEVICE_CUDA) {
     Result<std::shared_ptr<Device>> cuda = getCudaDevice(0);
     if (!cuda)
-      return fail(FLASHC_ERROR_NO_DEVICE, cuda.message());
+      return fail(cuda.status(), FLASHC_ERROR_NO_DEVICE);
     device = *cuda;
   } else {
     return fail(FLASHC_ERROR_INVALID_ARGUMENT, "unknown device kind");
@@ -255,9 +283,7 @@ flashc_status attention(flashc_bundle *bundle, int kind, int layout,
                     (query.withLse ? " with LSE" : "") + " on " +
                     device->describe() + ": " + miss);
   if (Status s = launchAttention(*device, *variant, call))
-    return fail(s.isInvalidArgument() ? FLASHC_ERROR_INVALID_ARGUMENT
-                                      : FLASHC_ERROR_LAUNCH,
-                s.message());
+    return fail(s, FLASHC_ERROR_LAUNCH);
   lastError.clear();
   return FLASHC_OK;
 }

@@ -166,15 +166,17 @@ public:
     for (uint64_t &v : values)
       pointers.push_back(&v);
     if (grid > 0x7fffffffull)
-      return Status::error("a grid of " + std::to_string(grid) +
-                           " CTAs exceeds the launch limit");
+      return Status::make(ErrorCode::Launch,
+                          "a grid of " + std::to_string(grid) +
+                              " CTAs exceeds the launch limit");
     CUresult r = d.cuLaunchKernel(
         *fn, static_cast<unsigned>(grid), 1, 1,
         static_cast<unsigned>(kernel.block), 1, 1,
         static_cast<unsigned>(kernel.sharedBytes),
         static_cast<CUstream>(stream), pointers.data(), nullptr);
     if (r != CUDA_SUCCESS)
-      return Status::error("launching " + kernel.name + ": " + d.error(r));
+      return Status::make(ErrorCode::Launch,
+                          "launching " + kernel.name + ": " + d.error(r));
     return Status::success();
   }
 
@@ -309,7 +311,8 @@ Result<std::shared_ptr<Device>> runtime::getCudaDevice(int ordinal) {
   if (auto it = devices.find(ordinal); it != devices.end())
     return it->second;
   Result<std::shared_ptr<Device>> device = openCudaDevice(ordinal);
-  if (device)
-    devices[ordinal] = *device;
+  if (!device)
+    return Status::make(ErrorCode::NoDevice, device.message());
+  devices[ordinal] = *device;
   return device;
 }

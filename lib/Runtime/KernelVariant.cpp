@@ -808,28 +808,35 @@ Result<Bundle> Bundle::load(const std::string &directory) {
   std::string manifestPath = directory + "/manifest.json";
   Result<std::string> text = readRegularFile(manifestPath, kMaxManifestBytes);
   if (!text)
-    return Status::error("not a flashc bundle: " + text.message());
+    return Status::make(text.status().code() == ErrorCode::NotFound
+                            ? ErrorCode::NotFound
+                            : ErrorCode::InvalidBundle,
+                        "not a flashc bundle: " + text.message());
   Result<JsonValue> json = JsonValue::parse(*text);
   if (!json)
-    return Status::error(escapeForMessage(manifestPath) + ": " +
-                         json.message());
+    return Status::make(ErrorCode::InvalidBundle,
+                        escapeForMessage(manifestPath) + ": " + json.message());
   manifestPath = escapeForMessage(manifestPath);
   const JsonValue *format = json->get("format");
   if (!format || format->getKind() != JsonValue::Kind::String ||
       format->getString() != "flashc-bundle-1")
-    return Status::error(manifestPath + ": not a flashc-bundle-1 manifest");
+    return Status::make(ErrorCode::InvalidBundle,
+                        manifestPath + ": not a flashc-bundle-1 manifest");
   const JsonValue *list = json->get("variants");
   if (!list || !list->isArray())
-    return Status::error(manifestPath + ": no 'variants' array");
+    return Status::make(ErrorCode::InvalidBundle,
+                        manifestPath + ": no 'variants' array");
   Bundle bundle;
   for (const JsonValue &entry : list->getArray()) {
     Result<KernelVariant> v = KernelVariant::fromJson(entry);
     if (!v)
-      return Status::error(manifestPath + ": " + v.message());
+      return Status::make(ErrorCode::InvalidBundle,
+                          manifestPath + ": " + v.message());
     for (const KernelVariant &other : bundle.variants)
       if (other.id == v->id)
-        return Status::error(manifestPath + ": variant '" + v->id +
-                             "' appears twice");
+        return Status::make(ErrorCode::InvalidBundle,
+                            manifestPath + ": variant '" + v->id +
+                                "' appears twice");
     // A file must be the one its entry was written with (the checksum,
     // where the manifest has one): two processes sharing a kernel cache can
     // each save a variant of the same id built with other options.
@@ -838,18 +845,20 @@ Result<Bundle> Bundle::load(const std::string &directory) {
       const JsonValue *name = entry.get(ext);
       if (name && (name->getKind() != JsonValue::Kind::String ||
                    name->getString() != v->id + "." + ext))
-        return Status::error(manifestPath + ": variant '" + v->id +
-                             "' names its " + ext + " file other than '" +
-                             v->id + "." + ext + "'");
+        return Status::make(ErrorCode::InvalidBundle,
+                            manifestPath + ": variant '" + v->id +
+                                "' names its " + ext + " file other than '" +
+                                v->id + "." + ext + "'");
       Result<std::string> text = readRegularFile(path, kMaxKernelFileBytes);
       if (!text)
-        return text.status();
+        return Status::make(ErrorCode::InvalidBundle, text.message());
       const JsonValue *sum = entry.get(ext + "_fnv1a");
       if (sum && (sum->getKind() != JsonValue::Kind::String ||
                   sum->getString() != fnv1aHex(*text)))
-        return Status::error(escapeForMessage(path) +
-                             " does not match its manifest entry (its "
-                             "checksum differs)");
+        return Status::make(ErrorCode::InvalidBundle,
+                            escapeForMessage(path) +
+                                " does not match its manifest entry (its "
+                                "checksum differs)");
       into = std::move(*text);
       return Status::success();
     };
@@ -859,7 +868,8 @@ Result<Bundle> Bundle::load(const std::string &directory) {
       if (Status s = load("cubin", v->cubin))
         return s;
     if (Status s = checkVariantAgainstPTX(*v))
-      return Status::error(manifestPath + ": " + s.message());
+      return Status::make(ErrorCode::InvalidBundle,
+                          manifestPath + ": " + s.message());
     bundle.variants.push_back(std::move(*v));
   }
   return bundle;

@@ -10,7 +10,8 @@
 // shared-memory races, global bytes stored to by two CTAs and barrier
 // deadlocks, within an instruction and a memory budget
 // (SimulatorOptions), and an error comes back as a Status naming the
-// kernel, PTX line and thread.
+// kernel, PTX line and thread: a fault of the kernel with its own code
+// (ErrorCode::OutOfBounds, Race, ...), any other failure a Launch error.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +30,13 @@ using namespace flashc;
 using namespace flashc::runtime;
 
 namespace {
+
+/// The simulator's error `s` in launching `kernel`, as the device's: a
+/// fault of the kernel keeps its code, anything else is a Launch error.
+Status launchError(const std::string &kernel, const Status &s) {
+  return Status::make(s.isFault() ? s.code() : ErrorCode::Launch,
+                      "simulating " + kernel + ": " + s.message());
+}
 
 class SimulatorDevice : public Device {
 public:
@@ -108,12 +116,11 @@ public:
     for (size_t i = 0; i < args.size(); ++i) {
       uint64_t value = args[i].value;
       if (args[i].isPointer && value && args[i].extentBytes) {
-        sim::Expected<uint64_t> address =
+        Result<uint64_t> address =
             device.mapBuffer(reinterpret_cast<void *>(value),
                              args[i].extentBytes, info->params[i].name);
         if (!address)
-          return Status::error("simulating " + kernel.name + ": " +
-                               address.error().message());
+          return launchError(kernel.name, address.status());
         value = *address;
       }
       sim::KernelArg arg = sim::KernelArg::u64(value);
@@ -122,15 +129,17 @@ public:
     }
     sim::LaunchConfig config;
     if (grid > sim::kMaxGridX)
-      return Status::error("a grid of " + std::to_string(grid) +
-                           " CTAs exceeds CUDA's limit of " +
-                           std::to_string(sim::kMaxGridX));
+      return Status::make(ErrorCode::Launch,
+                          "a grid of " + std::to_string(grid) +
+                              " CTAs exceeds CUDA's limit of " +
+                              std::to_string(sim::kMaxGridX));
     if (kernel.block <= 0 || kernel.block > sim::kMaxBlockThreads ||
         kernel.sharedBytes < 0 || kernel.sharedBytes > UINT32_MAX)
-      return Status::error("simulating " + kernel.name + ": a block of " +
-                           std::to_string(kernel.block) + " threads with " +
-                           std::to_string(kernel.sharedBytes) +
-                           " bytes of shared memory cannot be launched");
+      return Status::make(ErrorCode::Launch,
+                          "simulating " + kernel.name + ": a block of " +
+                              std::to_string(kernel.block) + " threads with " +
+                              std::to_string(kernel.sharedBytes) +
+                              " bytes of shared memory cannot be launched");
     config.grid = sim::Dim3{static_cast<uint32_t>(grid), 1, 1};
     config.block = sim::Dim3{static_cast<uint32_t>(kernel.block), 1, 1};
     config.dynamicSharedBytes = static_cast<uint32_t>(kernel.sharedBytes);
@@ -138,11 +147,10 @@ public:
     config.checkRaces = options.checkRaces;
     config.maxInstructionsPerThread = options.maxInstructionsPerThread;
     config.memoryBudgetBytes = options.memoryBudgetBytes;
-    sim::Expected<sim::LaunchStats> stats =
+    Result<sim::LaunchStats> stats =
         device.launch(**module, kernel.name, config, simArgs);
     if (!stats)
-      return Status::error("simulating " + kernel.name + ": " +
-                           stats.error().message());
+      return launchError(kernel.name, stats.status());
     std::lock_guard<std::mutex> lock(mutex);
     counters.threadInstructions += stats->threadInstructions;
     counters.seconds += stats->seconds;
@@ -172,10 +180,10 @@ private:
     auto it = modules.find(variant.id);
     if (it != modules.end() && it->second.first == variant.ptx)
       return it->second.second;
-    sim::Expected<std::shared_ptr<const sim::Module>> parsed =
+    Result<std::shared_ptr<const sim::Module>> parsed =
         sim::Module::parse(variant.ptx, variant.id + ".ptx");
     if (!parsed)
-      return Status::error(parsed.error().message());
+      return parsed.status();
     modules[variant.id] = {variant.ptx, *parsed};
     return *parsed;
   }

@@ -43,6 +43,7 @@
 #include <system_error>
 #include <thread>
 
+using namespace flashc;
 using namespace flashc::sim;
 using namespace flashc::sim::detail;
 
@@ -153,7 +154,7 @@ struct LaunchEnv {
   std::mutex atomicMutex;
   std::mutex errorMutex;
   uint64_t errorCTA = UINT64_MAX;
-  Error error;
+  Status error;
 
   LaunchEnv(const KernelProgram &k) : kernel(k) {}
   ~LaunchEnv() {
@@ -199,7 +200,7 @@ struct LaunchEnv {
     return chunk;
   }
 
-  void report(uint64_t cta, Error e) {
+  void report(uint64_t cta, Status e) {
     std::lock_guard<std::mutex> lock(errorMutex);
     if (cta < errorCTA) {
       errorCTA = cta;
@@ -391,7 +392,7 @@ private:
   uint64_t copiesInFlight = 0;
   Dim3 ctaid;
   uint64_t ctaIndex = 0;
-  Error error;
+  Status error;
   size_t lastBuffer = 0;
 
   uint64_t *regsOf(const Thread &t) {
@@ -413,20 +414,20 @@ private:
   std::string at(uint32_t line) const {
     return env.sourceName + ":" + std::to_string(line);
   }
-  bool fail(ErrorKind kind, const std::string &msg) {
+  bool fail(ErrorCode code, const std::string &msg) {
     if (!error)
-      error = Error::make(kind, msg);
+      error = Status::make(code, msg);
     return false;
   }
-  bool fault(ErrorKind kind, const Inst &inst, const Thread &t,
+  bool fault(ErrorCode code, const Inst &inst, const Thread &t,
              const std::string &what) {
-    const char *name = kind == ErrorKind::OutOfBounds ? "out-of-bounds"
-                       : kind == ErrorKind::Misaligned ? "misaligned"
-                       : kind == ErrorKind::Race       ? "race"
-                       : kind == ErrorKind::Trap       ? "trap"
-                       : kind == ErrorKind::Deadlock   ? "deadlock"
+    const char *name = code == ErrorCode::OutOfBounds  ? "out-of-bounds"
+                       : code == ErrorCode::Misaligned ? "misaligned"
+                       : code == ErrorCode::Race       ? "race"
+                       : code == ErrorCode::Trap       ? "trap"
+                       : code == ErrorCode::Deadlock   ? "deadlock"
                                                        : "error";
-    return fail(kind, std::string(name) + ": " + what + " in kernel '" +
+    return fail(code, std::string(name) + ": " + what + " in kernel '" +
                           k.info.name + "' at " + at(inst.line) + " ('" +
                           k.opcodeNames[inst.opcodeIndex] + "') by " +
                           where(t));
@@ -556,7 +557,7 @@ private:
         chunkIndex = static_cast<size_t>(off >> kOwnerChunkBits);
         chunk = env.ownerChunk(b, chunkIndex);
         if (!chunk)
-          return fail(ErrorKind::Limit,
+          return fail(ErrorCode::Limit,
                       "the launch of kernel '" + k.info.name +
                           "' needs more than its memory budget of " +
                           std::to_string(env.memoryBudget) +
@@ -579,7 +580,7 @@ private:
       uint64_t other = owner - 1;
       std::string first = str(ctaOf(std::min(other, ctaIndex)));
       std::string second = str(ctaOf(std::max(other, ctaIndex)));
-      return fault(ErrorKind::Race, inst, t,
+      return fault(ErrorCode::Race, inst, t,
                    "global address " + hex(addr + i) + " (byte " +
                        std::to_string(off) + " of " +
                        (buf.name.empty() ? std::string("a buffer")
@@ -730,7 +731,7 @@ private:
              " with no barrier between them";
       break;
     }
-    return fault(ErrorKind::Race, inst, t, what);
+    return fault(ErrorCode::Race, inst, t, what);
   }
 
   /// Resolves an access of `size` bytes at `addr` in `space` to host
@@ -739,7 +740,7 @@ private:
                   uint32_t size, uint32_t align, bool write,
                   bool checkRace = true) {
     if (align > 1 && (addr & (align - 1))) {
-      fault(ErrorKind::Misaligned, inst, t,
+      fault(ErrorCode::Misaligned, inst, t,
             std::to_string(size) + "-byte access at address " + hex(addr) +
                 " is not " + std::to_string(align) + "-byte aligned");
       return nullptr;
@@ -760,7 +761,7 @@ private:
     case Space::Const: {
       const Buffer *buf = findGlobal(addr, size);
       if (!buf) {
-        fault(ErrorKind::OutOfBounds, inst, t,
+        fault(ErrorCode::OutOfBounds, inst, t,
               std::string(write ? "store" : "load") + " of " +
                   std::to_string(size) + " bytes at global address " +
                   hex(addr) + " outside every registered buffer" +
@@ -775,7 +776,7 @@ private:
     }
     case Space::Shared:
       if (addr + size > sharedSize || addr + size < addr) {
-        fault(ErrorKind::OutOfBounds, inst, t,
+        fault(ErrorCode::OutOfBounds, inst, t,
               std::string(write ? "store" : "load") + " of " +
                   std::to_string(size) + " bytes at shared address " +
                   hex(addr) + " beyond the " + std::to_string(sharedSize) +
@@ -790,7 +791,7 @@ private:
       return shared.data() + addr;
     case Space::Local:
       if (addr + size > k.localBytes || addr + size < addr) {
-        fault(ErrorKind::OutOfBounds, inst, t,
+        fault(ErrorCode::OutOfBounds, inst, t,
               "access of " + std::to_string(size) + " bytes at local address " +
                   hex(addr) + " beyond the " + std::to_string(k.localBytes) +
                   " bytes of local memory");
@@ -800,14 +801,14 @@ private:
     case Space::Param:
       if (write || addr > env.params.size() ||
           size > env.params.size() - addr) {
-        fault(ErrorKind::OutOfBounds, inst, t,
+        fault(ErrorCode::OutOfBounds, inst, t,
               std::string(write ? "store to" : "load beyond") +
                   " the kernel parameters at offset " + hex(addr));
         return nullptr;
       }
       return const_cast<uint8_t *>(env.params.data()) + addr;
     default:
-      fail(ErrorKind::Unsupported, "unsupported state space");
+      fail(ErrorCode::Unsupported, "unsupported state space");
       return nullptr;
     }
   }
@@ -847,7 +848,7 @@ private:
     if (inst.flags & kSrcSize) {
       srcSize = static_cast<uint32_t>(val(opnd(inst, 2), t, r));
       if (srcSize > size)
-        return fault(ErrorKind::OutOfBounds, inst, t,
+        return fault(ErrorCode::OutOfBounds, inst, t,
                      "cp.async src-size " + std::to_string(srcSize) +
                          " exceeds cp-size " + std::to_string(size));
     } else if (inst.flags & kIgnoreSrc) {
@@ -855,21 +856,20 @@ private:
         srcSize = 0;
     }
     if (dst & (size - 1))
-      return fault(ErrorKind::Misaligned, inst, t,
+      return fault(ErrorCode::Misaligned, inst, t,
                    "cp.async destination " + hex(dst) + " is not " +
                        std::to_string(size) + "-byte aligned");
     if (src & (size - 1))
-      return fault(ErrorKind::Misaligned, inst, t,
+      return fault(ErrorCode::Misaligned, inst, t,
                    "cp.async source " + hex(src) + " is not " +
                        std::to_string(size) + "-byte aligned");
     if (dst > sharedSize || size > sharedSize - dst)
-      return fault(ErrorKind::OutOfBounds, inst, t,
+      return fault(ErrorCode::OutOfBounds, inst, t,
                    "cp.async of " + std::to_string(size) +
-                       " bytes to shared address " + hex(dst) +
-                       " beyond the " + std::to_string(sharedSize) +
-                       " bytes of shared memory");
+                       " bytes to shared address " + hex(dst) + " beyond the " +
+                       std::to_string(sharedSize) + " bytes of shared memory");
     if (copiesInFlight >= kMaxCopiesInFlight)
-      return fault(ErrorKind::Trap, inst, t,
+      return fault(ErrorCode::Trap, inst, t,
                    "more than " + std::to_string(kMaxCopiesInFlight) +
                        " cp.async copies are in flight in the CTA (issued "
                        "and not retired by cp.async.wait_group)");
@@ -882,7 +882,7 @@ private:
     if (srcSize > 0) {
       const Buffer *buf = findGlobal(src, srcSize);
       if (!buf)
-        return fault(ErrorKind::OutOfBounds, inst, t,
+        return fault(ErrorCode::OutOfBounds, inst, t,
                      "cp.async reads " + std::to_string(srcSize) +
                          " bytes at global address " + hex(src) +
                          " outside every registered buffer" +
@@ -921,7 +921,7 @@ bool CTARunner::run(uint64_t index) {
   ctaid.x = static_cast<uint32_t>(index % env.grid.x);
   ctaid.y = static_cast<uint32_t>((index / env.grid.x) % env.grid.y);
   ctaid.z = static_cast<uint32_t>(index / (uint64_t(env.grid.x) * env.grid.y));
-  error = Error();
+  error = Status();
   copiesInFlight = 0;
   // A fresh epoch: every record of earlier CTAs is stale.
   advanceEpoch(2);
@@ -972,7 +972,7 @@ bool CTARunner::run(uint64_t index) {
     if (allExited)
       break;
     if (!progress) {
-      fail(ErrorKind::Deadlock, describeDeadlock());
+      fail(ErrorCode::Deadlock, describeDeadlock());
       break;
     }
   }
@@ -1080,13 +1080,13 @@ bool CTARunner::execWarpOp(uint32_t w) {
     mask = static_cast<uint32_t>(val(opnd(li, maskIndex), lt, lr));
   }
   if (!(mask & (1u << lt.lane))) {
-    return fault(ErrorKind::Trap, li, lt,
+    return fault(ErrorCode::Trap, li, lt,
                  "the member mask " + hex(mask) +
                      " of a warp-synchronous instruction excludes the "
                      "executing lane");
   }
   if (mask & ~existing)
-    return fault(ErrorKind::Trap, li, lt,
+    return fault(ErrorCode::Trap, li, lt,
                  "the member mask " + hex(mask) +
                      " names lanes that do not exist in this warp");
   // Every lane of the mask must wait at the same kind of operation.
@@ -1095,21 +1095,20 @@ bool CTARunner::execWarpOp(uint32_t w) {
       continue;
     Thread &t = threads[lo + l];
     if (t.state == State::Exited)
-      return fault(ErrorKind::Deadlock, li, lt,
+      return fault(ErrorCode::Deadlock, li, lt,
                    "lane " + std::to_string(l) +
-                       " of the member mask has exited (at " +
-                       at(t.exitLine) +
+                       " of the member mask has exited (at " + at(t.exitLine) +
                        ") and can never join this warp-collective");
     if (t.state != State::AtWarpOp)
       return false; // not yet (or deadlocked: decided by the scheduler)
     const Inst &ti = k.code[t.pc];
     if (ti.op != li.op)
-      return fault(ErrorKind::Trap, li, lt,
+      return fault(ErrorCode::Trap, li, lt,
                    "lanes of one mask wait at different warp-collectives ('" +
-                       k.opcodeNames[ti.opcodeIndex] + "' at " +
-                       at(ti.line) + ")");
+                       k.opcodeNames[ti.opcodeIndex] + "' at " + at(ti.line) +
+                       ")");
     if (aligned && t.pc != lt.pc)
-      return fault(ErrorKind::Trap, li, lt,
+      return fault(ErrorCode::Trap, li, lt,
                    "an .aligned warp-collective reached at different "
                    "instructions by the lanes of a warp (lane " +
                        std::to_string(l) + " at " + at(ti.line) + ")");
@@ -1119,7 +1118,7 @@ bool CTARunner::execWarpOp(uint32_t w) {
           ti.op == Op::Shfl ? 5 : ti.op == Op::BarWarpSync ? 0 : 2;
       uint32_t m = static_cast<uint32_t>(val(opnd(ti, maskIndex), t, tr));
       if (m != mask)
-        return fault(ErrorKind::Trap, li, lt,
+        return fault(ErrorCode::Trap, li, lt,
                      "lanes of one warp-collective give different member "
                      "masks (" +
                          hex(mask) + " and " + hex(m) + ")");
@@ -1170,7 +1169,7 @@ bool CTARunner::execWarpOp(uint32_t w) {
       if (!p)
         j = static_cast<int32_t>(l);
       if (!(mask & (1u << j)))
-        return fault(ErrorKind::Trap, ti, lane(l),
+        return fault(ErrorCode::Trap, ti, lane(l),
                      "shfl.sync reads lane " + std::to_string(j) +
                          ", outside the member mask " + hex(mask));
       out[l] = values[j];
@@ -1249,7 +1248,7 @@ bool CTARunner::execWarpOp(uint32_t w) {
     // Lanes 8i..8i+7 give the rows of matrix i.
     for (uint32_t l = 0; l < 8 * num; ++l) {
       if (!(mask & (1u << l)))
-        return fault(ErrorKind::Trap, li, lt,
+        return fault(ErrorCode::Trap, li, lt,
                      "ldmatrix needs lane " + std::to_string(l) +
                          " for a row address");
       const Operand &a = opnd(li, num);
@@ -1257,7 +1256,7 @@ bool CTARunner::execWarpOp(uint32_t w) {
       uint64_t addr = (a.reg >= 0 ? tr[a.reg] : 0) + a.imm;
       if (li.space == Space::Generic) {
         if (addr < kSharedWindow || addr >= kSharedWindow + kWindowSize)
-          return fault(ErrorKind::OutOfBounds, li, lane(l),
+          return fault(ErrorCode::OutOfBounds, li, lane(l),
                        "ldmatrix row address " + hex(addr) +
                            " is not in shared memory");
         addr -= kSharedWindow;
@@ -1308,7 +1307,7 @@ bool CTARunner::execWarpOp(uint32_t w) {
     uint32_t kDim = k16 ? 16 : 8;
     uint32_t na = k16 ? 4 : 2, nb = k16 ? 2 : 1;
     if (mask != 0xffffffffu)
-      return fault(ErrorKind::Trap, li, lt,
+      return fault(ErrorCode::Trap, li, lt,
                    "mma.sync needs all 32 lanes of the warp");
     double A[16][16], B[16][8], C[16][8];
     for (uint32_t l = 0; l < 32; ++l) {
@@ -1349,7 +1348,7 @@ bool CTARunner::execWarpOp(uint32_t w) {
     break;
   }
   default:
-    return fail(ErrorKind::Unsupported, "internal: not a warp operation");
+    return fail(ErrorCode::Unsupported, "internal: not a warp operation");
   }
   for (uint32_t l = 0; l < 32; ++l) {
     if (!(mask & (1u << l)))
@@ -1368,7 +1367,7 @@ void CTARunner::runThread(Thread &t) {
     const Inst &I = code[t.pc];
     ++t.executed;
     if (limit && t.executed > limit) {
-      fault(ErrorKind::Trap, I, t,
+      fault(ErrorCode::Trap, I, t,
             "the thread exceeded " + std::to_string(limit) +
                 " instructions (its budget; a runaway loop?)");
       return;
@@ -1940,7 +1939,7 @@ void CTARunner::runThread(Thread &t) {
       finishThread(t, I.line);
       return;
     case Op::Trap:
-      fault(ErrorKind::Trap, I, t, "the kernel executed trap");
+      fault(ErrorCode::Trap, I, t, "the kernel executed trap");
       return;
     case Op::Nop:
       break;
@@ -1948,12 +1947,12 @@ void CTARunner::runThread(Thread &t) {
       uint32_t id = static_cast<uint32_t>(src(0));
       uint32_t count = I.numOps > 1 ? static_cast<uint32_t>(src(1)) : 0;
       if (id >= 16) {
-        fault(ErrorKind::Trap, I, t, "barrier id " + std::to_string(id) +
-                                         " is out of range (0-15)");
+        fault(ErrorCode::Trap, I, t,
+              "barrier id " + std::to_string(id) + " is out of range (0-15)");
         return;
       }
       if (count && (count % 32 || count > nthreads)) {
-        fault(ErrorKind::Trap, I, t,
+        fault(ErrorCode::Trap, I, t,
               "barrier thread count " + std::to_string(count) +
                   " is not a multiple of 32 within the CTA's " +
                   std::to_string(nthreads));
@@ -2197,68 +2196,73 @@ void CTARunner::runThread(Thread &t) {
 Device::Device() : nextMapped(kMappedBase + kGuardGapBytes) {}
 Device::~Device() = default;
 
-Error Device::insert(uint64_t begin, uint64_t bytes, void *host,
-                     std::string name) {
+Status Device::insert(uint64_t begin, uint64_t bytes, void *host,
+                      std::string name) {
   uint64_t end = begin + bytes; // checked by the callers
   auto it = buffers.lower_bound(begin);
   if ((it != buffers.end() && it->second.begin < end) ||
       (it != buffers.begin() && std::prev(it)->second.end > begin))
-    return Error::make(ErrorKind::Usage, "buffer '" + escapeText(name) +
-                                             "' overlaps a registered buffer");
+    return Status::make(ErrorCode::InvalidArgument,
+                        "buffer '" + escapeText(name) +
+                            "' overlaps a registered buffer");
   buffers[begin] =
       Buffer{begin, end, static_cast<uint8_t *>(host), std::move(name)};
-  return Error::success();
+  return Status::success();
 }
 
-Error Device::registerBuffer(void *data, uint64_t bytes, std::string name) {
+Status Device::registerBuffer(void *data, uint64_t bytes, std::string name) {
   std::lock_guard<std::mutex> lock(mutex);
   uint64_t begin = reinterpret_cast<uint64_t>(data), end;
   if (!data || bytes == 0)
-    return Error::make(ErrorKind::Usage,
-                       "cannot register an empty buffer" +
-                           (name.empty() ? "" : " '" + escapeText(name) + "'"));
+    return Status::make(
+        ErrorCode::InvalidArgument,
+        "cannot register an empty buffer" +
+            (name.empty() ? "" : " '" + escapeText(name) + "'"));
   if (__builtin_add_overflow(begin, bytes, &end) || end > kMappedBase)
-    return Error::make(ErrorKind::Usage, "buffer '" + escapeText(name) +
-                                             "' overflows the address space");
+    return Status::make(ErrorCode::InvalidArgument,
+                        "buffer '" + escapeText(name) +
+                            "' overflows the address space");
   return insert(begin, bytes, data, std::move(name));
 }
 
-Expected<uint64_t> Device::mapBuffer(void *host, uint64_t bytes,
-                                     std::string name) {
+Result<uint64_t> Device::mapBuffer(void *host, uint64_t bytes,
+                                   std::string name) {
   std::lock_guard<std::mutex> lock(mutex);
   uint64_t hostEnd;
   if (!host || bytes == 0)
-    return Error::make(ErrorKind::Usage,
-                       "cannot map an empty buffer" +
-                           (name.empty() ? "" : " '" + escapeText(name) + "'"));
+    return Status::make(
+        ErrorCode::InvalidArgument,
+        "cannot map an empty buffer" +
+            (name.empty() ? "" : " '" + escapeText(name) + "'"));
   if (__builtin_add_overflow(reinterpret_cast<uint64_t>(host), bytes, &hostEnd))
-    return Error::make(ErrorKind::Usage, "buffer '" + escapeText(name) +
-                                             "' overflows the address space");
+    return Status::make(ErrorCode::InvalidArgument,
+                        "buffer '" + escapeText(name) +
+                            "' overflows the address space");
   // nextMapped <= kMappedEnd, far below 2^64: the sums cannot overflow
   // once `bytes` fits below kMappedEnd.
   uint64_t begin = nextMapped;
   if (bytes > kMappedEnd - begin)
-    return Error::make(ErrorKind::Limit,
-                       "no room for a buffer of " + std::to_string(bytes) +
-                           " bytes in the simulated address space");
+    return Status::make(ErrorCode::Limit,
+                        "no room for a buffer of " + std::to_string(bytes) +
+                            " bytes in the simulated address space");
   uint64_t end = begin + bytes;
   uint64_t next =
       ((end + kGuardGapBytes - 1) & ~(kGuardGapBytes - 1)) + kGuardGapBytes;
-  if (Error e = insert(begin, bytes, host, std::move(name)))
+  if (Status e = insert(begin, bytes, host, std::move(name)))
     return e;
   nextMapped = std::min(next, kMappedEnd);
   return begin;
 }
 
-Error Device::unmapBuffer(uint64_t address) {
+Status Device::unmapBuffer(uint64_t address) {
   std::lock_guard<std::mutex> lock(mutex);
   if (!buffers.erase(address))
-    return Error::make(ErrorKind::Usage,
-                       "no buffer is registered at " + hex(address));
-  return Error::success();
+    return Status::make(ErrorCode::InvalidArgument,
+                        "no buffer is registered at " + hex(address));
+  return Status::success();
 }
 
-Error Device::unregisterBuffer(void *data) {
+Status Device::unregisterBuffer(void *data) {
   return unmapBuffer(reinterpret_cast<uint64_t>(data));
 }
 
@@ -2279,13 +2283,13 @@ const Device::Buffer *Device::findBuffer(uint64_t addr, uint64_t bytes) const {
   return &it->second;
 }
 
-Expected<LaunchStats> Device::launch(const Module &module,
-                                     std::string_view kernelName,
-                                     const LaunchConfig &config,
-                                     const std::vector<KernelArg> &args) {
+Result<LaunchStats> Device::launch(const Module &module,
+                                   std::string_view kernelName,
+                                   const LaunchConfig &config,
+                                   const std::vector<KernelArg> &args) {
   // Messages quote the caller's names and the PTX text: escape them.
-  auto escaped = [](const Error &e) {
-    return Error::make(e.kind(), escapeText(e.message()));
+  auto escaped = [](const Status &e) {
+    return Status::make(e.code(), escapeText(e.message()));
   };
   const Program &prog = module.getProgram();
   const KernelProgram *kernel = nullptr;
@@ -2296,21 +2300,22 @@ Expected<LaunchStats> Device::launch(const Module &module,
     std::string known;
     for (const KernelProgram &k : prog.kernels)
       known += (known.empty() ? "" : ", ") + k.info.name;
-    return escaped(Error::make(
-        ErrorKind::Usage, "no kernel '" + std::string(kernelName) + "' in " +
-                              prog.sourceName + " (kernels: " + known + ")"));
+    return escaped(Status::make(ErrorCode::InvalidArgument,
+                                "no kernel '" + std::string(kernelName) +
+                                    "' in " + prog.sourceName +
+                                    " (kernels: " + known + ")"));
   }
   const KernelInfo &info = kernel->info;
   if (args.size() != info.params.size())
-    return Error::make(ErrorKind::Usage,
-                       "kernel '" + info.name + "' takes " +
-                           std::to_string(info.params.size()) +
-                           " parameters, " + std::to_string(args.size()) +
-                           " given");
+    return Status::make(ErrorCode::InvalidArgument,
+                        "kernel '" + info.name + "' takes " +
+                            std::to_string(info.params.size()) +
+                            " parameters, " + std::to_string(args.size()) +
+                            " given");
   for (size_t i = 0; i < args.size(); ++i)
     if (args[i].bytes.size() != info.params[i].bytes)
-      return escaped(Error::make(
-          ErrorKind::Usage,
+      return escaped(Status::make(
+          ErrorCode::InvalidArgument,
           "parameter " + std::to_string(i) + " ('" + info.params[i].name +
               "') of '" + info.name + "' has " +
               std::to_string(info.params[i].bytes) + " bytes, the argument " +
@@ -2321,43 +2326,44 @@ Expected<LaunchStats> Device::launch(const Module &module,
            std::to_string(d.z) + ")";
   };
   if (!g.x || !g.y || !g.z || !b.x || !b.y || !b.z)
-    return Error::make(ErrorKind::Usage, "empty grid or block");
+    return Status::make(ErrorCode::InvalidArgument, "empty grid or block");
   if (b.count() > kMaxBlockThreads)
-    return Error::make(ErrorKind::Usage, "a block of " +
-                                             std::to_string(b.count()) +
-                                             " threads exceeds " +
-                                             std::to_string(kMaxBlockThreads));
+    return Status::make(ErrorCode::InvalidArgument,
+                        "a block of " + std::to_string(b.count()) +
+                            " threads exceeds " +
+                            std::to_string(kMaxBlockThreads));
   if (b.x > kMaxBlockThreads || b.y > kMaxBlockThreads || b.z > kMaxBlockZ)
-    return Error::make(ErrorKind::Usage,
-                       "block " + str(b) +
-                           " exceeds CUDA's limits: x and y up to " +
-                           std::to_string(kMaxBlockThreads) + ", z up to " +
-                           std::to_string(kMaxBlockZ));
+    return Status::make(ErrorCode::InvalidArgument,
+                        "block " + str(b) +
+                            " exceeds CUDA's limits: x and y up to " +
+                            std::to_string(kMaxBlockThreads) + ", z up to " +
+                            std::to_string(kMaxBlockZ));
   if (g.x > kMaxGridX || g.y > kMaxGridYZ || g.z > kMaxGridYZ)
-    return Error::make(ErrorKind::Usage,
-                       "grid " + str(g) + " exceeds CUDA's limits: x up to " +
-                           std::to_string(kMaxGridX) + ", y and z up to " +
-                           std::to_string(kMaxGridYZ));
-  auto checkBound = [&](const Dim3 &bound, const char *what) -> Error {
+    return Status::make(ErrorCode::InvalidArgument,
+                        "grid " + str(g) + " exceeds CUDA's limits: x up to " +
+                            std::to_string(kMaxGridX) + ", y and z up to " +
+                            std::to_string(kMaxGridYZ));
+  auto checkBound = [&](const Dim3 &bound, const char *what) -> Status {
     if (bound.x && (b.x > bound.x || b.y > bound.y || b.z > bound.z))
-      return Error::make(ErrorKind::Usage, "block " + str(b) +
-                                               " exceeds the kernel's " + what +
-                                               " " + str(bound));
-    return Error::success();
+      return Status::make(ErrorCode::InvalidArgument,
+                          "block " + str(b) + " exceeds the kernel's " + what +
+                              " " + str(bound));
+    return Status::success();
   };
-  if (Error e = checkBound(info.maxBlock, ".maxntid"))
+  if (Status e = checkBound(info.maxBlock, ".maxntid"))
     return e;
   if (info.requiredBlock.x &&
       (b.x != info.requiredBlock.x || b.y != info.requiredBlock.y ||
        b.z != info.requiredBlock.z))
-    return Error::make(ErrorKind::Usage, "the block does not match the "
-                                         "kernel's .reqntid");
+    return Status::make(ErrorCode::InvalidArgument,
+                        "the block does not match the "
+                        "kernel's .reqntid");
   uint64_t sharedTotal =
       uint64_t(kernel->dynamicSharedOffset) + config.dynamicSharedBytes;
   if (sharedTotal > 256 * 1024)
-    return Error::make(ErrorKind::Usage,
-                       "the kernel needs " + std::to_string(sharedTotal) +
-                           " bytes of shared memory, more than any GPU has");
+    return Status::make(ErrorCode::InvalidArgument,
+                        "the kernel needs " + std::to_string(sharedTotal) +
+                            " bytes of shared memory, more than any GPU has");
 
   try {
     LaunchEnv env(*kernel);
@@ -2407,8 +2413,8 @@ Expected<LaunchStats> Device::launch(const Module &module,
         sharedSize * (1 + shadowPerByte) +
         kMaxCopiesInFlight * sizeof(PendingCopy) + sizeof(CTARunner);
     if (fixed > env.memoryBudget || perCTA > env.memoryBudget - fixed)
-      return escaped(Error::make(
-          ErrorKind::Limit,
+      return escaped(Status::make(
+          ErrorCode::Limit,
           "the launch of kernel '" + info.name + "' needs " +
               std::to_string(fixed + perCTA) +
               " bytes of simulator memory for one CTA (" +
@@ -2454,10 +2460,10 @@ Expected<LaunchStats> Device::launch(const Module &module,
         env.ldmatrixMatrices += runner.ldmatrixMatrices;
         env.ldmatrixExtraWavefronts += runner.ldmatrixExtraWavefronts;
       } catch (const std::bad_alloc &) {
-        env.report(index, Error::make(ErrorKind::Limit,
-                                      "the host ran out of memory simulating "
-                                      "kernel '" +
-                                          env.kernel.info.name + "'"));
+        env.report(index, Status::make(ErrorCode::Limit,
+                                       "the host ran out of memory simulating "
+                                       "kernel '" +
+                                           env.kernel.info.name + "'"));
       }
     };
     std::vector<std::thread> pool;
@@ -2481,8 +2487,8 @@ Expected<LaunchStats> Device::launch(const Module &module,
     stats.seconds = std::chrono::duration<double>(end - start).count();
     return stats;
   } catch (const std::bad_alloc &) {
-    return escaped(Error::make(ErrorKind::Limit,
-                               "the host ran out of memory launching kernel '" +
-                                   info.name + "'"));
+    return escaped(Status::make(
+        ErrorCode::Limit,
+        "the host ran out of memory launching kernel '" + info.name + "'"));
   }
 }

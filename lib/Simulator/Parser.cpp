@@ -25,6 +25,7 @@
 #include <unordered_map>
 #include <utility>
 
+using namespace flashc;
 using namespace flashc::sim;
 using namespace flashc::sim::detail;
 
@@ -104,21 +105,21 @@ bool isIdentChar(char c) {
 }
 
 /// Splits PTX text into tokens, dropping comments.
-Error tokenize(std::string_view src, const std::string &name,
-               std::vector<Token> &out) {
+Status tokenize(std::string_view src, const std::string &name,
+                std::vector<Token> &out) {
   if (src.size() > kMaxPtxBytes)
-    return Error::make(ErrorKind::Limit,
-                       name + ": a PTX text of " + std::to_string(src.size()) +
-                           " bytes, over the simulator's limit of " +
-                           std::to_string(kMaxPtxBytes));
+    return Status::make(ErrorCode::Limit,
+                        name + ": a PTX text of " + std::to_string(src.size()) +
+                            " bytes, over the simulator's limit of " +
+                            std::to_string(kMaxPtxBytes));
   uint32_t line = 1;
   size_t i = 0, n = src.size();
   while (i < n) {
     if (out.size() >= kMaxPtxTokens)
-      return Error::make(ErrorKind::Limit,
-                         name + ":" + std::to_string(line) + ": more than " +
-                             std::to_string(kMaxPtxTokens) +
-                             " tokens, the simulator's limit");
+      return Status::make(ErrorCode::Limit,
+                          name + ":" + std::to_string(line) + ": more than " +
+                              std::to_string(kMaxPtxTokens) +
+                              " tokens, the simulator's limit");
     char c = src[i];
     if (c == '\n') {
       ++line;
@@ -152,8 +153,9 @@ Error tokenize(std::string_view src, const std::string &name,
       while (i < n && src[i] != '"')
         ++i;
       if (i >= n)
-        return Error::make(ErrorKind::Parse, name + ":" + std::to_string(line) +
-                                                 ": unterminated string");
+        return Status::make(ErrorCode::Parse, name + ":" +
+                                                  std::to_string(line) +
+                                                  ": unterminated string");
       t.kind = Tok::String;
       t.text = src.substr(start + 1, i - start - 1);
       ++i;
@@ -193,7 +195,7 @@ Error tokenize(std::string_view src, const std::string &name,
   Token end;
   end.line = line;
   out.push_back(end);
-  return Error::success();
+  return Status::success();
 }
 
 std::optional<int64_t> parseInteger(std::string_view s) {
@@ -818,7 +820,7 @@ public:
   Parser(std::vector<Token> &tokens, Program &program)
       : toks(tokens), prog(program) {}
 
-  Error parseModule();
+  Status parseModule();
 
 private:
   std::vector<Token> &toks;
@@ -843,14 +845,14 @@ private:
     }
     return false;
   }
-  Error fail(const Token &at, const std::string &msg) const {
-    return Error::make(ErrorKind::Parse, prog.sourceName + ":" +
-                                             std::to_string(at.line) + ": " +
-                                             msg);
+  Status fail(const Token &at, const std::string &msg) const {
+    return Status::make(ErrorCode::Parse, prog.sourceName + ":" +
+                                              std::to_string(at.line) + ": " +
+                                              msg);
   }
-  Error expect(std::string_view s) {
+  Status expect(std::string_view s) {
     if (consume(s))
-      return Error::success();
+      return Status::success();
     return fail(peek(), "expected '" + std::string(s) + "', found '" +
                             std::string(peek().text) + "'");
   }
@@ -873,18 +875,18 @@ private:
         return;
     } while (depth > 0);
   }
-  Error parseVarDecl(Space space, bool isExtern,
-                     std::vector<std::pair<std::string, SharedVar>> *sharedOut,
-                     uint32_t *localBytes);
-  Error parseEntry();
-  Error skipFunc();
+  Status parseVarDecl(Space space, bool isExtern,
+                      std::vector<std::pair<std::string, SharedVar>> *sharedOut,
+                      uint32_t *localBytes);
+  Status parseEntry();
+  Status skipFunc();
 };
 
 /// `[.align N] .type name[SIZE] [= {...}];` after the state space token.
-Error Parser::parseVarDecl(
-    Space space, bool isExtern,
-    std::vector<std::pair<std::string, SharedVar>> *sharedOut,
-    uint32_t *localBytes) {
+Status
+Parser::parseVarDecl(Space space, bool isExtern,
+                     std::vector<std::pair<std::string, SharedVar>> *sharedOut,
+                     uint32_t *localBytes) {
   SharedVar var;
   var.isExtern = isExtern;
   Ty elem = Ty::B8;
@@ -921,13 +923,13 @@ Error Parser::parseVarDecl(
       return fail(name, "bad array size for '" + std::string(name.text) + "'");
     if (__builtin_mul_overflow(count, static_cast<uint64_t>(*n), &count))
       count = UINT64_MAX; // too large below
-    if (Error e = expect("]"))
+    if (Status e = expect("]"))
       return e;
   }
   if (peek().is("="))
     return fail(name, "initialised variables are not supported ('" +
                           std::string(name.text) + "')");
-  if (Error e = expect(";"))
+  if (Status e = expect(";"))
     return e;
   uint64_t bytes;
   if (__builtin_mul_overflow(count, uint64_t(std::max(1u, sizeOf(elem))),
@@ -941,18 +943,18 @@ Error Parser::parseVarDecl(
     if (unsized && !isExtern)
       return fail(name, "an unsized .shared array must be .extern");
     sharedOut->emplace_back(std::string(name.text), var);
-    return Error::success();
+    return Status::success();
   }
   if (space == Space::Local && localBytes) {
     // Locals are laid out by the caller; record the name.
     sharedOut->emplace_back(std::string(name.text), var);
     (void)localBytes;
-    return Error::success();
+    return Status::success();
   }
   return fail(name, "variables in this state space are not supported");
 }
 
-Error Parser::skipFunc() {
+Status Parser::skipFunc() {
   // .func [(.param ...)] name (.param ...) [.noreturn] { ... } or ;
   while (peek().kind != Tok::End && !peek().is("{") && !peek().is(";"))
     next();
@@ -960,10 +962,10 @@ Error Parser::skipFunc() {
     skipBlock();
   else
     next();
-  return Error::success();
+  return Status::success();
 }
 
-Error Parser::parseModule() {
+Status Parser::parseModule() {
   while (peek().kind != Tok::End) {
     const Token &t = peek();
     if (t.is(".version") || t.is(".target") || t.is(".address_size") ||
@@ -990,19 +992,19 @@ Error Parser::parseModule() {
       next();
     }
     if (peek().is(".entry")) {
-      if (Error e = parseEntry())
+      if (Status e = parseEntry())
         return e;
       continue;
     }
     if (peek().is(".func")) {
-      if (Error e = skipFunc())
+      if (Status e = skipFunc())
         return e;
       continue;
     }
     if (peek().is(".shared")) {
       next();
-      if (Error e = parseVarDecl(Space::Shared, isExtern, &moduleShared,
-                                 nullptr))
+      if (Status e =
+              parseVarDecl(Space::Shared, isExtern, &moduleShared, nullptr))
         return e;
       continue;
     }
@@ -1013,7 +1015,7 @@ Error Parser::parseModule() {
     return fail(peek(), "unexpected '" + std::string(peek().text) +
                             "' at module scope");
   }
-  return Error::success();
+  return Status::success();
 }
 
 /// The per-function state of instruction decoding.
@@ -1074,15 +1076,15 @@ public:
   KernelProgram &kernel;
   FunctionScope &scope;
 
-  Error failAt(uint32_t line, const std::string &msg) const {
-    return Error::make(ErrorKind::Parse,
-                       prog.sourceName + ":" + std::to_string(line) + ": " +
-                           msg);
+  Status failAt(uint32_t line, const std::string &msg) const {
+    return Status::make(ErrorCode::Parse, prog.sourceName + ":" +
+                                              std::to_string(line) + ": " +
+                                              msg);
   }
 
   /// A scalar operand: register, special register, immediate or symbol.
-  Error scalar(const std::vector<const Token *> &toks, Ty type, Operand &out,
-               uint32_t line) {
+  Status scalar(const std::vector<const Token *> &toks, Ty type, Operand &out,
+                uint32_t line) {
     if (toks.empty())
       return failAt(line, "empty operand");
     size_t i = 0;
@@ -1109,19 +1111,19 @@ public:
     std::string name(t.text);
     if (name == "_") {
       out.kind = OperandKind::Sink;
-      return Error::success();
+      return Status::success();
     }
     if (name[0] == '%') {
       if (std::optional<int32_t> r = scope.lookupReg(name)) {
         out.kind = OperandKind::Reg;
         out.reg = *r;
         out.negate = negate;
-        return Error::success();
+        return Status::success();
       }
       if (std::optional<Special> s = special(name)) {
         out.kind = OperandKind::Special;
         out.special = *s;
-        return Error::success();
+        return Status::success();
       }
       return failAt(line, "undeclared register '" + name + "'");
     }
@@ -1130,12 +1132,12 @@ public:
     if (auto it = scope.sharedSymbols.find(name); it != scope.sharedSymbols.end()) {
       out.kind = OperandKind::Imm;
       out.imm = it->second;
-      return Error::success();
+      return Status::success();
     }
     if (auto it = scope.localSymbols.find(name); it != scope.localSymbols.end()) {
       out.kind = OperandKind::Imm;
       out.imm = it->second;
-      return Error::success();
+      return Status::success();
     }
     if (scope.paramSymbols.count(name))
       return failAt(line, "taking the address of parameter '" + name +
@@ -1179,8 +1181,8 @@ public:
     return std::nullopt;
   }
 
-  Error immediate(const Token &t, Ty type, bool minus, Operand &out,
-                  uint32_t line) {
+  Status immediate(const Token &t, Ty type, bool minus, Operand &out,
+                   uint32_t line) {
     std::string_view s = t.text;
     auto bad = [&]() {
       return failAt(line, "bad immediate '" + std::string(s) + "'");
@@ -1225,10 +1227,10 @@ public:
       return floatImmediate(static_cast<double>(value), type, out, line);
     }
     out.imm = static_cast<uint64_t>(value);
-    return Error::success();
+    return Status::success();
   }
 
-  Error floatImmediate(double d, Ty type, Operand &out, uint32_t line) {
+  Status floatImmediate(double d, Ty type, Operand &out, uint32_t line) {
     if (type == Ty::F32) {
       float f = static_cast<float>(d);
       uint32_t b;
@@ -1247,12 +1249,12 @@ public:
       return failAt(line, "floating-point immediate for a ." +
                               std::string(stringify(type)) + " operand");
     }
-    return Error::success();
+    return Status::success();
   }
 
   /// `[reg]`, `[reg+imm]`, `[reg+-imm]`, `[sym]`, `[sym+imm]`, `[imm]`.
-  Error address(const std::vector<const Token *> &toks, Space &space,
-                Operand &out, uint32_t line) {
+  Status address(const std::vector<const Token *> &toks, Space &space,
+                 Operand &out, uint32_t line) {
     out.kind = OperandKind::Addr;
     out.reg = -1;
     out.imm = 0;
@@ -1310,20 +1312,20 @@ public:
       }
       first = false;
     }
-    return Error::success();
+    return Status::success();
   }
 
-  Error instruction(const std::string &opcode,
-                    const std::vector<RawOperand> &raw, int32_t guard,
-                    bool guardNeg, uint32_t line);
+  Status instruction(const std::string &opcode,
+                     const std::vector<RawOperand> &raw, int32_t guard,
+                     bool guardNeg, uint32_t line);
 };
 
 /// Reads the operands of an instruction up to `;`.
-Error readOperands(Parser &, std::vector<Token> &toks, size_t &pos,
-                   std::vector<RawOperand> &out, const std::string &source) {
+Status readOperands(Parser &, std::vector<Token> &toks, size_t &pos,
+                    std::vector<RawOperand> &out, const std::string &source) {
   auto fail = [&](uint32_t line, const std::string &msg) {
-    return Error::make(ErrorKind::Parse,
-                       source + ":" + std::to_string(line) + ": " + msg);
+    return Status::make(ErrorCode::Parse,
+                        source + ":" + std::to_string(line) + ": " + msg);
   };
   RawOperand cur;
   std::vector<const Token *> scalar;
@@ -1345,7 +1347,7 @@ Error readOperands(Parser &, std::vector<Token> &toks, size_t &pos,
           return fail(t.line, "empty operand");
         out.push_back(cur);
       }
-      return Error::success();
+      return Status::success();
     }
     cur.line = t.line;
     if (t.is("{")) {
@@ -1403,7 +1405,7 @@ Error readOperands(Parser &, std::vector<Token> &toks, size_t &pos,
   }
 }
 
-Error Parser::parseEntry() {
+Status Parser::parseEntry() {
   next(); // .entry
   const Token &nameTok = next();
   if (nameTok.kind != Tok::Ident)
@@ -1414,11 +1416,11 @@ Error Parser::parseEntry() {
   scope.regScopes.emplace_back();
   scope.familyScopes.emplace_back();
   // Parameters.
-  if (Error e = expect("("))
+  if (Status e = expect("("))
     return e;
   uint64_t paramOffset = 0;
   while (!peek().is(")")) {
-    if (Error e = expect(".param"))
+    if (Status e = expect(".param"))
       return e;
     ParamInfo param;
     uint64_t align = 0;
@@ -1453,7 +1455,7 @@ Error Parser::parseEntry() {
         return fail(pname, "bad parameter array size");
       if (__builtin_mul_overflow(count, static_cast<uint64_t>(*n), &count))
         count = UINT64_MAX; // too large below
-      if (Error e = expect("]"))
+      if (Status e = expect("]"))
         return e;
     }
     uint64_t size = sizeOf(elem), bytes;
@@ -1476,7 +1478,7 @@ Error Parser::parseEntry() {
     if (!consume(","))
       break;
   }
-  if (Error e = expect(")"))
+  if (Status e = expect(")"))
     return e;
   kernel.paramBytes = static_cast<uint32_t>(paramOffset);
   // Performance directives.
@@ -1513,7 +1515,7 @@ Error Parser::parseEntry() {
     }
   }
   if (consume(";"))
-    return Error::success(); // a declaration only
+    return Status::success(); // a declaration only
   if (!peek().is("{"))
     return fail(peek(), "expected the body of '" + kernel.info.name + "'");
 
@@ -1529,9 +1531,9 @@ Error Parser::parseEntry() {
   // variables in declaration order, then the dynamic (extern) area.
   // Sizes are at most kMaxVariableBytes and alignments kMaxAlign, so the
   // 64-bit sums below cannot overflow before they are checked.
-  auto freezeLayout = [&](const Token &at) -> Error {
+  auto freezeLayout = [&](const Token &at) -> Status {
     if (layoutFrozen)
-      return Error::success();
+      return Status::success();
     layoutFrozen = true;
     uint64_t off = 0, dynAlign = 16;
     for (auto &[name, var] : shared) {
@@ -1552,7 +1554,7 @@ Error Parser::parseEntry() {
     for (auto &[name, var] : shared)
       if (var.isExtern)
         scope.sharedSymbols[name] = kernel.dynamicSharedOffset;
-    return Error::success();
+    return Status::success();
   };
   while (true) {
     const Token &t = peek();
@@ -1611,7 +1613,7 @@ Error Parser::parseEntry() {
           std::optional<int64_t> c = parseInteger(next().text);
           if (!c || *c < 0)
             return fail(name, "bad register count");
-          if (Error e = expect(">"))
+          if (Status e = expect(">"))
             return e;
           count = *c;
         }
@@ -1629,7 +1631,7 @@ Error Parser::parseEntry() {
         if (!consume(","))
           break;
       }
-      if (Error e = expect(";"))
+      if (Status e = expect(";"))
         return e;
       continue;
     }
@@ -1638,8 +1640,9 @@ Error Parser::parseEntry() {
       next();
       std::vector<std::pair<std::string, SharedVar>> &dst =
           isShared ? shared : locals;
-      if (Error e = parseVarDecl(isShared ? Space::Shared : Space::Local,
-                                 false, &dst, isShared ? nullptr : &kernel.localBytes))
+      if (Status e =
+              parseVarDecl(isShared ? Space::Shared : Space::Local, false, &dst,
+                           isShared ? nullptr : &kernel.localBytes))
         return e;
       if (isShared && layoutFrozen)
         return fail(t, "a .shared declaration after the first instruction of '" +
@@ -1663,7 +1666,7 @@ Error Parser::parseEntry() {
     if (t.kind == Tok::Ident && t.text[0] == '.')
       return fail(t, "unsupported directive '" + std::string(t.text) +
                          "' in the body of '" + kernel.info.name + "'");
-    if (Error e = freezeLayout(t))
+    if (Status e = freezeLayout(t))
       return e;
     // A label?
     if (t.kind == Tok::Ident && peek(1).is(":")) {
@@ -1694,22 +1697,21 @@ Error Parser::parseEntry() {
                              std::string(opTok.text) + "'");
     std::string opcode(opTok.text);
     std::vector<RawOperand> raw;
-    if (Error e = readOperands(*this, toks, pos, raw, prog.sourceName))
+    if (Status e = readOperands(*this, toks, pos, raw, prog.sourceName))
       return e;
-    if (Error e = fp.instruction(opcode, raw, guard, guardNeg, line))
+    if (Status e = fp.instruction(opcode, raw, guard, guardNeg, line))
       return e;
   }
 
-  if (Error e = freezeLayout(peek()))
+  if (Status e = freezeLayout(peek()))
     return e;
   // Resolve branches.
   for (auto &[index, label, line] : scope.pendingBranches) {
     auto it = scope.labels.find(label);
     if (it == scope.labels.end())
-      return Error::make(ErrorKind::Parse, prog.sourceName + ":" +
-                                               std::to_string(line) +
-                                               ": unknown label '" + label +
-                                               "'");
+      return Status::make(ErrorCode::Parse,
+                          prog.sourceName + ":" + std::to_string(line) +
+                              ": unknown label '" + label + "'");
     kernel.code[index].target = it->second;
   }
   // A body that falls off its end returns.
@@ -1719,27 +1721,27 @@ Error Parser::parseEntry() {
   kernel.code.push_back(ret);
 
   prog.kernels.push_back(std::move(kernel));
-  return Error::success();
+  return Status::success();
 }
 
 //===----------------------------------------------------------------------===//
 // Operand decoding per opcode
 //===----------------------------------------------------------------------===//
 
-Error FunctionParser::instruction(const std::string &opcode,
-                                  const std::vector<RawOperand> &raw,
-                                  int32_t guard, bool guardNeg,
-                                  uint32_t line) {
+Status FunctionParser::instruction(const std::string &opcode,
+                                   const std::vector<RawOperand> &raw,
+                                   int32_t guard, bool guardNeg,
+                                   uint32_t line) {
   Inst inst;
   inst.line = line;
   inst.guard = guard;
   inst.guardNegated = guardNeg;
   std::string why = decodeOpcode(opcode, inst);
   if (!why.empty())
-    return Error::make(ErrorKind::Unsupported,
-                       prog.sourceName + ":" + std::to_string(line) + ": " +
-                           why + " '" + opcode + "' in kernel '" +
-                           kernel.info.name + "'");
+    return Status::make(ErrorCode::Unsupported,
+                        prog.sourceName + ":" + std::to_string(line) + ": " +
+                            why + " '" + opcode + "' in kernel '" +
+                            kernel.info.name + "'");
   prog.opcodes.insert(opcode);
   auto found = std::find(kernel.opcodeNames.begin(), kernel.opcodeNames.end(),
                          opcode);
@@ -1751,56 +1753,56 @@ Error FunctionParser::instruction(const std::string &opcode,
     return failAt(line, "'" + opcode + "': " + what);
   };
   std::vector<Operand> ops;
-  auto addScalar = [&](const RawOperand &r, Ty type) -> Error {
+  auto addScalar = [&](const RawOperand &r, Ty type) -> Status {
     if (r.kind != RawOperand::Scalar || r.parts.size() != 1)
       return bad("expected a scalar operand");
     Operand o;
-    if (Error e = scalar(r.parts[0], type, o, line))
+    if (Status e = scalar(r.parts[0], type, o, line))
       return e;
     ops.push_back(o);
-    return Error::success();
+    return Status::success();
   };
-  auto addReg = [&](const RawOperand &r, Ty type) -> Error {
-    if (Error e = addScalar(r, type))
+  auto addReg = [&](const RawOperand &r, Ty type) -> Status {
+    if (Status e = addScalar(r, type))
       return e;
     if (ops.back().kind != OperandKind::Reg &&
         ops.back().kind != OperandKind::Sink)
       return bad("expected a register destination");
-    return Error::success();
+    return Status::success();
   };
   auto addVector = [&](const RawOperand &r, Ty type, size_t n,
-                       bool dest) -> Error {
+                       bool dest) -> Status {
     if (r.kind != RawOperand::Vector || r.parts.size() != n)
       return bad("expected a vector of " + std::to_string(n) + " operands");
     for (auto &part : r.parts) {
       Operand o;
-      if (Error e = scalar(part, type, o, line))
+      if (Status e = scalar(part, type, o, line))
         return e;
       if (dest && o.kind != OperandKind::Reg && o.kind != OperandKind::Sink)
         return bad("expected registers in a destination vector");
       ops.push_back(o);
     }
-    return Error::success();
+    return Status::success();
   };
-  auto addAddr = [&](const RawOperand &r, Space space) -> Error {
+  auto addAddr = [&](const RawOperand &r, Space space) -> Status {
     if (r.kind != RawOperand::Address || r.parts.size() != 1)
       return bad("expected an address operand");
     Operand o;
-    if (Error e = address(r.parts[0], space, o, line))
+    if (Status e = address(r.parts[0], space, o, line))
       return e;
     ops.push_back(o);
-    return Error::success();
+    return Status::success();
   };
-  auto count = [&](size_t lo, size_t hi) -> Error {
+  auto count = [&](size_t lo, size_t hi) -> Status {
     if (raw.size() < lo || raw.size() > hi)
       return bad("expected " + std::to_string(lo) +
                  (hi != lo ? "-" + std::to_string(hi) : std::string()) +
                  " operands, found " + std::to_string(raw.size()));
-    return Error::success();
+    return Status::success();
   };
 #define TRY(x)                                                                 \
   do {                                                                         \
-    if (Error e = (x))                                                         \
+    if (Status e = (x))                                                        \
       return e;                                                                \
   } while (false)
 
@@ -2129,7 +2131,7 @@ Error FunctionParser::instruction(const std::string &opcode,
   inst.numOps = static_cast<uint8_t>(ops.size());
   kernel.operands.insert(kernel.operands.end(), ops.begin(), ops.end());
   kernel.code.push_back(inst);
-  return Error::success();
+  return Status::success();
 }
 
 } // namespace
@@ -2159,28 +2161,28 @@ Module::~Module() = default;
 
 /// `e` with its message escaped for printing (the text it quotes is the
 /// input's).
-static Error escaped(const Error &e) {
-  return Error::make(e.kind(), escapeText(e.message()));
+static Status escaped(const Status &e) {
+  return Status::make(e.code(), escapeText(e.message()));
 }
 
-Expected<std::shared_ptr<const Module>> Module::parse(std::string_view ptx,
-                                                      std::string sourceName) {
+Result<std::shared_ptr<const Module>> Module::parse(std::string_view ptx,
+                                                    std::string sourceName) {
   try {
     std::vector<Token> tokens;
     auto program = std::make_unique<Program>();
     program->sourceName = sourceName;
-    if (Error e = tokenize(ptx, sourceName, tokens))
+    if (Status e = tokenize(ptx, sourceName, tokens))
       return escaped(e);
     Parser parser(tokens, *program);
-    if (Error e = parser.parseModule())
+    if (Status e = parser.parseModule())
       return escaped(e);
     std::shared_ptr<Module> module(new Module());
     module->program = std::move(program);
     return std::shared_ptr<const Module>(std::move(module));
   } catch (const std::bad_alloc &) {
-    return Error::make(ErrorKind::Limit,
-                       escapeText(sourceName) + ": out of memory parsing " +
-                           std::to_string(ptx.size()) + " bytes of PTX");
+    return Status::make(ErrorCode::Limit,
+                        escapeText(sourceName) + ": out of memory parsing " +
+                            std::to_string(ptx.size()) + " bytes of PTX");
   }
 }
 
@@ -2211,9 +2213,9 @@ bool flashc::sim::isSupportedOpcode(std::string_view opcode) {
   return decodeOpcode(opcode, inst).empty();
 }
 
-static Expected<std::set<std::string>> listOpcodesOf(std::string_view ptx) {
+static Result<std::set<std::string>> listOpcodesOf(std::string_view ptx) {
   std::vector<Token> tokens;
-  if (Error e = tokenize(ptx, "<ptx>", tokens))
+  if (Status e = tokenize(ptx, "<ptx>", tokens))
     return escaped(e);
   // An opcode is the first identifier of a statement inside a body: after
   // `{`, `}`, `;` or a label, skipping guards and directives.
@@ -2275,12 +2277,12 @@ static Expected<std::set<std::string>> listOpcodesOf(std::string_view ptx) {
   return ops;
 }
 
-Expected<std::set<std::string>> flashc::sim::listOpcodes(std::string_view ptx) {
+Result<std::set<std::string>> flashc::sim::listOpcodes(std::string_view ptx) {
   try {
     return listOpcodesOf(ptx);
   } catch (const std::bad_alloc &) {
-    return Error::make(ErrorKind::Limit,
-                       "out of memory listing the opcodes of " +
-                           std::to_string(ptx.size()) + " bytes of PTX");
+    return Status::make(ErrorCode::Limit,
+                        "out of memory listing the opcodes of " +
+                            std::to_string(ptx.size()) + " bytes of PTX");
   }
 }

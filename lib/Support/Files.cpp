@@ -40,11 +40,13 @@ std::string flashc::escapeForMessage(const std::string &text,
 }
 
 Status flashc::checkPathText(const std::string &path, const char *what) {
+  // An empty path names nothing, as open(2) says with ENOENT.
   if (path.empty())
-    return Status::error(std::string(what) + " is empty");
+    return Status::make(ErrorCode::NotFound, std::string(what) + " is empty");
   if (path.find('\0') != std::string::npos)
-    return Status::error(std::string(what) + " '" + escapeForMessage(path) +
-                         "' contains a NUL byte");
+    return Status::invalidArgument(std::string(what) + " '" +
+                                   escapeForMessage(path) +
+                                   "' contains a NUL byte");
   return Status::success();
 }
 
@@ -72,9 +74,12 @@ Result<std::string> flashc::readRegularFile(const std::string &path,
   FileDescriptor file;
   // O_NONBLOCK: opening a FIFO with no writer must not wait for one.
   file.fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (file.fd < 0)
-    return Status::error("cannot read " + quoted(path) + ": " +
-                         std::strerror(errno));
+  if (file.fd < 0) {
+    int err = errno;
+    return Status::make(err == ENOENT ? ErrorCode::NotFound : ErrorCode::Other,
+                        "cannot read " + quoted(path) + ": " +
+                            std::strerror(err));
+  }
   struct stat st;
   if (::fstat(file.fd, &st) != 0)
     return Status::error("cannot read " + quoted(path) + ": " +

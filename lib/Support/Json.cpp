@@ -147,8 +147,8 @@ private:
   size_t pos = 0;
 
   Status fail(const std::string &what) {
-    return Status::error("JSON: " + what + " at offset " +
-                         std::to_string(pos));
+    return Status::make(ErrorCode::Parse,
+                        "JSON: " + what + " at offset " + std::to_string(pos));
   }
   void skipSpace() {
     while (pos < s.size() &&

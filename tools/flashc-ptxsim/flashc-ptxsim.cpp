@@ -256,7 +256,7 @@ int run(int argc, char **argv) {
   if (listOps) {
     auto ops = sim::listOpcodes(text);
     if (!ops) {
-      printError(ops.error().message());
+      printError(ops.status().message());
       return 1;
     }
     int unsupported = 0;
@@ -272,7 +272,7 @@ int run(int argc, char **argv) {
 
   auto module = sim::Module::parse(text, ptxPath);
   if (!module) {
-    printError(module.error().message());
+    printError(module.status().message());
     return 1;
   }
   const sim::KernelInfo *info = (*module)->getKernel(kernel);
@@ -346,10 +346,10 @@ int run(int argc, char **argv) {
           return usage(overBudget(p, arr.data.size()));
       }
       bufferBytes += arr.data.size();
-      sim::Expected<uint64_t> address = device.mapBuffer(
+      Result<uint64_t> address = device.mapBuffer(
           arr.data.data(), arr.data.size(), "param " + std::to_string(i));
       if (!address)
-        return usage(address.error().message());
+        return usage(address.status().message());
       args.push_back(sim::KernelArg::u64(*address));
       continue;
     }
@@ -381,8 +381,8 @@ int run(int argc, char **argv) {
 
   auto result = device.launch(**module, kernel, config, args);
   if (!result) {
-    printError(result.error().message());
-    return result.error().isFault() ? 3 : 1;
+    printError(result.status().message());
+    return result.status().isFault() ? 3 : 1;
   }
   for (auto &[index, path] : outs) {
     std::string error;

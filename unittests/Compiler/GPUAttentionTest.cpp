@@ -450,7 +450,7 @@ TEST(GPUKernelTest, SimulatorImplementsEveryShippedOpcode) {
     ASSERT_TRUE(static_cast<bool>(kernel))
         << llvm::toString(kernel.takeError());
     auto ops = flashc::sim::listOpcodes((*kernel)->getMetadata().gpu->ptx);
-    ASSERT_TRUE(static_cast<bool>(ops)) << ops.error().message();
+    ASSERT_TRUE(static_cast<bool>(ops)) << ops.message();
     all.insert(ops->begin(), ops->end());
   }
   EXPECT_GT(all.size(), 20u);

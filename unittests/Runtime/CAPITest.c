@@ -7,7 +7,9 @@
 |* compares with a float64 reference computed here, then checks the error     *|
 |* codes and messages of bad calls. Exits 0 on success, 1 on any failure.     *|
 |*                                                                            *|
-|* Usage: FlashcCAPITest [BUNDLE_DIR]; FLASHC_TEST_SEED repeats a run.        *|
+|* Usage: FlashcCAPITest [BUNDLE_DIR [trap]]; FLASHC_TEST_SEED repeats a run. *|
+|* With `trap` (and a small FLASHC_SIM_MAX_INSTRUCTIONS), only checks that a  *|
+|* kernel the simulator stops is FLASHC_ERROR_LAUNCH.                         *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
@@ -299,6 +301,18 @@ int main(int argc, char **argv) {
   CHECK(flashc_last_error()[0] == '\0', "an error after success: %s",
         flashc_last_error());
 
+  /* A fault the simulator finds in a kernel (here, a thread over its
+   * instruction budget) is a launch error. */
+  if (argc > 2 && strcmp(argv[2], "trap") == 0) {
+    Call t;
+    initCall(&t, 9, 300, 1, 1);
+    expectError("trapped kernel", run(bundle, &t), FLASHC_ERROR_LAUNCH,
+                "instructions");
+    freeCall(&t);
+    flashc_bundle_close(bundle);
+    return failures ? 1 : 0;
+  }
+
   /* Decode (Nq <= 16): causal, with the log-sum-exp; two KV blocks, so the
    * call may split. */
   Call c;
@@ -336,6 +350,8 @@ int main(int argc, char **argv) {
               flashc_bundle_open("/nonexistent/flashc-bundle", &missing),
               FLASHC_ERROR_NOT_FOUND, "/nonexistent/flashc-bundle");
   CHECK(missing == NULL, "a bundle handle for a missing directory");
+  expectError("empty directory", flashc_bundle_open("", &missing),
+              FLASHC_ERROR_NOT_FOUND, "bundle path is empty");
   expectError("null directory", flashc_bundle_open(NULL, &missing),
               FLASHC_ERROR_INVALID_ARGUMENT, "null");
 

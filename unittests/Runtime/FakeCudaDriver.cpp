@@ -254,10 +254,10 @@ CUresult cuModuleLoadDataEx(CUmodule *module, const void *image,
       return CUDA_ERROR_NO_BINARY_FOR_GPU;
     }
   }
-  sim::Expected<std::shared_ptr<const sim::Module>> parsed =
+  flashc::Result<std::shared_ptr<const sim::Module>> parsed =
       sim::Module::parse(text, "module.ptx");
   if (!parsed) {
-    writeLog(numOptions, options, values, parsed.error().message());
+    writeLog(numOptions, options, values, parsed.status().message());
     return CUDA_ERROR_INVALID_PTX;
   }
   auto handle = std::make_unique<ModuleHandle>();
@@ -336,11 +336,11 @@ CUresult cuLaunchKernel(CUfunction function, unsigned gridX, unsigned gridY,
   config.block = sim::Dim3{blockX, blockY, blockZ};
   config.dynamicSharedBytes = sharedBytes;
   config.maxInstructionsPerThread = 100000000;
-  sim::Expected<sim::LaunchStats> stats =
+  flashc::Result<sim::LaunchStats> stats =
       s.memory.launch(*f->module, info.name, config, args);
   if (!stats) {
     std::fprintf(stderr, "fake CUDA driver: %s: %s\n", info.name.c_str(),
-                 stats.error().message().c_str());
+                 stats.status().message().c_str());
     return CUDA_ERROR_ILLEGAL_ADDRESS;
   }
   return CUDA_SUCCESS;
@@ -358,7 +358,7 @@ CUresult cuMemAllocAsync(CUdeviceptr *pointer, size_t bytes, CUstream) {
     return CUDA_ERROR_OUT_OF_MEMORY;
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
-  sim::Expected<uint64_t> address =
+  flashc::Result<uint64_t> address =
       s.memory.mapBuffer(p, bytes, "allocation " + std::to_string(bytes));
   if (!address) {
     std::free(p);

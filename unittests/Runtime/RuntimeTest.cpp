@@ -719,13 +719,16 @@ protected:
     ASSERT_TRUE(Bundle::load(path).ok());
   }
 
+  /// The message of the error loading `path`; its code in `code`.
   std::string loadError() {
     Result<Bundle> b = Bundle::load(path);
+    code = b.ok() ? ErrorCode::Success : b.status().code();
     return b.ok() ? "(loaded)" : b.message();
   }
 
   TempDir dir;
   std::string path;
+  ErrorCode code = ErrorCode::Success;
   const std::string id = sampleVariant().id;
 };
 
@@ -733,6 +736,8 @@ TEST_F(BrokenBundleTest, MissingPtxFile) {
   ASSERT_EQ(std::remove((path + "/" + id + ".ptx").c_str()), 0);
   EXPECT_EQ(loadError(), "cannot read '" + path + "/" + id +
                              ".ptx': No such file or directory");
+  // The bundle is there: a file of it is missing.
+  EXPECT_EQ(code, ErrorCode::InvalidBundle);
 }
 
 TEST_F(BrokenBundleTest, MissingCubinFile) {
@@ -759,6 +764,10 @@ TEST_F(BrokenBundleTest, MissingDirectory) {
   path += "/nowhere";
   EXPECT_EQ(loadError(), "not a flashc bundle: cannot read '" + path +
                              "/manifest.json': No such file or directory");
+  EXPECT_EQ(code, ErrorCode::NotFound);
+  path.clear();
+  EXPECT_EQ(loadError(), "bundle path is empty");
+  EXPECT_EQ(code, ErrorCode::NotFound);
 }
 
 TEST_F(BrokenBundleTest, OtherFormat) {
@@ -799,6 +808,7 @@ TEST_F(BrokenBundleTest, NotJson) {
   std::string error = loadError();
   EXPECT_EQ(error.rfind(path + "/manifest.json: ", 0), 0u) << error;
   EXPECT_NE(error, "(loaded)");
+  EXPECT_EQ(code, ErrorCode::InvalidBundle);
 }
 
 TEST_F(BrokenBundleTest, MalformedVariantNamesTheManifest) {
@@ -819,6 +829,7 @@ TEST_F(BrokenBundleTest, ManifestIsADirectory) {
   ASSERT_EQ(::mkdir(manifest.c_str(), 0700), 0);
   EXPECT_EQ(loadError(), "not a flashc bundle: '" + manifest +
                              "' is not a regular file (a directory)");
+  EXPECT_EQ(code, ErrorCode::InvalidBundle);
 }
 
 TEST_F(BrokenBundleTest, ManifestIsAFifo) {
@@ -861,6 +872,7 @@ TEST_F(BrokenBundleTest, PathWithNul) {
   Result<Bundle> b = Bundle::load(path + std::string("\0/x", 3));
   ASSERT_FALSE(b.ok());
   EXPECT_EQ(b.message(), "bundle path '" + path + "\\x00/x' contains a NUL byte");
+  EXPECT_EQ(b.status().code(), ErrorCode::InvalidArgument);
 }
 
 TEST_F(BrokenBundleTest, VariantTwice) {
@@ -1581,7 +1593,7 @@ TEST_F(LaunchTest, OutputsOverlappingAnotherTensorAreRefused) {
     c.change(call);
     Status s = launchAttention(device, variant, call);
     ASSERT_TRUE(s) << c.name << " was accepted";
-    EXPECT_TRUE(s.isInvalidArgument()) << c.name;
+    EXPECT_EQ(s.code(), ErrorCode::InvalidArgument) << c.name;
     EXPECT_NE(s.message().find(c.message), std::string::npos)
         << c.name << ": " << s.message();
   }
@@ -1598,7 +1610,7 @@ TEST_F(LaunchTest, GridsBeyondOneCTAPerRowAreRefused) {
   variant.forward.grid = "2147483647";
   Status s = launchAttention(device, variant, p.call);
   ASSERT_TRUE(s);
-  EXPECT_FALSE(s.isInvalidArgument());
+  EXPECT_NE(s.code(), ErrorCode::InvalidArgument);
   EXPECT_NE(s.message().find("its grid formula '2147483647' asks for "
                              "2147483647 CTAs for "),
             std::string::npos)
@@ -1619,7 +1631,7 @@ TEST_F(LaunchTest, TensorsPast2To60BytesAreRefused) {
   call.k.strides[0] = int64_t(1) << 60;
   Status s = launchAttention(device, variant, call);
   ASSERT_TRUE(s);
-  EXPECT_TRUE(s.isInvalidArgument());
+  EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
   EXPECT_NE(s.message().find("more than 2^60 bytes"), std::string::npos)
       << s.message();
 }

@@ -1,11 +1,12 @@
 //===- DefectTest.cpp - Faults, races, deadlocks and usage errors ---------===//
 //
 // Every planted defect of kernels/SimTestKernels.cu must fail with the right
-// ErrorKind and a message that names the kind, the kernel and a PTX line
+// ErrorCode and a message that names the fault, the kernel and a PTX line
 // (`SimTestKernels.ptx:<line>`), and that line must hold the instruction at
 // fault. The same faults in hand-written PTX run without nvcc. Then the
 // caller's errors: unknown kernels, wrong arguments, bad launch shapes and
-// buffer registration, each a Usage error that names what is wrong.
+// buffer registration, each an InvalidArgument error that names what is
+// wrong.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,16 +21,16 @@ using namespace flashc::sim::test;
 
 namespace {
 
-/// Checks that `e` is a fault of `kind` whose message mentions every
+/// Checks that `e` is a fault of `code` whose message mentions every
 /// string of `mentions` and a `<source>:<line>` whose line of `text` holds
 /// one of `opcodes`.
-void expectFault(const sim::Error &e, sim::ErrorKind kind,
+void expectFault(const Status &e, ErrorCode code,
                  const std::vector<std::string> &mentions,
                  const std::string &source, const std::string &text,
                  const std::vector<std::string> &opcodes) {
   ASSERT_TRUE(static_cast<bool>(e)) << "no error was reported";
   const std::string &msg = e.message();
-  EXPECT_EQ(e.kind(), kind) << msg;
+  EXPECT_EQ(e.code(), code) << msg;
   EXPECT_TRUE(e.isFault()) << msg;
   for (const std::string &s : mentions)
     EXPECT_NE(msg.find(s), std::string::npos)
@@ -50,7 +51,7 @@ void expectFault(const sim::Error &e, sim::ErrorKind kind,
 
 struct Defect {
   const char *kernel;
-  sim::ErrorKind kind;
+  ErrorCode code;
   std::vector<std::string> mentions;
   /// The line named must hold one of these.
   std::vector<std::string> opcodes;
@@ -90,7 +91,7 @@ TEST_P(NvccDefectTest, IsReported) {
   ASSERT_FALSE(result) << d.kernel << " ran without an error";
   std::vector<std::string> mentions = d.mentions;
   mentions.push_back("'" + name + "'");
-  expectFault(result.error(), d.kind, mentions, "SimTestKernels.ptx",
+  expectFault(result.status(), d.code, mentions, "SimTestKernels.ptx",
               moduleKernels_.text, d.opcodes);
   if (d.raceOnly) {
     config.checkRaces = false;
@@ -99,34 +100,33 @@ TEST_P(NvccDefectTest, IsReported) {
   }
 }
 
-using K = sim::ErrorKind;
 const Defect kDefects[] = {
     {"defectOutOfBounds",
-     K::OutOfBounds,
+     ErrorCode::OutOfBounds,
      {"out-of-bounds", "store of 4 bytes", "outside every registered buffer"},
      {"st.global"},
      128,
      false},
     {"defectMissingBarrier",
-     K::Race,
+     ErrorCode::Race,
      {"race", "shared address", "no barrier"},
      {"st.shared", "ld.shared"},
      128,
      true},
     {"defectEarlyCpAsyncRead",
-     K::Race,
+     ErrorCode::Race,
      {"race", "cp.async", "in flight"},
      {"ld.shared"},
      32,
      true},
     {"defectDivergentBarrier",
-     K::Deadlock,
+     ErrorCode::Deadlock,
      {"deadlock", "bar.sync", "exited"},
      {"bar.sync"},
      128,
      false},
     {"defectMisalignedVector",
-     K::Misaligned,
+     ErrorCode::Misaligned,
      {"misaligned", "16-byte", "not 16-byte aligned"},
      {"ld.global.v4"},
      32,
@@ -147,7 +147,7 @@ struct HandFault {
   const char *decls;
   const char *body;
   uint32_t threads;
-  sim::ErrorKind kind;
+  ErrorCode code;
   std::vector<std::string> mentions;
   std::vector<std::string> opcodes;
 };
@@ -162,7 +162,7 @@ TEST_P(HandFaultTest, IsReported) {
   ASSERT_FALSE(out) << "no error for\n" << f.body;
   std::vector<std::string> mentions = f.mentions;
   mentions.push_back("'test'");
-  expectFault(out.error(), f.kind, mentions, "body.ptx",
+  expectFault(out.status(), f.code, mentions, "body.ptx",
               wrapBody(f.body, f.decls), f.opcodes);
 }
 
@@ -171,42 +171,42 @@ const HandFault kHandFaults[] = {
      "",
      "  ld.global.u32 %r1, [%rd15+16];\n",
      1,
-     K::OutOfBounds,
+     ErrorCode::OutOfBounds,
      {"out-of-bounds", "load of 4 bytes", "thread (0,0,0)"},
      {"ld.global.u32"}},
     {"NullPointer",
      "",
      "  mov.u64 %rd1, 0;\n  st.global.u32 [%rd1], %r0;\n",
      1,
-     K::OutOfBounds,
+     ErrorCode::OutOfBounds,
      {"out-of-bounds", "0x0"},
      {"st.global.u32"}},
     {"SharedPastStaticSize",
      ".shared .align 4 .b8 s[64];",
      "  mov.u32 %r1, s;\n  st.shared.u32 [%r1+64], %r0;\n",
      1,
-     K::OutOfBounds,
+     ErrorCode::OutOfBounds,
      {"out-of-bounds", "shared address 0x40", "64 bytes of shared memory"},
      {"st.shared.u32"}},
     {"MisalignedScalar",
      "",
      "  ld.global.u32 %r1, [%rd15+2];\n",
      1,
-     K::Misaligned,
+     ErrorCode::Misaligned,
      {"misaligned", "not 4-byte aligned"},
      {"ld.global.u32"}},
     {"MisalignedVector",
      "",
      "  ld.global.v2.u32 {%r1, %r2}, [%rd15+4];\n",
      1,
-     K::Misaligned,
+     ErrorCode::Misaligned,
      {"misaligned", "not 8-byte aligned"},
      {"ld.global.v2.u32"}},
     {"WriteWriteRace",
      ".shared .align 4 .b32 s;",
      "  st.shared.u32 [s], %r0;\n",
      64,
-     K::Race,
+     ErrorCode::Race,
      {"race", "conflicts with the write"},
      {"st.shared.u32"}},
     {"ReadWriteRace",
@@ -216,7 +216,7 @@ const HandFault kHandFaults[] = {
      "  @%p1 st.shared.u32 [%r1], %r0;\n"
      "  ld.shared.u32 %r2, [%r1];\n",
      64,
-     K::Race,
+     ErrorCode::Race,
      {"race", "thread (40,0,0)"},
      {"st.shared.u32", "ld.shared.u32"}},
     {"CpAsyncReadBeforeWait",
@@ -227,7 +227,7 @@ const HandFault kHandFaults[] = {
      "  ld.shared.u32 %r2, [%r1+4];\n"
      "  cp.async.wait_group 0;\n",
      1,
-     K::Race,
+     ErrorCode::Race,
      {"race", "cp.async", "in flight"},
      {"ld.shared.u32"}},
     {"CpAsyncOutOfBounds",
@@ -235,7 +235,7 @@ const HandFault kHandFaults[] = {
      "  mov.u32 %r1, s;\n"
      "  cp.async.cg.shared.global [%r1], [%rd15+16], 16;\n",
      1,
-     K::OutOfBounds,
+     ErrorCode::OutOfBounds,
      {"out-of-bounds", "cp.async reads 16 bytes"},
      {"cp.async"}},
     {"BarrierInDivergentBranch",
@@ -245,7 +245,7 @@ const HandFault kHandFaults[] = {
      "  bar.sync 0;\n"
      "SKIP:\n",
      64,
-     K::Deadlock,
+     ErrorCode::Deadlock,
      {"deadlock", "32 thread(s) wait at 'bar.sync'", "have exited"},
      {"bar.sync"}},
     {"ShuffleWithExitedLane",
@@ -255,14 +255,14 @@ const HandFault kHandFaults[] = {
      "  shfl.sync.idx.b32 %r1, %r0, 0, 0x1f, 0xffffffff;\n"
      "DONE:\n",
      32,
-     K::Deadlock,
+     ErrorCode::Deadlock,
      {"deadlock", "lane 16 of the member mask has exited", "can never join"},
      {"shfl.sync"}},
     {"ShuffleMaskWithoutOwnLane",
      "",
      "  shfl.sync.idx.b32 %r1, %r0, 0, 0x1f, 0x1;\n",
      2,
-     K::Trap,
+     ErrorCode::Trap,
      {"member mask 0x1", "excludes the executing lane"},
      {"shfl.sync"}},
 };
@@ -317,10 +317,10 @@ TEST(FaultTest, RaceCheckingSurvivesEpochWrap) {
     EXPECT_EQ(v, 39999u);
   auto racy = runBody(epochWrapBody(true), {0}, 32, 32, decls);
   ASSERT_FALSE(racy) << "the race after the epoch wrap was missed";
-  EXPECT_EQ(racy.error().kind(), K::Race) << racy.error().message();
-  EXPECT_NE(racy.error().message().find("conflicts with the write"),
+  EXPECT_EQ(racy.status().code(), ErrorCode::Race) << racy.status().message();
+  EXPECT_NE(racy.status().message().find("conflicts with the write"),
             std::string::npos)
-      << racy.error().message();
+      << racy.status().message();
 }
 
 /// With several CTAs failing, the error is the first CTA's whatever the
@@ -346,8 +346,8 @@ TEST(FaultTest, FirstFailingCTAIsReported) {
                                 {sim::KernelArg::pointer(buf.data()),
                                  sim::KernelArg::pointer(buf.data())});
     ASSERT_FALSE(result);
-    EXPECT_NE(result.error().message().find("CTA (5,0,0)"), std::string::npos)
-        << result.error().message();
+    EXPECT_NE(result.status().message().find("CTA (5,0,0)"), std::string::npos)
+        << result.status().message();
   }
 }
 
@@ -373,15 +373,15 @@ TEST(FaultTest, DynamicSharedMemoryBounds) {
       ok(device.launch(**module, "k", config, {sim::KernelArg::u32(252)})));
   auto past = device.launch(**module, "k", config, {sim::KernelArg::u32(256)});
   ASSERT_FALSE(past);
-  EXPECT_EQ(past.error().kind(), sim::ErrorKind::OutOfBounds);
-  EXPECT_NE(past.error().message().find("256 dynamic"), std::string::npos)
-      << past.error().message();
-  EXPECT_EQ(lineIn(past.error().message(), "dyn.ptx"), 12u)
-      << past.error().message();
+  EXPECT_EQ(past.status().code(), ErrorCode::OutOfBounds);
+  EXPECT_NE(past.status().message().find("256 dynamic"), std::string::npos)
+      << past.status().message();
+  EXPECT_EQ(lineIn(past.status().message(), "dyn.ptx"), 12u)
+      << past.status().message();
 }
 
 //===----------------------------------------------------------------------===//
-// Usage errors
+// Errors of the caller: InvalidArgument
 //===----------------------------------------------------------------------===//
 
 class UsageTest : public ::testing::Test {
@@ -392,23 +392,24 @@ protected:
     module = *parsed;
     ASSERT_TRUE(ok(registerVector(device, buf, "buf")));
   }
-  sim::Expected<sim::LaunchStats> launch(const sim::LaunchConfig &config,
-                                         std::vector<sim::KernelArg> args,
-                                         const char *kernel = "test") {
+  Result<sim::LaunchStats> launch(const sim::LaunchConfig &config,
+                                  std::vector<sim::KernelArg> args,
+                                  const char *kernel = "test") {
     return device.launch(*module, kernel, config, args);
   }
   std::vector<sim::KernelArg> goodArgs() {
     return {sim::KernelArg::pointer(buf.data()),
             sim::KernelArg::pointer(buf.data())};
   }
-  void expectUsage(const sim::Expected<sim::LaunchStats> &r,
+  void expectUsage(const Result<sim::LaunchStats> &r,
                    const std::vector<std::string> &mentions) {
     ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().kind(), sim::ErrorKind::Usage) << r.error().message();
-    EXPECT_FALSE(r.error().isFault());
+    EXPECT_EQ(r.status().code(), ErrorCode::InvalidArgument)
+        << r.status().message();
+    EXPECT_FALSE(r.status().isFault());
     for (const std::string &s : mentions)
-      EXPECT_NE(r.error().message().find(s), std::string::npos)
-          << "'" << r.error().message() << "' does not mention '" << s << "'";
+      EXPECT_NE(r.status().message().find(s), std::string::npos)
+          << "'" << r.status().message() << "' does not mention '" << s << "'";
   }
   std::shared_ptr<const sim::Module> module;
   sim::Device device;
@@ -455,19 +456,19 @@ TEST_F(UsageTest, BadLaunchShapes) {
 TEST_F(UsageTest, BufferRegistration) {
   std::vector<uint64_t> other(4);
   EXPECT_TRUE(ok(device.registerBuffer(other.data(), 32, "other")));
-  sim::Error overlap = device.registerBuffer(buf.data() + 1, 8, "inner");
-  EXPECT_EQ(overlap.kind(), sim::ErrorKind::Usage);
+  Status overlap = device.registerBuffer(buf.data() + 1, 8, "inner");
+  EXPECT_EQ(overlap.code(), ErrorCode::InvalidArgument);
   EXPECT_NE(overlap.message().find("'inner' overlaps"), std::string::npos)
       << overlap.message();
-  sim::Error empty = device.registerBuffer(other.data(), 0, "empty");
-  EXPECT_EQ(empty.kind(), sim::ErrorKind::Usage);
+  Status empty = device.registerBuffer(other.data(), 0, "empty");
+  EXPECT_EQ(empty.code(), ErrorCode::InvalidArgument);
   EXPECT_NE(device.findBuffer(reinterpret_cast<uint64_t>(other.data()) + 8, 8),
             nullptr);
   EXPECT_EQ(device.findBuffer(reinterpret_cast<uint64_t>(other.data()) + 28, 8),
             nullptr);
   EXPECT_TRUE(ok(device.unregisterBuffer(other.data())));
-  EXPECT_EQ(device.unregisterBuffer(other.data()).kind(),
-            sim::ErrorKind::Usage);
+  EXPECT_EQ(device.unregisterBuffer(other.data()).code(),
+            ErrorCode::InvalidArgument);
   // A kernel touching an unregistered buffer faults.
   auto module = sim::Module::parse(wrapBody("  st.global.u32 [%rd14], %r0;\n"));
   ASSERT_TRUE(ok(module));
@@ -475,7 +476,7 @@ TEST_F(UsageTest, BufferRegistration) {
                          {sim::KernelArg::pointer(other.data()),
                           sim::KernelArg::pointer(buf.data())});
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().kind(), sim::ErrorKind::OutOfBounds);
+  EXPECT_EQ(r.status().code(), ErrorCode::OutOfBounds);
   device.clearBuffers();
   EXPECT_EQ(device.findBuffer(reinterpret_cast<uint64_t>(buf.data()), 8),
             nullptr);

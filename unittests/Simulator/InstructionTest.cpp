@@ -1374,22 +1374,22 @@ TEST(ControlTest, DivergentThreadsReconverge) {
 TEST(ControlTest, InstructionLimitTrapsRunawayLoops) {
   auto out = runBody("SPIN:\n  bra.uni SPIN;\n", {}, 1);
   ASSERT_FALSE(out);
-  EXPECT_EQ(out.error().kind(), sim::ErrorKind::Trap);
+  EXPECT_EQ(out.status().code(), ErrorCode::Trap);
   // runBody's budget: 2^20 instructions per thread.
-  EXPECT_NE(out.error().message().find("exceeded 1048576 instructions"),
+  EXPECT_NE(out.status().message().find("exceeded 1048576 instructions"),
             std::string::npos)
-      << out.error().message();
+      << out.status().message();
 }
 
 TEST(ControlTest, TrapInstruction) {
   auto out = runBody("  setp.eq.u32 %p1, %r0, 5;\n  @%p1 trap;\n", {}, 1, 32);
   ASSERT_FALSE(out);
-  EXPECT_EQ(out.error().kind(), sim::ErrorKind::Trap);
-  EXPECT_TRUE(out.error().isFault());
-  EXPECT_NE(out.error().message().find("thread (5,0,0)"), std::string::npos)
-      << out.error().message();
-  EXPECT_EQ(lineIn(out.error().message(), "body.ptx"), kBodyFirstLine + 1)
-      << out.error().message();
+  EXPECT_EQ(out.status().code(), ErrorCode::Trap);
+  EXPECT_TRUE(out.status().isFault());
+  EXPECT_NE(out.status().message().find("thread (5,0,0)"), std::string::npos)
+      << out.status().message();
+  EXPECT_EQ(lineIn(out.status().message(), "body.ptx"), kBodyFirstLine + 1)
+      << out.status().message();
 }
 
 } // namespace

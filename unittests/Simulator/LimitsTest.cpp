@@ -4,7 +4,7 @@
 // aborted or hung the simulator (a 2^32 alignment used as a divisor, sizes
 // wrapped at 32 bits, allocations without a bound, runaway loops, control
 // bytes echoed into messages); now each is one clear error of the right
-// kind: Parse for bad text, Usage for bad launches, Limit beyond the
+// code: Parse for bad text, InvalidArgument for bad launches, Limit beyond the
 // simulator's budgets, a Trap fault for a thread over its instruction
 // budget.
 //
@@ -19,8 +19,6 @@ using namespace flashc::sim::test;
 
 namespace {
 
-using K = sim::ErrorKind;
-
 /// A kernel `k` around `body`, after `decls` in its body.
 std::string kernelText(const std::string &decls, const std::string &body,
                        const std::string &params = "") {
@@ -28,18 +26,18 @@ std::string kernelText(const std::string &decls, const std::string &body,
          decls + "\n" + body + "\n  ret;\n}\n";
 }
 
-/// Expects `text` to fail to parse with `kind` and a message mentioning
+/// Expects `text` to fail to parse with `code` and a message mentioning
 /// every string of `mentions`.
 void expectParseError(const std::string &text,
                       const std::vector<std::string> &mentions,
-                      K kind = K::Parse) {
+                      ErrorCode code = ErrorCode::Parse) {
   auto module = sim::Module::parse(text, "limits.ptx");
   ASSERT_FALSE(module) << "parsed:\n" << text.substr(0, 2000);
-  EXPECT_EQ(module.error().kind(), kind) << module.error().message();
-  EXPECT_FALSE(module.error().isFault());
+  EXPECT_EQ(module.status().code(), code) << module.status().message();
+  EXPECT_FALSE(module.status().isFault());
   for (const std::string &s : mentions)
-    EXPECT_NE(module.error().message().find(s), std::string::npos)
-        << "'" << module.error().message() << "' does not mention '" << s
+    EXPECT_NE(module.status().message().find(s), std::string::npos)
+        << "'" << module.status().message() << "' does not mention '" << s
         << "'";
 }
 
@@ -155,13 +153,13 @@ TEST(LimitsTest, TheTextIsBounded) {
   expectParseError(text,
                    {"a PTX text of 33554433 bytes",
                     "over the simulator's limit of 33554432"},
-                   K::Limit);
+                   ErrorCode::Limit);
   auto ops = sim::listOpcodes(text);
   ASSERT_FALSE(ops);
-  EXPECT_EQ(ops.error().kind(), K::Limit);
+  EXPECT_EQ(ops.status().code(), ErrorCode::Limit);
   // Tokens are bounded too (a text of 1-byte tokens).
   std::string dense(sim::kMaxPtxTokens + 1, ';');
-  expectParseError(dense, {"more than 8388608 tokens"}, K::Limit);
+  expectParseError(dense, {"more than 8388608 tokens"}, ErrorCode::Limit);
 }
 
 /// Control bytes of the input came back raw in messages.
@@ -169,7 +167,7 @@ TEST(LimitsTest, ControlBytesInMessagesAreEscaped) {
   std::string text = std::string(kPtxHeader) + "\x01\x1b[31m\n";
   auto module = sim::Module::parse(text, "evil\x07.ptx");
   ASSERT_FALSE(module);
-  const std::string &msg = module.error().message();
+  const std::string &msg = module.status().message();
   EXPECT_NE(msg.find("evil\\x07.ptx:4: unexpected '\\x01'"), std::string::npos)
       << msg;
   for (char c : msg)
@@ -180,9 +178,9 @@ TEST(LimitsTest, ControlBytesInMessagesAreEscaped) {
   sim::Device device;
   auto r = device.launch(**good, "k\n\x7f\xc3\xa9", sim::LaunchConfig(), {});
   ASSERT_FALSE(r);
-  EXPECT_NE(r.error().message().find("no kernel 'k\\x0a\\x7f\\xc3\\xa9'"),
+  EXPECT_NE(r.status().message().find("no kernel 'k\\x0a\\x7f\\xc3\\xa9'"),
             std::string::npos)
-      << r.error().message();
+      << r.status().message();
   EXPECT_EQ(sim::escapeText("a\\b\"c'\t"), "a\\b\"c'\\x09");
 }
 
@@ -192,21 +190,21 @@ TEST(LimitsTest, ControlBytesInMessagesAreEscaped) {
 
 class LaunchLimitTest : public ::testing::Test {
 protected:
-  sim::Expected<sim::LaunchStats> launch(const std::string &decls,
-                                         const std::string &body,
-                                         const sim::LaunchConfig &config) {
+  Result<sim::LaunchStats> launch(const std::string &decls,
+                                  const std::string &body,
+                                  const sim::LaunchConfig &config) {
     auto module = sim::Module::parse(kernelText(decls, body), "limits.ptx");
     if (!module)
-      return module.error();
+      return module.status();
     return device.launch(**module, "k", config, {});
   }
-  void expectError(const sim::Expected<sim::LaunchStats> &r, K kind,
+  void expectError(const Result<sim::LaunchStats> &r, ErrorCode code,
                    const std::vector<std::string> &mentions) {
     ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().kind(), kind) << r.error().message();
+    EXPECT_EQ(r.status().code(), code) << r.status().message();
     for (const std::string &s : mentions)
-      EXPECT_NE(r.error().message().find(s), std::string::npos)
-          << "'" << r.error().message() << "' does not mention '" << s << "'";
+      EXPECT_NE(r.status().message().find(s), std::string::npos)
+          << "'" << r.status().message() << "' does not mention '" << s << "'";
   }
   sim::Device device;
 };
@@ -214,19 +212,21 @@ protected:
 TEST_F(LaunchLimitTest, GridsAndBlocksWithinCudaLimits) {
   sim::LaunchConfig config;
   config.grid = {0x80000000u};
-  expectError(launch("", "", config), K::Usage,
+  expectError(launch("", "", config), ErrorCode::InvalidArgument,
               {"grid (2147483648,1,1) exceeds CUDA's limits",
                "x up to 2147483647, y and z up to 65535"});
   config.grid = {1, 1, 65536};
-  expectError(launch("", "", config), K::Usage, {"grid (1,1,65536)"});
+  expectError(launch("", "", config), ErrorCode::InvalidArgument,
+              {"grid (1,1,65536)"});
   config.grid = {1, 0xffffffffu, 0xffffffffu}; // the count overflows
-  expectError(launch("", "", config), K::Usage, {"exceeds CUDA's limits"});
+  expectError(launch("", "", config), ErrorCode::InvalidArgument,
+              {"exceeds CUDA's limits"});
   config.grid = {1};
   config.block = {1, 1, 65};
-  expectError(launch("", "", config), K::Usage,
+  expectError(launch("", "", config), ErrorCode::InvalidArgument,
               {"block (1,1,65) exceeds CUDA's limits", "z up to 64"});
   config.block = {2048, 1, 1};
-  expectError(launch("", "", config), K::Usage,
+  expectError(launch("", "", config), ErrorCode::InvalidArgument,
               {"a block of 2048 threads exceeds 1024"});
   config.block = {32, 32};
   EXPECT_TRUE(ok(launch("", "", config)));
@@ -238,7 +238,7 @@ TEST_F(LaunchLimitTest, LocalMemoryIsWithinTheBudget) {
   std::string body = "  st.local.u32 [a+1073741820], 1;";
   sim::LaunchConfig config;
   config.block = {32};
-  expectError(launch(decls, body, config), K::Limit,
+  expectError(launch(decls, body, config), ErrorCode::Limit,
               {"the launch of kernel 'k' needs ",
                " bytes of simulator memory for one CTA", "32 threads",
                "1073741824 bytes of local memory per thread",
@@ -248,7 +248,7 @@ TEST_F(LaunchLimitTest, LocalMemoryIsWithinTheBudget) {
   decls = "  .local .align 4 .b8 a[1048576];";
   body = "  st.local.u32 [a+1048572], 1;";
   config.memoryBudgetBytes = 16u << 20;
-  expectError(launch(decls, body, config), K::Limit,
+  expectError(launch(decls, body, config), ErrorCode::Limit,
               {"over its budget of 16777216 bytes"});
   config.memoryBudgetBytes = 40u << 20;
   config.workers = 4;
@@ -260,7 +260,7 @@ TEST_F(LaunchLimitTest, RegistersAreWithinTheBudget) {
   const char *decls = "  .reg .b32 %r<1000000>;";
   sim::LaunchConfig config;
   config.block = {1024};
-  expectError(launch(decls, "  mov.u32 %r999999, 1;", config), K::Limit,
+  expectError(launch(decls, "  mov.u32 %r999999, 1;", config), ErrorCode::Limit,
               {"1024 threads x 1000000 registers", "over its budget"});
   config.memoryBudgetBytes = 16ull << 30;
   config.block = {4};
@@ -277,8 +277,8 @@ TEST_F(LaunchLimitTest, TheBudgetBoundsTheCTAsInFlight) {
   EXPECT_TRUE(ok(launch("  .local .align 4 .b8 a[32768];",
                         "  st.local.u32 [a+32764], 1;", config)));
   config.memoryBudgetBytes = 4u << 20;
-  expectError(launch("  .local .align 4 .b8 a[32768];", "", config), K::Limit,
-              {"over its budget of 4194304 bytes"});
+  expectError(launch("  .local .align 4 .b8 a[32768];", "", config),
+              ErrorCode::Limit, {"over its budget of 4194304 bytes"});
 }
 
 TEST_F(LaunchLimitTest, RunawayLoopsExceedTheInstructionBudget) {
@@ -286,10 +286,10 @@ TEST_F(LaunchLimitTest, RunawayLoopsExceedTheInstructionBudget) {
   config.block = {64};
   config.maxInstructionsPerThread = 5000;
   auto r = launch("", "LOOP:\n  bra.uni LOOP;", config);
-  expectError(r, K::Trap,
+  expectError(r, ErrorCode::Trap,
               {"trap: the thread exceeded 5000 instructions", "a runaway loop",
                "kernel 'k'", "limits.ptx:8"});
-  EXPECT_TRUE(r.error().isFault());
+  EXPECT_TRUE(r.status().isFault());
 }
 
 /// Parameter and shared addresses near 2^64 wrapped past the bounds
@@ -299,13 +299,15 @@ TEST_F(LaunchLimitTest, AddressesNear2To64AreOutOfBounds) {
                        "  ld.param.u32 %r1, [%rd1];\n",
                        {}, 1);
   ASSERT_FALSE(param);
-  EXPECT_EQ(param.error().kind(), K::OutOfBounds) << param.error().message();
+  EXPECT_EQ(param.status().code(), ErrorCode::OutOfBounds)
+      << param.status().message();
   auto copy = runBody("  mov.u64 %rd1, 0xfffffffffffffff0;\n"
                       "  cp.async.ca.shared.global [%rd1], [%rd15], 16;\n"
                       "  cp.async.wait_all;\n",
                       {0, 0}, 1, 1, ".shared .align 16 .b8 s[16];");
   ASSERT_FALSE(copy);
-  EXPECT_EQ(copy.error().kind(), K::OutOfBounds) << copy.error().message();
+  EXPECT_EQ(copy.status().code(), ErrorCode::OutOfBounds)
+      << copy.status().message();
 }
 
 /// cp.async copies never retired by a wait pile up: bounded per CTA.
@@ -320,7 +322,8 @@ TEST_F(LaunchLimitTest, CopiesInFlightAreBounded) {
                      "  cp.async.ca.shared.global [%r1], [%rd1], 16, 0;\n"
                      "  bra.uni LOOP;",
                      config),
-              K::Trap, {"more than 65536 cp.async copies are in flight"});
+              ErrorCode::Trap,
+              {"more than 65536 cp.async copies are in flight"});
 }
 
 } // namespace

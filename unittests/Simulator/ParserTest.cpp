@@ -98,14 +98,14 @@ TEST(ParserTest, LaunchChecksTheBlockAgainstDirectives) {
   config.block = {32};
   auto fixed = device.launch(**module, "fixed", config, {});
   ASSERT_FALSE(fixed);
-  EXPECT_EQ(fixed.error().kind(), sim::ErrorKind::Usage);
+  EXPECT_EQ(fixed.status().code(), ErrorCode::InvalidArgument);
   EXPECT_TRUE(ok(device.launch(**module, "bounded", config, {})));
   config.block = {65};
   auto bounded = device.launch(**module, "bounded", config, {});
   ASSERT_FALSE(bounded);
-  EXPECT_EQ(bounded.error().kind(), sim::ErrorKind::Usage);
-  EXPECT_NE(bounded.error().message().find(".maxntid"), std::string::npos)
-      << bounded.error().message();
+  EXPECT_EQ(bounded.status().code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(bounded.status().message().find(".maxntid"), std::string::npos)
+      << bounded.status().message();
 }
 
 TEST(ParserTest, SkipsCommentsAndDebugDirectives) {
@@ -151,7 +151,7 @@ struct BadInput {
   const char *name;
   /// Lines placed at line 10 of a kernel body (see badModule).
   const char *lines;
-  sim::ErrorKind kind;
+  ErrorCode code;
   unsigned line;
   /// Substrings the message must contain.
   std::vector<std::string> mentions;
@@ -181,8 +181,8 @@ TEST_P(BadInputTest, NamesTheLine) {
   const BadInput &c = GetParam();
   auto module = sim::Module::parse(badModule(c.lines), "bad.ptx");
   ASSERT_FALSE(module) << "parsed without an error";
-  const sim::Error &e = module.error();
-  EXPECT_EQ(e.kind(), c.kind) << e.message();
+  const Status &e = module.status();
+  EXPECT_EQ(e.code(), c.code) << e.message();
   EXPECT_FALSE(e.isFault());
   EXPECT_EQ(lineIn(e.message(), "bad.ptx"), c.line) << e.message();
   for (const std::string &s : c.mentions)
@@ -190,7 +190,7 @@ TEST_P(BadInputTest, NamesTheLine) {
         << "'" << e.message() << "' does not mention '" << s << "'";
 }
 
-using K = sim::ErrorKind;
+using K = ErrorCode;
 const BadInput kBadInputs[] = {
     {"UndeclaredRegister",
      "  mov.u32 %r1, 1;\n  add.u32 %r9, %r1, 1;",
@@ -263,9 +263,9 @@ TEST(ParserTest, UnterminatedBody) {
       std::string(kPtxHeader) + ".visible .entry open()\n{\n  ret;\n";
   auto module = sim::Module::parse(ptx, "open.ptx");
   ASSERT_FALSE(module);
-  EXPECT_EQ(module.error().kind(), sim::ErrorKind::Parse);
-  EXPECT_NE(module.error().message().find("open.ptx:"), std::string::npos)
-      << module.error().message();
+  EXPECT_EQ(module.status().code(), ErrorCode::Parse);
+  EXPECT_NE(module.status().message().find("open.ptx:"), std::string::npos)
+      << module.status().message();
 }
 
 TEST(ParserTest, SupportedOpcodeSpellings) {

@@ -46,22 +46,22 @@ std::string wrapBody(const std::string &body, const std::string &decls) {
          "}\n";
 }
 
-Expected<std::vector<uint64_t>> runBody(const std::string &body,
-                                        const std::vector<uint64_t> &in,
-                                        size_t numOut, uint32_t threads,
-                                        const std::string &decls) {
+Result<std::vector<uint64_t>> runBody(const std::string &body,
+                                      const std::vector<uint64_t> &in,
+                                      size_t numOut, uint32_t threads,
+                                      const std::string &decls) {
   auto module = Module::parse(wrapBody(body, decls), "body.ptx");
   if (!module)
-    return module.error();
+    return module.status();
   std::vector<uint64_t> input = in, output(numOut, 0);
   if (input.empty())
     input.push_back(0);
   if (output.empty())
     output.push_back(0);
   Device device;
-  if (Error e = registerVector(device, input, "in"))
+  if (Status e = registerVector(device, input, "in"))
     return e;
-  if (Error e = registerVector(device, output, "out"))
+  if (Status e = registerVector(device, output, "out"))
     return e;
   LaunchConfig config;
   config.block = {threads};
@@ -71,7 +71,7 @@ Expected<std::vector<uint64_t>> runBody(const std::string &body,
       **module, "test", config,
       {KernelArg::pointer(output.data()), KernelArg::pointer(input.data())});
   if (!stats)
-    return stats.error();
+    return stats.status();
   output.resize(numOut);
   return output;
 }
@@ -95,7 +95,7 @@ const NvccKernels &nvccKernels() {
     static std::shared_ptr<const Module> module;
     auto parsed = Module::parse(k.text, "SimTestKernels.ptx");
     if (!parsed) {
-      k.error = parsed.error().message();
+      k.error = parsed.status().message();
       return k;
     }
     module = *parsed;

@@ -46,10 +46,10 @@ constexpr unsigned kBodyFirstLine = 17;
 /// Runs `wrapBody(body, decls)` on one CTA of `threads` threads with
 /// `numOut` zeroed output slots and the input slots `in`; returns the output
 /// slots or the simulator's error.
-Expected<std::vector<uint64_t>> runBody(const std::string &body,
-                                        const std::vector<uint64_t> &in,
-                                        size_t numOut, uint32_t threads = 1,
-                                        const std::string &decls = "");
+Result<std::vector<uint64_t>> runBody(const std::string &body,
+                                      const std::vector<uint64_t> &in,
+                                      size_t numOut, uint32_t threads = 1,
+                                      const std::string &decls = "");
 
 //===----------------------------------------------------------------------===//
 // The nvcc-compiled kernels
@@ -81,20 +81,20 @@ const NvccKernels &nvccKernels();
 //===----------------------------------------------------------------------===//
 
 /// Success, or a failure carrying the error's message.
-inline ::testing::AssertionResult ok(const Error &e) {
+inline ::testing::AssertionResult ok(const Status &e) {
   if (!e)
     return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << e.message();
 }
-template <typename T> testing::AssertionResult ok(const Expected<T> &value) {
+template <typename T> testing::AssertionResult ok(const Result<T> &value) {
   if (value)
     return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << value.error().message();
+  return ::testing::AssertionFailure() << value.status().message();
 }
 
 /// Registers `v`'s storage as a global buffer named `name`.
 template <typename T>
-Error registerVector(Device &device, std::vector<T> &v, std::string name) {
+Status registerVector(Device &device, std::vector<T> &v, std::string name) {
   return device.registerBuffer(v.data(), v.size() * sizeof(T), std::move(name));
 }
 

@@ -205,8 +205,8 @@ public:
   virtual Status synchronize(void *stream) = 0;
 };
 
-/// The CUDA driver's device `ordinal`, or an error naming why there is none
-/// (no libcuda.so.1, no device, an old driver).
+/// The CUDA driver's device `ordinal`, or a NoDevice error naming why there
+/// is none (no libcuda.so.1, no device, an old driver).
 Result<std::shared_ptr<Device>> getCudaDevice(int ordinal = 0);
 
 /// How the simulator device runs its launches.
@@ -277,7 +277,10 @@ struct LaunchReport {
 /// unit innermost strides, 16-byte alignment of rows) and launches it. The
 /// call's Hkv KV heads become part of the kernels' batch: one launch over
 /// B * Hkv when the strides allow it (as for densely packed tensors), else
-/// one launch per batch entry. Errors name the offending tensor.
+/// one launch per batch entry. Errors name the offending tensor
+/// (InvalidArgument); a kernel that cannot be launched is a Launch error, a
+/// fault the simulator finds has its code (ErrorCode::OutOfBounds, Race,
+/// ...), and other failures of the device other codes.
 Status launchAttention(Device &device, const KernelVariant &variant,
                        const AttentionCall &call,
                        LaunchReport *report = nullptr);
@@ -300,7 +303,9 @@ int64_t getLaunchSplitCount(const Device &device, const KernelVariant &variant,
 /// Each entry records an FNV-1a checksum of its files.
 class Bundle {
 public:
-  /// Fails on a file whose checksum differs from its manifest entry's.
+  /// Fails on a file whose checksum differs from its manifest entry's. The
+  /// error is NotFound where the directory or its manifest does not exist,
+  /// else InvalidBundle.
   static Result<Bundle> load(const std::string &directory);
   /// Writes the manifest and every variant's files, each whole (through a
   /// temporary file renamed into place), the manifest last.

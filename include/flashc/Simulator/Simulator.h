@@ -12,7 +12,7 @@
 //   config.dynamicSharedBytes = 81920;
 //   auto stats = device.launch(**module, "flash_fwd", config,
 //                              {sim::KernelArg::u64(*q), ...});
-//   if (!stats) ... stats.error().message() ...
+//   if (!stats) ... stats.status().code() ... stats.message() ...
 //
 // Global memory is the caller's host memory, seen through a simulated
 // address space: mapBuffer places each buffer in a region of its own,
@@ -54,6 +54,8 @@
 #ifndef FLASHC_SIMULATOR_SIMULATOR_H
 #define FLASHC_SIMULATOR_SIMULATOR_H
 
+#include "flashc/Support/Status.h"
+
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -63,76 +65,14 @@
 #include <string>
 #include <string_view>
 #include <utility>
-#include <variant>
 #include <vector>
 
 namespace flashc {
 namespace sim {
 
-/// What went wrong. The first group are faults of the simulated program; the
-/// rest are errors of the input or the caller.
-enum class ErrorKind {
-  None,
-  OutOfBounds,
-  Misaligned,
-  Race,
-  Deadlock,
-  Trap,
-  Parse,
-  Unsupported,
-  Usage,
-  /// A launch or an input beyond the simulator's limits (its memory
-  /// budget, the size of a PTX text): not a fault of the program.
-  Limit,
-};
-
 /// `text` safe to print on one line: bytes below 0x20 and from 0x7f up are
 /// written as `\xNN` (a backslash stays as it is).
 std::string escapeText(std::string_view text);
-
-/// A success, or an error with a kind and a message. Converts to true when
-/// it holds an error, like llvm::Error.
-class Error {
-public:
-  Error() = default;
-  static Error success() { return Error(); }
-  static Error make(ErrorKind kind, std::string message) {
-    Error e;
-    e.errorKind = kind;
-    e.text = std::move(message);
-    return e;
-  }
-  explicit operator bool() const { return errorKind != ErrorKind::None; }
-  ErrorKind kind() const { return errorKind; }
-  const std::string &message() const { return text; }
-  /// True for faults of the simulated program (out of bounds, misaligned,
-  /// race, deadlock, trap), as opposed to input or usage errors.
-  bool isFault() const {
-    return errorKind == ErrorKind::OutOfBounds ||
-           errorKind == ErrorKind::Misaligned || errorKind == ErrorKind::Race ||
-           errorKind == ErrorKind::Deadlock || errorKind == ErrorKind::Trap;
-  }
-
-private:
-  ErrorKind errorKind = ErrorKind::None;
-  std::string text;
-};
-
-/// A value or an error.
-template <typename T> class Expected {
-public:
-  Expected(T value) : storage(std::move(value)) {}
-  Expected(Error error) : storage(std::move(error)) {}
-  explicit operator bool() const { return storage.index() == 0; }
-  T &operator*() { return std::get<0>(storage); }
-  const T &operator*() const { return std::get<0>(storage); }
-  T *operator->() { return &std::get<0>(storage); }
-  const T *operator->() const { return &std::get<0>(storage); }
-  const Error &error() const { return std::get<1>(storage); }
-
-private:
-  std::variant<T, Error> storage;
-};
 
 struct Dim3 {
   uint32_t x = 1, y = 1, z = 1;
@@ -205,7 +145,7 @@ public:
   ~Module();
   /// Parses `ptx`. Errors name the line; an instruction the simulator does
   /// not implement is an Unsupported error naming it and its line.
-  static Expected<std::shared_ptr<const Module>>
+  static Result<std::shared_ptr<const Module>>
   parse(std::string_view ptx, std::string sourceName = "<ptx>");
 
   std::vector<std::string> kernelNames() const;
@@ -227,7 +167,7 @@ private:
 bool isSupportedOpcode(std::string_view opcode);
 
 /// The distinct opcodes of `ptx` without decoding it (for coverage tests).
-Expected<std::set<std::string>> listOpcodes(std::string_view ptx);
+Result<std::set<std::string>> listOpcodes(std::string_view ptx);
 
 /// What a launch may be: CUDA's limits on grids and blocks.
 constexpr uint32_t kMaxGridX = 0x7fffffffu;
@@ -291,26 +231,25 @@ public:
   /// on either side; no address is used twice by one Device. Host ranges
   /// may overlap (views of one allocation): each mapping is still its own
   /// buffer, so an access through one view never reaches another.
-  Expected<uint64_t> mapBuffer(void *host, uint64_t bytes,
-                               std::string name = "");
+  Result<uint64_t> mapBuffer(void *host, uint64_t bytes, std::string name = "");
   /// Forgets the buffer mapped (or registered) at `address`.
-  Error unmapBuffer(uint64_t address);
+  Status unmapBuffer(uint64_t address);
   /// The unmapped addresses around every mapBuffer region, at least.
   static constexpr uint64_t kGuardGapBytes = 1ull << 32;
 
   /// Makes `[data, data + bytes)` addressable as global memory at its own
   /// host address: a kernel receives `data` itself as the buffer's address.
   /// Buffers adjacent in host memory are adjacent here too.
-  Error registerBuffer(void *data, uint64_t bytes, std::string name = "");
-  Error unregisterBuffer(void *data);
+  Status registerBuffer(void *data, uint64_t bytes, std::string name = "");
+  Status unregisterBuffer(void *data);
   /// Forgets every registered and mapped buffer.
   void clearBuffers();
 
   /// Runs `kernel` of `module` over the grid. Arguments must match the
   /// kernel's parameters in number and size.
-  Expected<LaunchStats> launch(const Module &module, std::string_view kernel,
-                               const LaunchConfig &config,
-                               const std::vector<KernelArg> &args);
+  Result<LaunchStats> launch(const Module &module, std::string_view kernel,
+                             const LaunchConfig &config,
+                             const std::vector<KernelArg> &args);
 
   /// A buffer: simulated addresses `[begin, end)` hold the host bytes from
   /// `host` on.
@@ -326,7 +265,7 @@ public:
   const Buffer *findBuffer(uint64_t addr, uint64_t bytes) const;
 
 private:
-  Error insert(uint64_t begin, uint64_t bytes, void *host, std::string name);
+  Status insert(uint64_t begin, uint64_t bytes, void *host, std::string name);
 
   std::map<uint64_t, Buffer> buffers; // keyed by begin
   /// Where the next mapBuffer region may start.

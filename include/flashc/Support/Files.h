@@ -29,13 +29,14 @@ constexpr uint64_t kMaxFileBytes = uint64_t(256) << 20;
 /// \xNN, for error messages that quote names or contents from a file.
 std::string escapeForMessage(const std::string &text, size_t maxChars = 200);
 
-/// An error for a path holding a NUL byte (which the C library would cut
-/// there), else success.
+/// An error for an empty path (NotFound) or one holding a NUL byte (which
+/// the C library would cut there; InvalidArgument), else success.
 Status checkPathText(const std::string &path, const char *what = "path");
 
 /// The contents of the regular file `path`, or an error naming it: not a
 /// regular file (a directory, a FIFO, a device), larger than `maxBytes`,
-/// unreadable, or out of memory. Never blocks on a FIFO.
+/// unreadable (NotFound where it does not exist), or out of memory. Never
+/// blocks on a FIFO.
 Result<std::string> readRegularFile(const std::string &path,
                                     uint64_t maxBytes = kMaxFileBytes);
 
