@@ -728,7 +728,7 @@ FLASHC_FLAGS = {
     "--block-q": (("0", "4", "16", "64"), SIZE_RARE + ("65537",)),
     "--block-kv": (("0", "8", "32", "128"), SIZE_RARE + ("65537",)),
     "--splits": (("0", "1", "2", "4"), SIZE_RARE + ("1000",)),
-    "--threads": (("0", "1", "2"), ("-1", "1024", "1025", "4294967296", "x")),
+    "--num-threads": (("0", "1", "2"), ("-1", "1024", "1025", "4294967296", "x")),
     "--sram-bytes": (("0", "65536", "1048576"), SIZE_RARE + ("1",)),
 }
 
@@ -748,7 +748,7 @@ def run_flags(rng):
         args += ["--simulate"]
     if rng.random() < 0.1:
         args += ["--versus", rng.choice((
-            "--block-kv 32", "--scalef off", "--threads 1", "--splits 2",
+            "--block-kv 32", "--scalef off", "--num-threads 1", "--splits 2",
             "--kt-reuse off", "--kt-reuse x",
             "--block-q 16 --block-kv 16", "", " ", "--heads 2", "--block-kv x",
             "--vector-lanes 12", "--ablate pv", "--versus --splits"))]
@@ -1653,10 +1653,17 @@ def bundle_case(ctx, rng, index):
             notes.append(f"{key}.{field}")
         else:
             field = rng.choice(("block_q", "block_kv", "group", "head_dim",
-                                "head_dim_v", "causal", "lse", "decode",
+                                "head_dim_v", "mask", "lse", "decode",
                                 "target", "dtype"))
             old = v[field]
-            if isinstance(old, bool):
+            if field == "mask":
+                # The manifest names the mask; the descriptor line still
+                # says causal=0|1.
+                new = "none" if old == "causal" else "causal"
+                shown = str(int(new == "causal"))
+                field = "causal"
+                v["mask"] = new
+            elif isinstance(old, bool):
                 new, shown = not old, str(int(not old))
             elif field == "target":
                 new = shown = "sm_90a"
@@ -1665,7 +1672,8 @@ def bundle_case(ctx, rng, index):
             else:
                 new = rng.choice((1, 2, 3, 8, 16, 32, 64, 128, 256, 4096, 65536))
                 shown = str(new)
-            v[field] = new
+            if field != "causal":
+                v[field] = new
             text = re.sub(r"^(// flashc-variant [^\n]*\b" + field + r"=)\S*",
                           lambda m: m.group(1) + shown, text, flags=re.M)
             notes.append(field)

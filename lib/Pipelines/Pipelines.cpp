@@ -45,31 +45,92 @@ bool PipelineConfig::isGPU() const {
   return t->isGPU();
 }
 
+//===----------------------------------------------------------------------===//
+// The options table
+//===----------------------------------------------------------------------===//
+
+static llvm::Error parseOptionValue(llvm::StringRef name, llvm::StringRef text,
+                                    int64_t &value) {
+  if (text.getAsInteger(10, value))
+    return llvm::createStringError(name + " expects an integer, got '" + text +
+                                   "'");
+  return llvm::Error::success();
+}
+
+static llvm::Error parseOptionValue(llvm::StringRef name, llvm::StringRef text,
+                                    bool &value) {
+  if (text == "1" || text == "true" || text == "on")
+    value = true;
+  else if (text == "0" || text == "false" || text == "off")
+    value = false;
+  else
+    return llvm::createStringError(name + " must be on or off, got '" + text +
+                                   "'");
+  return llvm::Error::success();
+}
+
+static llvm::Error parseOptionValue(llvm::StringRef, llvm::StringRef text,
+                                    std::string &value) {
+  value = text.str();
+  return llvm::Error::success();
+}
+
+static std::string printOptionValue(int64_t value) {
+  return std::to_string(value);
+}
+static std::string printOptionValue(bool value) { return value ? "1" : "0"; }
+static std::string printOptionValue(const std::string &value) {
+  return value;
+}
+
+template <typename T> struct OptionKind;
+template <> struct OptionKind<int64_t> {
+  static constexpr auto value = PipelineOptionInfo::Kind::Integer;
+};
+template <> struct OptionKind<bool> {
+  static constexpr auto value = PipelineOptionInfo::Kind::Bool;
+};
+template <> struct OptionKind<std::string> {
+  static constexpr auto value = PipelineOptionInfo::Kind::String;
+};
+
+llvm::ArrayRef<PipelineOptionInfo> mlir::flash::getPipelineOptions() {
+  static const PipelineOptionInfo options[] = {
+#define FLASHC_PIPELINE_OPTION(FIELD, TYPE, NAME, DEFAULT, VALUES, DESC, A, C, \
+                               G, D)                                          \
+  {NAME,                                                                       \
+   OptionKind<TYPE>::value,                                                    \
+   VALUES,                                                                     \
+   DESC,                                                                       \
+   A,                                                                          \
+   C,                                                                          \
+   G,                                                                          \
+   D,                                                                          \
+   [](PipelineConfig &c, llvm::StringRef text) {                               \
+     return parseOptionValue(NAME, text, c.FIELD);                             \
+   },                                                                          \
+   [](const PipelineConfig &c) { return printOptionValue(c.FIELD); }},
+#include "flashc/Pipelines/PipelineOptions.def"
+  };
+  return options;
+}
+
+const PipelineOptionInfo *
+mlir::flash::findPipelineOption(llvm::StringRef name) {
+  for (const PipelineOptionInfo &o : getPipelineOptions())
+    if (o.name == name)
+      return &o;
+  return nullptr;
+}
+
 std::string PipelineConfig::str() const {
-  std::string s =
-      llvm::formatv("target={0} loop-order={1} block-q={2} block-kv={3} "
-                    "sram-bytes={4} splits={5} max-seq-q={6} kv-block={7} "
-                    "num-threads={8}",
-                    target, loopOrder, blockQ, blockKV, sramBytes, splits,
-                    maxSeqQ, kvBlock, numThreads)
-          .str();
-  if (vectorLanes != 0)
-    s += llvm::formatv(" vector-lanes={0}", vectorLanes).str();
-  if (bf16Dot != "off")
-    s += " bf16-dot=" + bf16Dot;
-  if (scalef != "host")
-    s += " scalef=" + scalef;
-  if (!ktReuse)
-    s += " kt-reuse=0";
-  if (!ablate.empty())
-    s += " ablate=" + ablate;
-  if (allocHooks)
-    s += " alloc-hooks=1";
-  if (isGPU())
-    s += llvm::formatv(" dynamic-splits={0} ptx={1} format={2}",
-                       dynamicSplits ? 1 : 0,
-                       ptxVersion.empty() ? "ptx80" : ptxVersion, binaryFormat)
-             .str();
+  // The target, then every option of its pipeline: a cache key, and what
+  // a kernel's metadata says of how it was built.
+  bool gpu = isGPU();
+  std::string s = "target=" + target;
+  for (const PipelineOptionInfo &o : getPipelineOptions())
+    if (o.name != "target" && (gpu ? o.gpuPipeline : o.cpuPipeline))
+      s += " " + o.name.str() + "=" + o.get(*this);
   return s;
 }
 
@@ -146,15 +207,17 @@ llvm::Error PipelineConfig::validate() const {
                          {numThreads, "num-threads"}})
     if (llvm::Error e = check(v, name))
       return e;
-  if (kvBlock <= 0)
+  if (onlineBlockKV <= 0)
     return llvm::createStringError(
-        llvm::formatv("kv-block must be positive, got {0}", kvBlock).str());
+        llvm::formatv("online-block-kv must be positive, got {0}",
+                      onlineBlockKV)
+            .str());
   // Upper bounds (flashc/Support/Sizes.h); 0 keeps meaning "choose".
   for (auto [v, name, hi] :
        {std::tuple<int64_t, const char *, int64_t>{blockQ, "block-q",
                                                    flashc::kMaxBlockSize},
         {blockKV, "block-kv", flashc::kMaxBlockSize},
-        {kvBlock, "kv-block", flashc::kMaxBlockSize},
+        {onlineBlockKV, "online-block-kv", flashc::kMaxBlockSize},
         {splits, "splits", flashc::kMaxSplits},
         {numThreads, "num-threads", flashc::kMaxThreads},
         {sramBytes, "sram-bytes", flashc::kMaxSramBytes}}) {
@@ -164,7 +227,7 @@ llvm::Error PipelineConfig::validate() const {
   }
   if (isGPU()) {
     if (llvm::Error e = checkChipPTXVersion(
-            target, ptxVersion.empty() ? "ptx80" : ptxVersion))
+            target, ptxVersion))
       return e;
     if (binaryFormat != "isa" && binaryFormat != "bin")
       return llvm::createStringError("unknown binary format '" +
@@ -246,7 +309,7 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
   }
   if (stage == "online") {
     FlashOnlineSoftmaxOptions o;
-    o.kvBlock = c.kvBlock;
+    o.kvBlock = c.onlineBlockKV;
     pm.addPass(createFlashOnlineSoftmax(o));
     return llvm::Error::success();
   }
@@ -358,7 +421,7 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
     // - No canonicalize or cse: LLVM's -O3 does that work again before the
     //   NVPTX back end, and the PTX comes out the same without them.
     // Together that is about a third of the MLIR side of a D = 256 kernel.
-    std::string ptx = c.ptxVersion.empty() ? "ptx80" : c.ptxVersion;
+    const std::string &ptx = c.ptxVersion;
     return addTextual(
         pm, llvm::formatv(
                 "convert-nvgpu-to-nvvm,convert-scf-to-cf,"
@@ -404,26 +467,32 @@ llvm::Error mlir::flash::buildPipeline(OpPassManager &pm,
   return llvm::Error::success();
 }
 
-PipelineConfig FlashPipelineOptions::toConfig() const {
+PipelineConfig AttentionPipelineOptions::toConfig() const {
   PipelineConfig c;
-  c.target = chip.empty() ? std::string(target) : std::string(chip);
-  c.loopOrder = loopOrder;
-  c.blockQ = blockQ;
-  c.blockKV = blockKV;
-  c.sramBytes = sramBytes;
-  c.splits = splits;
-  c.maxSeqQ = maxSeqQ;
-  c.numThreads = numThreads;
-  c.vectorLanes = vectorLanes;
-  c.ablate = ablate;
-  c.bf16Dot = bf16Dot;
-  c.scalef = scalef;
-  c.ktReuse = ktReuse;
-  c.dynamicSplits = dynamicSplits;
-  c.allocHooks = allocHooks;
-  c.ptxVersion = ptxVersion;
-  c.binaryFormat = binaryFormat;
-  c.toolkitPath = toolkitPath;
+#define FLASHC_PIPELINE_OPTION(FIELD, TYPE, NAME, DEFAULT, VALUES, DESC, A, C, \
+                               G, D)                                          \
+  FLASHC_WHEN(A, c.FIELD = FIELD;)
+#include "flashc/Pipelines/PipelineOptions.def"
+  return c;
+}
+
+PipelineConfig CPUPipelineOptions::toConfig() const {
+  PipelineConfig c;
+  c.target = "cpu";
+#define FLASHC_PIPELINE_OPTION(FIELD, TYPE, NAME, DEFAULT, VALUES, DESC, A, C, \
+                               G, D)                                          \
+  FLASHC_WHEN(C, c.FIELD = FIELD;)
+#include "flashc/Pipelines/PipelineOptions.def"
+  return c;
+}
+
+PipelineConfig GPUPipelineOptions::toConfig() const {
+  PipelineConfig c;
+  c.target = chip;
+#define FLASHC_PIPELINE_OPTION(FIELD, TYPE, NAME, DEFAULT, VALUES, DESC, A, C, \
+                               G, D)                                          \
+  FLASHC_WHEN(G, c.FIELD = FIELD;)
+#include "flashc/Pipelines/PipelineOptions.def"
   return c;
 }
 
@@ -444,32 +513,33 @@ struct InvalidPipelinePass
 };
 } // namespace
 
-void mlir::flash::registerFlashPipelines() {
-  auto build = [](llvm::StringRef last, bool gpu = false) {
-    return [last, gpu](OpPassManager &pm, const FlashPipelineOptions &options) {
-      PipelineConfig config = options.toConfig();
-      if (gpu && config.target == "cpu")
-        config.target = "sm_80";
-      if (llvm::Error e = buildPipeline(pm, config, last)) {
-        pm.clear();
-        pm.addPass(std::make_unique<InvalidPipelinePass>(
-            "invalid flash pipeline options: " + llvm::toString(std::move(e))));
-      }
-    };
+/// A pipeline builder running every stage up to `last` with the options
+/// of `Options` (one of the three option structs).
+template <typename Options> static auto buildUpTo(llvm::StringRef last) {
+  return [last](OpPassManager &pm, const Options &options) {
+    PipelineConfig config = options.toConfig();
+    if (llvm::Error e = buildPipeline(pm, config, last)) {
+      pm.clear();
+      pm.addPass(std::make_unique<InvalidPipelinePass>(
+          "invalid flash pipeline options: " + llvm::toString(std::move(e))));
+    }
   };
-  PassPipelineRegistration<FlashPipelineOptions>(
+}
+
+void mlir::flash::registerFlashPipelines() {
+  PassPipelineRegistration<AttentionPipelineOptions>(
       "flash-attention-pipeline",
       "Fuse, rewrite into online softmax, tile, split and bound causal "
       "loops (tensor level, target-independent)",
-      build("tiled"));
-  PassPipelineRegistration<FlashPipelineOptions>(
+      buildUpTo<AttentionPipelineOptions>("tiled"));
+  PassPipelineRegistration<CPUPipelineOptions>(
       "flash-cpu-pipeline",
       "The whole CPU pipeline: the naive graph or flash.attention to the "
       "LLVM dialect",
-      build("llvm"));
-  PassPipelineRegistration<FlashPipelineOptions>(
+      buildUpTo<CPUPipelineOptions>("llvm"));
+  PassPipelineRegistration<GPUPipelineOptions>(
       "flash-gpu-pipeline",
       "The whole GPU pipeline: the naive graph or flash.attention to a "
       "gpu.binary of PTX kernels (chip=sm_80 by default, or sm_90a)",
-      build("binary", /*gpu=*/true));
+      buildUpTo<GPUPipelineOptions>("binary"));
 }

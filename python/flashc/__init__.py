@@ -56,7 +56,8 @@ from ._tensors import got as _got
 
 __all__ = [
     "AttentionSpec", "Bundle", "FlashcError", "FlashcTypeError", "Kernel",
-    "LAYOUTS", "attention", "cache_size", "combine", "compile", "cost",
+    "LAYOUTS", "attention", "cache_size", "combine", "compile",
+    "compile_options", "cost",
     "flash_attn_func", "load_bundle", "scaled_dot_product_attention",
     "set_cache_directory",
 ]
@@ -511,27 +512,35 @@ def _check_spec(spec):
                               f"{_got(spec)}")
 
 
-_COMPILE_OPTIONS = ("loop_order", "block_q", "block_kv", "sram_bytes",
-                    "splits", "threads", "vector_lanes")
+def compile_options():
+    """The compile options ``compile`` takes, from the compiler's one table
+    of pipeline options: a list of dicts with name, kind ("int", "bool" or
+    "str"), values (of an enum-like option), description and default."""
+    return _native(_compiler_api().pipeline_options)
 
 
 def compile(spec, target="cpu", **options):  # pylint: disable=redefined-builtin
     """Compiles ``spec`` for ``target`` ("cpu", "sm_80", "sm_90a", or
     "sm_80-sim" / "sm_90a-sim" to run the GPU kernel in the simulator).
-    Options: loop_order, block_q, block_kv, sram_bytes, splits, threads,
-    vector_lanes; assemble=True (GPU targets) also runs the toolkit's ptxas
-    for the registers and spills in ``metadata``. Returns a cached kernel
-    when one exists."""
+    Options: those ``compile_options()`` lists (loop_order, block_q,
+    block_kv, sram_bytes, splits, num_threads, vector_lanes, ...);
+    assemble=True (GPU targets) also runs the toolkit's ptxas for the
+    registers and spills in ``metadata``. Returns a cached kernel when one
+    exists."""
     _check_spec(spec)
     chip, simulate = _split_target(target)
     assemble = _boolean(options.pop("assemble", False), "assemble")
+    known = {o["name"]: o for o in compile_options()}
     checked = {}
     for name, value in options.items():
-        if name not in _COMPILE_OPTIONS:
+        option = known.get(name)
+        if option is None:
             raise FlashcError(f"unknown compile option '{name}'; expected "
-                              f"{', '.join(_COMPILE_OPTIONS)} or assemble")
-        checked[name] = (_string(value, name) if name == "loop_order" else
-                         _integer(value, name))
+                              f"{', '.join(known)} or assemble")
+        kind = option["kind"]
+        checked[name] = (_integer(value, name) if kind == "int" else
+                         _boolean(value, name) if kind == "bool" else
+                         _string(value, name))
     api = _compiler_api()
     cached = _native(api.cache_size)
     start = time.perf_counter()

@@ -23,6 +23,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 
+#include <algorithm>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -103,30 +104,46 @@ AttentionSpec toSpec(const py::dict &d) {
   return s;
 }
 
-/// A PipelineConfig from keyword options; unknown keys are errors.
+/// Python's name of a pipeline option: `block-kv` is `block_kv`.
+std::string pythonName(llvm::StringRef name) {
+  std::string s = name.str();
+  std::replace(s.begin(), s.end(), '-', '_');
+  return s;
+}
+
+/// A PipelineConfig from keyword options: those of the pipeline options
+/// table the driver takes (flashc/Pipelines/PipelineOptions.def), by their
+/// Python names; unknown keys are errors.
 PipelineConfig toConfig(const std::string &target, const py::dict &options) {
   PipelineConfig c;
   c.target = target;
   for (auto [key, value] : options) {
     std::string name = fieldAs<std::string>(key, "a compile option's name");
-    if (name == "loop_order")
-      c.loopOrder = fieldAs<std::string>(value, name);
-    else if (name == "block_q")
-      c.blockQ = fieldAs<int64_t>(value, name);
-    else if (name == "block_kv")
-      c.blockKV = fieldAs<int64_t>(value, name);
-    else if (name == "sram_bytes")
-      c.sramBytes = fieldAs<int64_t>(value, name);
-    else if (name == "splits")
-      c.splits = fieldAs<int64_t>(value, name);
-    else if (name == "threads")
-      c.numThreads = fieldAs<int64_t>(value, name);
-    else if (name == "vector_lanes")
-      c.vectorLanes = fieldAs<int64_t>(value, name);
-    else
-      fail("unknown compile option '" + name +
-           "'; expected loop_order, block_q, block_kv, sram_bytes, splits, "
-           "threads or vector_lanes");
+    const PipelineOptionInfo *option = nullptr;
+    for (const PipelineOptionInfo &o : getPipelineOptions())
+      if (o.driver && o.name != "target" && pythonName(o.name) == name)
+        option = &o;
+    if (!option) {
+      std::string known;
+      for (const PipelineOptionInfo &o : getPipelineOptions())
+        if (o.driver && o.name != "target")
+          known += (known.empty() ? "" : ", ") + pythonName(o.name);
+      fail("unknown compile option '" + name + "'; expected " + known);
+    }
+    std::string text;
+    switch (option->kind) {
+    case PipelineOptionInfo::Kind::Integer:
+      text = std::to_string(fieldAs<int64_t>(value, name));
+      break;
+    case PipelineOptionInfo::Kind::Bool:
+      text = fieldAs<bool>(value, name) ? "1" : "0";
+      break;
+    case PipelineOptionInfo::Kind::String:
+      text = fieldAs<std::string>(value, name);
+      break;
+    }
+    if (llvm::Error e = option->set(c, text))
+      fail(std::move(e));
   }
   return c;
 }
@@ -283,6 +300,32 @@ PYBIND11_MODULE(_compiler, m) {
           py::arg("lse"), py::arg("simulate"), py::arg("splits"),
           py::arg("stream"));
 
+  m.def(
+      "pipeline_options",
+      [] {
+        py::list list;
+        for (const PipelineOptionInfo &o : getPipelineOptions()) {
+          if (!o.driver || o.name == "target")
+            continue;
+          py::dict d;
+          d["name"] = pythonName(o.name);
+          d["kind"] = o.kind == PipelineOptionInfo::Kind::Integer ? "int"
+                      : o.kind == PipelineOptionInfo::Kind::Bool  ? "bool"
+                                                                  : "str";
+          py::list values;
+          llvm::SmallVector<llvm::StringRef> parts;
+          o.values.split(parts, '|', -1, /*KeepEmpty=*/false);
+          for (llvm::StringRef v : parts)
+            values.append(v.str());
+          d["values"] = values;
+          d["description"] = o.description.str();
+          d["default"] = o.get(PipelineConfig());
+          list.append(d);
+        }
+        return list;
+      },
+      "The compile options (flashc/Pipelines/PipelineOptions.def): name, "
+      "kind (int, bool or str), values, description and default.");
   m.def(
       "compile",
       [](const py::dict &spec, const std::string &target,

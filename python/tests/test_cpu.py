@@ -177,3 +177,27 @@ def test_dlpack_host_tensors(rng, seed):
                            causal=True)
     assert isinstance(out, np.ndarray)
     check(out, None, q, k, v, True, seed)
+
+
+def test_compile_options_come_from_the_pipeline_table(rng, seed):
+    # The compiler's one table of pipeline options: the names, kinds and
+    # values Python takes are the ones flashc-opt and the driver take.
+    options = {o["name"]: o for o in flashc.compile_options()}
+    assert {"loop_order", "block_q", "block_kv", "sram_bytes", "splits",
+            "num_threads", "vector_lanes", "bf16_dot", "scalef",
+            "kt_reuse"} <= set(options)
+    assert "target" not in options and "toolkit" not in options
+    assert options["loop_order"]["values"] == ["fa2", "algorithm1"]
+    assert options["kt_reuse"]["kind"] == "bool"
+    assert options["block_kv"]["kind"] == "int"
+    # Options beyond the schedule's sizes reach the kernel, which still
+    # matches the reference.
+    spec = flashc.AttentionSpec(heads=2, seq_q=40, seq_kv=70, head_dim=32)
+    kernel = flashc.compile(spec, "cpu", scalef="off", kt_reuse=False,
+                            num_threads=1, block_kv=32)
+    config = kernel.metadata["config"]
+    assert "scalef=off" in config and "kt-reuse=0" in config
+    assert "num-threads=1" in config and "block-kv=32" in config
+    q, k, v = make_inputs(rng, 1, 2, 2, 40, 70, 32)
+    out = kernel(q, k, v)
+    check(out, None, q, k, v, False, seed)

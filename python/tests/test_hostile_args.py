@@ -271,7 +271,7 @@ def cases():
                              ("block_kv", None),
                              ("sram_bytes", r"^sram-bytes must be non-"),
                              ("splits", r"^splits must be non-negative"),
-                             ("threads", None), ("vector_lanes", None)):
+                             ("num_threads", None), ("vector_lanes", None)):
         for i, bad in enumerate(NOT_INTS):
             add(f"compile-{option}-type-{i}", lambda e, o=option, b=bad:
                 flashc.compile(e.spec, **{o: b}), T,
@@ -281,8 +281,8 @@ def cases():
         if negative:
             add(f"compile-{option}-negative", lambda e, o=option:
                 flashc.compile(e.spec, **{o: -1}), E, negative)
-    add("compile-threads-too-many", lambda e: flashc.compile(
-        e.spec, threads=10**6), E, r"^num-threads must be from 0 to 256")
+    add("compile-num_threads-too-many", lambda e: flashc.compile(
+        e.spec, num_threads=10**6), E, r"^num-threads must be from 0 to 256")
     add("compile-vector_lanes-3", lambda e: flashc.compile(
         e.spec, vector_lanes=3), E, r"^vector-lanes must be")
     for i, bad in enumerate([1, None, b"fa2"]):

@@ -41,8 +41,19 @@
 // Invalid options are reported as an error, for both pipelines.
 // RUN: not flashc-opt %t/tensor.mlir --flash-attention-pipeline="target=sm_99" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BAD-TARGET
+// Each pipeline takes only its own options (PipelineOptions.def): the CPU
+// pipeline has no target or chip, nor the GPU's PTX options; the GPU
+// pipeline names its chip and has no CPU option; --help lists each one's
+// with the values of the enum-like ones.
 // RUN: not flashc-opt %t/graph.mlir --flash-cpu-pipeline="target=sm_99" 2>&1 \
-// RUN:   | FileCheck %s --check-prefix=BAD-TARGET
+// RUN:   | FileCheck %s --check-prefix=CPU-NO-TARGET
+// RUN: not flashc-opt %t/graph.mlir --flash-cpu-pipeline="chip=sm_90a" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=CPU-NO-CHIP
+// RUN: not flashc-opt %t/graph.mlir --flash-cpu-pipeline="ptx=ptx80" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=CPU-NO-PTX
+// RUN: not flashc-opt %t/graph.mlir --flash-gpu-pipeline="vector-lanes=8" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=GPU-NO-LANES
+// RUN: flashc-opt --help | FileCheck %s --check-prefix=HELP
 // RUN: not flashc-opt %t/tensor.mlir --flash-attention-pipeline="loop-order=x" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BAD-ORDER
 // RUN: not flashc-opt %t/graph.mlir --flash-cpu-pipeline="loop-order=x" 2>&1 \
@@ -92,6 +103,25 @@
 // SCALEF-LANES: error: invalid flash pipeline options: scalef=on needs 16-lane vectors (AVX-512); vector-lanes is 8
 
 // BAD-TARGET: error: invalid flash pipeline options: unknown target 'sm_99'; known targets: cpu, sm_80, sm_90a
+// CPU-NO-TARGET: no such option target
+// CPU-NO-CHIP: no such option chip
+// CPU-NO-PTX: no such option ptx
+// GPU-NO-LANES: no such option vector-lanes
+
+// HELP:      --flash-attention-pipeline
+// HELP-NOT:  --flash-
+// HELP:        --target=<cpu|sm_80|sm_90a>
+// HELP:      --flash-cpu-pipeline
+// HELP-NOT:  --target=
+// HELP-NOT:  --chip=
+// HELP:        --bf16-dot=<off|host|on>
+// HELP-NOT:  --ptx=
+// HELP:        --vector-lanes=<0|8|16>
+// HELP:      --flash-gpu-pipeline
+// HELP:        --chip=<sm_80|sm_90a>
+// HELP-NOT:  --vector-lanes
+// HELP:        --format=<isa|bin>
+// HELP-NOT:  --vector-lanes
 // BAD-ORDER: error: invalid flash pipeline options: unknown loop order 'x'; expected fa2 or algorithm1
 // BAD-BLOCK: error: invalid flash pipeline options: block-q must be non-negative, got -1
 // BAD-SPLITS: error: invalid flash pipeline options: splits must be non-negative, got -3

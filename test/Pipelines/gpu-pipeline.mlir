@@ -9,8 +9,8 @@
 // RUN: flashc-opt %s --flash-gpu-pipeline="chip=sm_90a" -o %t.sm90.mlir
 // RUN: FileCheck %s --check-prefixes=CHECK,SM90 < %t.sm90.mlir
 // RUN: FileCheck %s --check-prefix=PTX < %t.sm90.mlir
-// `target=` names the chip too; a later PTX ISA version is accepted.
-// RUN: flashc-opt %s --flash-gpu-pipeline="target=sm_80 ptx=ptx90" \
+// A later PTX ISA version is accepted.
+// RUN: flashc-opt %s --flash-gpu-pipeline="chip=sm_80 ptx=ptx90" \
 // RUN:   | FileCheck %s --check-prefix=PTX90
 //
 // RUN: not flashc-opt %s --flash-gpu-pipeline="chip=sm_70" 2>&1 \

@@ -91,12 +91,15 @@ const std::set<std::string> &flashc::shapeFlags() {
 }
 
 const std::set<std::string> &flashc::shapeValued() {
-  static const std::set<std::string> valued = {
-      "batch",      "heads",        "kv-heads", "seq-q",      "seq-kv",
-      "head-dim",   "head-dim-v",   "dtype",    "scale",      "target",
-      "block-q",    "block-kv",     "splits",   "loop-order", "threads",
-      "sram-bytes", "vector-lanes", "ablate",   "bf16-dot",   "scalef",
-      "kt-reuse"};
+  static const std::set<std::string> valued = [] {
+    std::set<std::string> names = {"batch",    "heads",      "kv-heads",
+                                   "seq-q",    "seq-kv",     "head-dim",
+                                   "head-dim-v", "dtype",    "scale"};
+    for (const PipelineOptionInfo &o : getPipelineOptions())
+      if (o.driver)
+        names.insert(o.name.str());
+    return names;
+  }();
   return valued;
 }
 
@@ -147,29 +150,48 @@ llvm::Error flashc::readSpec(const Options &o, AttentionSpec &spec) {
 }
 
 llvm::Error flashc::readConfig(const Options &o, PipelineConfig &config) {
-  config.target = o.str("target", config.target);
-  config.loopOrder = o.str("loop-order", config.loopOrder);
-  config.ablate = o.str("ablate", config.ablate);
-  config.bf16Dot = o.str("bf16-dot", config.bf16Dot);
-  config.scalef = o.str("scalef", config.scalef);
-  if (o.has("kt-reuse")) {
-    std::string v = o.str("kt-reuse");
-    if (v != "on" && v != "off")
-      return llvm::createStringError("--kt-reuse must be on or off, got '" + v +
-                                     "'");
-    config.ktReuse = v == "on";
-  }
-  for (auto [name, field] :
-       {std::pair<const char *, int64_t *>{"block-q", &config.blockQ},
-        {"block-kv", &config.blockKV},
-        {"splits", &config.splits},
-        {"threads", &config.numThreads},
-        {"sram-bytes", &config.sramBytes},
-        {"vector-lanes", &config.vectorLanes}}) {
-    llvm::Expected<int64_t> v = o.integer(name, *field);
-    if (!v)
-      return v.takeError();
-    *field = *v;
-  }
+  for (const PipelineOptionInfo &option : getPipelineOptions())
+    if (option.driver && o.has(option.name))
+      if (llvm::Error e = option.set(config, o.str(option.name)))
+        return llvm::createStringError("--" + llvm::toString(std::move(e)));
   return config.validate();
+}
+
+std::string flashc::describePipelineOptions(bool cpu, bool gpu) {
+  std::string text;
+  for (const PipelineOptionInfo &o : getPipelineOptions()) {
+    if (!o.driver || o.name == "target" ||
+        !((cpu && o.cpuPipeline) || (gpu && o.gpuPipeline)))
+      continue;
+    std::string flag = "  --" + o.name.str() + " ";
+    flag += o.values.empty() ? (o.kind == PipelineOptionInfo::Kind::Integer
+                                    ? "N"
+                                    : o.kind == PipelineOptionInfo::Kind::Bool
+                                          ? "on|off"
+                                          : "TEXT")
+                             : o.values.str();
+    // The description from column 28, wrapped at 78.
+    constexpr size_t kColumn = 28, kWidth = 78;
+    if (flag.size() < kColumn)
+      flag.append(kColumn - flag.size(), ' ');
+    else
+      flag += "\n" + std::string(kColumn, ' ');
+    text += flag;
+    size_t column = kColumn;
+    llvm::SmallVector<llvm::StringRef> words;
+    o.description.split(words, ' ', -1, /*KeepEmpty=*/false);
+    for (size_t i = 0; i < words.size(); ++i) {
+      if (i && column + 1 + words[i].size() > kWidth) {
+        text += "\n" + std::string(kColumn, ' ');
+        column = kColumn;
+      } else if (i) {
+        text += " ";
+        ++column;
+      }
+      text += words[i].str();
+      column += words[i].size();
+    }
+    text += "\n";
+  }
+  return text;
 }

@@ -50,10 +50,15 @@ const std::set<std::string> &shapeFlags();
 const std::set<std::string> &shapeValued();
 
 /// Reads the problem (--batch ... --dtype ... --causal ...) and the pipeline
-/// options (--block-q ... --threads) from `options`.
+/// options (those of PipelineOptions.def the driver takes, --block-q ...
+/// --num-threads) from `options`.
 llvm::Error readSpec(const Options &options, mlir::flash::AttentionSpec &spec);
 llvm::Error readConfig(const Options &options,
                        mlir::flash::PipelineConfig &config);
+
+/// `--help` lines of the driver's pipeline options: those the CPU pipeline
+/// (`cpu`) or the GPU pipeline (`gpu`) takes, with their values.
+std::string describePipelineOptions(bool cpu, bool gpu);
 
 } // namespace flashc
 

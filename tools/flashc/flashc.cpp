@@ -85,19 +85,12 @@ std::string problemHelp(llvm::StringRef lse) {
       .str();
 }
 
-const char *kScheduleHelp =
-    "schedule:\n"
-    "  --loop-order fa2|algorithm1   q-outer (the default) or kv-outer\n"
-    "  --block-q N --block-kv N      tile sizes (default: sized to the "
-    "SRAM)\n"
-    "  --splits N --threads N --sram-bytes N\n"
-    "  --vector-lanes 8|16           CPU; default: the host's\n"
-    "  --bf16-dot off|host|on        CPU: bf16 decode by vdpbf16ps\n"
-    "  --scalef off|host|on          CPU: the softmax's 2^x by vscalefps\n"
-    "  --kt-reuse on|off             CPU prefill: S chunk by chunk of K^T\n"
-    "                                across the row blocks, or row block by\n"
-    "                                row block\n"
-    "\n";
+/// The schedule options, from the pipeline options table
+/// (flashc/Pipelines/PipelineOptions.def).
+std::string scheduleHelp() {
+  return "schedule:\n" +
+         describePipelineOptions(/*cpu=*/true, /*gpu=*/true) + "\n";
+}
 
 /// One subcommand's `--help`.
 std::string commandHelp(llvm::StringRef command) {
@@ -116,7 +109,7 @@ std::string commandHelp(llvm::StringRef command) {
            "\n" +
            problemHelp("  --lse F.npy         also compute the row log-sum-exp "
                        "and write it") +
-           kScheduleHelp +
+           scheduleHelp() +
            "run:\n"
            "  --q F.npy --k F.npy --v F.npy\n"
            "                      inputs, [B, H, NQ, D], [B, HKV, NK, D] and\n"
@@ -132,9 +125,7 @@ std::string commandHelp(llvm::StringRef command) {
            "schedule\n"
            "                      options, in turn with the first, and check "
            "both\n"
-           "  --ablate qk,softmax,pv\n"
-           "                      CPU: time the kernel with those phases left\n"
-           "                      out (no check: the results are wrong)\n";
+           "  (--ablate, a schedule option, times the kernel without checking it)\n";
   if (command == "compile")
     return "usage: flashc compile [options]\n"
            "\n"
@@ -144,7 +135,7 @@ std::string commandHelp(llvm::StringRef command) {
            "\n" +
            problemHelp("  --lse               also compute the row "
                        "log-sum-exp") +
-           kScheduleHelp +
+           scheduleHelp() +
            "compile:\n"
            "  --emit mlir|llvm|ptx|cubin|manifest   (default mlir)\n"
            "  --stop-after STAGE  mlir: the IR after STAGE\n"
@@ -160,7 +151,7 @@ std::string commandHelp(llvm::StringRef command) {
            "\n" +
            problemHelp("  --lse               also compute the row "
                        "log-sum-exp") +
-           kScheduleHelp +
+           scheduleHelp() +
            "cost:\n"
            "  --json              the report as JSON\n";
   if (command == "bundle")
@@ -278,10 +269,11 @@ llvm::Expected<PipelineConfig> parseVersus(llvm::StringRef text,
   if (args.empty())
     return llvm::createStringError(
         "--versus expects schedule options, e.g. --versus '--block-kv 128'");
-  llvm::Expected<Options> parsed = Options::parse(
-      args, {},
-      {"block-q", "block-kv", "splits", "loop-order", "threads", "sram-bytes",
-       "vector-lanes", "ablate", "bf16-dot", "scalef", "kt-reuse"});
+  std::set<std::string> scheduleOptions;
+  for (const PipelineOptionInfo &o : getPipelineOptions())
+    if (o.driver && o.name != "target")
+      scheduleOptions.insert(o.name.str());
+  llvm::Expected<Options> parsed = Options::parse(args, {}, scheduleOptions);
   if (!parsed)
     return llvm::createStringError("in --versus: " +
                                    llvm::toString(parsed.takeError()));

@@ -1,8 +1,10 @@
 //===- Pipelines.h - flashc's named pass pipelines --------------*- C++ -*-===//
 //
-// The stages of flashc and their options. `PipelineConfig` is the one
-// options struct: the C++ API fills it directly, and `flashc-opt` parses it
-// from `--flash-cpu-pipeline="target=cpu block-kv=128 ..."`.
+// The stages of flashc and their options. The options are declared once,
+// in PipelineOptions.def: `PipelineConfig` holds them all (the C++ API
+// fills it directly), each of flashc-opt's three pipelines has an option
+// struct with its own (`--flash-cpu-pipeline="block-kv=128 ..."`), and the
+// driver and Python read the table (getPipelineOptions).
 //
 // Stages, in order (each name is also a `--stop-after` point). Shared:
 //   fuse        graph -> flash.attention               (flash-fuse-attention)
@@ -39,59 +41,13 @@ class OpPassManager;
 
 namespace flash {
 
-/// Options of every stage. Zero means "choose automatically".
+/// Options of every stage, as PipelineOptions.def declares them. Zero
+/// means "choose automatically".
 struct PipelineConfig {
-  /// cpu, sm_80 or sm_90a: sizes the tiles and drives the split model.
-  std::string target = "cpu";
-  /// fa2 or algorithm1.
-  std::string loopOrder = "fa2";
-  int64_t blockQ = 0;
-  int64_t blockKV = 0;
-  int64_t sramBytes = 0;
-  /// KV splits for decode shapes; 0: wave model, 1: never split.
-  int64_t splits = 0;
-  /// Split only when Nq is at most this.
-  int64_t maxSeqQ = 16;
-  /// Block size of the untiled online loop (re-chosen by flash-tile).
-  int64_t kvBlock = 128;
-  /// Worker threads of the CPU code; 0: all cores.
-  int64_t numThreads = 0;
-  /// CPU: f32 lanes of one vector register the kernels are blocked for,
-  /// 16 (AVX-512, 32 registers) or 8 (AVX2, 16 registers); 0: the host's.
-  int64_t vectorLanes = 0;
-  /// CPU: decode's S for bf16 Q and K by AVX512_BF16's vdpbf16ps: "off"
-  /// (the default: it measured no faster, decode being bound by reading K),
-  /// "host" (where the host has it and vectors are 16 lanes) or "on".
-  std::string bf16Dot = "off";
-  /// CPU: the softmax's 2^x of 16-lane vectors by AVX-512's vreduceps
-  /// and vscalefps: "host" (the default: where the host has AVX-512 and
-  /// vectors are 16 lanes), "on" or "off" (2^n built in the exponent
-  /// bits, as with 8 lanes).
-  std::string scalef = "host";
-  /// CPU prefill: S for the columns every row of a 64-row super-block sees
-  /// chunk by chunk across its row blocks, each chunk of the transposed K
-  /// read from L1 by all of them (false: row block by row block).
-  bool ktReuse = true;
-  /// CPU, for measurement only: phases of the attention step to leave out
-  /// (flash-expand-to-cpu's `ablate`: qk, softmax, pv); wrong results.
-  std::string ablate;
-  /// Split with a count chosen at launch (flash.split_count) instead of a
-  /// fixed one: every attention on the CPU (the count is the kernel's
-  /// argument marked {flash.split_count}), decode shapes on the GPU.
-  bool dynamicSplits = false;
-  /// CPU: heap buffers through finalize-memref-to-llvm's generic functions
-  /// (`_mlir_memref_to_llvm_alloc`, `_mlir_memref_to_llvm_free`) instead of
-  /// malloc and free. The JIT binds them to an allocator that keeps large
-  /// scratch buffers for the next call.
-  bool allocHooks = false;
-  /// GPU: the PTX ISA version, e.g. "ptx80"; empty: the default for the
-  /// chip (ptx80).
-  std::string ptxVersion;
-  /// GPU: "isa" (PTX text) or "bin" (a cubin, assembled by the toolkit's
-  /// ptxas) in the final gpu.binary.
-  std::string binaryFormat = "isa";
-  /// GPU: the CUDA toolkit (ptxas, libdevice).
-  std::string toolkitPath = FLASHC_DEFAULT_CUDA_TOOLKIT;
+#define FLASHC_PIPELINE_OPTION(FIELD, TYPE, NAME, DEFAULT, VALUES, DESC, A, C, \
+                               G, D)                                          \
+  TYPE FIELD = DEFAULT;
+#include "flashc/Pipelines/PipelineOptions.def"
 
   bool isGPU() const;
 
@@ -123,86 +79,90 @@ llvm::Error buildStage(OpPassManager &pm, llvm::StringRef stage,
 llvm::Error buildPipeline(OpPassManager &pm, const PipelineConfig &config,
                           llvm::StringRef last = "");
 
-/// The textual form of PipelineConfig for `flashc-opt`.
-struct FlashPipelineOptions : public PassPipelineOptions<FlashPipelineOptions> {
-  Option<std::string> target{*this, "target",
-                             llvm::cl::desc("cpu, sm_80 or sm_90a"),
-                             llvm::cl::init("cpu")};
-  Option<std::string> chip{
-      *this, "chip",
-      llvm::cl::desc("GPU chip (sm_80, sm_90a); sets the target"),
-      llvm::cl::init("")};
-  Option<std::string> loopOrder{*this, "loop-order",
-                                llvm::cl::desc("fa2 or algorithm1"),
-                                llvm::cl::init("fa2")};
-  Option<int64_t> blockQ{*this, "block-q",
-                         llvm::cl::desc("Query rows per block (0: auto)"),
-                         llvm::cl::init(0)};
-  Option<int64_t> blockKV{*this, "block-kv",
-                          llvm::cl::desc("Keys per block (0: auto)"),
-                          llvm::cl::init(0)};
-  Option<int64_t> sramBytes{*this, "sram-bytes",
-                            llvm::cl::desc("SRAM capacity (0: target's)"),
-                            llvm::cl::init(0)};
-  Option<int64_t> splits{*this, "splits",
-                         llvm::cl::desc("KV splits (0: wave model)"),
-                         llvm::cl::init(0)};
-  Option<int64_t> maxSeqQ{*this, "max-seq-q",
-                          llvm::cl::desc("Split only when Nq <= this"),
-                          llvm::cl::init(16)};
-  Option<int64_t> numThreads{*this, "num-threads",
-                             llvm::cl::desc("CPU threads (0: all cores)"),
-                             llvm::cl::init(0)};
-  Option<int64_t> vectorLanes{
-      *this, "vector-lanes",
-      llvm::cl::desc("CPU: f32 lanes per vector register, 16 or 8 (0: the "
-                     "host's)"),
-      llvm::cl::init(0)};
-  Option<std::string> bf16Dot{
-      *this, "bf16-dot",
-      llvm::cl::desc("CPU: bf16 decode's S by vdpbf16ps: off, host (where "
-                     "the host has AVX512_BF16) or on"),
-      llvm::cl::init("off")};
-  Option<std::string> scalef{
-      *this, "scalef",
-      llvm::cl::desc("CPU: the softmax's 2^x by AVX-512's vreduceps and "
-                     "vscalefps: off, "
-                     "host (where the host has AVX-512 and vectors are 16 "
-                     "lanes) or on"),
-      llvm::cl::init("host")};
-  Option<bool> ktReuse{
-      *this, "kt-reuse",
-      llvm::cl::desc("CPU prefill: S chunk by chunk of the transposed K "
-                     "across the row blocks (false: row block by row block)"),
-      llvm::cl::init(true)};
-  Option<std::string> ablate{
-      *this, "ablate",
-      llvm::cl::desc("CPU, measurement only: step phases to leave out "
-                     "(qk,softmax,pv); the results are wrong"),
-      llvm::cl::init("")};
-  Option<bool> dynamicSplits{
-      *this, "dynamic-splits",
-      llvm::cl::desc("Split with a count chosen at launch (CPU: every "
-                     "attention, the count an argument; GPU: decode)"),
-      llvm::cl::init(false)};
-  Option<bool> allocHooks{
-      *this, "alloc-hooks",
-      llvm::cl::desc("CPU: heap buffers through _mlir_memref_to_llvm_alloc "
-                     "and _mlir_memref_to_llvm_free (the JIT's scratch "
-                     "allocator) instead of malloc and free"),
-      llvm::cl::init(false)};
-  Option<std::string> ptxVersion{
-      *this, "ptx", llvm::cl::desc("GPU: PTX ISA version (e.g. ptx80)"),
-      llvm::cl::init("")};
-  Option<std::string> binaryFormat{
-      *this, "format", llvm::cl::desc("GPU: isa (PTX) or bin (cubin)"),
-      llvm::cl::init("isa")};
-  Option<std::string> toolkitPath{
-      *this, "toolkit", llvm::cl::desc("GPU: CUDA toolkit path"),
-      llvm::cl::init(FLASHC_DEFAULT_CUDA_TOOLKIT)};
+/// One option of PipelineOptions.def, for interfaces that read the table
+/// at run time (the driver, Python).
+struct PipelineOptionInfo {
+  enum class Kind { Integer, Bool, String };
+  llvm::StringRef name;
+  Kind kind;
+  /// Enum-like values ("fa2|algorithm1"), or empty.
+  llvm::StringRef values;
+  llvm::StringRef description;
+  /// Which interfaces take it (see PipelineOptions.def).
+  bool attentionPipeline, cpuPipeline, gpuPipeline, driver;
+  /// Sets the option in `config` from its text: an integer, a boolean
+  /// (true/false, 1/0, on/off) or a string. The error names the option.
+  llvm::Error (*set)(PipelineConfig &config, llvm::StringRef text);
+  /// The option's value in `config`, as text.
+  std::string (*get)(const PipelineConfig &config);
+};
 
+/// Every option of PipelineOptions.def, in declaration order.
+llvm::ArrayRef<PipelineOptionInfo> getPipelineOptions();
+
+/// The option named `name`, or null.
+const PipelineOptionInfo *findPipelineOption(llvm::StringRef name);
+
+namespace detail {
+/// How `--help` shows an option's value: its values, else its type.
+template <typename T> const char *valueDesc(const char *values);
+template <> inline const char *valueDesc<int64_t>(const char *values) {
+  return values[0] ? values : "int";
+}
+template <> inline const char *valueDesc<bool>(const char *values) {
+  return values[0] ? values : "bool";
+}
+template <> inline const char *valueDesc<std::string>(const char *values) {
+  return values[0] ? values : "string";
+}
+} // namespace detail
+
+// Declares, in an option struct, the options whose flag FLAG is 1.
+#define FLASHC_WHEN_0(...)
+#define FLASHC_WHEN_1(...) __VA_ARGS__
+#define FLASHC_WHEN(FLAG, ...) FLASHC_WHEN_##FLAG(__VA_ARGS__)
+#define FLASHC_PIPELINE_MEMBER(FIELD, TYPE, NAME, DEFAULT, VALUES, DESC)       \
+  Option<TYPE> FIELD{*this, NAME, llvm::cl::desc(DESC),                        \
+                     llvm::cl::value_desc(detail::valueDesc<TYPE>(VALUES)),   \
+                     llvm::cl::init(DEFAULT)};
+
+/// `flash-attention-pipeline`: the tensor-level stages (to `tiled`).
+struct AttentionPipelineOptions
+    : public PassPipelineOptions<AttentionPipelineOptions> {
+#define FLASHC_PIPELINE_OPTION(FIELD, TYPE, NAME, DEFAULT, VALUES, DESC, A, C, \
+                               G, D)                                          \
+  FLASHC_WHEN(A, FLASHC_PIPELINE_MEMBER(FIELD, TYPE, NAME, DEFAULT, VALUES,    \
+                                        DESC))
+#include "flashc/Pipelines/PipelineOptions.def"
   PipelineConfig toConfig() const;
 };
+
+/// `flash-cpu-pipeline`: every stage of the CPU target (to `llvm`).
+struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
+#define FLASHC_PIPELINE_OPTION(FIELD, TYPE, NAME, DEFAULT, VALUES, DESC, A, C, \
+                               G, D)                                          \
+  FLASHC_WHEN(C, FLASHC_PIPELINE_MEMBER(FIELD, TYPE, NAME, DEFAULT, VALUES,    \
+                                        DESC))
+#include "flashc/Pipelines/PipelineOptions.def"
+  PipelineConfig toConfig() const;
+};
+
+/// `flash-gpu-pipeline`: every stage of a GPU chip (to `binary`).
+struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
+  Option<std::string> chip{*this, "chip",
+                           llvm::cl::desc("The GPU chip the kernels are built "
+                                          "for"),
+                           llvm::cl::value_desc("sm_80|sm_90a"),
+                           llvm::cl::init("sm_80")};
+#define FLASHC_PIPELINE_OPTION(FIELD, TYPE, NAME, DEFAULT, VALUES, DESC, A, C, \
+                               G, D)                                          \
+  FLASHC_WHEN(G, FLASHC_PIPELINE_MEMBER(FIELD, TYPE, NAME, DEFAULT, VALUES,    \
+                                        DESC))
+#include "flashc/Pipelines/PipelineOptions.def"
+  PipelineConfig toConfig() const;
+};
+
+#undef FLASHC_PIPELINE_MEMBER
 
 /// Registers `flash-attention-pipeline` (graph to tiled tensors),
 /// `flash-cpu-pipeline` (graph to the LLVM dialect) and
