@@ -28,25 +28,20 @@ std::optional<LoopOrder> mlir::flash::parseLoopOrder(llvm::StringRef name) {
   return std::nullopt;
 }
 
-::flashc::AttentionProblem AttentionShape::problem() const {
-  ::flashc::AttentionProblem p;
-  p.batch = batch;
-  p.heads = heads;
-  p.kvHeads = kvHeads;
-  p.seqQ = seqQ;
-  p.seqKV = seqKV;
-  p.headDim = headDim;
-  p.headDimV = headDimV;
-  // The models read the element size only.
-  p.dtype = elementBytes == 4 ? ::flashc::ElementType::F32
-                              : ::flashc::ElementType::F16;
-  p.mask = causal ? ::flashc::Mask::causal() : ::flashc::Mask::none();
-  return p;
+std::optional<::flashc::ElementType> mlir::flash::toElementType(Type type) {
+  if (type.isF32())
+    return ::flashc::ElementType::F32;
+  if (type.isF16())
+    return ::flashc::ElementType::F16;
+  if (type.isBF16())
+    return ::flashc::ElementType::BF16;
+  return std::nullopt;
 }
 
-llvm::Expected<AttentionShape>
-mlir::flash::getStaticAttentionShape(RankedTensorType q, RankedTensorType k,
-                                     RankedTensorType v, bool causal) {
+llvm::Expected<AttentionProblem>
+mlir::flash::getStaticAttentionProblem(RankedTensorType q, RankedTensorType k,
+                                       RankedTensorType v,
+                                       ::flashc::Mask mask) {
   struct Dim {
     RankedTensorType type;
     unsigned index;
@@ -67,7 +62,7 @@ mlir::flash::getStaticAttentionShape(RankedTensorType q, RankedTensorType k,
                                      type + "' is dynamic");
     }
   }
-  AttentionShape shape;
+  AttentionProblem shape;
   shape.batch = q.getDimSize(0);
   shape.heads = q.getDimSize(1);
   shape.kvHeads = k.getDimSize(1);
@@ -75,12 +70,10 @@ mlir::flash::getStaticAttentionShape(RankedTensorType q, RankedTensorType k,
   shape.seqKV = k.getDimSize(2);
   shape.headDim = q.getDimSize(3);
   shape.headDimV = v.getDimSize(3);
-  shape.causal = causal;
+  shape.mask = mask;
   Type elementType = q.getElementType();
-  if (elementType.isF32()) {
-    shape.elementBytes = 4;
-  } else if (elementType.isF16() || elementType.isBF16()) {
-    shape.elementBytes = 2;
+  if (std::optional<::flashc::ElementType> t = toElementType(elementType)) {
+    shape.dtype = *t;
   } else {
     std::string type;
     llvm::raw_string_ostream os(type);
@@ -94,11 +87,11 @@ mlir::flash::getStaticAttentionShape(RankedTensorType q, RankedTensorType k,
 using flashc::ceilDiv;
 
 TileSizes mlir::flash::chooseTileSizes(const TargetInfo &target,
-                                       const AttentionShape &shape,
+                                       const AttentionProblem &shape,
                                        LoopOrder order) {
-  int64_t bytes = target.isGPU() ? shape.elementBytes : 4;
+  int64_t bytes = target.isGPU() ? shape.elementBytes() : 4;
   int64_t m = std::max<int64_t>(target.sramBytes / bytes, 1);
-  int64_t d = std::max(shape.headDim, shape.headDimV);
+  int64_t d = std::max(shape.headDim, shape.valueDim());
   TileSizes tiles;
   tiles.order = order;
   if (order == LoopOrder::Algorithm1) {
@@ -111,8 +104,8 @@ TileSizes mlir::flash::chooseTileSizes(const TargetInfo &target,
     // mask the tail of a block.
     bool decode = shape.seqQ <= 16;
     flashc::GPUTileConfig c =
-        flashc::chooseGPUTiles(shape.groupSize(), shape.headDim,
-                               shape.headDimV, shape.elementBytes, decode);
+        flashc::chooseGPUTiles(shape.group(), shape.headDim,
+                               shape.valueDim(), shape.elementBytes(), decode);
     while (c.sharedBytes() > target.sramBytes &&
            c.blockKV >= 2 * 16 * c.kvWarps)
       c = flashc::makeGPUTileConfig(c.group, c.headDim, c.headDimV,
@@ -123,7 +116,7 @@ TileSizes mlir::flash::chooseTileSizes(const TargetInfo &target,
     return tiles;
   } else {
     // The G heads of a GQA group are packed into one block of G x Br rows.
-    int64_t g = std::max<int64_t>(shape.groupSize(), 1);
+    int64_t g = std::max<int64_t>(shape.group(), 1);
     auto fit = [&](int64_t rows) {
       int64_t br = std::max<int64_t>(rows / g, 1);
       int64_t packed = br * g;

@@ -24,14 +24,14 @@ namespace {
 using flashc::ceilDiv;
 
 /// B * Hq: the count every per-head figure is multiplied by.
-int64_t headCount(const AttentionShape &shape) {
+int64_t headCount(const AttentionProblem &shape) {
   return shape.batch * shape.heads;
 }
 
 /// The tile sizes of `order` for the report: the given ones, or the
 /// target's choice, clamped to the sequence lengths as `chooseTileSizes`
 /// does.
-TileSizes getReportTiles(const TargetInfo &target, const AttentionShape &shape,
+TileSizes getReportTiles(const TargetInfo &target, const AttentionProblem &shape,
                          const CostOptions &options, LoopOrder order) {
   TileSizes tiles = chooseTileSizes(target, shape, order);
   if (options.blockQ > 0)
@@ -42,7 +42,7 @@ TileSizes getReportTiles(const TargetInfo &target, const AttentionShape &shape,
 }
 
 LoopOrderCost getLoopOrderCost(const TargetInfo &target,
-                               const AttentionShape &shape,
+                               const AttentionProblem &shape,
                                const CostOptions &options, LoopOrder order,
                                double ioModel) {
   LoopOrderCost cost;
@@ -75,12 +75,12 @@ llvm::Error checkWaveTarget(const TargetInfo &target) {
 
 } // namespace
 
-llvm::Error mlir::flash::verifyCostShape(const AttentionShape &shape) {
+llvm::Error mlir::flash::verifyCostShape(const AttentionProblem &shape) {
   const std::pair<const char *, int64_t> sizes[] = {
       {"batch", shape.batch},       {"heads", shape.heads},
       {"kvHeads", shape.kvHeads},   {"seqQ", shape.seqQ},
       {"seqKV", shape.seqKV},       {"headDim", shape.headDim},
-      {"headDimV", shape.headDimV}, {"elementBytes", shape.elementBytes}};
+      {"headDimV", shape.valueDim()}, {"elementBytes", shape.elementBytes()}};
   for (auto [name, value] : sizes)
     if (value <= 0)
       return llvm::createStringError(
@@ -98,8 +98,8 @@ llvm::Error mlir::flash::verifyCostShape(const AttentionShape &shape) {
   limits.seqQ = shape.seqQ;
   limits.seqKV = shape.seqKV;
   limits.headDim = shape.headDim;
-  limits.headDimV = shape.headDimV;
-  limits.elementBytes = shape.elementBytes;
+  limits.headDimV = shape.valueDim();
+  limits.elementBytes = shape.elementBytes();
   std::string problem = flashc::checkAttentionSizes(limits);
   if (!problem.empty())
     return llvm::createStringError(problem);
@@ -107,20 +107,20 @@ llvm::Error mlir::flash::verifyCostShape(const AttentionShape &shape) {
   // (schedule FLOPs, traffic with blocks of one row) times 8 (bytes).
   int64_t bound = 1;
   for (int64_t f : {shape.batch, shape.heads, shape.seqQ + 1, shape.seqKV + 1,
-                    2 * (shape.headDim + shape.headDimV) + 4, int64_t(8)})
+                    2 * (shape.headDim + shape.valueDim()) + 4, int64_t(8)})
     if (llvm::MulOverflow(bound, f, bound))
       return llvm::createStringError(
           llvm::formatv("shape too large to count: B={0} Hq={1} Nq={2} "
                         "Nk={3} D={4} Dv={5} overflows 64-bit counts",
                         shape.batch, shape.heads, shape.seqQ, shape.seqKV,
-                        shape.headDim, shape.headDimV)
+                        shape.headDim, shape.valueDim())
               .str());
   return llvm::Error::success();
 }
 
 int64_t mlir::flash::getSramElements(const TargetInfo &target,
-                                     const AttentionShape &shape) {
-  int64_t bytes = target.isGPU() ? shape.elementBytes : 4;
+                                     const AttentionProblem &shape) {
+  int64_t bytes = target.isGPU() ? shape.elementBytes() : 4;
   return std::max<int64_t>(target.sramBytes / bytes, 1);
 }
 
@@ -143,15 +143,15 @@ int64_t mlir::flash::countVisiblePairs(int64_t seqQ, int64_t seqKV,
   return rows * (first + seqKV) / 2;
 }
 
-int64_t mlir::flash::getDenseFlops(const AttentionShape &shape) {
+int64_t mlir::flash::getDenseFlops(const AttentionProblem &shape) {
   return 2 * headCount(shape) * shape.seqQ * shape.seqKV *
-         (shape.headDim + shape.headDimV);
+         (shape.headDim + shape.valueDim());
 }
 
-int64_t mlir::flash::getCausalFlops(const AttentionShape &shape) {
+int64_t mlir::flash::getCausalFlops(const AttentionProblem &shape) {
   return 2 * headCount(shape) *
-         countVisiblePairs(shape.seqQ, shape.seqKV, shape.causal) *
-         (shape.headDim + shape.headDimV);
+         countVisiblePairs(shape.seqQ, shape.seqKV, shape.isCausal()) *
+         (shape.headDim + shape.valueDim());
 }
 
 //===----------------------------------------------------------------------===//
@@ -163,7 +163,7 @@ double BlockCoverage::visitedFraction() const {
   return total > 0 ? static_cast<double>(visitedPairs) / total : 0.0;
 }
 
-BlockCoverage mlir::flash::computeBlockCoverage(const AttentionShape &shape,
+BlockCoverage mlir::flash::computeBlockCoverage(const AttentionProblem &shape,
                                                 int64_t blockQ,
                                                 int64_t blockKV) {
   BlockCoverage c;
@@ -173,7 +173,7 @@ BlockCoverage mlir::flash::computeBlockCoverage(const AttentionShape &shape,
   // The KV blocks Q block i (of `rows` rows) visits are a prefix: those its
   // last row sees.
   auto blocksOf = [&](int64_t i, int64_t rows) {
-    if (!shape.causal)
+    if (!shape.isCausal())
       return c.blocksKV;
     int64_t lastKey = i * blockQ + rows - 1 + offset;
     return lastKey < 0 ? 0 : std::min(c.blocksKV, lastKey / blockKV + 1);
@@ -194,7 +194,7 @@ BlockCoverage mlir::flash::computeBlockCoverage(const AttentionShape &shape,
   for (int64_t i = 0; i < full;) {
     int64_t blocks = blocksOf(i, blockQ);
     int64_t end = full;
-    if (shape.causal && blocks < c.blocksKV) {
+    if (shape.isCausal() && blocks < c.blocksKV) {
       // `blocks` holds while the last row's key stays below `limit`:
       // i * Br + Br - 1 + offset < limit.
       int64_t limit = blocks == 0 ? 0 : blocks * blockKV;
@@ -213,27 +213,27 @@ BlockCoverage mlir::flash::computeBlockCoverage(const AttentionShape &shape,
 
 double mlir::flash::getCausalBlockFraction(int64_t seqQ, int64_t seqKV,
                                            int64_t blockQ, int64_t blockKV) {
-  AttentionShape shape;
+  AttentionProblem shape;
   shape.seqQ = seqQ;
   shape.seqKV = seqKV;
-  shape.causal = true;
+  shape.mask = ::flashc::Mask::causal();
   return computeBlockCoverage(shape, blockQ, blockKV).visitedFraction();
 }
 
-int64_t mlir::flash::getScheduleFlops(const AttentionShape &shape,
+int64_t mlir::flash::getScheduleFlops(const AttentionProblem &shape,
                                       int64_t blockQ, int64_t blockKV) {
   BlockCoverage c = computeBlockCoverage(shape, blockQ, blockKV);
   return 2 * headCount(shape) * c.visitedScores *
-         (shape.headDim + shape.headDimV);
+         (shape.headDim + shape.valueDim());
 }
 
 //===----------------------------------------------------------------------===//
 // HBM traffic
 //===----------------------------------------------------------------------===//
 
-HbmTraffic mlir::flash::getStandardTraffic(const AttentionShape &shape) {
+HbmTraffic mlir::flash::getStandardTraffic(const AttentionProblem &shape) {
   int64_t nq = shape.seqQ, nk = shape.seqKV;
-  int64_t d = shape.headDim, dv = shape.headDimV;
+  int64_t d = shape.headDim, dv = shape.valueDim();
   int64_t scores = nq * nk;
   HbmTraffic t;
   // Q and K; S; P and V.
@@ -245,12 +245,12 @@ HbmTraffic mlir::flash::getStandardTraffic(const AttentionShape &shape) {
   return t;
 }
 
-HbmTraffic mlir::flash::getLoopOrderTraffic(const AttentionShape &shape,
+HbmTraffic mlir::flash::getLoopOrderTraffic(const AttentionProblem &shape,
                                             LoopOrder order, int64_t blockQ,
                                             int64_t blockKV) {
   BlockCoverage c = computeBlockCoverage(shape, blockQ, blockKV);
   int64_t nq = shape.seqQ;
-  int64_t d = shape.headDim, dv = shape.headDimV;
+  int64_t d = shape.headDim, dv = shape.valueDim();
   HbmTraffic t;
   if (order == LoopOrder::Algorithm1) {
     // K and V once; per visited pair the Q block and its O, l, m.
@@ -268,9 +268,9 @@ HbmTraffic mlir::flash::getLoopOrderTraffic(const AttentionShape &shape,
   return t;
 }
 
-double mlir::flash::getIoModelElements(const AttentionShape &shape,
+double mlir::flash::getIoModelElements(const AttentionProblem &shape,
                                        int64_t sramElements) {
-  double d = std::max(shape.headDim, shape.headDimV);
+  double d = std::max(shape.headDim, shape.valueDim());
   return static_cast<double>(headCount(shape)) * shape.seqQ * shape.seqKV * d *
          d / sramElements;
 }
@@ -296,14 +296,14 @@ double mlir::flash::getIoModelElements(const AttentionShape &shape,
   return w;
 }
 
-int64_t mlir::flash::getMaxSplits(const AttentionShape &shape, int64_t blockKV,
+int64_t mlir::flash::getMaxSplits(const AttentionProblem &shape, int64_t blockKV,
                                   int64_t maxSplits) {
-  return ::flashc::getMaxSplitCount(shape.problem(), blockKV, maxSplits);
+  return ::flashc::getMaxSplitCount(shape, blockKV, maxSplits);
 }
 
 llvm::Expected<WavePrediction>
 mlir::flash::predictSplitKVTime(const TargetInfo &target,
-                                const AttentionShape &shape,
+                                const AttentionProblem &shape,
                                 const TileSizes &tiles, int64_t splits) {
   if (llvm::Error err = verifyCostShape(shape))
     return std::move(err);
@@ -321,31 +321,31 @@ mlir::flash::predictSplitKVTime(const TargetInfo &target,
                       "make {3} blocks, and every split needs at least one",
                       splits, shape.seqKV, tiles.blockKV, blocksKV)
             .str());
-  return ::flashc::predictSplitKV(getWaveTarget(target), shape.problem(),
+  return ::flashc::predictSplitKV(getWaveTarget(target), shape,
                                   tiles.blockQ, tiles.blockKV, splits);
 }
 
 llvm::Expected<WavePrediction>
-mlir::flash::chooseSplits(const TargetInfo &target, const AttentionShape &shape,
+mlir::flash::chooseSplits(const TargetInfo &target, const AttentionProblem &shape,
                           const TileSizes &tiles, int64_t maxSplits) {
   // The checks of one prediction; the search is the runtime's.
   if (llvm::Expected<WavePrediction> one =
           predictSplitKVTime(target, shape, tiles, 1);
       !one)
     return one.takeError();
-  return ::flashc::chooseSplitCount(getWaveTarget(target), shape.problem(),
+  return ::flashc::chooseSplitCount(getWaveTarget(target), shape,
                                     tiles.blockQ, tiles.blockKV, maxSplits);
 }
 
 llvm::Expected<WavePrediction>
 mlir::flash::predictFA2KernelTime(const TargetInfo &target,
-                                  const AttentionShape &shape) {
+                                  const AttentionProblem &shape) {
   if (llvm::Error err = verifyCostShape(shape))
     return std::move(err);
   if (llvm::Error err = checkWaveTarget(target))
     return std::move(err);
   int64_t rows = std::min(kFA2KernelRows, shape.seqQ);
-  int64_t dqk = shape.headDim, dv = shape.headDimV, eb = shape.elementBytes;
+  int64_t dqk = shape.headDim, dv = shape.valueDim(), eb = shape.elementBytes();
   WavePrediction p;
   p.ctas = headCount(shape) * ceilDiv(shape.seqQ, kFA2KernelRows);
   p.rowsPerCta = kFA2KernelRows;
@@ -359,11 +359,11 @@ mlir::flash::predictFA2KernelTime(const TargetInfo &target,
 }
 
 double mlir::flash::getFloorTimeUs(const TargetInfo &target,
-                                   const AttentionShape &shape) {
+                                   const AttentionProblem &shape) {
   double flops = getCausalFlops(shape);
   double peak = target.numProcessors * target.perProcessorPeakTflops;
-  int64_t dd = shape.headDim + shape.headDimV;
-  double bytes = double(shape.batch) * shape.elementBytes *
+  int64_t dd = shape.headDim + shape.valueDim();
+  double bytes = double(shape.batch) * shape.elementBytes() *
                  (double(shape.heads) * shape.seqQ * dd +
                   double(shape.kvHeads) * shape.seqKV * dd);
   double computeUs = peak > 0 ? flops / (peak * 1e6) : 0;
@@ -379,7 +379,7 @@ double mlir::flash::getFloorTimeUs(const TargetInfo &target,
 
 llvm::Expected<CostReport>
 mlir::flash::computeCostReport(const TargetInfo &target,
-                               const AttentionShape &shape,
+                               const AttentionProblem &shape,
                                const CostOptions &options) {
   if (llvm::Error err = verifyCostShape(shape))
     return std::move(err);
@@ -482,14 +482,14 @@ llvm::json::Object orderToJSON(const LoopOrderCost &c) {
 } // namespace
 
 void mlir::flash::printCostReport(const CostReport &r, llvm::raw_ostream &os) {
-  const AttentionShape &s = r.shape;
+  const AttentionProblem &s = r.shape;
   os << llvm::formatv("  target          {0} (sram {1} bytes = {2} elements)\n",
                       r.target, r.sramBytes, r.sramElements);
   os << llvm::formatv("  shape           B={0} Hq={1} Hkv={2} Nq={3} Nk={4} "
                       "D={5} Dv={6}, {7}-byte elements, {8}\n",
                       s.batch, s.heads, s.kvHeads, s.seqQ, s.seqKV, s.headDim,
-                      s.headDimV, s.elementBytes,
-                      s.causal ? "causal" : "not causal");
+                      s.valueDim(), s.elementBytes(),
+                      s.isCausal() ? "causal" : "not causal");
   os << llvm::formatv("  flops           dense {0}, causal {1}, schedule {2}\n",
                       r.denseFlops, r.causalFlops, r.scheduleFlops);
   // The loop orders are named by what they count: which loop is outer
@@ -553,16 +553,16 @@ void mlir::flash::printCostReport(const CostReport &r, llvm::raw_ostream &os) {
 }
 
 llvm::json::Object mlir::flash::costReportToJSON(const CostReport &r) {
-  const AttentionShape &s = r.shape;
+  const AttentionProblem &s = r.shape;
   llvm::json::Object shape{{"batch", s.batch},
                            {"heads", s.heads},
                            {"kvHeads", s.kvHeads},
                            {"seqQ", s.seqQ},
                            {"seqKV", s.seqKV},
                            {"headDim", s.headDim},
-                           {"headDimV", s.headDimV},
-                           {"causal", s.causal},
-                           {"elementBytes", s.elementBytes}};
+                           {"headDimV", s.valueDim()},
+                           {"causal", s.isCausal()},
+                           {"elementBytes", s.elementBytes()}};
   llvm::json::Object flops{{"dense", r.denseFlops},
                            {"causal", r.causalFlops},
                            {"schedule", r.scheduleFlops}};

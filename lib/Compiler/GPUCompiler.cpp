@@ -65,7 +65,7 @@ PipelineConfig mlir::flash::detail::gpuConfig(const AttentionSpec &spec,
     // The decode tile is fixed per variant (it serves every Nq <= 16), so
     // it is chosen for Nq = 16, not for this spec's Nq.
     llvm::Expected<TargetInfo> target = TargetInfo::get(c.target);
-    AttentionShape shape = spec.shape();
+    AttentionProblem shape = spec.shape();
     shape.seqQ = 16;
     TileSizes tiles = chooseTileSizes(*target, shape, LoopOrder::FA2);
     if (!g.blockQ)

@@ -71,17 +71,9 @@ llvm::Error mlir::flash::checkScale(double scale) {
   return llvm::Error::success();
 }
 
-AttentionShape AttentionSpec::shape() const {
-  AttentionShape s;
-  s.batch = batch;
-  s.heads = heads;
-  s.kvHeads = kvHeads;
-  s.seqQ = seqQ;
-  s.seqKV = seqKV;
-  s.headDim = headDim;
+::flashc::AttentionProblem AttentionSpec::shape() const {
+  ::flashc::AttentionProblem s = *this;
   s.headDimV = valueDim();
-  s.causal = isCausal();
-  s.elementBytes = elementBytes();
   return s;
 }
 
@@ -444,7 +436,7 @@ KernelBuilder::build(const AttentionSpec &spec, const PipelineConfig &config) {
   // its split count is chosen at every run unless the configuration fixes
   // it. The tile sizes are the model's for unknown lengths, as flash-tile
   // chooses them; the KV block is read off the tiled IR.
-  AttentionShape shape = groupKernelSpec(spec).shape();
+  AttentionProblem shape = groupKernelSpec(spec).shape();
   shape.batch = 1;
   shape.seqQ = shape.seqKV = 4096;
   meta.tiles = chooseTileSizes(*TargetInfo::get(config.target), shape,
@@ -993,25 +985,13 @@ AttentionSpec::fromMLIRUnguarded(llvm::StringRef source) {
     if (!isa<BlockArgument>(operand))
       return llvm::createStringError(
           "the attention's operands must be function arguments");
-  llvm::Expected<AttentionShape> shape =
-      getStaticAttentionShape(op.getQuery().getType(), op.getKey().getType(),
-                              op.getValue().getType(), op.getCausal());
+  llvm::Expected<AttentionProblem> shape =
+      getStaticAttentionProblem(op.getQuery().getType(), op.getKey().getType(),
+                                op.getValue().getType(), op.getMask());
   if (!shape)
     return llvm::createStringError("cannot build a kernel: " +
                                    llvm::toString(shape.takeError()));
-  AttentionSpec spec;
-  spec.batch = shape->batch;
-  spec.heads = shape->heads;
-  spec.kvHeads = shape->kvHeads;
-  spec.seqQ = shape->seqQ;
-  spec.seqKV = shape->seqKV;
-  spec.headDim = shape->headDim;
-  spec.headDimV = shape->headDimV;
-  Type elt = op.getQuery().getType().getElementType();
-  spec.dtype = elt.isF32()   ? ElementType::F32
-               : elt.isF16() ? ElementType::F16
-                             : ElementType::BF16;
-  spec.mask = op.getCausal() ? Mask::causal() : Mask::none();
+  AttentionSpec spec = *shape;
   spec.scale = op.getEffectiveScale();
   spec.withLse = static_cast<bool>(op.getLse());
   if (llvm::Error e = spec.validate())

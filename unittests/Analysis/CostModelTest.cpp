@@ -26,25 +26,25 @@ using namespace mlir::flash;
 namespace {
 
 /// One head, N = 4096, d = 64, f16: the seed's worked example.
-AttentionShape seedShape() {
-  AttentionShape s;
+AttentionProblem seedShape() {
+  AttentionProblem s;
   s.seqQ = s.seqKV = 4096;
   s.headDim = s.headDimV = 64;
-  s.elementBytes = 2;
+  s.dtype = flashc::ElementType::F16;
   return s;
 }
 
 /// CodeLlama-34B on 4 GPUs, as in the flash-decoding blog: 16 query heads,
 /// 2 kv heads, d = 128, one new query, f16.
-AttentionShape decodeShape(int64_t batch, int64_t keys) {
-  AttentionShape s;
+AttentionProblem decodeShape(int64_t batch, int64_t keys) {
+  AttentionProblem s;
   s.batch = batch;
   s.heads = 16;
   s.kvHeads = 2;
   s.seqQ = 1;
   s.seqKV = keys;
   s.headDim = s.headDimV = 128;
-  s.elementBytes = 2;
+  s.dtype = flashc::ElementType::F16;
   return s;
 }
 
@@ -71,7 +71,7 @@ TEST(CostModelTest, StandardTrafficIsFourNdPlusFourNSquared) {
 
   for (int64_t n : {1, 7, 128, 1000}) {
     for (int64_t d : {16, 64, 128}) {
-      AttentionShape s;
+      AttentionProblem s;
       s.seqQ = s.seqKV = n;
       s.headDim = s.headDimV = d;
       EXPECT_EQ(getStandardTraffic(s).total(), 4 * n * d + 4 * n * n)
@@ -80,7 +80,7 @@ TEST(CostModelTest, StandardTrafficIsFourNdPlusFourNSquared) {
   }
 
   // Scaled by B * Hq, with K and V charged per query head.
-  AttentionShape gqa = seedShape();
+  AttentionProblem gqa = seedShape();
   gqa.batch = 2;
   gqa.heads = 8;
   gqa.kvHeads = 2;
@@ -89,7 +89,7 @@ TEST(CostModelTest, StandardTrafficIsFourNdPlusFourNSquared) {
 
 TEST(CostModelTest, Algorithm1WorkedExample) {
   // M = 51,200 elements gives Bc = ceil(M / 4d) = 200, Br = 64, Tc = 21.
-  AttentionShape s = seedShape();
+  AttentionProblem s = seedShape();
   HbmTraffic t = getLoopOrderTraffic(s, LoopOrder::Algorithm1, 64, 200);
   EXPECT_EQ(t.total(), 17653760);
   // K, V once and 21 reads of Q, O, l, m; 21 writes of O, l, m and the
@@ -124,12 +124,12 @@ TEST(CostModelTest, CPUTilesFromTheBudgetAndTheVectorWidth) {
   cpu.name = "cpu";
   cpu.kind = TargetKind::CPU;
   cpu.sramBytes = 2 << 20;
-  AttentionShape s;
+  AttentionProblem s;
   s.batch = 1;
   s.heads = s.kvHeads = 8;
   s.seqQ = s.seqKV = 4096;
   s.headDim = s.headDimV = 128;
-  s.elementBytes = 4;
+  s.dtype = flashc::ElementType::F32;
   // 8 lanes: 64 rows, and Bc = (M - 2 * 64 * 128) / (2 * 128 + 64),
   // clamped to 256.
   cpu.vectorLanes = 8;
@@ -155,7 +155,7 @@ TEST(CostModelTest, CPUTilesFromTheBudgetAndTheVectorWidth) {
 }
 
 TEST(CostModelTest, FA2TrafficReadsKVOncePerQBlock) {
-  AttentionShape s = seedShape();
+  AttentionProblem s = seedShape();
   // Br = 64: K and V read N / 64 times, twice the algorithm-1 order.
   HbmTraffic t64 = getLoopOrderTraffic(s, LoopOrder::FA2, 64, 200);
   EXPECT_EQ(t64.reads, 4096 * 64 + 64 * 4096 * 128);
@@ -165,7 +165,7 @@ TEST(CostModelTest, FA2TrafficReadsKVOncePerQBlock) {
   EXPECT_EQ(t128.total(), 4096 * 64 + 32 * 4096 * 128 + 4096 * 64 + 4096);
 
   // A causal mask halves (plus the diagonal) the K and V reads.
-  s.causal = true;
+  s.mask = flashc::Mask::causal();
   HbmTraffic causal = getLoopOrderTraffic(s, LoopOrder::FA2, 128, 128);
   EXPECT_EQ(causal.reads, 4096 * 64 + (32 * 33 / 2) * 128 * 128);
 }
@@ -185,8 +185,8 @@ TEST(CostModelTest, SquareCausalBlockFraction) {
   EXPECT_NEAR(getCausalBlockFraction(4096, 4096, 256, 256), 0.531, 5e-4);
 
   // Schedule FLOPs over dense FLOPs equal the fraction when blocks divide.
-  AttentionShape s = seedShape();
-  s.causal = true;
+  AttentionProblem s = seedShape();
+  s.mask = flashc::Mask::causal();
   EXPECT_EQ(getScheduleFlops(s, 128, 128) * 64, getDenseFlops(s) * 33);
 }
 
@@ -201,15 +201,15 @@ TEST(CostModelTest, CausalVisiblePairsBottomRight) {
   EXPECT_EQ(countVisiblePairs(5, 3, true), 1 + 2 + 3);
   EXPECT_EQ(countVisiblePairs(5, 3, false), 15);
 
-  AttentionShape s = seedShape();
+  AttentionProblem s = seedShape();
   EXPECT_EQ(getDenseFlops(s), 2LL * 4096 * 4096 * 128);
   EXPECT_EQ(getCausalFlops(s), getDenseFlops(s));
-  s.causal = true;
+  s.mask = flashc::Mask::causal();
   EXPECT_EQ(getCausalFlops(s), 2LL * (4096 * 4097 / 2) * 128);
 
   // Decode with blocks: every KV block visited, once.
-  AttentionShape d = decodeShape(1, 1000);
-  d.causal = true;
+  AttentionProblem d = decodeShape(1, 1000);
+  d.mask = flashc::Mask::causal();
   BlockCoverage c = computeBlockCoverage(d, 1, 128);
   EXPECT_EQ(c.blocksKV, 8);
   EXPECT_EQ(c.visitedPairs, 8);
@@ -218,7 +218,7 @@ TEST(CostModelTest, CausalVisiblePairsBottomRight) {
 }
 
 /// Block coverage the direct way, one Q block at a time.
-BlockCoverage coverageByBlocks(const AttentionShape &shape, int64_t blockQ,
+BlockCoverage coverageByBlocks(const AttentionProblem &shape, int64_t blockQ,
                                int64_t blockKV) {
   BlockCoverage c;
   c.blocksQ = (shape.seqQ + blockQ - 1) / blockQ;
@@ -226,7 +226,7 @@ BlockCoverage coverageByBlocks(const AttentionShape &shape, int64_t blockQ,
   for (int64_t i = 0; i < c.blocksQ; ++i) {
     int64_t rows = std::min(blockQ, shape.seqQ - i * blockQ);
     int64_t blocks = c.blocksKV;
-    if (shape.causal) {
+    if (shape.isCausal()) {
       int64_t lastKey = i * blockQ + rows - 1 + shape.seqKV - shape.seqQ;
       blocks = lastKey < 0 ? 0 : std::min(c.blocksKV, lastKey / blockKV + 1);
     }
@@ -244,12 +244,12 @@ TEST(CostModelTest, BlockCoverageByRunsMatchesBlockByBlock) {
   std::mt19937 rng(std::random_device{}());
   std::uniform_int_distribution<int64_t> len(1, 700), block(1, 80);
   for (int trial = 0; trial < 3000; ++trial) {
-    AttentionShape s = decodeShape(len(rng), len(rng));
+    AttentionProblem s = decodeShape(len(rng), len(rng));
     s.seqQ = len(rng);
-    s.causal = trial % 3 != 0;
+    s.mask = (trial % 3 != 0) ? flashc::Mask::causal() : flashc::Mask::none();
     int64_t br = block(rng), bc = block(rng);
     SCOPED_TRACE(llvm::formatv("Nq {0} Nk {1} Br {2} Bc {3} causal {4}",
-                               s.seqQ, s.seqKV, br, bc, s.causal)
+                               s.seqQ, s.seqKV, br, bc, s.isCausal())
                      .str());
     BlockCoverage fast = computeBlockCoverage(s, br, bc);
     BlockCoverage slow = coverageByBlocks(s, br, bc);
@@ -267,15 +267,15 @@ TEST(CostModelTest, BlockCoverageOfManyQueryBlocksIsQuick) {
   // 2^32 query rows in blocks of one over 8 keys (the fuzzer's input that
   // used to run for minutes): the last 8 rows see keys, row Nq - 8 + j sees
   // j + 1 of them.
-  AttentionShape s = decodeShape(1, 8);
+  AttentionProblem s = decodeShape(1, 8);
   s.seqQ = int64_t(1) << 32;
-  s.causal = true;
+  s.mask = flashc::Mask::causal();
   BlockCoverage c = computeBlockCoverage(s, 1, 8);
   EXPECT_EQ(c.blocksQ, int64_t(1) << 32);
   EXPECT_EQ(c.visitedPairs, 8);
   EXPECT_EQ(c.visitedKeys, 64);
   EXPECT_EQ(c.visitedScores, 64);
-  s.causal = false;
+  s.mask = flashc::Mask::none();
   c = computeBlockCoverage(s, 1, 8);
   EXPECT_EQ(c.visitedPairs, int64_t(1) << 32);
   EXPECT_EQ(c.visitedScores, int64_t(8) << 32);
@@ -299,7 +299,7 @@ TEST(CostModelTest, WaveModelExercise9) {
   // rows of a CTA are padded to one MMA tile of 16, as flashc's decode
   // kernels do and as the runtime models them (the exercise pads to 64).
   TargetInfo a100 = getTarget("sm_80");
-  AttentionShape s = decodeShape(1, 65536);
+  AttentionProblem s = decodeShape(1, 65536);
   TileSizes tiles = chooseTileSizes(a100, s, LoopOrder::FA2);
   EXPECT_EQ(tiles.blockQ, 1);
   EXPECT_EQ(tiles.blockKV, 128);
@@ -338,7 +338,7 @@ TEST(CostModelTest, WaveQuantizationBatch64) {
   // Section 6.4: batch 64, 2K keys: 128 CTAs unsplit take two waves (about
   // 151 us); 4-16 splits bring it to about 100 us.
   TargetInfo a100 = getTarget("sm_80");
-  AttentionShape s = decodeShape(64, 2048);
+  AttentionProblem s = decodeShape(64, 2048);
   TileSizes tiles = chooseTileSizes(a100, s, LoopOrder::FA2);
   WavePrediction p1 = unwrap(predictSplitKVTime(a100, s, tiles, 1));
   EXPECT_EQ(p1.ctas, 128);
@@ -352,7 +352,7 @@ TEST(CostModelTest, WaveQuantizationBatch64) {
 
 TEST(CostModelTest, SplitsAreBoundedByKVBlocks) {
   TargetInfo a100 = getTarget("sm_80");
-  AttentionShape s = decodeShape(1, 1000);
+  AttentionProblem s = decodeShape(1, 1000);
   TileSizes tiles{1, 128, LoopOrder::FA2};
   EXPECT_EQ(getMaxSplits(s, 128), 8);
   EXPECT_EQ(getMaxSplits(decodeShape(1, 1 << 20), 128), kDefaultMaxSplits);
@@ -375,8 +375,8 @@ TEST(CostModelTest, SplitsAreBoundedByKVBlocks) {
 }
 
 TEST(CostModelTest, ReportOnCpuHasNoPrediction) {
-  AttentionShape s = seedShape();
-  s.causal = true;
+  AttentionProblem s = seedShape();
+  s.mask = flashc::Mask::causal();
   CostOptions options;
   options.blockQ = 128;
   options.blockKV = 128;
@@ -387,7 +387,7 @@ TEST(CostModelTest, ReportOnCpuHasNoPrediction) {
   EXPECT_EQ(r.tiles.blockQ, 128);
   EXPECT_EQ(r.algorithm1.tiles.blockKV, 128);
 
-  AttentionShape bad = s;
+  AttentionProblem bad = s;
   bad.heads = 3;
   bad.kvHeads = 2;
   llvm::Expected<CostReport> err = computeCostReport(getTarget("cpu"), bad);

@@ -21,32 +21,21 @@
 namespace mlir {
 namespace flash {
 
-/// The sizes of one attention problem. Dynamic sizes are not allowed here:
-/// callers substitute a representative value.
-struct AttentionShape {
-  int64_t batch = 1;
-  int64_t heads = 1;   // Hq
-  int64_t kvHeads = 1; // Hkv
-  int64_t seqQ = 1;    // Nq
-  int64_t seqKV = 1;   // Nk
-  int64_t headDim = 64;
-  int64_t headDimV = 64;
-  bool causal = false;
-  /// Bytes per element of Q, K, V and O (4, 2 or 2).
-  int64_t elementBytes = 4;
+/// The models take the attention problem of flashc/Core/Problem.h, with
+/// static sizes: callers substitute a representative value for a dynamic
+/// one.
+using ::flashc::AttentionProblem;
 
-  int64_t groupSize() const { return heads / kvHeads; }
-  /// The same problem in flashc's dependency-free description.
-  ::flashc::AttentionProblem problem() const;
-};
+/// The element type `type` (f32, f16 or bf16) is, or nothing.
+std::optional<::flashc::ElementType> toElementType(Type type);
 
-/// The shape of an attention whose operands have these types:
+/// The problem of an attention whose operands have these types:
 /// Q [B, Hq, Nq, D], K [B, Hkv, Nk, D], V [B, Hkv, Nk, Dv] of f32, f16 or
-/// bf16. The error names the first dynamic size or the element type.
-llvm::Expected<AttentionShape> getStaticAttentionShape(RankedTensorType query,
-                                                       RankedTensorType key,
-                                                       RankedTensorType value,
-                                                       bool causal);
+/// bf16, with `mask`. The error names the first dynamic size or the element
+/// type.
+llvm::Expected<AttentionProblem>
+getStaticAttentionProblem(RankedTensorType query, RankedTensorType key,
+                          RankedTensorType value, ::flashc::Mask mask);
 
 /// The two loop orders of the FlashAttention papers.
 enum class LoopOrder {
@@ -85,7 +74,7 @@ struct TileSizes {
 /// GPU kernels (`flashc::chooseGPUTiles`: a decode tile when Nq <= 16),
 /// halving Bc until the shared memory fits; Br is clamped to Nq, Bc is not
 /// clamped (the kernels mask a block's tail).
-TileSizes chooseTileSizes(const TargetInfo &target, const AttentionShape &shape,
+TileSizes chooseTileSizes(const TargetInfo &target, const AttentionProblem &shape,
                           LoopOrder order);
 
 } // namespace flash

@@ -51,12 +51,12 @@ inline constexpr int64_t kFA2KernelRows = 128;
 
 /// Returns success if `shape` describes a problem the model can count:
 /// positive sizes, Hq a multiple of Hkv, and counts that fit in 64 bits.
-llvm::Error verifyCostShape(const AttentionShape &shape);
+llvm::Error verifyCostShape(const AttentionProblem &shape);
 
 /// The SRAM capacity M in elements that `chooseTileSizes` sizes blocks with:
 /// the target's `sramBytes` over the element size on a GPU, over 4 bytes on
 /// the CPU (blocks held in f32).
-int64_t getSramElements(const TargetInfo &target, const AttentionShape &shape);
+int64_t getSramElements(const TargetInfo &target, const AttentionProblem &shape);
 
 //===----------------------------------------------------------------------===//
 // FLOPs
@@ -69,11 +69,11 @@ int64_t countVisiblePairs(int64_t seqQ, int64_t seqKV, bool causal);
 
 /// FLOPs of the dense problem, 2 * B * Hq * Nq * Nk * (D + Dv) (the two
 /// matrix products; the softmax is not counted).
-int64_t getDenseFlops(const AttentionShape &shape);
+int64_t getDenseFlops(const AttentionProblem &shape);
 
 /// FLOPs of the visible pairs only: 2 * B * Hq * visible * (D + Dv). Equal
 /// to the dense FLOPs without a causal mask.
-int64_t getCausalFlops(const AttentionShape &shape);
+int64_t getCausalFlops(const AttentionProblem &shape);
 
 //===----------------------------------------------------------------------===//
 // Block schedules
@@ -103,7 +103,7 @@ struct BlockCoverage {
 
 /// Covers `shape` (causal or not) with blocks of `blockQ` x `blockKV`.
 /// Both must be positive.
-BlockCoverage computeBlockCoverage(const AttentionShape &shape, int64_t blockQ,
+BlockCoverage computeBlockCoverage(const AttentionProblem &shape, int64_t blockQ,
                                    int64_t blockKV);
 
 /// The exact fraction of Br x Bc block pairs of a causal Nq x Nk score
@@ -114,7 +114,7 @@ double getCausalBlockFraction(int64_t seqQ, int64_t seqKV, int64_t blockQ,
 
 /// FLOPs a block schedule computes: 2 * (D + Dv) per score of every visited
 /// block, times B * Hq.
-int64_t getScheduleFlops(const AttentionShape &shape, int64_t blockQ,
+int64_t getScheduleFlops(const AttentionProblem &shape, int64_t blockQ,
                          int64_t blockKV);
 
 //===----------------------------------------------------------------------===//
@@ -131,7 +131,7 @@ struct HbmTraffic {
 /// and K and writes S; P = softmax(S) reads S and writes P; O = P V reads P
 /// and V and writes O. Per head Nq*D + Nk*D + 4*Nq*Nk + Nk*Dv + Nq*Dv, i.e.
 /// 4Nd + 4N^2 for a square problem; dense even with a causal mask.
-HbmTraffic getStandardTraffic(const AttentionShape &shape);
+HbmTraffic getStandardTraffic(const AttentionProblem &shape);
 
 /// The loop orders, per head:
 ///
@@ -147,12 +147,12 @@ HbmTraffic getStandardTraffic(const AttentionShape &shape);
 ///   L = m + log l that the backward pass and split merging need (Nq).
 ///
 /// `blockQ` and `blockKV` must be positive.
-HbmTraffic getLoopOrderTraffic(const AttentionShape &shape, LoopOrder order,
+HbmTraffic getLoopOrderTraffic(const AttentionProblem &shape, LoopOrder order,
                                int64_t blockQ, int64_t blockKV);
 
 /// The value of the IO model Theta(N^2 d^2 / M): B * Hq * Nq * Nk * d^2 / M
 /// with d = max(D, Dv) and M in elements.
-double getIoModelElements(const AttentionShape &shape, int64_t sramElements);
+double getIoModelElements(const AttentionProblem &shape, int64_t sramElements);
 
 //===----------------------------------------------------------------------===//
 // The CTA x wave model
@@ -170,7 +170,7 @@ using WavePrediction = ::flashc::WavePrediction;
 
 /// The largest split count worth trying: every split keeps at least one
 /// block of `blockKV` keys, and at most `maxSplits`.
-int64_t getMaxSplits(const AttentionShape &shape, int64_t blockKV,
+int64_t getMaxSplits(const AttentionProblem &shape, int64_t blockKV,
                      int64_t maxSplits = kDefaultMaxSplits);
 
 /// Predicts the flashc FA2 schedule on a GPU `target` with the KV loop split
@@ -181,7 +181,7 @@ int64_t getMaxSplits(const AttentionShape &shape, int64_t blockKV,
 /// modelled (every CTA is charged its full range of keys). Errors on a CPU
 /// target, a bad tile size, or `splits` outside [1, Tc].
 llvm::Expected<WavePrediction> predictSplitKVTime(const TargetInfo &target,
-                                                  const AttentionShape &shape,
+                                                  const AttentionProblem &shape,
                                                   const TileSizes &tiles,
                                                   int64_t splits);
 
@@ -190,7 +190,7 @@ llvm::Expected<WavePrediction> predictSplitKVTime(const TargetInfo &target,
 /// relative 1e-9, the fewer splits): flashc::chooseSplitCount, which the
 /// runtime runs at launch.
 llvm::Expected<WavePrediction>
-chooseSplits(const TargetInfo &target, const AttentionShape &shape,
+chooseSplits(const TargetInfo &target, const AttentionProblem &shape,
              const TileSizes &tiles, int64_t maxSplits = kDefaultMaxSplits);
 
 /// The FlashAttention-2 library kernel without splitting, as the seed models
@@ -198,12 +198,12 @@ chooseSplits(const TargetInfo &target, const AttentionShape &shape,
 /// its Q tile computed as `kFA2KernelRows` rows whatever Nq, each CTA
 /// reading all of K and V of its head.
 llvm::Expected<WavePrediction>
-predictFA2KernelTime(const TargetInfo &target, const AttentionShape &shape);
+predictFA2KernelTime(const TargetInfo &target, const AttentionProblem &shape);
 
 /// The floor of any kernel on `target`: max(visible FLOPs / (SMs * per-SM
 /// peak), bytes of Q, K, V (once per kv head) and O / HBM bandwidth), in
 /// microseconds, without launch overhead or efficiency loss.
-double getFloorTimeUs(const TargetInfo &target, const AttentionShape &shape);
+double getFloorTimeUs(const TargetInfo &target, const AttentionProblem &shape);
 
 //===----------------------------------------------------------------------===//
 // The report
@@ -233,7 +233,7 @@ struct LoopOrderCost {
 
 struct CostReport {
   std::string target;
-  AttentionShape shape;
+  AttentionProblem shape;
   int64_t sramBytes = 0;
   /// M, in elements (see `getSramElements`).
   int64_t sramElements = 0;
@@ -270,7 +270,7 @@ struct CostReport {
 /// Computes the report of `shape` on `target` (with its `sramBytes` as
 /// given: override it before calling). Errors name the offending value.
 llvm::Expected<CostReport> computeCostReport(const TargetInfo &target,
-                                             const AttentionShape &shape,
+                                             const AttentionProblem &shape,
                                              const CostOptions &options = {});
 
 /// Prints the report as aligned, human-readable text. The traffic rows name

@@ -84,8 +84,9 @@ struct AttentionSpec : ::flashc::AttentionProblem {
 
   /// Checks sizes, the GQA ratio and the scale; the error names the field.
   llvm::Error validate() const;
-  /// The problem in the terms of the tile-size and cost models.
-  AttentionShape shape() const;
+  /// The problem with the head dims explicit (headDimV set), as the
+  /// tile-size and cost models take it.
+  ::flashc::AttentionProblem shape() const;
   /// The kernel module: `func.func @flash_attention` taking Q, K, V, O (and
   /// LSE) as memrefs with any strides but a unit innermost stride, and the
   /// softmax scale as an f32 (the attention's `scale_factor`: the code does

@@ -1,7 +1,7 @@
 //===- ReportCost.cpp - Print the cost model of each flash.attention ------===//
 //
 // Implements `flash-report-cost`, an analysis pass: for every
-// flash.attention it builds the problem's AttentionShape, resolves the
+// flash.attention it builds the problem's AttentionProblem, resolves the
 // target and the schedule options, and prints the CostModel report (text or
 // JSON) to stdout. Each report is headed by the op's index, in walk order
 // within the operation the pass runs on, and its enclosing function (in
@@ -35,12 +35,12 @@ using namespace mlir::flash;
 
 namespace {
 
-/// Reads the sizes of `op` into an AttentionShape; reports a dynamic size on
+/// Reads the sizes of `op` into an AttentionProblem; reports a dynamic size on
 /// `op` and fails (the verifier guarantees the element type).
-FailureOr<AttentionShape> getAttentionShape(AttentionOp op) {
-  llvm::Expected<AttentionShape> shape =
-      getStaticAttentionShape(op.getQuery().getType(), op.getKey().getType(),
-                              op.getValue().getType(), op.getCausal());
+FailureOr<AttentionProblem> getAttentionShape(AttentionOp op) {
+  llvm::Expected<AttentionProblem> shape =
+      getStaticAttentionProblem(op.getQuery().getType(), op.getKey().getType(),
+                              op.getValue().getType(), op.getMask());
   if (!shape)
     return op.emitError() << "flash-report-cost needs static sizes: "
                           << llvm::toString(shape.takeError());
@@ -93,7 +93,7 @@ void FlashReportCostPass::runOnOperation() {
   int64_t index = 0;
   root->walk([&](AttentionOp op) {
     int64_t opIndex = index++;
-    FailureOr<AttentionShape> shape = getAttentionShape(op);
+    FailureOr<AttentionProblem> shape = getAttentionShape(op);
     if (failed(shape)) {
       anyFailed = true;
       return;

@@ -131,14 +131,14 @@ std::optional<TiledAttention> matchTiled(scf::ForallOp forall) {
 }
 
 /// The attention shape of a tiled attention, for the wave model.
-AttentionShape describe(TiledAttention t) {
+AttentionProblem describe(TiledAttention t) {
   auto q = cast<RankedTensorType>(t.step.getQuery().getType()); // [G, Br, D]
   auto v = cast<RankedTensorType>(t.step.getValue().getType());
   auto out = cast<RankedTensorType>(t.forall.getOutputs()[0].getType());
   auto orDefault = [](int64_t size, int64_t dflt) {
     return ShapedType::isDynamic(size) ? dflt : size;
   };
-  AttentionShape s;
+  AttentionProblem s;
   int64_t g = q.getDimSize(0);
   bool headMajor = out.getRank() == 4;
   s.batch = orDefault(out.getDimSize(0), 1);
@@ -151,8 +151,9 @@ AttentionShape describe(TiledAttention t) {
   s.seqKV = nk ? *nk : 4096;
   s.headDim = q.getDimSize(2);
   s.headDimV = v.getDimSize(1);
-  s.causal = static_cast<bool>(t.step.getMaskOffset());
-  s.elementBytes = q.getElementType().getIntOrFloatBitWidth() / 8;
+  s.mask = t.step.getMaskOffset() ? ::flashc::Mask::causal()
+                                  : ::flashc::Mask::none();
+  s.dtype = toElementType(q.getElementType()).value_or(s.dtype);
   return s;
 }
 
@@ -354,7 +355,7 @@ struct FlashSplitKVPass : flash::impl::FlashSplitKVBase<FlashSplitKVPass> {
         ++numDynamic;
         continue;
       }
-      AttentionShape shape = describe(t);
+      AttentionProblem shape = describe(t);
       if (shape.seqQ > maxSeqQ) {
         LLVM_DEBUG({
           DBGS() << "tile loop at " << t.forall.getLoc()

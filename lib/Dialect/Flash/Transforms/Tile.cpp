@@ -106,14 +106,14 @@ std::optional<OnlineAttention> matchOnline(scf::ForOp loop) {
 
 /// Describes the problem for the tile-size model; dynamic sizes are
 /// replaced by a representative length.
-AttentionShape describe(OnlineAttention a) {
+AttentionProblem describe(OnlineAttention a) {
   auto q = cast<RankedTensorType>(a.query.getType());
   auto k = cast<RankedTensorType>(a.key.getType());
   auto v = cast<RankedTensorType>(a.value.getType());
   auto orDefault = [](int64_t size, int64_t dflt) {
     return ShapedType::isDynamic(size) ? dflt : size;
   };
-  AttentionShape s;
+  AttentionProblem s;
   s.batch = orDefault(q.getDimSize(0), 1);
   s.kvHeads = q.getDimSize(1);
   s.heads = q.getDimSize(1) * q.getDimSize(2);
@@ -121,8 +121,8 @@ AttentionShape describe(OnlineAttention a) {
   s.seqKV = orDefault(k.getDimSize(2), 4096);
   s.headDim = q.getDimSize(4);
   s.headDimV = v.getDimSize(3);
-  s.causal = a.causal;
-  s.elementBytes = q.getElementType().getIntOrFloatBitWidth() / 8;
+  s.mask = a.causal ? ::flashc::Mask::causal() : ::flashc::Mask::none();
+  s.dtype = toElementType(q.getElementType()).value_or(s.dtype);
   return s;
 }
 
@@ -490,13 +490,13 @@ struct FlashTilePass : flash::impl::FlashTileBase<FlashTilePass> {
     }
     IRRewriter rewriter(&getContext());
     for (OnlineAttention &a : matches) {
-      AttentionShape shape = describe(a);
+      AttentionProblem shape = describe(a);
       TileSizes tiles = chooseTileSizes(*targetInfo, shape, *order);
       LLVM_DEBUG(DBGS() << "loop at " << a.loop.getLoc()
                         << ": the model's shape B=" << shape.batch
                         << " Hq=" << shape.heads << " Hkv=" << shape.kvHeads
                         << " Nq=" << shape.seqQ << " Nk=" << shape.seqKV
-                        << " D=" << shape.headDim << " Dv=" << shape.headDimV
+                        << " D=" << shape.headDim << " Dv=" << shape.valueDim()
                         << "; " << targetInfo->name << " ("
                         << targetInfo->sramBytes << " bytes of SRAM) gives Br="
                         << tiles.blockQ << " Bc=" << tiles.blockKV << "\n");

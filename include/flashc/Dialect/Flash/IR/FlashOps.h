@@ -7,6 +7,7 @@
 #ifndef FLASHC_DIALECT_FLASH_IR_FLASHOPS_H
 #define FLASHC_DIALECT_FLASH_IR_FLASHOPS_H
 
+#include "flashc/Core/Problem.h"
 #include "flashc/Dialect/Flash/IR/FlashDialect.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"

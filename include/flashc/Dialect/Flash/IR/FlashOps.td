@@ -198,6 +198,10 @@ def Flash_AttentionOp : Flash_Op<"attention", [Pure]> {
     double getEffectiveScale();
     /// Number of query heads sharing one key/value head (Hq / Hkv).
     int64_t getGroupSize();
+    /// The mask as flashc's problem description names it.
+    ::flashc::Mask getMask() {
+      return getCausal() ? ::flashc::Mask::causal() : ::flashc::Mask::none();
+    }
   }];
 }
 
