@@ -207,11 +207,33 @@ llvm::Expected<rt::KernelVariant> Compiler::compileGPUVariant(
                         " lacks its launch metadata";
         return;
       }
-      if (fn.getNumArguments() != rt::getKernelParameters().size()) {
-        metadataError = "kernel " + fn.getName().str() + " takes " +
-                        std::to_string(fn.getNumArguments()) +
-                        " arguments; the runtime passes " +
-                        std::to_string(rt::getKernelParameters().size());
+      // Each argument's flash.param says what the runtime passes there.
+      std::vector<rt::KernelParameter> parameters;
+      StringAttr paramName = FlashDialect::ParamAttrHelper(ctx).getName();
+      for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+        auto param = fn.getArgAttrOfType<DictionaryAttr>(i, paramName);
+        auto name = param ? param.getAs<StringAttr>("name") : StringAttr();
+        auto meaning =
+            param ? param.getAs<StringAttr>("meaning") : StringAttr();
+        if (!name || !meaning) {
+          metadataError = "kernel " + fn.getName().str() + ": argument " +
+                          std::to_string(i) + " lacks its flash.param";
+          return;
+        }
+        Type type = fn.getArgument(i).getType();
+        parameters.push_back({name.str(), meaning.str(),
+                              type.isF32() ? 32 : 64});
+      }
+      if (variant.parameters.empty()) {
+        variant.parameters = std::move(parameters);
+      } else if (variant.parameters.size() != parameters.size() ||
+                 !std::equal(parameters.begin(), parameters.end(),
+                             variant.parameters.begin(),
+                             [](const rt::KernelParameter &a,
+                                const rt::KernelParameter &b) {
+                               return a.name == b.name && a.bits == b.bits;
+                             })) {
+        metadataError = "the kernels of one variant take different arguments";
         return;
       }
       rt::KernelEntry e;

@@ -4,10 +4,11 @@
 // strides and the 16-byte alignment the kernels' vector copies need),
 // chooses the split count of a decode variant with the CTA x wave model,
 // allocates the split workspace, and launches the forward kernel and the
-// combine with the shared argument list of flashc's kernels:
+// combine, passing the arguments their manifest lists, in its order, from
+// the values this runtime knows (getKnownKernelParameters):
 //
 //   q, k, v, out, lse, ws_out, ws_lse, B, Nq, Nk, splits,
-//   strides (batch, head, row) of q, k, v, out
+//   strides (batch, head, row) of q, k, v, out, scale
 //
 //===----------------------------------------------------------------------===//
 
@@ -140,6 +141,20 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
                                 const AttentionCall &call,
                                 LaunchReport *report) {
   const AttentionQuery &q = variant.query;
+  // Where each of the kernels' parameters is among the values this
+  // runtime passes (getKnownKernelParameters).
+  const std::vector<KernelParameter> &known = getKnownKernelParameters();
+  std::vector<size_t> order;
+  for (const KernelParameter &p : variant.parameters) {
+    size_t i = 0;
+    while (i < known.size() && known[i].name != p.name)
+      ++i;
+    if (i == known.size())
+      return Status::make(ErrorCode::InvalidBundle,
+                          "variant '" + variant.id + "': kernel argument '" +
+                              p.name + "' is not one this runtime passes");
+    order.push_back(i);
+  }
   for (auto [t, name] : {std::pair<const TensorView *, const char *>{
                              &call.q, "query"},
                          {&call.k, "key"},
@@ -364,7 +379,9 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
   };
   Status status;
   for (const Slice &slice : slices) {
-    std::vector<LaunchArg> args = {
+    // Every value this runtime passes, in getKnownKernelParameters' order;
+    // the kernels take those their manifest names, in its order.
+    std::vector<LaunchArg> values = {
         pointer(slice.q, extent(call.q, q.group)),
         pointer(slice.k, extent(call.k, 1)),
         pointer(slice.v, extent(call.v, 1)),
@@ -383,12 +400,15 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
           {&call.k, 1},
           {&call.v, 1},
           {&call.out, q.group}}) {
-      args.push_back(scalar(headsPerKV * t->strides[1]));
-      args.push_back(scalar(t->strides[1]));
-      args.push_back(scalar(t->strides[2]));
+      values.push_back(scalar(headsPerKV * t->strides[1]));
+      values.push_back(scalar(t->strides[1]));
+      values.push_back(scalar(t->strides[2]));
     }
     // The f32 in the low bytes: a 4-byte parameter takes those.
-    args.push_back(scalar(scaleBits));
+    values.push_back(scalar(scaleBits));
+    std::vector<LaunchArg> args;
+    for (size_t i : order)
+      args.push_back(values[i]);
     status = device.launch(variant, variant.forward,
                            static_cast<uint64_t>(*forwardGrid), args,
                            call.stream);

@@ -192,33 +192,18 @@ Result<KernelEntry> KernelEntry::fromJson(const JsonValue &v) {
   return e;
 }
 
-const std::vector<KernelParameter> &runtime::getKernelParameters() {
-  static const std::vector<KernelParameter> parameters = {
-      {"q", "Q: batch x G query heads x Nq x D elements (one KV head's group)"},
-      {"k", "K: batch x Nk x D elements"},
-      {"v", "V: batch x Nk x Dv elements"},
-      {"out", "O: batch x G x Nq x Dv elements"},
-      {"lse", "log-sum-exp, f32, batch x G x Nq (read only by lse variants)"},
-      {"ws_out", "split partial outputs, f32 (decode variants)"},
-      {"ws_lse", "split partial log-sum-exps, f32 (decode variants)"},
-      {"B", "batch: the call's batch x KV heads when they fold"},
-      {"Nq", "query rows per head"},
-      {"Nk", "keys"},
-      {"splits", "KV splits (decode variants; 1 otherwise)"},
-      {"q_stride_b", "elements between batch entries of q"},
-      {"q_stride_h", "elements between query heads of q"},
-      {"q_stride_n", "elements between rows of q"},
-      {"k_stride_b", "elements between batch entries of k"},
-      {"k_stride_h", "elements between heads of k"},
-      {"k_stride_n", "elements between rows of k"},
-      {"v_stride_b", "elements between batch entries of v"},
-      {"v_stride_h", "elements between heads of v"},
-      {"v_stride_n", "elements between rows of v"},
-      {"out_stride_b", "elements between batch entries of out"},
-      {"out_stride_h", "elements between query heads of out"},
-      {"out_stride_n", "elements between rows of out"},
-      {"scale", "the softmax scale", 32},
-  };
+const std::vector<KernelParameter> &runtime::getKnownKernelParameters() {
+  static const std::vector<KernelParameter> parameters = [] {
+    std::vector<KernelParameter> p;
+    for (const char *name :
+         {"q", "k", "v", "out", "lse", "ws_out", "ws_lse", "B", "Nq", "Nk",
+          "splits", "q_stride_b", "q_stride_h", "q_stride_n", "k_stride_b",
+          "k_stride_h", "k_stride_n", "v_stride_b", "v_stride_h",
+          "v_stride_n", "out_stride_b", "out_stride_h", "out_stride_n"})
+      p.push_back({name, "", 64});
+    p.push_back({"scale", "", 32});
+    return p;
+  }();
   return parameters;
 }
 
@@ -280,10 +265,11 @@ JsonValue KernelVariant::toJson() const {
     kernels["combine"] = combine->toJson();
   o["kernels"] = JsonValue(std::move(kernels));
   JsonValue::Array arguments;
-  for (const KernelParameter &p : getKernelParameters()) {
+  for (const KernelParameter &p : parameters) {
     JsonValue::Object a;
     a["name"] = p.name;
     a["meaning"] = p.meaning;
+    a["bits"] = static_cast<int64_t>(p.bits);
     arguments.push_back(JsonValue(std::move(a)));
   }
   o["arguments"] = JsonValue(std::move(arguments));
@@ -375,23 +361,38 @@ Result<KernelVariant> KernelVariant::fromJson(const JsonValue &v) {
     return Status::error("manifest: variant '" + k.id +
                          "' must have a combine kernel exactly when it is a "
                          "decode variant");
-  // The kernels' parameters must be the ones this runtime passes.
+  // The kernels' parameters, each one this runtime passes, at its width.
   const JsonValue *arguments = v.get("arguments");
-  if (!arguments || !arguments->isArray())
+  if (!arguments || !arguments->isArray() ||
+      arguments->getArray().size() > getKnownKernelParameters().size())
     return missing("arguments");
-  std::string have, want;
   for (const JsonValue &a : arguments->getArray()) {
-    std::string name;
-    if (!getString(a, "name", name))
+    KernelParameter p;
+    int64_t bits = 0;
+    if (!getString(a, "name", p.name) || !getString(a, "meaning", p.meaning) ||
+        !getInt(a, "bits", bits))
       return missing("arguments");
-    have += (have.empty() ? "" : ", ") + name;
+    p.bits = static_cast<int>(bits);
+    const KernelParameter *known = nullptr;
+    for (const KernelParameter &k : getKnownKernelParameters())
+      if (k.name == p.name)
+        known = &k;
+    if (!known)
+      return Status::error("manifest: the kernels of variant '" + k.id +
+                           "' take an argument '" + escapeForMessage(p.name) +
+                           "' this runtime does not pass (rebuild the bundle "
+                           "with this flashc)");
+    if (known->bits != bits)
+      return Status::error("manifest: argument '" + p.name + "' of variant '" +
+                           k.id + "' has " + std::to_string(bits) +
+                           " bits; this runtime passes " +
+                           std::to_string(known->bits));
+    for (const KernelParameter &q : k.parameters)
+      if (q.name == p.name)
+        return Status::error("manifest: variant '" + k.id +
+                             "' names argument '" + p.name + "' twice");
+    k.parameters.push_back(std::move(p));
   }
-  for (const KernelParameter &p : getKernelParameters())
-    want += (want.empty() ? "" : ", ") + std::string(p.name);
-  if (have != want)
-    return Status::error("manifest: the kernels of variant '" + k.id +
-                         "' take (" + have + "); this runtime passes (" +
-                         want + ")");
   return k;
 }
 
@@ -709,7 +710,7 @@ Status runtime::checkVariantAgainstPTX(const KernelVariant &v) {
   if (kernelLines.size() != kernels.size())
     return fail("the PTX describes " + std::to_string(kernelLines.size()) +
                 " kernel(s), the manifest " + std::to_string(kernels.size()));
-  const size_t numParams = getKernelParameters().size();
+  const size_t numParams = v.parameters.size();
   for (const KernelEntry *e : kernels) {
     Fields wantKernel =
         parseFields(describeKernel(*e), std::strlen(kKernelTag));
@@ -732,10 +733,10 @@ Status runtime::checkVariantAgainstPTX(const KernelVariant &v) {
     if (header->params.size() != numParams)
       return fail(".entry " + e->name + " takes " +
                   std::to_string(header->params.size()) +
-                  " parameters; this runtime passes " +
+                  " parameters; the manifest names " +
                   std::to_string(numParams));
     for (size_t i = 0; i < numParams; ++i) {
-      const KernelParameter &p = getKernelParameters()[i];
+      const KernelParameter &p = v.parameters[i];
       const std::string &param = header->params[i];
       bool typed = p.bits == 64 ? param.find(".u64") != std::string::npos ||
                                       param.find(".b64") != std::string::npos ||

@@ -286,8 +286,8 @@ INSTANTIATE_TEST_SUITE_P(
 // Manifest entries
 //===----------------------------------------------------------------------===//
 
-/// PTX that declares `v`'s kernels as flashc's do (every parameter a
-/// .u64 but the f32 scale, `.reqntid` the block) with empty bodies, and the
+/// PTX that declares `v`'s kernels as flashc's do (its parameters, each a
+/// .u64 or an .f32, `.reqntid` the block) with empty bodies, and the
 /// descriptor the compiler appends: what Bundle::load checks a manifest
 /// against.
 std::string fakePtx(const KernelVariant &v) {
@@ -297,9 +297,9 @@ std::string fakePtx(const KernelVariant &v) {
     if (!e)
       continue;
     ptx += ".visible .entry " + e->name + "(\n";
-    for (size_t i = 0; i < getKernelParameters().size(); ++i)
+    for (size_t i = 0; i < v.parameters.size(); ++i)
       ptx += std::string(i ? ",\n" : "") + "\t.param " +
-             (getKernelParameters()[i].bits == 64 ? ".u64 " : ".f32 ") +
+             (v.parameters[i].bits == 64 ? ".u64 " : ".f32 ") +
              e->name + "_param_" + std::to_string(i);
     ptx += "\n)\n.reqntid " + std::to_string(e->block) +
            ", 1, 1\n{\n\tret;\n}\n";
@@ -325,6 +325,8 @@ KernelVariant sampleVariant() {
   v.combine = KernelEntry{"attn_combine", "ceildiv(B*4*Nq,4)", 128, 0, 40, 8};
   v.config = "target=sm_90a block-q=16";
   v.compileSeconds = 1.25;
+  for (const KernelParameter &p : getKnownKernelParameters())
+    v.parameters.push_back({p.name, "the " + p.name, p.bits});
   v.ptx = fakePtx(v);
   return v;
 }
@@ -342,6 +344,12 @@ void expectSameEntry(const KernelEntry &a, const KernelEntry &b) {
 /// in files).
 void expectSameVariant(const KernelVariant &a, const KernelVariant &b) {
   EXPECT_EQ(a.id, b.id);
+  ASSERT_EQ(a.parameters.size(), b.parameters.size());
+  for (size_t i = 0; i < a.parameters.size(); ++i) {
+    EXPECT_EQ(a.parameters[i].name, b.parameters[i].name);
+    EXPECT_EQ(a.parameters[i].meaning, b.parameters[i].meaning);
+    EXPECT_EQ(a.parameters[i].bits, b.parameters[i].bits);
+  }
   EXPECT_EQ(a.query.target, b.query.target);
   EXPECT_EQ(a.query.dtype, b.query.dtype);
   EXPECT_EQ(a.query.group, b.query.group);
@@ -613,18 +621,52 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(info.param.name);
     });
 
+TEST(ManifestTest, KernelParametersAreTheManifests) {
+  // A kernel may take any of the values the runtime passes, in any order:
+  // the manifest's list, read back as it was written.
+  KernelVariant sample = sampleVariant();
+  std::reverse(sample.parameters.begin(), sample.parameters.end());
+  sample.parameters.erase(sample.parameters.begin() + 3);
+  Result<KernelVariant> back = KernelVariant::fromJson(sample.toJson());
+  ASSERT_TRUE(back.ok()) << back.message();
+  expectSameVariant(*back, sample);
+}
+
 TEST(ManifestTest, OtherKernelParametersAreRejected) {
-  JsonValue json = sampleVariant().toJson();
-  JsonValue::Array &args = json.getObject()["arguments"].getArray();
-  ASSERT_EQ(args.size(), getKernelParameters().size());
-  args.pop_back();
-  Result<KernelVariant> v = KernelVariant::fromJson(json);
-  ASSERT_FALSE(v.ok());
-  EXPECT_NE(v.message().find("' take (q, k, v, out, lse"), std::string::npos)
-      << v.message();
-  EXPECT_NE(v.message().find("out_stride_n); this runtime passes ("),
-            std::string::npos)
-      << v.message();
+  auto load = [](auto edit) {
+    JsonValue json = sampleVariant().toJson();
+    edit(json.getObject()["arguments"].getArray());
+    return KernelVariant::fromJson(json);
+  };
+  Result<KernelVariant> unknown = load([](JsonValue::Array &args) {
+    args[3].getObject()["name"] = "tma_descriptor";
+  });
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.message(),
+            "manifest: the kernels of variant "
+            "'sm_90a-bf16-g4-d96dv80-causal-lse-decode' take an argument "
+            "'tma_descriptor' this runtime does not pass (rebuild the "
+            "bundle with this flashc)");
+  Result<KernelVariant> narrow = load([](JsonValue::Array &args) {
+    args[0].getObject()["bits"] = 32;
+  });
+  ASSERT_FALSE(narrow.ok());
+  EXPECT_EQ(narrow.message(),
+            "manifest: argument 'q' of variant "
+            "'sm_90a-bf16-g4-d96dv80-causal-lse-decode' has 32 bits; this "
+            "runtime passes 64");
+  Result<KernelVariant> twice = load([](JsonValue::Array &args) {
+    args[1].getObject()["name"] = "q";
+  });
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.message(),
+            "manifest: variant 'sm_90a-bf16-g4-d96dv80-causal-lse-decode' "
+            "names argument 'q' twice");
+  Result<KernelVariant> noBits = load([](JsonValue::Array &args) {
+    args[5].getObject().erase("bits");
+  });
+  ASSERT_FALSE(noBits.ok());
+  EXPECT_EQ(noBits.message(), "manifest: missing or malformed 'arguments'");
 }
 
 TEST(ManifestTest, NonObjectVariantIsAnError) {
@@ -1000,8 +1042,8 @@ INSTANTIATE_TEST_SUITE_P(
               v.ptx.erase(
                   at, std::string(",\n\t.param .f32 attn_fwd_param_23").size());
             },
-            ".entry attn_fwd takes 23 parameters; this runtime "
-            "passes 24"},
+            ".entry attn_fwd takes 23 parameters; the manifest "
+            "names 24"},
         DisagreementCase{"NarrowParameter",
                          [](KernelVariant &v) {
                            size_t at = v.ptx.find(".u64 attn_fwd_param_8");

@@ -106,6 +106,23 @@ AttentionProblem getVariantProblem(const AttentionQuery &query, int64_t batch,
 std::string getMismatchedField(const AttentionQuery &variant,
                                const AttentionQuery &query);
 
+/// One parameter of a GPU kernel, as its manifest describes it: the
+/// compiler writes the list from the kernel's IR (each argument's
+/// `flash.param`), and the runtime passes the values in that order.
+struct KernelParameter {
+  std::string name;
+  std::string meaning;
+  /// 64: a pointer or an integer (.u64); 32: an f32.
+  int bits = 64;
+};
+
+/// The parameters this runtime knows how to pass, by name, with their
+/// widths (meanings are the manifest's): q, k, v, out, lse, ws_out,
+/// ws_lse, B, Nq, Nk, splits, the (batch, head, row) strides of q, k, v
+/// and out, and scale. A kernel takes any of them in any order; a manifest
+/// naming another is refused when loaded.
+const std::vector<KernelParameter> &getKnownKernelParameters();
+
 /// A compiled GPU attention kernel: one forward kernel and, for decode
 /// variants, the combine kernel.
 struct KernelVariant {
@@ -114,6 +131,8 @@ struct KernelVariant {
   int64_t blockQ = 0, blockKV = 0;
   KernelEntry forward;
   std::optional<KernelEntry> combine;
+  /// The parameters of both kernels, in order.
+  std::vector<KernelParameter> parameters;
   std::string ptx;
   /// A cubin for `query.target`, when one was assembled.
   std::string cubin;
@@ -134,8 +153,9 @@ std::string getVariantDescriptor(const KernelVariant &variant);
 
 /// Checks `variant` (its manifest fields) against its PTX: the descriptor
 /// above, and what the code declares itself: an `.entry` per kernel taking
-/// the runtime's parameters, all 64-bit, and a `.reqntid` equal to the
-/// manifest's block. Bundle::load runs it on every variant.
+/// the manifest's parameters (`parameters`, each of its width) and a
+/// `.reqntid` equal to the manifest's block. Bundle::load runs it on every
+/// variant.
 Status checkVariantAgainstPTX(const KernelVariant &variant);
 
 /// An error unless `id` can name a bundle's files: letters, digits, '_',
@@ -164,19 +184,6 @@ struct LaunchArg {
   uint64_t extentBytes = 0;
 };
 
-/// One parameter of flashc's GPU kernels.
-struct KernelParameter {
-  const char *name;
-  const char *meaning;
-  /// 64: a pointer or an integer (.u64); 32: an f32.
-  int bits = 64;
-};
-
-/// The parameters every flashc GPU kernel (forward and combine) takes, in
-/// order: a uniform ABI, whether or not a kernel reads them all. Each
-/// manifest records the list, and a bundle whose kernels take another is
-/// rejected when loaded.
-const std::vector<KernelParameter> &getKernelParameters();
 
 /// Where kernels run.
 class Device {

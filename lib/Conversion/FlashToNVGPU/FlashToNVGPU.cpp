@@ -102,6 +102,41 @@ enum Arg : unsigned {
   kNumArgs,
 };
 
+/// What each argument is, by Arg: the `flash.param` of the kernels'
+/// arguments, from which a bundle's manifest lists them for the runtime.
+struct KernelParam {
+  const char *name;
+  const char *meaning;
+};
+constexpr KernelParam kKernelParams[] = {
+    {"q", "Q: batch x G query heads x Nq x D elements (one KV head's group)"},
+    {"k", "K: batch x Nk x D elements"},
+    {"v", "V: batch x Nk x Dv elements"},
+    {"out", "O: batch x G x Nq x Dv elements"},
+    {"lse", "log-sum-exp, f32, batch x G x Nq (read only by lse variants)"},
+    {"ws_out", "split partial outputs, f32 (decode variants)"},
+    {"ws_lse", "split partial log-sum-exps, f32 (decode variants)"},
+    {"B", "batch: the call's batch x KV heads when they fold"},
+    {"Nq", "query rows per head"},
+    {"Nk", "keys"},
+    {"splits", "KV splits (decode variants; 1 otherwise)"},
+    {"q_stride_b", "elements between batch entries of q"},
+    {"q_stride_h", "elements between query heads of q"},
+    {"q_stride_n", "elements between rows of q"},
+    {"k_stride_b", "elements between batch entries of k"},
+    {"k_stride_h", "elements between heads of k"},
+    {"k_stride_n", "elements between rows of k"},
+    {"v_stride_b", "elements between batch entries of v"},
+    {"v_stride_h", "elements between heads of v"},
+    {"v_stride_n", "elements between rows of v"},
+    {"out_stride_b", "elements between batch entries of out"},
+    {"out_stride_h", "elements between query heads of out"},
+    {"out_stride_n", "elements between rows of out"},
+    {"scale", "the softmax scale"},
+};
+static_assert(std::size(kKernelParams) == kNumArgs,
+              "one description per kernel argument");
+
 /// The pieces of one tiled attention.
 struct TiledAttention {
   func::FuncOp func;
@@ -641,6 +676,12 @@ gpu::GPUFuncOp createKernel(OpBuilder &b, Location loc, StringRef name,
   // `.maxntid`, and PTX allows only one of the two.
   fn->setAttr(NVVM::NVVMDialect::getReqntidAttrName(),
               b.getDenseI32ArrayAttr({static_cast<int32_t>(threads), 1, 1}));
+  StringAttr param = FlashDialect::ParamAttrHelper(b.getContext()).getName();
+  for (auto [i, p] : llvm::enumerate(kKernelParams))
+    fn.setArgAttr(i, param,
+                  b.getDictionaryAttr(
+                      {b.getNamedAttr("name", b.getStringAttr(p.name)),
+                       b.getNamedAttr("meaning", b.getStringAttr(p.meaning))}));
   for (unsigned i = 0; i < ArgBatch; ++i) {
     fn.setArgAttr(i, "llvm.align", b.getI64IntegerAttr(16));
     fn.setArgAttr(i, "llvm.noalias", b.getUnitAttr());

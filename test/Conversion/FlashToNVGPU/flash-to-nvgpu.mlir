@@ -64,15 +64,21 @@
 // MHA: gpu.module @flash_kernels
 // MHA-NEXT: memref.global "public" @flash_smem : memref<0xi8, #gpu.address_space<workgroup>> {alignment = 16 : i64}
 // Every kernel takes q, k, v, out (f16), lse, ws_out, ws_lse (f32), then
-// B, Nq, Nk, splits and 12 strides as i64.
+// B, Nq, Nk, splits and 12 strides as i64 and the scale, each argument
+// saying what it is in its flash.param (the manifest's list of arguments).
 // MHA-NEXT: gpu.func @mha_fwd(
-// MHA-SAME: %[[Q:[a-z0-9]+]]: memref<1099511627776xf16> {llvm.align = 16 : i64, llvm.noalias, llvm.readonly},
-// MHA-SAME: %[[K:[a-z0-9]+]]: memref<1099511627776xf16> {llvm.align = 16 : i64, llvm.noalias, llvm.readonly},
-// MHA-SAME: %[[V:[a-z0-9]+]]: memref<1099511627776xf16> {llvm.align = 16 : i64, llvm.noalias, llvm.readonly},
-// MHA-SAME: %[[O:[a-z0-9]+]]: memref<1099511627776xf16> {llvm.align = 16 : i64, llvm.noalias},
-// MHA-SAME: %{{[a-z0-9]+}}: memref<1099511627776xf32> {llvm.align = 16 : i64, llvm.noalias}, %{{[a-z0-9]+}}: memref<1099511627776xf32> {llvm.align = 16 : i64, llvm.noalias}, %{{[a-z0-9]+}}: memref<1099511627776xf32> {llvm.align = 16 : i64, llvm.noalias},
-// MHA-SAME: {{ %[a-z0-9]+: i64,}} %[[NQ:[a-z0-9]+]]: i64, %[[NK:[a-z0-9]+]]: i64,
-// MHA-SAME: {{( %[a-z0-9]+: i64,){12} %[a-z0-9]+: f32}}) kernel
+// MHA-SAME: %[[Q:[a-z0-9]+]]: memref<1099511627776xf16> {flash.param = {meaning = "Q: batch x G query heads x Nq x D elements (one KV head's group)", name = "q"}, llvm.align = 16 : i64, llvm.noalias, llvm.readonly},
+// MHA-SAME: %[[K:[a-z0-9]+]]: memref<1099511627776xf16> {flash.param = {meaning = "K: batch x Nk x D elements", name = "k"}, llvm.align = 16 : i64, llvm.noalias, llvm.readonly},
+// MHA-SAME: %[[V:[a-z0-9]+]]: memref<1099511627776xf16> {flash.param = {meaning = "V: batch x Nk x Dv elements", name = "v"}, llvm.align = 16 : i64, llvm.noalias, llvm.readonly},
+// MHA-SAME: %[[O:[a-z0-9]+]]: memref<1099511627776xf16> {flash.param = {meaning = "O: batch x G x Nq x Dv elements", name = "out"}, llvm.align = 16 : i64, llvm.noalias},
+// MHA-SAME: %{{[a-z0-9]+}}: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]+}}", name = "lse"}, llvm.align = 16 : i64, llvm.noalias},
+// MHA-SAME: %{{[a-z0-9]+}}: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]+}}", name = "ws_out"}, llvm.align = 16 : i64, llvm.noalias},
+// MHA-SAME: %{{[a-z0-9]+}}: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]+}}", name = "ws_lse"}, llvm.align = 16 : i64, llvm.noalias},
+// MHA-SAME: %{{[a-z0-9]+}}: i64 {flash.param = {meaning = "{{[^"]+}}", name = "B"}}, %[[NQ:[a-z0-9]+]]: i64 {flash.param = {meaning = "query rows per head", name = "Nq"}}, %[[NK:[a-z0-9]+]]: i64 {flash.param = {meaning = "keys", name = "Nk"}},
+// MHA-SAME: name = "splits"
+// MHA-SAME: name = "q_stride_b"
+// MHA-SAME: name = "out_stride_n"
+// MHA-SAME: %{{[a-z0-9]+}}: f32 {flash.param = {meaning = "the softmax scale", name = "scale"}}) kernel
 // Its launch: one CTA per (batch, head, 64-row Q tile), 4 warps, K and V
 // blocks of 128 keys double-buffered (2 x 2 x 16 KB) after the 8 KB Q tile,
 // which is also the f16 output's staging area.
@@ -129,7 +135,7 @@ func.func @mha(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 
 // BF16-NOT: func.func
 // BF16-LABEL: gpu.func @gqa_bf16_fwd(
-// BF16-SAME: %{{[a-z0-9]+}}: memref<1099511627776xbf16> {llvm.align = 16 : i64, llvm.noalias, llvm.readonly},
+// BF16-SAME: %{{[a-z0-9]+}}: memref<1099511627776xbf16> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias, llvm.readonly},
 // The four query heads of a KV head share one CTA: 4 x 16 rows of Q.
 // BF16-SAME: flash.grid = "B*2*ceildiv(Nq,16)"
 // BF16-SAME: flash.tile = array<i64: 4, 16, 64, 4, 1>
@@ -159,8 +165,8 @@ func.func @gqa_bf16(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>,
 
 // LSE-NOT: func.func
 // LSE-LABEL: gpu.func @prefill_lse_fwd(
-// LSE-SAME: %{{[a-z0-9]+}}: memref<1099511627776xf16> {llvm.align = 16 : i64, llvm.noalias},
-// LSE-SAME: %[[LSE:[a-z0-9]+]]: memref<1099511627776xf32> {llvm.align = 16 : i64, llvm.noalias},
+// LSE-SAME: %{{[a-z0-9]+}}: memref<1099511627776xf16> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias},
+// LSE-SAME: %[[LSE:[a-z0-9]+]]: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias},
 // LSE-SAME: flash.grid = "B*2*ceildiv(Nq,64)"
 // log-sum-exp = m + ln(l), from log2.
 // LSE: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
@@ -183,9 +189,9 @@ func.func @prefill_lse(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 
 // DECODE-NOT: func.func
 // DECODE-LABEL: gpu.func @decode_fwd(
-// DECODE-SAME: %{{[a-z0-9]+}}: memref<1099511627776xf32> {llvm.align = 16 : i64, llvm.noalias},
-// DECODE-SAME: %[[WSO:[a-z0-9]+]]: memref<1099511627776xf32> {llvm.align = 16 : i64, llvm.noalias}, %[[WSL:[a-z0-9]+]]: memref<1099511627776xf32> {llvm.align = 16 : i64, llvm.noalias},
-// DECODE-SAME: {{ %[a-z0-9]+: i64, %[a-z0-9]+: i64, %[a-z0-9]+: i64,}} %[[S:[a-z0-9]+]]: i64,
+// DECODE-SAME: %{{[a-z0-9]+}}: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias},
+// DECODE-SAME: %[[WSO:[a-z0-9]+]]: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias}, %[[WSL:[a-z0-9]+]]: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias},
+// DECODE-SAME: name = "Nk"}}, %[[S:[a-z0-9]+]]: i64 {flash.param = {meaning = "KV splits (decode variants; 1 otherwise)", name = "splits"}},
 // One CTA per (batch, 4-row Q tile, split); the single KV head's tile
 // dimension is folded away. Four warps split each KV block.
 // DECODE-SAME: flash.grid = "B*ceildiv(Nq,4)*splits"
@@ -198,9 +204,9 @@ func.func @prefill_lse(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // DECODE: gpu.return
 // The combine: one warp per output row, four rows per CTA.
 // DECODE-LABEL: gpu.func @decode_combine(
-// DECODE-SAME: %[[CO:[a-z0-9]+]]: memref<1099511627776xf16> {llvm.align = 16 : i64, llvm.noalias},
-// DECODE-SAME: %[[CL:[a-z0-9]+]]: memref<1099511627776xf32> {llvm.align = 16 : i64, llvm.noalias},
-// DECODE-SAME: %[[CWSO:[a-z0-9]+]]: memref<1099511627776xf32> {llvm.align = 16 : i64, llvm.noalias}, %[[CWSL:[a-z0-9]+]]: memref<1099511627776xf32> {llvm.align = 16 : i64, llvm.noalias},
+// DECODE-SAME: %[[CO:[a-z0-9]+]]: memref<1099511627776xf16> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias},
+// DECODE-SAME: %[[CL:[a-z0-9]+]]: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias},
+// DECODE-SAME: %[[CWSO:[a-z0-9]+]]: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias}, %[[CWSL:[a-z0-9]+]]: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias},
 // DECODE-SAME: attributes {flash.block = 128 : i64, flash.grid = "ceildiv(B*4*Nq,4)", flash.shared_bytes = 0 : i64, nvvm.reqntid = array<i32: 128, 1, 1>}
 // DECODE: memref.load %[[CWSL]]
 // DECODE: vector.load %[[CWSO]]
@@ -299,7 +305,7 @@ func.func @two(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 //===----------------------------------------------------------------------===//
 
 // SCALE-LABEL: gpu.func @scaled_fwd(
-// SCALE-SAME: %[[S:[a-z0-9]+]]: f32) kernel
+// SCALE-SAME: %[[S:[a-z0-9]+]]: f32 {flash.param = {meaning = "the softmax scale", name = "scale"}}) kernel
 // SCALE: %[[L2E:.+]] = arith.constant 1.44269502 : f32
 // SCALE: arith.mulf %[[L2E]], %[[S]] : f32
 //--- scale.mlir

@@ -45,6 +45,9 @@ def Flash_Dialect : Dialect {
     - `flash.grid` (string), `flash.block` and `flash.shared_bytes`
       (integers) and `flash.tile` (i64 array: G, Br, Bc, row tiles, KV
       warps), on a GPU kernel: its launch, for the runtime.
+    - `flash.param` (dictionary: `name` and `meaning`, strings), on each
+      argument of a GPU kernel: what the runtime passes there. A bundle's
+      manifest lists the kernels' arguments from these.
   }];
   let discardableAttrs = (ins
     "::mlir::UnitAttr":$kv_loop,
@@ -54,7 +57,8 @@ def Flash_Dialect : Dialect {
     "::mlir::StringAttr":$grid,
     "::mlir::IntegerAttr":$block,
     "::mlir::IntegerAttr":$shared_bytes,
-    "::mlir::DenseI64ArrayAttr":$tile
+    "::mlir::DenseI64ArrayAttr":$tile,
+    "::mlir::DictionaryAttr":$param
   );
 }
 
