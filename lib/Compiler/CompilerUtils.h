@@ -1,7 +1,10 @@
 //===- CompilerUtils.h - Shared pieces of the compile drivers ---*- C++ -*-===//
 //
-// The registry, diagnostics capture and staged pipeline runner shared by the
-// CPU JIT (JIT.cpp) and the GPU kernel compiler (GPUCompiler.cpp).
+// What the files of the compiler share: the registry, diagnostics capture,
+// crash recovery and the staged pipeline runner (Stages.cpp), the spec of
+// a KV head group (AttentionSpec.cpp), the CPU kernel's key (Compiler.cpp)
+// and the GPU kernels' options and limits (GPUCompiler.cpp), and the
+// builders of CPU (CPUKernel.cpp) and GPU kernels.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +20,7 @@
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,6 +60,19 @@ struct DiagnosticCollector {
 };
 
 std::string printOp(Operation *op);
+
+/// Runs `body` so that a crash (a signal, an abort) inside it returns here.
+/// Returns false when it crashed. The first call installs LLVM's crash
+/// recovery signal handlers for the process.
+bool runRecoveringCrashes(llvm::function_ref<void()> body);
+
+/// Saves `contents` as a reproducer; the error names what crashed and
+/// where the reproducer is.
+llvm::Error crashError(llvm::StringRef what, llvm::StringRef contents,
+                       llvm::StringRef suffix);
+
+/// The host's target machine, for LLVM's optimisation and code generation.
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine();
 
 /// Parses `source` and runs `config.target`'s stages up to `last` (all when
 /// empty), recording the IR after each into `stageIR` when it is non-null
@@ -103,7 +120,7 @@ std::string gpuVariantId(const flashc::runtime::AttentionQuery &query);
 
 /// Builds kernels; the only code that fills a Kernel's private state.
 struct KernelBuilder {
-  /// CPU kernels (JIT.cpp).
+  /// CPU kernels (CPUKernel.cpp).
   static llvm::Expected<std::unique_ptr<Kernel>>
   build(const AttentionSpec &spec, const PipelineConfig &config);
   /// GPU kernels (GPUCompiler.cpp), found in or added to the bundle at

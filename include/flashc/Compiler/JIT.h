@@ -216,6 +216,10 @@ private:
   llvm::Error runBHND(const TensorRef &q, const TensorRef &k,
                       const TensorRef &v, const TensorRef &out,
                       const TensorRef *lse, const RunOptions &options) const;
+  /// runBHND() on the CPU (CPULaunch.cpp) and on a GPU (GPUCompiler.cpp).
+  llvm::Error runCPU(const TensorRef &q, const TensorRef &k,
+                     const TensorRef &v, const TensorRef &out,
+                     const TensorRef *lse, const RunOptions &options) const;
   llvm::Error runGPU(const TensorRef &q, const TensorRef &k,
                      const TensorRef &v, const TensorRef &out,
                      const TensorRef *lse, const RunOptions &options) const;

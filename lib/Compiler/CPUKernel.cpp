@@ -1,0 +1,235 @@
+//===- CPUKernel.cpp - CPU kernels: the JIT and the split count -----------===//
+//
+// Builds a CPU kernel: its module through the CPU stages to the LLVM
+// dialect, then LLVM's O3 pipeline and code generation for the host in an
+// MLIR ExecutionEngine, with the OpenMP runtime and the scratch allocator
+// bound into the session. The prefill entry point is compiled at once, the
+// decode entry point (Nq <= max-seq-q) at its first use. Also the KV split
+// count a run of a CPU kernel takes (the CTA x wave model over the worker
+// threads).
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashc/Compiler/JIT.h"
+
+#include "CompilerUtils.h"
+#include "ScratchAllocator.h"
+
+#include "flashc/Analysis/CostModel.h"
+#include "flashc/Dialect/Flash/IR/FlashOps.h"
+#include "flashc/Support/Sizes.h"
+#include "flashc/Target/TargetInfo.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Target/TargetMachine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <optional>
+
+using namespace mlir;
+using namespace mlir::flash;
+using namespace mlir::flash::detail;
+
+Kernel::Code::Code() = default;
+Kernel::Code::~Code() = default;
+
+/// Erases the LLVM-dialect functions of the CPU kernel's entry point
+/// `name` from `module`: its body and its C-interface wrapper.
+static void eraseEntry(ModuleOp module, llvm::StringRef name) {
+  std::string wrapper = ("_mlir_ciface_" + name).str();
+  for (auto func :
+       llvm::make_early_inc_range(module.getOps<LLVM::LLVMFuncOp>()))
+    if (func.getSymName() == name || func.getSymName() == wrapper)
+      func.erase();
+}
+
+/// JIT-compiles `module` for the host, optimised by `transformer`, and
+/// looks up the C-interface entry `name`.
+static llvm::Expected<std::pair<std::unique_ptr<ExecutionEngine>, void *>>
+jitEntry(ModuleOp module,
+         const std::function<llvm::Error(llvm::Module *)> &transformer,
+         llvm::StringRef name) {
+  static const llvm::StringRef libraries[] = {FLASHC_OPENMP_LIBRARY,
+                                              FLASHC_RUNNER_UTILS_LIBRARY};
+  ExecutionEngineOptions options;
+  options.sharedLibPaths = libraries;
+  options.transformer = transformer;
+  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
+  options.enableGDBNotificationListener = false;
+  options.enablePerfNotificationListener =
+      std::getenv("FLASHC_PERF_JIT") != nullptr;
+  DiagnosticCollector diags(*module.getContext());
+  auto engine = ExecutionEngine::create(module, options);
+  if (!engine)
+    return llvm::createStringError(
+        "JIT compilation failed: " + llvm::toString(engine.takeError()) +
+        (diags.messages.empty() ? "" : "; " + diags.messages));
+  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap symbols;
+    auto bind = [&](llvm::StringRef symbol, auto *function) {
+      symbols[interner(symbol)] = {llvm::orc::ExecutorAddr::fromPtr(function),
+                                   llvm::JITSymbolFlags::Exported};
+    };
+    bind("_mlir_memref_to_llvm_alloc", &flash::detail::scratchAlloc);
+    bind("_mlir_memref_to_llvm_aligned_alloc",
+         &flash::detail::scratchAlignedAlloc);
+    bind("_mlir_memref_to_llvm_free", &flash::detail::scratchFree);
+    return symbols;
+  });
+  auto entry = (*engine)->lookup(("_mlir_ciface_" + name).str());
+  if (!entry)
+    return entry.takeError();
+  return std::make_pair(std::move(*engine), *entry);
+}
+
+llvm::Expected<void *> Kernel::getDecodeEntry() const {
+  Code &c = *code;
+  std::lock_guard<std::mutex> lock(c.decodeMutex);
+  if (c.decodeEntry)
+    return c.decodeEntry;
+  MLIRContext ctx(getRegistry(), MLIRContext::Threading::DISABLED);
+  DiagnosticCollector diags(ctx);
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(c.decodeIR, &ctx);
+  if (!module)
+    return llvm::createStringError("the decode entry's IR does not parse: " +
+                                   diags.messages);
+  auto jitted = jitEntry(*module, c.transformer, "flash_attention_decode");
+  if (!jitted)
+    return llvm::createStringError("compiling the decode entry: " +
+                                   llvm::toString(jitted.takeError()));
+  c.decodeEngine = std::move(jitted->first);
+  c.decodeEntry = jitted->second;
+  return c.decodeEntry;
+}
+
+llvm::Error Kernel::prepare(int64_t seqQ) const {
+  if (isGPU() || seqQ > maxSeqQ)
+    return llvm::Error::success();
+  return getDecodeEntry().takeError();
+}
+
+/// Builds the kernel for `spec` (no caching).
+llvm::Expected<std::unique_ptr<Kernel>>
+KernelBuilder::build(const AttentionSpec &spec, const PipelineConfig &config) {
+  auto start = std::chrono::steady_clock::now();
+  auto kernel = std::unique_ptr<Kernel>(new Kernel());
+  kernel->spec = spec;
+  kernel->metadata.target = config.target;
+  kernel->metadata.config = config.str();
+  MLIRContext ctx(getRegistry(), MLIRContext::Threading::DISABLED);
+  KernelMetadata &meta = kernel->metadata;
+  // The kernel serves every batch and length (they are its arguments), and
+  // its split count is chosen at every run unless the configuration fixes
+  // it. The tile sizes are the model's for unknown lengths, as flash-tile
+  // chooses them; the KV block is read off the tiled IR.
+  AttentionProblem shape = groupKernelSpec(spec).shape();
+  shape.batch = 1;
+  shape.seqQ = shape.seqKV = 4096;
+  meta.tiles = chooseTileSizes(*TargetInfo::get(config.target), shape,
+                               *parseLoopOrder(config.loopOrder));
+  if (config.blockQ)
+    meta.tiles.blockQ = config.blockQ;
+  if (config.blockKV)
+    meta.tiles.blockKV = config.blockKV;
+  meta.splits = config.splits;
+  kernel->fixedSplits = config.splits;
+  kernel->maxSeqQ = config.maxSeqQ;
+  kernel->threads = config.getNumThreads();
+  auto inspect = [&](llvm::StringRef stage, ModuleOp module) {
+    if (stage != "tiled")
+      return;
+    FlashDialect::KvLoopAttrHelper kvLoop(module.getContext());
+    module->walk([&](scf::ForOp loop) {
+      if (!kvLoop.isAttrPresent(loop))
+        return;
+      if (std::optional<int64_t> step = getConstantIntValue(loop.getStep()))
+        meta.tiles.blockKV = *step;
+    });
+  };
+  // vdpbf16ps and vscalefps cannot be selected for a host without them.
+  if (config.bf16Dot == "on" || config.scalef == "on") {
+    llvm::Expected<TargetInfo> host = TargetInfo::get("cpu");
+    if (!host)
+      return host.takeError();
+    if (config.bf16Dot == "on" && !host->bf16DotProduct)
+      return llvm::createStringError(
+          "bf16-dot=on: this host has no AVX512_BF16 (vdpbf16ps); use host "
+          "or off");
+    // The host's vectors are 16 lanes exactly when it has AVX-512.
+    if (config.scalef == "on" && host->vectorLanes != 16)
+      return llvm::createStringError(
+          "scalef=on: this host has no AVX-512 (vscalefps); use host or off");
+  }
+  llvm::Expected<OwningOpRef<ModuleOp>> module =
+      runCPUKernelStages(ctx, spec, config, "", &meta.stageIR, inspect);
+  if (!module)
+    return module.takeError();
+
+  auto tm = createHostTargetMachine();
+  if (!tm)
+    return tm.takeError();
+  Kernel::Code &code = *kernel->code;
+  code.targetMachine = std::move(*tm);
+  code.transformer = makeOptimizingTransformer(
+      /*optLevel=*/3, /*sizeLevel=*/0, code.targetMachine.get());
+  // The decode entry goes into a module of its own, compiled at its first
+  // use (getDecodeEntry); the prefill entry is compiled now.
+  OwningOpRef<ModuleOp> decodeModule = (**module).clone();
+  eraseEntry(*decodeModule, "flash_attention");
+  eraseEntry(**module, "flash_attention_decode");
+  code.decodeIR = printOp(*decodeModule);
+  auto jitted = jitEntry(**module, code.transformer, "flash_attention");
+  if (!jitted)
+    return jitted.takeError();
+  code.engine = std::move(jitted->first);
+  code.entry = jitted->second;
+  meta.compileSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  return kernel;
+}
+
+int64_t Kernel::getSplitCount(int64_t batch, int64_t seqQ, int64_t seqKV,
+                              const RunOptions &options,
+                              int64_t kvHeads) const {
+  if (isGPU() || seqQ > maxSeqQ)
+    return 1;
+  // The kernel's problem: one KV head per (batch, KV head) pair.
+  AttentionSpec s = groupKernelSpec(spec);
+  s.batch = batch * (kvHeads ? kvHeads : spec.kvHeads);
+  s.seqQ = seqQ;
+  s.seqKV = seqKV;
+  int64_t blockKV = std::max<int64_t>(metadata.tiles.blockKV, 1);
+  int64_t most = flashc::ceilDiv(std::max<int64_t>(seqKV, 1), blockKV);
+  int64_t splits = fixedSplits ? fixedSplits : options.splits;
+  if (splits == 0) {
+    // The CTA x wave model over this machine's worker threads, as
+    // flash-split-kv would choose it for these sizes.
+    llvm::Expected<TargetInfo> target = TargetInfo::get(metadata.target);
+    if (!target) {
+      llvm::consumeError(target.takeError());
+      return 1;
+    }
+    target->numProcessors = threads;
+    TileSizes tiles = metadata.tiles;
+    tiles.blockQ = seqQ;
+    llvm::Expected<WavePrediction> best =
+        chooseSplits(*target, s.shape(), tiles);
+    if (!best) {
+      llvm::consumeError(best.takeError());
+      return 1;
+    }
+    splits = best->splits;
+  }
+  return std::clamp<int64_t>(splits, 1, most);
+}

@@ -1,0 +1,217 @@
+//===- Stages.cpp - The staged pipeline runner and LLVM IR ----------------===//
+//
+// Runs a kernel module through the stages of flashc's pipeline, one pass
+// manager per stage, each under crash recovery (a crash becomes an error
+// naming a reproducer) and verified after it; stops after a named stage
+// (lowerToStage) or translates the CPU kernel's LLVM dialect to LLVM IR
+// optimised for the host (emitLLVMIR). Also the dialect registry every
+// compilation shares.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashc/Compiler/JIT.h"
+
+#include "CompilerUtils.h"
+
+#include "flashc/InitFlashc.h"
+
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/CrashRecoveryContext.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+
+#include <mutex>
+
+using namespace mlir;
+using namespace mlir::flash;
+using namespace mlir::flash::detail;
+
+const DialectRegistry &mlir::flash::detail::getRegistry() {
+  static DialectRegistry *registry = [] {
+    auto *r = new DialectRegistry();
+    registerFlashcDialects(*r);
+    registerFlashcTranslations(*r);
+    registerFlashcPasses();
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    return r;
+  }();
+  return *registry;
+}
+
+std::string mlir::flash::detail::printOp(Operation *op) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  op->print(os);
+  return s;
+}
+
+bool mlir::flash::detail::runRecoveringCrashes(
+    llvm::function_ref<void()> body) {
+  static std::once_flag enabled;
+  std::call_once(enabled, [] { llvm::CrashRecoveryContext::Enable(); });
+  llvm::CrashRecoveryContext context;
+  return context.RunSafely(body);
+}
+
+llvm::Error mlir::flash::detail::crashError(llvm::StringRef what,
+                                            llvm::StringRef contents,
+                                            llvm::StringRef suffix) {
+  llvm::SmallString<128> path;
+  int fd = -1;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+          "flashc-crash", suffix, fd, path))
+    return llvm::createStringError(what + " (and no reproducer could be "
+                                          "saved: " +
+                                   ec.message() + ")");
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << contents;
+    os.flush();
+    if (os.has_error())
+      os.clear_error();
+  }
+  return llvm::createStringError(what + "; reproducer: " + path);
+}
+
+llvm::Expected<OwningOpRef<ModuleOp>> mlir::flash::detail::runStages(
+    MLIRContext &ctx, llvm::StringRef source, const PipelineConfig &config,
+    llvm::StringRef last,
+    std::vector<std::pair<std::string, std::string>> *stageIR,
+    llvm::function_ref<void(llvm::StringRef, ModuleOp)> afterStage) {
+  DiagnosticCollector diags(ctx);
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(source, &ctx);
+  if (!module)
+    return llvm::createStringError("cannot parse the kernel module: " +
+                                   diags.messages);
+  if (llvm::Error e = config.validate())
+    return e;
+  for (llvm::StringRef stage : pipelineStages(config.target)) {
+    PassManager pm(&ctx);
+    // The IR is verified once per stage rather than after every pass: the
+    // GPU stages run a dozen passes over kernels of thousands of ops, and
+    // per-pass verification was a tenth of the compile time. (flashc-opt
+    // and the lit tests keep verifying after each pass.)
+    pm.enableVerifier(false);
+    if (llvm::Error e = buildStage(pm, stage, config))
+      return e;
+    LogicalResult ran = failure();
+    if (!runRecoveringCrashes([&] { ran = pm.run(*module); }))
+      return crashError("stage '" + stage.str() +
+                            "' crashed (a bug in MLIR or flashc); the "
+                            "reproducer is the pipeline's input, for "
+                            "flashc-opt with `" +
+                            config.str() + "`",
+                        source, "mlir");
+    if (failed(ran))
+      return llvm::createStringError("stage '" + stage + "' failed: " +
+                                     diags.messages);
+    if (failed(verify(*module)))
+      return llvm::createStringError("stage '" + stage +
+                                     "' produced invalid IR: " +
+                                     diags.messages);
+    if (stageIR)
+      stageIR->emplace_back(stage.str(), printOp(*module));
+    if (afterStage)
+      afterStage(stage, *module);
+    if (stage == last)
+      break;
+  }
+  return module;
+}
+
+llvm::Expected<OwningOpRef<ModuleOp>> mlir::flash::detail::runCPUKernelStages(
+    MLIRContext &ctx, const AttentionSpec &spec, const PipelineConfig &config,
+    llvm::StringRef last,
+    std::vector<std::pair<std::string, std::string>> *stageIR,
+    llvm::function_ref<void(llvm::StringRef, ModuleOp)> afterStage) {
+  // One GQA group over any batch (times KV heads) and length, and a split
+  // count chosen at every run (a fixed count in `config` is passed at every
+  // call instead).
+  PipelineConfig c = config;
+  c.splits = 0;
+  c.dynamicSplits = true;
+  // Heap buffers through the JIT's scratch allocator (jitEntry binds it).
+  c.allocHooks = true;
+  return runStages(ctx,
+                   groupKernelSpec(spec).toMLIR(/*dynamicSizes=*/true,
+                                                /*cpuKernel=*/true),
+                   c, last, stageIR, afterStage);
+}
+
+llvm::Expected<std::string> Compiler::lowerToStage(const AttentionSpec &spec,
+                                                   const PipelineConfig &config,
+                                                   llvm::StringRef stage) {
+  if (llvm::Error e = spec.validate())
+    return e;
+  if (!stage.empty())
+    if (llvm::Error e = checkStage(stage, config.target))
+      return e;
+  // GPU kernels serve every batch and length: their IR has dynamic sizes.
+  bool gpu = config.isGPU();
+  bool sharedStage = stage == "fuse" || stage == "online" || stage == "tiled";
+  if (gpu && !sharedStage)
+    if (llvm::Error e = checkGPUSpec(spec, config.target))
+      return e;
+  MLIRContext ctx(getRegistry(), MLIRContext::Threading::DISABLED);
+  llvm::Expected<OwningOpRef<ModuleOp>> module =
+      gpu ? runStages(ctx, groupKernelSpec(spec).toMLIR(/*dynamicSizes=*/true),
+                      gpuConfig(spec, config), stage, nullptr)
+          : runCPUKernelStages(ctx, spec, config, stage, nullptr);
+  if (!module)
+    return module.takeError();
+  return printOp(**module);
+}
+
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+mlir::flash::detail::createHostTargetMachine() {
+  auto tmBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!tmBuilder)
+    return tmBuilder.takeError();
+  tmBuilder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  return tmBuilder->createTargetMachine();
+}
+
+llvm::Expected<std::string> Compiler::emitLLVMIR(const AttentionSpec &spec,
+                                                 const PipelineConfig &config) {
+  if (llvm::Error e = spec.validate())
+    return e;
+  MLIRContext ctx(getRegistry(), MLIRContext::Threading::DISABLED);
+  if (config.isGPU())
+    return llvm::createStringError(
+        "LLVM IR is emitted for the CPU; GPU kernels are PTX (emit ptx)");
+  // The module a CPU kernel is built from: any batch and length.
+  llvm::Expected<OwningOpRef<ModuleOp>> module =
+      runCPUKernelStages(ctx, spec, config, "", nullptr);
+  if (!module)
+    return module.takeError();
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(**module, llvmContext);
+  if (!llvmModule)
+    return llvm::createStringError("translation to LLVM IR failed");
+  auto tm = createHostTargetMachine();
+  if (!tm)
+    return tm.takeError();
+  llvmModule->setDataLayout((*tm)->createDataLayout());
+  llvmModule->setTargetTriple((*tm)->getTargetTriple());
+  if (llvm::Error e =
+          makeOptimizingTransformer(3, 0, tm->get())(llvmModule.get()))
+    return e;
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  llvmModule->print(os, nullptr);
+  return s;
+}
