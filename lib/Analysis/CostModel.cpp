@@ -91,16 +91,7 @@ llvm::Error mlir::flash::verifyCostShape(const AttentionProblem &shape) {
                       shape.heads, shape.kvHeads)
             .str());
   // The limits every part of flashc shares (head dims, tensor sizes).
-  flashc::AttentionSizes limits;
-  limits.batch = shape.batch;
-  limits.heads = shape.heads;
-  limits.kvHeads = shape.kvHeads;
-  limits.seqQ = shape.seqQ;
-  limits.seqKV = shape.seqKV;
-  limits.headDim = shape.headDim;
-  limits.headDimV = shape.valueDim();
-  limits.elementBytes = shape.elementBytes();
-  std::string problem = flashc::checkAttentionSizes(limits);
+  std::string problem = flashc::checkProblemSizes(shape);
   if (!problem.empty())
     return llvm::createStringError(problem);
   // Every count is at most B * Hq * (Nq + 1) * (Nk + 1) * (2 (D + Dv) + 4)

@@ -173,16 +173,10 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
                          std::to_string(batch) + " Hkv=" +
                          std::to_string(kvHeads) + " Nq=" +
                          std::to_string(seqQ) + " Nk=" + std::to_string(seqKV));
-  AttentionSizes limits;
-  limits.batch = batch;
+  AttentionProblem limits = getVariantProblem(q, batch, seqQ, seqKV);
   limits.heads = heads;
   limits.kvHeads = kvHeads;
-  limits.seqQ = seqQ;
-  limits.seqKV = seqKV;
-  limits.headDim = q.headDim;
-  limits.headDimV = q.headDimV;
-  limits.elementBytes = getElementBytes(q.dtype);
-  std::string problem = checkAttentionSizes(limits);
+  std::string problem = checkProblemSizes(limits);
   if (!problem.empty())
     return Status::invalidArgument(problem);
   // The kernels scale in f32, and take max(scale s) = scale max(s): the

@@ -2070,37 +2070,49 @@ TEST(SizesTest, CheckedArithmetic) {
 }
 
 TEST(SizesTest, AttentionLimits) {
-  AttentionSizes s;
+  AttentionProblem s;
   s.batch = 2;
   s.heads = 8;
   s.kvHeads = 2;
   s.seqQ = 1024;
   s.seqKV = 1024;
   s.headDim = s.headDimV = 128;
-  s.elementBytes = 2;
-  EXPECT_EQ(checkAttentionSizes(s), "");
-  AttentionSizes d = s;
+  s.dtype = ElementType::F16;
+  EXPECT_EQ(checkProblemSizes(s), "");
+  EXPECT_TRUE(s.check().ok());
+  AttentionProblem d = s;
   d.headDimV = 513;
-  EXPECT_EQ(checkAttentionSizes(d),
+  EXPECT_EQ(checkProblemSizes(d),
             "head-dim-v 513 exceeds the largest head dim flashc compiles "
             "(512)");
-  AttentionSizes g = s;
+  AttentionProblem g = s;
   g.kvHeads = 3;
-  EXPECT_EQ(checkAttentionSizes(g),
+  EXPECT_EQ(checkProblemSizes(g),
             "heads (8) must be a multiple of kv-heads (3)");
-  AttentionSizes z = s;
+  AttentionProblem z = s;
   z.seqKV = 0;
-  EXPECT_EQ(checkAttentionSizes(z), "seq-kv must be positive, got 0");
+  EXPECT_EQ(checkProblemSizes(z), "seq-kv must be positive, got 0");
+  EXPECT_EQ(z.check().code(), ErrorCode::InvalidArgument);
   // The wrapped shapes: B * Hq * Nq * D * 2 overflows, and
   // Nk * D * 2 passes 2^60 bytes.
-  AttentionSizes b = s;
+  AttentionProblem b = s;
   b.batch = 4611686018427387905;
-  EXPECT_NE(checkAttentionSizes(b).find("q would exceed 2^60 bytes"),
+  EXPECT_NE(checkProblemSizes(b).find("q would exceed 2^60 bytes"),
             std::string::npos);
-  AttentionSizes n = s;
+  AttentionProblem n = s;
   n.seqKV = 1152921504606846977;
-  EXPECT_NE(checkAttentionSizes(n).find("k would exceed 2^60 bytes"),
+  EXPECT_NE(checkProblemSizes(n).find("k would exceed 2^60 bytes"),
             std::string::npos);
+  // A scale the kernels cannot take in f32.
+  AttentionProblem c = s;
+  c.scale = 1e39;
+  EXPECT_EQ(c.check().message(),
+            "scale 1e+39 is not a normal f32 value (the kernels scale in f32: "
+            "1.2e-38 to 3.4e+38)");
+  // The mask spelled as data.
+  EXPECT_EQ(Mask::parse("causal"), Mask::causal());
+  EXPECT_EQ(Mask::parse("none"), Mask::none());
+  EXPECT_FALSE(Mask::parse("sliding").has_value());
 }
 
 } // namespace

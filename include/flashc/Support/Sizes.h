@@ -3,8 +3,8 @@
 // Every size flashc computes from user input (element counts, byte sizes,
 // strides, grid sizes, block counts) goes through these helpers, so that a
 // shape too large for 64 bits is an error rather than a wrapped value. The
-// limits on attention shapes live here too, shared by the compiler's spec,
-// the cost model, the passes and the LLVM-free runtime.
+// limits on attention shapes live here too; flashc::checkProblemSizes
+// (flashc/Core/Problem.h) checks a problem against them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -90,19 +90,6 @@ inline bool rangesOverlap(const void *a, uint64_t aBytes, const void *b,
 /// range.
 std::string checkRange(int64_t value, const char *name, int64_t lo,
                        int64_t hi);
-
-/// The sizes of one attention problem.
-struct AttentionSizes {
-  int64_t batch = 1, heads = 1, kvHeads = 1, seqQ = 1, seqKV = 1;
-  int64_t headDim = 1, headDimV = 1;
-  int64_t elementBytes = 4;
-};
-
-/// Checks that every size is positive, the head dims within kMaxHeadDim,
-/// the query heads a multiple of the KV heads, and that Q, K, V, O and the
-/// log-sum-exp fit in kMaxTensorBytes. Returns the problem, or an empty
-/// string. The message names the field as the driver spells it.
-std::string checkAttentionSizes(const AttentionSizes &s);
 
 } // namespace flashc
 
