@@ -13,6 +13,7 @@
 #include "flashc/Compiler/JIT.h"
 
 #include "CompilerUtils.h"
+#include "KernelModule.h"
 #include "ScratchAllocator.h"
 
 #include "flashc/Analysis/CostModel.h"
@@ -170,10 +171,11 @@ KernelBuilder::build(const AttentionSpec &spec, const PipelineConfig &config) {
       return llvm::createStringError(
           "scalef=on: this host has no AVX-512 (vscalefps); use host or off");
   }
-  llvm::Expected<OwningOpRef<ModuleOp>> module =
-      runCPUKernelStages(ctx, spec, config, "", &meta.stageIR, inspect);
-  if (!module)
-    return module.takeError();
+  OwningOpRef<ModuleOp> module =
+      buildKernelModule(ctx, groupKernelSpec(spec), KernelKind::CPU);
+  if (llvm::Error e =
+          runCPUKernelStages(*module, config, "", &meta.stageIR, inspect))
+    return e;
 
   auto tm = createHostTargetMachine();
   if (!tm)
@@ -184,11 +186,11 @@ KernelBuilder::build(const AttentionSpec &spec, const PipelineConfig &config) {
       /*optLevel=*/3, /*sizeLevel=*/0, code.targetMachine.get());
   // The decode entry goes into a module of its own, compiled at its first
   // use (getDecodeEntry); the prefill entry is compiled now.
-  OwningOpRef<ModuleOp> decodeModule = (**module).clone();
+  OwningOpRef<ModuleOp> decodeModule = (*module).clone();
   eraseEntry(*decodeModule, "flash_attention");
-  eraseEntry(**module, "flash_attention_decode");
+  eraseEntry(*module, "flash_attention_decode");
   code.decodeIR = printOp(*decodeModule);
-  auto jitted = jitEntry(**module, code.transformer, "flash_attention");
+  auto jitted = jitEntry(*module, code.transformer, "flash_attention");
   if (!jitted)
     return jitted.takeError();
   code.engine = std::move(jitted->first);

@@ -74,27 +74,26 @@ llvm::Error crashError(llvm::StringRef what, llvm::StringRef contents,
 /// The host's target machine, for LLVM's optimisation and code generation.
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine();
 
-/// Parses `source` and runs `config.target`'s stages up to `last` (all when
+/// Runs `config.target`'s stages on `module` up to `last` (all when
 /// empty), recording the IR after each into `stageIR` when it is non-null
 /// and calling `afterStage` after each.
-llvm::Expected<OwningOpRef<ModuleOp>> runStages(
-    MLIRContext &ctx, llvm::StringRef source, const PipelineConfig &config,
-    llvm::StringRef last,
-    std::vector<std::pair<std::string, std::string>> *stageIR,
-    llvm::function_ref<void(llvm::StringRef, ModuleOp)> afterStage = nullptr);
+llvm::Error
+runStages(ModuleOp module, const PipelineConfig &config, llvm::StringRef last,
+          std::vector<std::pair<std::string, std::string>> *stageIR,
+          llvm::function_ref<void(llvm::StringRef, ModuleOp)> afterStage =
+              nullptr);
 
 /// The pipeline options a GPU kernel for `spec` is built with: the decode
 /// variant (Nq <= 16) gets the decode tiles and a launch-time split count,
 /// the prefill variant never splits. CPU configurations come back as given.
 PipelineConfig gpuConfig(const AttentionSpec &spec, const PipelineConfig &c);
 
-/// runStages on the module of a CPU kernel for `spec`: dynamic batch and
-/// lengths, the decode entry point, and a split count chosen at every run
-/// (dynamic-splits; a fixed count in `config` is passed at every call
-/// instead).
-llvm::Expected<OwningOpRef<ModuleOp>> runCPUKernelStages(
-    MLIRContext &ctx, const AttentionSpec &spec, const PipelineConfig &config,
-    llvm::StringRef last,
+/// runStages on the module of a CPU kernel (KernelKind::CPU), with the
+/// split count chosen at every run (dynamic-splits; a fixed count in
+/// `config` is passed at every call instead) and heap buffers from the
+/// JIT's scratch allocator.
+llvm::Error runCPUKernelStages(
+    ModuleOp module, const PipelineConfig &config, llvm::StringRef last,
     std::vector<std::pair<std::string, std::string>> *stageIR,
     llvm::function_ref<void(llvm::StringRef, ModuleOp)> afterStage = nullptr);
 

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CompilerUtils.h"
+#include "KernelModule.h"
 
 #include "flashc/Support/Files.h"
 #include "flashc/Core/GPUSchedule.h"
@@ -256,11 +257,10 @@ llvm::Expected<rt::KernelVariant> Compiler::compileGPUVariant(
   // runtime folds a call's KV heads into the batch.
   AttentionSpec kernelSpec = groupKernelSpec(spec);
   MLIRContext ctx(getRegistry(), MLIRContext::Threading::DISABLED);
-  llvm::Expected<OwningOpRef<ModuleOp>> module =
-      runStages(ctx, kernelSpec.toMLIR(/*dynamicSizes=*/true), g, "", stageIR,
-                readKernels);
-  if (!module)
-    return module.takeError();
+  OwningOpRef<ModuleOp> module =
+      buildKernelModule(ctx, kernelSpec, KernelKind::GPU);
+  if (llvm::Error e = runStages(*module, g, "", stageIR, readKernels))
+    return std::move(e);
   if (!metadataError.empty())
     return llvm::createStringError(metadataError);
   if (variant.forward.name.empty() ||

@@ -1,23 +1,28 @@
 //===- KernelModule.cpp - The module a kernel is compiled from ------------===//
 //
-// The kernel module of an AttentionSpec (the entry points of a GPU or a CPU
-// kernel around one flash.attention), and the spec of the single attention a
-// caller's module holds.
+// Builds the kernel module of an AttentionSpec with the dialects' builders
+// (KernelModule.h describes its form), and reads the spec of the single
+// attention a caller's module holds.
 //
 //===----------------------------------------------------------------------===//
 
-#include "flashc/Compiler/JIT.h"
+#include "KernelModule.h"
 
 #include "CompilerUtils.h"
 
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
 #include "flashc/Dialect/Flash/Transforms/Passes.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/raw_ostream.h"
 
 #include <optional>
 
@@ -25,66 +30,123 @@ using namespace mlir;
 using namespace mlir::flash;
 using namespace mlir::flash::detail;
 
-std::string AttentionSpec::toMLIR(bool dynamicSizes, bool cpuKernel) const {
-  std::string t = std::string(::flashc::stringify(dtype));
-  auto size = [&](int64_t v) {
-    return dynamicSizes ? std::string("?") : std::to_string(v);
-  };
-  std::string b = size(batch), nq = size(seqQ), nk = size(seqKV);
-  auto tensor = [&](int64_t h, const std::string &n, int64_t d) {
-    return llvm::formatv("{0}x{1}x{2}x{3}x{4}", b, h, n, d, t).str();
-  };
-  std::string q = tensor(heads, nq, headDim);
-  std::string k = tensor(kvHeads, nk, headDim);
-  std::string v = tensor(kvHeads, nk, valueDim());
-  std::string o = tensor(heads, nq, valueDim());
-  std::string l = llvm::formatv("{0}x{1}x{2}xf32", b, heads, nq).str();
-  const char *strided4 = ", strided<[?, ?, ?, 1], offset: ?>";
-  const char *strided3 = ", strided<[?, ?, 1], offset: ?>";
-  auto mem = [&](const std::string &shape, bool rank3 = false) {
-    return "memref<" + shape + (rank3 ? strided3 : strided4) + ">";
-  };
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  auto function = [&](const char *name, bool decode) {
-    os << "func.func @" << name << "(%qm: " << mem(q) << ", %km: " << mem(k)
-       << ", %vm: " << mem(v) << ", %om: " << mem(o);
-    if (withLse)
-      os << ", %lm: " << mem(l, true);
-    os << ", %scale: f32";
-    if (cpuKernel)
-      os << ", %splits: index {"
-         << FlashDialect::SplitCountAttrHelper::getNameStr() << "}";
-    os << ") attributes {llvm.emit_c_interface";
-    if (decode)
-      os << ", " << FlashDialect::DecodeAttrHelper::getNameStr();
-    os << "} {\n";
-    auto toTensor = [&](const char *name, const std::string &shape, bool r3) {
-      os << "  %" << name << " = bufferization.to_tensor %" << name
-         << "m restrict : " << mem(shape, r3) << " to tensor<" << shape
-         << ">\n";
+namespace {
+
+/// The types of a kernel entry point's operands, as tensors and as the
+/// memrefs the entry point takes.
+struct EntryTypes {
+  RankedTensorType q, k, v, out, lse;
+
+  EntryTypes(MLIRContext *ctx, const AttentionSpec &spec) {
+    constexpr int64_t dyn = ShapedType::kDynamic;
+    Type element = spec.dtype == ElementType::F16    ? Type(Float16Type::get(ctx))
+                   : spec.dtype == ElementType::BF16 ? Type(BFloat16Type::get(ctx))
+                                                     : Type(Float32Type::get(ctx));
+    auto tensor = [&](int64_t heads, int64_t dim) {
+      return RankedTensorType::get({dyn, heads, dyn, dim}, element);
     };
-    toTensor("q", q, false);
-    toTensor("k", k, false);
-    toTensor("v", v, false);
-    os << "  " << (withLse ? "%o, %l" : "%o")
-       << " = flash.attention %q, %k, %v scale = 1.0 scale_factor(%scale)"
-       << (isCausal() ? " causal" : "") << " : tensor<" << q << ">, tensor<" << k
-       << ">, tensor<" << v << "> -> tensor<" << o << ">"
-       << (withLse ? ", tensor<" + l + ">" : "") << "\n";
-    os << "  bufferization.materialize_in_destination %o in restrict writable "
-          "%om : (tensor<"
-       << o << ">, " << mem(o) << ") -> ()\n";
-    if (withLse)
-      os << "  bufferization.materialize_in_destination %l in restrict "
-            "writable %lm : (tensor<"
-         << l << ">, " << mem(l, true) << ") -> ()\n";
-    os << "  return\n}\n";
+    q = tensor(spec.heads, spec.headDim);
+    k = tensor(spec.kvHeads, spec.headDim);
+    v = tensor(spec.kvHeads, spec.valueDim());
+    out = tensor(spec.heads, spec.valueDim());
+    lse = RankedTensorType::get({dyn, spec.heads, dyn}, Float32Type::get(ctx));
+  }
+
+  /// `tensor` as a memref with any offset and strides but a unit innermost
+  /// one.
+  static MemRefType memref(RankedTensorType tensor) {
+    constexpr int64_t dyn = ShapedType::kDynamic;
+    SmallVector<int64_t> strides(tensor.getRank(), dyn);
+    strides.back() = 1;
+    return MemRefType::get(
+        tensor.getShape(), tensor.getElementType(),
+        StridedLayoutAttr::get(tensor.getContext(), dyn, strides));
+  }
+};
+
+/// Creates the attention of an entry point from its Q, K and V tensors and
+/// its scale argument.
+using AttentionBuilder = llvm::function_ref<Operation *(
+    OpBuilder &, Location, Value q, Value k, Value v, Value scale)>;
+
+/// Builds the entry point `name` at `b`'s insertion point: the memref
+/// arguments as tensors, the attention `makeAttention` creates, and its
+/// results written into the output memrefs.
+void buildEntry(OpBuilder &b, Location loc, llvm::StringRef name,
+                const EntryTypes &types, bool withLse, KernelKind kind,
+                bool decode, AttentionBuilder makeAttention) {
+  MLIRContext *ctx = b.getContext();
+  SmallVector<Type> arguments = {
+      EntryTypes::memref(types.q), EntryTypes::memref(types.k),
+      EntryTypes::memref(types.v), EntryTypes::memref(types.out)};
+  if (withLse)
+    arguments.push_back(EntryTypes::memref(types.lse));
+  arguments.push_back(b.getF32Type());
+  if (kind == KernelKind::CPU)
+    arguments.push_back(b.getIndexType());
+  auto func = func::FuncOp::create(b, loc, name,
+                                   b.getFunctionType(arguments, {}));
+  func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
+                b.getUnitAttr());
+  if (decode)
+    FlashDialect::DecodeAttrHelper(ctx).setAttr(func, b.getUnitAttr());
+  if (kind == KernelKind::CPU)
+    func.setArgAttr(arguments.size() - 1,
+                    FlashDialect::SplitCountAttrHelper::getNameStr(),
+                    b.getUnitAttr());
+
+  Block *body = func.addEntryBlock();
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(body);
+  auto toTensor = [&](RankedTensorType type, unsigned argument) -> Value {
+    return bufferization::ToTensorOp::create(b, loc, type,
+                                             body->getArgument(argument),
+                                             /*restrict=*/true);
   };
-  function("flash_attention", /*decode=*/false);
-  if (cpuKernel)
-    function("flash_attention_decode", /*decode=*/true);
-  return s;
+  Value q = toTensor(types.q, 0);
+  Value k = toTensor(types.k, 1);
+  Value v = toTensor(types.v, 2);
+  Value scale = body->getArgument(withLse ? 5 : 4);
+  Operation *attention = makeAttention(b, loc, q, k, v, scale);
+  for (unsigned i = 0, e = withLse ? 2 : 1; i < e; ++i)
+    bufferization::MaterializeInDestinationOp::create(
+        b, loc, /*result=*/Type(), attention->getResult(i),
+        body->getArgument(3 + i), /*restrict=*/true, /*writable=*/true);
+  func::ReturnOp::create(b, loc);
+}
+
+/// Builds the entry points of a `kind` kernel at `b`'s insertion point.
+void buildEntries(OpBuilder &b, Location loc, const EntryTypes &types,
+                  bool withLse, KernelKind kind,
+                  AttentionBuilder makeAttention) {
+  buildEntry(b, loc, "flash_attention", types, withLse, kind,
+             /*decode=*/false, makeAttention);
+  if (kind == KernelKind::CPU)
+    buildEntry(b, loc, "flash_attention_decode", types, withLse, kind,
+               /*decode=*/true, makeAttention);
+}
+
+} // namespace
+
+OwningOpRef<ModuleOp>
+mlir::flash::detail::buildKernelModule(MLIRContext &ctx,
+                                       const AttentionSpec &spec,
+                                       KernelKind kind) {
+  ctx.loadDialect<bufferization::BufferizationDialect, func::FuncDialect,
+                  FlashDialect>();
+  Location loc = UnknownLoc::get(&ctx);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  OpBuilder b = OpBuilder::atBlockEnd(module->getBody());
+  EntryTypes types(&ctx, spec);
+  buildEntries(b, loc, types, spec.withLse, kind,
+               [&](OpBuilder &b, Location loc, Value q, Value k, Value v,
+                   Value scale) -> Operation * {
+                 return AttentionOp::create(b, loc, q, k, v,
+                                            b.getF32FloatAttr(1.0),
+                                            spec.isCausal(), spec.withLse,
+                                            scale);
+               });
+  return module;
 }
 
 llvm::Expected<AttentionSpec> AttentionSpec::fromMLIR(llvm::StringRef source) {

@@ -12,6 +12,7 @@
 #include "flashc/Compiler/JIT.h"
 
 #include "CompilerUtils.h"
+#include "KernelModule.h"
 
 #include "flashc/InitFlashc.h"
 
@@ -20,7 +21,6 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
-#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
@@ -86,18 +86,16 @@ llvm::Error mlir::flash::detail::crashError(llvm::StringRef what,
   return llvm::createStringError(what + "; reproducer: " + path);
 }
 
-llvm::Expected<OwningOpRef<ModuleOp>> mlir::flash::detail::runStages(
-    MLIRContext &ctx, llvm::StringRef source, const PipelineConfig &config,
-    llvm::StringRef last,
+llvm::Error mlir::flash::detail::runStages(
+    ModuleOp module, const PipelineConfig &config, llvm::StringRef last,
     std::vector<std::pair<std::string, std::string>> *stageIR,
     llvm::function_ref<void(llvm::StringRef, ModuleOp)> afterStage) {
+  MLIRContext &ctx = *module.getContext();
   DiagnosticCollector diags(ctx);
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(source, &ctx);
-  if (!module)
-    return llvm::createStringError("cannot parse the kernel module: " +
-                                   diags.messages);
   if (llvm::Error e = config.validate())
     return e;
+  // The pipeline's input, the reproducer of a crash in any stage.
+  std::string input = printOp(module);
   for (llvm::StringRef stage : pipelineStages(config.target)) {
     PassManager pm(&ctx);
     // The IR is verified once per stage rather than after every pass: the
@@ -108,33 +106,32 @@ llvm::Expected<OwningOpRef<ModuleOp>> mlir::flash::detail::runStages(
     if (llvm::Error e = buildStage(pm, stage, config))
       return e;
     LogicalResult ran = failure();
-    if (!runRecoveringCrashes([&] { ran = pm.run(*module); }))
+    if (!runRecoveringCrashes([&] { ran = pm.run(module); }))
       return crashError("stage '" + stage.str() +
                             "' crashed (a bug in MLIR or flashc); the "
                             "reproducer is the pipeline's input, for "
                             "flashc-opt with `" +
                             config.str() + "`",
-                        source, "mlir");
+                        input, "mlir");
     if (failed(ran))
       return llvm::createStringError("stage '" + stage + "' failed: " +
                                      diags.messages);
-    if (failed(verify(*module)))
+    if (failed(verify(module)))
       return llvm::createStringError("stage '" + stage +
                                      "' produced invalid IR: " +
                                      diags.messages);
     if (stageIR)
-      stageIR->emplace_back(stage.str(), printOp(*module));
+      stageIR->emplace_back(stage.str(), printOp(module));
     if (afterStage)
-      afterStage(stage, *module);
+      afterStage(stage, module);
     if (stage == last)
       break;
   }
-  return module;
+  return llvm::Error::success();
 }
 
-llvm::Expected<OwningOpRef<ModuleOp>> mlir::flash::detail::runCPUKernelStages(
-    MLIRContext &ctx, const AttentionSpec &spec, const PipelineConfig &config,
-    llvm::StringRef last,
+llvm::Error mlir::flash::detail::runCPUKernelStages(
+    ModuleOp module, const PipelineConfig &config, llvm::StringRef last,
     std::vector<std::pair<std::string, std::string>> *stageIR,
     llvm::function_ref<void(llvm::StringRef, ModuleOp)> afterStage) {
   // One GQA group over any batch (times KV heads) and length, and a split
@@ -145,10 +142,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> mlir::flash::detail::runCPUKernelStages(
   c.dynamicSplits = true;
   // Heap buffers through the JIT's scratch allocator (jitEntry binds it).
   c.allocHooks = true;
-  return runStages(ctx,
-                   groupKernelSpec(spec).toMLIR(/*dynamicSizes=*/true,
-                                                /*cpuKernel=*/true),
-                   c, last, stageIR, afterStage);
+  return runStages(module, c, last, stageIR, afterStage);
 }
 
 llvm::Expected<std::string> Compiler::lowerToStage(const AttentionSpec &spec,
@@ -166,13 +160,13 @@ llvm::Expected<std::string> Compiler::lowerToStage(const AttentionSpec &spec,
     if (llvm::Error e = checkGPUSpec(spec, config.target))
       return e;
   MLIRContext ctx(getRegistry(), MLIRContext::Threading::DISABLED);
-  llvm::Expected<OwningOpRef<ModuleOp>> module =
-      gpu ? runStages(ctx, groupKernelSpec(spec).toMLIR(/*dynamicSizes=*/true),
-                      gpuConfig(spec, config), stage, nullptr)
-          : runCPUKernelStages(ctx, spec, config, stage, nullptr);
-  if (!module)
-    return module.takeError();
-  return printOp(**module);
+  OwningOpRef<ModuleOp> module = buildKernelModule(
+      ctx, groupKernelSpec(spec), gpu ? KernelKind::GPU : KernelKind::CPU);
+  if (llvm::Error e =
+          gpu ? runStages(*module, gpuConfig(spec, config), stage, nullptr)
+              : runCPUKernelStages(*module, config, stage, nullptr))
+    return e;
+  return printOp(*module);
 }
 
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
@@ -193,13 +187,13 @@ llvm::Expected<std::string> Compiler::emitLLVMIR(const AttentionSpec &spec,
     return llvm::createStringError(
         "LLVM IR is emitted for the CPU; GPU kernels are PTX (emit ptx)");
   // The module a CPU kernel is built from: any batch and length.
-  llvm::Expected<OwningOpRef<ModuleOp>> module =
-      runCPUKernelStages(ctx, spec, config, "", nullptr);
-  if (!module)
-    return module.takeError();
+  OwningOpRef<ModuleOp> module =
+      buildKernelModule(ctx, groupKernelSpec(spec), KernelKind::CPU);
+  if (llvm::Error e = runCPUKernelStages(*module, config, "", nullptr))
+    return e;
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
-      translateModuleToLLVMIR(**module, llvmContext);
+      translateModuleToLLVMIR(*module, llvmContext);
   if (!llvmModule)
     return llvm::createStringError("translation to LLVM IR failed");
   auto tm = createHostTargetMachine();

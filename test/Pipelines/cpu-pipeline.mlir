@@ -1,7 +1,6 @@
 // End-to-end tests of the named pipelines of flashc-opt. The inputs are the
 // parts below the `//---` markers, written out by split-file; the memref
-// functions have the form the JIT builds (AttentionSpec::toMLIR in
-// lib/Runtime/JIT.cpp).
+// functions have the form the JIT builds (lib/Compiler/KernelModule.h).
 //
 // RUN: split-file %s %t
 //

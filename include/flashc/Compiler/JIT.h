@@ -87,17 +87,6 @@ struct AttentionSpec : ::flashc::AttentionProblem {
   /// The problem with the head dims explicit (headDimV set), as the
   /// tile-size and cost models take it.
   ::flashc::AttentionProblem shape() const;
-  /// The kernel module: `func.func @flash_attention` taking Q, K, V, O (and
-  /// LSE) as memrefs with any strides but a unit innermost stride, and the
-  /// softmax scale as an f32 (the attention's `scale_factor`: the code does
-  /// not depend on the scale), wrapping one flash.attention. With
-  /// `dynamicSizes`, the batch and both sequence
-  /// lengths are dynamic (every kernel takes them as arguments). With
-  /// `cpuKernel`, the module of a CPU kernel: every function also takes the
-  /// KV split count as a last `index` argument marked `{flash.split_count}`,
-  /// and a second entry point, `@flash_attention_decode` (marked
-  /// `flash.decode`: no transposed copy of K), serves Nq <= max-seq-q.
-  std::string toMLIR(bool dynamicSizes = false, bool cpuKernel = false) const;
   /// True when a GPU kernel for this spec is the decode variant (split-KV
   /// with a combine): Nq <= 16.
   bool isDecode() const {
