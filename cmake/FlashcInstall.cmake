@@ -35,11 +35,12 @@ include(CMakePackageConfigHelpers)
 
 set(FLASHC_INSTALL_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/flashc)
 
-# Headers: those of the parts built, and the generated ones.
+# Headers: those of the parts built (with the .def tables they include),
+# and the generated ones.
 if(TARGET FlashcCompiler)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/flashc
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-    FILES_MATCHING PATTERN "*.h")
+    FILES_MATCHING PATTERN "*.h" PATTERN "*.def")
   install(DIRECTORY ${PROJECT_BINARY_DIR}/include/flashc
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
     FILES_MATCHING PATTERN "*.h.inc"
