@@ -5,7 +5,8 @@
 #   include/flashc/...              the public headers, with the generated
 #                                   ones (*.h.inc, Config.h);
 #   lib/libFlashc*.a                the compiler's and the runtime's static
-#                                   libraries;
+#                                   libraries (the compiler's are shared,
+#                                   libFlashc*.so, with BUILD_SHARED_LIBS);
 #   lib/libflashc_runtime.so.0      the runtime's C API (flashc_runtime.h);
 #   lib/pkgconfig/flashc-runtime.pc its pkg-config file;
 #   bin/flashc, flashc-bench, flashc-opt, flashc-ptxsim, flashc-gpucheck;
@@ -73,13 +74,26 @@ if(TARGET FlashcCompiler)
   set(FLASHC_HAS_COMPILER ON)
   # Every library FlashcCompiler links, each exported under its own name
   # (flashc::FlashcCompiler and so on), and flashc::compiler over them.
-  list(APPEND FLASHC_EXPORTED_TARGETS
+  set(FLASHC_COMPILER_LIBRARIES
     FlashcTarget FlashcAnalysis FlashcFlashDialect FlashcFlashTransforms
     FlashcFlashToCPU FlashcFlashToNVGPU FlashcPipelines FlashcInit
     FlashcCompiler)
+  list(APPEND FLASHC_EXPORTED_TARGETS ${FLASHC_COMPILER_LIBRARIES})
+  # Shared (BUILD_SHARED_LIBS), the installed libraries find MLIR's and
+  # LLVM's shared libraries where they were linked from, as the tools do.
+  set_target_properties(${FLASHC_COMPILER_LIBRARIES} PROPERTIES
+    INSTALL_RPATH_USE_LINK_PATH ON)
   add_library(flashc_compiler INTERFACE)
   set_target_properties(flashc_compiler PROPERTIES EXPORT_NAME compiler)
   target_link_libraries(flashc_compiler INTERFACE FlashcCompiler)
+  # The JIT's API is LLVM's (llvm::Expected, llvm::Error): its users call
+  # LLVM's support library, which shared flashc libraries
+  # (BUILD_SHARED_LIBS) link privately.
+  if(LLVM_LINK_LLVM_DYLIB)
+    target_link_libraries(flashc_compiler INTERFACE LLVM)
+  else()
+    target_link_libraries(flashc_compiler INTERFACE LLVMSupport)
+  endif()
   target_compile_features(flashc_compiler INTERFACE cxx_std_17)
   list(APPEND FLASHC_EXPORTED_TARGETS flashc_compiler)
 endif()
