@@ -119,15 +119,14 @@ llvm::Error Kernel::prepare(int64_t seqQ) const {
   return getDecodeEntry().takeError();
 }
 
-/// Builds the kernel for `spec` (no caching).
 llvm::Expected<std::unique_ptr<Kernel>>
-KernelBuilder::build(const AttentionSpec &spec, const PipelineConfig &config) {
+KernelBuilder::build(const AttentionSpec &spec, const PipelineConfig &config,
+                     ModuleOp module) {
   auto start = std::chrono::steady_clock::now();
   auto kernel = std::unique_ptr<Kernel>(new Kernel());
   kernel->spec = spec;
   kernel->metadata.target = config.target;
   kernel->metadata.config = config.str();
-  MLIRContext ctx(getRegistry(), MLIRContext::Threading::DISABLED);
   KernelMetadata &meta = kernel->metadata;
   // The kernel serves every batch and length (they are its arguments), and
   // its split count is chosen at every run unless the configuration fixes
@@ -171,10 +170,17 @@ KernelBuilder::build(const AttentionSpec &spec, const PipelineConfig &config) {
       return llvm::createStringError(
           "scalef=on: this host has no AVX-512 (vscalefps); use host or off");
   }
-  OwningOpRef<ModuleOp> module =
-      buildKernelModule(ctx, groupKernelSpec(spec), KernelKind::CPU);
+  // The spec's kernel module, unless the caller has one.
+  std::optional<MLIRContext> ownContext;
+  OwningOpRef<ModuleOp> ownModule;
+  if (!module) {
+    ownContext.emplace(getRegistry(), MLIRContext::Threading::DISABLED);
+    ownModule =
+        buildKernelModule(*ownContext, groupKernelSpec(spec), KernelKind::CPU);
+    module = *ownModule;
+  }
   if (llvm::Error e =
-          runCPUKernelStages(*module, config, "", &meta.stageIR, inspect))
+          runCPUKernelStages(module, config, "", &meta.stageIR, inspect))
     return e;
 
   auto tm = createHostTargetMachine();
@@ -186,11 +192,11 @@ KernelBuilder::build(const AttentionSpec &spec, const PipelineConfig &config) {
       /*optLevel=*/3, /*sizeLevel=*/0, code.targetMachine.get());
   // The decode entry goes into a module of its own, compiled at its first
   // use (getDecodeEntry); the prefill entry is compiled now.
-  OwningOpRef<ModuleOp> decodeModule = (*module).clone();
+  OwningOpRef<ModuleOp> decodeModule = module.clone();
   eraseEntry(*decodeModule, "flash_attention");
-  eraseEntry(*module, "flash_attention_decode");
+  eraseEntry(module, "flash_attention_decode");
   code.decodeIR = printOp(*decodeModule);
-  auto jitted = jitEntry(*module, code.transformer, "flash_attention");
+  auto jitted = jitEntry(module, code.transformer, "flash_attention");
   if (!jitted)
     return jitted.takeError();
   code.engine = std::move(jitted->first);

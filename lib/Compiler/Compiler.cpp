@@ -1,8 +1,9 @@
 //===- Compiler.cpp - The compiler and its kernel cache -------------------===//
 //
-// Compiler: compiles a spec (or the attention of a module) for a target
-// once per process. Kernels are cached by what their code depends on: the
-// spec without its sizes and scale, the target and the options. The first
+// Compiler: compiles a spec, or a module holding one attention, for a
+// target once per process. Kernels are cached by what their code depends
+// on: the spec without its sizes and scale, the target and the options
+// (and a module's content, when it says more than its spec). The first
 // caller of a key compiles while later ones wait for it; specs differing
 // only in their default scale share one kernel's code.
 //
@@ -11,8 +12,13 @@
 #include "flashc/Compiler/JIT.h"
 
 #include "CompilerUtils.h"
+#include "KernelModule.h"
 
 #include "flashc/Target/TargetInfo.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/SHA256.h"
 
 #include <cstdio>
 #include <mutex>
@@ -45,6 +51,21 @@ Compiler &Compiler::global() {
   return *compiler;
 }
 
+/// The key of the kernel computing `spec` with `c` (whose target is set):
+/// what its code depends on. A kernel serves every batch and length: they
+/// are not in its key. A GPU decode kernel's fixed split count is not in
+/// its configuration (it is passed at launch) but is the Kernel's, so it is
+/// in the key.
+static std::string kernelKey(const AttentionSpec &spec,
+                             const PipelineConfig &c) {
+  if (!c.isGPU())
+    return cpuKernelKey(spec, c);
+  return gpuVariantId(spec.gpuQuery(c.target)) + " | " +
+         gpuConfig(spec, c).str() +
+         (spec.isDecode() && c.splits ? " | splits " + std::to_string(c.splits)
+                                      : "");
+}
+
 llvm::Expected<std::shared_ptr<const Kernel>>
 Compiler::compile(const AttentionSpec &spec, llvm::StringRef target,
                   const PipelineConfig &config) {
@@ -57,17 +78,15 @@ Compiler::compile(const AttentionSpec &spec, llvm::StringRef target,
   llvm::Expected<TargetInfo> info = TargetInfo::get(target);
   if (!info)
     return info.takeError();
-  // A kernel serves every batch and length: they are not in its key. A
-  // GPU decode kernel's fixed split count is not in its configuration (it
-  // is passed at launch) but is the Kernel's, so it is in the key.
-  std::string key = info->isGPU()
-                        ? gpuVariantId(spec.gpuQuery(target)) + " | " +
-                              gpuConfig(spec, c).str() +
-                              (spec.isDecode() && c.splits
-                                   ? " | splits " + std::to_string(c.splits)
-                                   : "")
-                        : cpuKernelKey(spec, c);
+  return getOrBuild(kernelKey(spec, c), spec.scale, [&] {
+    return info->isGPU() ? KernelBuilder::buildGPU(spec, c, cacheDirectory)
+                         : KernelBuilder::build(spec, c);
+  });
+}
 
+llvm::Expected<std::shared_ptr<const Kernel>> Compiler::getOrBuild(
+    const std::string &key, std::optional<double> scale,
+    llvm::function_ref<llvm::Expected<std::unique_ptr<Kernel>>()> build) {
   // One entry per key; the first caller compiles, the others wait for it.
   std::shared_ptr<PendingCompile> entry;
   {
@@ -75,7 +94,7 @@ Compiler::compile(const AttentionSpec &spec, llvm::StringRef target,
     auto it = cache.find(key);
     if (it != cache.end()) {
       ++hits;
-      return withScale(it->second, spec.scale);
+      return withScale(it->second, scale);
     }
     std::shared_ptr<PendingCompile> &slot = pending[key];
     if (!slot)
@@ -83,9 +102,7 @@ Compiler::compile(const AttentionSpec &spec, llvm::StringRef target,
     entry = slot;
   }
   std::call_once(entry->once, [&] {
-    llvm::Expected<std::unique_ptr<Kernel>> built =
-        info->isGPU() ? KernelBuilder::buildGPU(spec, c, cacheDirectory)
-                      : KernelBuilder::build(spec, c);
+    llvm::Expected<std::unique_ptr<Kernel>> built = build();
     if (!built) {
       entry->error = llvm::toString(built.takeError());
       return;
@@ -97,7 +114,7 @@ Compiler::compile(const AttentionSpec &spec, llvm::StringRef target,
   if (!entry->kernel)
     return llvm::createStringError(entry->error);
   cache.emplace(key, entry->kernel);
-  return withScale(entry->kernel, spec.scale);
+  return withScale(entry->kernel, scale);
 }
 
 std::shared_ptr<const Kernel>
@@ -127,10 +144,42 @@ Compiler::withScale(const std::shared_ptr<const Kernel> &kernel,
 llvm::Expected<std::shared_ptr<const Kernel>>
 Compiler::compileModule(llvm::StringRef source, llvm::StringRef target,
                         const PipelineConfig &config) {
-  llvm::Expected<AttentionSpec> spec = AttentionSpec::fromMLIR(source);
-  if (!spec)
-    return spec.takeError();
-  return compile(*spec, target, config);
+  PipelineConfig c = config;
+  c.target = target.str();
+  // Parsing, fusion and the rewriting into a kernel module see the
+  // caller's IR: a crash in them must not take the caller's process down.
+  MLIRContext ctx(getRegistry(), MLIRContext::Threading::DISABLED);
+  std::optional<llvm::Expected<ImportedModule>> imported;
+  if (!runRecoveringCrashes([&] {
+        imported.emplace(importModule(
+            ctx, source, c.isGPU() ? KernelKind::GPU : KernelKind::CPU));
+      }))
+    return crashError("crashed while parsing or fusing the module (a bug in "
+                      "MLIR or flashc)",
+                      source, "mlir");
+  if (!*imported)
+    return imported->takeError();
+  const AttentionSpec &spec = (*imported)->spec;
+  ModuleOp module = *(*imported)->module;
+  bool described = (*imported)->describedBySpec;
+  if (llvm::Error e = c.validate())
+    return e;
+  llvm::Expected<TargetInfo> info = TargetInfo::get(target);
+  if (!info)
+    return info.takeError();
+  // A module that says no more than its spec is the spec's kernel, in this
+  // process and in a kernel cache directory; any other is keyed by its
+  // content too, and never stored in or loaded from a directory (whose
+  // kernels are found by their spec).
+  std::string key = kernelKey(spec, c);
+  if (!described)
+    key += " | module " + llvm::toHex(llvm::SHA256::hash(
+                              llvm::arrayRefFromStringRef(printOp(module))));
+  return getOrBuild(key, spec.scale, [&] {
+    return info->isGPU() ? KernelBuilder::buildGPU(
+                               spec, c, described ? cacheDirectory : "", module)
+                         : KernelBuilder::build(spec, c, module);
+  });
 }
 
 size_t Compiler::getCacheSize() const {

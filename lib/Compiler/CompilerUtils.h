@@ -77,11 +77,10 @@ llvm::Expected<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine();
 /// Runs `config.target`'s stages on `module` up to `last` (all when
 /// empty), recording the IR after each into `stageIR` when it is non-null
 /// and calling `afterStage` after each.
-llvm::Error
-runStages(ModuleOp module, const PipelineConfig &config, llvm::StringRef last,
-          std::vector<std::pair<std::string, std::string>> *stageIR,
-          llvm::function_ref<void(llvm::StringRef, ModuleOp)> afterStage =
-              nullptr);
+llvm::Error runStages(
+    ModuleOp module, const PipelineConfig &config, llvm::StringRef last,
+    std::vector<std::pair<std::string, std::string>> *stageIR,
+    llvm::function_ref<void(llvm::StringRef, ModuleOp)> afterStage = nullptr);
 
 /// The pipeline options a GPU kernel for `spec` is built with: the decode
 /// variant (Nq <= 16) gets the decode tiles and a launch-time split count,
@@ -111,6 +110,12 @@ llvm::Error checkGPUSpec(const AttentionSpec &spec, llvm::StringRef target);
 /// group size.
 AttentionSpec groupKernelSpec(const AttentionSpec &spec);
 
+/// Compiler::compileGPUVariant, on `module` when it is not null (see
+/// KernelBuilder).
+llvm::Expected<flashc::runtime::KernelVariant> compileGPUVariant(
+    const AttentionSpec &spec, const PipelineConfig &config, bool assemble,
+    std::vector<std::pair<std::string, std::string>> *stageIR, ModuleOp module);
+
 /// The runtime's id of the GPU variant computing `query` (also the file
 /// stem of its PTX in a bundle).
 std::string gpuVariantId(const flashc::runtime::AttentionQuery &query);
@@ -118,15 +123,19 @@ std::string gpuVariantId(const flashc::runtime::AttentionQuery &query);
 } // namespace detail
 
 /// Builds kernels; the only code that fills a Kernel's private state.
+/// Each builds the kernel module of `spec` (KernelModule.h), or compiles
+/// `module` when one is given: the kernel module of `spec`'s attention,
+/// made from a caller's module (importModule).
 struct KernelBuilder {
   /// CPU kernels (CPUKernel.cpp).
   static llvm::Expected<std::unique_ptr<Kernel>>
-  build(const AttentionSpec &spec, const PipelineConfig &config);
+  build(const AttentionSpec &spec, const PipelineConfig &config,
+        ModuleOp module = {});
   /// GPU kernels (GPUCompiler.cpp), found in or added to the bundle at
   /// `cacheDirectory` when it is not empty.
   static llvm::Expected<std::unique_ptr<Kernel>>
   buildGPU(const AttentionSpec &spec, const PipelineConfig &config,
-           const std::string &cacheDirectory);
+           const std::string &cacheDirectory, ModuleOp module = {});
 };
 
 } // namespace flash

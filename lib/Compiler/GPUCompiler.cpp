@@ -1,7 +1,8 @@
 //===- GPUCompiler.cpp - GPU kernels: spec to PTX and launch metadata -----===//
 //
-// Compiles the GPU kernel variant of an AttentionSpec: the spec's module
-// with dynamic batch and lengths goes through the GPU stages (fuse, online,
+// Compiles the GPU kernel variant of an AttentionSpec: the spec's kernel
+// module (or one made from a caller's module, Compiler::compileModule) with
+// dynamic batch and lengths goes through the GPU stages (fuse, online,
 // tiled, gpu, nvvm, binary); the launch metadata comes from the kernels'
 // attributes after flash-to-nvgpu and the PTX from the gpu.binary. The
 // result is a runtime KernelVariant, which the LLVM-free runtime launches
@@ -31,6 +32,7 @@
 #include <cmath>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 
 using namespace mlir;
 using namespace mlir::flash;
@@ -172,6 +174,14 @@ llvm::Error Compiler::assembleGPUVariant(rt::KernelVariant &variant,
 llvm::Expected<rt::KernelVariant> Compiler::compileGPUVariant(
     const AttentionSpec &spec, const PipelineConfig &config, bool assembleIt,
     std::vector<std::pair<std::string, std::string>> *stageIR) {
+  return detail::compileGPUVariant(spec, config, assembleIt, stageIR,
+                                   ModuleOp());
+}
+
+llvm::Expected<rt::KernelVariant> mlir::flash::detail::compileGPUVariant(
+    const AttentionSpec &spec, const PipelineConfig &config, bool assembleIt,
+    std::vector<std::pair<std::string, std::string>> *stageIR,
+    ModuleOp module) {
   auto start = std::chrono::steady_clock::now();
   if (llvm::Error e = spec.validate())
     return std::move(e);
@@ -256,10 +266,14 @@ llvm::Expected<rt::KernelVariant> Compiler::compileGPUVariant(
   // The kernels are built for one KV head and its group of query heads; the
   // runtime folds a call's KV heads into the batch.
   AttentionSpec kernelSpec = groupKernelSpec(spec);
-  MLIRContext ctx(getRegistry(), MLIRContext::Threading::DISABLED);
-  OwningOpRef<ModuleOp> module =
-      buildKernelModule(ctx, kernelSpec, KernelKind::GPU);
-  if (llvm::Error e = runStages(*module, g, "", stageIR, readKernels))
+  std::optional<MLIRContext> ctx;
+  OwningOpRef<ModuleOp> ownModule;
+  if (!module) {
+    ctx.emplace(getRegistry(), MLIRContext::Threading::DISABLED);
+    ownModule = buildKernelModule(*ctx, kernelSpec, KernelKind::GPU);
+    module = *ownModule;
+  }
+  if (llvm::Error e = runStages(module, g, "", stageIR, readKernels))
     return std::move(e);
   if (!metadataError.empty())
     return llvm::createStringError(metadataError);
@@ -268,7 +282,7 @@ llvm::Expected<rt::KernelVariant> Compiler::compileGPUVariant(
     return llvm::createStringError(
         "the GPU pipeline built an unexpected set of kernels for " +
         variant.id);
-  (*module)->walk([&](gpu::BinaryOp binary) {
+  module->walk([&](gpu::BinaryOp binary) {
     for (Attribute a : binary.getObjectsAttr())
       variant.ptx = cast<gpu::ObjectAttr>(a).getObject().getValue().str();
   });
@@ -291,7 +305,7 @@ llvm::Expected<rt::KernelVariant> Compiler::compileGPUVariant(
 
 llvm::Expected<std::unique_ptr<Kernel>>
 KernelBuilder::buildGPU(const AttentionSpec &spec, const PipelineConfig &config,
-                        const std::string &cacheDirectory) {
+                        const std::string &cacheDirectory, ModuleOp module) {
   auto start = std::chrono::steady_clock::now();
   auto kernel = std::unique_ptr<Kernel>(new Kernel());
   kernel->spec = spec;
@@ -318,8 +332,8 @@ KernelBuilder::buildGPU(const AttentionSpec &spec, const PipelineConfig &config,
           variant = std::make_shared<rt::KernelVariant>(*v);
   }
   if (!variant) {
-    llvm::Expected<rt::KernelVariant> built = Compiler::compileGPUVariant(
-        spec, config, /*assemble=*/false, &meta.stageIR);
+    llvm::Expected<rt::KernelVariant> built = detail::compileGPUVariant(
+        spec, config, /*assemble=*/false, &meta.stageIR, module);
     if (!built)
       return built.takeError();
     variant = std::make_shared<rt::KernelVariant>(std::move(*built));

@@ -55,9 +55,33 @@ enum class KernelKind {
 /// The kernel module of `spec` for a `kind` kernel; `spec` is the problem
 /// of one KV head group (groupKernelSpec): its sizes and scale are not in
 /// the module.
-OwningOpRef<ModuleOp> buildKernelModule(MLIRContext &ctx,
-                                        const AttentionSpec &spec,
-                                        KernelKind kind);
+OwningOpRef<ModuleOp>
+buildKernelModule(MLIRContext &ctx, const AttentionSpec &spec, KernelKind kind);
+
+/// A caller's module made the kernel module of its attention.
+struct ImportedModule {
+  /// The attention's problem. A dynamic batch reads as 1 and a dynamic
+  /// length as 4096 (what flash-tile assumes of one): the kernel serves
+  /// every batch and length either way, but on a GPU target the query
+  /// length chooses the variant (a dynamic one, the prefill variant).
+  AttentionSpec spec;
+  OwningOpRef<ModuleOp> module;
+  /// Whether `module` is the kernel module `spec` builds (buildKernelModule
+  /// of its KV head group): the caller's module said no more than the spec.
+  bool describedBySpec = false;
+};
+
+/// Parses `source`, fuses its naive graph (flash-fuse-attention) and makes
+/// the module the kernel module of kind `kind` of its single attention,
+/// whose operands must be arguments of its function. That function gives
+/// way to the kernel's entry points, which hold the attention itself,
+/// with every attribute it has, on the kernel's operand types (dynamic
+/// batch and lengths, one KV head group) and with the entry point's scale
+/// argument as its `scale_factor` on a scale of 1; the rest of the module
+/// (other functions, attributes) stays as it is. The error explains what
+/// did not fit.
+llvm::Expected<ImportedModule>
+importModule(MLIRContext &ctx, llvm::StringRef source, KernelKind kind);
 
 } // namespace detail
 } // namespace flash

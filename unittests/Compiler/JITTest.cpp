@@ -2,8 +2,8 @@
 //
 // Exercises the C++ API around the kernels: the content-addressed cache and
 // its thread safety, the errors a bad spec or a bad buffer produces, strided
-// buffers, IR dumps, compiling from an MLIR module, and the decode entry
-// compiled at its first use.
+// buffers, IR dumps, compiling an MLIR module as it is written, and the
+// decode entry compiled at its first use.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +21,7 @@
 #include <random>
 #include <sys/stat.h>
 #include <thread>
+#include <tuple>
 
 using namespace mlir::flash;
 
@@ -661,6 +662,199 @@ TEST(JITTest, CrashInTheParserIsAnError) {
   spec.headDim = 32;
   auto good = Compiler::global().compile(spec, "cpu");
   EXPECT_TRUE(static_cast<bool>(good)) << errorOf(good.takeError());
+}
+
+/// compileModule compiles the module as written, not a spec read from it:
+/// an attention whose batch and lengths are dynamic (no spec describes
+/// it: a spec has sizes) compiles, and its one kernel runs any sizes.
+TEST(JITTest, CompilesAModuleWithDynamicSizes) {
+  const char *source = R"mlir(
+    func.func @attention(%q: tensor<?x4x?x32xf32>, %k: tensor<?x2x?x32xf32>,
+                         %v: tensor<?x2x?x48xf32>) -> tensor<?x4x?x48xf32> {
+      %o = flash.attention %q, %k, %v scale = 0.2 causal
+          : tensor<?x4x?x32xf32>, tensor<?x2x?x32xf32>, tensor<?x2x?x48xf32>
+          -> tensor<?x4x?x48xf32>
+      return %o : tensor<?x4x?x48xf32>
+    })mlir";
+  // No spec can say this: reading one fails on the first dynamic size.
+  auto spec = AttentionSpec::fromMLIR(source);
+  ASSERT_FALSE(static_cast<bool>(spec));
+  EXPECT_NE(errorOf(spec.takeError()).find("is dynamic"), std::string::npos);
+
+  Compiler compiler;
+  auto kernel = compiler.compileModule(source);
+  ASSERT_TRUE(static_cast<bool>(kernel)) << errorOf(kernel.takeError());
+  const AttentionSpec &kernelSpec = (*kernel)->getSpec();
+  EXPECT_EQ(kernelSpec.heads, 4);
+  EXPECT_EQ(kernelSpec.kvHeads, 2);
+  EXPECT_EQ(kernelSpec.valueDim(), 48);
+  EXPECT_TRUE(kernelSpec.isCausal());
+  EXPECT_DOUBLE_EQ(kernelSpec.effectiveScale(), static_cast<double>(0.2f));
+
+  // A decode shape (the decode entry point) and a prefill one, each on
+  // fresh random inputs against the float64 reference.
+  std::mt19937 rng(flashc_test::freshSeed());
+  for (auto [batch, seqQ, seqKV] : {std::tuple<int64_t, int64_t, int64_t>{
+                                        3, 5, 37},
+                                    {1, 70, 70}}) {
+    SCOPED_TRACE(testing::Message() << "B = " << batch << ", Nq = " << seqQ
+                                    << ", Nk = " << seqKV);
+    AttentionSpec run = kernelSpec;
+    run.batch = batch;
+    run.seqQ = seqQ;
+    run.seqKV = seqKV;
+    flashc_test::AttentionBuffers b(run, rng);
+    ASSERT_FALSE(static_cast<bool>(
+        (*kernel)->run(b.q.ref(), b.k.ref(), b.v.ref(), b.out.ref())));
+    flashc_test::expectMatchesReference(run, b);
+  }
+  // It says no more than a spec with its head counts, dims and mask: it is
+  // that spec's kernel.
+  AttentionSpec same = kernelSpec;
+  same.seqQ = same.seqKV = 64;
+  auto fromSpec = compiler.compile(same);
+  ASSERT_TRUE(static_cast<bool>(fromSpec)) << errorOf(fromSpec.takeError());
+  EXPECT_EQ(compiler.getCacheSize(), 1u);
+}
+
+/// What a module carries besides its attention is compiled with it: the
+/// attention's own attributes, other functions, the module's attributes.
+/// Such a kernel is the module's, not the spec's.
+TEST(JITTest, CompilesTheRestOfTheModuleWithIt) {
+  const char *source = R"mlir(
+    module attributes {frontend.model = "tiny-decoder"} {
+      func.func private @residual(%x: f32, %y: f32) -> f32 {
+        %s = arith.addf %x, %y : f32
+        return %s : f32
+      }
+      func.func @layer(%q: tensor<2x2x16x32xbf16>, %k: tensor<2x2x40x32xbf16>,
+                       %v: tensor<2x2x40x32xbf16>) -> tensor<2x2x16x32xbf16> {
+        %o = flash.attention %q, %k, %v scale = 0.125
+            {frontend.layer = "decoder.3.attn"}
+            : tensor<2x2x16x32xbf16>, tensor<2x2x40x32xbf16>,
+              tensor<2x2x40x32xbf16> -> tensor<2x2x16x32xbf16>
+        return %o : tensor<2x2x16x32xbf16>
+      }
+    })mlir";
+  Compiler compiler;
+  auto kernel = compiler.compileModule(source);
+  ASSERT_TRUE(static_cast<bool>(kernel)) << errorOf(kernel.takeError());
+  const KernelMetadata &meta = (*kernel)->getMetadata();
+  ASSERT_FALSE(meta.stageIR.empty());
+  const std::string &fused = meta.stageIR.front().second;
+  EXPECT_NE(fused.find("frontend.model = \"tiny-decoder\""),
+            std::string::npos)
+      << fused;
+  EXPECT_NE(fused.find("frontend.layer = \"decoder.3.attn\""),
+            std::string::npos)
+      << fused;
+  EXPECT_NE(fused.find("func.func private @residual"), std::string::npos)
+      << fused;
+  EXPECT_EQ(fused.find("@layer"), std::string::npos) << fused;
+  EXPECT_NE(meta.stageIR.back().second.find("llvm.func @residual"),
+            std::string::npos);
+
+  AttentionSpec spec = (*kernel)->getSpec();
+  std::mt19937 rng(flashc_test::freshSeed());
+  flashc_test::AttentionBuffers b(spec, rng);
+  ASSERT_FALSE(static_cast<bool>(
+      (*kernel)->run(b.q.ref(), b.k.ref(), b.v.ref(), b.out.ref())));
+  flashc_test::expectMatchesReference(spec, b);
+
+  // The spec's own kernel is another one.
+  auto fromSpec = compiler.compile(spec);
+  ASSERT_TRUE(static_cast<bool>(fromSpec)) << errorOf(fromSpec.takeError());
+  EXPECT_NE(fromSpec->get(), kernel->get());
+  EXPECT_EQ(compiler.getCacheSize(), 2u);
+}
+
+/// The attention's function gives way to the kernel's entry points: a
+/// module that calls it, or that already has a function of that name, is
+/// refused with the reason.
+TEST(JITTest, RefusesAModuleTheEntryPointsCannotReplace) {
+  const char *called = R"mlir(
+    func.func @attention(%q: tensor<1x1x8x16xf32>, %k: tensor<1x1x8x16xf32>,
+                         %v: tensor<1x1x8x16xf32>) -> tensor<1x1x8x16xf32> {
+      %o = flash.attention %q, %k, %v
+          : tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>
+          -> tensor<1x1x8x16xf32>
+      return %o : tensor<1x1x8x16xf32>
+    }
+    func.func @main(%x: tensor<1x1x8x16xf32>) -> tensor<1x1x8x16xf32> {
+      %o = func.call @attention(%x, %x, %x)
+          : (tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>,
+             tensor<1x1x8x16xf32>) -> tensor<1x1x8x16xf32>
+      return %o : tensor<1x1x8x16xf32>
+    })mlir";
+  auto kernel = Compiler::global().compileModule(called);
+  ASSERT_FALSE(static_cast<bool>(kernel));
+  EXPECT_NE(errorOf(kernel.takeError())
+                .find("@attention holds the attention and is used elsewhere"),
+            std::string::npos);
+
+  const char *taken = R"mlir(
+    func.func @flash_attention_decode() {
+      return
+    }
+    func.func @attention(%q: tensor<1x1x8x16xf32>, %k: tensor<1x1x8x16xf32>,
+                         %v: tensor<1x1x8x16xf32>) -> tensor<1x1x8x16xf32> {
+      %o = flash.attention %q, %k, %v
+          : tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>
+          -> tensor<1x1x8x16xf32>
+      return %o : tensor<1x1x8x16xf32>
+    })mlir";
+  kernel = Compiler::global().compileModule(taken);
+  ASSERT_FALSE(static_cast<bool>(kernel));
+  EXPECT_NE(errorOf(kernel.takeError())
+                .find("has a symbol @flash_attention_decode besides"),
+            std::string::npos);
+}
+
+/// On a GPU target too: the attention of the module, with its attribute,
+/// compiled for any batch and length (a dynamic query length: the prefill
+/// variant). A kernel that is the module's, not its spec's, stays out of
+/// the cache directory, whose kernels are found by their spec.
+TEST(JITTest, CompilesAModuleForAGPU) {
+  const char *source = R"mlir(
+    func.func @attention(%q: tensor<?x2x?x64xf16>, %k: tensor<?x1x?x64xf16>,
+                         %v: tensor<?x1x?x64xf16>) -> tensor<?x2x?x64xf16> {
+      %o = flash.attention %q, %k, %v causal {frontend.layer = "decoder.0.attn"}
+          : tensor<?x2x?x64xf16>, tensor<?x1x?x64xf16>, tensor<?x1x?x64xf16>
+          -> tensor<?x2x?x64xf16>
+      return %o : tensor<?x2x?x64xf16>
+    })mlir";
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("flashc-jit-cache", dir));
+  std::string cache = dir.str().str();
+  Compiler compiler;
+  compiler.setCacheDirectory(cache);
+  auto kernel = compiler.compileModule(source, "sm_80");
+  ASSERT_TRUE(static_cast<bool>(kernel)) << errorOf(kernel.takeError());
+  ASSERT_TRUE((*kernel)->isGPU());
+  const KernelMetadata &meta = (*kernel)->getMetadata();
+  EXPECT_FALSE(meta.gpu->query.decode);
+  ASSERT_FALSE(meta.stageIR.empty());
+  EXPECT_NE(meta.stageIR.front().second.find(
+                "frontend.layer = \"decoder.0.attn\""),
+            std::string::npos);
+  EXPECT_FALSE(flashc::runtime::Bundle::load(cache).ok())
+      << "nothing was saved";
+
+  unsigned seed = flashc_test::freshSeed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  AttentionSpec run = (*kernel)->getSpec();
+  run.batch = 2;
+  run.seqQ = 24;
+  run.seqKV = 40;
+  flashc_test::AttentionBuffers b(run, rng);
+  RunOptions options;
+  options.simulate = true;
+  llvm::Error err = (*kernel)->run(b.q.ref(), b.k.ref(), b.v.ref(),
+                                   b.out.ref(), nullptr, options);
+  ASSERT_FALSE(static_cast<bool>(err)) << errorOf(std::move(err));
+  flashc_test::expectMatchesReference(run, b);
+  llvm::sys::fs::remove_directories(cache);
 }
 
 } // namespace

@@ -34,6 +34,7 @@
 #include "flashc/Runtime/Runtime.h"
 #include "flashc/Support/Layout.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -255,10 +256,20 @@ public:
   compile(const AttentionSpec &spec, llvm::StringRef target = "cpu",
           const PipelineConfig &config = {});
 
-  /// Compiles the attention described by an MLIR module (see
-  /// AttentionSpec::fromMLIR). Parsing and the pipeline run under crash
-  /// recovery: a crash in MLIR or flashc on this input comes back as an
-  /// error naming a file that reproduces it, not as a dead process.
+  /// Compiles the attention of an MLIR module as the module has it: its
+  /// single flash.attention (or a naive matmul-softmax-matmul graph, which
+  /// is fused first), whose operands must be arguments of its function.
+  /// That function gives way to the kernel's entry points, which hold the
+  /// attention itself, with every attribute it carries, on a kernel's
+  /// operands (any batch and lengths, one KV head group); the rest of the
+  /// module is compiled with them. The batch and the lengths may be
+  /// dynamic (the Kernel's spec then holds batch 1 and lengths of 4096; on
+  /// a GPU target a dynamic query length takes the prefill variant, which
+  /// serves every length). A module that says no more than its spec is
+  /// compiled into the spec's kernel (compile() shares it); any other is
+  /// cached by its content as well. Parsing and the pipeline run under
+  /// crash recovery: a crash in MLIR or flashc on this input comes back as
+  /// an error naming a file that reproduces it, not as a dead process.
   llvm::Expected<std::shared_ptr<const Kernel>>
   compileModule(llvm::StringRef source, llvm::StringRef target = "cpu",
                 const PipelineConfig &config = {});
@@ -299,6 +310,12 @@ public:
 
 private:
   struct PendingCompile;
+  /// The kernel cached under `key`, built by `build` on a miss (once,
+  /// however many callers ask at the same time), with `scale` as its
+  /// default scale.
+  llvm::Expected<std::shared_ptr<const Kernel>> getOrBuild(
+      const std::string &key, std::optional<double> scale,
+      llvm::function_ref<llvm::Expected<std::unique_ptr<Kernel>>()> build);
   mutable std::mutex mutex;
   std::map<std::string, std::shared_ptr<const Kernel>> cache;
   /// `kernel` with the default scale `scale` (the code is shared); called
