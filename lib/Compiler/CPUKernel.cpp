@@ -59,7 +59,7 @@ static void eraseEntry(ModuleOp module, llvm::StringRef name) {
 static llvm::Expected<std::pair<std::unique_ptr<ExecutionEngine>, void *>>
 jitEntry(ModuleOp module,
          const std::function<llvm::Error(llvm::Module *)> &transformer,
-         llvm::StringRef name) {
+         llvm::StringRef name, const JITOptions &jit) {
   static const llvm::StringRef libraries[] = {FLASHC_OPENMP_LIBRARY,
                                               FLASHC_RUNNER_UTILS_LIBRARY};
   ExecutionEngineOptions options;
@@ -67,8 +67,7 @@ jitEntry(ModuleOp module,
   options.transformer = transformer;
   options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
   options.enableGDBNotificationListener = false;
-  options.enablePerfNotificationListener =
-      std::getenv("FLASHC_PERF_JIT") != nullptr;
+  options.enablePerfNotificationListener = jit.perfProfiling;
   DiagnosticCollector diags(*module.getContext());
   auto engine = ExecutionEngine::create(module, options);
   if (!engine)
@@ -104,7 +103,7 @@ llvm::Expected<void *> Kernel::getDecodeEntry() const {
   if (!module)
     return llvm::createStringError("the decode entry's IR does not parse: " +
                                    diags.messages);
-  auto jitted = jitEntry(*module, c.transformer, "flash_attention_decode");
+  auto jitted = jitEntry(*module, c.transformer, "flash_attention_decode", c.jit);
   if (!jitted)
     return llvm::createStringError("compiling the decode entry: " +
                                    llvm::toString(jitted.takeError()));
@@ -121,7 +120,7 @@ llvm::Error Kernel::prepare(int64_t seqQ) const {
 
 llvm::Expected<std::unique_ptr<Kernel>>
 KernelBuilder::build(const AttentionSpec &spec, const PipelineConfig &config,
-                     ModuleOp module) {
+                     const JITOptions &jit, ModuleOp module) {
   auto start = std::chrono::steady_clock::now();
   auto kernel = std::unique_ptr<Kernel>(new Kernel());
   kernel->spec = spec;
@@ -187,6 +186,7 @@ KernelBuilder::build(const AttentionSpec &spec, const PipelineConfig &config,
   if (!tm)
     return tm.takeError();
   Kernel::Code &code = *kernel->code;
+  code.jit = jit;
   code.targetMachine = std::move(*tm);
   code.transformer = makeOptimizingTransformer(
       /*optLevel=*/3, /*sizeLevel=*/0, code.targetMachine.get());
@@ -196,7 +196,7 @@ KernelBuilder::build(const AttentionSpec &spec, const PipelineConfig &config,
   eraseEntry(*decodeModule, "flash_attention");
   eraseEntry(module, "flash_attention_decode");
   code.decodeIR = printOp(*decodeModule);
-  auto jitted = jitEntry(module, code.transformer, "flash_attention");
+  auto jitted = jitEntry(module, code.transformer, "flash_attention", jit);
   if (!jitted)
     return jitted.takeError();
   code.engine = std::move(jitted->first);

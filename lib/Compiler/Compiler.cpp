@@ -57,9 +57,9 @@ Compiler &Compiler::global() {
 /// its configuration (it is passed at launch) but is the Kernel's, so it is
 /// in the key.
 static std::string kernelKey(const AttentionSpec &spec,
-                             const PipelineConfig &c) {
+                             const PipelineConfig &c, const JITOptions &jit) {
   if (!c.isGPU())
-    return cpuKernelKey(spec, c);
+    return cpuKernelKey(spec, c) + (jit.perfProfiling ? " | perf" : "");
   return gpuVariantId(spec.gpuQuery(c.target)) + " | " +
          gpuConfig(spec, c).str() +
          (spec.isDecode() && c.splits ? " | splits " + std::to_string(c.splits)
@@ -78,9 +78,10 @@ Compiler::compile(const AttentionSpec &spec, llvm::StringRef target,
   llvm::Expected<TargetInfo> info = TargetInfo::get(target);
   if (!info)
     return info.takeError();
-  return getOrBuild(kernelKey(spec, c), spec.scale, [&] {
+  JITOptions jit = getJITOptions();
+  return getOrBuild(kernelKey(spec, c, jit), spec.scale, [&] {
     return info->isGPU() ? KernelBuilder::buildGPU(spec, c, cacheDirectory)
-                         : KernelBuilder::build(spec, c);
+                         : KernelBuilder::build(spec, c, jit);
   });
 }
 
@@ -171,15 +172,26 @@ Compiler::compileModule(llvm::StringRef source, llvm::StringRef target,
   // process and in a kernel cache directory; any other is keyed by its
   // content too, and never stored in or loaded from a directory (whose
   // kernels are found by their spec).
-  std::string key = kernelKey(spec, c);
+  JITOptions jit = getJITOptions();
+  std::string key = kernelKey(spec, c, jit);
   if (!described)
     key += " | module " + llvm::toHex(llvm::SHA256::hash(
                               llvm::arrayRefFromStringRef(printOp(module))));
   return getOrBuild(key, spec.scale, [&] {
     return info->isGPU() ? KernelBuilder::buildGPU(
                                spec, c, described ? cacheDirectory : "", module)
-                         : KernelBuilder::build(spec, c, module);
+                         : KernelBuilder::build(spec, c, jit, module);
   });
+}
+
+void Compiler::setJITOptions(const JITOptions &options) {
+  std::lock_guard<std::mutex> lock(mutex);
+  jitOptions = options;
+}
+
+JITOptions Compiler::getJITOptions() const {
+  std::lock_guard<std::mutex> lock(mutex);
+  return jitOptions;
 }
 
 size_t Compiler::getCacheSize() const {

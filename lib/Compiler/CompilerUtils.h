@@ -127,10 +127,10 @@ std::string gpuVariantId(const flashc::runtime::AttentionQuery &query);
 /// `module` when one is given: the kernel module of `spec`'s attention,
 /// made from a caller's module (importModule).
 struct KernelBuilder {
-  /// CPU kernels (CPUKernel.cpp).
+  /// CPU kernels (CPUKernel.cpp), JIT-compiled with `jit`.
   static llvm::Expected<std::unique_ptr<Kernel>>
   build(const AttentionSpec &spec, const PipelineConfig &config,
-        ModuleOp module = {});
+        const JITOptions &jit = {}, ModuleOp module = {});
   /// GPU kernels (GPUCompiler.cpp), found in or added to the bundle at
   /// `cacheDirectory` when it is not empty.
   static llvm::Expected<std::unique_ptr<Kernel>>

@@ -121,6 +121,9 @@ std::string commandHelp(llvm::StringRef command) {
            "  --check-rows N      rows checked (default 256; 0: all)\n"
            "  --seed N            of the random inputs and the rows checked\n"
            "  --simulate          GPU targets: run in the PTX simulator\n"
+           "  --perf-jit          CPU: register the kernel's code with perf "
+           "(for\n"
+           "                      perf record -k 1 and perf inject --jit)\n"
            "  --versus 'OPTIONS'  CPU: also time a kernel with those "
            "schedule\n"
            "                      options, in turn with the first, and check "
@@ -399,7 +402,7 @@ compileAnnounced(const AttentionSpec &spec, const PipelineConfig &config,
 
 int runCommand(llvm::ArrayRef<const char *> args) {
   llvm::Expected<Options> parsed =
-      parseProblemOptions(args, {"simulate"},
+      parseProblemOptions(args, {"simulate", "perf-jit"},
                           {"q", "k", "v", "out", "lse", "iters", "check-rows",
                            "seed", "versus"});
   if (!parsed)
@@ -435,6 +438,15 @@ int runCommand(llvm::ArrayRef<const char *> args) {
   if (o.has("simulate") && !gpu)
     return reportError(llvm::createStringError(
         "--simulate runs GPU kernels; the target is " + config.target));
+  if (o.has("perf-jit")) {
+    if (gpu)
+      return reportError(llvm::createStringError(
+          "--perf-jit registers CPU kernels with perf; the target is " +
+          config.target));
+    JITOptions jit = Compiler::global().getJITOptions();
+    jit.perfProfiling = true;
+    Compiler::global().setJITOptions(jit);
+  }
   // --versus: a second CPU kernel for the same problem, built with other
   // schedule options, timed in turn with the first.
   std::optional<PipelineConfig> versus;

@@ -18,10 +18,12 @@
 
 #include "gtest/gtest.h"
 
+#include <cstdlib>
 #include <random>
 #include <sys/stat.h>
 #include <thread>
 #include <tuple>
+#include <unistd.h>
 
 using namespace mlir::flash;
 
@@ -855,6 +857,57 @@ TEST(JITTest, CompilesAModuleForAGPU) {
   ASSERT_FALSE(static_cast<bool>(err)) << errorOf(std::move(err));
   flashc_test::expectMatchesReference(run, b);
   llvm::sys::fs::remove_directories(cache);
+}
+
+/// JITOptions::perfProfiling registers a CPU kernel's code with perf (the
+/// option of `flashc run --perf-jit`): LLVM's listener writes the process's
+/// jit-<pid>.dump under $JITDUMPDIR. The option is in the kernel's key, so
+/// the profiled kernel is another one, and it computes the same.
+TEST(JITTest, PerfProfilingIsAnOptionOfTheCompiler) {
+  // The listener is created once per process, at its first use.
+  static bool ran = false;
+  if (ran)
+    GTEST_SKIP() << "LLVM's perf listener writes one dump per process";
+  ran = true;
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("flashc-perf", dir));
+  ASSERT_EQ(::setenv("JITDUMPDIR", dir.c_str(), 1), 0);
+  auto dumpBytes = [&] {
+    std::string name = "jit-" + std::to_string(::getpid()) + ".dump";
+    uint64_t bytes = 0;
+    std::error_code ec;
+    for (llvm::sys::fs::recursive_directory_iterator it(dir, ec), end;
+         it != end && !ec; it.increment(ec)) {
+      uint64_t size = 0;
+      if (llvm::sys::path::filename(it->path()) == name &&
+          !llvm::sys::fs::file_size(it->path(), size))
+        bytes += size;
+    }
+    return bytes;
+  };
+
+  Compiler compiler;
+  AttentionSpec spec = smallSpec();
+  auto plain = compiler.compile(spec);
+  ASSERT_TRUE(static_cast<bool>(plain)) << errorOf(plain.takeError());
+  EXPECT_EQ(dumpBytes(), 0u);
+  JITOptions jit;
+  jit.perfProfiling = true;
+  compiler.setJITOptions(jit);
+  EXPECT_TRUE(compiler.getJITOptions().perfProfiling);
+  auto profiled = compiler.compile(spec);
+  ASSERT_TRUE(static_cast<bool>(profiled)) << errorOf(profiled.takeError());
+  EXPECT_NE(profiled->get(), plain->get());
+  EXPECT_EQ(compiler.getCacheSize(), 2u);
+  EXPECT_GT(dumpBytes(), 0u) << "no perf dump under " << dir.str().str();
+
+  std::mt19937 rng(flashc_test::freshSeed());
+  flashc_test::AttentionBuffers b(spec, rng);
+  ASSERT_FALSE(static_cast<bool>(
+      (*profiled)->run(b.q.ref(), b.k.ref(), b.v.ref(), b.out.ref())));
+  flashc_test::expectMatchesReference(spec, b);
+  ::unsetenv("JITDUMPDIR");
+  llvm::sys::fs::remove_directories(dir);
 }
 
 } // namespace

@@ -159,6 +159,14 @@ struct RunOptions {
   flashc::Layout layout = flashc::Layout::BHND;
 };
 
+/// How the JIT builds a CPU kernel's machine code (not what it computes).
+struct JITOptions {
+  /// Registers the code with perf (LLVM's perf JIT event listener): under
+  /// `perf record -k 1`, `perf inject --jit` then gives perf the kernels'
+  /// functions and instructions (docs/PERFORMANCE.md).
+  bool perfProfiling = false;
+};
+
 /// A compiled attention kernel for one AttentionSpec.
 class Kernel {
 public:
@@ -226,6 +234,8 @@ private:
   struct Code {
     Code();
     ~Code();
+    /// What the entry points are JIT-compiled with.
+    JITOptions jit;
     // The engine keeps using the target machine and the IR transformer
     // (for code it compiles at teardown), so they are declared first and
     // outlive it.
@@ -304,6 +314,11 @@ public:
   /// compilations, in this or another process, load them from there.
   void setCacheDirectory(std::string directory);
 
+  /// How the JIT builds the CPU kernels compiled from now on (a kernel
+  /// built otherwise is not reused for them).
+  void setJITOptions(const JITOptions &options);
+  JITOptions getJITOptions() const;
+
   size_t getCacheSize() const;
   int64_t getCacheHits() const;
   void clearCache();
@@ -331,6 +346,7 @@ private:
   std::map<std::string, std::shared_ptr<PendingCompile>> pending;
   int64_t hits = 0;
   std::string cacheDirectory;
+  JITOptions jitOptions;
 };
 
 } // namespace flash
