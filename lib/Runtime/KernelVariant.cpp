@@ -9,6 +9,7 @@
 
 #include "flashc/Support/Files.h"
 #include "flashc/Support/Sizes.h"
+#include "flashc/Core/GPUSchedule.h"
 #include "flashc/Core/GPUTargets.h"
 
 #include <algorithm>
@@ -62,13 +63,6 @@ Result<uint64_t> TensorView::getExtentBytes() const {
 //===----------------------------------------------------------------------===//
 
 namespace {
-
-/// An exact text form of a double (C99 hexadecimal).
-std::string hexDouble(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%a", v);
-  return buf;
-}
 
 Status missing(const std::string &what) {
   return Status::error("manifest: missing or malformed '" + what + "'");

@@ -162,11 +162,10 @@ Status checkVariantAgainstPTX(const KernelVariant &variant);
 /// '-' and '.', not starting with '.', at most 200 characters.
 Status checkVariantId(const std::string &id);
 
-/// Bounds on what a manifest may say.
+/// Bounds on what a manifest may say (head dims: flashc::kMaxGPUHeadDim).
 constexpr size_t kMaxGridExpressionChars = 1024;
 constexpr int kMaxGridNesting = 64;
 constexpr int64_t kMaxGroup = 1024;
-constexpr int64_t kMaxGPUHeadDim = 256;
 
 /// Evaluates a grid expression (products, `ceildiv(a,b)`, integers and the
 /// names B, Nq, Nk, splits); overflow is an error.
