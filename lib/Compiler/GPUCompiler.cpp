@@ -249,7 +249,25 @@ llvm::Expected<rt::KernelVariant> mlir::flash::detail::compileGPUVariant(
       }
       rt::KernelEntry e;
       e.name = fn.getName().str();
-      e.grid = grid.getValue().str();
+      for (Attribute a : grid) {
+        auto factor = dyn_cast<GridFactorAttr>(a);
+        if (!factor) {
+          metadataError = "kernel " + fn.getName().str() +
+                          ": its flash.grid is not a list of grid factors";
+          return;
+        }
+        rt::GridFactor f;
+        f.ceilDiv = factor.getCeilDiv();
+        for (Attribute operand : factor.getProduct()) {
+          rt::GridFactor::Operand o;
+          if (auto name = dyn_cast<StringAttr>(operand))
+            o.size = name.str();
+          else
+            o.value = cast<IntegerAttr>(operand).getInt();
+          f.product.push_back(std::move(o));
+        }
+        e.grid.factors.push_back(std::move(f));
+      }
       e.block = block.getInt();
       e.sharedBytes = shared.getInt();
       if (llvm::StringRef(e.name).ends_with("_combine")) {

@@ -294,9 +294,9 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
 
   GridSizes sizes{kernelBatch, seqQ, seqKV, splits};
   // Grids beyond a launch's 2^31 - 1 CTAs come from the call's sizes; a
-  // grid of no CTA from a kernel's formula.
+  // grid of no CTA from a kernel's factors.
   auto grid = [&](const KernelEntry &e) -> Result<int64_t> {
-    Result<int64_t> g = evaluateGrid(e.grid, sizes);
+    Result<int64_t> g = e.grid.evaluate(sizes);
     if (!g)
       return g.status();
     if (*g <= 0)
@@ -307,13 +307,13 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
           "kernel " + e.name + ": a grid of " + std::to_string(*g) +
           " CTAs is more than a launch allows (2^31 - 1)");
     // Every CTA of flashc's kernels owns at least one query row (of one
-    // split): a formula that asks for more CTAs than that is not one of
+    // split): a grid that asks for more CTAs than that is not one of
     // them (a bundle claiming 2^31 - 1 CTAs kept the simulator busy for
     // days).
     __int128 rows = static_cast<__int128>(kernelBatch) * q.group * seqQ;
     if (*g > rows * splits)
-      return Status::error("kernel " + e.name + ": its grid formula '" +
-                           e.grid + "' asks for " + std::to_string(*g) +
+      return Status::error("kernel " + e.name + ": its grid '" +
+                           e.grid.str() + "' asks for " + std::to_string(*g) +
                            " CTAs for " +
                            std::to_string(static_cast<int64_t>(rows)) +
                            " query rows and " + std::to_string(splits) +

@@ -1,7 +1,7 @@
 //===- KernelVariant.cpp - Kernel metadata, grids and bundles -------------===//
 //
 // The runtime's view of a compiled kernel: its manifest entry (JSON), the
-// grid expressions the compiler recorded, and bundle directories.
+// grids the compiler recorded, and bundle directories.
 //
 //===----------------------------------------------------------------------===//
 
@@ -68,11 +68,11 @@ Status missing(const std::string &what) {
   return Status::error("manifest: missing or malformed '" + what + "'");
 }
 
-bool getInt(const JsonValue &obj, const char *key, int64_t &out) {
-  const JsonValue *v = obj.get(key);
-  if (!v || v->getKind() != JsonValue::Kind::Number)
+/// `v` as an integer: only integral values that fit in int64 are accepted.
+bool getIntValue(const JsonValue &v, int64_t &out) {
+  if (v.getKind() != JsonValue::Kind::Number)
     return false;
-  double d = v->getNumber();
+  double d = v.getNumber();
   // Only integral values that fit in int64 are accepted; checking before
   // converting keeps out-of-range doubles (1e300) well defined.
   if (!(d >= -9.2e18 && d <= 9.2e18) || d != static_cast<double>(
@@ -80,6 +80,11 @@ bool getInt(const JsonValue &obj, const char *key, int64_t &out) {
     return false;
   out = static_cast<int64_t>(d);
   return true;
+}
+
+bool getInt(const JsonValue &obj, const char *key, int64_t &out) {
+  const JsonValue *v = obj.get(key);
+  return v && getIntValue(*v, out);
 }
 
 bool getBool(const JsonValue &obj, const char *key, bool &out) {
@@ -116,7 +121,7 @@ std::string fnv1aHex(const std::string &data) {
 JsonValue KernelEntry::toJson() const {
   JsonValue::Object o;
   o["name"] = name;
-  o["grid"] = grid;
+  o["grid"] = grid.toJson();
   o["block"] = block;
   o["shared_bytes"] = sharedBytes;
   o["registers"] = registers;
@@ -163,13 +168,18 @@ Result<KernelEntry> KernelEntry::fromJson(const JsonValue &v) {
     return Status::error("manifest: kernel name '" +
                          escapeForMessage(e.name) +
                          "' is not a PTX identifier");
-  if (!getString(v, "grid", e.grid))
+  const JsonValue *grid = v.get("grid");
+  if (!grid)
     return missing("grid");
-  if (e.grid.empty() || e.grid.size() > kMaxGridExpressionChars)
-    return Status::error("manifest: the grid expression of " + e.name +
-                         " has " + std::to_string(e.grid.size()) +
-                         " characters; expected 1 to " +
-                         std::to_string(kMaxGridExpressionChars));
+  if (grid->getKind() == JsonValue::Kind::String)
+    return Status::error("manifest: kernel " + e.name +
+                         " has a grid formula in text: it was built by an "
+                         "older flashc (grids are now lists of factors); "
+                         "rebuild the bundle with this flashc");
+  Result<KernelGrid> parsedGrid = KernelGrid::fromJson(*grid);
+  if (!parsedGrid)
+    return Status::error(parsedGrid.message() + " (kernel " + e.name + ")");
+  e.grid = *parsedGrid;
   if (Status s = getBounded(v, "block", 1, 1024, e.block))
     return s;
   // The largest opt-in shared memory of any target; the variant checks its
@@ -391,134 +401,119 @@ Result<KernelVariant> KernelVariant::fromJson(const JsonValue &v) {
 }
 
 //===----------------------------------------------------------------------===//
-// Grid expressions
+// Grids
 //===----------------------------------------------------------------------===//
 
-namespace {
+std::optional<int64_t> GridSizes::lookup(const std::string &name) const {
+  if (name == "B")
+    return batch;
+  if (name == "Nq")
+    return seqQ;
+  if (name == "Nk")
+    return seqKV;
+  if (name == "splits")
+    return splits;
+  return std::nullopt;
+}
 
-/// expr := term ('*' term)* ; term := INT | NAME | ceildiv(expr, expr) |
-/// '(' expr ')'.
-class GridParser {
-public:
-  GridParser(const std::string &text, const GridSizes &sizes)
-      : s(text), sizes(sizes) {}
-
-  Result<int64_t> parse() {
-    if (s.size() > kMaxGridExpressionChars)
-      return Status::error("a grid expression of " + std::to_string(s.size()) +
-                           " characters (at most " +
-                           std::to_string(kMaxGridExpressionChars) + ")");
-    Result<int64_t> v = expr();
-    if (!v)
-      return v;
-    if (pos != s.size())
-      return fail("unexpected '" + escapeForMessage(s.substr(pos)) + "'");
-    return v;
-  }
-
-private:
-  const std::string &s;
-  const GridSizes &sizes;
-  size_t pos = 0;
-
-  int depth = 0;
-
-  Status fail(const std::string &what) {
-    return Status::error("grid expression '" + escapeForMessage(s) +
-                         "': " + what);
-  }
-
-  /// Bounds the recursion: a hostile expression nests parentheses.
-  struct Nest {
-    int &depth;
-    explicit Nest(int &depth) : depth(depth) { ++depth; }
-    ~Nest() { --depth; }
+Result<int64_t> KernelGrid::evaluate(const GridSizes &sizes) const {
+  auto fail = [&](const std::string &what) {
+    return Status::error("grid " + escapeForMessage(str()) + ": " + what);
   };
-
-  Result<int64_t> expr() {
-    Nest nest(depth);
-    if (depth > kMaxGridNesting)
-      return fail("nests deeper than " + std::to_string(kMaxGridNesting));
-    Result<int64_t> v = term();
-    if (!v)
-      return v;
-    int64_t acc = *v;
-    while (pos < s.size() && s[pos] == '*') {
-      ++pos;
-      Result<int64_t> r = term();
-      if (!r)
-        return r;
-      if (__builtin_mul_overflow(acc, *r, &acc))
+  int64_t grid = 1;
+  for (const GridFactor &f : factors) {
+    int64_t product = 1;
+    for (const GridFactor::Operand &o : f.product) {
+      int64_t v = o.value;
+      if (!o.size.empty()) {
+        std::optional<int64_t> size = sizes.lookup(o.size);
+        if (!size)
+          return fail("unknown size '" + escapeForMessage(o.size) + "'");
+        v = *size;
+      }
+      if (v < 0)
+        return fail(o.size + " is " + std::to_string(v));
+      if (__builtin_mul_overflow(product, v, &product))
         return fail("overflows 64 bits");
     }
-    return acc;
+    if (f.ceilDiv < 1)
+      return fail("division by " + std::to_string(f.ceilDiv));
+    int64_t factor = product / f.ceilDiv + (product % f.ceilDiv != 0);
+    if (__builtin_mul_overflow(grid, factor, &grid))
+      return fail("overflows 64 bits");
   }
+  return grid;
+}
 
-  Result<int64_t> term() {
-    if (pos >= s.size())
-      return fail("unexpected end");
-    if (s.compare(pos, 8, "ceildiv(") == 0) {
-      pos += 8;
-      Result<int64_t> a = expr();
-      if (!a)
-        return a;
-      if (pos >= s.size() || s[pos] != ',')
-        return fail("expected ','");
-      ++pos;
-      Result<int64_t> b = expr();
-      if (!b)
-        return b;
-      if (pos >= s.size() || s[pos] != ')')
-        return fail("expected ')'");
-      ++pos;
-      if (*b <= 0)
-        return fail("division by a non-positive value");
-      return *a / *b + (*a % *b != 0);
-    }
-    if (s[pos] == '(') {
-      ++pos;
-      Result<int64_t> v = expr();
-      if (!v)
-        return v;
-      if (pos >= s.size() || s[pos] != ')')
-        return fail("expected ')'");
-      ++pos;
-      return v;
-    }
-    if (std::isdigit(static_cast<unsigned char>(s[pos]))) {
-      int64_t v = 0;
-      while (pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos]))) {
-        if (__builtin_mul_overflow(v, 10, &v) ||
-            __builtin_add_overflow(v, s[pos] - '0', &v))
-          return fail("number overflows 64 bits");
-        ++pos;
+std::string KernelGrid::str() const {
+  std::string text;
+  for (const GridFactor &f : factors) {
+    if (!text.empty())
+      text += "*";
+    std::string product;
+    for (const GridFactor::Operand &o : f.product)
+      product += (product.empty() ? "" : "*") +
+                 (o.size.empty() ? std::to_string(o.value) : o.size);
+    text += f.ceilDiv == 1 ? product
+                           : "ceildiv(" + product + "," +
+                                 std::to_string(f.ceilDiv) + ")";
+  }
+  return text;
+}
+
+JsonValue KernelGrid::toJson() const {
+  JsonValue::Array array;
+  for (const GridFactor &f : factors) {
+    JsonValue::Array product;
+    for (const GridFactor::Operand &o : f.product)
+      product.push_back(o.size.empty() ? JsonValue(o.value) : JsonValue(o.size));
+    JsonValue::Object factor;
+    factor["product"] = JsonValue(std::move(product));
+    if (f.ceilDiv != 1)
+      factor["ceildiv"] = f.ceilDiv;
+    array.push_back(JsonValue(std::move(factor)));
+  }
+  return JsonValue(std::move(array));
+}
+
+Result<KernelGrid> KernelGrid::fromJson(const JsonValue &value) {
+  auto fail = [](const std::string &what) {
+    return Status::error("manifest: grid: " + what);
+  };
+  if (!value.isArray() || value.getArray().empty() ||
+      value.getArray().size() > kMaxGridFactors)
+    return fail("expected an array of 1 to " + std::to_string(kMaxGridFactors) +
+                " factors");
+  KernelGrid grid;
+  GridSizes known;
+  for (const JsonValue &f : value.getArray()) {
+    GridFactor factor;
+    const JsonValue *product = f.isObject() ? f.get("product") : nullptr;
+    if (!product || !product->isArray() || product->getArray().empty() ||
+        product->getArray().size() > kMaxGridOperands)
+      return fail("a factor's 'product' is not an array of 1 to " +
+                  std::to_string(kMaxGridOperands) + " operands");
+    for (const JsonValue &o : product->getArray()) {
+      GridFactor::Operand operand;
+      if (o.getKind() == JsonValue::Kind::String) {
+        operand.size = o.getString();
+        if (!known.lookup(operand.size))
+          return fail("'" + escapeForMessage(operand.size) +
+                      "' is not a size this runtime knows (B, Nq, Nk, "
+                      "splits)");
+      } else {
+        if (!getIntValue(o, operand.value) || operand.value < 0)
+          return fail("an operand is neither a size nor a non-negative "
+                      "integer");
       }
-      return v;
+      factor.product.push_back(std::move(operand));
     }
-    size_t start = pos;
-    while (pos < s.size() && std::isalpha(static_cast<unsigned char>(s[pos])))
-      ++pos;
-    std::string name = s.substr(start, pos - start);
-    if (name == "B")
-      return sizes.batch;
-    if (name == "Nq")
-      return sizes.seqQ;
-    if (name == "Nk")
-      return sizes.seqKV;
-    if (name == "splits")
-      return sizes.splits;
-    if (name.empty())
-      return fail("unexpected '" + escapeForMessage(s.substr(pos, 1)) +
-                  "' at " + std::to_string(pos));
-    return fail("unknown name '" + name + "'");
+    if (f.get("ceildiv") && (!getInt(f, "ceildiv", factor.ceilDiv) ||
+                             factor.ceilDiv < 1))
+      return fail("'ceildiv' is not a positive integer");
+    grid.factors.push_back(std::move(factor));
   }
-};
-
-} // namespace
-
-Result<int64_t> runtime::evaluateGrid(const std::string &expression,
-                                      const GridSizes &sizes) {
-  return GridParser(expression, sizes).parse();
+  return grid;
 }
 
 //===----------------------------------------------------------------------===//
@@ -533,7 +528,7 @@ constexpr const char *kKernelTag = "// flashc-kernel ";
 std::string describeKernel(const KernelEntry &e) {
   return std::string(kKernelTag) + "name=" + e.name +
          " block=" + std::to_string(e.block) +
-         " shared_bytes=" + std::to_string(e.sharedBytes) + " grid=" + e.grid;
+         " shared_bytes=" + std::to_string(e.sharedBytes) + " grid=" + e.grid.str();
 }
 
 using Fields = std::vector<std::pair<std::string, std::string>>;

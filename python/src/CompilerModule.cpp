@@ -196,7 +196,7 @@ struct PyKernel {
     if (m.gpu) {
       const auto &f = m.gpu->forward;
       d["entry"] = f.name;
-      d["grid"] = f.grid;
+      d["grid"] = f.grid.str();
       d["threads_per_block"] = f.block;
       d["shared_bytes"] = f.sharedBytes;
       d["registers"] = f.registers;

@@ -96,7 +96,7 @@ py::dict variantInfo(const rt::KernelVariant &v) {
   d["shared_bytes"] = v.forward.sharedBytes;
   d["registers"] = v.forward.registers;
   d["threads_per_block"] = v.forward.block;
-  d["grid"] = toStr(v.forward.grid);
+  d["grid"] = toStr(v.forward.grid.str());
   d["has_cubin"] = !v.cubin.empty();
   return d;
 }

@@ -1,6 +1,6 @@
 //===- RuntimeTest.cpp - The LLVM-free runtime: manifests, checks, runs ---===//
 //
-// Tests flashc's runtime on its own, without the compiler: grid expressions,
+// Tests flashc's runtime on its own, without the compiler: grids,
 // manifest entries and bundle directories (and every way a manifest can be
 // malformed), the CUDA device on a machine without a driver, the argument
 // checks of launchAttention and the launches it makes (recorded by a fake
@@ -160,126 +160,174 @@ const KernelVariant &testVariant(bool decode, bool causal, bool lse) {
 }
 
 //===----------------------------------------------------------------------===//
-// Grid expressions
+// Grids
 //===----------------------------------------------------------------------===//
 
+/// A grid factor from its operands (a size's name, or an integer's digits)
+/// and its divisor.
+GridFactor factor(std::initializer_list<const char *> product,
+                  int64_t ceilDiv = 1) {
+  GridFactor f;
+  f.ceilDiv = ceilDiv;
+  for (const char *o : product) {
+    GridFactor::Operand operand;
+    if (std::isdigit(static_cast<unsigned char>(o[0])))
+      operand.value = std::stoll(o);
+    else
+      operand.size = o;
+    f.product.push_back(operand);
+  }
+  return f;
+}
+
+KernelGrid gridOf(std::initializer_list<GridFactor> factors) {
+  return KernelGrid{factors};
+}
+
 struct GridCase {
-  const char *expression;
+  KernelGrid grid;
   GridSizes sizes;
   int64_t expected;
 };
 
-void PrintTo(const GridCase &c, std::ostream *os) { *os << c.expression; }
+void PrintTo(const GridCase &c, std::ostream *os) { *os << c.grid.str(); }
 
 class GridTest : public ::testing::TestWithParam<GridCase> {};
 
 TEST_P(GridTest, Evaluates) {
   const GridCase &c = GetParam();
-  Result<int64_t> v = evaluateGrid(c.expression, c.sizes);
-  ASSERT_TRUE(v.ok()) << c.expression << ": " << v.message();
-  EXPECT_EQ(*v, c.expected) << c.expression;
+  Result<int64_t> v = c.grid.evaluate(c.sizes);
+  ASSERT_TRUE(v.ok()) << c.grid.str() << ": " << v.message();
+  EXPECT_EQ(*v, c.expected) << c.grid.str();
+  // The manifest's form holds the same grid.
+  Result<KernelGrid> back = KernelGrid::fromJson(c.grid.toJson());
+  ASSERT_TRUE(back.ok()) << back.message();
+  EXPECT_EQ(back->str(), c.grid.str());
+  Result<int64_t> w = back->evaluate(c.sizes);
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(*w, c.expected);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Runtime, GridTest,
     ::testing::Values(
-        GridCase{"7", {1, 1, 1, 1}, 7}, GridCase{"B", {5, 1, 1, 1}, 5},
-        GridCase{"B*Nq*Nk*splits", {2, 3, 5, 7}, 210},
+        GridCase{gridOf({factor({"7"})}), {1, 1, 1, 1}, 7},
+        GridCase{gridOf({factor({"B"})}), {5, 1, 1, 1}, 5},
+        GridCase{gridOf({factor({"B", "Nq", "Nk", "splits"})}),
+                 {2, 3, 5, 7},
+                 210},
         // The forward kernels' grids: B' x Q blocks (x splits).
-        GridCase{"B*ceildiv(Nq,64)", {4, 129, 1, 1}, 12},
-        GridCase{"B*ceildiv(Nq,64)", {4, 128, 1, 1}, 8},
-        GridCase{"B*ceildiv(Nq,16)*splits", {3, 1, 999, 5}, 15},
+        GridCase{gridOf({factor({"B"}), factor({"Nq"}, 64)}), {4, 129, 1, 1},
+                 12},
+        GridCase{gridOf({factor({"B"}), factor({"Nq"}, 64)}), {4, 128, 1, 1},
+                 8},
+        GridCase{gridOf({factor({"B"}), factor({"Nq"}, 16), factor({"splits"})}),
+                 {3, 1, 999, 5},
+                 15},
         // The combine's grid: one warp per row, four warps per CTA.
-        GridCase{"ceildiv(B*4*Nq,4)", {3, 5, 1, 1}, 15},
-        GridCase{"ceildiv(ceildiv(Nk,128),splits)", {1, 1, 1000, 3}, 3},
-        GridCase{
-            "ceildiv(ceildiv(Nk,128),ceildiv(splits,2))*B", {2, 1, 1025, 5}, 6},
-        GridCase{"(B*2)*(Nq)", {3, 4, 1, 1}, 24},
-        GridCase{"ceildiv(0,8)", {1, 1, 1, 1}, 0},
+        GridCase{gridOf({factor({"B", "4", "Nq"}, 4)}), {3, 5, 1, 1}, 15},
+        GridCase{gridOf({factor({"0"}, 8)}), {1, 1, 1, 1}, 0},
+        GridCase{gridOf({factor({"Nq"}, 64)}), {1, 0, 1, 1}, 0},
         // Large but in range.
-        GridCase{"B*Nq",
+        GridCase{gridOf({factor({"B"}), factor({"Nq"})}),
                  {int64_t(1) << 31, int64_t(1) << 31, 1, 1},
                  int64_t(1) << 62},
-        GridCase{"9223372036854775807",
+        GridCase{gridOf({factor({"4611686018427387904"}), factor({"B"})}),
                  {1, 1, 1, 1},
-                 std::numeric_limits<int64_t>::max()}),
+                 int64_t(1) << 62}),
     [](const ::testing::TestParamInfo<GridCase> &info) {
       return "Case" + std::to_string(info.index);
     });
 
-struct GridErrorCase {
-  const char *expression;
-  GridSizes sizes;
+TEST(GridTest, PrintsAsTheCompilerWroteIt) {
+  EXPECT_EQ(gridOf({factor({"B"}), factor({"Nq"}, 16), factor({"splits"})})
+                .str(),
+            "B*ceildiv(Nq,16)*splits");
+  EXPECT_EQ(gridOf({factor({"B", "1", "Nq"}, 4)}).str(), "ceildiv(B*1*Nq,4)");
+  JsonValue json = gridOf({factor({"B", "4", "Nq"}, 4)}).toJson();
+  EXPECT_EQ(json.print(), R"([{"ceildiv": 4, "product": ["B", 4, "Nq"]}])");
+}
+
+TEST(GridTest, OverflowIsAnError) {
+  struct Case {
+    KernelGrid grid;
+    GridSizes sizes;
+  } cases[] = {
+      {gridOf({factor({"B", "Nq", "Nk"})}),
+       {int64_t(1) << 31, int64_t(1) << 31, 4, 1}},
+      {gridOf({factor({"B", "Nq"}, 2)}),
+       {std::numeric_limits<int64_t>::max(), 2, 1, 1}},
+      {gridOf({factor({"B"}), factor({"Nq"}), factor({"Nk"})}),
+       {int64_t(1) << 31, int64_t(1) << 31, 4, 1}},
+  };
+  for (const Case &c : cases) {
+    Result<int64_t> v = c.grid.evaluate(c.sizes);
+    ASSERT_FALSE(v.ok()) << c.grid.str() << " evaluated to " << *v;
+    EXPECT_EQ(v.message(), "grid " + c.grid.str() + ": overflows 64 bits");
+  }
+  // A size the launch computed wrongly is not multiplied silently.
+  Result<int64_t> v = gridOf({factor({"splits"})}).evaluate({1, 1, 1, -2});
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.message(), "grid splits: splits is -2");
+}
+
+struct GridJsonCase {
+  const char *name;
+  const char *json;
   const char *message;
 };
 
-void PrintTo(const GridErrorCase &c, std::ostream *os) {
-  *os << "'" << c.expression << "'";
-}
+void PrintTo(const GridJsonCase &c, std::ostream *os) { *os << c.name; }
 
-class GridErrorTest : public ::testing::TestWithParam<GridErrorCase> {};
+class GridJsonTest : public ::testing::TestWithParam<GridJsonCase> {};
 
-TEST(GridTest, DeepNestingIsAnErrorNotAStackOverflow) {
-  for (int depth : {65, 500, 100000}) {
-    std::string e = std::string(depth, '(') + "B" + std::string(depth, ')');
-    Result<int64_t> v = evaluateGrid(e, {1, 1, 1, 1});
-    ASSERT_FALSE(v.ok()) << depth;
-    EXPECT_NE(v.message().find(depth > 1024 ? "characters (at most 1024)"
-                                            : "nests deeper than 64"),
-              std::string::npos)
-        << v.message();
-  }
-  // Control bytes are quoted escaped, not echoed.
-  Result<int64_t> control = evaluateGrid("B*\x01\x1b[2J", {1, 1, 1, 1});
-  ASSERT_FALSE(control.ok());
-  EXPECT_EQ(control.message(), "grid expression 'B*\\x01\\x1b[2J': "
-                               "unexpected '\\x01' at 2");
-  std::string ok = std::string(60, '(') + "B" + std::string(60, ')');
-  Result<int64_t> v = evaluateGrid(ok, {3, 1, 1, 1});
-  ASSERT_TRUE(v.ok()) << v.message();
-  EXPECT_EQ(*v, 3);
-}
-
-TEST_P(GridErrorTest, Fails) {
-  const GridErrorCase &c = GetParam();
-  Result<int64_t> v = evaluateGrid(c.expression, c.sizes);
-  ASSERT_FALSE(v.ok()) << c.expression << " evaluated to " << *v;
-  EXPECT_EQ(v.message(), std::string("grid expression '") + c.expression +
-                             "': " + c.message);
+TEST_P(GridJsonTest, IsRefused) {
+  const GridJsonCase &c = GetParam();
+  Result<JsonValue> json = JsonValue::parse(c.json);
+  ASSERT_TRUE(json.ok()) << json.message();
+  Result<KernelGrid> grid = KernelGrid::fromJson(*json);
+  ASSERT_FALSE(grid.ok()) << c.json << " was accepted as " << grid->str();
+  EXPECT_EQ(grid.message(), std::string("manifest: grid: ") + c.message);
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Runtime, GridErrorTest,
+    Runtime, GridJsonTest,
     ::testing::Values(
-        GridErrorCase{"B*H", {1, 1, 1, 1}, "unknown name 'H'"},
-        GridErrorCase{"b", {1, 1, 1, 1}, "unknown name 'b'"},
-        GridErrorCase{"B*Nq)", {1, 1, 1, 1}, "unexpected ')'"},
-        GridErrorCase{"B Nq", {1, 1, 1, 1}, "unexpected ' Nq'"},
-        GridErrorCase{"B+1", {1, 1, 1, 1}, "unexpected '+1'"},
-        GridErrorCase{"", {1, 1, 1, 1}, "unexpected end"},
-        GridErrorCase{"B*", {1, 1, 1, 1}, "unexpected end"},
-        GridErrorCase{"*B", {1, 1, 1, 1}, "unexpected '*' at 0"},
-        GridErrorCase{"ceildiv(B Nq)", {1, 1, 1, 1}, "expected ','"},
-        GridErrorCase{"ceildiv(B,Nq", {1, 1, 1, 1}, "expected ')'"},
-        GridErrorCase{"(B*Nq", {1, 1, 1, 1}, "expected ')'"},
-        GridErrorCase{
-            "ceildiv(B,0)", {1, 1, 1, 1}, "division by a non-positive value"},
-        GridErrorCase{"ceildiv(B,ceildiv(Nq,64))",
-                      {1, 0, 1, 1},
-                      "division by a non-positive value"},
-        GridErrorCase{"ceildiv(B,splits)",
-                      {1, 1, 1, -2},
-                      "division by a non-positive value"},
-        GridErrorCase{"B*Nq*Nk",
-                      {int64_t(1) << 31, int64_t(1) << 31, 4, 1},
-                      "overflows 64 bits"},
-        GridErrorCase{"ceildiv(B*Nq,2)",
-                      {std::numeric_limits<int64_t>::max(), 2, 1, 1},
-                      "overflows 64 bits"},
-        GridErrorCase{
-            "9223372036854775808", {1, 1, 1, 1}, "number overflows 64 bits"}),
-    [](const ::testing::TestParamInfo<GridErrorCase> &info) {
-      return "Case" + std::to_string(info.index);
+        GridJsonCase{"String", R"j("B*ceildiv(Nq,64)")j",
+                     "expected an array of 1 to 8 factors"},
+        GridJsonCase{"Empty", "[]", "expected an array of 1 to 8 factors"},
+        GridJsonCase{"TooManyFactors",
+                     R"j([{"product": ["B"]}, {"product": ["B"]},
+                         {"product": ["B"]}, {"product": ["B"]},
+                         {"product": ["B"]}, {"product": ["B"]},
+                         {"product": ["B"]}, {"product": ["B"]},
+                         {"product": ["B"]}])j",
+                     "expected an array of 1 to 8 factors"},
+        GridJsonCase{"FactorNotAnObject", R"j(["B"])j",
+                     "a factor's 'product' is not an array of 1 to 8 "
+                     "operands"},
+        GridJsonCase{"EmptyProduct", R"j([{"product": []}])j",
+                     "a factor's 'product' is not an array of 1 to 8 "
+                     "operands"},
+        GridJsonCase{"UnknownSize", R"j([{"product": ["B", "H"]}])j",
+                     "'H' is not a size this runtime knows (B, Nq, Nk, "
+                     "splits)"},
+        GridJsonCase{"ControlBytes", R"j([{"product": ["B[2J"]}])j",
+                     "'B\\x01\\x1b[2J' is not a size this runtime knows (B, "
+                     "Nq, Nk, splits)"},
+        GridJsonCase{"NegativeOperand", R"j([{"product": [-4]}])j",
+                     "an operand is neither a size nor a non-negative "
+                     "integer"},
+        GridJsonCase{"FractionalOperand", R"j([{"product": [2.5]}])j",
+                     "an operand is neither a size nor a non-negative "
+                     "integer"},
+        GridJsonCase{"ZeroDivisor", R"j([{"product": ["B"], "ceildiv": 0}])j",
+                     "'ceildiv' is not a positive integer"},
+        GridJsonCase{"DivisorAsString",
+                     R"j([{"product": ["B"], "ceildiv": "4"}])j",
+                     "'ceildiv' is not a positive integer"}),
+    [](const ::testing::TestParamInfo<GridJsonCase> &info) {
+      return std::string(info.param.name);
     });
 
 //===----------------------------------------------------------------------===//
@@ -321,8 +369,11 @@ KernelVariant sampleVariant() {
   v.query.decode = true;
   v.blockQ = 16;
   v.blockKV = 96;
-  v.forward = {"attn_fwd", "B*ceildiv(Nq,16)*splits", 128, 45056, 168, 0};
-  v.combine = KernelEntry{"attn_combine", "ceildiv(B*4*Nq,4)", 128, 0, 40, 8};
+  v.forward = {"attn_fwd",
+               gridOf({factor({"B"}), factor({"Nq"}, 16), factor({"splits"})}),
+               128, 45056, 168, 0};
+  v.combine = KernelEntry{"attn_combine", gridOf({factor({"B", "4", "Nq"}, 4)}),
+                          128, 0, 40, 8};
   v.config = "target=sm_90a block-q=16";
   v.compileSeconds = 1.25;
   for (const KernelParameter &p : getKnownKernelParameters())
@@ -333,7 +384,7 @@ KernelVariant sampleVariant() {
 
 void expectSameEntry(const KernelEntry &a, const KernelEntry &b) {
   EXPECT_EQ(a.name, b.name);
-  EXPECT_EQ(a.grid, b.grid);
+  EXPECT_EQ(a.grid.str(), b.grid.str());
   EXPECT_EQ(a.block, b.block);
   EXPECT_EQ(a.sharedBytes, b.sharedBytes);
   EXPECT_EQ(a.registers, b.registers);
@@ -369,7 +420,8 @@ void expectSameVariant(const KernelVariant &a, const KernelVariant &b) {
 }
 
 TEST(ManifestTest, KernelEntryRoundTrip) {
-  KernelEntry e{"k", "B*ceildiv(Nq,128)", 256, 98304, 255, 16};
+  KernelEntry e{"k", gridOf({factor({"B"}), factor({"Nq"}, 128)}), 256, 98304,
+                255, 16};
   Result<KernelEntry> back = KernelEntry::fromJson(e.toJson());
   ASSERT_TRUE(back.ok()) << back.message();
   expectSameEntry(e, *back);
@@ -536,12 +588,18 @@ INSTANTIATE_TEST_SUITE_P(
                       [](auto &v) { forwardOf(v)["name"] = "k(); trap"; },
                       "manifest: kernel name 'k(); trap' is not a PTX "
                       "identifier"},
-        MalformedCase{"GridTooLong",
+        MalformedCase{"GridAsAFormula",
                       [](auto &v) {
-                        forwardOf(v)["grid"] = std::string(2000, '(');
+                        forwardOf(v)["grid"] = "B*ceildiv(Nq,16)*splits";
                       },
-                      "manifest: the grid expression of attn_fwd has 2000 "
-                      "characters; expected 1 to 1024"},
+                      "manifest: kernel attn_fwd has a grid formula in "
+                      "text: it was built by an older flashc (grids are now "
+                      "lists of factors); rebuild the bundle with this "
+                      "flashc"},
+        MalformedCase{"GridNotAList",
+                      [](auto &v) { forwardOf(v)["grid"] = 4; },
+                      "manifest: grid: expected an array of 1 to 8 factors "
+                      "(kernel attn_fwd)"},
         MalformedCase{"SharedBytesPast32Bits",
                       [](auto &v) { forwardOf(v)["shared_bytes"] = 4294967296.0 + 1024; },
                       "manifest: 'shared_bytes' is 4294968320, outside 0 to "
@@ -1002,7 +1060,9 @@ INSTANTIATE_TEST_SUITE_P(
                          "kernel attn_fwd: 'shared_bytes' is 1024 in the "
                          "manifest but 45056 in the PTX"},
         DisagreementCase{"CombineGrid",
-                         [](KernelVariant &v) { v.combine->grid = "B"; },
+                         [](KernelVariant &v) {
+                           v.combine->grid = gridOf({factor({"B"})});
+                         },
                          "kernel attn_combine: 'grid' is B in the manifest "
                          "but ceildiv(B*4*Nq,4) in the PTX"},
         DisagreementCase{"KernelName",
@@ -1469,7 +1529,7 @@ TEST_F(LaunchTest, DenseTensorsFoldHeadsIntoOneLaunch) {
                           45 * 64,     45 * 64, 64, 4 * 37 * 64, 37 * 64, 64};
   for (int i = 0; i < 12; ++i)
     EXPECT_EQ(arg(l, 11 + i), expected[i]) << "stride argument " << i;
-  Result<int64_t> grid = evaluateGrid(variant.forward.grid, {6, 37, 45, 1});
+  Result<int64_t> grid = variant.forward.grid.evaluate({6, 37, 45, 1});
   ASSERT_TRUE(grid.ok()) << grid.message();
   EXPECT_EQ(l.grid, static_cast<uint64_t>(*grid));
   EXPECT_EQ(report.forwardGrid, *grid);
@@ -1555,9 +1615,9 @@ TEST_F(LaunchTest, DecodeSplitsAndWorkspace) {
     EXPECT_EQ(fwd.args[6].extentBytes,
               static_cast<uint64_t>(expected * 4 * 4 * 3 * 4));
     Result<int64_t> grid =
-        evaluateGrid(variant.forward.grid, {4, 3, seqKV, expected});
+        variant.forward.grid.evaluate({4, 3, seqKV, expected});
     Result<int64_t> combineGrid =
-        evaluateGrid(variant.combine->grid, {4, 3, seqKV, expected});
+        variant.combine->grid.evaluate({4, 3, seqKV, expected});
     ASSERT_TRUE(grid.ok() && combineGrid.ok());
     EXPECT_EQ(fwd.grid, static_cast<uint64_t>(*grid));
     EXPECT_EQ(comb.grid, static_cast<uint64_t>(*combineGrid));
@@ -1643,17 +1703,17 @@ TEST_F(LaunchTest, OutputsOverlappingAnotherTensorAreRefused) {
 }
 
 TEST_F(LaunchTest, GridsBeyondOneCTAPerRowAreRefused) {
-  // A formula that the manifest and the PTX's descriptor agree on, but
+  // A grid that the manifest and the PTX's descriptor agree on, but
   // that no flashc kernel has: 2^31 - 1 CTAs ran for days in the
   // simulator.
   Problem p;
   p.init(Layout::Dense, /*withLse=*/false, rng);
   KernelVariant variant = testVariant(false, false, false);
-  variant.forward.grid = "2147483647";
+  variant.forward.grid = gridOf({factor({"2147483647"})});
   Status s = launchAttention(device, variant, p.call);
   ASSERT_TRUE(s);
   EXPECT_NE(s.code(), ErrorCode::InvalidArgument);
-  EXPECT_NE(s.message().find("its grid formula '2147483647' asks for "
+  EXPECT_NE(s.message().find("its grid '2147483647' asks for "
                              "2147483647 CTAs for "),
             std::string::npos)
       << s.message();

@@ -327,8 +327,9 @@ def FlashToNVGPU : Pass<"flash-to-nvgpu", "::mlir::ModuleOp"> {
     Q), `lse, ws_out, ws_lse` (f32), then `batch, seq_q, seq_kv, splits`
     and the (batch, head, row) strides of `q, k, v, out`, as i64; all
     pointers are bare, and 16-byte aligned where rows are multiples of 16
-    bytes. Each carries `flash.grid` (an
-    expression in `B`, `Nq`, `Nk` and `splits`), `flash.block`,
+    bytes. Each carries `flash.grid` (its CTA
+    count as `#flash.grid_factor`s over `B`, `Nq`, `Nk` and `splits`, the
+    `flash.param` names of its size arguments), `flash.block`,
     `flash.shared_bytes` and `flash.tile` for the runtime. The host function
     is erased.
 

@@ -54,11 +54,50 @@ struct TensorView {
   Result<uint64_t> getExtentBytes() const;
 };
 
+/// The sizes a kernel's grid may name, at one launch.
+struct GridSizes {
+  int64_t batch = 0, seqQ = 0, seqKV = 0, splits = 1;
+
+  /// The size its kernel parameter's name (B, Nq, Nk, splits) names, or
+  /// nothing.
+  std::optional<int64_t> lookup(const std::string &name) const;
+};
+
+/// One factor of a grid: ceildiv(product of `operands`, `ceilDiv`), where
+/// each operand is a size named as its kernel parameter (`size`) or, when
+/// `size` is empty, the integer `value` (the IR's #flash.grid_factor).
+struct GridFactor {
+  struct Operand {
+    std::string size;
+    int64_t value = 0;
+  };
+  std::vector<Operand> product;
+  int64_t ceilDiv = 1;
+};
+
+/// A kernel's grid: the product of its factors (the IR's `flash.grid`),
+/// one per dimension of the tile loop the kernel runs.
+struct KernelGrid {
+  std::vector<GridFactor> factors;
+
+  /// The number of CTAs at a launch of `sizes`; an error on overflow.
+  Result<int64_t> evaluate(const GridSizes &sizes) const;
+  /// "B*ceildiv(Nq,64)*splits": for messages and the PTX's descriptor.
+  std::string str() const;
+  /// [{"product": ["B"]}, {"product": ["Nq"], "ceildiv": 64}, ...]
+  JsonValue toJson() const;
+  static Result<KernelGrid> fromJson(const JsonValue &value);
+
+  bool operator==(const KernelGrid &other) const {
+    return str() == other.str();
+  }
+};
+
 /// One kernel of a variant.
 struct KernelEntry {
   std::string name;
-  /// The grid size: an expression in B, Nq, Nk and splits (flash.grid).
-  std::string grid;
+  /// The number of CTAs, as a function of the launch's sizes.
+  KernelGrid grid;
   int64_t block = 0;
   int64_t sharedBytes = 0;
   /// From ptxas when it was run on the PTX (-1: unknown).
@@ -163,17 +202,9 @@ Status checkVariantAgainstPTX(const KernelVariant &variant);
 Status checkVariantId(const std::string &id);
 
 /// Bounds on what a manifest may say (head dims: flashc::kMaxGPUHeadDim).
-constexpr size_t kMaxGridExpressionChars = 1024;
-constexpr int kMaxGridNesting = 64;
+constexpr size_t kMaxGridFactors = 8;
+constexpr size_t kMaxGridOperands = 8;
 constexpr int64_t kMaxGroup = 1024;
-
-/// Evaluates a grid expression (products, `ceildiv(a,b)`, integers and the
-/// names B, Nq, Nk, splits); overflow is an error.
-struct GridSizes {
-  int64_t batch = 0, seqQ = 0, seqKV = 0, splits = 1;
-};
-Result<int64_t> evaluateGrid(const std::string &expression,
-                             const GridSizes &sizes);
 
 /// One argument of a kernel launch.
 struct LaunchArg {

@@ -32,8 +32,9 @@
 //   batch, seq_q, seq_kv, splits : i64
 //   strides (batch, head, row) of q, k, v, out : 12 x i64  (unit innermost)
 //
-// and carries its launch in attributes: `flash.grid` (an expression in B,
-// Nq, Nk and splits), `flash.block` threads and `flash.shared_bytes`.
+// and carries its launch in attributes: `flash.grid` (the CTA count, as
+// factors over the sizes B, Nq, Nk and splits), `flash.block` threads and
+// `flash.shared_bytes`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -583,11 +584,17 @@ std::optional<int64_t> getStaticUpperBound(OpFoldResult ofr) {
   return std::nullopt;
 }
 
-/// A grid size as an expression in B, Nq, Nk and splits, for the runtime.
-FailureOr<std::string> gridExpression(TiledAttention &t,
-                                      OpFoldResult ofr, MatchError &err) {
-  if (std::optional<int64_t> c = getConstantIntValue(ofr))
-    return std::to_string(*c);
+/// Appends the operands of the product `ofr` computes (integers and the
+/// sizes B, Nq, Nk and splits, as their kernel parameters are named) to
+/// `product`.
+LogicalResult appendGridProduct(TiledAttention &t, OpFoldResult ofr,
+                                SmallVectorImpl<Attribute> &product,
+                                MatchError &err) {
+  Builder b(t.forall.getContext());
+  if (std::optional<int64_t> c = getConstantIntValue(ofr)) {
+    product.push_back(b.getI64IntegerAttr(*c));
+    return success();
+  }
   Value v = cast<Value>(ofr);
   Operation *def = v.getDefiningOp();
   auto fail = [&](const Twine &msg) {
@@ -595,10 +602,14 @@ FailureOr<std::string> gridExpression(TiledAttention &t,
     err.message = msg.str();
     return failure();
   };
+  auto size = [&](StringRef name) {
+    product.push_back(b.getStringAttr(name));
+    return success();
+  };
   if (!def)
     return fail("a tile-loop bound the runtime cannot compute");
   if (isa<SplitCountOp>(def))
-    return std::string("splits");
+    return size("splits");
   if (isa<tensor::DimOp, memref::DimOp>(def)) {
     Value source = def->getOperand(0);
     std::optional<int64_t> i = getConstantIntValue(def->getOperand(1));
@@ -606,36 +617,50 @@ FailureOr<std::string> gridExpression(TiledAttention &t,
       return fail("a tile-loop bound the runtime cannot compute");
     // Follow reshapes of Q back to its sizes.
     if (auto expand = source.getDefiningOp<tensor::ExpandShapeOp>())
-      return gridExpression(t, expand.getMixedOutputShape()[*i], err);
+      return appendGridProduct(t, expand.getMixedOutputShape()[*i], product,
+                               err);
     auto it = t.roots.find(stripToTensor(source));
     if (it == t.roots.end())
       return fail("a tile-loop bound the runtime cannot compute");
     if (*i == 0)
-      return std::string("B");
+      return size("B");
     if (*i == 2)
-      return std::string(it->second == Role::K || it->second == Role::V ? "Nk"
-                                                                        : "Nq");
+      return size(it->second == Role::K || it->second == Role::V ? "Nk"
+                                                                 : "Nq");
     return fail("a tile-loop bound over a static dimension");
   }
-  auto binary = [&](Value a, Value c,
-                    StringRef op) -> FailureOr<std::string> {
-    FailureOr<std::string> x = gridExpression(t, a, err);
-    if (failed(x))
+  if (auto mul = dyn_cast<arith::MulIOp>(def)) {
+    if (failed(appendGridProduct(t, mul.getLhs(), product, err)))
       return failure();
-    FailureOr<std::string> y = gridExpression(t, c, err);
-    if (failed(y))
+    return appendGridProduct(t, mul.getRhs(), product, err);
+  }
+  return fail("a tile-loop bound the runtime cannot compute (a grid factor "
+              "is a product of sizes and integers, divided by an integer)");
+}
+
+/// One factor of the grid: the tile-loop bound `ofr` as ceildiv(product,
+/// integer), for the runtime.
+FailureOr<GridFactorAttr> getGridFactor(TiledAttention &t, OpFoldResult ofr,
+                                        MatchError &err) {
+  MLIRContext *ctx = t.forall.getContext();
+  SmallVector<Attribute> product;
+  int64_t ceilDiv = 1;
+  Value v = dyn_cast<Value>(ofr);
+  Operation *def = v ? v.getDefiningOp() : nullptr;
+  if (def && isa<arith::CeilDivSIOp, arith::CeilDivUIOp>(def)) {
+    std::optional<int64_t> d = getConstantIntValue(def->getOperand(1));
+    if (!d || *d < 1) {
+      err.op = def;
+      err.message = "a tile-loop bound divided by a value that is not a "
+                    "positive constant";
       return failure();
-    if (op == "*")
-      return *x + "*" + *y;
-    return (op + "(" + *x + "," + *y + ")").str();
-  };
-  if (auto op = dyn_cast<arith::CeilDivSIOp>(def))
-    return binary(op.getLhs(), op.getRhs(), "ceildiv");
-  if (auto op = dyn_cast<arith::CeilDivUIOp>(def))
-    return binary(op.getLhs(), op.getRhs(), "ceildiv");
-  if (auto op = dyn_cast<arith::MulIOp>(def))
-    return binary(op.getLhs(), op.getRhs(), "*");
-  return fail("a tile-loop bound the runtime cannot compute");
+    }
+    ceilDiv = *d;
+    ofr = def->getOperand(0);
+  }
+  if (failed(appendGridProduct(t, ofr, product, err)))
+    return failure();
+  return GridFactorAttr::get(ctx, ArrayAttr::get(ctx, product), ceilDiv);
 }
 
 //===----------------------------------------------------------------------===//
@@ -762,13 +787,14 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
                                 << target.name;
 
   // Launch geometry: one CTA per iteration of the tile loop.
-  std::string grid;
+  SmallVector<Attribute> gridFactors;
   for (OpFoldResult ub : t.forall.getMixedUpperBound()) {
-    FailureOr<std::string> e = gridExpression(t, ub, err);
-    if (failed(e))
+    FailureOr<GridFactorAttr> factor = getGridFactor(t, ub, err);
+    if (failed(factor))
       return report();
-    grid += (grid.empty() ? "" : "*") + *e;
+    gridFactors.push_back(*factor);
   }
+  ArrayAttr grid = ArrayAttr::get(ctx, gridFactors);
   LLVM_DEBUG(DBGS() << "grid " << grid << "\n");
 
   OpBuilder ob(ctx);
@@ -780,7 +806,7 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
   FlashDialect::GridAttrHelper gridAttr(ctx);
   FlashDialect::BlockAttrHelper blockAttr(ctx);
   FlashDialect::SharedBytesAttrHelper sharedBytesAttr(ctx);
-  gridAttr.setAttr(fwd, ob.getStringAttr(grid));
+  gridAttr.setAttr(fwd, grid);
   blockAttr.setAttr(fwd, ob.getI64IntegerAttr(config.threads()));
   sharedBytesAttr.setAttr(fwd, ob.getI64IntegerAttr(config.sharedBytes()));
   FlashDialect::TileAttrHelper(ctx).setAttr(
@@ -973,20 +999,19 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
   if (outType.getRank() != 4)
     return t.combine.emitError()
            << "flash-to-nvgpu: expected a [B, H, Nq, Dv] output";
+  // Its grid: ceildiv(B * H * Nq, warps), each static size as an integer.
   int64_t heads = outType.getDimSize(1);
-  std::string rows = "B*" + std::to_string(heads) + "*Nq";
-  if (!outType.isDynamicDim(0))
-    rows = std::to_string(outType.getDimSize(0)) + "*" +
-           std::to_string(heads) + "*" +
-           (outType.isDynamicDim(2) ? std::string("Nq")
-                                    : std::to_string(outType.getDimSize(2)));
-  else if (!outType.isDynamicDim(2))
-    rows = "B*" + std::to_string(heads) + "*" +
-           std::to_string(outType.getDimSize(2));
+  auto rowSize = [&](unsigned dim, StringRef name) -> Attribute {
+    if (outType.isDynamicDim(dim))
+      return ob.getStringAttr(name);
+    return ob.getI64IntegerAttr(outType.getDimSize(dim));
+  };
+  Attribute rows[] = {rowSize(0, "B"), ob.getI64IntegerAttr(heads),
+                      rowSize(2, "Nq")};
   gpu::GPUFuncOp comb = createKernel(ob, loc, name + "_combine", elt,
                                      32 * kCombineWarps);
-  gridAttr.setAttr(comb, ob.getStringAttr("ceildiv(" + rows + "," +
-                                          std::to_string(kCombineWarps) + ")"));
+  gridAttr.setAttr(comb, ob.getArrayAttr({GridFactorAttr::get(
+                             ctx, ob.getArrayAttr(rows), kCombineWarps)}));
   blockAttr.setAttr(comb, ob.getI64IntegerAttr(32 * kCombineWarps));
   sharedBytesAttr.setAttr(comb, ob.getI64IntegerAttr(0));
   {

@@ -82,7 +82,7 @@
 // Its launch: one CTA per (batch, head, 64-row Q tile), 4 warps, K and V
 // blocks of 128 keys double-buffered (2 x 2 x 16 KB) after the 8 KB Q tile,
 // which is also the f16 output's staging area.
-// MHA-SAME: attributes {flash.block = 128 : i64, flash.grid = "B*2*ceildiv(Nq,64)", flash.shared_bytes = 73728 : i64, flash.tile = array<i64: 1, 64, 128, 4, 1>, nvvm.reqntid = array<i32: 128, 1, 1>} {
+// MHA-SAME: attributes {flash.block = 128 : i64, flash.grid = [#flash.grid_factor<B>, #flash.grid_factor<2>, #flash.grid_factor<ceildiv(Nq, 64)>], flash.shared_bytes = 73728 : i64, flash.tile = array<i64: 1, 64, 128, 4, 1>, nvvm.reqntid = array<i32: 128, 1, 1>} {
 // MHA: arith.index_cast %[[NQ]] : i64 to index
 // MHA: gpu.block_id x
 // MHA: %[[SMEM:.+]] = memref.get_global @flash_smem
@@ -118,7 +118,7 @@
 
 // SM90-NOT: func.func
 // SM90-LABEL: gpu.func @mha_fwd(
-// SM90-SAME: flash.grid = "B*2*ceildiv(Nq,64)", flash.shared_bytes = 73728 : i64
+// SM90-SAME: flash.grid = [#flash.grid_factor<B>, #flash.grid_factor<2>, #flash.grid_factor<ceildiv(Nq, 64)>], flash.shared_bytes = 73728 : i64
 
 //--- mha.mlir
 func.func @mha(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
@@ -137,7 +137,7 @@ func.func @mha(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // BF16-LABEL: gpu.func @gqa_bf16_fwd(
 // BF16-SAME: %{{[a-z0-9]+}}: memref<1099511627776xbf16> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias, llvm.readonly},
 // The four query heads of a KV head share one CTA: 4 x 16 rows of Q.
-// BF16-SAME: flash.grid = "B*2*ceildiv(Nq,16)"
+// BF16-SAME: flash.grid = [#flash.grid_factor<B>, #flash.grid_factor<2>, #flash.grid_factor<ceildiv(Nq, 16)>]
 // BF16-SAME: flash.tile = array<i64: 4, 16, 64, 4, 1>
 // BF16: nvgpu.device_async_copy {{.+}} {bypassL1} : memref<1099511627776xbf16> to memref<{{[0-9]+}}xbf16, #gpu.address_space<workgroup>>
 // bf16 has no nvgpu.mma.sync form: nvvm.mma.sync with bf16 multiplicands.
@@ -167,7 +167,7 @@ func.func @gqa_bf16(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>,
 // LSE-LABEL: gpu.func @prefill_lse_fwd(
 // LSE-SAME: %{{[a-z0-9]+}}: memref<1099511627776xf16> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias},
 // LSE-SAME: %[[LSE:[a-z0-9]+]]: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias},
-// LSE-SAME: flash.grid = "B*2*ceildiv(Nq,64)"
+// LSE-SAME: flash.grid = [#flash.grid_factor<B>, #flash.grid_factor<2>, #flash.grid_factor<ceildiv(Nq, 64)>]
 // log-sum-exp = m + ln(l), from log2.
 // LSE: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
 // LSE: memref.store %{{.+}}, %[[LSE]][%{{.+}}] : memref<1099511627776xf32>
@@ -194,7 +194,7 @@ func.func @prefill_lse(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // DECODE-SAME: name = "Nk"}}, %[[S:[a-z0-9]+]]: i64 {flash.param = {meaning = "KV splits (decode variants; 1 otherwise)", name = "splits"}},
 // One CTA per (batch, 4-row Q tile, split); the single KV head's tile
 // dimension is folded away. Four warps split each KV block.
-// DECODE-SAME: flash.grid = "B*ceildiv(Nq,4)*splits"
+// DECODE-SAME: flash.grid = [#flash.grid_factor<B>, #flash.grid_factor<ceildiv(Nq, 4)>, #flash.grid_factor<splits>]
 // DECODE-SAME: flash.tile = array<i64: 4, 4, 128, 1, 4>
 // DECODE: arith.index_cast %[[S]] : i64 to index
 // DECODE: nvgpu.mma.sync
@@ -207,7 +207,7 @@ func.func @prefill_lse(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // DECODE-SAME: %[[CO:[a-z0-9]+]]: memref<1099511627776xf16> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias},
 // DECODE-SAME: %[[CL:[a-z0-9]+]]: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias},
 // DECODE-SAME: %[[CWSO:[a-z0-9]+]]: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias}, %[[CWSL:[a-z0-9]+]]: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias},
-// DECODE-SAME: attributes {flash.block = 128 : i64, flash.grid = "ceildiv(B*4*Nq,4)", flash.shared_bytes = 0 : i64, nvvm.reqntid = array<i32: 128, 1, 1>}
+// DECODE-SAME: attributes {flash.block = 128 : i64, flash.grid = [#flash.grid_factor<ceildiv(B * 4 * Nq, 4)>], flash.shared_bytes = 0 : i64, nvvm.reqntid = array<i32: 128, 1, 1>}
 // DECODE: memref.load %[[CWSL]]
 // DECODE: vector.load %[[CWSO]]
 // DECODE: vector.store %{{.+}}, %[[CO]][%{{.+}}] {alignment = 16 : i64} : memref<1099511627776xf16>, vector<8xf16>

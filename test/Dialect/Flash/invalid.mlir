@@ -560,3 +560,58 @@ func.func @scale_factor_not_f32(%q: tensor<1x1x8x16xf32>, %s: f64) {
       : tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32> -> tensor<1x1x8x16xf32>
   return
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// flash.grid and #flash.grid_factor
+//===----------------------------------------------------------------------===//
+
+// expected-error @+1 {{'flash.grid' names the size 'Nk', which no integer argument's flash.param names}}
+func.func @grid_unknown_size(%b: i64 {flash.param = {name = "B", meaning = "batch"}})
+    attributes {flash.grid = [#flash.grid_factor<B>, #flash.grid_factor<ceildiv(Nk, 64)>]} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'flash.grid' names the size 'q', which no integer argument's flash.param names}}
+func.func @grid_names_a_pointer(%q: memref<?xf16> {flash.param = {name = "q", meaning = "Q"}})
+    attributes {flash.grid = [#flash.grid_factor<q>]} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'flash.grid' must be a non-empty array of #flash.grid_factor, not "B*ceildiv(Nq,64)"}}
+func.func @grid_as_a_string() attributes {flash.grid = "B*ceildiv(Nq,64)"} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'flash.grid' must be a non-empty array of #flash.grid_factor, not []}}
+func.func @grid_empty() attributes {flash.grid = []} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a grid factor divides by 0; expected a positive integer}}
+func.func @grid_divides_by_zero() attributes {flash.grid = [#flash.grid_factor<ceildiv(B, 0)>]} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a grid factor's integer -2 is negative}}
+func.func @grid_negative() attributes {flash.grid = [#flash.grid_factor<-2>]} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected ','}}
+func.func @grid_ceildiv_without_divisor() attributes {flash.grid = [#flash.grid_factor<ceildiv(B)>]} {
+  return
+}

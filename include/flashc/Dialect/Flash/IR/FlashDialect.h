@@ -1,7 +1,8 @@
 //===- FlashDialect.h - The flash dialect -----------------------*- C++ -*-===//
 //
 // Declares the flash dialect class, with the helpers that read and write
-// its discardable attributes (FlashDialect::KvLoopAttrHelper and the like).
+// its discardable attributes (FlashDialect::KvLoopAttrHelper and the like),
+// and its attributes (GridFactorAttr).
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,5 +14,8 @@
 #include "mlir/IR/Operation.h"
 
 #include "flashc/Dialect/Flash/IR/FlashOpsDialect.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "flashc/Dialect/Flash/IR/FlashAttrs.h.inc"
 
 #endif // FLASHC_DIALECT_FLASH_IR_FLASHDIALECT_H

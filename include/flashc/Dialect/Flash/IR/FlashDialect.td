@@ -42,9 +42,11 @@ def Flash_Dialect : Dialect {
       function that carries the launch-time KV split count.
     - `flash.decode` (unit), on a function whose attention is decode-shaped:
       each K and V block is read once, so no operand copies are made.
-    - `flash.grid` (string), `flash.block` and `flash.shared_bytes`
-      (integers) and `flash.tile` (i64 array: G, Br, Bc, row tiles, KV
-      warps), on a GPU kernel: its launch, for the runtime.
+    - `flash.grid` (an array of `#flash.grid_factor`s, whose product is the
+      number of CTAs), `flash.block` and `flash.shared_bytes` (integers) and
+      `flash.tile` (i64 array: G, Br, Bc, row tiles, KV warps), on a GPU
+      kernel: its launch, for the runtime. The verifier checks that every
+      size a grid factor names is a `flash.param` of the kernel.
     - `flash.param` (dictionary: `name` and `meaning`, strings), on each
       argument of a GPU kernel: what the runtime passes there. A bundle's
       manifest lists the kernels' arguments from these.
@@ -54,12 +56,19 @@ def Flash_Dialect : Dialect {
     "::mlir::UnitAttr":$tile_loop,
     "::mlir::UnitAttr":$split_count,
     "::mlir::UnitAttr":$decode,
-    "::mlir::StringAttr":$grid,
+    "::mlir::ArrayAttr":$grid,
     "::mlir::IntegerAttr":$block,
     "::mlir::IntegerAttr":$shared_bytes,
     "::mlir::DenseI64ArrayAttr":$tile,
     "::mlir::DictionaryAttr":$param
   );
+  let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+  private:
+    void registerAttributes();
+  public:
+  }];
 }
 
 class Flash_Op<string mnemonic, list<Trait> traits = []>

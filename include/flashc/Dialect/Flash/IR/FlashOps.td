@@ -8,6 +8,7 @@
 #ifndef FLASHC_DIALECT_FLASH_IR_FLASHOPS_TD
 #define FLASHC_DIALECT_FLASH_IR_FLASHOPS_TD
 
+include "flashc/Dialect/Flash/IR/FlashAttrs.td"
 include "flashc/Dialect/Flash/IR/FlashDialect.td"
 include "mlir/Interfaces/DestinationStyleOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
