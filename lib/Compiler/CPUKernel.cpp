@@ -1,12 +1,12 @@
 //===- CPUKernel.cpp - CPU kernels: the JIT and the split count -----------===//
 //
-// Builds a CPU kernel: its module through the CPU stages to the LLVM
-// dialect, then LLVM's O3 pipeline and code generation for the host in an
-// MLIR ExecutionEngine, with the OpenMP runtime and the scratch allocator
-// bound into the session. The prefill entry point is compiled at once, the
-// decode entry point (Nq <= max-seq-q) at its first use. Also the KV split
-// count a run of a CPU kernel takes (the CTA x wave model over the worker
-// threads).
+// Builds a CPU kernel: each entry point's module through the CPU stages to
+// the LLVM dialect, then LLVM's O3 pipeline and code generation for the
+// host in an MLIR ExecutionEngine, with the OpenMP runtime and the scratch
+// allocator bound into the session. The entry point the spec's query
+// length takes (prefill, or decode for Nq <= max-seq-q) is compiled at
+// once, the other at its first use. Also the KV split count a run of a CPU
+// kernel takes (the CTA x wave model over the worker threads).
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,7 +21,6 @@
 #include "flashc/Support/Sizes.h"
 #include "flashc/Target/TargetInfo.h"
 
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -43,16 +42,6 @@ using namespace mlir::flash::detail;
 
 Kernel::Code::Code() = default;
 Kernel::Code::~Code() = default;
-
-/// Erases the LLVM-dialect functions of the CPU kernel's entry point
-/// `name` from `module`: its body and its C-interface wrapper.
-static void eraseEntry(ModuleOp module, llvm::StringRef name) {
-  std::string wrapper = ("_mlir_ciface_" + name).str();
-  for (auto func :
-       llvm::make_early_inc_range(module.getOps<LLVM::LLVMFuncOp>()))
-    if (func.getSymName() == name || func.getSymName() == wrapper)
-      func.erase();
-}
 
 /// JIT-compiles `module` for the host, optimised by `transformer`, and
 /// looks up the C-interface entry `name`.
@@ -92,30 +81,50 @@ jitEntry(ModuleOp module,
   return std::make_pair(std::move(*engine), *entry);
 }
 
-llvm::Expected<void *> Kernel::getDecodeEntry() const {
+llvm::Error KernelBuilder::compileCPUEntry(
+    Kernel::Code &code, ModuleOp module, bool decode,
+    std::vector<std::pair<std::string, std::string>> *stageIR,
+    llvm::function_ref<void(llvm::StringRef, ModuleOp)> afterStage) {
+  if (llvm::Error e = runCPUEntryStages(module, code.config, decode, "",
+                                        stageIR, afterStage))
+    return e;
+  auto jitted = jitEntry(module, code.transformer,
+                         decode ? kDecodeEntryName : kPrefillEntryName,
+                         code.jit);
+  if (!jitted)
+    return jitted.takeError();
+  Kernel::Code::Entry &entry = decode ? code.decode : code.prefill;
+  entry.engine = std::move(jitted->first);
+  entry.address = jitted->second;
+  entry.ir.clear();
+  return llvm::Error::success();
+}
+
+llvm::Expected<void *> Kernel::getEntry(int64_t seqQ) const {
+  bool decode = seqQ <= maxSeqQ;
   Code &c = *code;
-  std::lock_guard<std::mutex> lock(c.decodeMutex);
-  if (c.decodeEntry)
-    return c.decodeEntry;
+  Code::Entry &entry = decode ? c.decode : c.prefill;
+  std::lock_guard<std::mutex> lock(entry.mutex);
+  if (entry.address)
+    return entry.address;
+  llvm::StringRef which = decode ? "decode" : "prefill";
   MLIRContext ctx(getRegistry(), MLIRContext::Threading::DISABLED);
   DiagnosticCollector diags(ctx);
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(c.decodeIR, &ctx);
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(entry.ir, &ctx);
   if (!module)
-    return llvm::createStringError("the decode entry's IR does not parse: " +
+    return llvm::createStringError("the " + which +
+                                   " entry's module does not parse: " +
                                    diags.messages);
-  auto jitted = jitEntry(*module, c.transformer, "flash_attention_decode", c.jit);
-  if (!jitted)
-    return llvm::createStringError("compiling the decode entry: " +
-                                   llvm::toString(jitted.takeError()));
-  c.decodeEngine = std::move(jitted->first);
-  c.decodeEntry = jitted->second;
-  return c.decodeEntry;
+  if (llvm::Error e = KernelBuilder::compileCPUEntry(c, *module, decode))
+    return llvm::createStringError("compiling the " + which +
+                                   " entry: " + llvm::toString(std::move(e)));
+  return entry.address;
 }
 
 llvm::Error Kernel::prepare(int64_t seqQ) const {
-  if (isGPU() || seqQ > maxSeqQ)
+  if (isGPU())
     return llvm::Error::success();
-  return getDecodeEntry().takeError();
+  return getEntry(seqQ).takeError();
 }
 
 llvm::Expected<std::unique_ptr<Kernel>>
@@ -178,29 +187,24 @@ KernelBuilder::build(const AttentionSpec &spec, const PipelineConfig &config,
         buildKernelModule(*ownContext, groupKernelSpec(spec), KernelKind::CPU);
     module = *ownModule;
   }
-  if (llvm::Error e =
-          runCPUKernelStages(module, config, "", &meta.stageIR, inspect))
-    return e;
-
   auto tm = createHostTargetMachine();
   if (!tm)
     return tm.takeError();
   Kernel::Code &code = *kernel->code;
+  code.config = config;
   code.jit = jit;
   code.targetMachine = std::move(*tm);
   code.transformer = makeOptimizingTransformer(
       /*optLevel=*/3, /*sizeLevel=*/0, code.targetMachine.get());
-  // The decode entry goes into a module of its own, compiled at its first
-  // use (getDecodeEntry); the prefill entry is compiled now.
-  OwningOpRef<ModuleOp> decodeModule = module.clone();
-  eraseEntry(*decodeModule, "flash_attention");
-  eraseEntry(module, "flash_attention_decode");
-  code.decodeIR = printOp(*decodeModule);
-  auto jitted = jitEntry(module, code.transformer, "flash_attention", jit);
-  if (!jitted)
-    return jitted.takeError();
-  code.engine = std::move(jitted->first);
-  code.entry = jitted->second;
+  // Each entry point is compiled from a module of its own: the one the
+  // spec's query length takes now, the other at its first use (getEntry).
+  bool decode = spec.seqQ <= config.maxSeqQ;
+  OwningOpRef<ModuleOp> decodeModule = splitCPUEntries(module);
+  (decode ? code.prefill : code.decode).ir =
+      printOp(decode ? module : *decodeModule);
+  if (llvm::Error e = compileCPUEntry(code, decode ? *decodeModule : module,
+                                      decode, &meta.stageIR, inspect))
+    return e;
   meta.compileSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

@@ -204,13 +204,10 @@ llvm::Error Kernel::runCPU(const TensorRef &q, const TensorRef &k,
     return e;
   // Decode shapes take the entry point without the transposed copy of K:
   // each key block is read by one Q tile only.
-  void *entry = code->entry;
-  if (s.seqQ <= maxSeqQ) {
-    llvm::Expected<void *> decode = getDecodeEntry();
-    if (!decode)
-      return decode.takeError();
-    entry = *decode;
-  }
+  llvm::Expected<void *> compiled = getEntry(s.seqQ);
+  if (!compiled)
+    return compiled.takeError();
+  void *entry = *compiled;
 
   // The kernel sees [B', G, N, D] query/output and [B', 1, N, D] key/value
   // blocks with B' = (batch, KV head) pairs. When every buffer's batch

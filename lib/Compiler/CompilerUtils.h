@@ -87,14 +87,31 @@ llvm::Error runStages(
 /// the prefill variant never splits. CPU configurations come back as given.
 PipelineConfig gpuConfig(const AttentionSpec &spec, const PipelineConfig &c);
 
-/// runStages on the module of a CPU kernel (KernelKind::CPU), with the
-/// split count chosen at every run (dynamic-splits; a fixed count in
-/// `config` is passed at every call instead) and heap buffers from the
-/// JIT's scratch allocator.
-llvm::Error runCPUKernelStages(
-    ModuleOp module, const PipelineConfig &config, llvm::StringRef last,
+/// The pipeline options a CPU kernel's entry point is lowered with: the
+/// decode entry's split count is chosen at every run (dynamic-splits; a
+/// fixed count in `config` is passed at every call instead), the prefill
+/// entry is never split; heap buffers come from the JIT's scratch
+/// allocator.
+PipelineConfig cpuEntryConfig(const PipelineConfig &config, bool decode);
+
+/// runStages on a module holding one entry point of a CPU kernel (the
+/// decode entry when `decode`), with cpuEntryConfig.
+llvm::Error runCPUEntryStages(
+    ModuleOp module, const PipelineConfig &config, bool decode,
+    llvm::StringRef last,
     std::vector<std::pair<std::string, std::string>> *stageIR,
     llvm::function_ref<void(llvm::StringRef, ModuleOp)> afterStage = nullptr);
+
+/// Splits the module of a CPU kernel (KernelKind::CPU) in two: `module`
+/// keeps the prefill entry point and the returned copy the decode entry
+/// point, each with the rest of the module.
+OwningOpRef<ModuleOp> splitCPUEntries(ModuleOp module);
+
+/// Lowers the module of a CPU kernel up to `last` (all stages when empty)
+/// as the JIT does: each entry point in a module of its own
+/// (runCPUEntryStages), the two merged into `module` after the last stage.
+llvm::Error runCPUKernelStages(ModuleOp module, const PipelineConfig &config,
+                               llvm::StringRef last);
 
 /// The cache key of a CPU kernel for `spec`: its groupKernelSpec without
 /// the batch and sequence lengths, which are the kernel's arguments.
@@ -131,6 +148,15 @@ struct KernelBuilder {
   static llvm::Expected<std::unique_ptr<Kernel>>
   build(const AttentionSpec &spec, const PipelineConfig &config,
         const JITOptions &jit = {}, ModuleOp module = {});
+  /// Lowers `module`, which holds the entry point of a CPU kernel's `code`
+  /// that `decode` names, and JIT-compiles that entry (CPUKernel.cpp);
+  /// records the IR after each stage into `stageIR` when it is non-null
+  /// and calls `afterStage` after each.
+  static llvm::Error compileCPUEntry(
+      Kernel::Code &code, ModuleOp module, bool decode,
+      std::vector<std::pair<std::string, std::string>> *stageIR = nullptr,
+      llvm::function_ref<void(llvm::StringRef, ModuleOp)> afterStage =
+          nullptr);
   /// GPU kernels (GPUCompiler.cpp), found in or added to the bundle at
   /// `cacheDirectory` when it is not empty.
   static llvm::Expected<std::unique_ptr<Kernel>>

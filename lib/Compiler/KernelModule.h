@@ -38,10 +38,16 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/StringRef.h"
 
 namespace mlir {
 namespace flash {
 namespace detail {
+
+/// The entry points of a kernel module.
+inline constexpr llvm::StringLiteral kPrefillEntryName = "flash_attention";
+inline constexpr llvm::StringLiteral kDecodeEntryName =
+    "flash_attention_decode";
 
 /// The two forms of a kernel module.
 enum class KernelKind {

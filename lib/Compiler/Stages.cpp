@@ -2,10 +2,11 @@
 //
 // Runs a kernel module through the stages of flashc's pipeline, one pass
 // manager per stage, each under crash recovery (a crash becomes an error
-// naming a reproducer) and verified after it; stops after a named stage
-// (lowerToStage) or translates the CPU kernel's LLVM dialect to LLVM IR
-// optimised for the host (emitLLVMIR). Also the dialect registry every
-// compilation shares.
+// naming a reproducer) and verified after it; a CPU kernel's entry points
+// each in a module of their own, as the JIT compiles them. Stops after a
+// named stage (lowerToStage) or translates the CPU kernel's LLVM dialect
+// to LLVM IR optimised for the host (emitLLVMIR). Also the dialect
+// registry every compilation shares.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +21,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -130,19 +132,72 @@ llvm::Error mlir::flash::detail::runStages(
   return llvm::Error::success();
 }
 
-llvm::Error mlir::flash::detail::runCPUKernelStages(
-    ModuleOp module, const PipelineConfig &config, llvm::StringRef last,
-    std::vector<std::pair<std::string, std::string>> *stageIR,
-    llvm::function_ref<void(llvm::StringRef, ModuleOp)> afterStage) {
-  // One GQA group over any batch (times KV heads) and length, and a split
-  // count chosen at every run (a fixed count in `config` is passed at every
-  // call instead).
+PipelineConfig mlir::flash::detail::cpuEntryConfig(const PipelineConfig &config,
+                                                  bool decode) {
   PipelineConfig c = config;
-  c.splits = 0;
-  c.dynamicSplits = true;
+  // The decode entry's split count is chosen at every run (a fixed count in
+  // `config` is passed at every call instead). A prefill run (Nq >
+  // max-seq-q) always has one split (Kernel::getSplitCount): its entry
+  // point is not split at all, rather than split into one part and merged
+  // by a combine.
+  c.splits = decode ? 0 : 1;
+  c.dynamicSplits = decode;
   // Heap buffers through the JIT's scratch allocator (jitEntry binds it).
   c.allocHooks = true;
-  return runStages(module, c, last, stageIR, afterStage);
+  return c;
+}
+
+llvm::Error mlir::flash::detail::runCPUEntryStages(
+    ModuleOp module, const PipelineConfig &config, bool decode,
+    llvm::StringRef last,
+    std::vector<std::pair<std::string, std::string>> *stageIR,
+    llvm::function_ref<void(llvm::StringRef, ModuleOp)> afterStage) {
+  return runStages(module, cpuEntryConfig(config, decode), last, stageIR,
+                   afterStage);
+}
+
+OwningOpRef<ModuleOp>
+mlir::flash::detail::splitCPUEntries(ModuleOp module) {
+  OwningOpRef<ModuleOp> decode = module.clone();
+  auto erase = [](ModuleOp m, llvm::StringRef name) {
+    if (Operation *entry = SymbolTable::lookupSymbolIn(m, name))
+      entry->erase();
+  };
+  erase(module, kDecodeEntryName);
+  erase(*decode, kPrefillEntryName);
+  return decode;
+}
+
+llvm::Error mlir::flash::detail::runCPUKernelStages(
+    ModuleOp module, const PipelineConfig &config, llvm::StringRef last) {
+  // Each entry point is lowered in a module of its own, as the JIT
+  // compiles them; the decode entry's module is then merged into `module`
+  // (the symbols both modules define, such as the declarations of the
+  // runtime functions, are the same and kept once).
+  OwningOpRef<ModuleOp> decode = splitCPUEntries(module);
+  if (llvm::Error e = runCPUEntryStages(module, config, /*decode=*/false,
+                                        last, nullptr))
+    return e;
+  if (llvm::Error e = runCPUEntryStages(*decode, config, /*decode=*/true,
+                                        last, nullptr))
+    return e;
+  Block *body = module.getBody();
+  for (Operation &op :
+       llvm::make_early_inc_range(decode->getBody()->getOperations())) {
+    auto symbol = dyn_cast<SymbolOpInterface>(op);
+    if (symbol) {
+      if (Operation *same =
+              SymbolTable::lookupSymbolIn(module, symbol.getName())) {
+        if (printOp(same) != printOp(&op))
+          return llvm::createStringError(
+              "the prefill and decode entry points' modules define @" +
+              symbol.getName() + " differently");
+        continue;
+      }
+    }
+    op.moveBefore(body, body->end());
+  }
+  return llvm::Error::success();
 }
 
 llvm::Expected<std::string> Compiler::lowerToStage(const AttentionSpec &spec,
@@ -164,7 +219,7 @@ llvm::Expected<std::string> Compiler::lowerToStage(const AttentionSpec &spec,
       ctx, groupKernelSpec(spec), gpu ? KernelKind::GPU : KernelKind::CPU);
   if (llvm::Error e =
           gpu ? runStages(*module, gpuConfig(spec, config), stage, nullptr)
-              : runCPUKernelStages(*module, config, stage, nullptr))
+              : runCPUKernelStages(*module, config, stage))
     return e;
   return printOp(*module);
 }
@@ -189,7 +244,7 @@ llvm::Expected<std::string> Compiler::emitLLVMIR(const AttentionSpec &spec,
   // The module a CPU kernel is built from: any batch and length.
   OwningOpRef<ModuleOp> module =
       buildKernelModule(ctx, groupKernelSpec(spec), KernelKind::CPU);
-  if (llvm::Error e = runCPUKernelStages(*module, config, "", nullptr))
+  if (llvm::Error e = runCPUKernelStages(*module, config, ""))
     return e;
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =

@@ -172,6 +172,37 @@ TEST(JITTest, PrepareCompilesTheDecodeEntry) {
   flashc_test::checkSizes(**kernel, spec, {{1, 3, 25}, {1, 17, 25}});
 }
 
+/// A CPU kernel compiles the entry point its spec's query length takes
+/// (its IR is the metadata's) and the other one at its first use. The
+/// prefill entry is never split (a prefill run has one split); the decode
+/// entry splits the KV loop by a count chosen at every run.
+TEST(JITTest, CompilesTheEntryPointOfItsSpecsLength) {
+  for (int64_t seqQ : {int64_t(1), int64_t(20)}) {
+    SCOPED_TRACE("seq-q " + std::to_string(seqQ));
+    bool decode = seqQ == 1;
+    AttentionSpec spec = smallSpec();
+    spec.mask = Mask::none();
+    spec.seqQ = seqQ;
+    Compiler compiler;
+    auto kernel = compiler.compile(spec);
+    ASSERT_TRUE(static_cast<bool>(kernel)) << errorOf(kernel.takeError());
+    const KernelMetadata &meta = (*kernel)->getMetadata();
+    ASSERT_EQ(meta.stageIR.size(), pipelineStages().size());
+    const std::string &lowered = meta.stageIR.back().second;
+    EXPECT_EQ(lowered.find("llvm.func @flash_attention_decode(") !=
+                  std::string::npos,
+              decode);
+    EXPECT_EQ(lowered.find("llvm.func @flash_attention(") != std::string::npos,
+              !decode);
+    bool combines = llvm::any_of(meta.stageIR, [](const auto &stage) {
+      return stage.second.find("flash.combine") != std::string::npos;
+    });
+    EXPECT_EQ(combines, decode);
+    // The other entry point is compiled by the first run that takes it.
+    flashc_test::checkSizes(**kernel, spec, {{2, 1, 700}, {1, 33, 70}});
+  }
+}
+
 /// GPU kernels persist in a cache directory in the bundle format: a new
 /// compiler (as another process would) loads them from there instead of
 /// compiling, and the runtime's Bundle::load reads the directory.

@@ -132,7 +132,8 @@ struct KernelMetadata {
   /// chosen at every run from the actual sizes (Kernel::getSplitCount).
   int64_t splits = 1;
   double compileSeconds = 0;
-  /// (stage, IR after it), in pipeline order.
+  /// (stage, IR after it), in pipeline order. A CPU kernel's is the module
+  /// of the entry point compiled with it (Kernel::prepare).
   std::vector<std::pair<std::string, std::string>> stageIR;
   /// GPU kernels: the PTX and launch metadata (null for the CPU).
   std::shared_ptr<const flashc::runtime::KernelVariant> gpu;
@@ -189,9 +190,10 @@ public:
                   const RunOptions &options = {}) const;
 
   /// Compiles now what a run with `seqQ` query rows would otherwise
-  /// compile at its start: a CPU kernel's decode entry (Nq <= max-seq-q)
-  /// is compiled at its first use. Nothing to do for other lengths and for
-  /// GPU kernels.
+  /// compile at its start: a CPU kernel compiles the entry point of its
+  /// spec's query length with it, the other (decode for Nq <= max-seq-q,
+  /// else prefill) at its first use. Nothing to do once it is compiled,
+  /// and for GPU kernels.
   llvm::Error prepare(int64_t seqQ) const;
 
   /// The KV split count a CPU kernel uses for these sizes (`kvHeads` KV
@@ -234,26 +236,31 @@ private:
   struct Code {
     Code();
     ~Code();
-    /// What the entry points are JIT-compiled with.
+    /// What the entry points are lowered and JIT-compiled with.
+    PipelineConfig config;
     JITOptions jit;
-    // The engine keeps using the target machine and the IR transformer
-    // (for code it compiles at teardown), so they are declared first and
-    // outlive it.
+    // The engines keep using the target machine and the IR transformer
+    // (for code they compile at teardown), so they are declared first and
+    // outlive them.
     std::unique_ptr<llvm::TargetMachine> targetMachine;
     std::function<llvm::Error(llvm::Module *)> transformer;
-    std::unique_ptr<ExecutionEngine> engine;
-    void *entry = nullptr;
-    /// The entry point for decode shapes (Nq <= maxSeqQ), compiled from
-    /// `decodeIR` (its LLVM-dialect module) at the first decode-shaped
-    /// run, so that a kernel only ever run on prefill shapes never pays
-    /// for it.
-    std::string decodeIR;
-    std::mutex decodeMutex;
-    std::unique_ptr<ExecutionEngine> decodeEngine;
-    void *decodeEntry = nullptr;
+    /// An entry point: the prefill one, or the decode one (Nq <=
+    /// maxSeqQ). The one the spec's query length takes is compiled with
+    /// the kernel; the other from `ir` (its kernel module, before the
+    /// pipeline) at its first use, so that a kernel only ever run on one
+    /// kind of shape never pays for the other.
+    struct Entry {
+      std::string ir;
+      std::mutex mutex;
+      std::unique_ptr<ExecutionEngine> engine;
+      void *address = nullptr;
+    };
+    Entry prefill, decode;
   };
   std::shared_ptr<Code> code;
-  llvm::Expected<void *> getDecodeEntry() const;
+  /// The entry point a run with `seqQ` query rows takes, compiled now if
+  /// it has not been.
+  llvm::Expected<void *> getEntry(int64_t seqQ) const;
 };
 
 /// Compiles specs into kernels, caching them by (spec, target, options).
