@@ -1177,39 +1177,30 @@ def fnv1a_zeros(h, count):
     return (h * pow(FNV_PRIME, count, 1 << 64)) & MASK64
 
 
-def eval_grid(text, sizes):
-    """Evaluates a manifest's grid expression (INT, NAME, a*b, ceildiv(a,b),
-    parentheses) over `sizes`."""
-    pos = [0]
+def eval_grid(grid, sizes):
+    """Evaluates a manifest's grid (a list of factors, each
+    {"product": [size names and integers], "ceildiv": d}) over `sizes`."""
+    total = 1
+    for factor in grid:
+        product = 1
+        for operand in factor["product"]:
+            product *= sizes[operand] if isinstance(operand, str) else operand
+        total *= -(-product // factor.get("ceildiv", 1))
+    return total
 
-    def peek():
-        return text[pos[0]] if pos[0] < len(text) else ""
 
-    def term():
-        if text.startswith("ceildiv(", pos[0]):
-            pos[0] += len("ceildiv(")
-            a = expr()
-            pos[0] += 1  # ','
-            b = expr()
-            pos[0] += 1  # ')'
-            return -(-a // b)
-        if peek() == "(":
-            pos[0] += 1
-            v = expr()
-            pos[0] += 1
-            return v
-        m = re.compile(r"\d+|\w+").match(text, pos[0])
-        pos[0] = m.end()
-        return int(m.group(0)) if m.group(0).isdigit() else sizes[m.group(0)]
-
-    def expr():
-        v = term()
-        while peek() == "*":
-            pos[0] += 1
-            v *= term()
-        return v
-
-    return expr()
+def grid_text(grid):
+    """The grid as the PTX descriptor prints it (B*ceildiv(Nq,16)*splits);
+    a malformed grid as its JSON, which no descriptor matches."""
+    try:
+        parts = []
+        for factor in grid:
+            product = "*".join(str(o) for o in factor["product"])
+            d = factor.get("ceildiv", 1)
+            parts.append(product if d == 1 else f"ceildiv({product},{d})")
+        return "*".join(parts)
+    except (TypeError, KeyError, AttributeError):
+        return json.dumps(grid, separators=(",", ":"))
 
 
 def ptx_launch(rng, variant, kernel_key):
@@ -1310,13 +1301,21 @@ ID_EDGES = ("..", "../x", "a/b", "/etc/passwd", "x\u0000y", "a\u0001b", "\n",
             "sm_80-f16-g4-d64-prefill", "manifest", "x" * 100000)
 NEW_IDS = ("x..y", "A" * 200, "-", "_", "a.b.c", "sm_80-f16-g4-d64-prefill.ptx",
            "manifest.json", "0")
-GRID_EDGES = ("(" * 64 + "B" + ")" * 64, "(" * 65 + "B" + ")" * 65,
-              "(" * 100000 + "B" + ")" * 100000, "ceildiv(" * 40 + "B" + ",1)" * 40,
-              "B*" * 600 + "B", "9223372036854775807*9223372036854775807",
-              "ceildiv(Nq,0)", "ceildiv(Nq,-1)", "-1", "0", "2147483647",
-              "2147483648", "B*Nq*Nk*splits*4294967296", "Nq-1", "B+1", "",
-              "ceildiv(Nq)", "((B)", "B)", "x", "\u0000", "B*ceildiv(Nq,16)*2",
-              "1", "Nk*Nk*Nk*Nk*Nk*Nk*Nk*Nk*Nk*Nk*Nk*Nk")
+GRID_EDGES = ("B*ceildiv(Nq,16)", [], {}, 4, None, [[["B"]]],
+              [{"product": []}], [{"product": "B"}], [{"ceildiv": 4}],
+              [{"product": ["B"]}] * 9, [{"product": ["B"] * 9}],
+              [{"product": [9223372036854775807, 9223372036854775807]}],
+              [{"product": ["Nq"], "ceildiv": 0}],
+              [{"product": ["Nq"], "ceildiv": -1}], [{"product": [-1]}],
+              [{"product": [0]}], [{"product": [2147483647]}],
+              [{"product": [2147483648]}],
+              [{"product": ["B", "Nq", "Nk", "splits", 4294967296]}],
+              [{"product": ["x"]}], [{"product": ["\u0000"]}],
+              [{"product": [1.5]}], [{"product": ["B"], "ceildiv": "4"}],
+              [{"product": ["B"]}, {"product": ["Nq"], "ceildiv": 16},
+               {"product": [2]}],
+              [{"product": [1]}], [{"product": ["Nk"] * 8}],
+              [{"product": ["Nk"] * 4}] * 8)
 RAW_NUMBERS = ("1e99999", "-0", "00012", "1.", ".5", "+1", "0x10", "1_000",
                "NaN", "Infinity", "-Infinity", "9" * 400, "1e-99999", "-",
                "2e", "0.0000000000000000000000000000001e400")
@@ -1645,7 +1644,8 @@ def bundle_case(ctx, rng, index):
                               + r" [^\n]*)", re.M)
             m = desc.search(text)
             if m:
-                line = re.sub(r"\b" + field + r"=\S*", lambda _: f"{field}={new}",
+                shown = grid_text(new) if field == "grid" else new
+                line = re.sub(r"\b" + field + r"=\S*", lambda _: f"{field}={shown}",
                               m.group(1))
                 text = text[:m.start(1)] + line + text[m.end(1):]
                 if field == "name":
