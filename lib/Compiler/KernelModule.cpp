@@ -143,7 +143,7 @@ OwningOpRef<ModuleOp> mlir::flash::detail::buildKernelModule(
                [&](OpBuilder &b, Location loc, Value q, Value k, Value v,
                    Value scale) -> Operation * {
                  return AttentionOp::create(
-                     b, loc, q, k, v, b.getF32FloatAttr(1.0), spec.isCausal(),
+                     b, loc, q, k, v, b.getF32FloatAttr(1.0), spec.mask,
                      spec.withLse, scale);
                });
   return module;

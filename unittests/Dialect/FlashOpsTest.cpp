@@ -70,11 +70,11 @@ TEST_F(FlashOpsTest, AttentionBuilderInfersGqaResultTypes) {
                 tensor({2, 8, dyn, 96}, bf16)});
   auto op = AttentionOp::create(builder, builder.getUnknownLoc(), args[0],
                                 args[1], args[2], FloatAttr(),
-                                /*causal=*/true, /*withLse=*/true);
+                                ::flashc::Mask::causal(), /*withLse=*/true);
   EXPECT_EQ(op.getOut().getType(), tensor({2, 32, dyn, 96}, bf16));
   ASSERT_TRUE(op.getLse());
   EXPECT_EQ(op.getLse().getType(), tensor({2, 32, dyn}, builder.getF32Type()));
-  EXPECT_TRUE(op.getCausal());
+  EXPECT_TRUE(op.getMask().isCausal());
   EXPECT_EQ(op.getGroupSize(), 4);
   EXPECT_DOUBLE_EQ(op.getEffectiveScale(), 1.0 / std::sqrt(128.0));
   EXPECT_EQ(verifyAndCollect(op), "");
@@ -87,9 +87,9 @@ TEST_F(FlashOpsTest, AttentionExplicitScaleOverridesDefault) {
                 tensor({1, 4, 16, 64}, f16)});
   auto op = AttentionOp::create(builder, builder.getUnknownLoc(), args[0],
                                 args[1], args[2], builder.getF32FloatAttr(0.5f),
-                                /*causal=*/false, /*withLse=*/false);
+                                ::flashc::Mask::none(), /*withLse=*/false);
   EXPECT_FALSE(op.getLse());
-  EXPECT_FALSE(op.getCausal());
+  EXPECT_FALSE(op.getMask().isCausal());
   EXPECT_DOUBLE_EQ(op.getEffectiveScale(), 0.5);
 }
 
@@ -99,7 +99,8 @@ TEST_F(FlashOpsTest, AttentionVerifierNamesMismatchedHeadDims) {
       makeFunc({tensor({1, 4, 16, 64}, f32), tensor({1, 4, 16, 128}, f32),
                 tensor({1, 4, 16, 64}, f32)});
   auto op = AttentionOp::create(builder, builder.getUnknownLoc(), args[0],
-                                args[1], args[2], FloatAttr(), false, false);
+                                args[1], args[2], FloatAttr(),
+                                ::flashc::Mask::none(), false);
   std::string messages = verifyAndCollect(op);
   EXPECT_NE(messages.find("head dimension of key (128) does not match head "
                           "dimension of query (64)"),
@@ -115,7 +116,8 @@ TEST_F(FlashOpsTest, AttentionVerifierRejectsNonPositiveScale) {
   for (float bad : {0.0f, -0.25f, INFINITY, NAN}) {
     auto op = AttentionOp::create(builder, builder.getUnknownLoc(), args[0],
                                   args[1], args[2],
-                                  builder.getF32FloatAttr(bad), false, false);
+                                  builder.getF32FloatAttr(bad),
+                                  ::flashc::Mask::none(), false);
     std::string messages = verifyAndCollect(op);
     EXPECT_NE(messages.find("scale must be"), std::string::npos)
         << "scale " << bad << ": " << messages;
@@ -128,7 +130,7 @@ TEST_F(FlashOpsTest, SoftmaxDefaults) {
   ValueRange args = makeFunc({tensor({2, 3, 5}, f32)});
   auto op =
       SoftmaxOp::create(builder, builder.getUnknownLoc(), args[0].getType(),
-                        args[0], IntegerAttr(), FloatAttr(), UnitAttr());
+                        args[0], IntegerAttr(), FloatAttr(), MaskAttr());
   EXPECT_EQ(op.getReductionDim(), 2);
   EXPECT_DOUBLE_EQ(op.getEffectiveScale(), 1.0);
   EXPECT_EQ(verifyAndCollect(op), "");

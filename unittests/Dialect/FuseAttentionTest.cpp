@@ -112,7 +112,7 @@ TEST_P(FuseAttentionTest, FusesOnlyWhatItShould) {
   ASSERT_EQ(fused.size(), 1u);
   EXPECT_EQ(leftMatmuls, 0);
   EXPECT_DOUBLE_EQ(fused[0].getEffectiveScale(), c.expectedScale);
-  EXPECT_EQ(fused[0].getCausal(), c.expectedCausal);
+  EXPECT_EQ(fused[0].getMask().isCausal(), c.expectedCausal);
   // Nothing of the chain is left behind.
   int64_t others = 0;
   module->walk([&](Operation *op) {

@@ -57,7 +57,7 @@
 //--- prefill.mlir
 func.func @prefill(%q: tensor<1x8x?x64xbf16>, %k: tensor<1x2x?x64xbf16>,
                    %v: tensor<1x2x?x64xbf16>) -> tensor<1x8x?x64xbf16> {
-  %o = flash.attention %q, %k, %v {causal} : tensor<1x8x?x64xbf16>, tensor<1x2x?x64xbf16>, tensor<1x2x?x64xbf16> -> tensor<1x8x?x64xbf16>
+  %o = flash.attention %q, %k, %v causal : tensor<1x8x?x64xbf16>, tensor<1x2x?x64xbf16>, tensor<1x2x?x64xbf16> -> tensor<1x8x?x64xbf16>
   return %o : tensor<1x8x?x64xbf16>
 }
 

@@ -36,3 +36,21 @@ func.func @combine_grid(%b: i64 {flash.param = {name = "B", meaning = "batch"}},
 func.func @lowered(%b: i64) attributes {flash.grid = [#flash.grid_factor<B>]} {
   return
 }
+
+// -----
+
+// The mask: by name in an op's syntax, #flash.mask as an attribute.
+// CHECK-LABEL: func.func @masks
+// CHECK-SAME: attributes {other.op = #flash.mask<none>, some.op = #flash.mask<causal>}
+// CHECK: flash.attention %{{.+}}, %{{.+}}, %{{.+}} causal :
+// CHECK: flash.attention %{{.+}}, %{{.+}}, %{{.+}} :
+// CHECK: flash.attention %{{.+}}, %{{.+}}, %{{.+}} causal :
+// CHECK: flash.softmax %{{.+}} causal :
+func.func @masks(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>, %s: tensor<4x8xf32>)
+    attributes {some.op = #flash.mask<causal>, other.op = #flash.mask<none>} {
+  %0 = flash.attention %q, %k, %v causal : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  %1 = flash.attention %q, %k, %v none : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  %2 = flash.attention %q, %k, %v {mask = #flash.mask<causal>} : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  %3 = flash.softmax %s causal : tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}

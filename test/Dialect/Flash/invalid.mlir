@@ -144,6 +144,32 @@ func.func @softmax_causal_dim(%s: tensor<4x8xf32>) {
 
 // -----
 
+// The mask is an attribute of its own: a stray `causal` unit attribute
+// would be ignored.
+func.func @softmax_causal_unit_attr(%s: tensor<4x8xf32>) {
+  // expected-error @+1 {{has a 'causal' attribute; the mask is written by name after the operands (`causal`), or as mask = #flash.mask<causal>}}
+  %0 = flash.softmax %s {causal} : tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_causal_unit_attr(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) {
+  // expected-error @+1 {{has a 'causal' attribute; the mask is written by name after the operands}}
+  %0 = flash.attention %q, %k, %v {causal} : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_unknown_mask(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) {
+  // expected-error @+1 {{unknown mask 'sliding'; expected one of none, causal}}
+  %0 = flash.attention %q, %k, %v {mask = #flash.mask<sliding>} : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  return
+}
+
+// -----
+
 func.func @softmax_scale_inf(%s: tensor<4x8xf32>) {
   // expected-error @+1 {{scale must be finite, got INF}}
   %0 = flash.softmax %s scale = 0x7F800000 : tensor<4x8xf32> -> tensor<4x8xf32>

@@ -45,9 +45,9 @@ func.func @softmax(%s: tensor<2x8x?x?xf32>)
   return %0, %1, %2 : tensor<2x8x?x?xf32>, tensor<2x8x?x?xbf16>, tensor<2x8x?x?xf32>
 }
 // GENERIC-LABEL: sym_name = "softmax"
-// GENERIC: "flash.softmax"(%{{.+}}) : (tensor<2x8x?x?xf32>)
-// GENERIC: "flash.softmax"(%{{.+}}) <{causal, scale = 1.250000e-01 : f32}>
-// GENERIC: "flash.softmax"(%{{.+}}) <{dim = 1 : i64}>
+// GENERIC: "flash.softmax"(%{{.+}}) <{mask = #flash.mask<none>}> : (tensor<2x8x?x?xf32>)
+// GENERIC: "flash.softmax"(%{{.+}}) <{mask = #flash.mask<causal>, scale = 1.250000e-01 : f32}>
+// GENERIC: "flash.softmax"(%{{.+}}) <{dim = 1 : i64, mask = #flash.mask<none>}>
 
 // CHECK-LABEL: func.func @attention_mha
 // CHECK-SAME: (%[[Q:.+]]: tensor<1x16x1024x64xf16>, %[[K:.+]]: tensor<1x16x1024x64xf16>, %[[V:.+]]: tensor<1x16x1024x64xf16>)
@@ -60,7 +60,7 @@ func.func @attention_mha(%q: tensor<1x16x1024x64xf16>, %k: tensor<1x16x1024x64xf
   return %o : tensor<1x16x1024x64xf16>
 }
 // GENERIC-LABEL: sym_name = "attention_mha"
-// GENERIC: "flash.attention"(%{{.+}}, %{{.+}}, %{{.+}}) : (tensor<1x16x1024x64xf16>
+// GENERIC: "flash.attention"(%{{.+}}, %{{.+}}, %{{.+}}) <{mask = #flash.mask<none>}> : (tensor<1x16x1024x64xf16>
 
 // GQA with a dynamic batch and sequence lengths, a value head dimension that
 // differs from the query/key one, and the log-sum-exp result.
@@ -75,7 +75,7 @@ func.func @attention_gqa_lse(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xb
   return %o, %lse : tensor<?x32x?x96xbf16>, tensor<?x32x?xf32>
 }
 // GENERIC-LABEL: sym_name = "attention_gqa_lse"
-// GENERIC: "flash.attention"(%{{.+}}, %{{.+}}, %{{.+}}) <{causal, scale = 1.250000e-01 : f32}>
+// GENERIC: "flash.attention"(%{{.+}}, %{{.+}}, %{{.+}}) <{mask = #flash.mask<causal>, scale = 1.250000e-01 : f32}>
 
 // MQA decode: one query token against a long cache, f32.
 // CHECK-LABEL: func.func @attention_mqa_decode

@@ -112,3 +112,32 @@ void GridFactorAttr::print(AsmPrinter &printer) const {
     printer << ", " << getCeilDiv() << ")";
   printer << ">";
 }
+
+//===----------------------------------------------------------------------===//
+// MaskAttr
+//===----------------------------------------------------------------------===//
+
+/// `<` kind `>`, the kind as flashc::Mask names it.
+Attribute MaskAttr::parse(AsmParser &parser, Type) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef name;
+  if (parser.parseLess() || parser.parseKeyword(&name))
+    return {};
+  std::optional<::flashc::Mask> mask = ::flashc::Mask::parse(name);
+  if (!mask) {
+    std::string kinds;
+    for (::flashc::MaskKind kind : ::flashc::kMaskKinds)
+      kinds += (kinds.empty() ? "" : ", ") +
+               std::string(::flashc::stringify(kind));
+    parser.emitError(loc) << "unknown mask '" << name << "'; expected one of "
+                          << kinds;
+    return {};
+  }
+  if (parser.parseGreater())
+    return {};
+  return MaskAttr::get(parser.getContext(), *mask);
+}
+
+void MaskAttr::print(AsmPrinter &printer) const {
+  printer << "<" << getValue().str() << ">";
+}

@@ -130,7 +130,19 @@ double SoftmaxOp::getEffectiveScale() {
   return 1.0;
 }
 
+/// Refuses a `causal` attribute: the mask is `mask` (#flash.mask), and a
+/// stray unit attribute would be ignored, computing an unmasked softmax.
+static LogicalResult checkNoCausalAttr(Operation *op) {
+  if (op->hasAttr("causal"))
+    return op->emitOpError()
+           << "has a 'causal' attribute; the mask is written by name after "
+              "the operands (`causal`), or as mask = #flash.mask<causal>";
+  return success();
+}
+
 LogicalResult SoftmaxOp::verify() {
+  if (failed(checkNoCausalAttr(*this)))
+    return failure();
   auto inputType = getInput().getType();
   auto resultType = getResult().getType();
   int64_t rank = inputType.getRank();
@@ -151,7 +163,7 @@ LogicalResult SoftmaxOp::verify() {
       return emitOpError() << "softmax dimension " << dim
                            << " is out of range for rank " << rank;
   }
-  if (getCausal()) {
+  if (getMask().isCausal()) {
     if (rank < 2)
       return emitOpError() << "causal softmax needs scores of rank >= 2 "
                               "([..., Nq, Nk]), got rank "
@@ -169,7 +181,7 @@ LogicalResult SoftmaxOp::verify() {
 //===----------------------------------------------------------------------===//
 
 void AttentionOp::build(OpBuilder &builder, OperationState &state, Value query,
-                        Value key, Value value, FloatAttr scale, bool causal,
+                        Value key, Value value, FloatAttr scale, ::flashc::Mask mask,
                         bool withLse, Value scaleFactor) {
   auto qType = cast<RankedTensorType>(query.getType());
   auto vType = cast<RankedTensorType>(value.getType());
@@ -184,7 +196,7 @@ void AttentionOp::build(OpBuilder &builder, OperationState &state, Value query,
         RankedTensorType::get(lseShape, builder.getF32Type()));
   }
   build(builder, state, resultTypes, query, key, value, scaleFactor, scale,
-        causal ? builder.getUnitAttr() : UnitAttr());
+        MaskAttr::get(builder.getContext(), mask));
 }
 
 double AttentionOp::getEffectiveScale() {
@@ -199,6 +211,8 @@ int64_t AttentionOp::getGroupSize() {
 }
 
 LogicalResult AttentionOp::verify() {
+  if (failed(checkNoCausalAttr(*this)))
+    return failure();
   auto qType = getQuery().getType();
   auto kType = getKey().getType();
   auto vType = getValue().getType();
@@ -527,6 +541,28 @@ AttentionStepOp mlir::flash::getKVLoopStep(Operation *loop) {
     }
   }
   return step;
+}
+
+//===----------------------------------------------------------------------===//
+// The mask in the ops' syntax
+//===----------------------------------------------------------------------===//
+
+/// An optional mask name after the operands (`causal`); `none` is the
+/// default and is not printed.
+static ParseResult parseMask(OpAsmParser &parser, MaskAttr &mask) {
+  for (::flashc::MaskKind kind : ::flashc::kMaskKinds) {
+    ::flashc::Mask m{kind};
+    if (succeeded(parser.parseOptionalKeyword(m.str()))) {
+      mask = MaskAttr::get(parser.getContext(), m);
+      return success();
+    }
+  }
+  return success();
+}
+
+static void printMask(OpAsmPrinter &printer, Operation *, MaskAttr mask) {
+  if (mask && !mask.getValue().isNone())
+    printer << mask.getValue().str();
 }
 
 #define GET_OP_CLASSES

@@ -144,11 +144,11 @@ struct FuseAttentionPattern : OpRewritePattern<MatmulOp> {
       return reject(rewriter, pv, "dynamic head count or dim");
 
     LLVM_DEBUG(DBGS() << "fused at " << pv.getLoc() << ": scale " << scale
-                      << (softmax.getCausal() ? ", causal" : "") << "\n");
+                      << ", mask " << softmax.getMask().str() << "\n");
     rewriter.replaceOpWithNewOp<AttentionOp>(
         pv, TypeRange{resultType}, q, k, v, /*scale_factor=*/Value(),
         rewriter.getF32FloatAttr(static_cast<float>(scale)),
-        softmax.getCausal() ? rewriter.getUnitAttr() : UnitAttr());
+        softmax.getMaskAttr());
     // The chain is now dead; erase it from the top so each op has no users
     // when it goes.
     Operation *scaleOp = softmax.getInput().getDefiningOp();

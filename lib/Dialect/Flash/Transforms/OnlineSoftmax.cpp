@@ -53,7 +53,7 @@ LogicalResult rewriteAttention(RewriterBase &rewriter, AttentionOp op,
   int64_t g = hq / hkv, d = qType.getDimSize(3), dv = vType.getDimSize(3);
   LLVM_DEBUG(DBGS() << "attention at " << loc << ": " << hq << " query heads, "
                     << hkv << " KV heads (G = " << g << "), blocks of "
-                    << kvBlock << " keys" << (op.getCausal() ? ", causal" : "")
+                    << kvBlock << " keys, mask " << op.getMask().str()
                     << "\n");
 
   OpFoldResult batch = getDim(rewriter, loc, q, 0);
@@ -81,11 +81,17 @@ LogicalResult rewriteAttention(RewriterBase &rewriter, AttentionOp op,
   Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
   Value step = arith::ConstantIndexOp::create(rewriter, loc, kvBlock);
   Value nkVal = toValue(rewriter, loc, nk);
-  // Causal alignment: key t is visible to query row r iff t <= r + (Nk - Nq).
+  // The mask as the step's offset: key t is visible to query row r iff
+  // t <= r + diag (causal: diag = Nk - Nq, aligned at the bottom right).
   Value diag;
-  if (op.getCausal())
+  switch (op.getMask().kind) {
+  case ::flashc::MaskKind::None:
+    break;
+  case ::flashc::MaskKind::Causal:
     diag =
         arith::SubIOp::create(rewriter, loc, nkVal, toValue(rewriter, loc, nq));
+    break;
+  }
 
   auto loop = scf::ForOp::create(
       rewriter, loc, zero, nkVal, step, ValueRange{acc0, m0, l0},

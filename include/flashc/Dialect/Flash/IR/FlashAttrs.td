@@ -47,4 +47,35 @@ def Flash_GridFactorAttr : Flash_Attr<"GridFactor", "grid_factor"> {
   let genVerifyDecl = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// MaskAttr
+//===----------------------------------------------------------------------===//
+
+def Flash_MaskAttr : Flash_Attr<"Mask", "mask"> {
+  let summary = "Which keys a query row attends to";
+  let description = [{
+    The mask of an attention or a softmax, as flashc's problem description
+    (`flashc::Mask`, flashc/Core/Problem.h) holds it: one value per kind,
+    so that a new kind of mask is a new case of that description and of the
+    passes that implement it, not a new attribute on every op.
+
+    - `none`: every query attends to every key.
+    - `causal`: query `i` attends to keys `j <= i + (Nk - Nq)`, aligned at
+      the bottom-right corner, so that the last query sees every key
+      (decoding with a KV cache).
+
+    Ops print their mask after their operands by its name alone
+    (`flash.attention %q, %k, %v causal`); the attribute's own form is
+    `#flash.mask<causal>`.
+  }];
+  let parameters = (ins
+    AttrParameter<"::flashc::Mask", "the mask">:$value
+  );
+  let hasCustomAssemblyFormat = 1;
+  let returnType = "::flashc::Mask";
+  let convertFromStorage = "$_self.getValue()";
+  let constBuilderCall =
+      "::mlir::flash::MaskAttr::get($_builder.getContext(), $0)";
+}
+
 #endif // FLASHC_DIALECT_FLASH_IR_FLASHATTRS_TD

@@ -2,7 +2,7 @@
 //
 // Declares the flash dialect class, with the helpers that read and write
 // its discardable attributes (FlashDialect::KvLoopAttrHelper and the like),
-// and its attributes (GridFactorAttr).
+// and its attributes (GridFactorAttr, MaskAttr).
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,7 +13,17 @@
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/Operation.h"
 
+#include "flashc/Core/Problem.h"
+#include "llvm/ADT/Hashing.h"
+
 #include "flashc/Dialect/Flash/IR/FlashOpsDialect.h.inc"
+
+namespace flashc {
+/// Hashes a mask for the storage of #flash.mask.
+inline llvm::hash_code hash_value(const Mask &mask) {
+  return llvm::hash_value(static_cast<int>(mask.kind));
+}
+} // namespace flashc
 
 #define GET_ATTRDEF_CLASSES
 #include "flashc/Dialect/Flash/IR/FlashAttrs.h.inc"

@@ -69,7 +69,8 @@ def Flash_SoftmaxOp : Flash_Op<"softmax", [Pure]> {
     Computes `softmax(scale * input)` along dimension `dim` (the last
     dimension when `dim` is absent). `scale` defaults to 1.
 
-    With `causal`, the input is read as scores `[..., Nq, Nk]` and entry
+    `mask` is a `#flash.mask`, printed by name after the operands (absent:
+    `none`). With `causal`, the input is read as scores `[..., Nq, Nk]` and entry
     `(i, j)` is masked (contributes `exp(-inf) = 0`) when `j > i + (Nk - Nq)`.
     The mask is aligned to the bottom-right corner: when the key sequence is
     longer than the query sequence (decoding with a KV cache) the last query
@@ -90,11 +91,12 @@ def Flash_SoftmaxOp : Flash_Op<"softmax", [Pure]> {
   let arguments = (ins Flash_FloatTensor:$input,
                        OptionalAttr<I64Attr>:$dim,
                        OptionalAttr<F32Attr>:$scale,
-                       UnitAttr:$causal);
+                       DefaultValuedAttr<Flash_MaskAttr,
+                                         "::flashc::Mask::none()">:$mask);
   let results = (outs Flash_FloatTensor:$result);
 
   let assemblyFormat = [{
-    $input (`dim` `=` $dim^)? (`scale` `=` $scale^)? (`causal` $causal^)?
+    $input (`dim` `=` $dim^)? (`scale` `=` $scale^)? custom<Mask>($mask)
     attr-dict `:` type($input) `->` type($result)
   }];
   let hasVerifier = 1;
@@ -131,7 +133,8 @@ def Flash_AttentionOp : Flash_Op<"attention", [Pure]> {
     compiled with `scale = 1.0` and a `scale_factor` argument serves every
     softmax scale. The factor must be finite and positive when the op runs
     (the runtime checks it at each call; max(c s) = c max(s) holds only for
-    c > 0). With
+    c > 0). `mask` is a `#flash.mask`, printed by name after the operands
+    (absent: `none`). With
     `causal`, key `j` is masked for query `i` when `j > i + (Nk - Nq)`: the
     mask is aligned to the bottom-right corner, so when `Nk > Nq` (decoding
     against a KV cache) the last query sees every key. A query row with no
@@ -173,13 +176,14 @@ def Flash_AttentionOp : Flash_Op<"attention", [Pure]> {
                        Flash_AttentionTensor:$value,
                        Optional<F32>:$scale_factor,
                        OptionalAttr<F32Attr>:$scale,
-                       UnitAttr:$causal);
+                       DefaultValuedAttr<Flash_MaskAttr,
+                                         "::flashc::Mask::none()">:$mask);
   let results = (outs Flash_AttentionTensor:$out,
                       Optional<RankedTensorOf<[F32]>>:$lse);
 
   let assemblyFormat = [{
     $query `,` $key `,` $value (`scale` `=` $scale^)?
-    (`scale_factor` `(` $scale_factor^ `)`)? (`causal` $causal^)?
+    (`scale_factor` `(` $scale_factor^ `)`)? custom<Mask>($mask)
     attr-dict `:` type($query) `,` type($key) `,` type($value)
     `->` type($out) (`,` type($lse)^)?
   }];
@@ -189,7 +193,7 @@ def Flash_AttentionOp : Flash_Op<"attention", [Pure]> {
     // Infers the result types from the operands; `scale` may be null (the
     // default 1/sqrt(D) then applies).
     OpBuilder<(ins "Value":$query, "Value":$key, "Value":$value,
-                   "FloatAttr":$scale, "bool":$causal, "bool":$withLse,
+                   "FloatAttr":$scale, "::flashc::Mask":$mask, "bool":$withLse,
                    CArg<"Value", "Value()">:$scaleFactor)>
   ];
 
@@ -199,10 +203,6 @@ def Flash_AttentionOp : Flash_Op<"attention", [Pure]> {
     double getEffectiveScale();
     /// Number of query heads sharing one key/value head (Hq / Hkv).
     int64_t getGroupSize();
-    /// The mask as flashc's problem description names it.
-    ::flashc::Mask getMask() {
-      return getCausal() ? ::flashc::Mask::causal() : ::flashc::Mask::none();
-    }
   }];
 }
 
