@@ -30,6 +30,7 @@ import time
 
 FLASHC_F32, FLASHC_F16, FLASHC_BF16 = 0, 1, 2
 FLASHC_LAYOUT_STRIDED = 2
+FLASHC_MASK_NONE, FLASHC_MASK_CAUSAL = 0, 1
 DEVICE_CUDA, DEVICE_SIMULATOR = 0, 1
 
 
@@ -65,7 +66,8 @@ class Flashc:
                 for t in (q, k, v, out, lse)]
         rc = self.lib.flashc_attention(self.bundle, device, FLASHC_LAYOUT_STRIDED,
                                        *args,
-                                       int(causal), 0.0, stream)
+                                       FLASHC_MASK_CAUSAL if causal
+                                       else FLASHC_MASK_NONE, 0.0, stream)
         if rc:
             raise RuntimeError(self.error())
 

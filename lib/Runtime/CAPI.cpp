@@ -31,6 +31,8 @@ struct flashc_bundle {
 };
 
 // The error codes that the C API names have their flashc_status values.
+static_assert(static_cast<int>(MaskKind::None) == FLASHC_MASK_NONE &&
+              static_cast<int>(MaskKind::Causal) == FLASHC_MASK_CAUSAL);
 static_assert(static_cast<int>(ErrorCode::Success) == FLASHC_OK);
 static_assert(static_cast<int>(ErrorCode::InvalidArgument) ==
               FLASHC_ERROR_INVALID_ARGUMENT);
@@ -112,7 +114,7 @@ bool toView(const flashc_tensor *t, const char *name, TensorView &view,
 flashc_status attention(flashc_bundle *bundle, int kind, int layout,
                         const flashc_tensor *q, const flashc_tensor *k,
                         const flashc_tensor *v, const flashc_tensor *out,
-                        const flashc_tensor *lse, int causal, double scale,
+                        const flashc_tensor *lse, int mask, double scale,
                         void *stream);
 
 /// Runs `body`, turning any C++ exception into an error code: none may
@@ -161,13 +163,13 @@ flashc_status flashc_attention(flashc_bundle *bundle, flashc_device_kind kind,
                                flashc_layout layout, const flashc_tensor *q,
                                const flashc_tensor *k, const flashc_tensor *v,
                                const flashc_tensor *out,
-                               const flashc_tensor *lse, int causal,
+                               const flashc_tensor *lse, int mask,
                                double scale, void *stream) {
   // As an int: a C caller may pass any value, which is not a valid
   // flashc_device_kind to load (UBSan's enum check).
   int kindValue = kind, layoutValue = layout;
   return guarded([&] {
-    return attention(bundle, kindValue, layoutValue, q, k, v, out, lse, causal,
+    return attention(bundle, kindValue, layoutValue, q, k, v, out, lse, mask,
                      scale, stream);
   });
 }
@@ -183,7 +185,7 @@ namespace {
 flashc_status attention(flashc_bundle *bundle, int kind, int layout,
                         const flashc_tensor *q, const flashc_tensor *k,
                         const flashc_tensor *v, const flashc_tensor *out,
-                        const flashc_tensor *lse, int causal, double scale,
+                        const flashc_tensor *lse, int mask, double scale,
                         void *stream) {
   if (!bundle)
     return fail(FLASHC_ERROR_INVALID_ARGUMENT, "bundle is null");
@@ -239,7 +241,18 @@ flashc_status attention(flashc_bundle *bundle, int kind, int layout,
   query.group = call.q.sizes[1] / call.k.sizes[1];
   query.headDim = call.q.sizes[3];
   query.headDimV = call.v.sizes[3];
-  query.mask = causal ? Mask::causal() : Mask::none();
+  switch (mask) {
+  case FLASHC_MASK_NONE:
+    query.mask = Mask::none();
+    break;
+  case FLASHC_MASK_CAUSAL:
+    query.mask = Mask::causal();
+    break;
+  default:
+    return fail(FLASHC_ERROR_INVALID_ARGUMENT,
+                "unknown mask " + std::to_string(mask) +
+                    "; expected FLASHC_MASK_NONE or FLASHC_MASK_CAUSAL");
+  }
   query.withLse = lse != nullptr;
   if (!std::isfinite(scale))
     return fail(FLASHC_ERROR_INVALID_ARGUMENT,
@@ -279,7 +292,7 @@ flashc_status attention(flashc_bundle *bundle, int kind, int layout,
                     "head, D=" +
                     std::to_string(query.headDim) +
                     " Dv=" + std::to_string(query.headDimV) +
-                    (query.mask.isCausal() ? " causal" : "") +
+                    (query.mask.isNone() ? "" : " " + query.mask.str()) +
                     (query.withLse ? " with LSE" : "") + " on " +
                     device->describe() + ": " + miss);
   if (Status s = launchAttention(*device, *variant, call))

@@ -156,7 +156,8 @@ static void runCall(flashc_bundle *bundle, const char *name) {
   flashc_tensor tlse = dense(lse, FLASHC_F32, 3, lseSizes);
   flashc_status status = flashc_attention(
       bundle, FLASHC_DEVICE_SIMULATOR, FLASHC_LAYOUT_BHND, &tq, &tk, &tv, &tout,
-      withLse ? &tlse : NULL, causal, 0.0, NULL);
+      withLse ? &tlse : NULL, causal ? FLASHC_MASK_CAUSAL : FLASHC_MASK_NONE,
+      0.0, NULL);
   if (report(name, status))
     printf("%s: ok\n", name);
   free(q);

@@ -112,7 +112,7 @@ enum { B = 1, HQ = 8, HKV = 2, D = 64 };
 
 typedef struct {
   int64_t seqQ, seqKV;
-  int causal, withLse;
+  int mask, withLse; /* mask: a flashc_mask */
   double scale; /* 0: 1/sqrt(D) */
   uint16_t *q, *k, *v, *out;
   float *lse;
@@ -133,12 +133,12 @@ static void fillRandom(uint16_t *data, int64_t n) {
     data[i] = floatToHalf((float)normal());
 }
 
-static void initCall(Call *c, int64_t seqQ, int64_t seqKV, int causal,
+static void initCall(Call *c, int64_t seqQ, int64_t seqKV, int mask,
                      int withLse) {
   memset(c, 0, sizeof(*c));
   c->seqQ = seqQ;
   c->seqKV = seqKV;
-  c->causal = causal;
+  c->mask = mask;
   c->withLse = withLse;
   int64_t qSizes[4] = {B, HQ, seqQ, D}, kSizes[4] = {B, HKV, seqKV, D};
   int64_t lseSizes[3] = {B, HQ, seqQ};
@@ -173,7 +173,7 @@ static void freeCall(Call *c) {
 static flashc_status run(flashc_bundle *bundle, Call *c) {
   return flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR, FLASHC_LAYOUT_BHND,
                           &c->tq, &c->tk, &c->tv, &c->tout,
-                          c->withLse ? &c->tlse : NULL, c->causal, c->scale,
+                          c->withLse ? &c->tlse : NULL, c->mask, c->scale,
                           NULL);
 }
 
@@ -204,7 +204,7 @@ static void checkCall(const char *name, const Call *c) {
       for (int64_t i = 0; i < c->seqQ; ++i) {
         int64_t hk = h / (HQ / HKV);
         int64_t visible = c->seqKV;
-        if (c->causal) {
+        if (c->mask == FLASHC_MASK_CAUSAL) {
           visible = i + c->seqKV - c->seqQ + 1;
           visible = visible < 0 ? 0 : visible > c->seqKV ? c->seqKV : visible;
         }
@@ -305,7 +305,7 @@ int main(int argc, char **argv) {
    * instruction budget) is a launch error. */
   if (argc > 2 && strcmp(argv[2], "trap") == 0) {
     Call t;
-    initCall(&t, 9, 300, 1, 1);
+    initCall(&t, 9, 300, FLASHC_MASK_CAUSAL, 1);
     expectError("trapped kernel", run(bundle, &t), FLASHC_ERROR_LAUNCH,
                 "instructions");
     freeCall(&t);
@@ -316,7 +316,7 @@ int main(int argc, char **argv) {
   /* Decode (Nq <= 16): causal, with the log-sum-exp; two KV blocks, so the
    * call may split. */
   Call c;
-  initCall(&c, 9, 300, 1, 1);
+  initCall(&c, 9, 300, FLASHC_MASK_CAUSAL, 1);
   status = run(bundle, &c);
   CHECK(status == FLASHC_OK, "decode: status %d: %s", (int)status,
         flashc_last_error());
@@ -337,7 +337,7 @@ int main(int argc, char **argv) {
   freeCall(&c);
 
   /* Prefill, neither causal nor with the log-sum-exp. */
-  initCall(&c, 37, 45, 0, 0);
+  initCall(&c, 37, 45, FLASHC_MASK_NONE, 0);
   status = run(bundle, &c);
   CHECK(status == FLASHC_OK, "prefill: status %d: %s", (int)status,
         flashc_last_error());
@@ -370,6 +370,13 @@ int main(int argc, char **argv) {
                                FLASHC_LAYOUT_BHND, &c.tq, &c.tk, &c.tv, &c.tout,
                                NULL, 0, 0.0, NULL),
               FLASHC_ERROR_INVALID_ARGUMENT, "bundle is null");
+  expectError("unknown mask",
+              flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR,
+                               FLASHC_LAYOUT_BHND, &c.tq, &c.tk, &c.tv, &c.tout,
+                               NULL, 7, 0.0, NULL),
+              FLASHC_ERROR_INVALID_ARGUMENT,
+              "unknown mask 7; expected FLASHC_MASK_NONE or "
+              "FLASHC_MASK_CAUSAL");
   flashc_tensor rank5 = c.tq;
   rank5.rank = 5;
   expectError("rank 5",
@@ -399,7 +406,7 @@ int main(int argc, char **argv) {
   {
     Call t;
     for (int i = 0; i < 2; ++i) {
-      initCall(&t, 30, 50, 1, 1);
+      initCall(&t, 30, 50, FLASHC_MASK_CAUSAL, 1);
       t.scale = i == 0 ? 0.5 : 0.01;
       status = run(bundle, &t);
       CHECK(status == FLASHC_OK, "scale %g: status %d: %s", t.scale,
@@ -409,7 +416,7 @@ int main(int argc, char **argv) {
       freeCall(&t);
     }
     /* A scale the kernels cannot take in f32. */
-    initCall(&t, 30, 50, 1, 1);
+    initCall(&t, 30, 50, FLASHC_MASK_CAUSAL, 1);
     t.scale = 1e-39;
     expectError("subnormal scale", run(bundle, &t),
                 FLASHC_ERROR_INVALID_ARGUMENT, "normal f32");
@@ -477,7 +484,7 @@ int main(int argc, char **argv) {
    * back, must match the float64 reference. */
   {
     Call t;
-    initCall(&t, 40, 70, 1, 1);
+    initCall(&t, 40, 70, FLASHC_MASK_CAUSAL, 1);
     int64_t qn[4] = {B, t.seqQ, HQ, D}, kn[4] = {B, t.seqKV, HKV, D};
     uint16_t *q = alignedAlloc(B * HQ * t.seqQ * D * 2);
     uint16_t *k = alignedAlloc(B * HKV * t.seqKV * D * 2);

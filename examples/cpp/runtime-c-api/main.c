@@ -103,7 +103,7 @@ int main(int argc, char **argv) {
   flashc_tensor tq = tensor(q, HQ, NQ), tk = tensor(k, HKV, NK),
                 tv = tensor(v, HKV, NK), tout = tensor(out, HQ, NQ);
   if (flashc_attention(bundle, FLASHC_DEVICE_SIMULATOR, FLASHC_LAYOUT_BHND, &tq,
-                       &tk, &tv, &tout, NULL, /*causal=*/1,
+                       &tk, &tv, &tout, NULL, FLASHC_MASK_CAUSAL,
                        /*scale=*/0.0, /*stream=*/NULL) != FLASHC_OK) {
     fprintf(stderr, "runtime-c-api: %s\n", flashc_last_error());
     flashc_bundle_close(bundle);

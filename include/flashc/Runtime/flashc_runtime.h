@@ -8,7 +8,7 @@
 |*     fprintf(stderr, "%s\n", flashc_last_error());                         *|
 |*   flashc_tensor q = {qptr, FLASHC_F16, 4, {B, N, H, D}, {...}};            *|
 |*   flashc_attention(bundle, FLASHC_DEVICE_CUDA, FLASHC_LAYOUT_BNHD,        *|
-|*                    &q, &k, &v, &o, NULL, 1, 0.0, stream);                  *|
+|*                    &q, &k, &v, &o, NULL, FLASHC_MASK_CAUSAL, 0.0, stream); *|
 |*                                                                            *|
 |* Errors are return codes; flashc_last_error() gives the message of the     *|
 |* calling thread's last failure.                                             *|
@@ -62,6 +62,15 @@ typedef enum {
   FLASHC_LAYOUT_STRIDED = 2,
 } flashc_layout;
 
+/* Which keys a query row attends to (the `mask` of flashc_attention). */
+typedef enum {
+  /* Every query attends to every key. */
+  FLASHC_MASK_NONE = 0,
+  /* Query i attends to keys j <= i + (Nk - Nq): aligned at the bottom
+   * right, so that the last query sees every key. */
+  FLASHC_MASK_CAUSAL = 1,
+} flashc_mask;
+
 /* A strided tensor: sizes and strides in elements (not bytes), in the
  * order the call's flashc_layout names; rank <= 4. The innermost
  * dimension (D) must have stride 1. */
@@ -95,15 +104,17 @@ int flashc_cuda_available(void);
  * the layout) or NULL.
  * scale <= 0 selects 1/sqrt(D); a NaN or infinite scale is an error.
  * out and lse must not overlap each other or q, k, v. The bundle must hold the matching kernel
- * (target of the device, dtype, heads, head dims, causal, LSE, scale;
- * the decode variant when Nq <= 16 and the bundle has one). */
+ * (target of the device, dtype, heads, head dims, mask, LSE;
+ * the decode variant when Nq <= 16 and the bundle has one). `mask` is a
+ * flashc_mask (an int, so that 0 and 1 keep meaning no mask and causal);
+ * another value is FLASHC_ERROR_INVALID_ARGUMENT. */
 flashc_status flashc_attention(flashc_bundle *bundle,
                                flashc_device_kind device,
                                flashc_layout layout,
                                const flashc_tensor *q, const flashc_tensor *k,
                                const flashc_tensor *v,
                                const flashc_tensor *out,
-                               const flashc_tensor *lse, int causal,
+                               const flashc_tensor *lse, int mask,
                                double scale, void *stream);
 
 /* The message of the calling thread's last error ("" when none). */
