@@ -165,7 +165,7 @@ int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
   llvm::Expected<Options> parsed = Options::parse(
       args, {"no-assemble"},
       {"targets", "dtypes", "head-dims", "head-dim-v", "groups", "causal",
-       "lse", "variants", "o"});
+       "masks", "lse", "variants", "o"});
   if (!parsed)
     return reportError(parsed.takeError());
   const Options &o = *parsed;
@@ -177,7 +177,33 @@ int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
   auto dims = list(o, "head-dims", "64,128,256");
   auto groups = list(o, "groups", "1,4");
   auto variants = list(o, "variants", "prefill,decode");
-  auto causal = both(o, "causal", "both");
+  // The masks: --masks names them (default: every kind flashc knows);
+  // --causal yes|no|both is the older spelling of causal, none or both.
+  std::vector<Mask> masks;
+  if (o.has("masks") && o.has("causal"))
+    return reportError(llvm::createStringError(
+        "--masks and --causal name the same thing; give one"));
+  if (o.has("causal")) {
+    llvm::Expected<std::vector<bool>> causal = both(o, "causal", "both");
+    if (!causal)
+      return reportError(causal.takeError());
+    for (bool isCausal : *causal)
+      masks.push_back(isCausal ? Mask::causal() : Mask::none());
+  } else {
+    std::string all;
+    for (::flashc::MaskKind kind : ::flashc::kMaskKinds)
+      all += (all.empty() ? "" : ",") + std::string(::flashc::stringify(kind));
+    llvm::Expected<std::vector<std::string>> names = list(o, "masks", all);
+    if (!names)
+      return reportError(names.takeError());
+    for (const std::string &name : *names) {
+      std::optional<Mask> mask = Mask::parse(name);
+      if (!mask)
+        return reportError(llvm::createStringError(
+            "--masks: unknown mask '" + name + "'; expected " + all));
+      masks.push_back(*mask);
+    }
+  }
   auto lse = both(o, "lse", "no");
   if (!targets)
     return reportError(targets.takeError());
@@ -189,8 +215,6 @@ int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
     return reportError(groups.takeError());
   if (!variants)
     return reportError(variants.takeError());
-  if (!causal)
-    return reportError(causal.takeError());
   if (!lse)
     return reportError(lse.takeError());
   // V's head dim: one for every variant, or (0) each variant's head dim.
@@ -210,7 +234,7 @@ int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
             "--dtypes: unknown dtype '" + dtypeName + "'"));
       for (const std::string &dimText : *dims) {
         for (const std::string &groupText : *groups) {
-          for (bool isCausal : *causal) {
+          for (const Mask &mask : masks) {
             for (bool withLse : *lse) {
               for (const std::string &variant : *variants) {
                 if (variant != "prefill" && variant != "decode")
@@ -225,7 +249,7 @@ int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
                 spec.kvHeads = 1;
                 spec.headDimV = *headDimV;
                 spec.dtype = *dtype;
-                spec.mask = isCausal ? Mask::causal() : Mask::none();
+                spec.mask = mask;
                 spec.withLse = withLse;
                 spec.seqQ = variant == "decode" ? 1 : 1024;
                 spec.seqKV = 1024;

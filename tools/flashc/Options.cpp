@@ -94,7 +94,8 @@ const std::set<std::string> &flashc::shapeValued() {
   static const std::set<std::string> valued = [] {
     std::set<std::string> names = {"batch",    "heads",      "kv-heads",
                                    "seq-q",    "seq-kv",     "head-dim",
-                                   "head-dim-v", "dtype",    "scale"};
+                                   "head-dim-v", "dtype",    "scale",
+                                   "mask"};
     for (const PipelineOptionInfo &o : getPipelineOptions())
       if (o.driver)
         names.insert(o.name.str());
@@ -136,8 +137,25 @@ llvm::Error flashc::readSpec(const Options &o, AttentionSpec &spec) {
                                      o.str("dtype") + "'");
     spec.dtype = *dtype;
   }
-  if (o.has("causal"))
+  if (o.has("mask")) {
+    std::optional<Mask> mask = Mask::parse(o.str("mask"));
+    if (!mask) {
+      std::string kinds;
+      for (::flashc::MaskKind kind : ::flashc::kMaskKinds)
+        kinds += (kinds.empty() ? "" : ", ") +
+                 std::string(::flashc::stringify(kind));
+      return llvm::createStringError("--mask must be one of " + kinds +
+                                     ", got '" + o.str("mask") + "'");
+    }
+    spec.mask = *mask;
+  }
+  // --causal: --mask causal.
+  if (o.has("causal")) {
+    if (o.has("mask") && !spec.mask.isCausal())
+      return llvm::createStringError("--causal contradicts --mask " +
+                                     o.str("mask"));
     spec.mask = Mask::causal();
+  }
   if (o.has("lse"))
     spec.withLse = true;
   if (o.has("scale")) {

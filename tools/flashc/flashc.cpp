@@ -77,8 +77,10 @@ std::string problemHelp(llvm::StringRef lse) {
               "seq-kv = seq-q, head-dim 64, head-dim-v = head-dim, f32, cpu):\n"
               "  --batch B --heads H --kv-heads HKV --seq-q NQ --seq-kv NK\n"
               "  --head-dim D --head-dim-v DV --dtype f32|f16|bf16\n"
-              "  --causal            mask keys after the query (bottom-right "
-              "aligned)\n"
+              "  --mask none|causal  which keys a query sees (causal: keys up "
+              "to the\n"
+              "                      query, bottom-right aligned)\n"
+              "  --causal            --mask causal\n"
               "  --scale S           softmax scale (default 1/sqrt(D))\n"
               "  --target cpu|sm_80|sm_90a\n") +
           lse + "\n\n")
@@ -171,8 +173,10 @@ std::string commandHelp(llvm::StringRef command) {
            "  --head-dims 64,128,256   --groups 1,4   (query heads per KV "
            "head)\n"
            "  --head-dim-v DV     V's head dim (default: each head dim)\n"
-           "  --causal yes|no|both (default both)   --lse yes|no|both "
+           "  --masks none,causal (default: every mask)   --lse yes|no|both "
            "(default no)\n"
+           "  --causal yes|no|both  the same as --masks causal, none or "
+           "both\n"
            "  --variants prefill,decode\n"
            "  --no-assemble       PTX only (no ptxas: registers unknown)\n";
   return "";
@@ -226,7 +230,8 @@ void printSpec(const AttentionSpec &s, llvm::raw_ostream &os) {
       "attention: batch {0}, heads {1} (kv-heads {2}), seq-q "
       "{3}, seq-kv {4}, head-dim {5}/{6}, {7}{8}, scale {9:f6}\n",
       s.batch, s.heads, s.kvHeads, s.seqQ, s.seqKV, s.headDim, s.valueDim(),
-      ::flashc::stringify(s.dtype), s.isCausal() ? ", causal" : "", s.effectiveScale());
+      ::flashc::stringify(s.dtype), s.mask.isNone() ? "" : ", " + s.mask.str(),
+      s.effectiveScale());
 }
 
 llvm::Expected<CostReport> costReport(const AttentionSpec &spec,
@@ -368,8 +373,8 @@ std::string describeKernel(const AttentionSpec &spec,
   text += group == 1 ? std::string(", 1 query head per KV head")
                      : llvm::formatv(", {0} query heads per KV head", group)
                            .str();
-  if (spec.isCausal())
-    text += ", causal";
+  if (!spec.mask.isNone())
+    text += ", " + spec.mask.str();
   if (spec.withLse)
     text += ", log-sum-exp";
   if (config.isGPU())
