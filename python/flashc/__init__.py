@@ -23,7 +23,7 @@ the target: numpy arrays run on the
 CPU, CUDA tensors (DLPack or ``__cuda_array_interface__``) on the GPU on the
 tensor's current stream, and ``target="sm_80-sim"`` runs the GPU kernel in
 flashc's PTX simulator on numpy arrays. Kernels are compiled once per
-(dtype, GQA group, head dims, causal, LSE, target) and cached: other
+(dtype, GQA group, head dims, mask, LSE, target) and cached: other
 batch sizes, sequence lengths and scales reuse them. A compile is logged (one
 line at INFO) on the ``flashc`` logger of the ``logging`` module.
 
@@ -206,21 +206,46 @@ def _name_of(function):
     return getattr(function, "__name__", "flashc")
 
 
-class AttentionSpec:
-    """One attention problem: O = softmax(scale Q K^T [+ causal mask]) V.
+def _mask(value, name="mask"):
+    """``value``, one of the masks flashc knows (``_runtime.mask_kinds()``)."""
+    kinds = _runtime.mask_kinds()
+    if _string(value, name) not in kinds:
+        raise FlashcError(f"unknown {name} {value!r}; expected one of "
+                          f"{', '.join(repr(k) for k in kinds)}")
+    return value
 
-    Sizes default to a single query over a single key; ``scale`` None means
-    1/sqrt(head_dim); ``head_dim_v`` 0 means ``head_dim``; ``dtype`` is
-    "f32", "f16" or "bf16"; ``layout`` ("bhnd" or "bnhd") is the order of
-    the dimensions of the tensors a kernel compiled from it takes.
+
+def _mask_of(causal, mask):
+    """The mask a call names: ``mask`` (a name) or, for ``causal=True``,
+    "causal"; both given must agree."""
+    causal = _boolean(causal, "causal")
+    if mask is None:
+        return "causal" if causal else "none"
+    mask = _mask(mask)
+    if causal and mask != "causal":
+        raise FlashcError(f"causal=True contradicts mask={mask!r}")
+    return mask
+
+
+class AttentionSpec(_runtime.AttentionProblem):
+    """One attention problem: O = softmax(scale Q K^T [+ mask]) V.
+
+    flashc's own problem description (``AttentionProblem``, from the C++
+    library), with Python's checks on every field. Sizes default to a
+    single query over a single key; ``scale`` None means 1/sqrt(head_dim);
+    ``head_dim_v`` 0 means ``head_dim``; ``dtype`` is "f32", "f16" or
+    "bf16" (or a numpy dtype); ``mask`` names which keys a query sees
+    ("none" or "causal"; ``causal=True`` is ``mask="causal"``); ``layout``
+    ("bhnd" or "bnhd") is the order of the dimensions of the tensors a
+    kernel compiled from it takes.
     """
 
-    _FIELDS = ("batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim",
-               "head_dim_v", "dtype", "causal", "scale", "with_lse", "layout")
+    _FIELDS = _runtime.AttentionProblem.FIELDS
 
     def __init__(self, *, batch=1, heads=1, kv_heads=None, seq_q=1, seq_kv=1,
                  head_dim=64, head_dim_v=0, dtype="f32", causal=False,
-                 scale=None, with_lse=False, layout="bhnd"):
+                 mask=None, scale=None, with_lse=False, layout="bhnd"):
+        super().__init__()
         self.batch = batch
         self.heads = heads
         self.kv_heads = self.heads if kv_heads is None else kv_heads
@@ -229,7 +254,7 @@ class AttentionSpec:
         self.head_dim = head_dim
         self.head_dim_v = head_dim_v
         self.dtype = dtype
-        self.causal = causal
+        self.mask = _mask_of(causal, mask)
         self.scale = scale
         self.with_lse = with_lse
         self.layout = layout
@@ -244,23 +269,25 @@ class AttentionSpec:
             value = _dtype_name(value)
         elif name in ("causal", "with_lse"):
             value = _boolean(value, name)
+        elif name == "mask":
+            value = _mask(value)
         elif name == "scale":
             value = _scale(value)
         elif name == "layout":
             value = _layout(value)
         super().__setattr__(name, value)
 
+    @property
+    def causal(self):
+        """Whether the mask is causal (``mask == "causal"``)."""
+        return self.mask == "causal"
+
+    @causal.setter
+    def causal(self, value):
+        self.mask = "causal" if value else "none"
+
     def to_dict(self):
         return {f: getattr(self, f) for f in self._FIELDS}
-
-    @property
-    def value_dim(self):
-        return self.head_dim_v or self.head_dim
-
-    @property
-    def effective_scale(self):
-        return (self.scale if self.scale is not None else
-                1.0 / math.sqrt(self.head_dim))
 
     def __repr__(self):
         fields = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._FIELDS)
@@ -347,7 +374,7 @@ class _Call:
         return (out, lse) if return_lse else out
 
 
-def _prepare(q, k, v, causal, scale, with_lse, layout="bhnd"):
+def _prepare(q, k, v, mask, scale, with_lse, layout="bhnd"):
     """The call's spec, after the checks a shape mismatch needs; ``q``,
     ``k`` and ``v`` are in ``layout``'s order."""
     devices = [_tensors.is_cuda(t, name) for t, name in ((q, "q"), (k, "k"),
@@ -391,7 +418,7 @@ def _prepare(q, k, v, causal, scale, with_lse, layout="bhnd"):
     spec = AttentionSpec(batch=b, heads=hq, kv_heads=ks[1], seq_q=nq,
                          seq_kv=ks[2], head_dim=d,
                          head_dim_v=vs[3] if vs[3] != d else 0, dtype=qt,
-                         causal=causal, scale=scale, with_lse=with_lse,
+                         mask=mask, scale=scale, with_lse=with_lse,
                          layout=layout)
     return _Call(spec, devices[0], inputs)
 
@@ -491,7 +518,7 @@ class Kernel:
             raise FlashcError(
                 "this kernel was compiled without the log-sum-exp; compile "
                 "an AttentionSpec(with_lse=True) to get it")
-        call = _prepare(q, k, v, self.spec.causal, self.spec.scale,
+        call = _prepare(q, k, v, self.spec.mask, self.spec.scale,
                         return_lse or self.spec.with_lse, self.spec.layout)
         return self._run(call, q, return_lse, splits, out, lse, stream)
 
@@ -544,7 +571,7 @@ def compile(spec, target="cpu", **options):  # pylint: disable=redefined-builtin
     api = _compiler_api()
     cached = _native(api.cache_size)
     start = time.perf_counter()
-    native = _native(api.compile, spec.to_dict(), chip, checked)
+    native = _native(api.compile, spec, chip, checked)
     if _native(api.cache_size) != cached:
         _log.info("compiled attention kernel for %s (first use) in %.2f s",
                   _describe_spec(spec, target), time.perf_counter() - start)
@@ -563,26 +590,28 @@ def _describe_spec(spec, target):
     dims = (f"d={spec.head_dim}" if not spec.head_dim_v else
             f"d={spec.head_dim}/{spec.head_dim_v}")
     return (f"{spec.dtype}, {heads}, {dims}"
-            f"{', causal' if spec.causal else ''}"
+            f"{'' if spec.mask == 'none' else ', ' + spec.mask}"
             f"{', with LSE' if spec.with_lse else ''} on {target}")
 
 
-def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
-              layout="bhnd", target=None, out=None, lse=None):
+def attention(q, k, v, *, causal=False, mask=None, scale=None,
+              return_lse=False, layout="bhnd", target=None, out=None,
+              lse=None):
     """softmax(scale q k^T) v; returns ``o`` or ``(o, lse)`` (``lse=``
     implies ``return_lse``). ``layout`` names the order of q, k, v and
     out's dimensions: "bhnd" ([B, H, N, D], the default) or "bnhd" ([B, N,
     H, D]); the LSE is [B, H, N] in both. Causal masks are aligned at the
     bottom right: query i sees keys j <= i + Nk - Nq (SDPA's ``is_causal``
-    aligns at the top left when Nq != Nk). See the module's documentation
-    for targets."""
-    causal = _boolean(causal, "causal")
+    aligns at the top left when Nq != Nk). ``mask`` names the mask
+    ("none" or "causal"); ``causal=True`` is ``mask="causal"``. See the
+    module's documentation for targets."""
+    mask = _mask_of(causal, mask)
     scale = _scale(scale)
     return_lse = _boolean(return_lse, "return_lse") or lse is not None
     layout = _layout(layout)
     if target is not None:
         _split_target(target)
-    call = _prepare(q, k, v, causal, scale, return_lse, layout)
+    call = _prepare(q, k, v, mask, scale, return_lse, layout)
     chip, simulate = _parse_target(target, call.on_device)
     kernel = compile(call.spec, chip + ("-sim" if simulate else ""))
     return kernel._run(call, q, return_lse, 0, out, lse, None)  # pylint: disable=protected-access
@@ -596,7 +625,7 @@ def cost(spec, target="cpu", sram_bytes=None, loop_order="fa2"):
     _string(target, "target")
     _string(loop_order, "loop_order")
     sram = 0 if sram_bytes is None else _integer(sram_bytes, "sram_bytes")
-    return _native(_compiler_api().cost, spec.to_dict(), target, sram,
+    return _native(_compiler_api().cost, spec, target, sram,
                    loop_order)
 
 
@@ -755,13 +784,14 @@ class Bundle:
         variant takes any softmax scale.)"""
         return _native(getattr, self._native, "variants")
 
-    def attention(self, q, k, v, *, causal=False, scale=None,
+    def attention(self, q, k, v, *, causal=False, mask=None, scale=None,
                   return_lse=False, layout="bhnd", simulate=False, chip=None,
                   splits=0, out=None, lse=None, stream=None):
         """Runs the bundle's variant for this call: on the CUDA device for
         CUDA tensors, in the simulator for numpy arrays with
-        ``simulate=True``. ``layout`` as for ``flashc.attention``."""
-        causal = _boolean(causal, "causal")
+        ``simulate=True``. ``layout``, ``causal`` and ``mask`` as for
+        ``flashc.attention``."""
+        mask = _mask_of(causal, mask)
         layout = _layout(layout)
         scale = _scale(scale)
         return_lse = _boolean(return_lse, "return_lse") or lse is not None
@@ -771,7 +801,7 @@ class Bundle:
                               "sm_90a")
         splits = _integer(splits, "splits", minimum=0)
         stream = _stream(stream)
-        call = _prepare(q, k, v, causal, scale, return_lse, layout)
+        call = _prepare(q, k, v, mask, scale, return_lse, layout)
         spec = call.spec
         if call.on_device == simulate:
             raise FlashcError(
@@ -781,7 +811,7 @@ class Bundle:
         if chip is None:
             chip = "sm_80" if simulate else _native(_runtime.cuda_chip)
         query = (chip, spec.dtype, spec.heads // spec.kv_heads, spec.head_dim,
-                 spec.value_dim, spec.causal, spec.with_lse,
+                 spec.value_dim, spec.mask, spec.with_lse,
                  spec.seq_q <= 16)
         index = _native(self._native.find, *query)
         if index is None and query[7]:
@@ -792,7 +822,7 @@ class Bundle:
                 f"the bundle at {self.path} has no kernel for {chip}, "
                 f"{spec.dtype}, group {query[2]}, head dims "
                 f"{spec.head_dim}/{spec.value_dim}, "
-                f"{'causal' if spec.causal else 'not causal'}, "
+                f"mask {spec.mask}, "
                 f"{'with' if spec.with_lse else 'without'} LSE, "
                 f"{'decode' if query[7] else 'prefill'}: "
                 f"{_native(_runtime.explain_miss, self._native, *query)}")

@@ -64,14 +64,7 @@ ElementType toDType(const std::string &name) {
   return *t;
 }
 
-/// The entry `key` of a spec dict; FlashcError when it is missing.
-py::object field(const py::dict &d, const char *key) {
-  if (!d.contains(key))
-    fail(std::string("the spec has no '") + key + "'");
-  return d[key];
-}
-
-/// The entry `key` of a spec or options dict as a T; FlashcTypeError naming
+/// The entry `key` of an options dict as a T; FlashcTypeError naming
 /// the key when it does not convert.
 template <typename T> T fieldAs(const py::handle &value, const std::string &key) {
   try {
@@ -84,23 +77,18 @@ template <typename T> T fieldAs(const py::handle &value, const std::string &key)
   }
 }
 
-/// An AttentionSpec from the dict flashc.AttentionSpec.to_dict() gives.
-AttentionSpec toSpec(const py::dict &d) {
+/// The compiler's spec of a flashc.AttentionSpec: the problem description
+/// (flashc._runtime.AttentionProblem) it is.
+AttentionSpec toSpec(py::handle spec) {
   AttentionSpec s;
-  s.batch = fieldAs<int64_t>(field(d, "batch"), "batch");
-  s.heads = fieldAs<int64_t>(field(d, "heads"), "heads");
-  s.kvHeads = fieldAs<int64_t>(field(d, "kv_heads"), "kv_heads");
-  s.seqQ = fieldAs<int64_t>(field(d, "seq_q"), "seq_q");
-  s.seqKV = fieldAs<int64_t>(field(d, "seq_kv"), "seq_kv");
-  s.headDim = fieldAs<int64_t>(field(d, "head_dim"), "head_dim");
-  s.headDimV = fieldAs<int64_t>(field(d, "head_dim_v"), "head_dim_v");
-  s.dtype = toDType(fieldAs<std::string>(field(d, "dtype"), "dtype"));
-  s.mask = fieldAs<bool>(field(d, "causal"), "causal") ? Mask::causal()
-                                                      : Mask::none();
-  py::object scale = field(d, "scale");
-  if (!scale.is_none())
-    s.scale = fieldAs<double>(scale, "scale");
-  s.withLse = fieldAs<bool>(field(d, "with_lse"), "with_lse");
+  try {
+    static_cast<::flashc::AttentionProblem &>(s) =
+        spec.cast<const ::flashc::AttentionProblem &>();
+  } catch (const py::cast_error &) {
+    raise(typeErrorType(),
+          "spec must be a flashc.AttentionSpec, got " +
+              std::string(py::str(py::type::of(spec).attr("__name__"))));
+  }
   return s;
 }
 
@@ -328,7 +316,7 @@ PYBIND11_MODULE(_compiler, m) {
       "kind (int, bool or str), values, description and default.");
   m.def(
       "compile",
-      [](const py::dict &spec, const std::string &target,
+      [](py::handle spec, const std::string &target,
          const py::dict &options) {
         AttentionSpec s = toSpec(spec);
         PipelineConfig c = toConfig(target, options);
@@ -342,7 +330,7 @@ PYBIND11_MODULE(_compiler, m) {
 
   m.def(
       "cost",
-      [](const py::dict &spec, const std::string &target, int64_t sramBytes,
+      [](py::handle spec, const std::string &target, int64_t sramBytes,
          const std::string &loopOrder) {
         AttentionSpec s = toSpec(spec);
         if (llvm::Error e = s.validate())

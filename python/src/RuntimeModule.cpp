@@ -46,21 +46,50 @@ flashc::ElementType elementType(const std::string &name) {
   return *t;
 }
 
+/// The mask `name` names; FlashcError listing the kinds otherwise.
+flashc::Mask toMask(const std::string &name) {
+  std::optional<flashc::Mask> mask = flashc::Mask::parse(name);
+  if (!mask) {
+    std::string kinds;
+    for (flashc::MaskKind kind : flashc::kMaskKinds)
+      kinds += (kinds.empty() ? "'" : ", '") +
+               std::string(flashc::stringify(kind)) + "'";
+    fail("unknown mask '" + name + "'; expected " + kinds);
+  }
+  return *mask;
+}
+
 /// The variant query of a call, as Python passes it to find and
 /// explain_miss.
 rt::AttentionQuery toQuery(const std::string &target, const std::string &dtype,
                            int64_t group, int64_t headDim, int64_t headDimV,
-                           bool causal, bool withLse, bool decode) {
+                           const std::string &mask, bool withLse,
+                           bool decode) {
   rt::AttentionQuery q;
   q.target = target;
   q.dtype = elementType(dtype);
   q.group = group;
   q.headDim = headDim;
   q.headDimV = headDimV;
-  q.mask = causal ? flashc::Mask::causal() : flashc::Mask::none();
+  q.mask = toMask(mask);
   q.withLse = withLse;
   q.decode = decode;
   return q;
+}
+
+/// `value` as a T; FlashcTypeError naming `name` when it does not convert.
+/// A bool is only a Python or numpy bool (pybind11 would take 1 for True).
+template <typename T> T as(py::handle value, const std::string &name) {
+  std::string type = py::str(py::type::of(value).attr("__name__"));
+  if constexpr (std::is_same_v<T, bool>) {
+    if (!PyBool_Check(value.ptr()) && type != "bool_")
+      raise(typeErrorType(), name + " has the wrong type (" + type + ")");
+  }
+  try {
+    return value.cast<T>();
+  } catch (const py::cast_error &) {
+    raise(typeErrorType(), name + " has the wrong type (" + type + ")");
+  }
 }
 
 rt::TensorView toView(const TensorDesc &d, const char *what) {
@@ -148,6 +177,94 @@ PYBIND11_MODULE(_runtime, m) {
   m.attr("FlashcTypeError") = typeErrorType();
   translateExceptions(errorType(), typeErrorType());
 
+  // flashc's one description of an attention problem (flashc/Core/
+  // Problem.h): flashc.AttentionSpec derives from it, and the compiler
+  // module takes it as it is. FIELDS lists the attributes, in order.
+  py::class_<flashc::AttentionProblem> problem(m, "AttentionProblem");
+  problem.def(py::init<>());
+  // Each field converts what it is given or raises FlashcTypeError naming
+  // it (never pybind11's TypeError).
+  auto integer = [&](const char *name, int64_t flashc::AttentionProblem::*f) {
+    problem.def_property(
+        name, [f](const flashc::AttentionProblem &p) { return p.*f; },
+        [f, name](flashc::AttentionProblem &p, py::handle value) {
+          p.*f = as<int64_t>(value, name);
+        });
+  };
+  integer("batch", &flashc::AttentionProblem::batch);
+  integer("heads", &flashc::AttentionProblem::heads);
+  integer("kv_heads", &flashc::AttentionProblem::kvHeads);
+  integer("seq_q", &flashc::AttentionProblem::seqQ);
+  integer("seq_kv", &flashc::AttentionProblem::seqKV);
+  integer("head_dim", &flashc::AttentionProblem::headDim);
+  integer("head_dim_v", &flashc::AttentionProblem::headDimV);
+  problem
+      .def_property(
+          "dtype",
+          [](const flashc::AttentionProblem &p) {
+            return std::string(flashc::stringify(p.dtype));
+          },
+          [](flashc::AttentionProblem &p, py::handle name) {
+            p.dtype = elementType(as<std::string>(name, "dtype"));
+          })
+      .def_property(
+          "mask",
+          [](const flashc::AttentionProblem &p) { return p.mask.str(); },
+          [](flashc::AttentionProblem &p, py::handle name) {
+            p.mask = toMask(as<std::string>(name, "mask"));
+          })
+      .def_property(
+          "scale",
+          [](const flashc::AttentionProblem &p) { return p.scale; },
+          [](flashc::AttentionProblem &p, py::handle value) {
+            p.scale = value.is_none()
+                          ? std::nullopt
+                          : std::optional<double>(as<double>(value, "scale"));
+          })
+      .def_property(
+          "with_lse",
+          [](const flashc::AttentionProblem &p) { return p.withLse; },
+          [](flashc::AttentionProblem &p, py::handle value) {
+            p.withLse = as<bool>(value, "with_lse");
+          })
+      .def_property(
+          "layout",
+          [](const flashc::AttentionProblem &p) {
+            return std::string(flashc::stringify(p.layout));
+          },
+          [](flashc::AttentionProblem &p, py::handle value) {
+            std::string name = as<std::string>(value, "layout");
+            std::optional<flashc::Layout> layout = flashc::parseLayout(name);
+            if (!layout)
+              fail("unknown layout '" + name + "'");
+            p.layout = *layout;
+          })
+      .def_property_readonly("value_dim", &flashc::AttentionProblem::valueDim)
+      .def_property_readonly("effective_scale",
+                             &flashc::AttentionProblem::effectiveScale)
+      .def(
+          "check",
+          [](const flashc::AttentionProblem &p) {
+            if (flashc::Status s = p.check())
+              fail(s.message());
+          },
+          "Raises FlashcError naming the first invalid field.")
+      .def("__str__", &flashc::AttentionProblem::str)
+      .def_property_readonly_static("FIELDS", [](py::object) {
+        return py::make_tuple("batch", "heads", "kv_heads", "seq_q", "seq_kv",
+                              "head_dim", "head_dim_v", "dtype", "mask",
+                              "scale", "with_lse", "layout");
+      });
+  m.def(
+      "mask_kinds",
+      [] {
+        py::list kinds;
+        for (flashc::MaskKind kind : flashc::kMaskKinds)
+          kinds.append(std::string(flashc::stringify(kind)));
+        return kinds;
+      },
+      "The masks flashc knows, by name ('none', 'causal').");
+
   py::class_<rt::Bundle>(m, "Bundle")
       .def_static(
           "load",
@@ -170,17 +287,17 @@ PYBIND11_MODULE(_runtime, m) {
           "find",
           [](const rt::Bundle &b, const std::string &target,
              const std::string &dtype, int64_t group, int64_t headDim,
-             int64_t headDimV, bool causal, bool withLse,
+             int64_t headDimV, const std::string &mask, bool withLse,
              bool decode) -> py::object {
             rt::AttentionQuery q = toQuery(target, dtype, group, headDim,
-                                           headDimV, causal, withLse, decode);
+                                           headDimV, mask, withLse, decode);
             for (size_t i = 0; i < b.variants.size(); ++i)
               if (&b.variants[i] == b.find(q))
                 return py::int_(i);
             return py::none();
           },
           py::arg("target"), py::arg("dtype"), py::arg("group"),
-          py::arg("head_dim"), py::arg("head_dim_v"), py::arg("causal"),
+          py::arg("head_dim"), py::arg("head_dim_v"), py::arg("mask"),
           py::arg("with_lse"), py::arg("decode"))
       .def(
           "launch",
@@ -221,9 +338,10 @@ PYBIND11_MODULE(_runtime, m) {
       "explain_miss",
       [](const rt::Bundle &b, const std::string &target,
          const std::string &dtype, int64_t group, int64_t headDim,
-         int64_t headDimV, bool causal, bool withLse, bool decode) {
+         int64_t headDimV, const std::string &mask, bool withLse,
+         bool decode) {
         return b.explainMiss(toQuery(target, dtype, group, headDim, headDimV,
-                                     causal, withLse, decode));
+                                     mask, withLse, decode));
       },
       "Why the bundle has no variant for the query: the closest variant "
       "and the field in which it differs.");

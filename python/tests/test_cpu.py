@@ -201,3 +201,39 @@ def test_compile_options_come_from_the_pipeline_table(rng, seed):
     q, k, v = make_inputs(rng, 1, 2, 2, 40, 70, 32)
     out = kernel(q, k, v)
     check(out, None, q, k, v, False, seed)
+
+
+@pytest.mark.parametrize("mask", ["none", "causal"])
+def test_mask_by_name(rng, seed, mask):
+    """The mask by name: the spec is flashc's problem description, whose
+    mask is "none" or "causal"; causal=True is mask="causal"."""
+    assert flashc._runtime.mask_kinds() == ["none", "causal"]  # pylint: disable=protected-access
+    spec = flashc.AttentionSpec(heads=4, kv_heads=2, mask=mask)
+    assert spec.mask == mask and spec.causal == (mask == "causal")
+    assert isinstance(spec, flashc._runtime.AttentionProblem)  # pylint: disable=protected-access
+    assert f"mask={mask!r}" in repr(spec)
+    spec.causal = mask != "causal"
+    assert spec.mask == ("none" if mask == "causal" else "causal")
+    q, k, v = make_inputs(rng, 1, 4, 2, 23, 41, 64)
+    out, lse = flashc.attention(q, k, v, mask=mask, return_lse=True)
+    check(out, lse, q, k, v, mask == "causal", seed)
+    # The same kernel as causal=True / False: nothing new is compiled.
+    before = flashc.cache_size()
+    flashc.attention(q, k, v, causal=mask == "causal")
+    assert flashc.cache_size() == before
+
+
+def test_mask_errors():
+    with pytest.raises(flashc.FlashcError,
+                       match="unknown mask 'sliding'; expected one of "
+                       "'none', 'causal'"):
+        flashc.AttentionSpec(mask="sliding")
+    with pytest.raises(flashc.FlashcError,
+                       match="causal=True contradicts mask='none'"):
+        flashc.AttentionSpec(causal=True, mask="none")
+    with pytest.raises(flashc.FlashcTypeError,
+                       match="mask must be a string, got bool"):
+        flashc.AttentionSpec(mask=True)
+    q = np.zeros((1, 1, 4, 64), np.float32)
+    with pytest.raises(flashc.FlashcError, match="unknown mask 'window'"):
+        flashc.attention(q, q, q, mask="window")

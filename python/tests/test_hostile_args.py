@@ -529,13 +529,22 @@ def test_the_extension_modules_translate_their_errors(env):
     or FlashcTypeError, never RuntimeError or pybind11's TypeError."""
     compiler = flashc._compiler_api()  # pylint: disable=protected-access
     runtime = flashc._runtime  # pylint: disable=protected-access
-    with pytest.raises(E, match="the spec has no 'batch'"):
+    with pytest.raises(T, match="spec must be a flashc.AttentionSpec, got "
+                       "dict"):
         compiler.compile({}, "cpu", {})
-    bad = dict(env.spec.to_dict(), heads="two")
+    # The problem description itself, without AttentionSpec's checks.
+    problem = runtime.AttentionProblem()
     with pytest.raises(T, match="heads has the wrong type"):
-        compiler.compile(bad, "cpu", {})
+        problem.heads = "two"
+    for name, value in (("dtype", 2), ("mask", True), ("scale", "x"),
+                        ("with_lse", 1), ("layout", None)):
+        with pytest.raises(T, match=f"{name} has the wrong type"):
+            setattr(problem, name, value)
+    with pytest.raises(E, match="unknown mask 'sliding'; expected 'none', "
+                       "'causal'"):
+        problem.mask = "sliding"
     with pytest.raises(T, match="block_q has the wrong type"):
-        compiler.compile(env.spec.to_dict(), "cpu", {"block_q": "x"})
+        compiler.compile(env.spec, "cpu", {"block_q": "x"})
     native = env.kernel._native  # pylint: disable=protected-access
     desc = (env.q.ctypes.data, "f32", [1, 2, 4, 16], [128, 64, 16, 1], False)
     for malformed in ("q", (1, 2), (desc[0], "f32", [1, 2], [1], False),
