@@ -292,19 +292,29 @@ int64_t mlir::flash::getMaxSplits(const AttentionProblem &shape, int64_t blockKV
   return ::flashc::getMaxSplitCount(shape, blockKV, maxSplits);
 }
 
-llvm::Expected<WavePrediction>
-mlir::flash::predictSplitKVTime(const TargetInfo &target,
-                                const AttentionProblem &shape,
-                                const TileSizes &tiles, int64_t splits) {
+/// The checks shared by the split-KV predictions: a shape the cost model
+/// takes, a target with wave figures, positive tiles.
+static llvm::Error checkSplitKVInputs(const TargetInfo &target,
+                                      const AttentionProblem &shape,
+                                      const TileSizes &tiles) {
   if (llvm::Error err = verifyCostShape(shape))
-    return std::move(err);
+    return err;
   if (llvm::Error err = checkWaveTarget(target))
-    return std::move(err);
+    return err;
   if (tiles.blockQ <= 0 || tiles.blockKV <= 0)
     return llvm::createStringError(
         llvm::formatv("tile sizes must be positive, got {0}x{1}", tiles.blockQ,
                       tiles.blockKV)
             .str());
+  return llvm::Error::success();
+}
+
+llvm::Expected<WavePrediction>
+mlir::flash::predictSplitKVTime(const TargetInfo &target,
+                                const AttentionProblem &shape,
+                                const TileSizes &tiles, int64_t splits) {
+  if (llvm::Error err = checkSplitKVInputs(target, shape, tiles))
+    return std::move(err);
   int64_t blocksKV = ceilDiv(shape.seqKV, tiles.blockKV);
   if (splits < 1 || splits > blocksKV)
     return llvm::createStringError(
@@ -319,11 +329,9 @@ mlir::flash::predictSplitKVTime(const TargetInfo &target,
 llvm::Expected<WavePrediction>
 mlir::flash::chooseSplits(const TargetInfo &target, const AttentionProblem &shape,
                           const TileSizes &tiles, int64_t maxSplits) {
-  // The checks of one prediction; the search is the runtime's.
-  if (llvm::Expected<WavePrediction> one =
-          predictSplitKVTime(target, shape, tiles, 1);
-      !one)
-    return one.takeError();
+  // The search is the runtime's (flashc/Core/WaveModel.h).
+  if (llvm::Error err = checkSplitKVInputs(target, shape, tiles))
+    return std::move(err);
   return ::flashc::chooseSplitCount(getWaveTarget(target), shape,
                                     tiles.blockQ, tiles.blockKV, maxSplits);
 }
