@@ -309,7 +309,7 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
   }
   if (stage == "online") {
     FlashOnlineSoftmaxOptions o;
-    o.kvBlock = c.onlineBlockKV;
+    o.blockKV = c.onlineBlockKV;
     pm.addPass(createFlashOnlineSoftmax(o));
     return llvm::Error::success();
   }

@@ -42,7 +42,7 @@ namespace {
 /// Rewrites one attention op. Returns failure with a diagnostic for input the
 /// pass cannot handle.
 LogicalResult rewriteAttention(RewriterBase &rewriter, AttentionOp op,
-                               int64_t kvBlock) {
+                               int64_t blockKV) {
   Location loc = op.getLoc();
   rewriter.setInsertionPoint(op);
   Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
@@ -53,7 +53,7 @@ LogicalResult rewriteAttention(RewriterBase &rewriter, AttentionOp op,
   int64_t g = hq / hkv, d = qType.getDimSize(3), dv = vType.getDimSize(3);
   LLVM_DEBUG(DBGS() << "attention at " << loc << ": " << hq << " query heads, "
                     << hkv << " KV heads (G = " << g << "), blocks of "
-                    << kvBlock << " keys, mask " << op.getMask().str()
+                    << blockKV << " keys, mask " << op.getMask().str()
                     << "\n");
 
   OpFoldResult batch = getDim(rewriter, loc, q, 0);
@@ -79,7 +79,7 @@ LogicalResult rewriteAttention(RewriterBase &rewriter, AttentionOp op,
   Value l0 = createFilled(rewriter, loc, rowSizes, f32, 0.0);
 
   Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
-  Value step = arith::ConstantIndexOp::create(rewriter, loc, kvBlock);
+  Value step = arith::ConstantIndexOp::create(rewriter, loc, blockKV);
   Value nkVal = toValue(rewriter, loc, nk);
   // The mask as the step's offset: key t is visible to query row r iff
   // t <= r + diag (causal: diag = Nk - Nq, aligned at the bottom right).
@@ -160,23 +160,23 @@ struct FlashOnlineSoftmaxPass
   using Base::Base;
 
   void runOnOperation() override {
-    if (kvBlock <= 0) {
+    if (blockKV <= 0) {
       getOperation()->emitError()
-          << "flash-online-softmax: kv-block must be positive, got "
-          << static_cast<int64_t>(kvBlock);
+          << "flash-online-softmax: block-kv must be positive, got "
+          << static_cast<int64_t>(blockKV);
       return signalPassFailure();
     }
-    if (kvBlock > flashc::kMaxBlockSize) {
+    if (blockKV > flashc::kMaxBlockSize) {
       getOperation()->emitError()
           << "flash-online-softmax: "
-          << flashc::checkRange(kvBlock, "kv-block", 1, flashc::kMaxBlockSize);
+          << flashc::checkRange(blockKV, "block-kv", 1, flashc::kMaxBlockSize);
       return signalPassFailure();
     }
     SmallVector<AttentionOp> ops;
     getOperation()->walk([&](AttentionOp op) { ops.push_back(op); });
     IRRewriter rewriter(&getContext());
     for (AttentionOp op : ops) {
-      if (failed(rewriteAttention(rewriter, op, kvBlock)))
+      if (failed(rewriteAttention(rewriter, op, blockKV)))
         return signalPassFailure();
       ++numRewritten;
     }

@@ -23,7 +23,7 @@
 //
 // Untiled, 64 rows against 96 keys in blocks of 32 (c = 32): [0, 32) in
 // full, [32, 96) masked.
-// RUN: flashc-opt %t/untiled.mlir --flash-online-softmax=kv-block=32 \
+// RUN: flashc-opt %t/untiled.mlir --flash-online-softmax=block-kv=32 \
 // RUN:   --flash-causal-skip -mlir-pass-statistics \
 // RUN:   -mlir-pass-statistics-display=list -o /dev/null 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=UNTILED

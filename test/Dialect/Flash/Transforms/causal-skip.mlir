@@ -14,9 +14,9 @@
 //
 // The untiled loop of flash-online-softmax is split too; with constant
 // bounds canonicalization shows the split point.
-// RUN: flashc-opt %t/untiled.mlir --flash-online-softmax=kv-block=32 --flash-causal-skip \
+// RUN: flashc-opt %t/untiled.mlir --flash-online-softmax=block-kv=32 --flash-causal-skip \
 // RUN:   | FileCheck %s --check-prefix=UNTILED
-// RUN: flashc-opt %t/untiled.mlir --flash-online-softmax=kv-block=32 --flash-causal-skip \
+// RUN: flashc-opt %t/untiled.mlir --flash-online-softmax=block-kv=32 --flash-causal-skip \
 // RUN:   --canonicalize | FileCheck %s --check-prefix=UNTILED-FOLD
 //
 // Decode: one query row against a longer cache sees every key.

@@ -1,22 +1,22 @@
-// RUN: flashc-opt %s --split-input-file --flash-online-softmax=kv-block=64 | FileCheck %s
+// RUN: flashc-opt %s --split-input-file --flash-online-softmax=block-kv=64 | FileCheck %s
 // The default block of 128 keys:
 // RUN: flashc-opt %s --split-input-file --flash-online-softmax | FileCheck %s --check-prefix=DEFAULT
 // The same pass nested on functions through --pass-pipeline:
 // RUN: flashc-opt %s --split-input-file \
-// RUN:   --pass-pipeline="builtin.module(func.func(flash-online-softmax{kv-block=64}))" \
+// RUN:   --pass-pipeline="builtin.module(func.func(flash-online-softmax{block-kv=64}))" \
 // RUN:   | FileCheck %s
 //
 // A block size that is not positive is an error.
-// RUN: not flashc-opt %s --split-input-file --flash-online-softmax=kv-block=0 2>&1 \
+// RUN: not flashc-opt %s --split-input-file --flash-online-softmax=block-kv=0 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=ZERO
-// RUN: not flashc-opt %s --split-input-file --flash-online-softmax=kv-block=-3 2>&1 \
+// RUN: not flashc-opt %s --split-input-file --flash-online-softmax=block-kv=-3 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=NEGATIVE
-// RUN: not flashc-opt %s --split-input-file --flash-online-softmax=kv-block=1000000 2>&1 \
+// RUN: not flashc-opt %s --split-input-file --flash-online-softmax=block-kv=1000000 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=HUGE
 
-// ZERO: error: flash-online-softmax: kv-block must be positive, got 0{{$}}
-// NEGATIVE: error: flash-online-softmax: kv-block must be positive, got -3{{$}}
-// HUGE: error: flash-online-softmax: kv-block must be from 1 to 65536, got 1000000{{$}}
+// ZERO: error: flash-online-softmax: block-kv must be positive, got 0{{$}}
+// NEGATIVE: error: flash-online-softmax: block-kv must be positive, got -3{{$}}
+// HUGE: error: flash-online-softmax: block-kv must be from 1 to 65536, got 1000000{{$}}
 
 //===----------------------------------------------------------------------===//
 // Multi-head attention, static shapes.
@@ -37,7 +37,7 @@
 // CHECK-DAG: %[[BLOCK:.+]] = arith.constant 64 : index
 // CHECK-DAG: %[[NK:.+]] = arith.constant 256 : index
 // CHECK: %[[R:.+]]:3 = scf.for %[[J:.+]] = %[[C0]] to %[[NK]] step %[[BLOCK]] iter_args(%[[ACC:.+]] = %[[ACC0]], %[[M:.+]] = %[[M0]], %[[L:.+]] = %[[L0]])
-// The last block is min(kv-block, Nk - j) keys.
+// The last block is min(block-kv, Nk - j) keys.
 // CHECK: %[[REST:.+]] = arith.subi %[[NK]], %[[J]] : index
 // CHECK: %[[N:.+]] = arith.minsi %[[BLOCK]], %[[REST]] : index
 // CHECK: %[[KB:.+]] = tensor.extract_slice %[[K]][0, 0, %[[J]], 0] [1, 8, %[[N]], 64] [1, 1, 1, 1] : tensor<1x8x256x64xf32> to tensor<1x8x?x64xf32>

@@ -63,7 +63,7 @@ def FlashOnlineSoftmax : Pass<"flash-online-softmax"> {
   let description = [{
     Replaces each `flash.attention` with the online form of the
     FlashAttention algorithm: a sequential `scf.for` over blocks of
-    `kv-block` keys that carries the f32 state `(acc, m, l)` and updates it
+    `block-kv` keys that carries the f32 state `(acc, m, l)` and updates it
     with one `flash.attention_step` per block, followed by one
     `flash.finalize` that divides by `l` (FA2's deferred normalisation) and
     produces the log-sum-exp when the attention returns it.
@@ -94,7 +94,7 @@ def FlashOnlineSoftmax : Pass<"flash-online-softmax"> {
     "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect"
   ];
   let options = [
-    Option<"kvBlock", "kv-block", "int64_t", /*default=*/"128",
+    Option<"blockKV", "block-kv", "int64_t", /*default=*/"128",
            "Keys per block of the online loop (re-chosen by flash-tile)">
   ];
   let statistics = [
