@@ -1778,8 +1778,8 @@ def case_argv(ctx, case, input_path):
         return [ctx.flashc_bench] + case.args
     if case.tool == "bundle":
         # The simulator's instruction budget per thread (FLASHC_SIM_MAX_
-        # INSTRUCTIONS; the C API takes no options): a runaway kernel fails
-        # its call within the time limit.
+        # INSTRUCTIONS, which the harness passes to the C API): a runaway
+        # kernel fails its call within the time limit.
         return ["env", f"FLASHC_SIM_MAX_INSTRUCTIONS={ctx.sim_max_instructions}",
                 ctx.bundle_target, input_path] + case.args
     if case.tool == "flashc-ptxsim":

@@ -117,6 +117,23 @@ flashc_status attention(flashc_bundle *bundle, int kind, int layout,
                         const flashc_tensor *lse, int mask, double scale,
                         void *stream);
 
+/// The C API's simulator device, created at first use; with
+/// `maxInstructions`, a new one with that per-thread budget replaces it
+/// for the launches that follow.
+std::shared_ptr<Device> getCAPISimulator(const uint64_t *maxInstructions) {
+  static std::mutex mutex;
+  static std::shared_ptr<Device> simulator;
+  static SimulatorOptions options;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (maxInstructions) {
+    options.maxInstructionsPerThread = *maxInstructions;
+    simulator.reset();
+  }
+  if (!simulator)
+    simulator = getSimulatorDevice("sm_80", options);
+  return simulator;
+}
+
 /// Runs `body`, turning any C++ exception into an error code: none may
 /// reach a C caller.
 template <typename Body> flashc_status guarded(Body body) {
@@ -174,6 +191,13 @@ flashc_status flashc_attention(flashc_bundle *bundle, flashc_device_kind kind,
   });
 }
 
+flashc_status flashc_simulator_set_max_instructions(uint64_t perThread) {
+  return guarded([&] {
+    getCAPISimulator(&perThread);
+    return FLASHC_OK;
+  });
+}
+
 const char *flashc_last_error(void) { return lastError.c_str(); }
 
 const char *flashc_runtime_version(void) { return FLASHC_VERSION_STRING; }
@@ -216,12 +240,7 @@ flashc_status attention(flashc_bundle *bundle, int kind, int layout,
 
   std::shared_ptr<Device> device;
   if (kind == FLASHC_DEVICE_SIMULATOR) {
-    static std::mutex mutex;
-    static std::shared_ptr<Device> simulator;
-    std::lock_guard<std::mutex> lock(mutex);
-    if (!simulator)
-      simulator = getSimulatorDevice("sm_80");
-    device = simulator;
+    device = getCAPISimulator(/*maxInstructions=*/nullptr);
   } else if (kind == FLASHC_DEVICE_CUDA) {
     Result<std::shared_ptr<Device>> cuda = getCudaDevice(0);
     if (!cuda)

@@ -194,18 +194,7 @@ private:
 std::shared_ptr<Device>
 runtime::getSimulatorDevice(const std::string &chip,
                             const SimulatorOptions &options) {
-  // A harness that reaches the simulator through the C API or Python,
-  // which take no options (a fuzzer with a time limit), sets the
-  // instruction budget in the environment: a decimal count.
-  SimulatorOptions effective = options;
-  if (const char *env = std::getenv("FLASHC_SIM_MAX_INSTRUCTIONS")) {
-    char *end = nullptr;
-    errno = 0;
-    unsigned long long n = std::strtoull(env, &end, 10);
-    if (*env >= '0' && *env <= '9' && !*end && errno == 0)
-      effective.maxInstructionsPerThread = n;
-  }
-  return std::make_shared<SimulatorDevice>(chip, effective);
+  return std::make_shared<SimulatorDevice>(chip, options);
 }
 
 Result<SimulatorCounters> runtime::getSimulatorCounters(const Device &device) {

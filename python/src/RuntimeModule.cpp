@@ -130,12 +130,18 @@ py::dict variantInfo(const rt::KernelVariant &v) {
   return d;
 }
 
+/// The options of the simulator devices of the launches to come.
+rt::SimulatorOptions &simulatorOptions() {
+  static rt::SimulatorOptions options;
+  return options;
+}
+
 /// One device per kind, created on first use (the CUDA device loads the
 /// driver with dlopen).
 std::shared_ptr<rt::Device> getDevice(const std::string &kind,
                                       const std::string &chip) {
   if (kind == "sim")
-    return rt::getSimulatorDevice(chip);
+    return rt::getSimulatorDevice(chip, simulatorOptions());
   if (kind != "cuda")
     fail("unknown device kind '" + kind + "'; expected cuda or sim");
   static std::mutex mutex;
@@ -345,6 +351,15 @@ PYBIND11_MODULE(_runtime, m) {
       },
       "Why the bundle has no variant for the query: the closest variant "
       "and the field in which it differs.");
+  m.def(
+      "set_simulator_max_instructions",
+      [](uint64_t perThread) {
+        simulatorOptions().maxInstructionsPerThread = perThread;
+      },
+      py::arg("per_thread"),
+      "The simulator's budget for the launches that follow: a thread that "
+      "executes more instructions fails its launch (0: no limit; default "
+      "10^8).");
   m.def(
       "cuda_chip",
       []() { return getDevice("cuda", "")->getChip(); },

@@ -28,6 +28,7 @@
 #include "DenseTensor.h"
 #include "flashc/Runtime/flashc_runtime.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,6 +168,25 @@ static void runCall(flashc_bundle *bundle, const char *name) {
   free(lse);
 }
 
+/* The harness's time limit: FLASHC_SIM_MAX_INSTRUCTIONS (a decimal
+ * count), the simulator's per-thread instruction budget, which the fuzzer
+ * sets so that a runaway kernel fails its call in time. */
+static void setInstructionBudget(void) {
+  const char *text = getenv("FLASHC_SIM_MAX_INSTRUCTIONS");
+  if (!text || *text < '0' || *text > '9')
+    return;
+  char *end = NULL;
+  errno = 0;
+  unsigned long long n = strtoull(text, &end, 10);
+  if (*end || errno)
+    return;
+  if (flashc_simulator_set_max_instructions(n) != FLASHC_OK) {
+    fprintf(stderr, "violation: set_max_instructions: %s\n",
+            flashc_last_error());
+    ++violations;
+  }
+}
+
 int main(int argc, char **argv) {
   static const char *const allCalls[] = {
       "prefill",        "causal-prefill", "lse-prefill", "causal-lse-prefill",
@@ -184,6 +204,7 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
+  setInstructionBudget();
   flashc_bundle *bundle = NULL;
   flashc_status status = flashc_bundle_open(argv[1], &bundle);
   if (!report("open", status)) {

@@ -301,13 +301,23 @@ int main(int argc, char **argv) {
   CHECK(flashc_last_error()[0] == '\0', "an error after success: %s",
         flashc_last_error());
 
-  /* A fault the simulator finds in a kernel (here, a thread over its
-   * instruction budget) is a launch error. */
+  /* A fault the simulator finds in a kernel (here, a thread over the
+   * instruction budget flashc_simulator_set_max_instructions set) is a
+   * launch error; the default budget runs the same call. */
   if (argc > 2 && strcmp(argv[2], "trap") == 0) {
     Call t;
     initCall(&t, 9, 300, FLASHC_MASK_CAUSAL, 1);
+    CHECK(flashc_simulator_set_max_instructions(100) == FLASHC_OK,
+          "set_max_instructions: %s", flashc_last_error());
     expectError("trapped kernel", run(bundle, &t), FLASHC_ERROR_LAUNCH,
-                "instructions");
+                "the thread exceeded 100 instructions");
+    CHECK(flashc_simulator_set_max_instructions(100000000) == FLASHC_OK,
+          "set_max_instructions: %s", flashc_last_error());
+    flashc_status again = run(bundle, &t);
+    CHECK(again == FLASHC_OK, "with the default budget: status %d: %s",
+          (int)again, flashc_last_error());
+    if (again == FLASHC_OK)
+      checkCall("with the default budget", &t);
     freeCall(&t);
     flashc_bundle_close(bundle);
     return failures ? 1 : 0;

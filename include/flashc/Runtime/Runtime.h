@@ -253,11 +253,11 @@ struct SimulatorOptions {
   /// Shared-memory race checking (off only to measure its cost).
   bool checkRaces = true;
   /// A thread that executes more instructions fails the launch (a runaway
-  /// kernel); 0: no limit. The environment variable
-  /// FLASHC_SIM_MAX_INSTRUCTIONS (a decimal count) replaces it, for
-  /// callers of the C API and Python, which take no options. A runaway
-  /// loop with a barrier in it runs every thread of its CTA to the budget
-  /// (128 threads x 10^8 instructions: about a minute).
+  /// kernel); 0: no limit. The C API sets it with
+  /// flashc_simulator_set_max_instructions, Python with
+  /// flashc._runtime.set_simulator_max_instructions. A runaway loop with a
+  /// barrier in it runs every thread of its CTA to the budget (128 threads
+  /// x 10^8 instructions: about a minute).
   uint64_t maxInstructionsPerThread = 100000000;
   /// Host memory a launch may use for the simulation itself (registers,
   /// local and shared memory of the CTAs in flight, checking records),

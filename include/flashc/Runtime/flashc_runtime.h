@@ -117,6 +117,12 @@ flashc_status flashc_attention(flashc_bundle *bundle,
                                const flashc_tensor *lse, int mask,
                                double scale, void *stream);
 
+/* The PTX simulator's budget: a thread that executes more than
+ * `per_thread` instructions (a runaway kernel) fails its launch with
+ * FLASHC_ERROR_LAUNCH; 0 means no limit, the default is 10^8. Applies to
+ * the FLASHC_DEVICE_SIMULATOR launches that follow. */
+flashc_status flashc_simulator_set_max_instructions(uint64_t per_thread);
+
 /* The message of the calling thread's last error ("" when none). */
 const char *flashc_last_error(void);
 
