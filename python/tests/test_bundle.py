@@ -51,6 +51,25 @@ def test_bundle_kernels_take_any_scale(bundle_dir, rng, seed):
         check(out, None, q, k, v, True, seed, scale=scale)
 
 
+def test_bundle_masks_by_name_and_simulator_budget(bundle_dir, rng, seed):
+    bundle = flashc.load_bundle(bundle_dir)
+    assert {v["mask"] for v in bundle.variants} == {"none", "causal"}
+    q, k, v = make_inputs(rng, 1, 4, 2, 12, 40, 64, dtype=np.float16)
+    out = bundle.attention(q, k, v, mask="causal", simulate=True)
+    check(out, None, q, k, v, True, seed)
+    # The simulator's per-thread instruction budget, set by call.
+    runtime = flashc._runtime  # pylint: disable=protected-access
+    runtime.set_simulator_max_instructions(50)
+    try:
+        with pytest.raises(flashc.FlashcError,
+                           match="the thread exceeded 50 instructions"):
+            bundle.attention(q, k, v, mask="causal", simulate=True)
+    finally:
+        runtime.set_simulator_max_instructions(100000000)
+    out = bundle.attention(q, k, v, mask="none", simulate=True)
+    check(out, None, q, k, v, False, seed)
+
+
 def test_bundle_without_the_variant(bundle_dir, rng):
     bundle = flashc.load_bundle(bundle_dir)
     q, k, v = make_inputs(rng, 1, 2, 2, 8, 8, 64, dtype=np.float16)
