@@ -47,6 +47,13 @@ const char *flashc::stringify(MaskKind kind) {
   return "?";
 }
 
+std::string flashc::getMaskKindNames() {
+  std::string names;
+  for (MaskKind kind : kMaskKinds)
+    names += (names.empty() ? "" : ", ") + std::string(stringify(kind));
+  return names;
+}
+
 std::string Mask::str() const { return stringify(kind); }
 
 std::optional<Mask> Mask::parse(std::string_view name) {

@@ -312,8 +312,8 @@ Result<KernelVariant> KernelVariant::fromJson(const JsonValue &v) {
   std::optional<Mask> parsedMask = Mask::parse(mask);
   if (!parsedMask)
     return Status::error("manifest: variant '" + k.id + "' has mask '" +
-                         escapeForMessage(mask) +
-                         "'; this runtime knows none and causal");
+                         escapeForMessage(mask) + "'; this runtime knows " +
+                         getMaskKindNames());
   k.query.mask = *parsedMask;
   if (!getBool(v, "lse", k.query.withLse) ||
       !getBool(v, "decode", k.query.decode))

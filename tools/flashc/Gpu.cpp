@@ -200,7 +200,8 @@ int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
       std::optional<Mask> mask = Mask::parse(name);
       if (!mask)
         return reportError(llvm::createStringError(
-            "--masks: unknown mask '" + name + "'; expected " + all));
+            "--masks: unknown mask '" + name + "'; expected one of " +
+            ::flashc::getMaskKindNames()));
       masks.push_back(*mask);
     }
   }

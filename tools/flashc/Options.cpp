@@ -139,14 +139,10 @@ llvm::Error flashc::readSpec(const Options &o, AttentionSpec &spec) {
   }
   if (o.has("mask")) {
     std::optional<Mask> mask = Mask::parse(o.str("mask"));
-    if (!mask) {
-      std::string kinds;
-      for (::flashc::MaskKind kind : ::flashc::kMaskKinds)
-        kinds += (kinds.empty() ? "" : ", ") +
-                 std::string(::flashc::stringify(kind));
-      return llvm::createStringError("--mask must be one of " + kinds +
-                                     ", got '" + o.str("mask") + "'");
-    }
+    if (!mask)
+      return llvm::createStringError("--mask must be one of " +
+                                     ::flashc::getMaskKindNames() + ", got '" +
+                                     o.str("mask") + "'");
     spec.mask = *mask;
   }
   // --causal: --mask causal.

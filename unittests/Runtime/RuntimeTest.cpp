@@ -560,7 +560,7 @@ INSTANTIATE_TEST_SUITE_P(
         MalformedCase{"UnknownMask", [](auto &v) { v["mask"] = "sliding"; },
                       "manifest: variant "
                       "'sm_90a-bf16-g4-d96dv80-causal-lse-decode' has mask "
-                      "'sliding'; this runtime knows none and causal"},
+                      "'sliding'; this runtime knows none, causal"},
         MalformedCase{"NoLse", [](auto &v) { v.erase("lse"); },
                       "manifest: missing or malformed 'lse, decode'"},
         MalformedCase{"DecodeAsNumber", [](auto &v) { v["decode"] = 1; },

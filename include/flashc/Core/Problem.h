@@ -84,6 +84,9 @@ struct Mask {
 
 /// "none" or "causal".
 const char *stringify(MaskKind kind);
+/// Every kind's name, in declaration order: "none, causal" (for messages
+/// that list what a mask may be).
+std::string getMaskKindNames();
 
 //===----------------------------------------------------------------------===//
 // The problem

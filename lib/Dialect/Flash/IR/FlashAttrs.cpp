@@ -72,7 +72,7 @@ Attribute GridFactorAttr::parse(AsmParser &parser, Type) {
     return {};
   SmallVector<Attribute> product;
   do {
-    int64_t value;
+    int64_t value = 0;
     OptionalParseResult integer = parser.parseOptionalInteger(value);
     if (integer.has_value()) {
       if (failed(*integer))
@@ -125,12 +125,8 @@ Attribute MaskAttr::parse(AsmParser &parser, Type) {
     return {};
   std::optional<::flashc::Mask> mask = ::flashc::Mask::parse(name);
   if (!mask) {
-    std::string kinds;
-    for (::flashc::MaskKind kind : ::flashc::kMaskKinds)
-      kinds += (kinds.empty() ? "" : ", ") +
-               std::string(::flashc::stringify(kind));
     parser.emitError(loc) << "unknown mask '" << name << "'; expected one of "
-                          << kinds;
+                          << ::flashc::getMaskKindNames();
     return {};
   }
   if (parser.parseGreater())
