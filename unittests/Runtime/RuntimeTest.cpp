@@ -312,7 +312,7 @@ INSTANTIATE_TEST_SUITE_P(
         GridJsonCase{"UnknownSize", R"j([{"product": ["B", "H"]}])j",
                      "'H' is not a size this runtime knows (B, Nq, Nk, "
                      "splits)"},
-        GridJsonCase{"ControlBytes", R"j([{"product": ["B[2J"]}])j",
+        GridJsonCase{"ControlBytes", R"j([{"product": ["B\u0001\u001b[2J"]}])j",
                      "'B\\x01\\x1b[2J' is not a size this runtime knows (B, "
                      "Nq, Nk, splits)"},
         GridJsonCase{"NegativeOperand", R"j([{"product": [-4]}])j",
