@@ -67,14 +67,7 @@ ElementType toDType(const std::string &name) {
 /// The entry `key` of an options dict as a T; FlashcTypeError naming
 /// the key when it does not convert.
 template <typename T> T fieldAs(const py::handle &value, const std::string &key) {
-  try {
-    return value.cast<T>();
-  } catch (const py::cast_error &) {
-    raise(typeErrorType(),
-          key + " has the wrong type (" +
-              std::string(py::str(py::type::of(value).attr("__name__"))) +
-              ")");
-  }
+  return castOrRaise<T>(value, key, typeErrorType());
 }
 
 /// The compiler's spec of a flashc.AttentionSpec: the problem description
@@ -86,8 +79,7 @@ AttentionSpec toSpec(py::handle spec) {
         spec.cast<const ::flashc::AttentionProblem &>();
   } catch (const py::cast_error &) {
     raise(typeErrorType(),
-          "spec must be a flashc.AttentionSpec, got " +
-              std::string(py::str(py::type::of(spec).attr("__name__"))));
+          "spec must be a flashc.AttentionSpec, got " + typeName(spec));
   }
   return s;
 }

@@ -80,16 +80,12 @@ rt::AttentionQuery toQuery(const std::string &target, const std::string &dtype,
 /// `value` as a T; FlashcTypeError naming `name` when it does not convert.
 /// A bool is only a Python or numpy bool (pybind11 would take 1 for True).
 template <typename T> T as(py::handle value, const std::string &name) {
-  std::string type = py::str(py::type::of(value).attr("__name__"));
   if constexpr (std::is_same_v<T, bool>) {
-    if (!PyBool_Check(value.ptr()) && type != "bool_")
-      raise(typeErrorType(), name + " has the wrong type (" + type + ")");
+    if (!PyBool_Check(value.ptr()) && typeName(value) != "bool_")
+      raise(typeErrorType(),
+            name + " has the wrong type (" + typeName(value) + ")");
   }
-  try {
-    return value.cast<T>();
-  } catch (const py::cast_error &) {
-    raise(typeErrorType(), name + " has the wrong type (" + type + ")");
-  }
+  return castOrRaise<T>(value, name, typeErrorType());
 }
 
 rt::TensorView toView(const TensorDesc &d, const char *what) {

@@ -55,6 +55,23 @@ inline void setError(PyObject *type, const std::string &message) {
   throw pybind11::error_already_set();
 }
 
+/// The name of `value`'s type, for messages.
+inline std::string typeName(pybind11::handle value) {
+  return pybind11::str(pybind11::type::of(value).attr("__name__"));
+}
+
+/// `value` as a T, or `typeError` (flashc.FlashcTypeError) raised with
+/// "NAME has the wrong type (TYPE)".
+template <typename T>
+T castOrRaise(pybind11::handle value, const std::string &name,
+              const pybind11::object &typeError) {
+  try {
+    return value.cast<T>();
+  } catch (const pybind11::cast_error &) {
+    raise(typeError, name + " has the wrong type (" + typeName(value) + ")");
+  }
+}
+
 /// A Python str of `text`, which may hold bytes that are not UTF-8 (they
 /// become U+FFFD): strings read from a bundle's manifest.
 inline pybind11::str toStr(const std::string &text) {

@@ -87,10 +87,6 @@ struct KernelGrid {
   /// [{"product": ["B"]}, {"product": ["Nq"], "ceildiv": 64}, ...]
   JsonValue toJson() const;
   static Result<KernelGrid> fromJson(const JsonValue &value);
-
-  bool operator==(const KernelGrid &other) const {
-    return str() == other.str();
-  }
 };
 
 /// One kernel of a variant.
