@@ -24,8 +24,11 @@
 # flashc's default toolkit is a path that does not exist, so that
 # assembling fails with an error naming it.
 #
-# Sets FLASHC_DEFAULT_CUDA_TOOLKIT, and FLASHC_PTXAS, FLASHC_NVCC and
-# FLASHC_CUDA_H (each empty when absent or hidden).
+# Sets FLASHC_DEFAULT_CUDA_TOOLKIT, and FLASHC_PTXAS, FLASHC_NVCC,
+# FLASHC_CUDA_H and FLASHC_NVDISASM (each empty when absent or hidden).
+# nvdisasm, for the static performance model of docs/KERNELS.md, is first
+# the pinned copy that scripts/install-deps.sh installs from PyPI (so that
+# the table does not depend on the toolkit's version), else the toolkit's.
 #
 #===----------------------------------------------------------------------===#
 
@@ -38,6 +41,7 @@ set(FLASHC_CUDA_TOOLKIT_DIR "" CACHE PATH
 set(FLASHC_PTXAS "")
 set(FLASHC_NVCC "")
 set(FLASHC_CUDA_H "")
+set(FLASHC_NVDISASM "")
 if(FLASHC_USE_CUDA_TOOLKIT)
   set(toolkit "${FLASHC_CUDA_TOOLKIT_DIR}")
   if(NOT toolkit)
@@ -61,13 +65,20 @@ if(FLASHC_USE_CUDA_TOOLKIT)
   if(EXISTS "${toolkit}/include/cuda.h")
     set(FLASHC_CUDA_H "${toolkit}/include/cuda.h")
   endif()
+  foreach(candidate /opt/flashc-cuda/nvdisasm/nvidia/cu13/bin/nvdisasm
+                    "${toolkit}/bin/nvdisasm")
+    if(EXISTS "${candidate}")
+      set(FLASHC_NVDISASM "${candidate}")
+      break()
+    endif()
+  endforeach()
   unset(toolkit)
 else()
   # A path, not a message: it goes into pass options (no spaces).
   set(FLASHC_DEFAULT_CUDA_TOOLKIT /nonexistent/flashc-built-without-cuda-toolkit)
 endif()
 
-foreach(tool ptxas nvcc cuda.h)
+foreach(tool ptxas nvcc cuda.h nvdisasm)
   string(TOUPPER "FLASHC_${tool}" var)
   string(REPLACE "." "_" var "${var}")
   if(${var})

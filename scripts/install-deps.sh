@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 #===- scripts/install-deps.sh - Install flashc's build dependencies ------===#
 #
-# Installs every Debian package flashc needs to build and test, and, where
-# there is no CUDA toolkit, NVIDIA's ptxas and nvcc from PyPI (the tests
-# that assemble GPU kernels need ptxas; without it they are skipped).
+# Installs every Debian package flashc needs to build and test, NVIDIA's
+# nvdisasm from PyPI (the kernel model's check; skipped without it), and,
+# where there is no CUDA toolkit, NVIDIA's ptxas and nvcc from PyPI (the
+# tests that assemble GPU kernels need ptxas; without it they are skipped).
 # Idempotent: when everything is already present it only checks and
 # returns quickly.
 #
-#   FLASHC_NO_PYPI_CUDA=1 scripts/install-deps.sh   # no ptxas from PyPI
+#   FLASHC_NO_PYPI_CUDA=1 scripts/install-deps.sh   # nothing from PyPI
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail
@@ -36,6 +37,20 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# nvdisasm, for the static model of the GPU kernels (scripts/kernel_model.py,
+# docs/KERNELS.md): NVIDIA's package from PyPI at a pinned version, so that
+# the table does not change with the toolkit, in /opt/flashc-cuda/nvdisasm.
+nvdisasm_pypi=/opt/flashc-cuda/nvdisasm
+if [ ! -x "$nvdisasm_pypi/nvidia/cu13/bin/nvdisasm" ] &&
+   [ "${FLASHC_NO_PYPI_CUDA:-0}" != 1 ]; then
+  echo "install-deps: installing nvdisasm 13.2 (PyPI) into $nvdisasm_pypi"
+  if ! $SUDO /usr/bin/python3 -m pip install --quiet --disable-pip-version-check \
+       --no-input --root-user-action=ignore --no-deps --target "$nvdisasm_pypi" \
+       "nvidia-cuda-nvdisasm==13.2.51"; then
+    echo "install-deps: could not install nvdisasm from PyPI; the kernel model's check will be skipped" >&2
+  fi
 fi
 
 # ptxas and nvcc. A CUDA toolkit at $CUDA_HOME or /usr/local/cuda is used

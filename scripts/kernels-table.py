@@ -9,7 +9,8 @@
 # the counts of the main instructions in its PTX. It also enforces the
 # limits every shipped kernel must meet: no spills and no ld.local/st.local
 # in the PTX, at most 255 registers, shared memory within the target's
-# opt-in maximum.
+# opt-in maximum. A second table is the static performance model of each
+# forward kernel's main loop (scripts/kernel_model.py, over nvdisasm's SASS).
 #
 #   scripts/kernels-table.py --flashc build/bin/flashc            # rewrite
 #   scripts/kernels-table.py --flashc build/bin/flashc --check    # CI: stale?
@@ -27,6 +28,9 @@ import re
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kernel_model  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TABLE = os.path.join(ROOT, "docs", "KERNELS.md")
@@ -54,10 +58,12 @@ def entry_ptx(ptx, name):
     return ptx[start:] if end < 0 else ptx[start:end]
 
 
-def build_bundle(flashc, target, directory):
+def build_bundle(flashc, nvdisasm, target, directory):
     subprocess.run([flashc, "bundle", "--targets", target, "--lse", "both",
                     "-o", directory],
                    check=True, stdout=subprocess.DEVNULL)
+    models = {(v["id"], role): m for v, role, _, m in
+              kernel_model.model_bundle(directory, nvdisasm)}
     with open(os.path.join(directory, "manifest.json")) as f:
         manifest = json.load(f)
     rows = []
@@ -71,8 +77,50 @@ def build_bundle(flashc, target, directory):
             text = entry_ptx(ptx, k["name"])
             counts = [len(re.findall(p, text)) for _, p in COUNTED]
             local = len(re.findall(r"\b(?:ld|st)\.local", text))
-            rows.append((v, role, k, counts, local))
+            rows.append((v, role, k, counts, local, models[(v["id"], role)]))
     return rows
+
+
+def model_table(rows):
+    """The static model's table: one row per kernel with an MMA loop."""
+    cats = kernel_model.CATEGORIES
+    lines = [
+        "",
+        "## The main loop, per warp and unit of work (static model)",
+        "",
+        "From `scripts/kernel_model.py` over the SASS of the same cubins "
+        "(`nvdisasm -c`): the kernel's main KV loop, one steady-state "
+        "iteration (a region that a branch skips and that holds no MMA, "
+        "no ldmatrix and no memory access, the mask of a ragged or "
+        "diagonal block, is counted apart as `fix-up`), divided into "
+        "units of 16 query rows x 64 keys of QK^T and PV per warp. "
+        "Cycles are one SM sub-partition's per unit: the tensor pipe "
+        "(HMMA.16816: 8 cycles on sm_80, 4 on sm_90a), MUFU (8 per warp "
+        "instruction), issue (1 per instruction) and shared memory "
+        "(ldmatrix and shared loads at 32 bytes per cycle). `peak` is the "
+        "tensor time over the largest of the four: an upper bound on the "
+        "fraction of tensor peak, not a measurement. CTAs/SM follows from "
+        "registers, threads and shared memory.",
+        "",
+        "| variant | kernel | CTAs/SM | units/iter | "
+        + " | ".join(cats) + " | issued | fix-up | tensor | mufu | issue | "
+        "smem | bound | peak |",
+        "|---|---|---|---|" + "---|" * len(cats) + "---|---|---|---|---|"
+        "---|---|---|",
+    ]
+    for v, role, _, _, _, m in rows:
+        if m is None:
+            continue
+        u = m["per_unit"]
+        c = m["cycles"]
+        lines.append(
+            f"| {v['id']} | {role} | {m['ctas_per_sm']} | "
+            f"{m['units_per_iteration']:g} | "
+            + " | ".join(f"{u[k]:.1f}" for k in cats)
+            + f" | {u['issued']:.1f} | {m['fixup']} | {c['tensor']:.0f} | "
+            f"{c['mufu']:.0f} | {c['issue']:.0f} | {c['smem']:.0f} | "
+            f"{m['bound']} | {100 * m['tensor_fraction']:.0f}% |")
+    return lines
 
 
 def main():
@@ -81,11 +129,18 @@ def main():
     parser.add_argument("--check", action="store_true",
                         help="fail if docs/KERNELS.md is stale")
     parser.add_argument("--output", default=TABLE)
+    parser.add_argument("--nvdisasm", help="the nvdisasm for the model "
+                        "(default: kernel_model.find_tool's search)")
     args = parser.parse_args()
+    nvdisasm = kernel_model.find_tool("nvdisasm", args.nvdisasm)
+    if not nvdisasm:
+        print("kernels-table: no nvdisasm (scripts/install-deps.sh installs "
+              "one from PyPI; or pass --nvdisasm)", file=sys.stderr)
+        return 1
 
     with tempfile.TemporaryDirectory() as tmp:
         with concurrent.futures.ThreadPoolExecutor(len(TARGETS)) as pool:
-            futures = [pool.submit(build_bundle, args.flashc, t,
+            futures = [pool.submit(build_bundle, args.flashc, nvdisasm, t,
                                    os.path.join(tmp, t)) for t in TARGETS]
             rows = [r for f in futures for r in f.result()]
 
@@ -111,7 +166,7 @@ def main():
         + " | ".join(name for name, _ in COUNTED) + " |",
         "|---|---|---|---|---|---|" + "---|" * len(COUNTED),
     ]
-    for v, role, k, counts, local in rows:
+    for v, role, k, counts, local, _ in rows:
         target = v["target"]
         if local:
             problems.append(f"{k['name']} ({v['id']}) has {local} "
@@ -130,6 +185,7 @@ def main():
                      f"{k['registers']} | {k['spill_bytes']} | "
                      f"{k['shared_bytes']} | "
                      + " | ".join(str(c) for c in counts) + " |")
+    lines += model_table(rows)
     text = "\n".join(lines) + "\n"
 
     for p in problems:

@@ -1,0 +1,425 @@
+#!/usr/bin/env python3
+# ===- scripts/kernel_model.py - A static performance model of GPU kernels --===#
+#
+# No machine here has a GPU, so a schedule is judged on the assembled
+# kernel: ptxas writes the cubin, nvdisasm its SASS, and this model finds
+# the main KV loop and counts what one steady-state iteration issues, per
+# warp and per unit of work (16 query rows x 64 keys of both products,
+# QK^T and PV). From the counts it bounds the time of a unit by four
+# resources of one SM sub-partition (one warp scheduler):
+#
+#   tensor  HMMA.16816 occupies the sub-partition's tensor pipe for 8
+#           cycles on sm_80 (4 on sm_90a, whose SM does twice the work per
+#           cycle); HMMA.1688 half of that
+#   mufu    a warp's MUFU op takes 8 cycles (16 lanes per cycle per SM)
+#   issue   one instruction per cycle
+#   smem    the bytes that ldmatrix and shared loads read, at 128 bytes per
+#           cycle per SM, a quarter of it per sub-partition
+#
+# and predicts the fraction of tensor peak as tensor / max(the four). It is
+# an upper bound: latencies, dependencies, bank conflicts and the
+# prologue/epilogue are not modelled.
+#
+# The steady-state iteration: the main loop is the backward branch whose
+# body holds the most MMA work. A forward branch inside the body that skips
+# a region with no MMA, ldmatrix, shared or global memory access is a
+# fix-up taken only by some blocks (the mask of a ragged or diagonal
+# block); its instructions are counted apart (`fixup`), not in the
+# iteration.
+#
+#   scripts/kernel_model.py --bundle DIR             # every kernel of a bundle
+#   scripts/kernel_model.py --sass F.sass --kernel NAME --target sm_80 \
+#       --head-dim 64 [--head-dim-v 64]               # one disassembled kernel
+#
+# The tables in docs/KERNELS.md come from here (scripts/kernels-table.py).
+#
+# ===----------------------------------------------------------------------===#
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+# Per-target figures of one SM.
+TARGETS = {
+    # cycles per HMMA.16816 of a sub-partition's tensor pipe, registers,
+    # shared memory of an SM (bytes), reserved per CTA, most CTAs and warps.
+    "sm_80": {"hmma16816": 8, "regs": 65536, "shared": 164 * 1024,
+              "reserved": 1024, "ctas": 32, "warps": 64},
+    "sm_90a": {"hmma16816": 4, "regs": 65536, "shared": 228 * 1024,
+               "reserved": 1024, "ctas": 32, "warps": 64},
+}
+MUFU_CYCLES = 8
+SMEM_BYTES_PER_CYCLE = 128 / 4  # per sub-partition
+# Multiply-accumulates of one MMA instruction, by SASS shape.
+MMA_MACS = {"16816": 16 * 8 * 16, "1688": 16 * 8 * 8, "884": 8 * 8 * 4}
+
+# The columns of a count, in order.
+CATEGORIES = ["hmma", "ldsm", "ldgsts", "mufu", "fp32", "int", "shfl",
+              "bar", "mem", "other"]
+
+FP_OPS = {"FADD", "FMUL", "FFMA", "FMNMX", "FSEL", "FSETP", "FSET", "F2FP",
+          "F2F", "FRND", "HADD2", "HMUL2", "HFMA2", "HMNMX2", "HSETP2",
+          "FCHK", "DADD", "DMUL", "DFMA"}
+INT_OPS = {"IADD3", "IMAD", "LEA", "LOP3", "SHF", "SEL", "ISETP", "IABS",
+           "PRMT", "MOV", "S2R", "CS2R", "IMNMX", "FLO", "POPC", "BREV",
+           "SGXT", "BMSK", "P2R", "R2P", "PLOP3", "I2F", "F2I", "IDP",
+           "ISCADD", "IADD", "SHL", "SHR", "LOP", "XMAD", "VIADD", "VIMNMX"}
+MEM_OPS = {"LDS", "STS", "LDG", "STG", "LD", "ST", "LDL", "STL", "ATOM",
+           "ATOMS", "RED", "LDC"}
+
+INSTRUCTION = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
+LABEL = re.compile(r"^\s*(\.L_x_\d+):")
+# `BRA target`, `BRA P0, target` (a second predicate) or a call to a
+# label, which ptxas uses as a loop's exit.
+BRANCH = re.compile(r"\b(?:BRA|CALL\.REL\.NOINC)\s+(?:!?U?P[T0-9]+\s*,\s*)?"
+                    r"`?\(?(\.L_x_\d+)\)?")
+PREDICATE = re.compile(r"^@!?U?P[T0-9]+\s+")
+
+
+class ModelError(Exception):
+    pass
+
+
+def parse_sass(text):
+    """{kernel name: [(address, instruction text)], '.labels': ...} of an
+    nvdisasm listing: per kernel, its instructions and labels."""
+    kernels = {}
+    current = None
+    pending = []
+    for line in text.splitlines():
+        m = re.match(r"^\.text\.([A-Za-z_$][\w$]*):", line)
+        if m:
+            current = {"instructions": [], "labels": {}}
+            kernels[m.group(1)] = current
+            pending = []
+            continue
+        if current is None:
+            continue
+        if line.startswith("//----"):
+            current = None
+            continue
+        m = LABEL.match(line)
+        if m:
+            pending.append(m.group(1))
+            continue
+        m = INSTRUCTION.match(line)
+        if m:
+            address = int(m.group(1), 16)
+            for label in pending:
+                current["labels"][label] = address
+            pending = []
+            current["instructions"].append((address, m.group(2)))
+    return kernels
+
+
+def opcode(instruction):
+    """The opcode with its modifiers, without a predicate: 'HMMA.16816.F32'."""
+    return PREDICATE.sub("", instruction).split()[0]
+
+
+def category(op):
+    base = op.split(".")[0]
+    if base in ("HMMA", "HGMMA", "IMMA"):
+        return "hmma"
+    if base == "LDSM":
+        return "ldsm"
+    if base == "LDGSTS":
+        return "ldgsts"
+    if base == "MUFU":
+        return "mufu"
+    if base == "SHFL":
+        return "shfl"
+    if base in ("BAR", "BARRIER"):
+        return "bar"
+    if base in FP_OPS:
+        return "fp32"
+    if base in INT_OPS or base.startswith("U") or base.startswith("ISETP"):
+        return "int"
+    if base in MEM_OPS:
+        return "mem"
+    return "other"
+
+
+def mma_macs(op):
+    """Multiply-accumulates of one MMA instruction (0 for anything else)."""
+    parts = op.split(".")
+    if parts[0] != "HMMA":
+        return 0
+    for p in parts[1:]:
+        if p in MMA_MACS:
+            return MMA_MACS[p]
+    raise ModelError(f"unknown MMA shape in {op}")
+
+
+def smem_read_bytes(op):
+    """Bytes a warp's shared-memory read of this opcode moves."""
+    parts = op.split(".")
+    if parts[0] == "LDSM":
+        # LDSM.16.M88[.2|.4], LDSM.16.MT88[.2|.4]: 1, 2 or 4 8x8 matrices of
+        # 16-bit elements.
+        count = 1
+        if parts[-1] in ("2", "4"):
+            count = int(parts[-1])
+        return 128 * count
+    if parts[0] == "LDS":
+        width = 32
+        for p in parts[1:]:
+            if p in ("U8", "S8"):
+                width = 8
+            elif p in ("U16", "S16"):
+                width = 16
+            elif p in ("64", "128"):
+                width = int(p)
+        return 32 * width // 8
+    return 0
+
+
+def is_data_work(op):
+    """Does an instruction move data or multiply matrices (never a fix-up)?"""
+    base = op.split(".")[0]
+    return base in ("HMMA", "HGMMA", "LDSM", "LDGSTS", "LDS", "STS", "LDG",
+                    "STG", "BAR")
+
+
+def main_loop(kernel):
+    """The main loop of a parsed kernel: (first index, last index) of the
+    body in its instruction list, the back edge included."""
+    instructions = kernel["instructions"]
+    labels = kernel["labels"]
+    index = {a: i for i, (a, _) in enumerate(instructions)}
+    best = None
+    for i, (address, text) in enumerate(instructions):
+        m = BRANCH.search(text)
+        if not m or m.group(1) not in labels:
+            continue
+        target = labels[m.group(1)]
+        if target > address or target not in index:
+            continue
+        lo = index[target]
+        macs = sum(mma_macs(opcode(t)) for _, t in instructions[lo:i + 1])
+        key = (macs, i - lo)
+        if best is None or key > best[0]:
+            best = (key, lo, i)
+    if best is None or best[0][0] == 0:
+        return None
+    return best[1], best[2]
+
+
+def fixup_regions(kernel, lo, hi):
+    """Indices of the instructions in [lo, hi] skipped by a forward branch
+    over a region that does no data work."""
+    instructions = kernel["instructions"]
+    labels = kernel["labels"]
+    index = {a: i for i, (a, _) in enumerate(instructions)}
+    skipped = set()
+    for i in range(lo, hi + 1):
+        address, text = instructions[i]
+        m = BRANCH.search(text)
+        if not m or m.group(1) not in labels or not PREDICATE.match(text):
+            continue
+        target = labels[m.group(1)]
+        if target <= address or target not in index:
+            continue
+        end = index[target]
+        if end > hi:
+            continue  # a loop exit
+        region = range(i + 1, end)
+        if any(is_data_work(opcode(instructions[j][1])) for j in region):
+            continue
+        skipped.update(region)
+    return skipped
+
+
+def occupancy(target, threads, registers, shared):
+    """CTAs per SM from registers, shared memory and the hardware limits."""
+    t = TARGETS[target]
+    warps = (threads + 31) // 32
+    per_warp = ((max(registers, 1) + 7) // 8 * 8 * 32 + 255) // 256 * 256
+    warps_by_regs = 4 * ((t["regs"] // 4) // per_warp)
+    by_regs = warps_by_regs // warps
+    by_warps = t["warps"] // warps
+    by_shared = t["shared"] // (shared + t["reserved"])
+    return min(by_regs, by_warps, by_shared, t["ctas"])
+
+
+def model_kernel(kernel, target, head_dim, head_dim_v):
+    """The model of one parsed kernel; None when it has no MMA loop."""
+    loop = main_loop(kernel)
+    if loop is None:
+        return None
+    lo, hi = loop
+    instructions = kernel["instructions"]
+    skipped = fixup_regions(kernel, lo, hi)
+    counts = dict.fromkeys(CATEGORIES, 0)
+    macs = 0
+    hmma_cycles = 0.0
+    smem = 0
+    cycles_16816 = TARGETS[target]["hmma16816"]
+    for i in range(lo, hi + 1):
+        if i in skipped:
+            continue
+        op = opcode(instructions[i][1])
+        counts[category(op)] += 1
+        m = mma_macs(op)
+        macs += m
+        hmma_cycles += cycles_16816 * m / MMA_MACS["16816"]
+        smem += smem_read_bytes(op)
+    units = macs / (16 * 64 * (head_dim + head_dim_v))
+    if units <= 0:
+        return None
+    issued = sum(counts.values())
+    per_unit = {k: v / units for k, v in counts.items()}
+    per_unit["issued"] = issued / units
+    times = {
+        "tensor": hmma_cycles / units,
+        "mufu": MUFU_CYCLES * counts["mufu"] / units,
+        "issue": issued / units,
+        "smem": smem / units / SMEM_BYTES_PER_CYCLE,
+    }
+    bound = max(times, key=lambda k: (times[k], k == "tensor"))
+    return {
+        "loop": [instructions[lo][0], instructions[hi][0]],
+        "units_per_iteration": units,
+        "fixup": len(skipped),
+        "per_unit": per_unit,
+        "smem_bytes_per_unit": smem / units,
+        "cycles": times,
+        "bound": bound,
+        "tensor_fraction": times["tensor"] / times[bound],
+    }
+
+
+def find_tool(name, explicit=None):
+    """A CUDA tool: the given path, $FLASHC_<NAME>, the pinned PyPI copy
+    that scripts/install-deps.sh installs, the toolkit, or PATH."""
+    candidates = [explicit, os.environ.get("FLASHC_" + name.upper())]
+    if name == "nvdisasm":
+        candidates.append("/opt/flashc-cuda/nvdisasm/nvidia/cu13/bin/nvdisasm")
+    for home in (os.environ.get("CUDA_HOME"), "/usr/local/cuda",
+                 "/opt/flashc-cuda/toolkit"):
+        if home:
+            candidates.append(os.path.join(home, "bin", name))
+    for c in candidates:
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return c
+    return shutil.which(name)
+
+
+def disassemble(nvdisasm, cubin):
+    result = subprocess.run([nvdisasm, "-c", cubin], capture_output=True,
+                            text=True)
+    if result.returncode != 0:
+        raise ModelError(f"nvdisasm {cubin}: {result.stderr.strip()}")
+    return result.stdout
+
+
+def model_bundle(directory, nvdisasm):
+    """[(variant, role, kernel manifest entry, model or None)] for every
+    kernel of an assembled bundle."""
+    with open(os.path.join(directory, "manifest.json")) as f:
+        manifest = json.load(f)
+    rows = []
+    for v in manifest["variants"]:
+        if "cubin" not in v:
+            raise ModelError(f"{v['id']}: the bundle has no cubin (it was "
+                             "written with --no-assemble)")
+        kernels = parse_sass(disassemble(nvdisasm,
+                                         os.path.join(directory, v["cubin"])))
+        for role in ("forward", "combine"):
+            k = v["kernels"].get(role)
+            if not k:
+                continue
+            if k["name"] not in kernels:
+                raise ModelError(f"{v['id']}: no {k['name']} in the cubin")
+            m = model_kernel(kernels[k["name"]], v["target"], v["head_dim"],
+                             v["head_dim_v"])
+            if m is not None:
+                m["ctas_per_sm"] = occupancy(v["target"], k["block"],
+                                             k["registers"],
+                                             k["shared_bytes"])
+            rows.append((v, role, k, m))
+    return rows
+
+
+def format_model(name, m):
+    u = m["per_unit"]
+    c = m["cycles"]
+    lines = [
+        f"{name}: main loop {m['loop'][0]:#x}-{m['loop'][1]:#x}, "
+        f"{m['units_per_iteration']:g} units per iteration, "
+        f"{m['fixup']} fix-up instructions apart",
+        "  per warp per unit (16 query rows x 64 keys): "
+        + ", ".join(f"{k} {u[k]:.1f}" for k in CATEGORIES + ["issued"]),
+        f"  cycles per unit: tensor {c['tensor']:.0f}, mufu {c['mufu']:.0f}, "
+        f"issue {c['issue']:.0f}, smem {c['smem']:.0f} "
+        f"({m['smem_bytes_per_unit']:.0f} bytes read); bound: {m['bound']}; "
+        f"at most {100 * m['tensor_fraction']:.0f}% of tensor peak",
+    ]
+    if "ctas_per_sm" in m:
+        lines.append(f"  CTAs per SM: {m['ctas_per_sm']}")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description="The static performance model of flashc's GPU kernels.")
+    parser.add_argument("--bundle", help="an assembled `flashc bundle` "
+                        "directory: model every kernel in it")
+    parser.add_argument("--sass", help="an nvdisasm listing")
+    parser.add_argument("--kernel", help="with --sass: the kernel")
+    parser.add_argument("--target", choices=sorted(TARGETS),
+                        help="with --sass: the kernel's target")
+    parser.add_argument("--head-dim", type=int, help="with --sass: D")
+    parser.add_argument("--head-dim-v", type=int,
+                        help="with --sass: Dv (default D)")
+    parser.add_argument("--nvdisasm", help="the nvdisasm to use")
+    parser.add_argument("--json", action="store_true",
+                        help="print the figures as JSON")
+    args = parser.parse_args()
+    try:
+        if args.sass:
+            if args.bundle or not (args.kernel and args.target and
+                                   args.head_dim):
+                parser.error("--sass takes --kernel, --target and "
+                             "--head-dim, and no --bundle")
+            with open(args.sass) as f:
+                kernels = parse_sass(f.read())
+            if args.kernel not in kernels:
+                raise ModelError(f"no kernel {args.kernel} in {args.sass} "
+                                 f"(it has: {', '.join(sorted(kernels))})")
+            m = model_kernel(kernels[args.kernel], args.target, args.head_dim,
+                             args.head_dim_v or args.head_dim)
+            if m is None:
+                raise ModelError(f"{args.kernel} has no loop with MMA "
+                                 "instructions")
+            print(json.dumps(m, indent=1, sort_keys=True) if args.json
+                  else format_model(args.kernel, m))
+            return 0
+        if not args.bundle:
+            parser.error("give --bundle DIR or --sass FILE")
+        nvdisasm = find_tool("nvdisasm", args.nvdisasm)
+        if not nvdisasm:
+            raise ModelError("no nvdisasm (scripts/install-deps.sh installs "
+                             "one from PyPI; or pass --nvdisasm)")
+        rows = model_bundle(args.bundle, nvdisasm)
+        if args.json:
+            print(json.dumps([{"variant": v["id"], "kernel": role, "model": m}
+                              for v, role, _, m in rows], indent=1,
+                             sort_keys=True))
+        else:
+            for v, role, _, m in rows:
+                if m is not None:
+                    print(format_model(f"{v['id']} {role}", m))
+        return 0
+    except (ModelError, OSError, ValueError) as e:
+        print(f"kernel_model: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
