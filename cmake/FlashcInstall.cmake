@@ -75,7 +75,8 @@ if(TARGET FlashcCompiler)
   # Every library FlashcCompiler links, each exported under its own name
   # (flashc::FlashcCompiler and so on), and flashc::compiler over them.
   set(FLASHC_COMPILER_LIBRARIES
-    FlashcTarget FlashcAnalysis FlashcFlashDialect FlashcFlashTransforms
+    FlashcTarget FlashcAnalysis FlashcFlashDialect FlashcFlashTileDialect
+    FlashcFlashTransforms
     FlashcFlashToCPU FlashcFlashToNVGPU FlashcPipelines FlashcInit
     FlashcCompiler)
   list(APPEND FLASHC_EXPORTED_TARGETS ${FLASHC_COMPILER_LIBRARIES})

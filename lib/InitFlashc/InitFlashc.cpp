@@ -9,6 +9,7 @@
 
 #include "flashc/Conversion/Passes.h"
 #include "flashc/Dialect/Flash/IR/FlashDialect.h"
+#include "flashc/Dialect/FlashTile/IR/FlashTileDialect.h"
 #include "flashc/Dialect/Flash/Transforms/BufferizableOpInterfaceImpl.h"
 #include "flashc/Dialect/Flash/Transforms/Passes.h"
 #include "flashc/Pipelines/Pipelines.h"
@@ -56,7 +57,8 @@
 #include <mutex>
 
 void mlir::flash::registerFlashcDialects(DialectRegistry &registry) {
-  registry.insert<flash::FlashDialect, affine::AffineDialect,
+  registry.insert<flash::FlashDialect, flash_tile::FlashTileDialect,
+                  affine::AffineDialect,
                   arith::ArithDialect, bufferization::BufferizationDialect,
                   cf::ControlFlowDialect, func::FuncDialect, gpu::GPUDialect,
                   LLVM::LLVMDialect, linalg::LinalgDialect, math::MathDialect,

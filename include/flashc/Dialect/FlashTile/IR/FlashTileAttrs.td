@@ -1,0 +1,163 @@
+//===- FlashTileAttrs.td - flash_tile layouts --------------*- tablegen -*-===//
+//
+// The layout attributes of the flash_tile dialect and their interface.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_DIALECT_FLASHTILE_IR_FLASHTILEATTRS_TD
+#define FLASHC_DIALECT_FLASHTILE_IR_FLASHTILEATTRS_TD
+
+include "flashc/Dialect/FlashTile/IR/FlashTileDialect.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+def FlashTile_LayoutAttrInterface : AttrInterface<"LayoutAttrInterface"> {
+  let cppNamespace = "::mlir::flash_tile";
+  let description = [{
+    How a register tile's elements are spread over the CTA's threads: every
+    layout says which tile shapes it can hold and how many elements each
+    thread keeps.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Checks that a tile of `shape` can have this layout; reports why not
+        through `emitError`.
+      }], "::llvm::LogicalResult", "verifyShape",
+      (ins "::llvm::function_ref<::mlir::InFlightDiagnostic()>":$emitError,
+           "::llvm::ArrayRef<int64_t>":$shape)>,
+    InterfaceMethod<[{
+        The number of warps the layout spreads a tile over.
+      }], "int64_t", "getNumWarps", (ins)>,
+    InterfaceMethod<[{
+        The elements each thread holds of a tile of `shape` (a shape that
+        verifyShape accepts).
+      }], "int64_t", "getElementsPerThread",
+      (ins "::llvm::ArrayRef<int64_t>":$shape)>,
+  ];
+}
+
+class FlashTile_Attr<string name, string attrMnemonic,
+                     list<Trait> traits = []>
+    : AttrDef<FlashTile_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+def FlashTile_MmaLayoutAttr : FlashTile_Attr<"MmaLayout", "mma",
+    [DeclareAttrInterfaceMethods<FlashTile_LayoutAttrInterface>]> {
+  let summary = "The accumulator layout of a warp-level MMA";
+  let description = [{
+    The accumulator (C and D) of a warp-level matrix multiply-accumulate of
+    shape `instr` = `[M, N, K]`, repeated over a grid of `warps` =
+    `[rows, columns]` warps and then over the tile: a tile of `R x C`
+    elements needs `R` a multiple of `M * warps[0]` and `C` a multiple of
+    `N * warps[1]`. Each warp owns the rows `[w0 * R / warps[0], ...)` and
+    the columns likewise; within one `M x N` instruction tile, lane `l`
+    holds rows `l / 4` and `l / 4 + 8` and columns `2 * (l % 4)` and the
+    next, as `mma.sync.m16n8k16` defines them.
+
+    `instr` is `[16, 8, 16]` (f16 and bf16 operands) or `[16, 8, 8]`.
+
+    ```mlir
+    // 4 warps stacked over the rows: 16 query rows per warp of a 64-row tile.
+    #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+    ```
+  }];
+  let parameters = (ins ArrayRefParameter<"int64_t">:$warps,
+                        ArrayRefParameter<"int64_t">:$instr);
+  let assemblyFormat = "`<` `warps` `=` `[` $warps `]` `,` `instr` `=` `[` $instr `]` `>`";
+  let genVerifyDecl = 1;
+}
+
+def FlashTile_OperandKind : I32EnumAttr<"OperandKind",
+    "Which operand of a multiply a layout is for", [
+      I32EnumAttrCase<"A", 0, "a">,
+      I32EnumAttrCase<"B", 1, "b">,
+    ]> {
+  let cppNamespace = "::mlir::flash_tile";
+  let genSpecializedAttr = 0;
+}
+
+def FlashTile_OperandLayoutAttr : FlashTile_Attr<"OperandLayout", "operand",
+    [DeclareAttrInterfaceMethods<FlashTile_LayoutAttrInterface>]> {
+  let summary = "The layout of an A or B operand of a warp-level MMA";
+  let description = [{
+    The A (`M x K`) or B (`K x N`) operand of the multiply whose
+    accumulator layout is `parent`. A tile of A spreads its rows over the
+    parent's row warps, and is replicated over its column warps; B likewise
+    over its column warps. An A tile's rows are a multiple of
+    `M * warps[0]` and its columns of `K`; a B tile's rows of `K` and its
+    columns of `N * warps[1]`.
+
+    ```mlir
+    #flash_tile.operand<a, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>
+    ```
+  }];
+  let parameters = (ins
+    EnumParameter<FlashTile_OperandKind>:$kind,
+    "::mlir::flash_tile::MmaLayoutAttr":$parent);
+  let assemblyFormat = "`<` $kind `,` qualified($parent) `>`";
+}
+
+def FlashTile_SliceLayoutAttr : FlashTile_Attr<"SliceLayout", "slice",
+    [DeclareAttrInterfaceMethods<FlashTile_LayoutAttrInterface>]> {
+  let summary = "A 1-D tile of a 2-D layout with one dimension removed";
+  let description = [{
+    What reducing a 2-D tile of layout `parent` along `dim` leaves: with
+    `dim = 1`, one value per row, held by the threads that held that row
+    (for an MMA accumulator, the four lanes of a quad). A `slice` tile is
+    also how a per-row value (a running maximum or sum) meets a 2-D tile
+    in `flash_tile.map`, broadcast along `dim`.
+
+    ```mlir
+    #flash_tile.slice<1, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>
+    ```
+  }];
+  let parameters = (ins "int64_t":$dim,
+                        "::mlir::flash_tile::MmaLayoutAttr":$parent);
+  let assemblyFormat = "`<` $dim `,` qualified($parent) `>`";
+  let genVerifyDecl = 1;
+}
+
+def FlashTile_BlockedLayoutAttr : FlashTile_Attr<"BlockedLayout", "blocked",
+    [DeclareAttrInterfaceMethods<FlashTile_LayoutAttrInterface>]> {
+  let summary = "Contiguous runs per thread, for copies";
+  let description = [{
+    Each thread holds `size` contiguous elements per dimension; `threads`
+    threads of a warp (their product is 32) and `warps` warps tile the
+    dimensions, the last dimension fastest. The layout repeats over a
+    larger tile. Copies between global and shared memory use it: with
+    `size = [1, 8]` of 16-bit elements each thread moves 16 bytes, one
+    `cp.async` of 16 bytes.
+
+    ```mlir
+    #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [4, 1]>
+    ```
+  }];
+  let parameters = (ins ArrayRefParameter<"int64_t">:$size,
+                        ArrayRefParameter<"int64_t">:$threads,
+                        ArrayRefParameter<"int64_t">:$warps);
+  let assemblyFormat = "`<` `size` `=` `[` $size `]` `,` `threads` `=` `[` $threads `]` `,` `warps` `=` `[` $warps `]` `>`";
+  let genVerifyDecl = 1;
+}
+
+def FlashTile_SwizzledLayoutAttr : FlashTile_Attr<"SwizzledLayout",
+                                                  "swizzled"> {
+  let summary = "The placement of a shared-memory buffer's rows";
+  let description = [{
+    A shared-memory buffer stores its rows one after the other, in chunks of
+    `vector` elements (16 bytes for `ldmatrix` and `cp.async`). The chunk
+    `c` of row `r` is stored at chunk position `c xor (r mod phases)`, so
+    that the eight rows an `ldmatrix` reads at once fall in different banks.
+    `phases = 1` is no swizzle. `phases` is a power of two no larger than
+    the chunks of a row (the buffer type checks it).
+
+    ```mlir
+    #flash_tile.swizzled<vector = 8, phases = 8>
+    ```
+  }];
+  let parameters = (ins "int64_t":$vector, "int64_t":$phases);
+  let assemblyFormat = "`<` `vector` `=` $vector `,` `phases` `=` $phases `>`";
+  let genVerifyDecl = 1;
+}
+
+#endif // FLASHC_DIALECT_FLASHTILE_IR_FLASHTILEATTRS_TD

@@ -1,0 +1,258 @@
+//===- FlashTileOps.td - flash_tile operations -------------*- tablegen -*-===//
+//
+// The operations of the flash_tile dialect.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_DIALECT_FLASHTILE_IR_FLASHTILEOPS_TD
+#define FLASHC_DIALECT_FLASHTILE_IR_FLASHTILEOPS_TD
+
+include "flashc/Dialect/FlashTile/IR/FlashTileTypes.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def FlashTile_Tile : Type<CPred<"::llvm::isa<::mlir::flash_tile::TileType>($_self)">,
+    "flash_tile register tile", "::mlir::flash_tile::TileType">;
+def FlashTile_Shared : Type<CPred<"::llvm::isa<::mlir::flash_tile::SharedType>($_self)">,
+    "flash_tile shared-memory buffer", "::mlir::flash_tile::SharedType">;
+def FlashTile_GlobalMatrix : MemRefRankOf<[AnyType], [2]>;
+
+//===----------------------------------------------------------------------===//
+// Shared memory and copies
+//===----------------------------------------------------------------------===//
+
+def FlashTile_AllocOp : FlashTile_Op<"alloc",
+    [MemoryEffects<[MemAlloc<DefaultResource>]>]> {
+  let summary = "A shared-memory buffer";
+  let description = [{
+    Creates a buffer in the CTA's shared memory, live until the kernel
+    ends. `offset`, its byte offset in the CTA's dynamic shared memory, is
+    set by the pass that allocates shared memory; until then it is absent.
+
+    ```mlir
+    %k = flash_tile.alloc : !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+    ```
+  }];
+  let arguments = (ins OptionalAttr<I64Attr>:$offset);
+  let results = (outs FlashTile_Shared:$buffer);
+  let assemblyFormat = "attr-dict `:` qualified(type($buffer))";
+  let hasVerifier = 1;
+}
+
+def FlashTile_AsyncCopyOp : FlashTile_Op<"async_copy"> {
+  let summary = "Start copying rows of a global matrix into a stage";
+  let description = [{
+    Starts an asynchronous copy of the rows `[row, row + R)` of the 2-D
+    global matrix `source` into stage `stage` of `buffer` (`R x C` per
+    stage): the rows from `valid` on (counted from `row`) are filled with
+    zeros instead of read, so a ragged last block reads nothing out of
+    bounds. The copy is spread over the CTA's threads as `layout` says;
+    each thread's run (`size` of the blocked layout: one row, 4, 8 or 16
+    bytes) is one copy instruction. The copies of one stage form a group
+    with `flash_tile.async_wait`, which waits for them.
+
+    ```mlir
+    flash_tile.async_copy %k[%j], %kbuf[%stage] valid %n
+        {layout = #flash_tile.blocked<size = [1, 8], threads = [8, 4], warps = [4, 1]>}
+        : memref<?x64xf16>, !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+    ```
+  }];
+  let arguments = (ins FlashTile_GlobalMatrix:$source, Index:$row,
+                       FlashTile_Shared:$buffer, Index:$stage, Index:$valid,
+                       FlashTile_BlockedLayoutAttr:$layout);
+  let assemblyFormat = [{
+    $source `[` $row `]` `,` $buffer `[` $stage `]` `valid` $valid
+    attr-dict `:` qualified(type($source)) `,` qualified(type($buffer))
+  }];
+  let hasVerifier = 1;
+}
+
+def FlashTile_AsyncWaitOp : FlashTile_Op<"async_wait"> {
+  let summary = "Wait for all but the newest groups of copies";
+  let description = [{
+    Closes the group of the copies started since the last wait, waits until
+    at most `pending` groups are still in flight, and then until every
+    thread of the CTA has done so: the stages those copies filled are
+    readable by every thread afterwards. A pipeline of `S` stages waits
+    with `pending = S - 2` in its loop, so that the next blocks' copies
+    stay in flight while the current block computes.
+
+    ```mlir
+    flash_tile.async_wait pending 1
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$pending);
+  let assemblyFormat = "`pending` $pending attr-dict";
+}
+
+def FlashTile_LocalLoadOp : FlashTile_Op<"local_load"> {
+  let summary = "Read one stage of a shared buffer into registers";
+  let description = [{
+    Reads stage `stage` of `buffer` into a register tile of the result's
+    layout (an MMA operand layout: `ldmatrix` on NVIDIA GPUs). With
+    `transpose`, the tile is the stage's transpose (`K^T` from a stage of K
+    rows): its shape is `C x R` for a stage of `R x C`.
+
+    ```mlir
+    %kt = flash_tile.local_load %kbuf[%stage] transpose
+        : !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+        -> !flash_tile.tile<64x64xf16, #flash_tile.operand<b, #mma>>
+    ```
+  }];
+  let arguments = (ins FlashTile_Shared:$buffer, Index:$stage,
+                       UnitAttr:$transpose);
+  let results = (outs FlashTile_Tile:$result);
+  let assemblyFormat = [{
+    $buffer `[` $stage `]` (`transpose` $transpose^)? attr-dict `:`
+    qualified(type($buffer)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Register tiles
+//===----------------------------------------------------------------------===//
+
+def FlashTile_ConvertLayoutOp : FlashTile_Op<"convert_layout", [Pure]> {
+  let summary = "The same tile in another layout";
+  let description = [{
+    The same elements, held as another layout says: moving them between
+    threads or registers. The accumulator of `S = Q K^T` becomes the A
+    operand of `P V` this way; where the two layouts put every element in
+    the same thread (an accumulator and an A operand of the same MMA), it
+    is a repacking of registers.
+
+    ```mlir
+    %p = flash_tile.convert_layout %s
+        : !flash_tile.tile<64x64xf16, #mma> -> !flash_tile.tile<64x64xf16, #flash_tile.operand<a, #mma>>
+    ```
+  }];
+  let arguments = (ins FlashTile_Tile:$source);
+  let results = (outs FlashTile_Tile:$result);
+  let assemblyFormat = "$source attr-dict `:` qualified(type($source)) `->` qualified(type($result))";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def FlashTile_MmaOp : FlashTile_Op<"mma", [Pure,
+    AllTypesMatch<["acc", "result"]>]> {
+  let summary = "Matrix multiply-accumulate of register tiles";
+  let description = [{
+    `result = a * b + acc`: `a` is `M x K` in the A operand layout of the
+    accumulator's MMA layout, `b` `K x N` in its B operand layout, `acc`
+    and the result `M x N` in the MMA layout. The operands are f16 or bf16
+    (both the same), the accumulator f32.
+
+    ```mlir
+    %s1 = flash_tile.mma %q, %kt, %s0
+        : !flash_tile.tile<64x64xf16, #flash_tile.operand<a, #mma>>,
+          !flash_tile.tile<64x64xf16, #flash_tile.operand<b, #mma>>,
+          !flash_tile.tile<64x64xf32, #mma>
+    ```
+  }];
+  let arguments = (ins FlashTile_Tile:$a, FlashTile_Tile:$b,
+                       FlashTile_Tile:$acc);
+  let results = (outs FlashTile_Tile:$result);
+  let assemblyFormat = [{
+    $a `,` $b `,` $acc attr-dict `:` qualified(type($a)) `,` qualified(type($b)) `,` qualified(type($acc))
+  }];
+  let hasVerifier = 1;
+}
+
+def FlashTile_ReduceKind : I32EnumAttr<"ReduceKind",
+    "How a row reduction combines", [
+      I32EnumAttrCase<"Max", 0, "max">,
+      I32EnumAttrCase<"Sum", 1, "sum">,
+    ]> {
+  let cppNamespace = "::mlir::flash_tile";
+}
+
+def FlashTile_ReduceOp : FlashTile_Op<"reduce", [Pure]> {
+  let summary = "Reduce a 2-D tile along one dimension";
+  let description = [{
+    The maximum or sum of a 2-D tile along the dimension its result's
+    `#flash_tile.slice` layout removes, one value per remaining index, held
+    by the threads that held those elements. Threads combine their own
+    elements first; the layout decides which lanes then exchange them (for
+    an MMA accumulator reduced along its rows, the four lanes of a quad).
+
+    ```mlir
+    %m = flash_tile.reduce max %s
+        : !flash_tile.tile<64x64xf32, #mma> -> !flash_tile.tile<64xf32, #flash_tile.slice<1, #mma>>
+    ```
+  }];
+  let arguments = (ins FlashTile_ReduceKind:$kind, FlashTile_Tile:$source);
+  let results = (outs FlashTile_Tile:$result);
+  let assemblyFormat = [{
+    $kind $source attr-dict `:` qualified(type($source)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def FlashTile_MapOp : FlashTile_Op<"map", [Pure, SingleBlock]> {
+  let summary = "An elementwise function of tiles";
+  let description = [{
+    Applies the region to each element of its inputs. The inputs have the
+    result's shape and layout, or are 1-D `#flash_tile.slice` tiles of the
+    result's layout, broadcast along the dimension the slice removes (a
+    per-row maximum meeting the scores). The region takes one scalar per
+    input, preceded by the element's indices in the result when `indices`
+    is given (for a mask), and yields the result's element.
+
+    ```mlir
+    // exp2(s * scale - m) with the row maxima broadcast along the rows.
+    %p = flash_tile.map %s, %m : !flash_tile.tile<64x64xf32, #mma>,
+        !flash_tile.tile<64xf32, #flash_tile.slice<1, #mma>> -> !flash_tile.tile<64x64xf32, #mma> {
+    ^bb0(%x: f32, %mx: f32):
+      %t = math.fma %x, %c, %neg : f32
+      %e = math.exp2 %t : f32
+      flash_tile.yield %e : f32
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<FlashTile_Tile>:$inputs, UnitAttr:$indices);
+  let results = (outs FlashTile_Tile:$result);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    (`indices` $indices^)? $inputs attr-dict `:` qualified(type($inputs)) `->`
+    qualified(type($result)) $body
+  }];
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+}
+
+def FlashTile_YieldOp : FlashTile_Op<"yield", [Pure, Terminator,
+    HasParent<"MapOp">]> {
+  let summary = "The element a flash_tile.map computes";
+  let description = [{
+    Ends a `flash_tile.map` region with the result's element at the
+    region's position; its type is the result tile's element type.
+  }];
+  let arguments = (ins AnyType:$value);
+  let assemblyFormat = "$value attr-dict `:` qualified(type($value))";
+}
+
+def FlashTile_StoreOp : FlashTile_Op<"store"> {
+  let summary = "Write a register tile to rows of a global matrix";
+  let description = [{
+    Writes the `R x C` tile to the rows `[row, row + valid)` of the 2-D
+    global matrix `dest` (the tile's rows from `valid` on are not written:
+    a ragged last block writes nothing out of bounds). The tile and the
+    matrix have the same element type.
+
+    ```mlir
+    flash_tile.store %o, %out[%i] valid %n
+        : !flash_tile.tile<64x64xf16, #blocked>, memref<?x64xf16>
+    ```
+  }];
+  let arguments = (ins FlashTile_Tile:$value, FlashTile_GlobalMatrix:$dest,
+                       Index:$row, Index:$valid);
+  let assemblyFormat = [{
+    $value `,` $dest `[` $row `]` `valid` $valid attr-dict `:` qualified(type($value))
+    `,` qualified(type($dest))
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // FLASHC_DIALECT_FLASHTILE_IR_FLASHTILEOPS_TD

@@ -1,0 +1,221 @@
+//===- FlashTileAttrs.cpp - flash_tile layouts ----------------------------===//
+//
+// Verifies the layout attributes of the flash_tile dialect and implements
+// their interface: which tile shapes a layout holds, over how many warps,
+// and how many elements each thread keeps.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashc/Dialect/FlashTile/IR/FlashTileDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace mlir::flash_tile;
+
+#include "flashc/Dialect/FlashTile/IR/FlashTileAttrInterfaces.cpp.inc"
+#include "flashc/Dialect/FlashTile/IR/FlashTileEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "flashc/Dialect/FlashTile/IR/FlashTileAttrs.cpp.inc"
+
+void FlashTileDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "flashc/Dialect/FlashTile/IR/FlashTileAttrs.cpp.inc"
+      >();
+}
+
+static std::string shapeString(ArrayRef<int64_t> shape) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  llvm::interleave(shape, os, "x");
+  return s;
+}
+
+static int64_t product(ArrayRef<int64_t> values) {
+  int64_t p = 1;
+  for (int64_t v : values)
+    p *= v;
+  return p;
+}
+
+/// Checks that `shape` is 2-D and that its extents are multiples of
+/// `quanta`; `what` names the layout in the message.
+static LogicalResult
+verifyMultiples(function_ref<InFlightDiagnostic()> emitError,
+                ArrayRef<int64_t> shape, ArrayRef<int64_t> quanta,
+                StringRef what) {
+  if (shape.size() != quanta.size())
+    return emitError() << what << " holds " << quanta.size()
+                       << "-D tiles, not a tile of " << shapeString(shape);
+  for (auto [extent, quantum] : llvm::zip_equal(shape, quanta))
+    if (extent % quantum != 0)
+      return emitError() << what << " needs a tile whose extents are "
+                         << "multiples of " << shapeString(quanta)
+                         << ", not " << shapeString(shape);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// MmaLayoutAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult MmaLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                    ArrayRef<int64_t> warps,
+                                    ArrayRef<int64_t> instr) {
+  if (warps.size() != 2 || llvm::any_of(warps, [](int64_t w) { return w < 1; }))
+    return emitError() << "#flash_tile.mma needs two positive warp counts "
+                          "(rows, columns), not ["
+                       << warps << "]";
+  if (instr.size() != 3 || instr[0] != 16 || instr[1] != 8 ||
+      (instr[2] != 16 && instr[2] != 8))
+    return emitError() << "#flash_tile.mma's instruction shape is [16, 8, "
+                          "16] or [16, 8, 8], not ["
+                       << instr << "]";
+  return success();
+}
+
+LogicalResult
+MmaLayoutAttr::verifyShape(function_ref<InFlightDiagnostic()> emitError,
+                           ArrayRef<int64_t> shape) const {
+  return verifyMultiples(emitError, shape,
+                         {getInstr()[0] * getWarps()[0],
+                          getInstr()[1] * getWarps()[1]},
+                         "#flash_tile.mma");
+}
+
+int64_t MmaLayoutAttr::getNumWarps() const {
+  return getWarps()[0] * getWarps()[1];
+}
+
+int64_t MmaLayoutAttr::getElementsPerThread(ArrayRef<int64_t> shape) const {
+  return product(shape) / (32 * getNumWarps());
+}
+
+//===----------------------------------------------------------------------===//
+// OperandLayoutAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+OperandLayoutAttr::verifyShape(function_ref<InFlightDiagnostic()> emitError,
+                               ArrayRef<int64_t> shape) const {
+  MmaLayoutAttr p = getParent();
+  ArrayRef<int64_t> instr = p.getInstr();
+  if (getKind() == OperandKind::A)
+    return verifyMultiples(emitError, shape,
+                           {instr[0] * p.getWarps()[0], instr[2]},
+                           "an A operand layout");
+  return verifyMultiples(emitError, shape,
+                         {instr[2], instr[1] * p.getWarps()[1]},
+                         "a B operand layout");
+}
+
+int64_t OperandLayoutAttr::getNumWarps() const {
+  return getParent().getNumWarps();
+}
+
+int64_t OperandLayoutAttr::getElementsPerThread(ArrayRef<int64_t> shape) const {
+  // An A tile is split over the row warps and replicated over the column
+  // warps; a B tile the other way round.
+  ArrayRef<int64_t> warps = getParent().getWarps();
+  int64_t split = getKind() == OperandKind::A ? warps[0] : warps[1];
+  return product(shape) / (32 * split);
+}
+
+//===----------------------------------------------------------------------===//
+// SliceLayoutAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+SliceLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                        int64_t dim, MmaLayoutAttr parent) {
+  if (dim != 0 && dim != 1)
+    return emitError() << "#flash_tile.slice removes dimension 0 or 1 of its "
+                          "2-D parent, not "
+                       << dim;
+  return success();
+}
+
+LogicalResult
+SliceLayoutAttr::verifyShape(function_ref<InFlightDiagnostic()> emitError,
+                             ArrayRef<int64_t> shape) const {
+  MmaLayoutAttr p = getParent();
+  int64_t kept = 1 - getDim();
+  return verifyMultiples(emitError, shape,
+                         {p.getInstr()[kept] * p.getWarps()[kept]},
+                         "#flash_tile.slice");
+}
+
+int64_t SliceLayoutAttr::getNumWarps() const {
+  return getParent().getNumWarps();
+}
+
+int64_t SliceLayoutAttr::getElementsPerThread(ArrayRef<int64_t> shape) const {
+  // Within an instruction tile a lane holds 2 of the 16 rows (a quad of
+  // lanes shares them) or 2 of the 8 columns.
+  ArrayRef<int64_t> warps = getParent().getWarps();
+  if (getDim() == 1)
+    return shape[0] / (8 * warps[0]);
+  return shape[0] / (4 * warps[1]);
+}
+
+//===----------------------------------------------------------------------===//
+// BlockedLayoutAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+BlockedLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                          ArrayRef<int64_t> size, ArrayRef<int64_t> threads,
+                          ArrayRef<int64_t> warps) {
+  if (size.empty() || size.size() > 2 || threads.size() != size.size() ||
+      warps.size() != size.size())
+    return emitError() << "#flash_tile.blocked needs size, threads and warps "
+                          "of one rank, 1 or 2";
+  for (ArrayRef<int64_t> list : {size, threads, warps})
+    if (llvm::any_of(list, [](int64_t v) { return v < 1; }))
+      return emitError() << "#flash_tile.blocked's sizes and counts are "
+                            "positive";
+  if (product(threads) != 32)
+    return emitError() << "#flash_tile.blocked's threads per warp multiply "
+                          "to 32, not "
+                       << product(threads);
+  return success();
+}
+
+LogicalResult
+BlockedLayoutAttr::verifyShape(function_ref<InFlightDiagnostic()> emitError,
+                               ArrayRef<int64_t> shape) const {
+  SmallVector<int64_t> quanta;
+  for (auto [s, t, w] : llvm::zip_equal(getSize(), getThreads(), getWarps()))
+    quanta.push_back(s * t * w);
+  return verifyMultiples(emitError, shape, quanta, "#flash_tile.blocked");
+}
+
+int64_t BlockedLayoutAttr::getNumWarps() const { return product(getWarps()); }
+
+int64_t BlockedLayoutAttr::getElementsPerThread(ArrayRef<int64_t> shape) const {
+  return product(shape) / (32 * getNumWarps());
+}
+
+//===----------------------------------------------------------------------===//
+// SwizzledLayoutAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+SwizzledLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                           int64_t vector, int64_t phases) {
+  if (vector < 1 || !llvm::isPowerOf2_64(vector))
+    return emitError() << "#flash_tile.swizzled's vector is a power of two, "
+                          "not "
+                       << vector;
+  if (phases < 1 || phases > 8 || !llvm::isPowerOf2_64(phases))
+    return emitError() << "#flash_tile.swizzled's phases are 1, 2, 4 or 8, "
+                          "not "
+                       << phases;
+  return success();
+}

@@ -1,0 +1,261 @@
+//===- FlashTileOps.cpp - flash_tile operations ---------------------------===//
+//
+// Verifiers and folders of the flash_tile operations.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashc/Dialect/FlashTile/IR/FlashTileOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace mlir::flash_tile;
+
+#define GET_OP_CLASSES
+#include "flashc/Dialect/FlashTile/IR/FlashTileOps.cpp.inc"
+
+static std::string shapeString(ArrayRef<int64_t> shape) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  llvm::interleave(shape, os, "x");
+  return s;
+}
+
+/// Checks that a 2-D global matrix has `columns` static columns of
+/// `elementType`; `role` names it in the messages.
+static LogicalResult verifyGlobalMatrix(Operation *op, MemRefType matrix,
+                                        StringRef role, int64_t columns,
+                                        Type elementType) {
+  if (matrix.getElementType() != elementType)
+    return op->emitOpError()
+           << "copies " << elementType << " elements; the " << role
+           << " holds " << matrix.getElementType();
+  if (matrix.isDynamicDim(1) || matrix.getDimSize(1) != columns)
+    return op->emitOpError()
+           << "needs a " << role << " of " << columns
+           << " static columns, as the tile has; it has "
+           << (matrix.isDynamicDim(1) ? std::string("?")
+                                      : std::to_string(matrix.getDimSize(1)));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AllocOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AllocOp::verify() {
+  if (std::optional<int64_t> offset = getOffset())
+    if (*offset < 0 || *offset % 16 != 0)
+      return emitOpError() << "offset " << *offset
+                           << " is not a non-negative multiple of 16 bytes";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AsyncCopyOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AsyncCopyOp::verify() {
+  SharedType buffer = getBuffer().getType();
+  Type element = buffer.getElementType();
+  if (failed(verifyGlobalMatrix(*this, getSource().getType(), "source",
+                                buffer.getColumns(), element)))
+    return failure();
+  BlockedLayoutAttr layout = getLayout();
+  if (layout.getSize().size() != 2 || layout.getSize()[0] != 1)
+    return emitOpError() << "copies runs within one row: its layout's size "
+                            "is [1, n]";
+  int64_t runBytes =
+      layout.getSize()[1] * element.getIntOrFloatBitWidth() / 8;
+  if (runBytes != 4 && runBytes != 8 && runBytes != 16)
+    return emitOpError() << "copies runs of 4, 8 or 16 bytes; a run of "
+                         << layout.getSize()[1] << " x " << element << " is "
+                         << runBytes;
+  if (layout.getSize()[1] > buffer.getLayout().getVector())
+    return emitOpError() << "copies runs of " << layout.getSize()[1]
+                         << " elements, longer than the buffer's swizzled "
+                            "chunks of "
+                         << buffer.getLayout().getVector();
+  return layout.verifyShape([&] { return emitOpError(); },
+                            {buffer.getRows(), buffer.getColumns()});
+}
+
+//===----------------------------------------------------------------------===//
+// LocalLoadOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult LocalLoadOp::verify() {
+  SharedType buffer = getBuffer().getType();
+  TileType result = getResult().getType();
+  if (result.getElementType() != buffer.getElementType())
+    return emitOpError() << "reads " << buffer.getElementType()
+                         << " elements into a tile of "
+                         << result.getElementType();
+  SmallVector<int64_t> expected = {buffer.getRows(), buffer.getColumns()};
+  if (getTranspose())
+    std::swap(expected[0], expected[1]);
+  if (result.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError() << "reads a " << (getTranspose() ? "transposed " : "")
+                         << "stage of " << buffer.getRows() << "x"
+                         << buffer.getColumns() << " into a tile of "
+                         << shapeString(expected) << ", not "
+                         << shapeString(result.getShape());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ConvertLayoutOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConvertLayoutOp::verify() {
+  TileType source = getSource().getType();
+  TileType result = getResult().getType();
+  if (source.getShape() != result.getShape() ||
+      source.getElementType() != result.getElementType())
+    return emitOpError() << "changes only the layout: " << source
+                         << " and " << result
+                         << " differ in shape or element type";
+  return success();
+}
+
+OpFoldResult ConvertLayoutOp::fold(FoldAdaptor) {
+  if (getSource().getType() == getResult().getType())
+    return getSource();
+  // convert(convert(x)) to the layout x has is x.
+  if (auto inner = getSource().getDefiningOp<ConvertLayoutOp>())
+    if (inner.getSource().getType() == getResult().getType())
+      return inner.getSource();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// MmaOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MmaOp::verify() {
+  TileType a = getA().getType(), b = getB().getType(), acc = getAcc().getType();
+  auto mma = dyn_cast<MmaLayoutAttr>(acc.getLayout());
+  if (!mma)
+    return emitOpError() << "accumulates in a #flash_tile.mma layout, not "
+                         << acc.getLayout();
+  auto aLayout = dyn_cast<OperandLayoutAttr>(a.getLayout());
+  if (!aLayout || aLayout.getKind() != OperandKind::A ||
+      aLayout.getParent() != mma)
+    return emitOpError() << "needs A in #flash_tile.operand<a, " << mma
+                         << ">, not " << a.getLayout();
+  auto bLayout = dyn_cast<OperandLayoutAttr>(b.getLayout());
+  if (!bLayout || bLayout.getKind() != OperandKind::B ||
+      bLayout.getParent() != mma)
+    return emitOpError() << "needs B in #flash_tile.operand<b, " << mma
+                         << ">, not " << b.getLayout();
+  ArrayRef<int64_t> as = a.getShape(), bs = b.getShape(), cs = acc.getShape();
+  if (as[1] != bs[0] || as[0] != cs[0] || bs[1] != cs[1])
+    return emitOpError() << "multiplies " << shapeString(as) << " by "
+                         << shapeString(bs) << " into " << shapeString(cs)
+                         << ": the shapes do not chain (M x K, K x N, M x N)";
+  Type operand = a.getElementType();
+  if (operand != b.getElementType() || !(operand.isF16() || operand.isBF16()))
+    return emitOpError() << "multiplies f16 or bf16 operands of one type, "
+                            "not "
+                         << operand << " and " << b.getElementType();
+  if (!acc.getElementType().isF32())
+    return emitOpError() << "accumulates in f32, not " << acc.getElementType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ReduceOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReduceOp::verify() {
+  TileType source = getSource().getType();
+  TileType result = getResult().getType();
+  auto slice = dyn_cast<SliceLayoutAttr>(result.getLayout());
+  if (!slice || slice.getParent() != source.getLayout())
+    return emitOpError() << "leaves a #flash_tile.slice of the source's "
+                            "layout "
+                         << source.getLayout() << ", not "
+                         << result.getLayout();
+  int64_t kept = 1 - slice.getDim();
+  if (result.getShape() != ArrayRef<int64_t>{source.getShape()[kept]})
+    return emitOpError() << "reduces dimension " << slice.getDim() << " of "
+                         << shapeString(source.getShape()) << " to "
+                         << source.getShape()[kept] << " values, not "
+                         << shapeString(result.getShape());
+  if (source.getElementType() != result.getElementType())
+    return emitOpError() << "keeps the element type " << source.getElementType()
+                         << ", not " << result.getElementType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// MapOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MapOp::verify() {
+  TileType result = getResult().getType();
+  for (auto [i, input] : llvm::enumerate(getInputs())) {
+    auto type = cast<TileType>(input.getType());
+    if (type.getShape() == result.getShape() &&
+        type.getLayout() == result.getLayout())
+      continue;
+    auto slice = dyn_cast<SliceLayoutAttr>(type.getLayout());
+    if (result.getRank() == 2 && slice && slice.getParent() == result.getLayout() &&
+        type.getShape() ==
+            ArrayRef<int64_t>{result.getShape()[1 - slice.getDim()]})
+      continue;
+    return emitOpError() << "input " << i << " (" << type
+                         << ") has neither the result's shape and layout nor "
+                            "is a slice of the result's layout that "
+                            "broadcasts to it";
+  }
+  return success();
+}
+
+LogicalResult MapOp::verifyRegions() {
+  Block &body = getBody().front();
+  TileType result = getResult().getType();
+  unsigned numIndices = getIndices() ? result.getRank() : 0;
+  if (body.getNumArguments() != numIndices + getInputs().size())
+    return emitOpError() << "'s region takes " << numIndices
+                         << " indices and one element per input ("
+                         << numIndices + getInputs().size()
+                         << " arguments), not " << body.getNumArguments();
+  for (unsigned i = 0; i < numIndices; ++i)
+    if (!body.getArgument(i).getType().isIndex())
+      return emitOpError() << "'s region takes the element's indices as "
+                              "index arguments first; argument "
+                           << i << " is " << body.getArgument(i).getType();
+  for (auto [i, input] : llvm::enumerate(getInputs())) {
+    Type element = cast<TileType>(input.getType()).getElementType();
+    Type arg = body.getArgument(numIndices + i).getType();
+    if (arg != element)
+      return emitOpError() << "'s region argument " << numIndices + i
+                           << " is " << arg << "; input " << i << " holds "
+                           << element;
+  }
+  auto yield = dyn_cast_or_null<YieldOp>(
+      body.empty() ? nullptr : &body.back());
+  if (!yield)
+    return emitOpError() << "'s region ends with flash_tile.yield";
+  if (yield.getValue().getType() != result.getElementType())
+    return emitOpError() << "'s region yields "
+                         << yield.getValue().getType()
+                         << "; the result holds " << result.getElementType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// StoreOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult StoreOp::verify() {
+  TileType value = getValue().getType();
+  if (value.getRank() != 2)
+    return emitOpError() << "stores a 2-D tile, not " << value;
+  return verifyGlobalMatrix(*this, getDest().getType(), "destination",
+                            value.getShape()[1], value.getElementType());
+}

@@ -1,0 +1,169 @@
+//===- FlashTileTypes.cpp - flash_tile types ------------------------------===//
+//
+// Parses, prints and verifies the register tile and the shared-memory
+// buffer types.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashc/Dialect/FlashTile/IR/FlashTileDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::flash_tile;
+
+#define GET_TYPEDEF_CLASSES
+#include "flashc/Dialect/FlashTile/IR/FlashTileOpsTypes.cpp.inc"
+
+void FlashTileDialect::registerTypes() {
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "flashc/Dialect/FlashTile/IR/FlashTileOpsTypes.cpp.inc"
+      >();
+}
+
+/// Parses `<` dims `x` element-type `,` attribute `>`.
+static ParseResult parseShapedBody(AsmParser &parser,
+                                   SmallVectorImpl<int64_t> &shape,
+                                   Type &elementType, Attribute &layout) {
+  if (parser.parseLess() ||
+      parser.parseDimensionList(shape, /*allowDynamic=*/false,
+                                /*withTrailingX=*/true) ||
+      parser.parseType(elementType) || parser.parseComma() ||
+      parser.parseAttribute(layout) || parser.parseGreater())
+    return failure();
+  return success();
+}
+
+static void printShapedBody(AsmPrinter &printer, ArrayRef<int64_t> shape,
+                            Type elementType, Attribute layout) {
+  printer << "<";
+  for (int64_t d : shape)
+    printer << d << "x";
+  printer << elementType << ", " << layout << ">";
+}
+
+/// Checks the extents and the element type shared by both types.
+static LogicalResult
+verifyShapeAndElement(function_ref<InFlightDiagnostic()> emitError,
+                      StringRef what, ArrayRef<int64_t> shape,
+                      Type elementType) {
+  if (llvm::any_of(shape, [](int64_t d) { return d < 1; }))
+    return emitError() << what << "'s extents are positive";
+  if (!elementType.isIntOrFloat() || elementType.getIntOrFloatBitWidth() % 8)
+    return emitError() << what << "'s elements are integers or floats of "
+                          "whole bytes, not "
+                       << elementType;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// TileType
+//===----------------------------------------------------------------------===//
+
+Type TileType::parse(AsmParser &parser) {
+  SmallVector<int64_t> shape;
+  Type elementType;
+  Attribute layout;
+  if (parseShapedBody(parser, shape, elementType, layout))
+    return {};
+  return parser.getChecked<TileType>(parser.getContext(), shape, elementType,
+                                     layout);
+}
+
+void TileType::print(AsmPrinter &printer) const {
+  printShapedBody(printer, getShape(), getElementType(), getLayout());
+}
+
+LogicalResult TileType::verify(function_ref<InFlightDiagnostic()> emitError,
+                               ArrayRef<int64_t> shape, Type elementType,
+                               Attribute layout) {
+  if (shape.empty() || shape.size() > 2)
+    return emitError() << "a flash_tile tile is 1-D or 2-D, not "
+                       << shape.size() << "-D";
+  if (failed(verifyShapeAndElement(emitError, "a tile", shape, elementType)))
+    return failure();
+  auto interface = dyn_cast<LayoutAttrInterface>(layout);
+  if (!interface)
+    return emitError() << "a tile's layout is a flash_tile register layout "
+                          "(mma, operand, slice or blocked), not "
+                       << layout;
+  return interface.verifyShape(emitError, shape);
+}
+
+ShapedType TileType::cloneWith(std::optional<ArrayRef<int64_t>> shape,
+                               Type elementType) const {
+  return TileType::get(getContext(), shape ? *shape : getShape(),
+                       elementType ? elementType : getElementType(),
+                       getLayout());
+}
+
+//===----------------------------------------------------------------------===//
+// SharedType
+//===----------------------------------------------------------------------===//
+
+Type SharedType::parse(AsmParser &parser) {
+  SmallVector<int64_t> shape;
+  Type elementType;
+  Attribute layout;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parseShapedBody(parser, shape, elementType, layout))
+    return {};
+  auto swizzled = dyn_cast<SwizzledLayoutAttr>(layout);
+  if (!swizzled) {
+    parser.emitError(loc) << "a shared buffer's layout is a "
+                             "#flash_tile.swizzled, not "
+                          << layout;
+    return {};
+  }
+  return parser.getChecked<SharedType>(parser.getContext(), shape,
+                                       elementType, swizzled);
+}
+
+void SharedType::print(AsmPrinter &printer) const {
+  printShapedBody(printer, getShape(), getElementType(), getLayout());
+}
+
+LogicalResult SharedType::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 ArrayRef<int64_t> shape, Type elementType,
+                                 SwizzledLayoutAttr layout) {
+  if (shape.size() != 3)
+    return emitError() << "a shared buffer is stages x rows x columns, not "
+                       << shape.size() << "-D";
+  if (failed(verifyShapeAndElement(emitError, "a shared buffer", shape,
+                                   elementType)))
+    return failure();
+  int64_t vector = layout.getVector();
+  int64_t chunkBits = vector * elementType.getIntOrFloatBitWidth();
+  if (chunkBits != 32 && chunkBits != 64 && chunkBits != 128)
+    return emitError() << "a shared buffer's chunk of " << vector << " x "
+                       << elementType << " is " << chunkBits / 8
+                       << " bytes; a chunk is 4, 8 or 16 bytes";
+  if (shape[2] % vector != 0)
+    return emitError() << "a shared buffer's " << shape[2]
+                       << " columns are not a whole number of chunks of "
+                       << vector;
+  if (shape[2] / vector < layout.getPhases())
+    return emitError() << "a swizzle of " << layout.getPhases()
+                       << " phases needs rows of at least as many chunks; a "
+                          "row has "
+                       << shape[2] / vector;
+  return success();
+}
+
+ShapedType SharedType::cloneWith(std::optional<ArrayRef<int64_t>> shape,
+                                 Type elementType) const {
+  return SharedType::get(getContext(), shape ? *shape : getShape(),
+                         elementType ? elementType : getElementType(),
+                         getLayout());
+}
+
+int64_t SharedType::getSizeInBytes() const {
+  int64_t n = getElementType().getIntOrFloatBitWidth() / 8;
+  for (int64_t d : getShape())
+    n *= d;
+  return n;
+}

@@ -1,0 +1,413 @@
+// RUN: flashc-opt %s --split-input-file --verify-diagnostics
+
+// Every rule of the flash_tile verifiers: layouts, types, operations.
+
+// mma: two warp counts
+// expected-error @+1 {{#flash_tile.mma needs two positive warp counts (rows, columns), not [4]}}
+func.func private @f(%a: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4], instr = [16, 8, 16]>>)
+
+// -----
+
+// mma: positive warp counts
+// expected-error @+1 {{needs two positive warp counts}}
+func.func private @f(%a: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 0], instr = [16, 8, 16]>>)
+
+// -----
+
+// mma: instruction shape
+// expected-error @+1 {{#flash_tile.mma's instruction shape is [16, 8, 16] or [16, 8, 8], not [16, 16, 16]}}
+func.func private @f(%a: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 16, 16]>>)
+
+// -----
+
+// slice: dimension
+// expected-error @+1 {{#flash_tile.slice removes dimension 0 or 1 of its 2-D parent, not 2}}
+func.func private @f(%a: !flash_tile.tile<64xf32, #flash_tile.slice<2, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>)
+
+// -----
+
+// blocked: one rank
+// expected-error @+1 {{#flash_tile.blocked needs size, threads and warps of one rank, 1 or 2}}
+func.func private @f(%a: !flash_tile.tile<64x64xf16, #flash_tile.blocked<size = [1, 8], threads = [32], warps = [4, 1]>>)
+
+// -----
+
+// blocked: positive
+// expected-error @+1 {{#flash_tile.blocked's sizes and counts are positive}}
+func.func private @f(%a: !flash_tile.tile<64x64xf16, #flash_tile.blocked<size = [0, 8], threads = [4, 8], warps = [4, 1]>>)
+
+// -----
+
+// blocked: 32 threads
+// expected-error @+1 {{#flash_tile.blocked's threads per warp multiply to 32, not 16}}
+func.func private @f(%a: !flash_tile.tile<64x64xf16, #flash_tile.blocked<size = [1, 8], threads = [4, 4], warps = [4, 1]>>)
+
+// -----
+
+// swizzled: vector
+// expected-error @+1 {{#flash_tile.swizzled's vector is a power of two, not 6}}
+func.func private @f(%a: !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 6, phases = 8>>)
+
+// -----
+
+// swizzled: phases
+// expected-error @+1 {{#flash_tile.swizzled's phases are 1, 2, 4 or 8, not 16}}
+func.func private @f(%a: !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 16>>)
+
+// -----
+
+// tile: rank
+// expected-error @+1 {{a flash_tile tile is 1-D or 2-D, not 3-D}}
+func.func private @f(%a: !flash_tile.tile<2x64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>)
+
+// -----
+
+// tile: positive extents
+// expected-error @+1 {{a tile's extents are positive}}
+func.func private @f(%a: !flash_tile.tile<0x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>)
+
+// -----
+
+// tile: whole bytes
+// expected-error @+1 {{a tile's elements are integers or floats of whole bytes, not 'i1'}}
+func.func private @f(%a: !flash_tile.tile<64x64xi1, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>)
+
+// -----
+
+// tile: a register layout
+// expected-error @+1 {{a tile's layout is a flash_tile register layout (mma, operand, slice or blocked), not #flash_tile.swizzled<vector = 8, phases = 8>}}
+func.func private @f(%a: !flash_tile.tile<64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>)
+
+// -----
+
+// tile: whole MMA tiles per warp
+// expected-error @+1 {{#flash_tile.mma needs a tile whose extents are multiples of 64x8, not 48x64}}
+func.func private @f(%a: !flash_tile.tile<48x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>)
+
+// -----
+
+// tile: the layout's rank
+// expected-error @+1 {{#flash_tile.mma holds 2-D tiles, not a tile of 64}}
+func.func private @f(%a: !flash_tile.tile<64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>)
+
+// -----
+
+// tile: A operand K
+// expected-error @+1 {{an A operand layout needs a tile whose extents are multiples of 64x16, not 64x24}}
+func.func private @f(%a: !flash_tile.tile<64x24xf16, #flash_tile.operand<a, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>)
+
+// -----
+
+// tile: B operand N
+// expected-error @+1 {{a B operand layout needs a tile whose extents are multiples of 16x8, not 64x4}}
+func.func private @f(%a: !flash_tile.tile<64x4xf16, #flash_tile.operand<b, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>)
+
+// -----
+
+// tile: slice rows
+// expected-error @+1 {{#flash_tile.slice needs a tile whose extents are multiples of 64, not 32}}
+func.func private @f(%a: !flash_tile.tile<32xf32, #flash_tile.slice<1, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>)
+
+// -----
+
+// tile: blocked quanta
+// expected-error @+1 {{#flash_tile.blocked needs a tile whose extents are multiples of 16x64, not 8x64}}
+func.func private @f(%a: !flash_tile.tile<8x64xf16, #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [4, 1]>>)
+
+// -----
+
+// shared: rank
+// expected-error @+1 {{a shared buffer is stages x rows x columns, not 2-D}}
+func.func private @f(%a: !flash_tile.shared<64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>)
+
+// -----
+
+// shared: a swizzled layout
+// expected-error @+1 {{a shared buffer's layout is a #flash_tile.swizzled, not #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>}}
+func.func private @f(%a: !flash_tile.shared<2x64x64xf16, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>)
+
+// -----
+
+// shared: chunk bytes
+// expected-error @+1 {{a shared buffer's chunk of 8 x 'f32' is 32 bytes; a chunk is 4, 8 or 16 bytes}}
+func.func private @f(%a: !flash_tile.shared<2x64x64xf32, #flash_tile.swizzled<vector = 8, phases = 8>>)
+
+// -----
+
+// shared: whole chunks
+// expected-error @+1 {{a shared buffer's 60 columns are not a whole number of chunks of 8}}
+func.func private @f(%a: !flash_tile.shared<2x64x60xf16, #flash_tile.swizzled<vector = 8, phases = 8>>)
+
+// -----
+
+// shared: phases per row
+// expected-error @+1 {{a swizzle of 8 phases needs rows of at least as many chunks; a row has 4}}
+func.func private @f(%a: !flash_tile.shared<2x64x32xf16, #flash_tile.swizzled<vector = 8, phases = 8>>)
+
+// -----
+
+// alloc: offset
+func.func @f() {
+  // expected-error @+1 {{'flash_tile.alloc' op offset 8 is not a non-negative multiple of 16 bytes}}
+  %b = flash_tile.alloc {offset = 8} : !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+  return
+}
+
+// -----
+
+// async_wait: pending
+func.func @f() {
+  // expected-error @+1 {{'flash_tile.async_wait' op attribute 'pending' failed to satisfy constraint}}
+  flash_tile.async_wait pending -1
+  return
+}
+
+// -----
+
+// async_copy: element type
+func.func @f(%src: memref<?x64xf32>, %buf: !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>, %i: index) {
+  // expected-error @+1 {{'flash_tile.async_copy' op copies 'f16' elements; the source holds 'f32'}}
+  flash_tile.async_copy %src[%i], %buf[%i] valid %i {layout = #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [4, 1]>} : memref<?x64xf32>, !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+  return
+}
+
+// -----
+
+// async_copy: static columns
+func.func @f(%src: memref<?x?xf16>, %buf: !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>, %i: index) {
+  // expected-error @+1 {{'flash_tile.async_copy' op needs a source of 64 static columns, as the tile has; it has ?}}
+  flash_tile.async_copy %src[%i], %buf[%i] valid %i {layout = #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [4, 1]>} : memref<?x?xf16>, !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+  return
+}
+
+// -----
+
+// async_copy: runs within a row
+func.func @f(%src: memref<?x64xf16>, %buf: !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>, %i: index) {
+  // expected-error @+1 {{'flash_tile.async_copy' op copies runs within one row: its layout's size is [1, n]}}
+  flash_tile.async_copy %src[%i], %buf[%i] valid %i {layout = #flash_tile.blocked<size = [2, 8], threads = [4, 8], warps = [4, 1]>} : memref<?x64xf16>, !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+  return
+}
+
+// -----
+
+// async_copy: run bytes
+func.func @f(%src: memref<?x64xf16>, %buf: !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>, %i: index) {
+  // expected-error @+1 {{'flash_tile.async_copy' op copies runs of 4, 8 or 16 bytes; a run of 3 x 'f16' is 6}}
+  flash_tile.async_copy %src[%i], %buf[%i] valid %i {layout = #flash_tile.blocked<size = [1, 3], threads = [4, 8], warps = [4, 1]>} : memref<?x64xf16>, !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+  return
+}
+
+// -----
+
+// async_copy: runs within a chunk
+func.func @f(%src: memref<?x64xf16>, %buf: !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 4, phases = 8>>, %i: index) {
+  // expected-error @+1 {{'flash_tile.async_copy' op copies runs of 8 elements, longer than the buffer's swizzled chunks of 4}}
+  flash_tile.async_copy %src[%i], %buf[%i] valid %i {layout = #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [4, 1]>} : memref<?x64xf16>, !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 4, phases = 8>>
+  return
+}
+
+// -----
+
+// async_copy: the layout covers the stage
+func.func @f(%src: memref<?x64xf16>, %buf: !flash_tile.shared<2x16x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>, %i: index) {
+  // expected-error @+1 {{'flash_tile.async_copy' op #flash_tile.blocked needs a tile whose extents are multiples of 32x64, not 16x64}}
+  flash_tile.async_copy %src[%i], %buf[%i] valid %i {layout = #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [8, 1]>} : memref<?x64xf16>, !flash_tile.shared<2x16x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+  return
+}
+
+// -----
+
+// local_load: element type
+func.func @f(%buf: !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>, %i: index) {
+  // expected-error @+1 {{'flash_tile.local_load' op reads 'f16' elements into a tile of 'bf16'}}
+  %t = flash_tile.local_load %buf[%i] : !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>> -> !flash_tile.tile<64x64xbf16, #flash_tile.operand<b, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>
+  return
+}
+
+// -----
+
+// local_load: transposed shape
+func.func @f(%buf: !flash_tile.shared<2x64x32xf16, #flash_tile.swizzled<vector = 8, phases = 4>>, %i: index) {
+  // expected-error @+1 {{'flash_tile.local_load' op reads a stage of 64x32 into a tile of 64x32, not 32x64}}
+  %t = flash_tile.local_load %buf[%i] : !flash_tile.shared<2x64x32xf16, #flash_tile.swizzled<vector = 8, phases = 4>> -> !flash_tile.tile<32x64xf16, #flash_tile.operand<b, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>
+  return
+}
+
+// -----
+
+// convert_layout: shape
+func.func @f(%t: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>) {
+  // expected-error @+1 {{'flash_tile.convert_layout' op changes only the layout}}
+  %c = flash_tile.convert_layout %t : !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>> -> !flash_tile.tile<64x32xf32, #flash_tile.operand<a, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>
+  return
+}
+
+// -----
+
+// mma: accumulator layout
+func.func @f(%a: !flash_tile.tile<64x64xf16, #flash_tile.operand<a, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>, %b: !flash_tile.tile<64x64xf16, #flash_tile.operand<b, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>, %c: !flash_tile.tile<64x64xf32, #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [4, 1]>>) {
+  // expected-error @+1 {{'flash_tile.mma' op accumulates in a #flash_tile.mma layout, not}}
+  %d = flash_tile.mma %a, %b, %c : !flash_tile.tile<64x64xf16, #flash_tile.operand<a, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>, !flash_tile.tile<64x64xf16, #flash_tile.operand<b, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>, !flash_tile.tile<64x64xf32, #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [4, 1]>>
+  return
+}
+
+// -----
+
+// mma: A layout
+func.func @f(%a: !flash_tile.tile<64x64xf16, #flash_tile.operand<b, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>, %b: !flash_tile.tile<64x64xf16, #flash_tile.operand<b, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>, %c: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>) {
+  // expected-error @+1 {{'flash_tile.mma' op needs A in #flash_tile.operand<a, }}
+  %d = flash_tile.mma %a, %b, %c : !flash_tile.tile<64x64xf16, #flash_tile.operand<b, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>, !flash_tile.tile<64x64xf16, #flash_tile.operand<b, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>, !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>
+  return
+}
+
+// -----
+
+// mma: B of the same MMA
+func.func @f(%a: !flash_tile.tile<64x64xf16, #flash_tile.operand<a, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>, %b: !flash_tile.tile<64x64xf16, #flash_tile.operand<b, #flash_tile.mma<warps = [2, 2], instr = [16, 8, 16]>>>, %c: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>) {
+  // expected-error @+1 {{'flash_tile.mma' op needs B in #flash_tile.operand<b, }}
+  %d = flash_tile.mma %a, %b, %c : !flash_tile.tile<64x64xf16, #flash_tile.operand<a, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>, !flash_tile.tile<64x64xf16, #flash_tile.operand<b, #flash_tile.mma<warps = [2, 2], instr = [16, 8, 16]>>>, !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>
+  return
+}
+
+// -----
+
+// mma: shapes chain
+func.func @f(%a: !flash_tile.tile<64x32xf16, #flash_tile.operand<a, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>, %b: !flash_tile.tile<64x64xf16, #flash_tile.operand<b, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>, %c: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>) {
+  // expected-error @+1 {{'flash_tile.mma' op multiplies 64x32 by 64x64 into 64x64: the shapes do not chain (M x K, K x N, M x N)}}
+  %d = flash_tile.mma %a, %b, %c : !flash_tile.tile<64x32xf16, #flash_tile.operand<a, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>, !flash_tile.tile<64x64xf16, #flash_tile.operand<b, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>, !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>
+  return
+}
+
+// -----
+
+// mma: operand types
+func.func @f(%a: !flash_tile.tile<64x64xf16, #flash_tile.operand<a, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>, %b: !flash_tile.tile<64x64xbf16, #flash_tile.operand<b, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>, %c: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>) {
+  // expected-error @+1 {{'flash_tile.mma' op multiplies f16 or bf16 operands of one type, not 'f16' and 'bf16'}}
+  %d = flash_tile.mma %a, %b, %c : !flash_tile.tile<64x64xf16, #flash_tile.operand<a, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>, !flash_tile.tile<64x64xbf16, #flash_tile.operand<b, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>, !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>
+  return
+}
+
+// -----
+
+// mma: f32 accumulator
+func.func @f(%a: !flash_tile.tile<64x64xf16, #flash_tile.operand<a, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>, %b: !flash_tile.tile<64x64xf16, #flash_tile.operand<b, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>, %c: !flash_tile.tile<64x64xf16, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>) {
+  // expected-error @+1 {{'flash_tile.mma' op accumulates in f32, not 'f16'}}
+  %d = flash_tile.mma %a, %b, %c : !flash_tile.tile<64x64xf16, #flash_tile.operand<a, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>, !flash_tile.tile<64x64xf16, #flash_tile.operand<b, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>, !flash_tile.tile<64x64xf16, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>
+  return
+}
+
+// -----
+
+// reduce: a slice of the source layout
+func.func @f(%s: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>) {
+  // expected-error @+1 {{'flash_tile.reduce' op leaves a #flash_tile.slice of the source's layout}}
+  %m = flash_tile.reduce max %s : !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>> -> !flash_tile.tile<64xf32, #flash_tile.slice<1, #flash_tile.mma<warps = [2, 2], instr = [16, 8, 16]>>>
+  return
+}
+
+// -----
+
+// reduce: shape
+func.func @f(%s: !flash_tile.tile<128x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>) {
+  // expected-error @+1 {{'flash_tile.reduce' op reduces dimension 0 of 128x64 to 64 values, not 128}}
+  %m = flash_tile.reduce sum %s : !flash_tile.tile<128x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>> -> !flash_tile.tile<128xf32, #flash_tile.slice<0, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>
+  return
+}
+
+// -----
+
+// reduce: element type
+func.func @f(%s: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>) {
+  // expected-error @+1 {{'flash_tile.reduce' op keeps the element type 'f32', not 'f16'}}
+  %m = flash_tile.reduce max %s : !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>> -> !flash_tile.tile<64xf16, #flash_tile.slice<1, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>
+  return
+}
+
+// -----
+
+// map: inputs broadcast to the result
+func.func @f(%s: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>, %r: !flash_tile.tile<64xf32, #flash_tile.slice<1, #flash_tile.mma<warps = [2, 2], instr = [16, 8, 16]>>>) {
+  // expected-error @+1 {{'flash_tile.map' op input 1 (}}
+  %m = flash_tile.map %s, %r : !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>, !flash_tile.tile<64xf32, #flash_tile.slice<1, #flash_tile.mma<warps = [2, 2], instr = [16, 8, 16]>>> -> !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>> {
+  ^bb0(%x: f32, %y: f32):
+    flash_tile.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+// map: region arguments
+func.func @f(%s: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>) {
+  // expected-error @+1 {{'flash_tile.map' op 's region takes 2 indices and one element per input (3 arguments), not 1}}
+  %m = flash_tile.map indices %s : !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>> -> !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>> {
+  ^bb0(%x: f32):
+    flash_tile.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+// map: index arguments
+func.func @f(%s: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>) {
+  // expected-error @+1 {{'flash_tile.map' op 's region takes the element's indices as index arguments first; argument 0 is 'i32'}}
+  %m = flash_tile.map indices %s : !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>> -> !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>> {
+  ^bb0(%i: i32, %j: index, %x: f32):
+    flash_tile.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+// map: element arguments
+func.func @f(%s: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>) {
+  // expected-error @+1 {{'flash_tile.map' op 's region argument 0 is 'f16'; input 0 holds 'f32'}}
+  %m = flash_tile.map %s : !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>> -> !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>> {
+  ^bb0(%x: f16):
+    %e = arith.extf %x : f16 to f32
+    flash_tile.yield %e : f32
+  }
+  return
+}
+
+// -----
+
+// map: yielded type
+func.func @f(%s: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>) {
+  // expected-error @+1 {{'flash_tile.map' op 's region yields 'f32'; the result holds 'f16'}}
+  %m = flash_tile.map %s : !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>> -> !flash_tile.tile<64x64xf16, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>> {
+  ^bb0(%x: f32):
+    flash_tile.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+// store: 2-D
+func.func @f(%t: !flash_tile.tile<64xf32, #flash_tile.slice<1, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>, %d: memref<?x64xf32>, %i: index) {
+  // expected-error @+1 {{'flash_tile.store' op stores a 2-D tile, not}}
+  flash_tile.store %t, %d[%i] valid %i : !flash_tile.tile<64xf32, #flash_tile.slice<1, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>, memref<?x64xf32>
+  return
+}
+
+// -----
+
+// store: columns
+func.func @f(%t: !flash_tile.tile<64x64xf16, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>, %d: memref<?x128xf16>, %i: index) {
+  // expected-error @+1 {{'flash_tile.store' op needs a destination of 64 static columns, as the tile has; it has 128}}
+  flash_tile.store %t, %d[%i] valid %i : !flash_tile.tile<64x64xf16, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>, memref<?x128xf16>
+  return
+}
+
+// -----
+
+// store: element type
+func.func @f(%t: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>, %d: memref<?x64xf16>, %i: index) {
+  // expected-error @+1 {{'flash_tile.store' op copies 'f32' elements; the destination holds 'f16'}}
+  flash_tile.store %t, %d[%i] valid %i : !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>, memref<?x64xf16>
+  return
+}

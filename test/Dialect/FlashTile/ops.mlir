@@ -1,0 +1,111 @@
+// RUN: flashc-opt %s --split-input-file | flashc-opt --split-input-file | FileCheck %s
+// RUN: flashc-opt %s --split-input-file --mlir-print-op-generic | flashc-opt --split-input-file | FileCheck %s
+
+// One KV block of an FA2-style forward step, as tiles: copy K and V into
+// their stages, read Q K^T's operands, multiply, reduce the row maxima,
+// exponentiate with the maxima broadcast, repack P as an A operand,
+// multiply by V, and store.
+
+#mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+#a = #flash_tile.operand<a, #mma>
+#b = #flash_tile.operand<b, #mma>
+#row = #flash_tile.slice<1, #mma>
+#copy = #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [4, 1]>
+#smem = #flash_tile.swizzled<vector = 8, phases = 8>
+
+// The layouts print as aliases.
+// CHECK-DAG: #blocked = #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [4, 1]>
+// CHECK-DAG: #mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+// CHECK-DAG: #swizzled = #flash_tile.swizzled<vector = 8, phases = 8>
+// CHECK-DAG: #mma_a = #flash_tile.operand<a, #mma>
+// CHECK-DAG: #mma_b = #flash_tile.operand<b, #mma>
+// CHECK-DAG: #slice = #flash_tile.slice<1, #mma>
+// CHECK-LABEL: func.func @step
+func.func @step(%k: memref<?x64xf16>, %v: memref<?x64xf16>,
+                %out: memref<?x64xf16>, %j: index, %n: index, %stage: index,
+                %q: !flash_tile.tile<64x64xf16, #a>,
+                %acc: !flash_tile.tile<64x64xf32, #mma>,
+                %zero: !flash_tile.tile<64x64xf32, #mma>) {
+  // CHECK: flash_tile.alloc {offset = 0 : i64} : !flash_tile.shared<2x64x64xf16, #swizzled>
+  %kbuf = flash_tile.alloc {offset = 0} : !flash_tile.shared<2x64x64xf16, #smem>
+  // CHECK: flash_tile.alloc : !flash_tile.shared<2x64x64xf16, #swizzled>
+  %vbuf = flash_tile.alloc : !flash_tile.shared<2x64x64xf16, #smem>
+  // CHECK: flash_tile.async_copy %{{.*}}[%{{.*}}], %{{.*}}[%{{.*}}] valid %{{.*}} {layout = #blocked} : memref<?x64xf16>, !flash_tile.shared<2x64x64xf16, #swizzled>
+  flash_tile.async_copy %k[%j], %kbuf[%stage] valid %n {layout = #copy}
+      : memref<?x64xf16>, !flash_tile.shared<2x64x64xf16, #smem>
+  flash_tile.async_copy %v[%j], %vbuf[%stage] valid %n {layout = #copy}
+      : memref<?x64xf16>, !flash_tile.shared<2x64x64xf16, #smem>
+  // CHECK: flash_tile.async_wait pending 1
+  flash_tile.async_wait pending 1
+  // CHECK: flash_tile.local_load %{{.*}}[%{{.*}}] transpose : !flash_tile.shared<2x64x64xf16, #swizzled> -> !flash_tile.tile<64x64xf16, #mma_b>
+  %kt = flash_tile.local_load %kbuf[%stage] transpose
+      : !flash_tile.shared<2x64x64xf16, #smem> -> !flash_tile.tile<64x64xf16, #b>
+  // CHECK: flash_tile.mma %{{.*}}, %{{.*}}, %{{.*}} : !flash_tile.tile<64x64xf16, #mma_a>, !flash_tile.tile<64x64xf16, #mma_b>, !flash_tile.tile<64x64xf32, #mma>
+  %s = flash_tile.mma %q, %kt, %zero
+      : !flash_tile.tile<64x64xf16, #a>, !flash_tile.tile<64x64xf16, #b>,
+        !flash_tile.tile<64x64xf32, #mma>
+  // CHECK: flash_tile.reduce max %{{.*}} : !flash_tile.tile<64x64xf32, #mma> -> !flash_tile.tile<64xf32, #slice>
+  %m = flash_tile.reduce max %s
+      : !flash_tile.tile<64x64xf32, #mma> -> !flash_tile.tile<64xf32, #row>
+  // CHECK: flash_tile.map %{{.*}}, %{{.*}} : !flash_tile.tile<64x64xf32, #mma>, !flash_tile.tile<64xf32, #slice> -> !flash_tile.tile<64x64xf16, #mma> {
+  // CHECK: math.exp2
+  // CHECK: flash_tile.yield %{{.*}} : f16
+  %p = flash_tile.map %s, %m : !flash_tile.tile<64x64xf32, #mma>,
+      !flash_tile.tile<64xf32, #row> -> !flash_tile.tile<64x64xf16, #mma> {
+  ^bb0(%x: f32, %mx: f32):
+    %d = arith.subf %x, %mx : f32
+    %e = math.exp2 %d : f32
+    %h = arith.truncf %e : f32 to f16
+    flash_tile.yield %h : f16
+  }
+  // CHECK: flash_tile.convert_layout %{{.*}} : !flash_tile.tile<64x64xf16, #mma> -> !flash_tile.tile<64x64xf16, #mma_a>
+  %pa = flash_tile.convert_layout %p
+      : !flash_tile.tile<64x64xf16, #mma> -> !flash_tile.tile<64x64xf16, #a>
+  %vt = flash_tile.local_load %vbuf[%stage]
+      : !flash_tile.shared<2x64x64xf16, #smem> -> !flash_tile.tile<64x64xf16, #b>
+  %o = flash_tile.mma %pa, %vt, %acc
+      : !flash_tile.tile<64x64xf16, #a>, !flash_tile.tile<64x64xf16, #b>,
+        !flash_tile.tile<64x64xf32, #mma>
+  // The causal mask of a diagonal block: the element's row and column come
+  // first.
+  // CHECK: flash_tile.map indices %{{.*}} : !flash_tile.tile<64x64xf32, #mma> -> !flash_tile.tile<64x64xf32, #mma> {
+  // CHECK: ^bb0(%{{.*}}: index, %{{.*}}: index, %{{.*}}: f32):
+  %masked = flash_tile.map indices %o : !flash_tile.tile<64x64xf32, #mma>
+      -> !flash_tile.tile<64x64xf32, #mma> {
+  ^bb0(%i: index, %jj: index, %x: f32):
+    %ninf = arith.constant 0xFF800000 : f32
+    %keep = arith.cmpi ule, %jj, %i : index
+    %y = arith.select %keep, %x, %ninf : f32
+    flash_tile.yield %y : f32
+  }
+  %oc = flash_tile.map %masked : !flash_tile.tile<64x64xf32, #mma>
+      -> !flash_tile.tile<64x64xf16, #mma> {
+  ^bb0(%x: f32):
+    %h = arith.truncf %x : f32 to f16
+    flash_tile.yield %h : f16
+  }
+  // CHECK: flash_tile.store %{{.*}}, %{{.*}}[%{{.*}}] valid %{{.*}} : !flash_tile.tile<64x64xf16, #mma>, memref<?x64xf16>
+  flash_tile.store %oc, %out[%j] valid %n
+      : !flash_tile.tile<64x64xf16, #mma>, memref<?x64xf16>
+  return
+}
+
+// -----
+
+// Row tiles combine among themselves: the online softmax's rescale factor.
+// CHECK-LABEL: func.func @rows
+func.func @rows(%old: !flash_tile.tile<64xf32, #flash_tile.slice<1, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>,
+                %new: !flash_tile.tile<64xf32, #flash_tile.slice<1, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>)
+    -> !flash_tile.tile<64xf32, #flash_tile.slice<1, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>> {
+  // CHECK: flash_tile.map %{{.*}}, %{{.*}} : !flash_tile.tile<64xf32, #slice>, !flash_tile.tile<64xf32, #slice> -> !flash_tile.tile<64xf32, #slice> {
+  %r = flash_tile.map %old, %new
+      : !flash_tile.tile<64xf32, #flash_tile.slice<1, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>,
+        !flash_tile.tile<64xf32, #flash_tile.slice<1, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>
+      -> !flash_tile.tile<64xf32, #flash_tile.slice<1, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>> {
+  ^bb0(%a: f32, %b: f32):
+    %d = arith.subf %a, %b : f32
+    %e = math.exp2 %d : f32
+    flash_tile.yield %e : f32
+  }
+  return %r : !flash_tile.tile<64xf32, #flash_tile.slice<1, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>
+}
