@@ -76,7 +76,7 @@ if(TARGET FlashcCompiler)
   # (flashc::FlashcCompiler and so on), and flashc::compiler over them.
   set(FLASHC_COMPILER_LIBRARIES
     FlashcTarget FlashcAnalysis FlashcFlashDialect FlashcFlashTileDialect
-    FlashcFlashTransforms
+    FlashcFlashTileTransforms FlashcFlashTransforms
     FlashcFlashToCPU FlashcFlashToNVGPU FlashcPipelines FlashcInit
     FlashcCompiler)
   list(APPEND FLASHC_EXPORTED_TARGETS ${FLASHC_COMPILER_LIBRARIES})

@@ -10,6 +10,7 @@
 #include "flashc/Conversion/Passes.h"
 #include "flashc/Dialect/Flash/IR/FlashDialect.h"
 #include "flashc/Dialect/FlashTile/IR/FlashTileDialect.h"
+#include "flashc/Dialect/FlashTile/Transforms/Passes.h"
 #include "flashc/Dialect/Flash/Transforms/BufferizableOpInterfaceImpl.h"
 #include "flashc/Dialect/Flash/Transforms/Passes.h"
 #include "flashc/Pipelines/Pipelines.h"
@@ -103,6 +104,7 @@ void mlir::flash::registerFlashcPasses() {
     registerAllPasses();
     registerFlashPasses();
     registerFlashConversionPasses();
+    flash_tile::registerFlashTilePasses();
     registerFlashPipelines();
   });
 }

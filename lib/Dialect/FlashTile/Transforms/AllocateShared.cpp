@@ -1,0 +1,120 @@
+//===- AllocateShared.cpp - Place a kernel's shared buffers ---------------===//
+//
+// Implements `flash-tile-allocate-shared`: every flash_tile.alloc of a
+// function gets its byte offset in the CTA's dynamic shared memory, 128-byte
+// aligned, in program order; the function records the total as
+// flash.shared_bytes, which must fit the chip's (or the given) budget.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashc/Dialect/FlashTile/Transforms/Passes.h"
+
+#include "flashc/Dialect/FlashTile/IR/FlashTileOps.h"
+#include "flashc/Target/TargetInfo.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/Debug.h"
+#include "llvm/Support/MathExtras.h"
+
+#define DEBUG_TYPE "flash-tile-allocate-shared"
+#define DBGS() (llvm::dbgs() << "[" DEBUG_TYPE "] ")
+
+namespace mlir {
+namespace flash_tile {
+#define GEN_PASS_DEF_FLASHTILEALLOCATESHARED
+#include "flashc/Dialect/FlashTile/Transforms/Passes.h.inc"
+} // namespace flash_tile
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::flash_tile;
+
+namespace {
+
+/// Buffers start on 128 bytes: a row of 8 swizzled 16-byte chunks.
+constexpr int64_t kAlignment = 128;
+
+struct AllocateSharedPass
+    : flash_tile::impl::FlashTileAllocateSharedBase<AllocateSharedPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    int64_t budget = sharedBytes;
+    std::string budgetName = "shared-bytes";
+    if (budget < 0) {
+      getOperation()->emitError()
+          << "flash-tile-allocate-shared: shared-bytes is " << budget
+          << "; give a positive budget, or 0 for the chip's";
+      return signalPassFailure();
+    }
+    if (budget == 0) {
+      llvm::Expected<flash::TargetInfo> target =
+          flash::TargetInfo::get(chip);
+      if (!target) {
+        getOperation()->emitError()
+            << "flash-tile-allocate-shared: "
+            << llvm::toString(target.takeError());
+        return signalPassFailure();
+      }
+      if (!target->isGPU()) {
+        getOperation()->emitError()
+            << "flash-tile-allocate-shared: chip '" << chip
+            << "' is not a GPU (sm_80 or sm_90a)";
+        return signalPassFailure();
+      }
+      budget = target->sramBytes;
+      budgetName = chip;
+    }
+    flash::FlashDialect::SharedBytesAttrHelper total(&getContext());
+    WalkResult result = getOperation()->walk([&](FunctionOpInterface fn) {
+      if (failed(allocate(fn, budget, budgetName, total)))
+        return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      signalPassFailure();
+  }
+
+  LogicalResult allocate(FunctionOpInterface fn, int64_t budget,
+                         StringRef budgetName,
+                         flash::FlashDialect::SharedBytesAttrHelper &total) {
+    SmallVector<AllocOp> allocs;
+    fn->walk([&](AllocOp alloc) {
+      // A nested function places its own buffers.
+      if (alloc->getParentOfType<FunctionOpInterface>() == fn)
+        allocs.push_back(alloc);
+    });
+    if (allocs.empty())
+      return success();
+    Builder b(&getContext());
+    int64_t offset = 0;
+    for (AllocOp alloc : allocs) {
+      offset = llvm::alignTo(offset, kAlignment);
+      alloc.setOffsetAttr(b.getI64IntegerAttr(offset));
+      LLVM_DEBUG(DBGS() << "@" << fn.getName() << ": "
+                        << alloc.getBuffer().getType() << " at " << offset
+                        << "\n");
+      offset += alloc.getBuffer().getType().getSizeInBytes();
+    }
+    if (offset > budget) {
+      InFlightDiagnostic diag = fn->emitError()
+                                << "the shared buffers of @" << fn.getName()
+                                << " need " << offset << " bytes, more than "
+                                << "the " << budget << " that " << budgetName
+                                << " allows per CTA";
+      for (AllocOp alloc : allocs)
+        diag.attachNote(alloc.getLoc())
+            << alloc.getBuffer().getType().getSizeInBytes() << " bytes at "
+            << *alloc.getOffset();
+      return failure();
+    }
+    total.setAttr(fn, b.getI64IntegerAttr(offset));
+    numBuffers += allocs.size();
+    numBytes += offset;
+    return success();
+  }
+};
+
+} // namespace

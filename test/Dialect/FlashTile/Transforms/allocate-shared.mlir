@@ -1,0 +1,84 @@
+// RUN: flashc-opt %s --split-input-file --verify-diagnostics \
+// RUN:   --flash-tile-allocate-shared | FileCheck %s
+// RUN: not flashc-opt %s --split-input-file \
+// RUN:   --flash-tile-allocate-shared=shared-bytes=65536 2>&1 >/dev/null \
+// RUN:   | FileCheck %s --check-prefix=SMALL
+// A budget comes from a GPU chip, or is positive.
+// RUN: not flashc-opt %s --split-input-file \
+// RUN:   --flash-tile-allocate-shared=chip=cpu 2>&1 | FileCheck %s --check-prefix=CPU
+// CPU: error: flash-tile-allocate-shared: chip 'cpu' is not a GPU (sm_80 or sm_90a)
+// RUN: not flashc-opt %s --split-input-file \
+// RUN:   --flash-tile-allocate-shared=chip=sm_70 2>&1 | FileCheck %s --check-prefix=CHIP
+// CHIP: error: flash-tile-allocate-shared: {{.*}}sm_70{{.*}}cpu, sm_80, sm_90a
+// RUN: not flashc-opt %s --split-input-file \
+// RUN:   --flash-tile-allocate-shared=shared-bytes=-1 2>&1 | FileCheck %s --check-prefix=NEG
+// NEG: error: flash-tile-allocate-shared: shared-bytes is -1; give a positive budget, or 0 for the chip's
+// sm_90a's budget is 227 KiB.
+// RUN: not flashc-opt %s --split-input-file --flash-tile-allocate-shared=chip=sm_90a \
+// RUN:   2>&1 | FileCheck %s --check-prefix=SM90
+// SM90: error: the shared buffers of @too_big need 262144 bytes, more than the 232448 that sm_90a allows per CTA
+
+#sw = #flash_tile.swizzled<vector = 8, phases = 8>
+#plain = #flash_tile.swizzled<vector = 8, phases = 1>
+
+// Buffers follow each other in program order, each on a 128-byte boundary:
+// Q (8 KiB), a 48-byte buffer, then K and V (16 KiB each, two stages).
+// CHECK-LABEL: func.func @prefill
+// CHECK-SAME: flash.shared_bytes = 41088 : i64
+// CHECK: flash_tile.alloc {offset = 0 : i64} : !flash_tile.shared<1x64x64xf16
+// CHECK: flash_tile.alloc {offset = 8192 : i64} : !flash_tile.shared<1x1x24xf16
+// CHECK: flash_tile.alloc {offset = 8320 : i64} : !flash_tile.shared<2x64x64xf16
+// CHECK: flash_tile.alloc {offset = 24704 : i64} : !flash_tile.shared<2x64x64xf16
+func.func @prefill() {
+  %q = flash_tile.alloc : !flash_tile.shared<1x64x64xf16, #sw>
+  %odd = flash_tile.alloc : !flash_tile.shared<1x1x24xf16, #plain>
+  %k = flash_tile.alloc : !flash_tile.shared<2x64x64xf16, #sw>
+  %v = flash_tile.alloc : !flash_tile.shared<2x64x64xf16, #sw>
+  return
+}
+
+// -----
+
+#sw = #flash_tile.swizzled<vector = 8, phases = 8>
+
+// Each kernel of a GPU module is placed on its own; a function without
+// buffers gets no attribute. An offset already there is recomputed.
+// CHECK-LABEL: gpu.module @kernels
+// CHECK: gpu.func @a() kernel attributes {flash.shared_bytes = 16384 : i64}
+// CHECK: flash_tile.alloc {offset = 0 : i64} : !flash_tile.shared<2x64x64xf16
+// CHECK: gpu.func @b() kernel attributes {flash.shared_bytes = 32768 : i64}
+// CHECK: flash_tile.alloc {offset = 0 : i64} : !flash_tile.shared<4x64x64xf16
+// CHECK: gpu.func @none() kernel {
+gpu.module @kernels {
+  gpu.func @a() kernel {
+    %k = flash_tile.alloc {offset = 4096} : !flash_tile.shared<2x64x64xf16, #sw>
+    gpu.return
+  }
+  gpu.func @b() kernel {
+    %k = flash_tile.alloc : !flash_tile.shared<4x64x64xf16, #sw>
+    gpu.return
+  }
+  gpu.func @none() kernel {
+    gpu.return
+  }
+}
+
+// -----
+
+#sw = #flash_tile.swizzled<vector = 8, phases = 8>
+
+// 4 stages of 128 x 128 f16 K and V: 256 KiB, over sm_80's 163 KiB (and
+// over the 64 KiB of shared-bytes=65536).
+// SMALL-NOT: error
+// SMALL: error: the shared buffers of @too_big need 262144 bytes, more than the 65536 that shared-bytes allows per CTA
+// SMALL-NEXT: func.func @too_big
+// SMALL: note: 131072 bytes at 0
+// SMALL: note: 131072 bytes at 131072
+func.func @too_big() {
+  // expected-error @-1 {{the shared buffers of @too_big need 262144 bytes, more than the 166912 that sm_80 allows per CTA}}
+  // expected-note @+1 {{131072 bytes at 0}}
+  %k = flash_tile.alloc : !flash_tile.shared<4x128x128xf16, #sw>
+  // expected-note @+1 {{131072 bytes at 131072}}
+  %v = flash_tile.alloc : !flash_tile.shared<4x128x128xf16, #sw>
+  return
+}
