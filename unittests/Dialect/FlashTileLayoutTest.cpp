@@ -8,12 +8,19 @@
 
 #include "flashc/Dialect/FlashTile/IR/FlashTileDialect.h"
 
+#include "flashc/Simulator/Simulator.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 
+#include "llvm/ADT/APFloat.h"
+
 #include <gtest/gtest.h>
+
+#include <map>
+#include <random>
 
 using namespace mlir;
 using namespace mlir::flash_tile;
@@ -129,6 +136,192 @@ TEST_F(FlashTileLayoutTest, SharedBuffersKnowTheirSize) {
   EXPECT_EQ(kv.getRows(), 64);
   EXPECT_EQ(kv.getColumns(), 128);
   EXPECT_EQ(kv.getSizeInBytes(), 2 * 64 * 128 * 2);
+}
+
+/// Every element of a `shape` tile is held `copies` times over all
+/// threads and their values, and every coordinate is inside the tile.
+static void expectCoverage(LayoutAttrInterface layout,
+                           ArrayRef<int64_t> shape, int64_t copies) {
+  std::map<std::vector<int64_t>, int64_t> seen;
+  int64_t threads = 32 * layout.getNumWarps();
+  int64_t values = layout.getElementsPerThread(shape);
+  for (int64_t t = 0; t < threads; ++t)
+    for (int64_t e = 0; e < values; ++e) {
+      SmallVector<int64_t> c = layout.getCoordinates(shape, t, e);
+      ASSERT_EQ(c.size(), shape.size());
+      for (size_t i = 0; i < c.size(); ++i)
+        ASSERT_TRUE(c[i] >= 0 && c[i] < shape[i])
+            << "thread " << t << " value " << e << " dim " << i << ": "
+            << c[i];
+      ++seen[std::vector<int64_t>(c.begin(), c.end())];
+    }
+  int64_t elements = 1;
+  for (int64_t d : shape)
+    elements *= d;
+  EXPECT_EQ(static_cast<int64_t>(seen.size()), elements);
+  for (auto &[coords, count] : seen)
+    EXPECT_EQ(count, copies);
+}
+
+TEST_F(FlashTileLayoutTest, EveryLayoutCoversItsTile) {
+  for (auto [w0, w1] : {std::pair<int64_t, int64_t>{4, 1}, {2, 2}, {1, 4}}) {
+    SCOPED_TRACE(testing::Message() << "warps " << w0 << " x " << w1);
+    MmaLayoutAttr acc = mma(w0, w1);
+    expectCoverage(acc, {64, 64}, 1);
+    expectCoverage(acc, {128, 32}, 1);
+    // A is replicated over the column warps, B over the row warps.
+    expectCoverage(OperandLayoutAttr::get(&ctx, OperandKind::A, acc),
+                   {64, 32}, w1);
+    expectCoverage(OperandLayoutAttr::get(&ctx, OperandKind::B, acc),
+                   {32, 64}, w0);
+    // A row is held by a quad of lanes in each column warp; a column by the
+    // 8 lane groups of each row warp.
+    expectCoverage(SliceLayoutAttr::get(&ctx, 1, acc), {64}, 4 * w1);
+    expectCoverage(SliceLayoutAttr::get(&ctx, 0, acc), {64}, 8 * w0);
+  }
+  MmaLayoutAttr k8 = mma(2, 2, 8);
+  expectCoverage(OperandLayoutAttr::get(&ctx, OperandKind::A, k8), {32, 16}, 2);
+  expectCoverage(OperandLayoutAttr::get(&ctx, OperandKind::B, k8), {16, 32}, 2);
+  expectCoverage(BlockedLayoutAttr::get(&ctx, {1, 8}, {4, 8}, {4, 1}),
+                 {64, 64}, 1);
+  expectCoverage(BlockedLayoutAttr::get(&ctx, {2, 4}, {8, 4}, {1, 2}),
+                 {32, 64}, 1);
+  expectCoverage(BlockedLayoutAttr::get(&ctx, {4}, {32}, {2}), {512}, 1);
+}
+
+TEST_F(FlashTileLayoutTest, FragmentsFollowThePtxTables) {
+  // Lane 5 is group 1, thread 1 of its quad (PTX ISA, mma.m16n8k16).
+  MmaLayoutAttr acc = mma(1, 1);
+  auto a = OperandLayoutAttr::get(&ctx, OperandKind::A, acc);
+  auto b = OperandLayoutAttr::get(&ctx, OperandKind::B, acc);
+  using C = SmallVector<int64_t>;
+  EXPECT_EQ(acc.getCoordinates({16, 8}, 5, 0), (C{1, 2}));
+  EXPECT_EQ(acc.getCoordinates({16, 8}, 5, 1), (C{1, 3}));
+  EXPECT_EQ(acc.getCoordinates({16, 8}, 5, 3), (C{9, 3}));
+  EXPECT_EQ(a.getCoordinates({16, 16}, 5, 0), (C{1, 2}));
+  EXPECT_EQ(a.getCoordinates({16, 16}, 5, 2), (C{9, 2}));
+  EXPECT_EQ(a.getCoordinates({16, 16}, 5, 5), (C{1, 11}));
+  EXPECT_EQ(a.getCoordinates({16, 16}, 5, 6), (C{9, 10}));
+  EXPECT_EQ(b.getCoordinates({16, 8}, 5, 1), (C{3, 1}));
+  EXPECT_EQ(b.getCoordinates({16, 8}, 5, 2), (C{10, 1}));
+  // The second 16-row tile of a 32-row accumulator comes after the first
+  // tile's values; the second warp's rows after the first warp's.
+  EXPECT_EQ(acc.getCoordinates({32, 8}, 5, 4), (C{17, 2}));
+  EXPECT_EQ(mma(2, 1).getCoordinates({32, 8}, 32 + 5, 0), (C{17, 2}));
+}
+
+static uint16_t halfBits(double v) {
+  llvm::APFloat f(v);
+  bool lost;
+  f.convert(llvm::APFloat::IEEEhalf(), llvm::APFloat::rmNearestTiesToEven,
+            &lost);
+  return static_cast<uint16_t>(f.bitcastToAPInt().getZExtValue());
+}
+
+/// The layouts mean what mma.sync computes: A, B and C are scattered into
+/// the lanes' registers by their layouts, one mma.sync runs in the PTX
+/// simulator, and D, gathered by the accumulator layout, equals A B + C in
+/// double (small integers: every product and sum is exact).
+TEST_F(FlashTileLayoutTest, LayoutsMatchTheSimulatorsMmaSync) {
+  const char *ptx = R"ptx(
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry mma16816(.param .u64 out, .param .u64 in) {
+  .reg .b32 %r<8>;
+  .reg .f32 %f<8>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd0, [out];
+  ld.param.u64 %rd1, [in];
+  mov.u32 %r0, %tid.x;
+  mul.wide.u32 %rd2, %r0, 40;
+  add.s64 %rd3, %rd1, %rd2;
+  ld.global.b32 %r1, [%rd3];
+  ld.global.b32 %r2, [%rd3+4];
+  ld.global.b32 %r3, [%rd3+8];
+  ld.global.b32 %r4, [%rd3+12];
+  ld.global.b32 %r5, [%rd3+16];
+  ld.global.b32 %r6, [%rd3+20];
+  ld.global.f32 %f0, [%rd3+24];
+  ld.global.f32 %f1, [%rd3+28];
+  ld.global.f32 %f2, [%rd3+32];
+  ld.global.f32 %f3, [%rd3+36];
+  mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f4, %f5, %f6, %f7}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f0, %f1, %f2, %f3};
+  mul.wide.u32 %rd4, %r0, 16;
+  add.s64 %rd5, %rd0, %rd4;
+  st.global.f32 [%rd5], %f4;
+  st.global.f32 [%rd5+4], %f5;
+  st.global.f32 [%rd5+8], %f6;
+  st.global.f32 [%rd5+12], %f7;
+  ret;
+}
+)ptx";
+  auto module = flashc::sim::Module::parse(ptx, "mma16816.ptx");
+  ASSERT_TRUE(module.ok()) << module.message();
+
+  MmaLayoutAttr acc = mma(1, 1);
+  auto aLayout = OperandLayoutAttr::get(&ctx, OperandKind::A, acc);
+  auto bLayout = OperandLayoutAttr::get(&ctx, OperandKind::B, acc);
+  std::random_device device;
+  unsigned seed = device();
+  SCOPED_TRACE(testing::Message() << "seed " << seed);
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> small(-8, 8);
+  double A[16][16], B[16][8], Cm[16][8];
+  for (auto &row : A)
+    for (double &x : row)
+      x = small(rng);
+  for (auto &row : B)
+    for (double &x : row)
+      x = small(rng);
+  for (auto &row : Cm)
+    for (double &x : row)
+      x = small(rng) * 4;
+
+  // Per lane: 4 words of A (two halves each, the lower first), 2 of B,
+  // 4 floats of C.
+  std::vector<uint32_t> in(32 * 10, 0);
+  for (int64_t lane = 0; lane < 32; ++lane) {
+    uint32_t *words = &in[lane * 10];
+    for (int64_t e = 0; e < aLayout.getElementsPerThread({16, 16}); ++e) {
+      SmallVector<int64_t> c = aLayout.getCoordinates({16, 16}, lane, e);
+      words[e / 2] |= uint32_t(halfBits(A[c[0]][c[1]])) << (16 * (e % 2));
+    }
+    for (int64_t e = 0; e < bLayout.getElementsPerThread({16, 8}); ++e) {
+      SmallVector<int64_t> c = bLayout.getCoordinates({16, 8}, lane, e);
+      words[4 + e / 2] |= uint32_t(halfBits(B[c[0]][c[1]])) << (16 * (e % 2));
+    }
+    for (int64_t e = 0; e < acc.getElementsPerThread({16, 8}); ++e) {
+      SmallVector<int64_t> c = acc.getCoordinates({16, 8}, lane, e);
+      float f = static_cast<float>(Cm[c[0]][c[1]]);
+      std::memcpy(&words[6 + e], &f, 4);
+    }
+  }
+  std::vector<float> out(32 * 4, -1.0f);
+  flashc::sim::Device sim;
+  ASSERT_FALSE(sim.registerBuffer(in.data(), in.size() * 4, "in"));
+  ASSERT_FALSE(sim.registerBuffer(out.data(), out.size() * 4, "out"));
+  flashc::sim::LaunchConfig config;
+  config.block = {32};
+  config.workers = 1;
+  auto stats = sim.launch(**module, "mma16816", config,
+                          {flashc::sim::KernelArg::pointer(out.data()),
+                           flashc::sim::KernelArg::pointer(in.data())});
+  ASSERT_TRUE(stats.ok()) << stats.message();
+
+  int checked = 0;
+  for (int64_t lane = 0; lane < 32; ++lane)
+    for (int64_t e = 0; e < 4; ++e) {
+      SmallVector<int64_t> c = acc.getCoordinates({16, 8}, lane, e);
+      double expected = Cm[c[0]][c[1]];
+      for (int k = 0; k < 16; ++k)
+        expected += A[c[0]][k] * B[k][c[1]];
+      EXPECT_EQ(out[lane * 4 + e], expected)
+          << "lane " << lane << " value " << e << " at (" << c[0] << ", "
+          << c[1] << ")";
+      ++checked;
+    }
+  EXPECT_EQ(checked, 16 * 8);
 }
 
 } // namespace

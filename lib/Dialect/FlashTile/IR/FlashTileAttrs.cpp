@@ -97,6 +97,25 @@ int64_t MmaLayoutAttr::getElementsPerThread(ArrayRef<int64_t> shape) const {
   return product(shape) / (32 * getNumWarps());
 }
 
+// A thread's values, in order: its instruction tiles row-major over the
+// warp's block, and in each the four values of mma.sync's accumulator
+// fragment, c0 c1 (row lane / 4, columns 2 * (lane % 4) + 0, 1) and c2 c3
+// (8 rows below).
+SmallVector<int64_t> MmaLayoutAttr::getCoordinates(ArrayRef<int64_t> shape,
+                                                   int64_t thread,
+                                                   int64_t element) const {
+  ArrayRef<int64_t> warps = getWarps();
+  int64_t warp = thread / 32, lane = thread % 32;
+  int64_t rowsPerWarp = shape[0] / warps[0], colsPerWarp = shape[1] / warps[1];
+  int64_t nTiles = colsPerWarp / getInstr()[1];
+  int64_t tile = element / 4, value = element % 4;
+  int64_t row = (warp / warps[1]) * rowsPerWarp + (tile / nTiles) * 16 +
+                lane / 4 + (value / 2) * 8;
+  int64_t col = (warp % warps[1]) * colsPerWarp + (tile % nTiles) * 8 +
+                2 * (lane % 4) + value % 2;
+  return {row, col};
+}
+
 //===----------------------------------------------------------------------===//
 // OperandLayoutAttr
 //===----------------------------------------------------------------------===//
@@ -125,6 +144,39 @@ int64_t OperandLayoutAttr::getElementsPerThread(ArrayRef<int64_t> shape) const {
   ArrayRef<int64_t> warps = getParent().getWarps();
   int64_t split = getKind() == OperandKind::A ? warps[0] : warps[1];
   return product(shape) / (32 * split);
+}
+
+// A's values: its 16 x K instruction tiles row-major over the warp's rows,
+// in each the pairs a0 a1 (row lane / 4, columns 2 * (lane % 4) + 0, 1),
+// a2 a3 (8 rows below), then for K = 16 a4 .. a7 (8 columns right). B's:
+// its K x 8 tiles row-major, in each b0 b1 (rows 2 * (lane % 4) + 0, 1,
+// column lane / 4), then for K = 16 b2 b3 (8 rows below).
+SmallVector<int64_t> OperandLayoutAttr::getCoordinates(ArrayRef<int64_t> shape,
+                                                       int64_t thread,
+                                                       int64_t element) const {
+  MmaLayoutAttr p = getParent();
+  ArrayRef<int64_t> warps = p.getWarps();
+  int64_t k = p.getInstr()[2];
+  int64_t warp = thread / 32, lane = thread % 32;
+  int64_t pair = element % 2;
+  if (getKind() == OperandKind::A) {
+    int64_t perTile = k / 2; // 8 values (K = 16) or 4 (K = 8)
+    int64_t tile = element / perTile, reg = (element % perTile) / 2;
+    int64_t kTiles = shape[1] / k;
+    int64_t rowsPerWarp = shape[0] / warps[0];
+    int64_t row = (warp / warps[1]) * rowsPerWarp + (tile / kTiles) * 16 +
+                  lane / 4 + (reg % 2) * 8;
+    int64_t col = (tile % kTiles) * k + (reg / 2) * 8 + 2 * (lane % 4) + pair;
+    return {row, col};
+  }
+  int64_t perTile = k / 4; // 4 values (K = 16) or 2 (K = 8)
+  int64_t tile = element / perTile, reg = (element % perTile) / 2;
+  int64_t colsPerWarp = shape[1] / warps[1];
+  int64_t nTiles = colsPerWarp / 8;
+  int64_t row = (tile / nTiles) * k + reg * 8 + 2 * (lane % 4) + pair;
+  int64_t col = (warp % warps[1]) * colsPerWarp + (tile % nTiles) * 8 +
+                lane / 4;
+  return {row, col};
 }
 
 //===----------------------------------------------------------------------===//
@@ -164,6 +216,23 @@ int64_t SliceLayoutAttr::getElementsPerThread(ArrayRef<int64_t> shape) const {
   return shape[0] / (4 * warps[1]);
 }
 
+// The accumulator's rows a lane holds (lane / 4 and 8 below, per 16-row
+// tile), or its columns (2 * (lane % 4) + 0, 1, per 8-column tile).
+SmallVector<int64_t> SliceLayoutAttr::getCoordinates(ArrayRef<int64_t> shape,
+                                                     int64_t thread,
+                                                     int64_t element) const {
+  ArrayRef<int64_t> warps = getParent().getWarps();
+  int64_t warp = thread / 32, lane = thread % 32;
+  if (getDim() == 1) {
+    int64_t rowsPerWarp = shape[0] / warps[0];
+    return {(warp / warps[1]) * rowsPerWarp + (element / 2) * 16 + lane / 4 +
+            (element % 2) * 8};
+  }
+  int64_t colsPerWarp = shape[0] / warps[1];
+  return {(warp % warps[1]) * colsPerWarp + (element / 2) * 8 +
+          2 * (lane % 4) + element % 2};
+}
+
 //===----------------------------------------------------------------------===//
 // BlockedLayoutAttr
 //===----------------------------------------------------------------------===//
@@ -200,6 +269,34 @@ int64_t BlockedLayoutAttr::getNumWarps() const { return product(getWarps()); }
 
 int64_t BlockedLayoutAttr::getElementsPerThread(ArrayRef<int64_t> shape) const {
   return product(shape) / (32 * getNumWarps());
+}
+
+// A thread's values: its run (size elements, row-major), repeated over the
+// tile, the last dimension's repetitions fastest. Lanes and warps are
+// numbered with the last dimension fastest.
+SmallVector<int64_t> BlockedLayoutAttr::getCoordinates(ArrayRef<int64_t> shape,
+                                                       int64_t thread,
+                                                       int64_t element) const {
+  ArrayRef<int64_t> size = getSize(), threads = getThreads(),
+                    warps = getWarps();
+  size_t rank = size.size();
+  int64_t run = product(size);
+  int64_t inRun = element % run, rep = element / run;
+  int64_t lane = thread % 32, warp = thread / 32;
+  SmallVector<int64_t> coords(rank);
+  for (size_t i = rank; i-- > 0;) {
+    int64_t footprint = size[i] * threads[i] * warps[i];
+    int64_t reps = shape[i] / footprint;
+    int64_t laneIdx = lane % threads[i], warpIdx = warp % warps[i];
+    lane /= threads[i];
+    warp /= warps[i];
+    int64_t runIdx = inRun % size[i], repIdx = rep % reps;
+    inRun /= size[i];
+    rep /= reps;
+    coords[i] = repIdx * footprint + (warpIdx * threads[i] + laneIdx) * size[i] +
+                runIdx;
+  }
+  return coords;
 }
 
 //===----------------------------------------------------------------------===//

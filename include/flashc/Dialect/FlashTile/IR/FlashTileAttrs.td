@@ -33,6 +33,15 @@ def FlashTile_LayoutAttrInterface : AttrInterface<"LayoutAttrInterface"> {
         verifyShape accepts).
       }], "int64_t", "getElementsPerThread",
       (ins "::llvm::ArrayRef<int64_t>":$shape)>,
+    InterfaceMethod<[{
+        The coordinates in a tile of `shape` of the `element`-th value
+        that thread `thread` (in [0, 32 * warps)) holds, `element` in [0,
+        getElementsPerThread(shape)): what the layout means. Warps are
+        numbered row-major over the layout's warp grid, lanes as the
+        hardware numbers them.
+      }], "::llvm::SmallVector<int64_t>", "getCoordinates",
+      (ins "::llvm::ArrayRef<int64_t>":$shape, "int64_t":$thread,
+           "int64_t":$element)>,
   ];
 }
 
