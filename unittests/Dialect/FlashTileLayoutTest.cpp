@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flashc/Dialect/FlashTile/IR/FlashTileDialect.h"
+#include "flashc/Dialect/FlashTile/IR/LayoutUtils.h"
 
 #include "flashc/Simulator/Simulator.h"
 
@@ -208,6 +209,47 @@ TEST_F(FlashTileLayoutTest, FragmentsFollowThePtxTables) {
   // tile's values; the second warp's rows after the first warp's.
   EXPECT_EQ(acc.getCoordinates({32, 8}, 5, 4), (C{17, 2}));
   EXPECT_EQ(mma(2, 1).getCoordinates({32, 8}, 32 + 5, 0), (C{17, 2}));
+}
+
+TEST_F(FlashTileLayoutTest, AccumulatorToOperandAIsARegisterRepack) {
+  // FA2's P: the accumulator of S = Q K^T, in f16, is the A operand of
+  // P V without leaving its thread. A's first 16 x 16 tile takes the first
+  // two 16 x 8 accumulator tiles: a0 a1 = c0 c1 of the first, a2 a3 = c2
+  // c3, a4 .. a7 = the second tile's.
+  for (auto [w0, w1] : {std::pair<int64_t, int64_t>{4, 1}, {1, 1}}) {
+    MmaLayoutAttr acc = mma(w0, w1);
+    auto a = OperandLayoutAttr::get(&ctx, OperandKind::A, acc);
+    int64_t rows = 16 * w0;
+    std::optional<SmallVector<int64_t>> perm =
+        getInThreadPermutation(acc, a, {rows, 64});
+    ASSERT_TRUE(perm.has_value()) << "warps " << w0 << " x " << w1;
+    ASSERT_EQ(perm->size(), 32u);
+    EXPECT_EQ(SmallVector<int64_t>(perm->begin(), perm->begin() + 8),
+              (SmallVector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+    // Every value is used once.
+    SmallVector<int64_t> sorted = *perm;
+    llvm::sort(sorted);
+    for (int64_t i = 0; i < 32; ++i)
+      EXPECT_EQ(sorted[i], i);
+  }
+  // With several column warps, A is replicated where the accumulator is
+  // split: values must move between warps.
+  MmaLayoutAttr grid = mma(2, 2);
+  EXPECT_FALSE(getInThreadPermutation(
+      grid, OperandLayoutAttr::get(&ctx, OperandKind::A, grid), {32, 64}));
+  // The B operand's values sit in other lanes (its rows are A's columns).
+  MmaLayoutAttr acc = mma(1, 1);
+  EXPECT_FALSE(getInThreadPermutation(
+      acc, OperandLayoutAttr::get(&ctx, OperandKind::B, acc), {16, 16}));
+  // A layout to itself is the identity.
+  std::optional<SmallVector<int64_t>> same =
+      getInThreadPermutation(acc, acc, {32, 16});
+  ASSERT_TRUE(same.has_value());
+  for (int64_t i = 0; i < static_cast<int64_t>(same->size()); ++i)
+    EXPECT_EQ((*same)[i], i);
+  // A copy layout and the accumulator share no thread mapping.
+  EXPECT_FALSE(getInThreadPermutation(
+      BlockedLayoutAttr::get(&ctx, {1, 8}, {4, 8}, {1, 1}), acc, {16, 64}));
 }
 
 static uint16_t halfBits(double v) {

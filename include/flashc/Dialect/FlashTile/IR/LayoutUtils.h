@@ -1,0 +1,37 @@
+//===- LayoutUtils.h - Questions about pairs of layouts ---------*- C++ -*-===//
+//
+// What the lowering of a layout conversion needs to know: whether every
+// value a thread holds in one layout is held by the same thread in the
+// other, and where.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_DIALECT_FLASHTILE_IR_LAYOUTUTILS_H
+#define FLASHC_DIALECT_FLASHTILE_IR_LAYOUTUTILS_H
+
+#include "flashc/Dialect/FlashTile/IR/FlashTileDialect.h"
+
+#include "llvm/ADT/SmallVector.h"
+
+#include <optional>
+
+namespace mlir {
+namespace flash_tile {
+
+/// For a tile of `shape` converted from layout `from` to layout `to`: when
+/// every thread already holds each value it must hold in `to` (the same
+/// warps, and for each of the thread's values in `to` a value at the same
+/// coordinates in `from`), the index in `from` of each of its values in
+/// `to`, which is the same list for every thread. Otherwise (values must
+/// move between threads), nullopt.
+///
+/// The accumulator of an MMA and the A operand of the same MMA are such a
+/// pair: FA2's S becomes P's operand by repacking registers.
+std::optional<llvm::SmallVector<int64_t>>
+getInThreadPermutation(LayoutAttrInterface from, LayoutAttrInterface to,
+                       llvm::ArrayRef<int64_t> shape);
+
+} // namespace flash_tile
+} // namespace mlir
+
+#endif // FLASHC_DIALECT_FLASHTILE_IR_LAYOUTUTILS_H
