@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flashc/Dialect/FlashTile/IR/FlashTileDialect.h"
+#include "flashc/Dialect/FlashTile/IR/LayoutUtils.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -30,13 +31,6 @@ void FlashTileDialect::registerAttributes() {
       >();
 }
 
-static std::string shapeString(ArrayRef<int64_t> shape) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  llvm::interleave(shape, os, "x");
-  return s;
-}
-
 static int64_t product(ArrayRef<int64_t> values) {
   int64_t p = 1;
   for (int64_t v : values)
@@ -52,12 +46,12 @@ verifyMultiples(function_ref<InFlightDiagnostic()> emitError,
                 StringRef what) {
   if (shape.size() != quanta.size())
     return emitError() << what << " holds " << quanta.size()
-                       << "-D tiles, not a tile of " << shapeString(shape);
+                       << "-D tiles, not a tile of " << formatShape(shape);
   for (auto [extent, quantum] : llvm::zip_equal(shape, quanta))
     if (extent % quantum != 0)
       return emitError() << what << " needs a tile whose extents are "
-                         << "multiples of " << shapeString(quanta)
-                         << ", not " << shapeString(shape);
+                         << "multiples of " << formatShape(quanta)
+                         << ", not " << formatShape(shape);
   return success();
 }
 

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flashc/Dialect/FlashTile/IR/FlashTileOps.h"
+#include "flashc/Dialect/FlashTile/IR/LayoutUtils.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -16,13 +17,6 @@ using namespace mlir::flash_tile;
 
 #define GET_OP_CLASSES
 #include "flashc/Dialect/FlashTile/IR/FlashTileOps.cpp.inc"
-
-static std::string shapeString(ArrayRef<int64_t> shape) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  llvm::interleave(shape, os, "x");
-  return s;
-}
 
 /// Checks that a 2-D global matrix has `columns` static columns of
 /// `elementType`; `role` names it in the messages.
@@ -101,8 +95,8 @@ LogicalResult LocalLoadOp::verify() {
     return emitOpError() << "reads a " << (getTranspose() ? "transposed " : "")
                          << "stage of " << buffer.getRows() << "x"
                          << buffer.getColumns() << " into a tile of "
-                         << shapeString(expected) << ", not "
-                         << shapeString(result.getShape());
+                         << formatShape(expected) << ", not "
+                         << formatShape(result.getShape());
   return success();
 }
 
@@ -153,8 +147,8 @@ LogicalResult MmaOp::verify() {
                          << ">, not " << b.getLayout();
   ArrayRef<int64_t> as = a.getShape(), bs = b.getShape(), cs = acc.getShape();
   if (as[1] != bs[0] || as[0] != cs[0] || bs[1] != cs[1])
-    return emitOpError() << "multiplies " << shapeString(as) << " by "
-                         << shapeString(bs) << " into " << shapeString(cs)
+    return emitOpError() << "multiplies " << formatShape(as) << " by "
+                         << formatShape(bs) << " into " << formatShape(cs)
                          << ": the shapes do not chain (M x K, K x N, M x N)";
   Type operand = a.getElementType();
   if (operand != b.getElementType() || !(operand.isF16() || operand.isBF16()))
@@ -182,9 +176,9 @@ LogicalResult ReduceOp::verify() {
   int64_t kept = 1 - slice.getDim();
   if (result.getShape() != ArrayRef<int64_t>{source.getShape()[kept]})
     return emitOpError() << "reduces dimension " << slice.getDim() << " of "
-                         << shapeString(source.getShape()) << " to "
+                         << formatShape(source.getShape()) << " to "
                          << source.getShape()[kept] << " values, not "
-                         << shapeString(result.getShape());
+                         << formatShape(result.getShape());
   if (source.getElementType() != result.getElementType())
     return emitOpError() << "keeps the element type " << source.getElementType()
                          << ", not " << result.getElementType();

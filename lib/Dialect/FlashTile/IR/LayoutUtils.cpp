@@ -1,12 +1,15 @@
 //===- LayoutUtils.cpp - Questions about pairs of layouts -----------------===//
 //
-// Implements getInThreadPermutation from the layouts' coordinates.
+// Implements getInThreadPermutation from the layouts' coordinates, and
+// formatShape.
 //
 //===----------------------------------------------------------------------===//
 
 #include "flashc/Dialect/FlashTile/IR/LayoutUtils.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 using namespace mlir::flash_tile;
@@ -45,4 +48,11 @@ mlir::flash_tile::getInThreadPermutation(LayoutAttrInterface from,
       return std::nullopt;
   }
   return permutation;
+}
+
+std::string mlir::flash_tile::formatShape(ArrayRef<int64_t> shape) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  llvm::interleave(shape, os, "x");
+  return s;
 }

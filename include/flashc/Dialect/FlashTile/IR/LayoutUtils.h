@@ -2,7 +2,7 @@
 //
 // What the lowering of a layout conversion needs to know: whether every
 // value a thread holds in one layout is held by the same thread in the
-// other, and where.
+// other, and where. Also how the dialect's messages print a shape.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +14,7 @@
 #include "llvm/ADT/SmallVector.h"
 
 #include <optional>
+#include <string>
 
 namespace mlir {
 namespace flash_tile {
@@ -30,6 +31,9 @@ namespace flash_tile {
 std::optional<llvm::SmallVector<int64_t>>
 getInThreadPermutation(LayoutAttrInterface from, LayoutAttrInterface to,
                        llvm::ArrayRef<int64_t> shape);
+
+/// A shape as the dialect's diagnostics print it: "64x8".
+std::string formatShape(llvm::ArrayRef<int64_t> shape);
 
 } // namespace flash_tile
 } // namespace mlir
