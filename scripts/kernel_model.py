@@ -86,8 +86,8 @@ class ModelError(Exception):
 
 
 def parse_sass(text):
-    """{kernel name: [(address, instruction text)], '.labels': ...} of an
-    nvdisasm listing: per kernel, its instructions and labels."""
+    """{kernel name: {"instructions": [(address, text)], "labels": {label:
+    index of the instruction it marks}}} of an nvdisasm listing."""
     kernels = {}
     current = None
     pending = []
@@ -109,11 +109,10 @@ def parse_sass(text):
             continue
         m = INSTRUCTION.match(line)
         if m:
-            address = int(m.group(1), 16)
             for label in pending:
-                current["labels"][label] = address
+                current["labels"][label] = len(current["instructions"])
             pending = []
-            current["instructions"].append((address, m.group(2)))
+            current["instructions"].append((int(m.group(1), 16), m.group(2)))
     return kernels
 
 
@@ -191,16 +190,14 @@ def main_loop(kernel):
     body in its instruction list, the back edge included."""
     instructions = kernel["instructions"]
     labels = kernel["labels"]
-    index = {a: i for i, (a, _) in enumerate(instructions)}
     best = None
-    for i, (address, text) in enumerate(instructions):
+    for i, (_, text) in enumerate(instructions):
         m = BRANCH.search(text)
         if not m or m.group(1) not in labels:
             continue
-        target = labels[m.group(1)]
-        if target > address or target not in index:
+        lo = labels[m.group(1)]
+        if lo > i:
             continue
-        lo = index[target]
         macs = sum(mma_macs(opcode(t)) for _, t in instructions[lo:i + 1])
         key = (macs, i - lo)
         if best is None or key > best[0]:
@@ -215,19 +212,15 @@ def fixup_regions(kernel, lo, hi):
     over a region that does no data work."""
     instructions = kernel["instructions"]
     labels = kernel["labels"]
-    index = {a: i for i, (a, _) in enumerate(instructions)}
     skipped = set()
     for i in range(lo, hi + 1):
-        address, text = instructions[i]
+        text = instructions[i][1]
         m = BRANCH.search(text)
         if not m or m.group(1) not in labels or not PREDICATE.match(text):
             continue
-        target = labels[m.group(1)]
-        if target <= address or target not in index:
-            continue
-        end = index[target]
-        if end > hi:
-            continue  # a loop exit
+        end = labels[m.group(1)]
+        if end <= i or end > hi:
+            continue  # a backward branch or a loop exit
         region = range(i + 1, end)
         if any(is_data_work(opcode(instructions[j][1])) for j in region):
             continue
@@ -294,20 +287,19 @@ def model_kernel(kernel, target, head_dim, head_dim_v):
     }
 
 
-def find_tool(name, explicit=None):
-    """A CUDA tool: the given path, $FLASHC_<NAME>, the pinned PyPI copy
-    that scripts/install-deps.sh installs, the toolkit, or PATH."""
-    candidates = [explicit, os.environ.get("FLASHC_" + name.upper())]
-    if name == "nvdisasm":
-        candidates.append("/opt/flashc-cuda/nvdisasm/nvidia/cu13/bin/nvdisasm")
+def find_nvdisasm(explicit=None):
+    """nvdisasm: the given path, $FLASHC_NVDISASM, the pinned PyPI copy
+    that scripts/install-deps.sh installs, the toolkit's, or PATH's."""
+    candidates = [explicit, os.environ.get("FLASHC_NVDISASM"),
+                  "/opt/flashc-cuda/nvdisasm/nvidia/cu13/bin/nvdisasm"]
     for home in (os.environ.get("CUDA_HOME"), "/usr/local/cuda",
                  "/opt/flashc-cuda/toolkit"):
         if home:
-            candidates.append(os.path.join(home, "bin", name))
+            candidates.append(os.path.join(home, "bin", "nvdisasm"))
     for c in candidates:
         if c and os.path.isfile(c) and os.access(c, os.X_OK):
             return c
-    return shutil.which(name)
+    return shutil.which("nvdisasm")
 
 
 def disassemble(nvdisasm, cubin):
@@ -402,7 +394,7 @@ def main():
             return 0
         if not args.bundle:
             parser.error("give --bundle DIR or --sass FILE")
-        nvdisasm = find_tool("nvdisasm", args.nvdisasm)
+        nvdisasm = find_nvdisasm(args.nvdisasm)
         if not nvdisasm:
             raise ModelError("no nvdisasm (scripts/install-deps.sh installs "
                              "one from PyPI; or pass --nvdisasm)")

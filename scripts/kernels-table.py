@@ -130,9 +130,9 @@ def main():
                         help="fail if docs/KERNELS.md is stale")
     parser.add_argument("--output", default=TABLE)
     parser.add_argument("--nvdisasm", help="the nvdisasm for the model "
-                        "(default: kernel_model.find_tool's search)")
+                        "(default: kernel_model.find_nvdisasm's search)")
     args = parser.parse_args()
-    nvdisasm = kernel_model.find_tool("nvdisasm", args.nvdisasm)
+    nvdisasm = kernel_model.find_nvdisasm(args.nvdisasm)
     if not nvdisasm:
         print("kernels-table: no nvdisasm (scripts/install-deps.sh installs "
               "one from PyPI; or pass --nvdisasm)", file=sys.stderr)
