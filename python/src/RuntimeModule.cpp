@@ -81,9 +81,11 @@ rt::AttentionQuery toQuery(const std::string &target, const std::string &dtype,
 /// A bool is only a Python or numpy bool (pybind11 would take 1 for True).
 template <typename T> T as(py::handle value, const std::string &name) {
   if constexpr (std::is_same_v<T, bool>) {
-    if (!PyBool_Check(value.ptr()) && typeName(value) != "bool_")
-      raise(typeErrorType(),
-            name + " has the wrong type (" + typeName(value) + ")");
+    if (!PyBool_Check(value.ptr())) {
+      std::string type = typeName(value);
+      if (type != "bool_")
+        raise(typeErrorType(), name + " has the wrong type (" + type + ")");
+    }
   }
   return castOrRaise<T>(value, name, typeErrorType());
 }
