@@ -310,6 +310,27 @@ def disassemble(nvdisasm, cubin):
     return result.stdout
 
 
+def model_variant(directory, variant, nvdisasm):
+    """{role: model or None} for the kernels of one variant of an assembled
+    bundle in `directory` (`variant`: its manifest entry)."""
+    if "cubin" not in variant:
+        raise ModelError(f"{variant['id']}: the bundle has no cubin (it was "
+                         "written with --no-assemble)")
+    kernels = parse_sass(disassemble(nvdisasm, os.path.join(
+        directory, variant["cubin"])))
+    models = {}
+    for role, k in variant["kernels"].items():
+        if k["name"] not in kernels:
+            raise ModelError(f"{variant['id']}: no {k['name']} in the cubin")
+        m = model_kernel(kernels[k["name"]], variant["target"],
+                         variant["head_dim"], variant["head_dim_v"])
+        if m is not None:
+            m["ctas_per_sm"] = occupancy(variant["target"], k["block"],
+                                         k["registers"], k["shared_bytes"])
+        models[role] = m
+    return models
+
+
 def model_bundle(directory, nvdisasm):
     """[(variant, role, kernel manifest entry, model or None)] for every
     kernel of an assembled bundle."""
@@ -317,24 +338,10 @@ def model_bundle(directory, nvdisasm):
         manifest = json.load(f)
     rows = []
     for v in manifest["variants"]:
-        if "cubin" not in v:
-            raise ModelError(f"{v['id']}: the bundle has no cubin (it was "
-                             "written with --no-assemble)")
-        kernels = parse_sass(disassemble(nvdisasm,
-                                         os.path.join(directory, v["cubin"])))
+        models = model_variant(directory, v, nvdisasm)
         for role in ("forward", "combine"):
-            k = v["kernels"].get(role)
-            if not k:
-                continue
-            if k["name"] not in kernels:
-                raise ModelError(f"{v['id']}: no {k['name']} in the cubin")
-            m = model_kernel(kernels[k["name"]], v["target"], v["head_dim"],
-                             v["head_dim_v"])
-            if m is not None:
-                m["ctas_per_sm"] = occupancy(v["target"], k["block"],
-                                             k["registers"],
-                                             k["shared_bytes"])
-            rows.append((v, role, k, m))
+            if role in models:
+                rows.append((v, role, v["kernels"][role], models[role]))
     return rows
 
 

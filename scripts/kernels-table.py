@@ -62,12 +62,11 @@ def build_bundle(flashc, nvdisasm, target, directory):
     subprocess.run([flashc, "bundle", "--targets", target, "--lse", "both",
                     "-o", directory],
                    check=True, stdout=subprocess.DEVNULL)
-    models = {(v["id"], role): m for v, role, _, m in
-              kernel_model.model_bundle(directory, nvdisasm)}
     with open(os.path.join(directory, "manifest.json")) as f:
         manifest = json.load(f)
     rows = []
     for v in manifest["variants"]:
+        models = kernel_model.model_variant(directory, v, nvdisasm)
         with open(os.path.join(directory, v["ptx"])) as f:
             ptx = f.read()
         for role in ("forward", "combine"):
@@ -77,7 +76,7 @@ def build_bundle(flashc, nvdisasm, target, directory):
             text = entry_ptx(ptx, k["name"])
             counts = [len(re.findall(p, text)) for _, p in COUNTED]
             local = len(re.findall(r"\b(?:ld|st)\.local", text))
-            rows.append((v, role, k, counts, local, models[(v["id"], role)]))
+            rows.append((v, role, k, counts, local, models[role]))
     return rows
 
 
