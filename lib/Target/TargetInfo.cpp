@@ -77,3 +77,11 @@ llvm::Expected<TargetInfo> TargetInfo::get(llvm::StringRef name) {
   return llvm::createStringError("unknown target '" + name +
                                  "'; known targets: " + knownTargets());
 }
+
+llvm::Expected<TargetInfo> TargetInfo::getGPU(llvm::StringRef name) {
+  llvm::Expected<TargetInfo> target = get(name);
+  if (target && !target->isGPU())
+    return llvm::createStringError("target '" + target->name +
+                                   "' is not a GPU");
+  return target;
+}

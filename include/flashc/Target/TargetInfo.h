@@ -59,6 +59,10 @@ struct TargetInfo {
   /// Returns the description of a named target, or an error naming the
   /// known ones. "cpu" describes the host (cores and L2 read from the OS).
   static llvm::Expected<TargetInfo> get(llvm::StringRef name);
+
+  /// Like `get`, and an error "target 'NAME' is not a GPU" for the CPU:
+  /// what a GPU pass's target option must name.
+  static llvm::Expected<TargetInfo> getGPU(llvm::StringRef name);
 };
 
 } // namespace flash

@@ -1051,15 +1051,10 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
 
 void FlashToNVGPUPass::runOnOperation() {
   ModuleOp module = getOperation();
-  llvm::Expected<TargetInfo> target = TargetInfo::get(this->target);
+  llvm::Expected<TargetInfo> target = TargetInfo::getGPU(this->target);
   if (!target) {
     module.emitError() << "flash-to-nvgpu: "
                        << llvm::toString(target.takeError());
-    return signalPassFailure();
-  }
-  if (!target->isGPU()) {
-    module.emitError() << "flash-to-nvgpu: target '" << target->name
-                       << "' is not a GPU";
     return signalPassFailure();
   }
 

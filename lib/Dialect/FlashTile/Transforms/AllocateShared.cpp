@@ -51,17 +51,11 @@ struct AllocateSharedPass
     }
     if (budget == 0) {
       llvm::Expected<flash::TargetInfo> target =
-          flash::TargetInfo::get(chip);
+          flash::TargetInfo::getGPU(chip);
       if (!target) {
         getOperation()->emitError()
             << "flash-tile-allocate-shared: "
             << llvm::toString(target.takeError());
-        return signalPassFailure();
-      }
-      if (!target->isGPU()) {
-        getOperation()->emitError()
-            << "flash-tile-allocate-shared: chip '" << chip
-            << "' is not a GPU (sm_80 or sm_90a)";
         return signalPassFailure();
       }
       budget = target->sramBytes;

@@ -6,7 +6,7 @@
 // A budget comes from a GPU chip, or is positive.
 // RUN: not flashc-opt %s --split-input-file \
 // RUN:   --flash-tile-allocate-shared=chip=cpu 2>&1 | FileCheck %s --check-prefix=CPU
-// CPU: error: flash-tile-allocate-shared: chip 'cpu' is not a GPU (sm_80 or sm_90a)
+// CPU: error: flash-tile-allocate-shared: target 'cpu' is not a GPU
 // RUN: not flashc-opt %s --split-input-file \
 // RUN:   --flash-tile-allocate-shared=chip=sm_70 2>&1 | FileCheck %s --check-prefix=CHIP
 // CHIP: error: flash-tile-allocate-shared: {{.*}}sm_70{{.*}}cpu, sm_80, sm_90a
