@@ -2021,7 +2021,10 @@ class Stats:
     def __init__(self):
         self.by_class = collections.Counter()
         self.by_label = collections.defaultdict(collections.Counter)
-        self.signatures = {}  # sig -> [count, first saved path]
+        # sig -> [count, saved path of the lowest case index, that index]:
+        # with several jobs, cases finish out of order, and the summary must
+        # not depend on which finished first.
+        self.signatures = {}
         self.silent_errors = 0
         self.done = 0
         self.reach = collections.Counter()
@@ -2045,8 +2048,10 @@ class Stats:
         if result.cls == "error" and not result.stderr.strip():
             self.silent_errors += 1
         if sig is not None:
-            entry = self.signatures.setdefault(sig, [0, saved])
+            entry = self.signatures.setdefault(sig, [0, saved, case.index])
             entry[0] += 1
+            if case.index < entry[2]:
+                entry[1:] = [saved, case.index]
             return entry[0] == 1
         return False
 
@@ -2239,7 +2244,8 @@ def summary_text(ctx, stats, elapsed):
     if stats.signatures:
         lines.append(f"{len(stats.signatures)} distinct failure signatures "
                      f"(saved under {ctx.out}):")
-        for sig, (count, path) in sorted(stats.signatures.items(), key=lambda kv: -kv[1][0]):
+        for sig, (count, path, _) in sorted(stats.signatures.items(),
+                                            key=lambda kv: (-kv[1][0], kv[0])):
             lines.append(f"  {count:6}  {sig}\n          e.g. {path}")
     else:
         lines.append("no failures: no crash, hang, oom, messy or wrong")
