@@ -11,6 +11,7 @@
 
 #include "flashc/Simulator/Simulator.h"
 
+#include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -188,6 +189,51 @@ TEST_F(FlashTileLayoutTest, EveryLayoutCoversItsTile) {
   expectCoverage(BlockedLayoutAttr::get(&ctx, {2, 4}, {8, 4}, {1, 2}),
                  {32, 64}, 1);
   expectCoverage(BlockedLayoutAttr::get(&ctx, {4}, {32}, {2}), {512}, 1);
+}
+
+/// The coordinates of every value of every thread are the thread's offsets
+/// (getThreadOffsets, evaluated) plus thread 0's coordinates of the value.
+static void expectThreadOffsetsSplit(LayoutAttrInterface layout,
+                                     ArrayRef<int64_t> shape) {
+  SmallVector<AffineExpr> exprs = getThreadOffsets(layout, shape);
+  ASSERT_EQ(exprs.size(), shape.size());
+  auto map = AffineMap::get(1, 0, exprs, layout.getContext());
+  int64_t values = layout.getElementsPerThread(shape);
+  for (int64_t t = 0; t < 32 * layout.getNumWarps(); ++t) {
+    SmallVector<int64_t> offsets = map.compose(ArrayRef<int64_t>{t});
+    for (int64_t e = 0; e < values; ++e) {
+      SmallVector<int64_t> expected = layout.getCoordinates(shape, t, e);
+      SmallVector<int64_t> first = layout.getCoordinates(shape, 0, e);
+      for (size_t i = 0; i < shape.size(); ++i)
+        ASSERT_EQ(offsets[i] + first[i], expected[i])
+            << "thread " << t << " value " << e << " dim " << i;
+    }
+  }
+}
+
+TEST_F(FlashTileLayoutTest, ThreadOffsetsSplitFromValueOffsets) {
+  for (auto [w0, w1] : {std::pair<int64_t, int64_t>{4, 1}, {2, 2}, {1, 4}}) {
+    SCOPED_TRACE(testing::Message() << "warps " << w0 << " x " << w1);
+    MmaLayoutAttr acc = mma(w0, w1);
+    expectThreadOffsetsSplit(acc, {64, 64});
+    expectThreadOffsetsSplit(acc, {128, 32});
+    expectThreadOffsetsSplit(OperandLayoutAttr::get(&ctx, OperandKind::A, acc),
+                             {64, 32});
+    expectThreadOffsetsSplit(OperandLayoutAttr::get(&ctx, OperandKind::B, acc),
+                             {32, 64});
+    expectThreadOffsetsSplit(SliceLayoutAttr::get(&ctx, 1, acc), {64});
+    expectThreadOffsetsSplit(SliceLayoutAttr::get(&ctx, 0, acc), {64});
+  }
+  MmaLayoutAttr k8 = mma(2, 2, 8);
+  expectThreadOffsetsSplit(OperandLayoutAttr::get(&ctx, OperandKind::A, k8),
+                           {32, 16});
+  expectThreadOffsetsSplit(OperandLayoutAttr::get(&ctx, OperandKind::B, k8),
+                           {16, 32});
+  expectThreadOffsetsSplit(BlockedLayoutAttr::get(&ctx, {1, 8}, {4, 8}, {4, 1}),
+                           {64, 64});
+  expectThreadOffsetsSplit(BlockedLayoutAttr::get(&ctx, {2, 4}, {8, 4}, {1, 2}),
+                           {32, 64});
+  expectThreadOffsetsSplit(BlockedLayoutAttr::get(&ctx, {4}, {32}, {2}), {512});
 }
 
 TEST_F(FlashTileLayoutTest, FragmentsFollowThePtxTables) {

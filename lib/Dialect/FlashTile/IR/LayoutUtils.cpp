@@ -50,6 +50,51 @@ mlir::flash_tile::getInThreadPermutation(LayoutAttrInterface from,
   return permutation;
 }
 
+SmallVector<AffineExpr>
+mlir::flash_tile::getThreadOffsets(LayoutAttrInterface layout,
+                                   ArrayRef<int64_t> shape) {
+  MLIRContext *ctx = layout.getContext();
+  AffineExpr t = getAffineDimExpr(0, ctx);
+  AffineExpr lane = t % 32, warp = t.floorDiv(32);
+  // The warp's row and column in an MMA layout's warp grid, and the rows
+  // and columns each warp owns of a tile of `shape`.
+  auto mmaWarp = [&](MmaLayoutAttr mma, int64_t rows, int64_t cols) {
+    ArrayRef<int64_t> warps = mma.getWarps();
+    return std::make_pair(warp.floorDiv(warps[1]) * (rows / warps[0]),
+                          (warp % warps[1]) * (cols / warps[1]));
+  };
+  if (auto mma = dyn_cast<MmaLayoutAttr>(layout)) {
+    auto [r, c] = mmaWarp(mma, shape[0], shape[1]);
+    return {r + lane.floorDiv(4), c + (lane % 4) * 2};
+  }
+  if (auto operand = dyn_cast<OperandLayoutAttr>(layout)) {
+    auto [r, c] = mmaWarp(operand.getParent(), shape[0], shape[1]);
+    if (operand.getKind() == OperandKind::A)
+      return {r + lane.floorDiv(4), (lane % 4) * 2};
+    return {(lane % 4) * 2, c + lane.floorDiv(4)};
+  }
+  if (auto slice = dyn_cast<SliceLayoutAttr>(layout)) {
+    ArrayRef<int64_t> warps = slice.getParent().getWarps();
+    if (slice.getDim() == 1)
+      return {warp.floorDiv(warps[1]) * (shape[0] / warps[0]) +
+              lane.floorDiv(4)};
+    return {(warp % warps[1]) * (shape[0] / warps[1]) + (lane % 4) * 2};
+  }
+  auto blocked = cast<BlockedLayoutAttr>(layout);
+  ArrayRef<int64_t> size = blocked.getSize(), threads = blocked.getThreads(),
+                    warps = blocked.getWarps();
+  SmallVector<AffineExpr> offsets(size.size());
+  int64_t laneStride = 1, warpStride = 1;
+  for (size_t i = size.size(); i-- > 0;) {
+    AffineExpr laneIdx = lane.floorDiv(laneStride) % threads[i];
+    AffineExpr warpIdx = warp.floorDiv(warpStride) % warps[i];
+    laneStride *= threads[i];
+    warpStride *= warps[i];
+    offsets[i] = (warpIdx * threads[i] + laneIdx) * size[i];
+  }
+  return offsets;
+}
+
 std::string mlir::flash_tile::formatShape(ArrayRef<int64_t> shape) {
   std::string s;
   llvm::raw_string_ostream os(s);

@@ -11,6 +11,7 @@
 
 #include "flashc/Dialect/FlashTile/IR/FlashTileDialect.h"
 
+#include "mlir/IR/AffineExpr.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <optional>
@@ -31,6 +32,15 @@ namespace flash_tile {
 std::optional<llvm::SmallVector<int64_t>>
 getInThreadPermutation(LayoutAttrInterface from, LayoutAttrInterface to,
                        llvm::ArrayRef<int64_t> shape);
+
+/// The part of a layout's coordinates that depends on the thread: for a
+/// tile of `shape`, one expression per dimension of the thread index `d0`
+/// (in [0, 32 * warps)) such that the coordinates of a thread's value
+/// `element` are these offsets plus `getCoordinates(shape, 0, element)`.
+/// Every layout of the dialect splits so; the lowering computes the offsets
+/// once per thread and adds constants per value.
+llvm::SmallVector<AffineExpr> getThreadOffsets(LayoutAttrInterface layout,
+                                               llvm::ArrayRef<int64_t> shape);
 
 /// A shape as the dialect's diagnostics print it: "64x8".
 std::string formatShape(llvm::ArrayRef<int64_t> shape);
