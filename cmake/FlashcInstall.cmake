@@ -77,7 +77,8 @@ if(TARGET FlashcCompiler)
   set(FLASHC_COMPILER_LIBRARIES
     FlashcTarget FlashcAnalysis FlashcFlashDialect FlashcFlashTileDialect
     FlashcFlashTileTransforms FlashcFlashTransforms
-    FlashcFlashToCPU FlashcFlashToNVGPU FlashcPipelines FlashcInit
+    FlashcFlashToCPU FlashcFlashToNVGPU FlashcFlashTileToNVGPU FlashcPipelines
+    FlashcInit
     FlashcCompiler)
   list(APPEND FLASHC_EXPORTED_TARGETS ${FLASHC_COMPILER_LIBRARIES})
   # Shared (BUILD_SHARED_LIBS), the installed libraries find MLIR's and

@@ -360,4 +360,53 @@ def FlashToNVGPU : Pass<"flash-to-nvgpu", "::mlir::ModuleOp"> {
   ];
 }
 
+def FlashTileToNVGPU : Pass<"flash-tile-to-nvgpu", "::mlir::ModuleOp"> {
+  let summary = "Lower flash_tile ops to NVGPU, NVVM and GPU ops for sm_80";
+  let description = [{
+    One conversion pattern per `flash_tile` op. A register tile becomes the
+    vector of the values each thread holds (`vector<N x T>`, in the order
+    its layout's coordinates number them), a shared buffer a 1-D view of
+    the CTA's dynamic shared memory at the offset that
+    `flash-tile-allocate-shared` assigned. What a layout puts on each
+    thread is computed once per kernel from `gpu.thread_id` (the
+    thread-dependent part of the layout's coordinates); each value adds
+    constants.
+
+    - `alloc`: `memref.view` of `gpu.dynamic_shared_memory`.
+    - `async_copy`: one `nvgpu.device_async_copy` per run of the blocked
+      layout, reading 0 bytes (zero-filling) for rows at or past `valid`;
+      16-byte runs bypass L1.
+    - `async_wait`: `cp.async.commit_group`, `cp.async.wait_group pending`
+      and a CTA barrier.
+    - `local_load`: `nvgpu.ldmatrix` of four 8 x 8 matrices (two at an odd
+      last tile): A operands untransposed, B operands from a stage of its
+      columns (`transpose`, K^T from K rows) untransposed and from a stage
+      of its rows (V) transposed. Addresses follow the buffer's swizzle.
+    - `mma`: `mma.sync.m16n8k16` per instruction tile and step of K
+      (`nvgpu.mma.sync` for f16, `nvvm.mma.sync` for bf16).
+    - `splat`: `vector.broadcast`.
+    - `convert_layout`: between layouts that keep every value on its
+      thread (an f16 accumulator to the A operand of the same MMA), a
+      `vector.shuffle` of the thread's values.
+    - `reduce`: the thread's own values, then `gpu.shuffle xor` among the
+      lanes that share a row (1, 2) or a column (4, 8, 16).
+    - `map`: the region, cloned once per value held, with the indices as
+      index arithmetic and slice inputs broadcast; `math.exp2` and
+      `math.log2` on f32 become `ex2.approx.ftz` and `lg2.approx`, and
+      `math.fma` and `arith.maxnumf` become `llvm.intr.fma` and
+      `llvm.intr.maxnum` (libdevice is not linked).
+    - `store`: scalar stores of the rows below `valid`.
+
+    What needs values to move between threads (other layout conversions,
+    reductions across warps) or an instruction shape other than m16n8k16
+    is reported as an error on the op.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::nvgpu::NVGPUDialect", "::mlir::NVVM::NVVMDialect",
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"
+  ];
+}
+
 #endif // FLASHC_CONVERSION_PASSES_TD

@@ -411,3 +411,12 @@ func.func @f(%t: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], ins
   flash_tile.store %t, %d[%i] valid %i : !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>, memref<?x64xf16>
   return
 }
+
+// -----
+
+// splat: element type
+func.func @f(%x: f16) {
+  // expected-error @+1 {{'flash_tile.splat' op failed to verify that the scalar is of the tile's element type}}
+  %t = "flash_tile.splat"(%x) : (f16) -> !flash_tile.tile<64xf32, #flash_tile.slice<1, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>
+  return
+}

@@ -109,3 +109,14 @@ func.func @rows(%old: !flash_tile.tile<64xf32, #flash_tile.slice<1, #flash_tile.
   }
   return %r : !flash_tile.tile<64xf32, #flash_tile.slice<1, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>
 }
+
+// -----
+
+// A tile of one value: the running maxima's start.
+// CHECK-LABEL: func.func @splat
+// CHECK: flash_tile.splat %{{.*}} : !flash_tile.tile<64xf32, #slice>
+func.func @splat() -> !flash_tile.tile<64xf32, #flash_tile.slice<1, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>> {
+  %ninf = arith.constant 0xFF800000 : f32
+  %m = flash_tile.splat %ninf : !flash_tile.tile<64xf32, #flash_tile.slice<1, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>
+  return %m : !flash_tile.tile<64xf32, #flash_tile.slice<1, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>
+}

@@ -114,6 +114,24 @@ def FlashTile_LocalLoadOp : FlashTile_Op<"local_load"> {
 // Register tiles
 //===----------------------------------------------------------------------===//
 
+def FlashTile_SplatOp : FlashTile_Op<"splat", [Pure,
+    TypesMatchWith<"the scalar is of the tile's element type", "result",
+                   "value", "::llvm::cast<::mlir::flash_tile::TileType>($_self).getElementType()">]> {
+  let summary = "A tile holding one value everywhere";
+  let description = [{
+    A tile whose every element is `value`: the zero accumulator of a
+    multiply, the running maxima's start at -inf.
+
+    ```mlir
+    %ninf = arith.constant 0xFF800000 : f32
+    %m0 = flash_tile.splat %ninf : !flash_tile.tile<64xf32, #flash_tile.slice<1, #mma>>
+    ```
+  }];
+  let arguments = (ins AnyType:$value);
+  let results = (outs FlashTile_Tile:$result);
+  let assemblyFormat = "$value attr-dict `:` qualified(type($result))";
+}
+
 def FlashTile_ConvertLayoutOp : FlashTile_Op<"convert_layout", [Pure]> {
   let summary = "The same tile in another layout";
   let description = [{

@@ -1,0 +1,914 @@
+//===- FlashTileToNVGPU.cpp - flash_tile to NVGPU, NVVM and GPU ops -------===//
+//
+// One conversion pattern per flash_tile op, for sm_80's instructions
+// (mma.sync, ldmatrix, cp.async). A register tile becomes the vector of the
+// values one thread holds, numbered as its layout's getCoordinates numbers
+// them; a shared buffer becomes a 1-D view of the dynamic shared memory.
+//
+// Where a thread's values are: every layout's coordinates split into a
+// part that depends on the thread (getThreadOffsets, affine in
+// gpu.thread_id) and constants per value. The thread part is computed once
+// per kernel at its entry, where it is loop-invariant by construction; each
+// value adds its constants. Shared-memory addresses do the same through the
+// swizzle: when a row's elements are a power of two and a constant column
+// offset has no chunk bit in common with the thread's own column, the
+// swizzled index of the offset column is the thread's index XOR the offset.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashc/Conversion/Passes.h"
+#include "flashc/Dialect/FlashTile/IR/FlashTileDialect.h"
+#include "flashc/Dialect/FlashTile/IR/FlashTileOps.h"
+#include "flashc/Dialect/FlashTile/IR/LayoutUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Func/Transforms/FuncConversions.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/Patterns.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/AffineMap.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/Support/MathExtras.h"
+
+namespace mlir {
+namespace flash {
+#define GEN_PASS_DEF_FLASHTILETONVGPU
+#include "flashc/Conversion/Passes.h.inc"
+} // namespace flash
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::flash_tile;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Per-kernel values
+//===----------------------------------------------------------------------===//
+
+/// What the patterns compute once per function, at its entry: the thread
+/// index, the dynamic shared memory, and the thread-dependent offsets of
+/// each (layout, shape) and of each shared-memory access pattern.
+class KernelValues {
+public:
+  /// Creates the thread index at the entry of every function that holds a
+  /// flash_tile op.
+  void prepare(ModuleOp module) {
+    module.walk([&](FunctionOpInterface fn) {
+      if (fn.isExternal())
+        return;
+      bool hasTileOps = false;
+      fn.walk([&](Operation *op) {
+        if (isa<FlashTileDialect>(op->getDialect())) {
+          hasTileOps = true;
+          return WalkResult::interrupt();
+        }
+        return WalkResult::advance();
+      });
+      if (!hasTileOps)
+        return;
+      // The operand types as they are before the conversion: by the time a
+      // pattern sees an op, its operands may already be converted values.
+      fn.walk([&](Operation *op) {
+        if (isa<FlashTileDialect>(op->getDialect()))
+          operandTypes[op] = llvm::to_vector(op->getOperandTypes());
+      });
+      OpBuilder b = OpBuilder::atBlockBegin(&fn.getFunctionBody().front());
+      functions[fn].tid = gpu::ThreadIdOp::create(b, fn.getLoc(),
+                                                  gpu::Dimension::x);
+    });
+  }
+
+  /// The type operand `i` of the flash_tile op `op` had before the
+  /// conversion.
+  template <typename T> T operandType(Operation *op, unsigned i) const {
+    return cast<T>(operandTypes.lookup(op)[i]);
+  }
+
+  /// The thread index of the function holding `op`.
+  Value threadId(Operation *op) { return state(op).tid; }
+
+  /// Evaluates `exprs` (of the thread index d0) at the entry of `op`'s
+  /// function, once per distinct list.
+  SmallVector<Value> atEntry(Operation *op, ArrayRef<AffineExpr> exprs,
+                             RewriterBase &rewriter) {
+    State &s = state(op);
+    SmallVector<Value> values;
+    for (AffineExpr e : exprs) {
+      Value &v = s.exprs[e];
+      if (!v) {
+        OpBuilder::InsertionGuard guard(rewriter);
+        rewriter.setInsertionPointAfterValue(s.tid);
+        v = expand(rewriter, s.tid.getLoc(), e, s.tid);
+      }
+      values.push_back(v);
+    }
+    return values;
+  }
+
+  /// `gpu.dynamic_shared_memory` of the function holding `op`.
+  Value dynamicShared(Operation *op, RewriterBase &rewriter) {
+    State &s = state(op);
+    if (!s.shared) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointAfterValue(s.tid);
+      MLIRContext *ctx = rewriter.getContext();
+      auto type = MemRefType::get(
+          {ShapedType::kDynamic}, rewriter.getI8Type(), AffineMap(),
+          gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+      s.shared =
+          gpu::DynamicSharedMemoryOp::create(rewriter, s.tid.getLoc(), type);
+    }
+    return s.shared;
+  }
+
+private:
+  struct State {
+    Value tid, shared;
+    llvm::DenseMap<AffineExpr, Value> exprs;
+  };
+  State &state(Operation *op) {
+    auto fn = op->getParentOfType<FunctionOpInterface>();
+    auto it = functions.find(fn);
+    assert(it != functions.end() && "prepare() saw every function");
+    return it->second;
+  }
+
+  /// The expression as index arithmetic on a non-negative thread index:
+  /// unsigned division and remainder by constants.
+  static Value expand(OpBuilder &b, Location loc, AffineExpr e, Value tid) {
+    if (auto c = dyn_cast<AffineConstantExpr>(e))
+      return arith::ConstantIndexOp::create(b, loc, c.getValue());
+    if (isa<AffineDimExpr>(e))
+      return tid;
+    auto bin = cast<AffineBinaryOpExpr>(e);
+    Value lhs = expand(b, loc, bin.getLHS(), tid);
+    Value rhs = expand(b, loc, bin.getRHS(), tid);
+    switch (e.getKind()) {
+    case AffineExprKind::Add:
+      return arith::AddIOp::create(b, loc, lhs, rhs);
+    case AffineExprKind::Mul:
+      return arith::MulIOp::create(b, loc, lhs, rhs);
+    case AffineExprKind::FloorDiv:
+      return arith::DivUIOp::create(b, loc, lhs, rhs);
+    case AffineExprKind::Mod:
+      return arith::RemUIOp::create(b, loc, lhs, rhs);
+    default:
+      llvm_unreachable("thread offsets use +, *, floordiv and mod");
+    }
+  }
+
+  llvm::DenseMap<Operation *, State> functions;
+  llvm::DenseMap<Operation *, SmallVector<Type>> operandTypes;
+};
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+Value indexConst(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+Value addConst(OpBuilder &b, Location loc, Value x, int64_t c) {
+  return c == 0 ? x : arith::AddIOp::create(b, loc, x, indexConst(b, loc, c));
+}
+
+/// The largest value of `expr` over the threads `[0, threads)`.
+int64_t maxOverThreads(AffineExpr expr, int64_t threads) {
+  auto map = AffineMap::get(1, 0, expr);
+  int64_t best = 0;
+  for (int64_t t = 0; t < threads; ++t)
+    best = std::max(best, map.compose(ArrayRef<int64_t>{t})[0]);
+  return best;
+}
+
+/// Addresses into stage buffers of a shared type: element (r, c) of a stage
+/// at `r * C + ((c / vec) ^ (r % phases)) * vec + c % vec` of the stage.
+/// An access pattern is a thread part (row and column expressions of the
+/// thread index) plus constant offsets per access.
+class SharedAddresses {
+public:
+  SharedAddresses(SharedType type, AffineExpr row, AffineExpr col,
+                  int64_t threads)
+      : type(type), row(row), col(col) {
+    SwizzledLayoutAttr swizzle = type.getLayout();
+    vec = swizzle.getVector();
+    phases = swizzle.getPhases();
+    // The thread's own chunks lie below `chunkBound` (a power of two).
+    chunkBound = llvm::PowerOf2Ceil(maxOverThreads(col, threads) / vec + 1);
+  }
+
+  /// The index in the 1-D buffer of element (row + r, col + c) of stage
+  /// `stage`.
+  Value index(OpBuilder &b, Location loc, KernelValues &kv, Operation *op,
+              RewriterBase &rewriter, Value stage, int64_t r, int64_t c) {
+    int64_t cols = type.getColumns();
+    Value stageBase = arith::MulIOp::create(
+        b, loc, stage, indexConst(b, loc, type.getRows() * cols));
+    // Without a swizzle, offsets add; with one, a column offset whose
+    // chunks lie above the thread's own is an XOR (see the file comment),
+    // and whole swizzle periods of rows add.
+    bool additive = phases == 1;
+    bool xorable = !additive && llvm::isPowerOf2_64(cols) &&
+                   r % phases == 0 && c % vec == 0 &&
+                   (c / vec) % chunkBound == 0 && c < cols;
+    if (additive || xorable) {
+      Value at = threadIndex(kv, op, rewriter);
+      if (additive)
+        at = addConst(b, loc, at, r * cols + c);
+      else
+        at = addConst(b, loc,
+                      c == 0 ? at
+                             : Value(arith::XOrIOp::create(
+                                   b, loc, at, indexConst(b, loc, c))),
+                      r * cols);
+      return arith::AddIOp::create(b, loc, stageBase, at);
+    }
+    SmallVector<Value> rc = kv.atEntry(op, {row, col}, rewriter);
+    Value rr = addConst(b, loc, rc[0], r), cc = addConst(b, loc, rc[1], c);
+    return arith::AddIOp::create(b, loc, stageBase,
+                                 swizzled(b, loc, rr, cc));
+  }
+
+private:
+  Value threadIndex(KernelValues &kv, Operation *op, RewriterBase &rewriter) {
+    // The swizzled index of (row, col) as one affine-free computation at
+    // the function's entry.
+    SmallVector<Value> rc = kv.atEntry(op, {row, col}, rewriter);
+    if (!base) {
+      // After both, which atEntry placed in the entry block.
+      Operation *r = rc[0].getDefiningOp(), *c = rc[1].getDefiningOp();
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointAfter(c->isBeforeInBlock(r) ? r : c);
+      base = swizzled(rewriter, rc[0].getLoc(), rc[0], rc[1]);
+    }
+    return base;
+  }
+
+  Value swizzled(OpBuilder &b, Location loc, Value r, Value c) const {
+    int64_t cols = type.getColumns();
+    Value rowStart = arith::MulIOp::create(b, loc, r, indexConst(b, loc, cols));
+    if (phases == 1)
+      return arith::AddIOp::create(b, loc, rowStart, c);
+    Value vecC = indexConst(b, loc, vec);
+    Value chunk = arith::DivUIOp::create(b, loc, c, vecC);
+    Value within = arith::RemUIOp::create(b, loc, c, vecC);
+    Value phase = arith::RemUIOp::create(b, loc, r, indexConst(b, loc, phases));
+    Value moved = arith::MulIOp::create(
+        b, loc, arith::XOrIOp::create(b, loc, chunk, phase), vecC);
+    return arith::AddIOp::create(
+        b, loc, rowStart, arith::AddIOp::create(b, loc, moved, within));
+  }
+
+  SharedType type;
+  AffineExpr row, col;
+  int64_t vec = 1, phases = 1, chunkBound = 1;
+  Value base;
+};
+
+/// The thread-0 coordinates of every value a thread holds.
+SmallVector<SmallVector<int64_t>> valueOffsets(TileType type) {
+  LayoutAttrInterface layout = type.getLayoutInterface();
+  SmallVector<SmallVector<int64_t>> offsets;
+  for (int64_t e = 0, n = layout.getElementsPerThread(type.getShape()); e < n;
+       ++e)
+    offsets.push_back(layout.getCoordinates(type.getShape(), 0, e));
+  return offsets;
+}
+
+VectorType convertTile(TileType type) {
+  return VectorType::get(
+      {type.getLayoutInterface().getElementsPerThread(type.getShape())},
+      type.getElementType());
+}
+
+/// The values of a 2-D fragment (vector<4x2xf16>, ...) row-major, into
+/// `elems` from `offset` on. Fragments go element by element, which the
+/// LLVM lowering of vectors takes without the n-D shape-cast and
+/// strided-slice patterns.
+void scatterFragment(OpBuilder &b, Location loc, Value v,
+                     MutableArrayRef<Value> elems, int64_t offset) {
+  auto type = cast<VectorType>(v.getType());
+  for (int64_t i = 0; i < type.getDimSize(0); ++i)
+    for (int64_t j = 0; j < type.getDimSize(1); ++j)
+      elems[offset + i * type.getDimSize(1) + j] =
+          vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{i, j});
+}
+
+/// The fragment of `shape` whose values are `flat`'s from `offset` on.
+Value fragmentOf(OpBuilder &b, Location loc, Value flat, int64_t offset,
+                 ArrayRef<int64_t> shape) {
+  auto type = cast<VectorType>(flat.getType());
+  SmallVector<Value> elems;
+  for (int64_t i = 0; i < shape[0] * shape[1]; ++i)
+    elems.push_back(vector::ExtractOp::create(b, loc, flat,
+                                              ArrayRef<int64_t>{offset + i}));
+  return vector::FromElementsOp::create(
+      b, loc, VectorType::get(shape, type.getElementType()), elems);
+}
+
+template <typename Op>
+class TilePattern : public OpConversionPattern<Op> {
+public:
+  TilePattern(const TypeConverter &converter, MLIRContext *ctx,
+              KernelValues &kv)
+      : OpConversionPattern<Op>(converter, ctx), kv(kv) {}
+
+protected:
+  KernelValues &kv;
+};
+
+//===----------------------------------------------------------------------===//
+// alloc
+//===----------------------------------------------------------------------===//
+
+struct AllocLowering : TilePattern<AllocOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  matchAndRewrite(AllocOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    std::optional<int64_t> offset = op.getOffset();
+    if (!offset)
+      return op.emitOpError()
+             << "has no shared-memory offset: run flash-tile-allocate-shared "
+                "before flash-tile-to-nvgpu";
+    auto type = cast<MemRefType>(
+        getTypeConverter()->convertType(op.getBuffer().getType()));
+    Location loc = op.getLoc();
+    Value shared = kv.dynamicShared(op, rewriter);
+    rewriter.replaceOpWithNewOp<memref::ViewOp>(
+        op, type, shared, indexConst(rewriter, loc, *offset), ValueRange{});
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// async_copy and async_wait
+//===----------------------------------------------------------------------===//
+
+struct AsyncCopyLowering : TilePattern<AsyncCopyOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  matchAndRewrite(AsyncCopyOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto buffer = kv.operandType<SharedType>(op, 2);
+    BlockedLayoutAttr layout = op.getLayout();
+    SmallVector<int64_t> shape = {buffer.getRows(), buffer.getColumns()};
+    int64_t run = layout.getSize()[1];
+    int64_t values = layout.getElementsPerThread(shape);
+    int64_t threads = 32 * layout.getNumWarps();
+    int64_t bytes = run * buffer.getElementType().getIntOrFloatBitWidth() / 8;
+
+    SmallVector<AffineExpr> thread = getThreadOffsets(layout, shape);
+    SharedAddresses addresses(buffer, thread[0], thread[1], threads);
+    SmallVector<Value> tv = kv.atEntry(op, thread, rewriter);
+    Value zero = indexConst(rewriter, loc, 0);
+    Value full = indexConst(rewriter, loc, run);
+    for (int64_t e = 0; e < values; e += run) {
+      SmallVector<int64_t> at = layout.getCoordinates(shape, 0, e);
+      Value r = addConst(rewriter, loc, tv[0], at[0]);
+      Value c = addConst(rewriter, loc, tv[1], at[1]);
+      // Rows at or past `valid` read nothing, from row 0 of the source.
+      Value ok = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt,
+                                       r, adaptor.getValid());
+      Value srcRow = arith::SelectOp::create(
+          rewriter, loc, ok,
+          arith::AddIOp::create(rewriter, loc, adaptor.getRow(), r), zero);
+      Value n = arith::SelectOp::create(rewriter, loc, ok, full, zero);
+      Value dst = addresses.index(rewriter, loc, kv, op, rewriter,
+                                  adaptor.getStage(), at[0], at[1]);
+      nvgpu::DeviceAsyncCopyOp::create(
+          rewriter, loc, adaptor.getBuffer(), ValueRange{dst},
+          adaptor.getSource(), ValueRange{srcRow, c},
+          rewriter.getIndexAttr(run), n,
+          bytes == 16 ? rewriter.getUnitAttr() : UnitAttr());
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct AsyncWaitLowering : TilePattern<AsyncWaitOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  matchAndRewrite(AsyncWaitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    NVVM::CpAsyncCommitGroupOp::create(rewriter, loc);
+    NVVM::CpAsyncWaitGroupOp::create(
+        rewriter, loc, rewriter.getI32IntegerAttr(op.getPending()));
+    rewriter.replaceOpWithNewOp<gpu::BarrierOp>(op);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// local_load
+//===----------------------------------------------------------------------===//
+
+struct LocalLoadLowering : TilePattern<LocalLoadOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  matchAndRewrite(LocalLoadOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    TileType result = op.getResult().getType();
+    auto buffer = kv.operandType<SharedType>(op, 0);
+    auto operand = dyn_cast<OperandLayoutAttr>(result.getLayout());
+    if (!operand)
+      return op.emitOpError()
+             << "lowers to ldmatrix only into an MMA operand layout, not "
+             << result.getLayout();
+    MmaLayoutAttr mma = operand.getParent();
+    if (mma.getInstr()[2] != 16)
+      return op.emitOpError() << "lowers only for m16n8k16 operands";
+    if (buffer.getElementType().getIntOrFloatBitWidth() != 16)
+      return op.emitOpError() << "lowers to ldmatrix only for 16-bit "
+                                 "elements";
+    int64_t vec = buffer.getLayout().getVector();
+    if ((vec * 2) % 16 != 0)
+      return op.emitOpError()
+             << "needs swizzle chunks of whole 16-byte ldmatrix rows, not "
+             << vec << " elements";
+    bool isA = operand.getKind() == OperandKind::A;
+    if (isA && op.getTranspose())
+      return op.emitOpError() << "cannot lower a transposed A operand yet";
+
+    ArrayRef<int64_t> shape = result.getShape();
+    ArrayRef<int64_t> warps = mma.getWarps();
+    MLIRContext *ctx = rewriter.getContext();
+    AffineExpr t = getAffineDimExpr(0, ctx);
+    AffineExpr lane = t % 32, warp = t.floorDiv(32);
+    int64_t threads = 32 * mma.getNumWarps();
+    VectorType x4 = VectorType::get({4, 2}, buffer.getElementType());
+    VectorType x2 = VectorType::get({2, 2}, buffer.getElementType());
+    auto flatType = convertTile(result);
+    SmallVector<Value> elems(flatType.getNumElements());
+
+    // The lane addresses of one ldmatrix (row and column of the stage) and
+    // the constant offsets of each; `count` matrices (4 or 2), whose values
+    // land at `element` of the thread's values.
+    auto load = [&](SharedAddresses &addr, int64_t r, int64_t c, bool trans,
+                    int64_t count, int64_t element) {
+      Value index = addr.index(rewriter, loc, kv, op, rewriter,
+                               adaptor.getStage(), r, c);
+      Value frag = nvgpu::LdMatrixOp::create(
+          rewriter, loc, count == 4 ? x4 : x2, adaptor.getBuffer(),
+          ValueRange{index}, trans, static_cast<uint32_t>(count));
+      scatterFragment(rewriter, loc, frag, elems, element);
+    };
+
+    if (isA) {
+      // Matrices 0..3: rows +0 and +8, columns +0 and +8 (a0 .. a7); lane l
+      // points at row l % 16, column 8 * (l / 16).
+      int64_t mTiles = shape[0] / (16 * warps[0]), kTiles = shape[1] / 16;
+      AffineExpr row = warp.floorDiv(warps[1]) * (shape[0] / warps[0]) +
+                       lane % 16;
+      AffineExpr col = lane.floorDiv(16) * 8;
+      SharedAddresses addr(buffer, row, col, threads);
+      for (int64_t mi = 0; mi < mTiles; ++mi)
+        for (int64_t ki = 0; ki < kTiles; ++ki)
+          load(addr, mi * 16, ki * 16, /*trans=*/false, 4,
+               (mi * kTiles + ki) * 8);
+    } else {
+      // B (K x N): two n8 tiles per ldmatrix.x4, matrices (k +0, n +0),
+      // (k +8, n +0), (k +0, n +8), (k +8, n +8); lane l points at matrix
+      // l / 8, its row l % 8.
+      int64_t kTiles = shape[0] / 16, nTiles = shape[1] / (8 * warps[1]);
+      AffineExpr warpCol = (warp % warps[1]) * (shape[1] / warps[1]);
+      AffineExpr kPart = (lane.floorDiv(8) % 2) * 8;
+      AffineExpr nPart = lane.floorDiv(16) * 8;
+      bool fromColumns = op.getTranspose(); // the stage holds N x K (K rows)
+      AffineExpr row = fromColumns ? warpCol + nPart + lane % 8
+                                   : kPart + lane % 8;
+      AffineExpr col = fromColumns ? kPart : warpCol + nPart;
+      SharedAddresses addr(buffer, row, col, threads);
+      for (int64_t kt = 0; kt < kTiles; ++kt)
+        for (int64_t nt = 0; nt < nTiles; nt += 2) {
+          int64_t count = nt + 1 < nTiles ? 4 : 2;
+          int64_t r = fromColumns ? nt * 8 : kt * 16;
+          int64_t c = fromColumns ? kt * 16 : nt * 8;
+          load(addr, r, c, /*trans=*/!fromColumns, count,
+               (kt * nTiles + nt) * 4);
+        }
+    }
+    rewriter.replaceOpWithNewOp<vector::FromElementsOp>(op, flatType, elems);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// splat
+//===----------------------------------------------------------------------===//
+
+struct SplatLowering : TilePattern<SplatOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  matchAndRewrite(SplatOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<vector::BroadcastOp>(
+        op, convertTile(op.getResult().getType()), adaptor.getValue());
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// convert_layout
+//===----------------------------------------------------------------------===//
+
+struct ConvertLayoutLowering : TilePattern<ConvertLayoutOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  matchAndRewrite(ConvertLayoutOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto from = kv.operandType<TileType>(op, 0);
+    TileType to = op.getResult().getType();
+    std::optional<SmallVector<int64_t>> permutation = getInThreadPermutation(
+        from.getLayoutInterface(), to.getLayoutInterface(), from.getShape());
+    if (!permutation)
+      return op.emitOpError()
+             << "moves values between threads; only conversions that keep "
+                "every value on its thread lower yet";
+    rewriter.replaceOpWithNewOp<vector::ShuffleOp>(
+        op, adaptor.getSource(), adaptor.getSource(), *permutation);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// mma
+//===----------------------------------------------------------------------===//
+
+struct MmaLowering : TilePattern<MmaOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  matchAndRewrite(MmaOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    TileType accType = op.getResult().getType();
+    auto mma = cast<MmaLayoutAttr>(accType.getLayout());
+    if (mma.getInstr()[2] != 16)
+      return op.emitOpError() << "lowers only m16n8k16 multiplies";
+    auto aType = kv.operandType<TileType>(op, 0);
+    Type elt = aType.getElementType();
+    ArrayRef<int64_t> warps = mma.getWarps();
+    int64_t mTiles = accType.getShape()[0] / (16 * warps[0]);
+    int64_t nTiles = accType.getShape()[1] / (8 * warps[1]);
+    int64_t kTiles = aType.getShape()[1] / 16;
+    Type f32 = rewriter.getF32Type();
+
+    auto slice = [&](Value v, int64_t offset, int64_t size,
+                     ArrayRef<int64_t> shape) -> Value {
+      return fragmentOf(rewriter, loc, v, offset, shape);
+    };
+    VectorType resultType = convertTile(accType);
+    SmallVector<Value> out(resultType.getNumElements());
+    for (int64_t mi = 0; mi < mTiles; ++mi)
+      for (int64_t ni = 0; ni < nTiles; ++ni) {
+        int64_t cAt = (mi * nTiles + ni) * 4;
+        Value c = slice(adaptor.getAcc(), cAt, 4, {2, 2});
+        for (int64_t ki = 0; ki < kTiles; ++ki) {
+          Value a = slice(adaptor.getA(), (mi * kTiles + ki) * 8, 8, {4, 2});
+          Value b = slice(adaptor.getB(), (ki * nTiles + ni) * 4, 4, {2, 2});
+          c = elt.isF16() ? Value(nvgpu::MmaSyncOp::create(
+                                rewriter, loc, a, b, c,
+                                ArrayRef<int64_t>{16, 8, 16}))
+                          : bf16Mma(rewriter, loc, a, b, c, f32);
+        }
+        scatterFragment(rewriter, loc, c, out, cAt);
+      }
+    rewriter.replaceOpWithNewOp<vector::FromElementsOp>(op, resultType, out);
+    return success();
+  }
+
+  /// nvgpu.mma.sync takes f16 only: bf16 goes to nvvm.mma.sync with its
+  /// operands packed two to an i32.
+  static Value bf16Mma(OpBuilder &b, Location loc, Value a, Value bFrag,
+                       Value c, Type f32) {
+    Type i32 = b.getI32Type();
+    SmallVector<Value> av, bv, cv;
+    for (int64_t i = 0; i < 4; ++i)
+      av.push_back(LLVM::BitcastOp::create(
+          b, loc, i32, vector::ExtractOp::create(b, loc, a, ArrayRef<int64_t>{i})));
+    for (int64_t i = 0; i < 2; ++i)
+      bv.push_back(LLVM::BitcastOp::create(
+          b, loc, i32,
+          vector::ExtractOp::create(b, loc, bFrag, ArrayRef<int64_t>{i})));
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < 2; ++j)
+        cv.push_back(
+            vector::ExtractOp::create(b, loc, c, ArrayRef<int64_t>{i, j}));
+    auto resultType = LLVM::LLVMStructType::getLiteral(b.getContext(),
+                                                       {f32, f32, f32, f32});
+    Value d = NVVM::MmaOp::create(
+        b, loc, resultType, av, bv, cv, ArrayRef<int64_t>{16, 8, 16},
+        /*b1Op=*/std::nullopt, /*intOverflow=*/std::nullopt,
+        std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
+                                      NVVM::MMATypes::bf16},
+        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                       NVVM::MMALayout::col});
+    SmallVector<Value> elems;
+    for (int64_t i = 0; i < 4; ++i)
+      elems.push_back(
+          LLVM::ExtractValueOp::create(b, loc, d, ArrayRef<int64_t>{i}));
+    return vector::FromElementsOp::create(
+        b, loc, VectorType::get({2, 2}, f32), elems);
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// reduce
+//===----------------------------------------------------------------------===//
+
+/// max(x, y), the number when one is NaN (max.f32): arith.maxnumf would
+/// become a libdevice call.
+Value maxNum(OpBuilder &b, Location loc, Value x, Value y) {
+  return LLVM::MaxNumOp::create(b, loc, x, y);
+}
+
+struct ReduceLowering : TilePattern<ReduceOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  matchAndRewrite(ReduceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto source = kv.operandType<TileType>(op, 0);
+    TileType result = op.getResult().getType();
+    auto slice = cast<SliceLayoutAttr>(result.getLayout());
+    auto mma = dyn_cast<MmaLayoutAttr>(source.getLayout());
+    if (!mma)
+      return op.emitOpError() << "lowers only reductions of MMA accumulators";
+    int64_t dim = slice.getDim();
+    if (mma.getWarps()[dim] != 1)
+      return op.emitOpError()
+             << "reduces across " << mma.getWarps()[dim]
+             << " warps; only reductions within a warp lower yet";
+    // Which value of the result each of the thread's values goes to: the
+    // same kept coordinate (thread 0's coordinates suffice, the thread part
+    // being the same for both layouts).
+    SmallVector<SmallVector<int64_t>> src = valueOffsets(source);
+    SmallVector<SmallVector<int64_t>> dst = valueOffsets(result);
+    int64_t kept = 1 - dim;
+    llvm::DenseMap<int64_t, int64_t> slot;
+    for (auto [j, c] : llvm::enumerate(dst))
+      slot[c[0]] = j;
+    SmallVector<int64_t> target;
+    for (ArrayRef<int64_t> c : src) {
+      auto it = slot.find(c[kept]);
+      if (it == slot.end())
+        return op.emitOpError() << "has a value with no place in the result";
+      target.push_back(it->second);
+    }
+    SmallVector<Value> partial(dst.size());
+    bool isMax = op.getKind() == ReduceKind::Max;
+    auto combine = [&](Value x, Value y) -> Value {
+      return isMax ? maxNum(rewriter, loc, x, y)
+                   : Value(arith::AddFOp::create(rewriter, loc, x, y));
+    };
+    for (auto [e, j] : llvm::enumerate(target)) {
+      Value x = vector::ExtractOp::create(rewriter, loc, adaptor.getSource(),
+                                          ArrayRef<int64_t>{int64_t(e)});
+      Value &p = partial[j];
+      p = p ? combine(p, x) : x;
+    }
+    // Lanes that share a row differ in lane % 4; a column, in lane / 4.
+    SmallVector<int32_t> offsets =
+        dim == 1 ? SmallVector<int32_t>{1, 2} : SmallVector<int32_t>{4, 8, 16};
+    for (Value &p : partial)
+      for (int32_t offset : offsets)
+        p = combine(p, gpu::ShuffleOp::create(rewriter, loc, p, offset, 32,
+                                              gpu::ShuffleMode::XOR)
+                           .getShuffleResult());
+    rewriter.replaceOpWithNewOp<vector::FromElementsOp>(
+        op, convertTile(result), partial);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// map
+//===----------------------------------------------------------------------===//
+
+struct MapLowering : TilePattern<MapOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  matchAndRewrite(MapOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    TileType result = op.getResult().getType();
+    SmallVector<SmallVector<int64_t>> coords = valueOffsets(result);
+
+    // For each input, which of its values goes with each result value.
+    SmallVector<SmallVector<int64_t>> pick;
+    for (unsigned i = 0, n = op.getInputs().size(); i < n; ++i) {
+      auto type = kv.operandType<TileType>(op, i);
+      SmallVector<int64_t> &p = pick.emplace_back();
+      // An input of the result's shape and layout (its element type may
+      // differ) goes value by value.
+      if (type.getShape() == result.getShape() &&
+          type.getLayout() == result.getLayout()) {
+        for (int64_t e = 0, n = coords.size(); e < n; ++e)
+          p.push_back(e);
+        continue;
+      }
+      // A slice broadcast along its removed dimension.
+      auto slice = cast<SliceLayoutAttr>(type.getLayout());
+      llvm::DenseMap<int64_t, int64_t> slot;
+      for (auto [j, c] : llvm::enumerate(valueOffsets(type)))
+        slot[c[0]] = j;
+      for (ArrayRef<int64_t> c : coords) {
+        auto it = slot.find(c[1 - slice.getDim()]);
+        if (it == slot.end())
+          return op.emitOpError() << "broadcasts a slice that does not hold "
+                                     "the rows its result needs";
+        p.push_back(it->second);
+      }
+    }
+
+    SmallVector<Value> thread;
+    if (op.getIndices())
+      thread = kv.atEntry(
+          op, getThreadOffsets(result.getLayoutInterface(), result.getShape()),
+          rewriter);
+    Block &body = op.getBody().front();
+    SmallVector<Value> values;
+    for (auto [e, c] : llvm::enumerate(coords)) {
+      IRMapping mapping;
+      unsigned arg = 0;
+      if (op.getIndices())
+        for (auto [d, v] : llvm::enumerate(thread))
+          mapping.map(body.getArgument(arg++), addConst(rewriter, loc, v, c[d]));
+      for (auto [i, input] : llvm::enumerate(adaptor.getInputs()))
+        mapping.map(body.getArgument(arg++),
+                    vector::ExtractOp::create(rewriter, loc, input,
+                                              ArrayRef<int64_t>{pick[i][e]}));
+      for (Operation &inner : body.without_terminator())
+        rewriter.clone(inner, mapping);
+      values.push_back(
+          mapping.lookupOrDefault(cast<YieldOp>(body.getTerminator()).getValue()));
+    }
+    rewriter.replaceOpWithNewOp<vector::FromElementsOp>(
+        op, convertTile(result), values);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// store
+//===----------------------------------------------------------------------===//
+
+struct StoreLowering : TilePattern<StoreOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  matchAndRewrite(StoreOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = kv.operandType<TileType>(op, 0);
+    SmallVector<Value> thread = kv.atEntry(
+        op, getThreadOffsets(type.getLayoutInterface(), type.getShape()),
+        rewriter);
+    // The values of one row share a predicate.
+    llvm::MapVector<int64_t, SmallVector<int64_t>> rows;
+    for (auto [e, c] : llvm::enumerate(valueOffsets(type)))
+      rows[c[0]].push_back(e);
+    SmallVector<SmallVector<int64_t>> coords = valueOffsets(type);
+    for (auto &[r, elements] : rows) {
+      Value row = addConst(rewriter, loc, thread[0], r);
+      Value ok = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt,
+                                       row, adaptor.getValid());
+      auto ifOp = scf::IfOp::create(rewriter, loc, ok, /*withElse=*/false);
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(ifOp.thenBlock());
+      Value at = arith::AddIOp::create(rewriter, loc, adaptor.getRow(), row);
+      for (int64_t e : elements) {
+        Value x = vector::ExtractOp::create(rewriter, loc, adaptor.getValue(),
+                                            ArrayRef<int64_t>{e});
+        Value col = addConst(rewriter, loc, thread[1], coords[e][1]);
+        memref::StoreOp::create(rewriter, loc, x, adaptor.getDest(),
+                                ValueRange{at, col});
+      }
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// The target's math
+//===----------------------------------------------------------------------===//
+
+/// f32 math of map regions as the hardware approximations (the upstream
+/// lowering would call libdevice, which only a toolkit resolves).
+template <typename Op>
+struct ApproxLowering : OpConversionPattern<Op> {
+  ApproxLowering(MLIRContext *ctx, StringRef intrinsic)
+      : OpConversionPattern<Op>(ctx), intrinsic(intrinsic) {}
+  LogicalResult
+  matchAndRewrite(Op op, typename Op::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Type f32 = rewriter.getF32Type();
+    rewriter.replaceOpWithNewOp<LLVM::CallIntrinsicOp>(
+        op, f32, rewriter.getStringAttr(intrinsic),
+        ValueRange{adaptor.getOperand()});
+    return success();
+  }
+  std::string intrinsic;
+};
+
+struct FmaLowering : OpConversionPattern<math::FmaOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(math::FmaOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<LLVM::FMAOp>(op, adaptor.getA(), adaptor.getB(),
+                                             adaptor.getC());
+    return success();
+  }
+};
+
+template <typename Op> struct MaxLowering : OpConversionPattern<Op> {
+  using OpConversionPattern<Op>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(Op op, typename Op::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, maxNum(rewriter, op.getLoc(), adaptor.getLhs(),
+                                  adaptor.getRhs()));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+struct FlashTileToNVGPUPass
+    : public flash::impl::FlashTileToNVGPUBase<FlashTileToNVGPUPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    KernelValues kv;
+    kv.prepare(module);
+
+    TypeConverter converter;
+    converter.addConversion([](Type t) { return t; });
+    converter.addConversion([](TileType t) -> Type { return convertTile(t); });
+    converter.addConversion([ctx](SharedType t) -> Type {
+      return MemRefType::get(
+          {t.getStages() * t.getRows() * t.getColumns()}, t.getElementType(),
+          AffineMap(),
+          gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+    });
+
+    ConversionTarget target(*ctx);
+    target.addIllegalDialect<FlashTileDialect>();
+    target.addLegalDialect<arith::ArithDialect, gpu::GPUDialect,
+                           LLVM::LLVMDialect, memref::MemRefDialect,
+                           nvgpu::NVGPUDialect, NVVM::NVVMDialect,
+                           vector::VectorDialect, scf::SCFDialect>();
+    target.addDynamicallyLegalOp<math::Exp2Op, math::Log2Op, math::FmaOp>(
+        [](Operation *op) { return !op->getResultTypes()[0].isF32(); });
+    target.addDynamicallyLegalOp<arith::MaxNumFOp>(
+        [](Operation *op) { return !op->getResultTypes()[0].isF32(); });
+    target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp fn) {
+      return converter.isSignatureLegal(fn.getFunctionType()) &&
+             converter.isLegal(&fn.getBody());
+    });
+    target.addDynamicallyLegalOp<func::ReturnOp>(
+        [&](func::ReturnOp op) { return converter.isLegal(op); });
+    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+
+    RewritePatternSet patterns(ctx);
+    patterns.add<AllocLowering, AsyncCopyLowering, AsyncWaitLowering,
+                 LocalLoadLowering, SplatLowering, ConvertLayoutLowering,
+                 MmaLowering,
+                 ReduceLowering, MapLowering, StoreLowering>(converter, ctx,
+                                                             kv);
+    patterns.add<ApproxLowering<math::Exp2Op>>(ctx,
+                                               "llvm.nvvm.ex2.approx.ftz.f32");
+    patterns.add<ApproxLowering<math::Log2Op>>(ctx, "llvm.nvvm.lg2.approx.f");
+    patterns.add<MaxLowering<arith::MaxNumFOp>, FmaLowering>(ctx);
+    scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns,
+                                                         target);
+    populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
+                                                                   converter);
+    populateReturnOpTypeConversionPattern(patterns, converter);
+    if (failed(applyPartialConversion(module, target, std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,85 @@
+// RUN: flashc-opt %s --split-input-file --flash-tile-to-nvgpu --verify-diagnostics
+
+// What flash-tile-to-nvgpu cannot lower is an error on the op that says
+// why (and the conversion then fails to legalize it).
+
+#smem = #flash_tile.swizzled<vector = 8, phases = 8>
+func.func @no_offset() {
+  // expected-error @below {{has no shared-memory offset: run flash-tile-allocate-shared before flash-tile-to-nvgpu}}
+  // expected-error @below {{failed to legalize operation 'flash_tile.alloc'}}
+  %k = flash_tile.alloc : !flash_tile.shared<2x64x64xf16, #smem>
+  return
+}
+
+// -----
+
+// Rows spread over 4 warps, then over 2 x 2: values move between threads.
+func.func @between_threads(%p: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>) {
+  // expected-error @below {{moves values between threads; only conversions that keep every value on its thread lower yet}}
+  // expected-error @below {{failed to legalize operation 'flash_tile.convert_layout'}}
+  %q = flash_tile.convert_layout %p : !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>
+      -> !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [2, 2], instr = [16, 8, 16]>>
+  return
+}
+
+// -----
+
+#mma = #flash_tile.mma<warps = [1, 4], instr = [16, 8, 16]>
+func.func @across_warps(%s: !flash_tile.tile<64x64xf32, #mma>) {
+  // expected-error @below {{reduces across 4 warps; only reductions within a warp lower yet}}
+  // expected-error @below {{failed to legalize operation 'flash_tile.reduce'}}
+  %m = flash_tile.reduce max %s : !flash_tile.tile<64x64xf32, #mma> -> !flash_tile.tile<64xf32, #flash_tile.slice<1, #mma>>
+  return
+}
+
+// -----
+
+#mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+#smem = #flash_tile.swizzled<vector = 8, phases = 8>
+func.func @transposed_a(%s: index) {
+  %q = flash_tile.alloc {offset = 0} : !flash_tile.shared<1x64x64xf16, #smem>
+  // expected-error @below {{cannot lower a transposed A operand yet}}
+  // expected-error @below {{failed to legalize operation 'flash_tile.local_load'}}
+  %a = flash_tile.local_load %q[%s] transpose : !flash_tile.shared<1x64x64xf16, #smem>
+      -> !flash_tile.tile<64x64xf16, #flash_tile.operand<a, #mma>>
+  return
+}
+
+// -----
+
+#mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+#smem = #flash_tile.swizzled<vector = 8, phases = 8>
+func.func @not_an_operand(%s: index) {
+  %q = flash_tile.alloc {offset = 0} : !flash_tile.shared<1x64x64xf16, #smem>
+  // expected-error @below {{lowers to ldmatrix only into an MMA operand layout, not #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>}}
+  // expected-error @below {{failed to legalize operation 'flash_tile.local_load'}}
+  %a = flash_tile.local_load %q[%s] : !flash_tile.shared<1x64x64xf16, #smem>
+      -> !flash_tile.tile<64x64xf16, #mma>
+  return
+}
+
+// -----
+
+#smem = #flash_tile.swizzled<vector = 4, phases = 4>
+#mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+func.func @half_chunks(%s: index) {
+  %q = flash_tile.alloc {offset = 0} : !flash_tile.shared<1x64x64xf16, #smem>
+  // expected-error @below {{needs swizzle chunks of whole 16-byte ldmatrix rows, not 4 elements}}
+  // expected-error @below {{failed to legalize operation 'flash_tile.local_load'}}
+  %a = flash_tile.local_load %q[%s] : !flash_tile.shared<1x64x64xf16, #smem>
+      -> !flash_tile.tile<64x64xf16, #flash_tile.operand<a, #mma>>
+  return
+}
+
+// -----
+
+#mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 8]>
+func.func @k8(%a: !flash_tile.tile<64x8xf16, #flash_tile.operand<a, #mma>>,
+              %b: !flash_tile.tile<8x8xf16, #flash_tile.operand<b, #mma>>,
+              %c: !flash_tile.tile<64x8xf32, #mma>) {
+  // expected-error @below {{lowers only m16n8k16 multiplies}}
+  // expected-error @below {{failed to legalize operation 'flash_tile.mma'}}
+  %d = flash_tile.mma %a, %b, %c : !flash_tile.tile<64x8xf16, #flash_tile.operand<a, #mma>>,
+      !flash_tile.tile<8x8xf16, #flash_tile.operand<b, #mma>>, !flash_tile.tile<64x8xf32, #mma>
+  return
+}

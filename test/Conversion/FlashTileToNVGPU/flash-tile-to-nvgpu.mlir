@@ -1,0 +1,200 @@
+// RUN: flashc-opt %s --split-input-file --flash-tile-to-nvgpu | FileCheck %s
+
+// Each flash_tile op lowered alone. Tiles become the vector of the values
+// one thread holds (a 64x64 f32 accumulator over 4 warps: 32 per thread).
+
+#mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+#a = #flash_tile.operand<a, #mma>
+#b = #flash_tile.operand<b, #mma>
+#row = #flash_tile.slice<1, #mma>
+#copy = #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [4, 1]>
+#smem = #flash_tile.swizzled<vector = 8, phases = 8>
+
+// The thread index once, at the entry; a buffer is a view of the dynamic
+// shared memory at its offset.
+// CHECK-LABEL: func.func @alloc
+// CHECK: gpu.thread_id x
+// CHECK: %[[DYN:.+]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// CHECK: %[[OFF:.+]] = arith.constant 8192 : index
+// CHECK: memref.view %[[DYN]][%[[OFF]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<8192xf16, #gpu.address_space<workgroup>>
+func.func @alloc() {
+  %k = flash_tile.alloc {offset = 8192} : !flash_tile.shared<2x64x64xf16, #smem>
+  return
+}
+
+// -----
+
+#copy = #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [4, 1]>
+#smem = #flash_tile.swizzled<vector = 8, phases = 8>
+// 64 rows x 64 columns over 128 threads: 4 runs of 16 bytes per thread,
+// 16 rows apart; rows at or past `valid` read 0 bytes.
+// CHECK-LABEL: func.func @async_copy
+// CHECK-COUNT-4: nvgpu.device_async_copy %{{.+}}[%{{.+}}, %{{.+}}], %{{.+}}[%{{.+}}], 8, %{{.+}} {bypassL1} : memref<?x64xf16> to memref<8192xf16, #gpu.address_space<workgroup>>
+// CHECK-NOT: nvgpu.device_async_copy
+// CHECK: nvvm.cp.async.commit.group
+// CHECK-NEXT: nvvm.cp.async.wait.group 1
+// CHECK-NEXT: gpu.barrier
+func.func @async_copy(%src: memref<?x64xf16>, %row: index, %stage: index, %n: index) {
+  %k = flash_tile.alloc {offset = 0} : !flash_tile.shared<2x64x64xf16, #smem>
+  flash_tile.async_copy %src[%row], %k[%stage] valid %n {layout = #copy}
+      : memref<?x64xf16>, !flash_tile.shared<2x64x64xf16, #smem>
+  flash_tile.async_wait pending 1
+  return
+}
+
+// -----
+
+#mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+#a = #flash_tile.operand<a, #mma>
+#b = #flash_tile.operand<b, #mma>
+#smem = #flash_tile.swizzled<vector = 8, phases = 8>
+// Q as A operands: 4 ldmatrix.x4 (16 rows x 64 columns per warp). K^T from
+// K rows: untransposed, two n8 tiles per x4, 4 k-steps x 4 pairs. V rows:
+// transposed.
+// CHECK-LABEL: func.func @local_load
+// CHECK-COUNT-4: nvgpu.ldmatrix %{{.+}}[%{{.+}}] {numTiles = 4 : i32, transpose = false} : memref<4096xf16, #gpu.address_space<workgroup>> -> vector<4x2xf16>
+// CHECK-COUNT-16: nvgpu.ldmatrix %{{.+}}[%{{.+}}] {numTiles = 4 : i32, transpose = false} : memref<8192xf16, #gpu.address_space<workgroup>> -> vector<4x2xf16>
+// CHECK-COUNT-16: nvgpu.ldmatrix %{{.+}}[%{{.+}}] {numTiles = 4 : i32, transpose = true} : memref<8192xf16, #gpu.address_space<workgroup>> -> vector<4x2xf16>
+// CHECK-NOT: nvgpu.ldmatrix
+func.func @local_load(%stage: index) -> (!flash_tile.tile<64x64xf16, #a>,
+    !flash_tile.tile<64x64xf16, #b>, !flash_tile.tile<64x64xf16, #b>) {
+  %c0 = arith.constant 0 : index
+  %q = flash_tile.alloc {offset = 0} : !flash_tile.shared<1x64x64xf16, #smem>
+  %k = flash_tile.alloc {offset = 8192} : !flash_tile.shared<2x64x64xf16, #smem>
+  %qa = flash_tile.local_load %q[%c0] : !flash_tile.shared<1x64x64xf16, #smem> -> !flash_tile.tile<64x64xf16, #a>
+  %kt = flash_tile.local_load %k[%stage] transpose : !flash_tile.shared<2x64x64xf16, #smem> -> !flash_tile.tile<64x64xf16, #b>
+  %vb = flash_tile.local_load %k[%stage] : !flash_tile.shared<2x64x64xf16, #smem> -> !flash_tile.tile<64x64xf16, #b>
+  return %qa, %kt, %vb : !flash_tile.tile<64x64xf16, #a>, !flash_tile.tile<64x64xf16, #b>, !flash_tile.tile<64x64xf16, #b>
+}
+
+// -----
+
+#mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+#a = #flash_tile.operand<a, #mma>
+#b = #flash_tile.operand<b, #mma>
+// 16 x 32 per warp from K = 32: 4 n8 tiles x 2 k-steps; bf16 through
+// nvvm.mma.sync. B is replicated over the 4 row warps: 32 values each.
+// CHECK-LABEL: func.func @mma
+// CHECK-SAME: (%{{.+}}: vector<16xf16>, %{{.+}}: vector<32xf16>, %{{.+}}: vector<16xf32>) -> vector<16xf32>
+// CHECK-COUNT-8: nvgpu.mma.sync(%{{.+}}, %{{.+}}, %{{.+}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+// CHECK-NOT: nvgpu.mma.sync
+// CHECK: vector.from_elements {{.*}} : vector<16xf32>
+func.func @mma(%x: !flash_tile.tile<64x32xf16, #a>, %y: !flash_tile.tile<32x32xf16, #b>,
+               %acc: !flash_tile.tile<64x32xf32, #mma>) -> !flash_tile.tile<64x32xf32, #mma> {
+  %r = flash_tile.mma %x, %y, %acc : !flash_tile.tile<64x32xf16, #a>, !flash_tile.tile<32x32xf16, #b>, !flash_tile.tile<64x32xf32, #mma>
+  return %r : !flash_tile.tile<64x32xf32, #mma>
+}
+// CHECK-LABEL: func.func @mma_bf16
+// CHECK-COUNT-8: nvvm.mma.sync
+func.func @mma_bf16(%x: !flash_tile.tile<64x32xbf16, #a>, %y: !flash_tile.tile<32x32xbf16, #b>,
+                    %acc: !flash_tile.tile<64x32xf32, #mma>) -> !flash_tile.tile<64x32xf32, #mma> {
+  %r = flash_tile.mma %x, %y, %acc : !flash_tile.tile<64x32xbf16, #a>, !flash_tile.tile<32x32xbf16, #b>, !flash_tile.tile<64x32xf32, #mma>
+  return %r : !flash_tile.tile<64x32xf32, #mma>
+}
+
+// -----
+
+#mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+#row = #flash_tile.slice<1, #mma>
+// Row maxima: a thread's 8 values of each of its 2 rows, then the quad's
+// lanes (xor 1, 2). max.f32, not libdevice.
+// CHECK-LABEL: func.func @reduce
+// CHECK-SAME: (%{{.+}}: vector<16xf32>) -> vector<2xf32>
+// CHECK-COUNT-14: llvm.intr.maxnum
+// CHECK: gpu.shuffle  xor %{{.+}}, %c1_i32, %c32_i32 : f32
+// CHECK: llvm.intr.maxnum
+// CHECK: gpu.shuffle  xor %{{.+}}, %c2_i32, %c32_i32{{.*}} : f32
+// CHECK: vector.from_elements %{{.+}}, %{{.+}} : vector<2xf32>
+func.func @reduce(%s: !flash_tile.tile<64x32xf32, #mma>) -> !flash_tile.tile<64xf32, #row> {
+  %m = flash_tile.reduce max %s : !flash_tile.tile<64x32xf32, #mma> -> !flash_tile.tile<64xf32, #row>
+  return %m : !flash_tile.tile<64xf32, #row>
+}
+// CHECK-LABEL: func.func @reduce_sum
+// CHECK: arith.addf
+// CHECK: gpu.shuffle  xor
+func.func @reduce_sum(%s: !flash_tile.tile<64x32xf32, #mma>) -> !flash_tile.tile<64xf32, #row> {
+  %m = flash_tile.reduce sum %s : !flash_tile.tile<64x32xf32, #mma> -> !flash_tile.tile<64xf32, #row>
+  return %m : !flash_tile.tile<64xf32, #row>
+}
+
+// -----
+
+#mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+#row = #flash_tile.slice<1, #mma>
+// The region once per value: value 0 of the thread meets its row's value
+// 0 of the maxima, value 2 (8 rows below) value 1. exp2 is ex2.approx.
+// CHECK-LABEL: func.func @map
+// CHECK-SAME: (%[[S:.+]]: vector<16xf32>, %[[M:.+]]: vector<2xf32>)
+// CHECK: %[[S0:.+]] = vector.extract %[[S]][0] : f32 from vector<16xf32>
+// CHECK: %[[M0:.+]] = vector.extract %[[M]][0] : f32 from vector<2xf32>
+// CHECK: %[[D0:.+]] = arith.subf %[[S0]], %[[M0]] : f32
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"(%[[D0]])
+// CHECK: vector.extract %[[S]][1]
+// CHECK: vector.extract %[[M]][0]
+// CHECK: vector.extract %[[S]][2]
+// CHECK: vector.extract %[[M]][1]
+// CHECK-COUNT-13: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
+// CHECK: vector.from_elements {{.*}} : vector<16xf32>
+func.func @map(%s: !flash_tile.tile<64x32xf32, #mma>, %m: !flash_tile.tile<64xf32, #row>)
+    -> !flash_tile.tile<64x32xf32, #mma> {
+  %p = flash_tile.map %s, %m : !flash_tile.tile<64x32xf32, #mma>, !flash_tile.tile<64xf32, #row> -> !flash_tile.tile<64x32xf32, #mma> {
+  ^bb0(%x: f32, %y: f32):
+    %d = arith.subf %x, %y : f32
+    %e = math.exp2 %d : f32
+    flash_tile.yield %e : f32
+  }
+  return %p : !flash_tile.tile<64x32xf32, #mma>
+}
+// Indices: the thread's row (warp * 16 + lane / 4) and column
+// (2 * (lane % 4)) at the entry, plus each value's constants.
+// CHECK-LABEL: func.func @map_indices
+// CHECK: %[[T:.+]] = gpu.thread_id x
+// CHECK: %[[Q:.+]] = arith.remui %[[T]], %c4 : index
+// CHECK: %[[COL:.+]] = arith.muli %[[Q]], %c2 : index
+// CHECK: %[[LANE:.+]] = arith.remui %[[T]], %c32{{.*}} : index
+// CHECK: %[[G:.+]] = arith.divui %[[LANE]], %c4{{.*}} : index
+// CHECK: %[[ROW:.+]] = arith.addi %{{.+}}, %[[G]] : index
+// CHECK: arith.cmpi ule, %[[COL]], %[[ROW]] : index
+func.func @map_indices(%s: !flash_tile.tile<64x32xf32, #mma>) -> !flash_tile.tile<64x32xf32, #mma> {
+  %p = flash_tile.map indices %s : !flash_tile.tile<64x32xf32, #mma> -> !flash_tile.tile<64x32xf32, #mma> {
+  ^bb0(%i: index, %j: index, %x: f32):
+    %ninf = arith.constant 0xFF800000 : f32
+    %keep = arith.cmpi ule, %j, %i : index
+    %y = arith.select %keep, %x, %ninf : f32
+    flash_tile.yield %y : f32
+  }
+  return %p : !flash_tile.tile<64x32xf32, #mma>
+}
+
+// -----
+
+#mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+#a = #flash_tile.operand<a, #mma>
+// An f16 accumulator is the A operand of the same MMA: a shuffle of the
+// thread's own values (tile n of the accumulator, values 0..3, then n + 1).
+// CHECK-LABEL: func.func @convert_layout
+// CHECK: vector.shuffle %{{.+}}, %{{.+}} [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] : vector<16xf16>, vector<16xf16>
+func.func @convert_layout(%p: !flash_tile.tile<64x32xf16, #mma>) -> !flash_tile.tile<64x32xf16, #a> {
+  %a = flash_tile.convert_layout %p : !flash_tile.tile<64x32xf16, #mma> -> !flash_tile.tile<64x32xf16, #a>
+  return %a : !flash_tile.tile<64x32xf16, #a>
+}
+// CHECK-LABEL: func.func @splat
+// CHECK: vector.broadcast %{{.+}} : f32 to vector<2xf32>
+func.func @splat(%x: f32) -> !flash_tile.tile<64xf32, #flash_tile.slice<1, #mma>> {
+  %t = flash_tile.splat %x : !flash_tile.tile<64xf32, #flash_tile.slice<1, #mma>>
+  return %t : !flash_tile.tile<64xf32, #flash_tile.slice<1, #mma>>
+}
+
+// -----
+
+#mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+// Stores: one predicate per row of the thread (2 rows x 4 n8 tiles, 2
+// values each).
+// CHECK-LABEL: func.func @store
+// CHECK-COUNT-2: scf.if
+// CHECK-NOT: scf.if
+// CHECK: memref.store %{{.+}}, %{{.+}}[%{{.+}}, %{{.+}}] : memref<?x32xf32>
+func.func @store(%o: !flash_tile.tile<64x32xf32, #mma>, %out: memref<?x32xf32>, %row: index, %n: index) {
+  flash_tile.store %o, %out[%row] valid %n : !flash_tile.tile<64x32xf32, #mma>, memref<?x32xf32>
+  return
+}
