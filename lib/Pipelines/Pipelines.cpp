@@ -11,6 +11,7 @@
 #include "flashc/Analysis/AttentionSchedule.h"
 #include "flashc/Conversion/Passes.h"
 #include "flashc/Dialect/Flash/Transforms/Passes.h"
+#include "flashc/Dialect/FlashTile/Transforms/Passes.h"
 #include "flashc/Support/Sizes.h"
 #include "flashc/Core/GPUTargets.h"
 #include "flashc/Target/TargetInfo.h"
@@ -405,7 +406,14 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
           "algorithm1 is for the CPU backend and the cost model");
     FlashToNVGPUOptions o;
     o.target = c.target;
+    o.tileBody = c.tileIR;
     pm.addPass(createFlashToNVGPU(o));
+    if (c.tileIR) {
+      flash_tile::FlashTileAllocateSharedOptions shared;
+      shared.chip = c.target;
+      pm.addPass(flash_tile::createFlashTileAllocateShared(shared));
+      pm.addPass(createFlashTileToNVGPU());
+    }
     return llvm::Error::success();
   }
   if (stage == "nvvm") {

@@ -82,10 +82,11 @@ AttentionSpec specOf(const Config &c, const Shape &s) {
 /// Compiles (or finds) the kernel of `c` and runs it on `s` in the
 /// simulator; checks the outputs against float64.
 void checkShape(const Config &c, const Shape &s,
-                std::shared_ptr<const Kernel> *kernelOut = nullptr) {
+                std::shared_ptr<const Kernel> *kernelOut = nullptr,
+                const PipelineConfig &config = PipelineConfig()) {
   AttentionSpec spec = specOf(c, s);
   ASSERT_EQ(spec.isDecode(), c.decode) << "the shape must pick the variant";
-  auto kernel = Compiler::global().compile(spec, c.target);
+  auto kernel = Compiler::global().compile(spec, c.target, config);
   ASSERT_TRUE(static_cast<bool>(kernel)) << llvm::toString(kernel.takeError());
   if (kernelOut)
     *kernelOut = *kernel;
@@ -182,6 +183,36 @@ TEST_P(ExtraConfigTest, MatchesFloat64InTheSimulator) {
 
 INSTANTIATE_TEST_SUITE_P(Variants, ExtraConfigTest,
                          ::testing::ValuesIn(extraConfigs()),
+                         [](const auto &info) { return nameOf(info.param); });
+
+/// The kernels the flash_tile path builds so far (MHA prefill, head dims
+/// that are multiples of 16), through it: the same checks as the shipped
+/// configurations.
+std::vector<Config> tileConfigs() {
+  std::vector<Config> configs;
+  for (const char *target : {"sm_80", "sm_90a"})
+    for (ElementType dtype : {ElementType::F16, ElementType::BF16})
+      for (int64_t d : {64, 128, 256})
+        for (bool causal : {false, true})
+          configs.push_back({target, dtype, d, 1, causal, false,
+                             /*lse=*/d == 128});
+  configs.push_back({"sm_80", ElementType::F16, 64, 1, true, false, true, 128});
+  return configs;
+}
+
+class TileConfigTest : public ::testing::TestWithParam<Config> {};
+
+TEST_P(TileConfigTest, MatchesFloat64InTheSimulator) {
+  const Config &c = GetParam();
+  PipelineConfig config;
+  config.tileIR = true;
+  checkShape(c, {2, 2, 37, 53}, nullptr, config);
+  checkShape(c, {1, 1, 70, 33}, nullptr, config);
+  checkShape(c, {1, 1, 130, 260}, nullptr, config);
+}
+
+INSTANTIATE_TEST_SUITE_P(TileIR, TileConfigTest,
+                         ::testing::ValuesIn(tileConfigs()),
                          [](const auto &info) { return nameOf(info.param); });
 
 /// One compiled kernel serves every batch, head count of its group size and

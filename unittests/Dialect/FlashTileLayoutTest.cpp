@@ -236,6 +236,43 @@ TEST_F(FlashTileLayoutTest, ThreadOffsetsSplitFromValueOffsets) {
   expectThreadOffsetsSplit(BlockedLayoutAttr::get(&ctx, {4}, {32}, {2}), {512});
 }
 
+/// Every element of a `shape` tile has exactly one holder that meets the
+/// layout's owner conditions.
+static void expectOneOwner(LayoutAttrInterface layout, ArrayRef<int64_t> shape) {
+  SmallVector<AffineExpr> conditions = getOwnerConditions(layout);
+  auto map = AffineMap::get(1, 0, conditions, layout.getContext());
+  std::map<std::vector<int64_t>, int64_t> owners;
+  int64_t values = layout.getElementsPerThread(shape);
+  for (int64_t t = 0; t < 32 * layout.getNumWarps(); ++t) {
+    SmallVector<int64_t> c = map.compose(ArrayRef<int64_t>{t});
+    bool owner = llvm::all_of(c, [](int64_t v) { return v == 0; });
+    for (int64_t e = 0; e < values; ++e) {
+      SmallVector<int64_t> at = layout.getCoordinates(shape, t, e);
+      owners[std::vector<int64_t>(at.begin(), at.end())] += owner;
+    }
+  }
+  for (auto &[at, count] : owners)
+    ASSERT_EQ(count, 1) << "element (" << at[0] << ", ...)";
+}
+
+TEST_F(FlashTileLayoutTest, EveryElementHasOneOwner) {
+  for (auto [w0, w1] : {std::pair<int64_t, int64_t>{4, 1}, {2, 2}, {1, 4}}) {
+    SCOPED_TRACE(testing::Message() << "warps " << w0 << " x " << w1);
+    MmaLayoutAttr acc = mma(w0, w1);
+    expectOneOwner(acc, {64, 64});
+    expectOneOwner(OperandLayoutAttr::get(&ctx, OperandKind::A, acc), {64, 32});
+    expectOneOwner(OperandLayoutAttr::get(&ctx, OperandKind::B, acc), {32, 64});
+    expectOneOwner(SliceLayoutAttr::get(&ctx, 1, acc), {64});
+    expectOneOwner(SliceLayoutAttr::get(&ctx, 0, acc), {64});
+  }
+  expectOneOwner(BlockedLayoutAttr::get(&ctx, {1, 8}, {4, 8}, {4, 1}),
+                 {64, 64});
+  // One holder: no conditions.
+  EXPECT_TRUE(getOwnerConditions(mma(4, 1)).empty());
+  EXPECT_EQ(getOwnerConditions(SliceLayoutAttr::get(&ctx, 1, mma(4, 1))).size(),
+            1u);
+}
+
 TEST_F(FlashTileLayoutTest, FragmentsFollowThePtxTables) {
   // Lane 5 is group 1, thread 1 of its quad (PTX ISA, mma.m16n8k16).
   MmaLayoutAttr acc = mma(1, 1);

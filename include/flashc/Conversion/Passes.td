@@ -337,20 +337,31 @@ def FlashToNVGPU : Pass<"flash-to-nvgpu", "::mlir::ModuleOp"> {
     are not a multiple of 8 elements (16 bytes) are copied element by
     element instead of by cp.async, and stored element by element.
 
+    With `tile-body`, the forward kernels' bodies are flash_tile ops
+    instead (the same schedule, its layouts explicit), and the kernels
+    take their shared memory from flash-tile-allocate-shared; kernels that
+    path does not build yet (GQA groups in one tile, decode tiles, head
+    dims that are not multiples of 16) are an error.
+
     Fails with a diagnostic on f32 inputs, dynamic head counts or head
     dims, head dims beyond 256, and tiles whose shared memory exceeds the
     target's.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
-    "::mlir::LLVM::LLVMDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::flash_tile::FlashTileDialect",
     "::mlir::nvgpu::NVGPUDialect", "::mlir::NVVM::NVVMDialect",
     "::mlir::scf::SCFDialect", "::mlir::ub::UBDialect",
     "::mlir::vector::VectorDialect"
   ];
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"sm_80\"",
-           "sm_80 or sm_90a: the shared-memory budget of a block">
+           "sm_80 or sm_90a: the shared-memory budget of a block">,
+    Option<"tileBody", "tile-body", "bool", /*default=*/"false",
+           "Write the forward kernels' bodies as flash_tile ops, for "
+           "flash-tile-allocate-shared and flash-tile-to-nvgpu (MHA prefill "
+           "with head dims that are multiples of 16, so far)">
   ];
   let statistics = [
     Statistic<"numForwardKernels", "num-forward-kernels",
@@ -395,7 +406,8 @@ def FlashTileToNVGPU : Pass<"flash-tile-to-nvgpu", "::mlir::ModuleOp"> {
       `math.log2` on f32 become `ex2.approx.ftz` and `lg2.approx`, and
       `math.fma` and `arith.maxnumf` become `llvm.intr.fma` and
       `llvm.intr.maxnum` (libdevice is not linked).
-    - `store`: scalar stores of the rows below `valid`.
+    - `store`: scalar stores of the rows below `valid`, by the owner of
+      each element where the layout replicates it.
 
     What needs values to move between threads (other layout conversions,
     reductions across warps) or an instruction shape other than m16n8k16

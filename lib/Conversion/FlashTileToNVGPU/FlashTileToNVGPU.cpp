@@ -778,18 +778,34 @@ struct StoreLowering : TilePattern<StoreOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto type = kv.operandType<TileType>(op, 0);
+    LayoutAttrInterface layout = type.getLayoutInterface();
     SmallVector<Value> thread = kv.atEntry(
-        op, getThreadOffsets(type.getLayoutInterface(), type.getShape()),
-        rewriter);
+        op, getThreadOffsets(layout, type.getShape()), rewriter);
+    // A 1-D tile is column 0; of an element's holders, its owner writes.
+    Value colBase = type.getRank() == 2 ? thread[1] : Value();
+    Value owner;
+    SmallVector<AffineExpr> conditions = getOwnerConditions(layout);
+    if (!conditions.empty()) {
+      Value zero = indexConst(rewriter, loc, 0);
+      for (Value c : kv.atEntry(op, conditions, rewriter)) {
+        Value isZero = arith::CmpIOp::create(
+            rewriter, loc, arith::CmpIPredicate::eq, c, zero);
+        owner = owner ? arith::AndIOp::create(rewriter, loc, owner, isZero)
+                            .getResult()
+                      : isZero;
+      }
+    }
     // The values of one row share a predicate.
-    llvm::MapVector<int64_t, SmallVector<int64_t>> rows;
-    for (auto [e, c] : llvm::enumerate(valueOffsets(type)))
-      rows[c[0]].push_back(e);
     SmallVector<SmallVector<int64_t>> coords = valueOffsets(type);
+    llvm::MapVector<int64_t, SmallVector<int64_t>> rows;
+    for (auto [e, c] : llvm::enumerate(coords))
+      rows[c[0]].push_back(e);
     for (auto &[r, elements] : rows) {
       Value row = addConst(rewriter, loc, thread[0], r);
       Value ok = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt,
                                        row, adaptor.getValid());
+      if (owner)
+        ok = arith::AndIOp::create(rewriter, loc, ok, owner);
       auto ifOp = scf::IfOp::create(rewriter, loc, ok, /*withElse=*/false);
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPointToStart(ifOp.thenBlock());
@@ -797,7 +813,8 @@ struct StoreLowering : TilePattern<StoreOp> {
       for (int64_t e : elements) {
         Value x = vector::ExtractOp::create(rewriter, loc, adaptor.getValue(),
                                             ArrayRef<int64_t>{e});
-        Value col = addConst(rewriter, loc, thread[1], coords[e][1]);
+        Value col = colBase ? addConst(rewriter, loc, colBase, coords[e][1])
+                            : indexConst(rewriter, loc, 0);
         memref::StoreOp::create(rewriter, loc, x, adaptor.getDest(),
                                 ValueRange{at, col});
       }

@@ -18,6 +18,7 @@
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/Value.h"
+#include "mlir/Support/LLVM.h"
 
 #include <functional>
 
@@ -79,6 +80,13 @@ struct ForwardKernelSpec {
 /// `shared` is the dynamic shared memory as `memref<N x i8, workgroup>`.
 void emitForwardBody(ImplicitLocOpBuilder &b, const ForwardKernelSpec &spec,
                      Value shared);
+
+/// Emits the same body as flash_tile ops (TileKernel.cpp), for
+/// flash-tile-allocate-shared and flash-tile-to-nvgpu to place and lower.
+/// Fails, saying what in `why`, on a kernel it does not build yet.
+LogicalResult emitForwardTileBody(ImplicitLocOpBuilder &b,
+                                  const ForwardKernelSpec &spec,
+                                  std::string &why);
 
 struct CombineKernelSpec {
   Type outType;

@@ -42,6 +42,7 @@
 
 #include "flashc/Conversion/Passes.h"
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
+#include "flashc/Dialect/FlashTile/IR/FlashTileDialect.h"
 #include "flashc/Core/GPUSchedule.h"
 #include "flashc/Target/TargetInfo.h"
 
@@ -53,6 +54,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -971,6 +973,21 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
     }
     if (err.op)
       return report();
+
+    if (tileBody) {
+      std::string why;
+      if (failed(emitForwardTileBody(b, spec, why)))
+        return t.forall.emitError()
+               << "flash-to-nvgpu: tile-body does not build " << why
+               << " yet";
+      b.setInsertionPointToEnd(&fwd.getBody().front());
+      gpu::ReturnOp::create(b);
+      if (t.combine)
+        return t.combine.emitError()
+               << "flash-to-nvgpu: tile-body does not build the combine "
+                  "kernel yet";
+      return success();
+    }
 
     // Dynamic shared memory: the module's extern array, sized here.
     auto space = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);

@@ -387,9 +387,9 @@ func.func @f(%s: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], ins
 
 // -----
 
-// store: 2-D
+// store: a 1-D tile is a column
 func.func @f(%t: !flash_tile.tile<64xf32, #flash_tile.slice<1, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>, %d: memref<?x64xf32>, %i: index) {
-  // expected-error @+1 {{'flash_tile.store' op stores a 2-D tile, not}}
+  // expected-error @+1 {{'flash_tile.store' op needs a destination of 1 static columns, as the tile has; it has 64}}
   flash_tile.store %t, %d[%i] valid %i : !flash_tile.tile<64xf32, #flash_tile.slice<1, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>, memref<?x64xf32>
   return
 }

@@ -248,8 +248,8 @@ LogicalResult MapOp::verifyRegions() {
 
 LogicalResult StoreOp::verify() {
   TileType value = getValue().getType();
-  if (value.getRank() != 2)
-    return emitOpError() << "stores a 2-D tile, not " << value;
-  return verifyGlobalMatrix(*this, getDest().getType(), "destination",
-                            value.getShape()[1], value.getElementType());
+  // A 1-D tile is a column: one value per row.
+  int64_t columns = value.getRank() == 2 ? value.getShape()[1] : 1;
+  return verifyGlobalMatrix(*this, getDest().getType(), "destination", columns,
+                            value.getElementType());
 }

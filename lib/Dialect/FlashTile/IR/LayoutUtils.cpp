@@ -95,6 +95,30 @@ mlir::flash_tile::getThreadOffsets(LayoutAttrInterface layout,
   return offsets;
 }
 
+SmallVector<AffineExpr>
+mlir::flash_tile::getOwnerConditions(LayoutAttrInterface layout) {
+  AffineExpr t = getAffineDimExpr(0, layout.getContext());
+  AffineExpr lane = t % 32, warp = t.floorDiv(32);
+  SmallVector<AffineExpr> conditions;
+  if (auto slice = dyn_cast<SliceLayoutAttr>(layout)) {
+    int64_t w1 = slice.getParent().getWarps()[1];
+    if (slice.getDim() == 1)
+      conditions = {lane % 4, warp % w1};
+    else
+      conditions = {lane.floorDiv(4), warp.floorDiv(w1)};
+  } else if (auto operand = dyn_cast<OperandLayoutAttr>(layout)) {
+    int64_t w1 = operand.getParent().getWarps()[1];
+    conditions = {operand.getKind() == OperandKind::A ? warp % w1
+                                                      : warp.floorDiv(w1)};
+  }
+  // Conditions that hold for every thread (a single warp column: x mod 1).
+  llvm::erase_if(conditions, [](AffineExpr e) {
+    auto c = dyn_cast<AffineConstantExpr>(e);
+    return c && c.getValue() == 0;
+  });
+  return conditions;
+}
+
 std::string mlir::flash_tile::formatShape(ArrayRef<int64_t> shape) {
   std::string s;
   llvm::raw_string_ostream os(s);

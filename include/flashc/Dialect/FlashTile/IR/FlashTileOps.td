@@ -256,8 +256,10 @@ def FlashTile_StoreOp : FlashTile_Op<"store"> {
   let description = [{
     Writes the `R x C` tile to the rows `[row, row + valid)` of the 2-D
     global matrix `dest` (the tile's rows from `valid` on are not written:
-    a ragged last block writes nothing out of bounds). The tile and the
-    matrix have the same element type.
+    a ragged last block writes nothing out of bounds). A 1-D tile of `R`
+    values is a column: `dest` has one column (a log-sum-exp per row). The
+    tile and the matrix have the same element type. Where the layout holds
+    an element in several threads, one of them writes it.
 
     ```mlir
     flash_tile.store %o, %out[%i] valid %n

@@ -42,6 +42,13 @@ getInThreadPermutation(LayoutAttrInterface from, LayoutAttrInterface to,
 llvm::SmallVector<AffineExpr> getThreadOffsets(LayoutAttrInterface layout,
                                                llvm::ArrayRef<int64_t> shape);
 
+/// Where a layout holds each element more than once (a slice in the lanes
+/// of a quad, an operand in every warp of the other dimension): conditions
+/// on the thread index `d0`, each an expression that is 0 for the one
+/// thread of each element's holders that owns it (the one a store lets
+/// write). Empty when every element has one holder.
+llvm::SmallVector<AffineExpr> getOwnerConditions(LayoutAttrInterface layout);
+
 /// A shape as the dialect's diagnostics print it: "64x8".
 std::string formatShape(llvm::ArrayRef<int64_t> shape);
 

@@ -1,0 +1,389 @@
+//===- TileKernel.cpp - The forward CTA as flash_tile ops -----------------===//
+//
+// The forward kernel's body written with flash_tile ops instead of warp-level
+// code: flash-tile-allocate-shared places its buffers and
+// flash-tile-to-nvgpu lowers it. Per CTA:
+//
+//   Q tile -> shared (async_copy) -> A operand (local_load), once
+//   for each KV loop of the tiled IR, for each block j:
+//     async_copy block j' (the next one) into the other stage
+//     S  = Q K^T                     local_load K transposed, mma
+//     S  = -inf where masked         map indices (partial / causal blocks)
+//     m' = max(m, rowmax(S) c)       reduce max, map   (c = scale log2 e)
+//     P  = exp2(S c - m')            map: one FMA and one EX2 per score
+//     l' = 2^(m - m') l + rowsum(P)  reduce sum, map
+//     O  = 2^(m - m') O + P V        map, convert_layout P to A, mma
+//     async_wait: block j' landed, everyone is done with this stage
+//   O / l (and the log-sum-exp) stored by rows below the tile's valid rows.
+//
+// The layouts are fixed here for now: one MMA layout of `rowTiles` warps
+// stacked over the rows (16 rows each), 16-byte copies, 16-byte swizzle
+// chunks. Choosing them is flash-tile-assign-layouts' job.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttentionKernel.h"
+
+#include "flashc/Dialect/FlashTile/IR/FlashTileDialect.h"
+#include "flashc/Dialect/FlashTile/IR/FlashTileOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::flash;
+using namespace mlir::flash::gpu_kernel;
+using namespace mlir::flash_tile;
+
+namespace {
+
+constexpr double kLog2E = 1.4426950408889634;
+constexpr double kLn2 = 0.6931471805599453;
+
+class TileEmitter {
+public:
+  TileEmitter(ImplicitLocOpBuilder &b, const ForwardKernelSpec &s)
+      : b(b), s(s), c(s.config), ctx(b.getContext()) {
+    f32 = b.getF32Type();
+    mma = MmaLayoutAttr::get(ctx, {c.rowTiles, 1}, {16, 8, 16});
+    rowLayout = SliceLayoutAttr::get(ctx, 1, mma);
+  }
+
+  LogicalResult emit(std::string &why);
+
+private:
+  ImplicitLocOpBuilder &b;
+  const ForwardKernelSpec &s;
+  const flashc::GPUTileConfig &c;
+  MLIRContext *ctx;
+  Type f32;
+  MmaLayoutAttr mma;
+  SliceLayoutAttr rowLayout;
+
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+  Value f32c(double v) {
+    return arith::ConstantOp::create(b, f32,
+                                     b.getF32FloatAttr(static_cast<float>(v)));
+  }
+  Value lt(Value x, Value y) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::slt, x, y);
+  }
+  Value select(Value cond, Value x, Value y) {
+    return arith::SelectOp::create(b, cond, x, y);
+  }
+
+  TileType tile(ArrayRef<int64_t> shape, Type elt, Attribute layout) {
+    return TileType::get(ctx, shape, elt, layout);
+  }
+  TileType acc(int64_t cols) { return tile({c.rows(), cols}, f32, mma); }
+  TileType rows() { return tile({c.rows()}, f32, rowLayout); }
+
+  /// A shared buffer of `stages` stages of `r x cols` elements, in 16-byte
+  /// chunks swizzled over up to 8 rows.
+  SharedType shared(int64_t stages, int64_t r, int64_t cols) {
+    int64_t vec = 16 / c.elementBytes;
+    int64_t phases = std::min<int64_t>(8, cols / vec);
+    return SharedType::get(ctx, {stages, r, cols}, s.elementType,
+                           SwizzledLayoutAttr::get(ctx, vec, phases));
+  }
+
+  /// 16-byte runs, a warp's lanes over a row's chunks first.
+  BlockedLayoutAttr copyLayout(int64_t cols) {
+    int64_t vec = 16 / c.elementBytes;
+    int64_t across = std::min<int64_t>(32, cols / vec);
+    return BlockedLayoutAttr::get(ctx, {1, vec}, {32 / across, across},
+                                  {c.warps(), 1});
+  }
+
+  /// The rows of a flat kernel buffer from `base` on, `rowStride` apart, as
+  /// a 2-D matrix of `cols` columns.
+  Value matrix(Value buffer, Value base, Value rowStride, Value numRows,
+               int64_t cols, Type elt) {
+    auto layout = StridedLayoutAttr::get(ctx, ShapedType::kDynamic,
+                                         {ShapedType::kDynamic, 1});
+    auto type = MemRefType::get({ShapedType::kDynamic, cols}, elt, layout);
+    return memref::ReinterpretCastOp::create(
+        b, type, buffer, OpFoldResult(base),
+        ArrayRef<OpFoldResult>{numRows, b.getIndexAttr(cols)},
+        ArrayRef<OpFoldResult>{rowStride, b.getIndexAttr(1)});
+  }
+
+  /// An elementwise map of `inputs` into a tile of `type`; `body` gets the
+  /// region's arguments (indices first with `indices`) and returns the
+  /// element.
+  template <typename F>
+  Value map(TileType type, ValueRange inputs, F body, bool indices = false) {
+    auto op = MapOp::create(b, type, inputs, indices);
+    OpBuilder::InsertionGuard guard(b);
+    Block *block = b.createBlock(&op.getBody());
+    if (indices)
+      for (int64_t i = 0; i < type.getRank(); ++i)
+        block->addArgument(b.getIndexType(), b.getLoc());
+    for (Value in : inputs)
+      block->addArgument(cast<TileType>(in.getType()).getElementType(),
+                         b.getLoc());
+    YieldOp::create(b, body(block->getArguments()));
+    return op.getResult();
+  }
+
+  Value maxNum(Value x, Value y) { return arith::MaxNumFOp::create(b, x, y); }
+
+  /// Copies the K and V blocks at key `j` into `stage` (keys at or beyond
+  /// Nk are zero-filled).
+  void copyKV(Value j, Value stage);
+
+  Value kMatrix, vMatrix, kBuffer, vBuffer;
+  Value scaleLog2;
+  bool scaleFirst = false;
+};
+
+void TileEmitter::copyKV(Value j, Value stage) {
+  Value left = arith::SubIOp::create(b, s.seqKV, j);
+  Value valid = arith::MaxSIOp::create(
+      b, arith::MinSIOp::create(b, left, idx(c.blockKV)), idx(0));
+  AsyncCopyOp::create(b, kMatrix, j, kBuffer, stage, valid,
+                      copyLayout(c.headDim));
+  AsyncCopyOp::create(b, vMatrix, j, vBuffer, stage, valid,
+                      copyLayout(c.headDimV));
+}
+
+LogicalResult TileEmitter::emit(std::string &why) {
+  if (c.group != 1) {
+    why = "a GQA group of query heads in one tile";
+    return failure();
+  }
+  if (c.kvWarps != 1) {
+    why = "KV blocks split between warps (decode tiles)";
+    return failure();
+  }
+  if (c.headDim != c.paddedHeadDim || c.headDimV != c.paddedHeadDimV) {
+    why = "head dims that are not multiples of 16";
+    return failure();
+  }
+  if (c.stages != 2 || c.tileRows() != c.rows()) {
+    why = "this tile shape";
+    return failure();
+  }
+  int64_t R = c.rows(), Bc = c.blockKV, D = c.headDim, Dv = c.headDimV;
+  Type elt = s.elementType;
+  Value zero = idx(0), one = idx(1), none = idx(-1);
+
+  // The scale in the log2 domain. A positive scale keeps the order of the
+  // scores: the maxima are taken unscaled and the scale goes into the
+  // exponent's FMA. A run-time factor is positive (the runtime checks it).
+  scaleFirst = !(s.scale > 0);
+  scaleLog2 = f32c(s.scale * kLog2E);
+  if (s.scaleFactor)
+    scaleLog2 = arith::MulFOp::create(b, scaleLog2, s.scaleFactor);
+
+  // Global matrices and shared buffers.
+  Value qMatrix = matrix(s.q.buffer, s.q.base, s.q.rowStride, s.qRows, D, elt);
+  kMatrix = matrix(s.kBuffer, s.kBase0, s.kRowStride, s.seqKV, D, elt);
+  vMatrix = matrix(s.vBuffer, s.vBase0, s.vRowStride, s.seqKV, Dv, elt);
+  Value qBuffer = AllocOp::create(b, shared(1, R, D), IntegerAttr());
+  kBuffer = AllocOp::create(b, shared(2, Bc, D), IntegerAttr());
+  vBuffer = AllocOp::create(b, shared(2, Bc, Dv), IntegerAttr());
+
+  // Where each loop hands over: the first block of the first non-empty
+  // loop after it (-1: none).
+  size_t nLoops = s.loops.size();
+  SmallVector<Value> nextStart(nLoops);
+  for (size_t i = nLoops; i-- > 0;) {
+    if (i + 1 == nLoops) {
+      nextStart[i] = none;
+      continue;
+    }
+    const KVLoop &n = s.loops[i + 1];
+    nextStart[i] = select(lt(n.lower, n.upper), n.lower, nextStart[i + 1]);
+  }
+  Value first = nLoops ? select(lt(s.loops[0].lower, s.loops[0].upper),
+                                s.loops[0].lower, nextStart[0])
+                       : none;
+
+  // Prologue: Q, and the first KV block into stage 0.
+  AsyncCopyOp::create(b, qMatrix, zero, qBuffer, zero, s.qRows,
+                      copyLayout(D));
+  auto ifFirst = scf::IfOp::create(
+      b, TypeRange{},
+      arith::CmpIOp::create(b, arith::CmpIPredicate::sge, first, zero),
+      /*withElse=*/false);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifFirst.thenBlock());
+    copyKV(first, zero);
+  }
+  AsyncWaitOp::create(b, 0);
+  Value q = LocalLoadOp::create(
+      b, tile({R, D}, elt, OperandLayoutAttr::get(ctx, OperandKind::A, mma)),
+      qBuffer, zero, /*transpose=*/false);
+
+  Value negInf = f32c(-std::numeric_limits<double>::infinity());
+  Value fzero = f32c(0);
+  SmallVector<Value> state = {
+      SplatOp::create(b, acc(Dv), fzero), SplatOp::create(b, rows(), negInf),
+      SplatOp::create(b, rows(), fzero), zero};
+  Value sZero = SplatOp::create(b, acc(Bc), fzero);
+  TileType bType =
+      tile({D, Bc}, elt, OperandLayoutAttr::get(ctx, OperandKind::B, mma));
+  TileType vType =
+      tile({Bc, Dv}, elt, OperandLayoutAttr::get(ctx, OperandKind::B, mma));
+
+  for (size_t i = 0; i < nLoops; ++i) {
+    const KVLoop &loop = s.loops[i];
+    auto forOp = scf::ForOp::create(b, loop.lower, loop.upper, idx(Bc), state);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(forOp.getBody());
+    Value j = forOp.getInductionVar();
+    ValueRange in = forOp.getRegionIterArgs();
+    Value accIn = in[0], mIn = in[1], lIn = in[2], stage = in[3];
+
+    // The next block into the other stage, which every thread finished
+    // reading before the previous iteration's wait.
+    Value jn = arith::AddIOp::create(b, j, idx(Bc));
+    Value next = select(lt(jn, loop.upper), jn, nextStart[i]);
+    Value other = arith::SubIOp::create(b, one, stage);
+    auto ifNext = scf::IfOp::create(
+        b, TypeRange{},
+        arith::CmpIOp::create(b, arith::CmpIPredicate::sge, next, zero),
+        /*withElse=*/false);
+    {
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(ifNext.thenBlock());
+      copyKV(next, other);
+    }
+
+    // S = Q K^T.
+    Value kt = LocalLoadOp::create(b, bType, kBuffer, stage, /*transpose=*/true);
+    Value sc = MmaOp::create(b, acc(Bc), q, kt, sZero);
+    if (scaleFirst)
+      sc = map(acc(Bc), sc, [&](ValueRange a) -> Value {
+        return arith::MulFOp::create(b, a[0], scaleLog2);
+      });
+
+    // Keys past the block's valid ones are -inf; in a masked loop also
+    // column c of row r where c > r + o.
+    BlockValues values = loop.blockValues(b, j);
+    auto masked = [&]() {
+      return map(
+          acc(Bc), sc,
+          [&](ValueRange a) -> Value {
+            Value limit = values.validKeys;
+            if (values.maskOffset) {
+              Value diag = arith::AddIOp::create(
+                  b, arith::AddIOp::create(b, a[0], values.maskOffset), one);
+              limit = arith::MinSIOp::create(b, limit, diag);
+            }
+            return select(lt(a[1], limit), a[2], negInf);
+          },
+          /*indices=*/true);
+    };
+    if (loop.masked) {
+      sc = masked();
+    } else {
+      auto ifPartial = scf::IfOp::create(b, TypeRange{acc(Bc)},
+                                         lt(values.validKeys, idx(Bc)),
+                                         /*withElse=*/true);
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(ifPartial.thenBlock());
+      scf::YieldOp::create(b, masked());
+      b.setInsertionPointToStart(ifPartial.elseBlock());
+      scf::YieldOp::create(b, sc);
+      sc = ifPartial.getResult(0);
+    }
+
+    // The online softmax.
+    Value mx = ReduceOp::create(b, rows(), ReduceKind::Max, sc);
+    Value mNew = map(rows(), ValueRange{mIn, mx}, [&](ValueRange a) -> Value {
+      return maxNum(a[0], scaleFirst ? a[1]
+                                     : arith::MulFOp::create(b, a[1], scaleLog2)
+                                           .getResult());
+    });
+    // A row that has seen only masked keys keeps m = -inf: subtract 0
+    // instead, so that exp2 gives 0, not NaN.
+    Value negM = map(rows(), mNew, [&](ValueRange a) -> Value {
+      Value isInf = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, a[0],
+                                          negInf);
+      return arith::NegFOp::create(b, select(isInf, fzero, a[0]));
+    });
+    Value alpha =
+        map(rows(), ValueRange{mIn, negM}, [&](ValueRange a) -> Value {
+          return math::Exp2Op::create(b, arith::AddFOp::create(b, a[0], a[1]));
+        });
+    Value factor = scaleFirst ? f32c(1) : scaleLog2;
+    Value p = map(acc(Bc), ValueRange{sc, negM}, [&](ValueRange a) -> Value {
+      return math::Exp2Op::create(
+          b, math::FmaOp::create(b, a[0], factor, a[1]));
+    });
+    Value rowSum = ReduceOp::create(b, rows(), ReduceKind::Sum, p);
+    Value lNew = map(rows(), ValueRange{lIn, alpha, rowSum},
+                     [&](ValueRange a) -> Value {
+                       return math::FmaOp::create(b, a[0], a[1], a[2]);
+                     });
+    Value scaled = map(acc(Dv), ValueRange{accIn, alpha},
+                       [&](ValueRange a) -> Value {
+                         return arith::MulFOp::create(b, a[0], a[1]);
+                       });
+
+    // O += P V, P repacked as the A operand.
+    Value pHalf = map(tile({R, Bc}, elt, mma), p, [&](ValueRange a) -> Value {
+      return arith::TruncFOp::create(b, elt, a[0]);
+    });
+    Value pA = ConvertLayoutOp::create(
+        b, tile({R, Bc}, elt, OperandLayoutAttr::get(ctx, OperandKind::A, mma)),
+        pHalf);
+    Value v = LocalLoadOp::create(b, vType, vBuffer, stage, /*transpose=*/false);
+    Value accOut = MmaOp::create(b, acc(Dv), pA, v, scaled);
+    AsyncWaitOp::create(b, 0);
+    scf::YieldOp::create(b, ValueRange{accOut, mNew, lNew, other});
+    state.assign(forOp.getResults().begin(), forOp.getResults().end());
+  }
+
+  // The epilogue: O / l (0 for a row without keys), in the output's type.
+  Value accFinal = state[0], mFinal = state[1], lFinal = state[2];
+  Value inv = map(rows(), lFinal, [&](ValueRange a) -> Value {
+    Value positive =
+        arith::CmpFOp::create(b, arith::CmpFPredicate::UNE, a[0], fzero);
+    return select(positive, arith::DivFOp::create(b, f32c(1), a[0]), fzero);
+  });
+  Value o = map(tile({R, Dv}, s.outType, mma), ValueRange{accFinal, inv},
+                [&](ValueRange a) -> Value {
+                  Value x = arith::MulFOp::create(b, a[0], a[1]);
+                  if (s.outType.isF32())
+                    return x;
+                  return arith::TruncFOp::create(b, s.outType, x);
+                });
+  Value outMatrix = matrix(s.out.buffer, s.out.base, s.out.rowStride, s.qRows,
+                           Dv, s.outType);
+  StoreOp::create(b, o, outMatrix, zero, s.qRows);
+  if (s.lse.buffer) {
+    // lse = ln(2^m l) = (m + log2 l) ln 2; -inf for an empty row (l = 0),
+    // NaN for a row whose scores held NaN.
+    Value lse = map(rows(), ValueRange{mFinal, lFinal},
+                    [&](ValueRange a) -> Value {
+                      Value positive = arith::CmpFOp::create(
+                          b, arith::CmpFPredicate::UNE, a[1], fzero);
+                      Value v = arith::MulFOp::create(
+                          b,
+                          arith::AddFOp::create(b, a[0],
+                                                math::Log2Op::create(b, a[1])),
+                          f32c(kLn2));
+                      return select(positive, v, negInf);
+                    });
+    Value lseMatrix = matrix(s.lse.buffer, s.lse.base, s.lse.rowStride,
+                             s.qRows, 1, f32);
+    StoreOp::create(b, lse, lseMatrix, zero, s.qRows);
+  }
+  return success();
+}
+
+} // namespace
+
+LogicalResult gpu_kernel::emitForwardTileBody(ImplicitLocOpBuilder &b,
+                                              const ForwardKernelSpec &spec,
+                                              std::string &why) {
+  return TileEmitter(b, spec).emit(why);
+}
