@@ -21,7 +21,10 @@
 # prologue/epilogue are not modelled.
 #
 # The steady-state iteration: the main loop is the backward branch whose
-# body holds the most MMA work. A forward branch inside the body that skips
+# body holds the most MMA work; of loops with the same work, the shortest
+# (a causal kernel that keeps its diagonal blocks in a loop of their own
+# runs that loop once or twice per CTA, the unmasked one for the rest).
+# A forward branch inside the body that skips
 # a region with no MMA, ldmatrix, shared or global memory access is a
 # fix-up taken only by some blocks (the mask of a ragged or diagonal
 # block); its instructions are counted apart (`fixup`), not in the
@@ -199,7 +202,7 @@ def main_loop(kernel):
         if lo > i:
             continue
         macs = sum(mma_macs(opcode(t)) for _, t in instructions[lo:i + 1])
-        key = (macs, i - lo)
+        key = (macs, -(i - lo))
         if best is None or key > best[0]:
             best = (key, lo, i)
     if best is None or best[0][0] == 0:

@@ -1,0 +1,82 @@
+// RUN: split-file %s %t
+// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN:   | flashc-opt --flash-to-nvgpu=tile-body=1 | FileCheck %s --check-prefix=MHA
+// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN:   | flashc-opt --flash-to-nvgpu=tile-body=1 --flash-tile-allocate-shared \
+// RUN:     --flash-tile-to-nvgpu | FileCheck %s --check-prefix=LOWERED
+// RUN: flashc-opt %t/gqa.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN:   | not flashc-opt --flash-to-nvgpu=tile-body=1 2>&1 | FileCheck %s --check-prefix=GQA
+
+// flash-to-nvgpu with tile-body: the forward kernel's body as flash_tile
+// ops, its layouts explicit: 4 warps stacked over the 64 query rows, 16-byte
+// copies, swizzled buffers.
+
+//--- mha.mlir
+func.func @mha(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
+               %v: tensor<?x2x?x64xf16>) -> tensor<?x2x?x64xf16> {
+  %o = flash.attention %q, %k, %v
+      : tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>
+      -> tensor<?x2x?x64xf16>
+  return %o : tensor<?x2x?x64xf16>
+}
+
+// MHA-DAG: #blocked = #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [4, 1]>
+// MHA-DAG: #mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+// MHA-DAG: #swizzled = #flash_tile.swizzled<vector = 8, phases = 8>
+// MHA-LABEL: gpu.func @mha_fwd(
+// The Q tile and two stages of 128-key K and V blocks.
+// MHA: %[[QS:.+]] = flash_tile.alloc : !flash_tile.shared<1x64x64xf16, #swizzled>
+// MHA: %[[KS:.+]] = flash_tile.alloc : !flash_tile.shared<2x128x64xf16, #swizzled>
+// MHA: %[[VS:.+]] = flash_tile.alloc : !flash_tile.shared<2x128x64xf16, #swizzled>
+// Rows of Q and K come from the kernel's flat buffers as strided matrices.
+// MHA: flash_tile.async_copy %{{.+}}[%{{.+}}], %[[QS]][%{{.+}}] valid %{{.+}} {layout = #blocked} : memref<?x64xf16, strided<[?, 1], offset: ?>>, !flash_tile.shared<1x64x64xf16, #swizzled>
+// MHA: flash_tile.async_copy %{{.+}}, %[[KS]]
+// MHA: flash_tile.async_wait pending 0
+// MHA: %[[Q:.+]] = flash_tile.local_load %[[QS]][%{{.+}}] : !flash_tile.shared<1x64x64xf16, #swizzled> -> !flash_tile.tile<64x64xf16, #mma_a>
+// The KV loop carries O, the row maxima and sums, and the stage.
+// MHA: scf.for {{.+}} -> (!flash_tile.tile<64x64xf32, #mma>, !flash_tile.tile<64xf32, #slice>, !flash_tile.tile<64xf32, #slice>, index)
+// The next block's copies first, into the other stage.
+// MHA: scf.if
+// MHA: flash_tile.async_copy %{{.+}}, %[[KS]]
+// MHA: flash_tile.async_copy %{{.+}}, %[[VS]]
+// MHA: %[[KT:.+]] = flash_tile.local_load %[[KS]][%{{.+}}] transpose : !flash_tile.shared<2x128x64xf16, #swizzled> -> !flash_tile.tile<64x128xf16, #mma_b>
+// MHA: %[[S:.+]] = flash_tile.mma %[[Q]], %[[KT]], %{{.+}} : !flash_tile.tile<64x64xf16, #mma_a>, !flash_tile.tile<64x128xf16, #mma_b>, !flash_tile.tile<64x128xf32, #mma>
+// A partial block's keys past the valid ones are -inf.
+// MHA: scf.if %{{.+}} -> (!flash_tile.tile<64x128xf32, #mma>)
+// MHA: flash_tile.map indices %[[S]]
+// MHA: arith.cmpi slt
+// MHA: arith.select
+// MHA: flash_tile.reduce max
+// The exponent: one FMA of the unscaled score with the scale.
+// MHA: math.fma
+// MHA-NEXT: math.exp2
+// MHA: flash_tile.reduce sum
+// MHA: %[[P:.+]] = flash_tile.convert_layout %{{.+}} : !flash_tile.tile<64x128xf16, #mma> -> !flash_tile.tile<64x128xf16, #mma_a>
+// MHA: %[[V:.+]] = flash_tile.local_load %[[VS]][%{{.+}}] : !flash_tile.shared<2x128x64xf16, #swizzled> -> !flash_tile.tile<128x64xf16, #mma_b>
+// MHA: flash_tile.mma %[[P]], %[[V]]
+// MHA: flash_tile.async_wait pending 0
+// MHA: scf.yield
+// The epilogue: O / l in f16, stored by rows.
+// MHA: flash_tile.store %{{.+}}, %{{.+}}[%{{.+}}] valid %{{.+}} : !flash_tile.tile<64x64xf16, #mma>, memref<?x64xf16, strided<[?, 1], offset: ?>>
+// MHA: gpu.return
+
+// After allocation and lowering, no flash_tile op is left.
+// LOWERED-LABEL: gpu.func @mha_fwd(
+// LOWERED-SAME: flash.shared_bytes = 73728 : i64
+// LOWERED-NOT: flash_tile.
+// LOWERED: nvgpu.device_async_copy
+// LOWERED: nvgpu.ldmatrix
+// LOWERED: nvgpu.mma.sync
+// LOWERED: gpu.shuffle  xor
+// LOWERED-NOT: flash_tile.
+// LOWERED: gpu.return
+
+//--- gqa.mlir
+func.func @gqa(%q: tensor<?x8x?x64xf16>, %k: tensor<?x2x?x64xf16>,
+               %v: tensor<?x2x?x64xf16>) -> tensor<?x8x?x64xf16> {
+  %o = flash.attention %q, %k, %v
+      : tensor<?x8x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>
+      -> tensor<?x8x?x64xf16>
+  return %o : tensor<?x8x?x64xf16>
+}
+// GQA: error: flash-to-nvgpu: tile-body does not build a GQA group of query heads in one tile yet
