@@ -3,8 +3,9 @@
 // Compiles the GPU kernel variant of an AttentionSpec: the spec's kernel
 // module (or one made from a caller's module, Compiler::compileModule) with
 // dynamic batch and lengths goes through the GPU stages (fuse, online,
-// tiled, gpu, nvvm, binary); the launch metadata comes from the kernels'
-// attributes after flash-to-nvgpu and the PTX from the gpu.binary. The
+// tiled, tile, gpu, nvvm, binary; tile only with tile-ir); the launch
+// metadata comes from the kernels' attributes after the gpu stage and the
+// PTX from the gpu.binary. The
 // result is a runtime KernelVariant, which the LLVM-free runtime launches
 // on a CUDA device or in the PTX simulator. Optionally the toolkit's ptxas
 // assembles it (a cubin, and each kernel's registers and spills).

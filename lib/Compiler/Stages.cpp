@@ -216,7 +216,7 @@ llvm::Expected<std::string> Compiler::lowerToStage(const AttentionSpec &spec,
   if (llvm::Error e = spec.validate())
     return e;
   if (!stage.empty())
-    if (llvm::Error e = checkStage(stage, config.target))
+    if (llvm::Error e = checkStopStage(stage, config))
       return e;
   // GPU kernels serve every batch and length: their IR has dynamic sizes.
   bool gpu = config.isGPU();

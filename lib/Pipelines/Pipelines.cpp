@@ -272,7 +272,7 @@ llvm::ArrayRef<llvm::StringRef>
 mlir::flash::pipelineStages(llvm::StringRef target) {
   static const llvm::StringRef cpu[] = {"fuse",       "online", "tiled",
                                         "bufferized", "cpu",    "llvm"};
-  static const llvm::StringRef gpu[] = {"fuse", "online", "tiled",
+  static const llvm::StringRef gpu[] = {"fuse", "online", "tiled", "tile",
                                         "gpu",  "nvvm",   "binary"};
   if (target == "sm_80" || target == "sm_90a")
     return gpu;
@@ -289,6 +289,17 @@ llvm::Error mlir::flash::checkStage(llvm::StringRef stage,
     names += (i == 0 ? "" : i + 1 == stages.size() ? " or " : ", ") + s.str();
   return llvm::createStringError("unknown stage '" + stage + "' for target " +
                                  target + "; expected " + names);
+}
+
+llvm::Error mlir::flash::checkStopStage(llvm::StringRef stage,
+                                        const PipelineConfig &config) {
+  if (llvm::Error e = checkStage(stage, config.target))
+    return e;
+  if (stage == "tile" && !config.tileIR)
+    return llvm::createStringError(
+        "the tile stage is the kernels' flash_tile IR, built with tile-ir "
+        "(--tile-ir on)");
+  return llvm::Error::success();
 }
 
 /// Appends an upstream textual pipeline (a comma-separated pass list
@@ -399,21 +410,38 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
                 c.allocHooks ? 1 : 0)
                 .str());
   }
-  if (stage == "gpu") {
+  if (stage == "tile") {
+    // The kernels as flash_tile ops, their shared memory placed (tile-ir
+    // only: without it the kernels are built in one step, "gpu").
+    if (!c.tileIR)
+      return llvm::Error::success();
     if (parseLoopOrder(c.loopOrder) == LoopOrder::Algorithm1)
       return llvm::createStringError(
           "the GPU kernels are built in the fa2 loop order; loop-order "
           "algorithm1 is for the CPU backend and the cost model");
     FlashToNVGPUOptions o;
     o.target = c.target;
-    o.tileBody = c.tileIR;
+    o.tileBody = true;
     pm.addPass(createFlashToNVGPU(o));
+    flash_tile::FlashTileAllocateSharedOptions shared;
+    shared.chip = c.target;
+    pm.addPass(flash_tile::createFlashTileAllocateShared(shared));
+    return llvm::Error::success();
+  }
+  if (stage == "gpu") {
+    if (parseLoopOrder(c.loopOrder) == LoopOrder::Algorithm1)
+      return llvm::createStringError(
+          "the GPU kernels are built in the fa2 loop order; loop-order "
+          "algorithm1 is for the CPU backend and the cost model");
+    // With tile-ir, the kernels' flash_tile IR (the "tile" stage) lowers
+    // here; otherwise flash-to-nvgpu builds them directly.
     if (c.tileIR) {
-      flash_tile::FlashTileAllocateSharedOptions shared;
-      shared.chip = c.target;
-      pm.addPass(flash_tile::createFlashTileAllocateShared(shared));
       pm.addPass(createFlashTileToNVGPU());
+      return llvm::Error::success();
     }
+    FlashToNVGPUOptions o;
+    o.target = c.target;
+    pm.addPass(createFlashToNVGPU(o));
     return llvm::Error::success();
   }
   if (stage == "nvvm") {
@@ -464,7 +492,7 @@ llvm::Error mlir::flash::buildPipeline(OpPassManager &pm,
   if (llvm::Error e = config.validate())
     return e;
   if (!last.empty())
-    if (llvm::Error e = checkStage(last, config.target))
+    if (llvm::Error e = checkStopStage(last, config))
       return e;
   for (llvm::StringRef stage : pipelineStages(config.target)) {
     if (llvm::Error e = buildStage(pm, stage, config))

@@ -165,7 +165,7 @@ int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
   llvm::Expected<Options> parsed = Options::parse(
       args, {"no-assemble"},
       {"targets", "dtypes", "head-dims", "head-dim-v", "groups", "causal",
-       "masks", "lse", "variants", "o"});
+       "masks", "lse", "variants", "tile-ir", "o"});
   if (!parsed)
     return reportError(parsed.takeError());
   const Options &o = *parsed;
@@ -225,6 +225,10 @@ int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
   if (o.has("head-dim-v") && *headDimV <= 0)
     return reportError(llvm::createStringError(
         "--head-dim-v must be positive, got " + std::to_string(*headDimV)));
+  std::string tileIR = o.str("tile-ir", "off");
+  if (tileIR != "on" && tileIR != "off")
+    return reportError(llvm::createStringError(
+        "--tile-ir must be on or off, got '" + tileIR + "'"));
   flashc::runtime::Bundle bundle;
   bool assemble = !o.has("no-assemble");
   for (const std::string &target : *targets) {
@@ -256,6 +260,7 @@ int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
                 spec.seqKV = 1024;
                 PipelineConfig config;
                 config.target = target;
+                config.tileIR = tileIR == "on";
                 llvm::Expected<flashc::runtime::KernelVariant> v =
                     Compiler::compileGPUVariant(spec, config, assemble);
                 if (!v)

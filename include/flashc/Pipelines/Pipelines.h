@@ -66,6 +66,10 @@ llvm::ArrayRef<llvm::StringRef> pipelineStages(llvm::StringRef target = "cpu");
 /// Fails, naming the stages, unless `stage` is one of `target`'s.
 llvm::Error checkStage(llvm::StringRef stage, llvm::StringRef target = "cpu");
 
+/// Fails unless the pipeline of `config` can stop after `stage`: one of its
+/// target's stages, and "tile" only with tile-ir.
+llvm::Error checkStopStage(llvm::StringRef stage, const PipelineConfig &config);
+
 /// Checks that `chip` (sm_80, sm_90a) accepts PTX ISA `ptxVersion`
 /// ("ptx80"); LLVM would otherwise abort the process.
 llvm::Error checkChipPTXVersion(llvm::StringRef chip,
