@@ -178,8 +178,8 @@ std::string commandHelp(llvm::StringRef command) {
            "  --causal yes|no|both  the same as --masks causal, none or "
            "both\n"
            "  --variants prefill,decode\n"
-           "  --tile-ir on|off    build through the flash_tile IR (MHA "
-           "prefill\n"
+           "  --tile-ir on|off    build through the flash_tile IR "
+           "(prefill\n"
            "                      so far; default off)\n"
            "  --no-assemble       PTX only (no ptxas: registers unknown)\n";
   return "";

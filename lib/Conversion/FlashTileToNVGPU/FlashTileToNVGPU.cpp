@@ -320,6 +320,18 @@ Value fragmentOf(OpBuilder &b, Location loc, Value flat, int64_t offset,
       b, loc, VectorType::get(shape, type.getElementType()), elems);
 }
 
+/// Where row `r` (an index of the tile's rows) of a tile of `rows` rows
+/// lies in a global matrix of type `matrix`: its group (null for a 2-D
+/// matrix) and its row within the group.
+std::pair<Value, Value> groupAndRow(OpBuilder &b, Location loc,
+                                    MemRefType matrix, int64_t rows, Value r) {
+  if (matrix.getRank() == 2)
+    return {Value(), r};
+  Value perGroup = indexConst(b, loc, rows / matrix.getDimSize(0));
+  return {arith::DivUIOp::create(b, loc, r, perGroup),
+          arith::RemUIOp::create(b, loc, r, perGroup)};
+}
+
 template <typename Op>
 class TilePattern : public OpConversionPattern<Op> {
 public:
@@ -373,6 +385,7 @@ struct AsyncCopyLowering : TilePattern<AsyncCopyOp> {
     int64_t threads = 32 * layout.getNumWarps();
     int64_t bytes = run * buffer.getElementType().getIntOrFloatBitWidth() / 8;
 
+    auto sourceType = cast<MemRefType>(adaptor.getSource().getType());
     SmallVector<AffineExpr> thread = getThreadOffsets(layout, shape);
     SharedAddresses addresses(buffer, thread[0], thread[1], threads);
     SmallVector<Value> tv = kv.atEntry(op, thread, rewriter);
@@ -382,18 +395,24 @@ struct AsyncCopyLowering : TilePattern<AsyncCopyOp> {
       SmallVector<int64_t> at = layout.getCoordinates(shape, 0, e);
       Value r = addConst(rewriter, loc, tv[0], at[0]);
       Value c = addConst(rewriter, loc, tv[1], at[1]);
+      auto [group, inGroup] = groupAndRow(rewriter, loc, sourceType,
+                                          shape[0], r);
       // Rows at or past `valid` read nothing, from row 0 of the source.
       Value ok = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt,
-                                       r, adaptor.getValid());
+                                       inGroup, adaptor.getValid());
       Value srcRow = arith::SelectOp::create(
           rewriter, loc, ok,
-          arith::AddIOp::create(rewriter, loc, adaptor.getRow(), r), zero);
+          arith::AddIOp::create(rewriter, loc, adaptor.getRow(), inGroup),
+          zero);
+      SmallVector<Value> srcIndices = {srcRow, c};
+      if (group)
+        srcIndices.insert(srcIndices.begin(), group);
       Value n = arith::SelectOp::create(rewriter, loc, ok, full, zero);
       Value dst = addresses.index(rewriter, loc, kv, op, rewriter,
                                   adaptor.getStage(), at[0], at[1]);
       nvgpu::DeviceAsyncCopyOp::create(
           rewriter, loc, adaptor.getBuffer(), ValueRange{dst},
-          adaptor.getSource(), ValueRange{srcRow, c},
+          adaptor.getSource(), srcIndices,
           rewriter.getIndexAttr(run), n,
           bytes == 16 ? rewriter.getUnitAttr() : UnitAttr());
     }
@@ -800,8 +819,11 @@ struct StoreLowering : TilePattern<StoreOp> {
     llvm::MapVector<int64_t, SmallVector<int64_t>> rows;
     for (auto [e, c] : llvm::enumerate(coords))
       rows[c[0]].push_back(e);
+    auto destType = cast<MemRefType>(adaptor.getDest().getType());
     for (auto &[r, elements] : rows) {
-      Value row = addConst(rewriter, loc, thread[0], r);
+      Value tileRow = addConst(rewriter, loc, thread[0], r);
+      auto [group, row] = groupAndRow(rewriter, loc, destType,
+                                      type.getShape()[0], tileRow);
       Value ok = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt,
                                        row, adaptor.getValid());
       if (owner)
@@ -815,8 +837,10 @@ struct StoreLowering : TilePattern<StoreOp> {
                                             ArrayRef<int64_t>{e});
         Value col = colBase ? addConst(rewriter, loc, colBase, coords[e][1])
                             : indexConst(rewriter, loc, 0);
-        memref::StoreOp::create(rewriter, loc, x, adaptor.getDest(),
-                                ValueRange{at, col});
+        SmallVector<Value> indices = {at, col};
+        if (group)
+          indices.insert(indices.begin(), group);
+        memref::StoreOp::create(rewriter, loc, x, adaptor.getDest(), indices);
       }
     }
     rewriter.eraseOp(op);

@@ -16,6 +16,9 @@
 //     async_wait: block j' landed, everyone is done with this stage
 //   O / l (and the log-sum-exp) stored by rows below the tile's valid rows.
 //
+// A GQA tile packs the rows of G query heads (group-major): Q, O and the
+// log-sum-exp are 3-D matrices of G groups of rows.
+//
 // The layouts are fixed here for now: one MMA layout of `rowTiles` warps
 // stacked over the rows (16 rows each), 16-byte copies, 16-byte swizzle
 // chunks. Choosing them is flash-tile-assign-layouts' job.
@@ -100,16 +103,31 @@ private:
   }
 
   /// The rows of a flat kernel buffer from `base` on, `rowStride` apart, as
-  /// a 2-D matrix of `cols` columns.
+  /// a 2-D matrix of `cols` columns; with `groupStride`, G such groups of
+  /// rows as a 3-D one (the query heads of a GQA tile).
   Value matrix(Value buffer, Value base, Value rowStride, Value numRows,
-               int64_t cols, Type elt) {
-    auto layout = StridedLayoutAttr::get(ctx, ShapedType::kDynamic,
-                                         {ShapedType::kDynamic, 1});
-    auto type = MemRefType::get({ShapedType::kDynamic, cols}, elt, layout);
+               int64_t cols, Type elt, Value groupStride = Value()) {
+    int64_t dyn = ShapedType::kDynamic;
+    if (!groupStride) {
+      auto layout = StridedLayoutAttr::get(ctx, dyn, {dyn, 1});
+      auto type = MemRefType::get({dyn, cols}, elt, layout);
+      return memref::ReinterpretCastOp::create(
+          b, type, buffer, OpFoldResult(base),
+          ArrayRef<OpFoldResult>{numRows, b.getIndexAttr(cols)},
+          ArrayRef<OpFoldResult>{rowStride, b.getIndexAttr(1)});
+    }
+    auto layout = StridedLayoutAttr::get(ctx, dyn, {dyn, dyn, 1});
+    auto type = MemRefType::get({c.group, dyn, cols}, elt, layout);
     return memref::ReinterpretCastOp::create(
         b, type, buffer, OpFoldResult(base),
-        ArrayRef<OpFoldResult>{numRows, b.getIndexAttr(cols)},
-        ArrayRef<OpFoldResult>{rowStride, b.getIndexAttr(1)});
+        ArrayRef<OpFoldResult>{b.getIndexAttr(c.group), numRows,
+                               b.getIndexAttr(cols)},
+        ArrayRef<OpFoldResult>{groupStride, rowStride, b.getIndexAttr(1)});
+  }
+
+  /// The group stride of a tile address when the tile packs a GQA group.
+  Value groupStrideOf(const TileAddress &t) {
+    return c.group > 1 ? t.groupStride : Value();
   }
 
   /// An elementwise map of `inputs` into a tile of `type`; `body` gets the
@@ -152,10 +170,6 @@ void TileEmitter::copyKV(Value j, Value stage) {
 }
 
 LogicalResult TileEmitter::emit(std::string &why) {
-  if (c.group != 1) {
-    why = "a GQA group of query heads in one tile";
-    return failure();
-  }
   if (c.kvWarps != 1) {
     why = "KV blocks split between warps (decode tiles)";
     return failure();
@@ -181,7 +195,8 @@ LogicalResult TileEmitter::emit(std::string &why) {
     scaleLog2 = arith::MulFOp::create(b, scaleLog2, s.scaleFactor);
 
   // Global matrices and shared buffers.
-  Value qMatrix = matrix(s.q.buffer, s.q.base, s.q.rowStride, s.qRows, D, elt);
+  Value qMatrix = matrix(s.q.buffer, s.q.base, s.q.rowStride, s.qRows, D, elt,
+                         groupStrideOf(s.q));
   kMatrix = matrix(s.kBuffer, s.kBase0, s.kRowStride, s.seqKV, D, elt);
   vMatrix = matrix(s.vBuffer, s.vBase0, s.vRowStride, s.seqKV, Dv, elt);
   Value qBuffer = AllocOp::create(b, shared(1, R, D), IntegerAttr());
@@ -273,8 +288,12 @@ LogicalResult TileEmitter::emit(std::string &why) {
           [&](ValueRange a) -> Value {
             Value limit = values.validKeys;
             if (values.maskOffset) {
+              // The row within its head (the tile packs G heads' rows).
+              Value row = c.group > 1 ? Value(arith::RemUIOp::create(
+                                            b, a[0], idx(c.blockQ)))
+                                      : a[0];
               Value diag = arith::AddIOp::create(
-                  b, arith::AddIOp::create(b, a[0], values.maskOffset), one);
+                  b, arith::AddIOp::create(b, row, values.maskOffset), one);
               limit = arith::MinSIOp::create(b, limit, diag);
             }
             return select(lt(a[1], limit), a[2], negInf);
@@ -357,7 +376,7 @@ LogicalResult TileEmitter::emit(std::string &why) {
                   return arith::TruncFOp::create(b, s.outType, x);
                 });
   Value outMatrix = matrix(s.out.buffer, s.out.base, s.out.rowStride, s.qRows,
-                           Dv, s.outType);
+                           Dv, s.outType, groupStrideOf(s.out));
   StoreOp::create(b, o, outMatrix, zero, s.qRows);
   if (s.lse.buffer) {
     // lse = ln(2^m l) = (m + log2 l) ln 2; -inf for an empty row (l = 0),
@@ -374,7 +393,7 @@ LogicalResult TileEmitter::emit(std::string &why) {
                       return select(positive, v, negInf);
                     });
     Value lseMatrix = matrix(s.lse.buffer, s.lse.base, s.lse.rowStride,
-                             s.qRows, 1, f32);
+                             s.qRows, 1, f32, groupStrideOf(s.lse));
     StoreOp::create(b, lse, lseMatrix, zero, s.qRows);
   }
   return success();

@@ -198,3 +198,26 @@ func.func @store(%o: !flash_tile.tile<64x32xf32, #mma>, %out: memref<?x32xf32>, 
   flash_tile.store %o, %out[%row] valid %n : !flash_tile.tile<64x32xf32, #mma>, memref<?x32xf32>
   return
 }
+
+// -----
+
+#copy = #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [4, 1]>
+#smem = #flash_tile.swizzled<vector = 8, phases = 8>
+#mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+// Groups of rows: 4 groups of 16 tile rows each. A run's row r reads row
+// r % 16 of group r / 16; stores likewise.
+// CHECK-LABEL: func.func @grouped
+// CHECK: %[[G:.+]] = arith.divui %{{.+}}, %c16{{.*}} : index
+// CHECK: %[[R:.+]] = arith.remui %{{.+}}, %c16{{.*}} : index
+// CHECK: arith.cmpi slt, %[[R]], %{{.+}} : index
+// CHECK: nvgpu.device_async_copy %{{.+}}[%[[G]], %{{.+}}, %{{.+}}], %{{.+}}[%{{.+}}], 8, %{{.+}} {bypassL1} : memref<4x?x64xf16> to memref<4096xf16, #gpu.address_space<workgroup>>
+// CHECK: memref.store %{{.+}}, %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}] : memref<4x?x64xf32>
+func.func @grouped(%src: memref<4x?x64xf16>, %out: memref<4x?x64xf32>, %row: index, %n: index,
+                   %o: !flash_tile.tile<64x64xf32, #mma>) {
+  %c0 = arith.constant 0 : index
+  %q = flash_tile.alloc {offset = 0} : !flash_tile.shared<1x64x64xf16, #smem>
+  flash_tile.async_copy %src[%row], %q[%c0] valid %n {layout = #copy}
+      : memref<4x?x64xf16>, !flash_tile.shared<1x64x64xf16, #smem>
+  flash_tile.store %o, %out[%row] valid %n : !flash_tile.tile<64x64xf32, #mma>, memref<4x?x64xf32>
+  return
+}

@@ -5,7 +5,10 @@
 // RUN:   | flashc-opt --flash-to-nvgpu=tile-body=1 --flash-tile-allocate-shared \
 // RUN:     --flash-tile-to-nvgpu | FileCheck %s --check-prefix=LOWERED
 // RUN: flashc-opt %t/gqa.mlir --flash-attention-pipeline="target=sm_80" \
-// RUN:   | not flashc-opt --flash-to-nvgpu=tile-body=1 2>&1 | FileCheck %s --check-prefix=GQA
+// RUN:   | flashc-opt --flash-to-nvgpu=tile-body=1 | FileCheck %s --check-prefix=GQA
+// RUN: flashc-opt %t/decode.mlir \
+// RUN:   --flash-attention-pipeline="target=sm_80 dynamic-splits=1 block-q=4" \
+// RUN:   | not flashc-opt --flash-to-nvgpu=tile-body=1 2>&1 | FileCheck %s --check-prefix=DECODE
 
 // flash-to-nvgpu with tile-body: the forward kernel's body as flash_tile
 // ops, its layouts explicit: 4 warps stacked over the 64 query rows, 16-byte
@@ -74,9 +77,30 @@ func.func @mha(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 //--- gqa.mlir
 func.func @gqa(%q: tensor<?x8x?x64xf16>, %k: tensor<?x2x?x64xf16>,
                %v: tensor<?x2x?x64xf16>) -> tensor<?x8x?x64xf16> {
-  %o = flash.attention %q, %k, %v
+  %o = flash.attention %q, %k, %v causal
       : tensor<?x8x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>
       -> tensor<?x8x?x64xf16>
   return %o : tensor<?x8x?x64xf16>
 }
-// GQA: error: flash-to-nvgpu: tile-body does not build a GQA group of query heads in one tile yet
+// A GQA tile packs the 16-row Q tiles of the group's 4 heads: Q and O are
+// 3-D matrices of 4 groups of rows, and the causal mask takes the row
+// within its head.
+// GQA-LABEL: gpu.func @gqa_fwd(
+// GQA: flash_tile.async_copy %{{.+}}[%{{.+}}], %{{.+}}[%{{.+}}] valid %{{.+}} {layout = #blocked} : memref<4x?x64xf16, strided<[?, ?, 1], offset: ?>>, !flash_tile.shared<1x64x64xf16, #swizzled>
+// The unmasked loop's partial blocks, then the diagonal loop's.
+// GQA: flash_tile.map indices
+// GQA: flash_tile.map indices
+// GQA-NEXT: ^bb0(%[[ROW:[a-z0-9]+]]: index, %{{.+}}: index, %{{.+}}: f32):
+// GQA-NEXT: %[[C16:.+]] = arith.constant 16 : index
+// GQA-NEXT: arith.remui %[[ROW]], %[[C16]]
+// GQA: flash_tile.store %{{.+}} : !flash_tile.tile<64x64xf16, #mma>, memref<4x?x64xf16, strided<[?, ?, 1], offset: ?>>
+
+//--- decode.mlir
+func.func @decode(%q: tensor<?x4x?x64xf16>, %k: tensor<?x1x?x64xf16>,
+                  %v: tensor<?x1x?x64xf16>) -> tensor<?x4x?x64xf16> {
+  %o = flash.attention %q, %k, %v
+      : tensor<?x4x?x64xf16>, tensor<?x1x?x64xf16>, tensor<?x1x?x64xf16>
+      -> tensor<?x4x?x64xf16>
+  return %o : tensor<?x4x?x64xf16>
+}
+// DECODE: error: flash-to-nvgpu: tile-body does not build KV blocks split between warps (decode tiles) yet

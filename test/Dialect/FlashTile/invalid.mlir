@@ -420,3 +420,23 @@ func.func @f(%x: f16) {
   %t = "flash_tile.splat"(%x) : (f16) -> !flash_tile.tile<64xf32, #flash_tile.slice<1, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>
   return
 }
+
+// -----
+
+// async_copy: groups of rows that do not divide the stage's rows
+func.func @f(%src: memref<3x?x64xf16>, %i: index) {
+  %q = flash_tile.alloc : !flash_tile.shared<1x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+  // expected-error @+1 {{'flash_tile.async_copy' op packs the rows of a source of 3 groups into 64 tile rows; the groups must be static and divide them}}
+  flash_tile.async_copy %src[%i], %q[%i] valid %i {layout = #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [4, 1]>}
+      : memref<3x?x64xf16>, !flash_tile.shared<1x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+  return
+}
+
+// -----
+
+// store: a dynamic number of groups
+func.func @f(%t: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>, %d: memref<?x?x64xf32>, %i: index) {
+  // expected-error @+1 {{'flash_tile.store' op packs the rows of a destination of ? groups into 64 tile rows; the groups must be static and divide them}}
+  flash_tile.store %t, %d[%i] valid %i : !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>, memref<?x?x64xf32>
+  return
+}

@@ -18,21 +18,34 @@ using namespace mlir::flash_tile;
 #define GET_OP_CLASSES
 #include "flashc/Dialect/FlashTile/IR/FlashTileOps.cpp.inc"
 
-/// Checks that a 2-D global matrix has `columns` static columns of
-/// `elementType`; `role` names it in the messages.
+/// Checks that a global matrix has `columns` static columns of
+/// `elementType` and, when it is 3-D (groups of rows), a static number of
+/// groups that divides the tile's `rows`; `role` names it in the messages.
 static LogicalResult verifyGlobalMatrix(Operation *op, MemRefType matrix,
-                                        StringRef role, int64_t columns,
-                                        Type elementType) {
+                                        StringRef role, int64_t rows,
+                                        int64_t columns, Type elementType) {
   if (matrix.getElementType() != elementType)
     return op->emitOpError()
            << "copies " << elementType << " elements; the " << role
            << " holds " << matrix.getElementType();
-  if (matrix.isDynamicDim(1) || matrix.getDimSize(1) != columns)
+  int64_t last = matrix.getRank() - 1;
+  if (matrix.isDynamicDim(last) || matrix.getDimSize(last) != columns)
     return op->emitOpError()
            << "needs a " << role << " of " << columns
            << " static columns, as the tile has; it has "
-           << (matrix.isDynamicDim(1) ? std::string("?")
-                                      : std::to_string(matrix.getDimSize(1)));
+           << (matrix.isDynamicDim(last)
+                   ? std::string("?")
+                   : std::to_string(matrix.getDimSize(last)));
+  if (matrix.getRank() == 3) {
+    int64_t groups = matrix.getDimSize(0);
+    if (ShapedType::isDynamic(groups) || groups < 1 || rows % groups != 0)
+      return op->emitOpError()
+             << "packs the rows of a " << role << " of "
+             << (ShapedType::isDynamic(groups) ? std::string("?")
+                                               : std::to_string(groups))
+             << " groups into " << rows
+             << " tile rows; the groups must be static and divide them";
+  }
   return success();
 }
 
@@ -56,7 +69,8 @@ LogicalResult AsyncCopyOp::verify() {
   SharedType buffer = getBuffer().getType();
   Type element = buffer.getElementType();
   if (failed(verifyGlobalMatrix(*this, getSource().getType(), "source",
-                                buffer.getColumns(), element)))
+                                buffer.getRows(), buffer.getColumns(),
+                                element)))
     return failure();
   BlockedLayoutAttr layout = getLayout();
   if (layout.getSize().size() != 2 || layout.getSize()[0] != 1)
@@ -250,6 +264,7 @@ LogicalResult StoreOp::verify() {
   TileType value = getValue().getType();
   // A 1-D tile is a column: one value per row.
   int64_t columns = value.getRank() == 2 ? value.getShape()[1] : 1;
-  return verifyGlobalMatrix(*this, getDest().getType(), "destination", columns,
+  return verifyGlobalMatrix(*this, getDest().getType(), "destination",
+                            value.getShape()[0], columns,
                             value.getElementType());
 }

@@ -16,7 +16,9 @@ def FlashTile_Tile : Type<CPred<"::llvm::isa<::mlir::flash_tile::TileType>($_sel
     "flash_tile register tile", "::mlir::flash_tile::TileType">;
 def FlashTile_Shared : Type<CPred<"::llvm::isa<::mlir::flash_tile::SharedType>($_self)">,
     "flash_tile shared-memory buffer", "::mlir::flash_tile::SharedType">;
-def FlashTile_GlobalMatrix : MemRefRankOf<[AnyType], [2]>;
+// Rows of a matrix in global memory: `N x C`, or `G x N x C` for G groups
+// of rows (the query heads of a GQA group) that a tile packs group-major.
+def FlashTile_GlobalMatrix : MemRefRankOf<[AnyType], [2, 3]>;
 
 //===----------------------------------------------------------------------===//
 // Shared memory and copies
@@ -47,7 +49,10 @@ def FlashTile_AsyncCopyOp : FlashTile_Op<"async_copy"> {
     global matrix `source` into stage `stage` of `buffer` (`R x C` per
     stage): the rows from `valid` on (counted from `row`) are filled with
     zeros instead of read, so a ragged last block reads nothing out of
-    bounds. The copy is spread over the CTA's threads as `layout` says;
+    bounds. A 3-D source of `G` groups (`G x N x C`, the query heads of a
+    GQA group) is packed group-major: stage row `p` is row
+    `row + p mod (R / G)` of group `p / (R / G)`, and `valid` counts the
+    rows of each group. The copy is spread over the CTA's threads as `layout` says;
     each thread's run (`size` of the blocked layout: one row, 4, 8 or 16
     bytes) is one copy instruction. The copies of one stage form a group
     with `flash_tile.async_wait`, which waits for them.
@@ -256,8 +261,10 @@ def FlashTile_StoreOp : FlashTile_Op<"store"> {
   let description = [{
     Writes the `R x C` tile to the rows `[row, row + valid)` of the 2-D
     global matrix `dest` (the tile's rows from `valid` on are not written:
-    a ragged last block writes nothing out of bounds). A 1-D tile of `R`
-    values is a column: `dest` has one column (a log-sum-exp per row). The
+    a ragged last block writes nothing out of bounds). A 3-D `dest` of `G`
+    groups takes the tile's rows group-major, `valid` per group, as
+    `flash_tile.async_copy` reads them. A 1-D tile of `R` values is a
+    column: `dest` has one column (a log-sum-exp per row). The
     tile and the matrix have the same element type. Where the layout holds
     an element in several threads, one of them writes it.
 
