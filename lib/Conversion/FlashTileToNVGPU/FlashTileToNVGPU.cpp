@@ -69,27 +69,26 @@ public:
     module.walk([&](FunctionOpInterface fn) {
       if (fn.isExternal())
         return;
+      // The operand types as they are before the conversion: by the time a
+      // pattern sees an op, its operands may already be converted values.
       bool hasTileOps = false;
       fn.walk([&](Operation *op) {
-        if (isa<FlashTileDialect>(op->getDialect())) {
-          hasTileOps = true;
-          return WalkResult::interrupt();
-        }
-        return WalkResult::advance();
+        if (!isa<FlashTileDialect>(op->getDialect()))
+          return;
+        hasTileOps = true;
+        operandTypes[op] = llvm::to_vector(op->getOperandTypes());
       });
       if (!hasTileOps)
         return;
-      // The operand types as they are before the conversion: by the time a
-      // pattern sees an op, its operands may already be converted values.
-      fn.walk([&](Operation *op) {
-        if (isa<FlashTileDialect>(op->getDialect()))
-          operandTypes[op] = llvm::to_vector(op->getOperandTypes());
-      });
       OpBuilder b = OpBuilder::atBlockBegin(&fn.getFunctionBody().front());
       functions[fn].tid = gpu::ThreadIdOp::create(b, fn.getLoc(),
                                                   gpu::Dimension::x);
     });
   }
+
+  /// Whether `op` was seen by prepare(): a flash_tile op in a function
+  /// (one outside any function has no thread index to start from).
+  bool covers(Operation *op) const { return operandTypes.count(op); }
 
   /// The type operand `i` of the flash_tile op `op` had before the
   /// conversion.
@@ -97,11 +96,8 @@ public:
     return cast<T>(operandTypes.lookup(op)[i]);
   }
 
-  /// The thread index of the function holding `op`.
-  Value threadId(Operation *op) { return state(op).tid; }
-
   /// Evaluates `exprs` (of the thread index d0) at the entry of `op`'s
-  /// function, once per distinct list.
+  /// function, each distinct expression once.
   SmallVector<Value> atEntry(Operation *op, ArrayRef<AffineExpr> exprs,
                              RewriterBase &rewriter) {
     State &s = state(op);
@@ -332,14 +328,26 @@ std::pair<Value, Value> groupAndRow(OpBuilder &b, Location loc,
           arith::RemUIOp::create(b, loc, r, perGroup)};
 }
 
+/// A pattern of one flash_tile op, with the kernel's per-thread values.
 template <typename Op>
 class TilePattern : public OpConversionPattern<Op> {
 public:
+  using OpAdaptor = typename Op::Adaptor;
   TilePattern(const TypeConverter &converter, MLIRContext *ctx,
               KernelValues &kv)
       : OpConversionPattern<Op>(converter, ctx), kv(kv) {}
 
+  LogicalResult
+  matchAndRewrite(Op op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const final {
+    if (!kv.covers(op))
+      return op.emitOpError() << "lowers only inside a function";
+    return lower(op, adaptor, rewriter);
+  }
+
 protected:
+  virtual LogicalResult lower(Op op, OpAdaptor adaptor,
+                              ConversionPatternRewriter &rewriter) const = 0;
   KernelValues &kv;
 };
 
@@ -350,7 +358,7 @@ protected:
 struct AllocLowering : TilePattern<AllocOp> {
   using TilePattern::TilePattern;
   LogicalResult
-  matchAndRewrite(AllocOp op, OpAdaptor adaptor,
+  lower(AllocOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     std::optional<int64_t> offset = op.getOffset();
     if (!offset)
@@ -374,7 +382,7 @@ struct AllocLowering : TilePattern<AllocOp> {
 struct AsyncCopyLowering : TilePattern<AsyncCopyOp> {
   using TilePattern::TilePattern;
   LogicalResult
-  matchAndRewrite(AsyncCopyOp op, OpAdaptor adaptor,
+  lower(AsyncCopyOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto buffer = kv.operandType<SharedType>(op, 2);
@@ -424,7 +432,7 @@ struct AsyncCopyLowering : TilePattern<AsyncCopyOp> {
 struct AsyncWaitLowering : TilePattern<AsyncWaitOp> {
   using TilePattern::TilePattern;
   LogicalResult
-  matchAndRewrite(AsyncWaitOp op, OpAdaptor adaptor,
+  lower(AsyncWaitOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     NVVM::CpAsyncCommitGroupOp::create(rewriter, loc);
@@ -442,7 +450,7 @@ struct AsyncWaitLowering : TilePattern<AsyncWaitOp> {
 struct LocalLoadLowering : TilePattern<LocalLoadOp> {
   using TilePattern::TilePattern;
   LogicalResult
-  matchAndRewrite(LocalLoadOp op, OpAdaptor adaptor,
+  lower(LocalLoadOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     TileType result = op.getResult().getType();
@@ -537,7 +545,7 @@ struct LocalLoadLowering : TilePattern<LocalLoadOp> {
 struct SplatLowering : TilePattern<SplatOp> {
   using TilePattern::TilePattern;
   LogicalResult
-  matchAndRewrite(SplatOp op, OpAdaptor adaptor,
+  lower(SplatOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     rewriter.replaceOpWithNewOp<vector::BroadcastOp>(
         op, convertTile(op.getResult().getType()), adaptor.getValue());
@@ -552,7 +560,7 @@ struct SplatLowering : TilePattern<SplatOp> {
 struct ConvertLayoutLowering : TilePattern<ConvertLayoutOp> {
   using TilePattern::TilePattern;
   LogicalResult
-  matchAndRewrite(ConvertLayoutOp op, OpAdaptor adaptor,
+  lower(ConvertLayoutOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     auto from = kv.operandType<TileType>(op, 0);
     TileType to = op.getResult().getType();
@@ -575,7 +583,7 @@ struct ConvertLayoutLowering : TilePattern<ConvertLayoutOp> {
 struct MmaLowering : TilePattern<MmaOp> {
   using TilePattern::TilePattern;
   LogicalResult
-  matchAndRewrite(MmaOp op, OpAdaptor adaptor,
+  lower(MmaOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     TileType accType = op.getResult().getType();
@@ -662,7 +670,7 @@ Value maxNum(OpBuilder &b, Location loc, Value x, Value y) {
 struct ReduceLowering : TilePattern<ReduceOp> {
   using TilePattern::TilePattern;
   LogicalResult
-  matchAndRewrite(ReduceOp op, OpAdaptor adaptor,
+  lower(ReduceOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto source = kv.operandType<TileType>(op, 0);
@@ -725,7 +733,7 @@ struct ReduceLowering : TilePattern<ReduceOp> {
 struct MapLowering : TilePattern<MapOp> {
   using TilePattern::TilePattern;
   LogicalResult
-  matchAndRewrite(MapOp op, OpAdaptor adaptor,
+  lower(MapOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     TileType result = op.getResult().getType();
@@ -793,7 +801,7 @@ struct MapLowering : TilePattern<MapOp> {
 struct StoreLowering : TilePattern<StoreOp> {
   using TilePattern::TilePattern;
   LogicalResult
-  matchAndRewrite(StoreOp op, OpAdaptor adaptor,
+  lower(StoreOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto type = kv.operandType<TileType>(op, 0);

@@ -862,22 +862,8 @@ void ForwardEmitter::emit(Value shared) {
   if (c.kvWarps > 1)
     mergeSmem = smemView(shared, qBytes, c.mergeBytes(), f32);
 
-  // Where each loop hands over: the first block of the first non-empty
-  // loop after it (-1: none).
   size_t nLoops = s.loops.size();
-  SmallVector<Value> nextStart(nLoops);
-  Value none = idx(-1);
-  for (size_t i = nLoops; i-- > 0;) {
-    if (i + 1 == nLoops) {
-      nextStart[i] = none;
-      continue;
-    }
-    const KVLoop &n = s.loops[i + 1];
-    nextStart[i] = select(lt(n.lower, n.upper), n.lower, nextStart[i + 1]);
-  }
-  Value first = nLoops ? select(lt(s.loops[0].lower, s.loops[0].upper),
-                                s.loops[0].lower, nextStart[0])
-                       : none;
+  auto [nextStart, first] = getLoopHandOver(b, s.loops);
 
   // Prologue: Q and the first KV block into stage 0.
   issueQ();
@@ -981,6 +967,24 @@ void ForwardEmitter::emit(Value shared) {
 }
 
 } // namespace
+
+LoopHandOver gpu_kernel::getLoopHandOver(ImplicitLocOpBuilder &b,
+                                         ArrayRef<KVLoop> loops) {
+  auto startOf = [&](const KVLoop &loop, Value otherwise) -> Value {
+    Value empty = arith::CmpIOp::create(b, arith::CmpIPredicate::slt,
+                                        loop.lower, loop.upper);
+    return arith::SelectOp::create(b, empty, loop.lower, otherwise);
+  };
+  LoopHandOver h;
+  Value none = arith::ConstantIndexOp::create(b, -1);
+  h.nextStart.resize(loops.size());
+  for (size_t i = loops.size(); i-- > 0;)
+    h.nextStart[i] = i + 1 == loops.size()
+                         ? none
+                         : startOf(loops[i + 1], h.nextStart[i + 1]);
+  h.first = loops.empty() ? none : startOf(loops[0], h.nextStart[0]);
+  return h;
+}
 
 void gpu_kernel::emitForwardBody(ImplicitLocOpBuilder &b,
                                  const ForwardKernelSpec &spec, Value shared) {

@@ -75,6 +75,16 @@ struct ForwardKernelSpec {
   TileAddress lse;
 };
 
+/// Where the KV loops hand over to each other (both bodies prefetch the
+/// next block across loops): for loop i, the first block of the first
+/// non-empty loop after it, and the first block of all; -1 for none.
+struct LoopHandOver {
+  llvm::SmallVector<Value> nextStart;
+  Value first;
+};
+LoopHandOver getLoopHandOver(ImplicitLocOpBuilder &b,
+                             llvm::ArrayRef<KVLoop> loops);
+
 /// Emits the body of the forward kernel (everything between the CTA's
 /// index computations and the return) at the builder's insertion point.
 /// `shared` is the dynamic shared memory as `memref<N x i8, workgroup>`.

@@ -151,15 +151,21 @@ private:
   Value maxNum(Value x, Value y) { return arith::MaxNumFOp::create(b, x, y); }
 
   /// Copies the K and V blocks at key `j` into `stage` (keys at or beyond
-  /// Nk are zero-filled).
-  void copyKV(Value j, Value stage);
+  /// Nk are zero-filled), unless `j` is -1 (no block).
+  void copyKVIfAny(Value j, Value stage);
 
   Value kMatrix, vMatrix, kBuffer, vBuffer;
   Value scaleLog2;
   bool scaleFirst = false;
 };
 
-void TileEmitter::copyKV(Value j, Value stage) {
+void TileEmitter::copyKVIfAny(Value j, Value stage) {
+  auto ifAny = scf::IfOp::create(
+      b, TypeRange{},
+      arith::CmpIOp::create(b, arith::CmpIPredicate::sge, j, idx(0)),
+      /*withElse=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifAny.thenBlock());
   Value left = arith::SubIOp::create(b, s.seqKV, j);
   Value valid = arith::MaxSIOp::create(
       b, arith::MinSIOp::create(b, left, idx(c.blockKV)), idx(0));
@@ -184,7 +190,7 @@ LogicalResult TileEmitter::emit(std::string &why) {
   }
   int64_t R = c.rows(), Bc = c.blockKV, D = c.headDim, Dv = c.headDimV;
   Type elt = s.elementType;
-  Value zero = idx(0), one = idx(1), none = idx(-1);
+  Value zero = idx(0), one = idx(1);
 
   // The scale in the log2 domain. A positive scale keeps the order of the
   // scores: the maxima are taken unscaled and the scale goes into the
@@ -203,34 +209,13 @@ LogicalResult TileEmitter::emit(std::string &why) {
   kBuffer = AllocOp::create(b, shared(2, Bc, D), IntegerAttr());
   vBuffer = AllocOp::create(b, shared(2, Bc, Dv), IntegerAttr());
 
-  // Where each loop hands over: the first block of the first non-empty
-  // loop after it (-1: none).
   size_t nLoops = s.loops.size();
-  SmallVector<Value> nextStart(nLoops);
-  for (size_t i = nLoops; i-- > 0;) {
-    if (i + 1 == nLoops) {
-      nextStart[i] = none;
-      continue;
-    }
-    const KVLoop &n = s.loops[i + 1];
-    nextStart[i] = select(lt(n.lower, n.upper), n.lower, nextStart[i + 1]);
-  }
-  Value first = nLoops ? select(lt(s.loops[0].lower, s.loops[0].upper),
-                                s.loops[0].lower, nextStart[0])
-                       : none;
+  auto [nextStart, first] = getLoopHandOver(b, s.loops);
 
   // Prologue: Q, and the first KV block into stage 0.
   AsyncCopyOp::create(b, qMatrix, zero, qBuffer, zero, s.qRows,
                       copyLayout(D));
-  auto ifFirst = scf::IfOp::create(
-      b, TypeRange{},
-      arith::CmpIOp::create(b, arith::CmpIPredicate::sge, first, zero),
-      /*withElse=*/false);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifFirst.thenBlock());
-    copyKV(first, zero);
-  }
+  copyKVIfAny(first, zero);
   AsyncWaitOp::create(b, 0);
   Value q = LocalLoadOp::create(
       b, tile({R, D}, elt, OperandLayoutAttr::get(ctx, OperandKind::A, mma)),
@@ -261,15 +246,7 @@ LogicalResult TileEmitter::emit(std::string &why) {
     Value jn = arith::AddIOp::create(b, j, idx(Bc));
     Value next = select(lt(jn, loop.upper), jn, nextStart[i]);
     Value other = arith::SubIOp::create(b, one, stage);
-    auto ifNext = scf::IfOp::create(
-        b, TypeRange{},
-        arith::CmpIOp::create(b, arith::CmpIPredicate::sge, next, zero),
-        /*withElse=*/false);
-    {
-      OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(ifNext.thenBlock());
-      copyKV(next, other);
-    }
+    copyKVIfAny(next, other);
 
     // S = Q K^T.
     Value kt = LocalLoadOp::create(b, bType, kBuffer, stage, /*transpose=*/true);

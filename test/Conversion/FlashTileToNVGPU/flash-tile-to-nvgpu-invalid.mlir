@@ -83,3 +83,11 @@ func.func @k8(%a: !flash_tile.tile<64x8xf16, #flash_tile.operand<a, #mma>>,
       !flash_tile.tile<8x8xf16, #flash_tile.operand<b, #mma>>, !flash_tile.tile<64x8xf32, #mma>
   return
 }
+
+// -----
+
+// A tile op outside any function has no thread index to start from.
+%x = arith.constant 0.0 : f32
+// expected-error @below {{lowers only inside a function}}
+// expected-error @below {{failed to legalize operation 'flash_tile.splat'}}
+%t = flash_tile.splat %x : !flash_tile.tile<64xf32, #flash_tile.slice<1, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>
