@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flashc/Conversion/MmaSync.h"
 #include "flashc/Conversion/Passes.h"
 #include "flashc/Dialect/FlashTile/IR/FlashTileDialect.h"
 #include "flashc/Dialect/FlashTile/IR/FlashTileOps.h"
@@ -212,8 +213,12 @@ public:
   Value index(OpBuilder &b, Location loc, KernelValues &kv, Operation *op,
               RewriterBase &rewriter, Value stage, int64_t r, int64_t c) {
     int64_t cols = type.getColumns();
-    Value stageBase = arith::MulIOp::create(
-        b, loc, stage, indexConst(b, loc, type.getRows() * cols));
+    // The stage's first element, once per stage value (an op's accesses
+    // share it).
+    Value &stageBase = stageBases[stage];
+    if (!stageBase)
+      stageBase = arith::MulIOp::create(
+          b, loc, stage, indexConst(b, loc, type.getRows() * cols));
     // Without a swizzle, offsets add; with one, a column offset whose
     // chunks lie above the thread's own is an XOR (see the file comment),
     // and whole swizzle periods of rows add.
@@ -273,6 +278,7 @@ private:
   AffineExpr row, col;
   int64_t vec = 1, phases = 1, chunkBound = 1;
   Value base;
+  llvm::DenseMap<Value, Value> stageBases;
 };
 
 /// The thread-0 coordinates of every value a thread holds.
@@ -359,7 +365,7 @@ struct AllocLowering : TilePattern<AllocOp> {
   using TilePattern::TilePattern;
   LogicalResult
   lower(AllocOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+        ConversionPatternRewriter &rewriter) const override {
     std::optional<int64_t> offset = op.getOffset();
     if (!offset)
       return op.emitOpError()
@@ -383,7 +389,7 @@ struct AsyncCopyLowering : TilePattern<AsyncCopyOp> {
   using TilePattern::TilePattern;
   LogicalResult
   lower(AsyncCopyOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+        ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto buffer = kv.operandType<SharedType>(op, 2);
     BlockedLayoutAttr layout = op.getLayout();
@@ -433,7 +439,7 @@ struct AsyncWaitLowering : TilePattern<AsyncWaitOp> {
   using TilePattern::TilePattern;
   LogicalResult
   lower(AsyncWaitOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+        ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     NVVM::CpAsyncCommitGroupOp::create(rewriter, loc);
     NVVM::CpAsyncWaitGroupOp::create(
@@ -451,7 +457,7 @@ struct LocalLoadLowering : TilePattern<LocalLoadOp> {
   using TilePattern::TilePattern;
   LogicalResult
   lower(LocalLoadOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+        ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     TileType result = op.getResult().getType();
     auto buffer = kv.operandType<SharedType>(op, 0);
@@ -546,7 +552,7 @@ struct SplatLowering : TilePattern<SplatOp> {
   using TilePattern::TilePattern;
   LogicalResult
   lower(SplatOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+        ConversionPatternRewriter &rewriter) const override {
     rewriter.replaceOpWithNewOp<vector::BroadcastOp>(
         op, convertTile(op.getResult().getType()), adaptor.getValue());
     return success();
@@ -561,7 +567,7 @@ struct ConvertLayoutLowering : TilePattern<ConvertLayoutOp> {
   using TilePattern::TilePattern;
   LogicalResult
   lower(ConvertLayoutOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+        ConversionPatternRewriter &rewriter) const override {
     auto from = kv.operandType<TileType>(op, 0);
     TileType to = op.getResult().getType();
     std::optional<SmallVector<int64_t>> permutation = getInThreadPermutation(
@@ -584,76 +590,38 @@ struct MmaLowering : TilePattern<MmaOp> {
   using TilePattern::TilePattern;
   LogicalResult
   lower(MmaOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+        ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     TileType accType = op.getResult().getType();
     auto mma = cast<MmaLayoutAttr>(accType.getLayout());
     if (mma.getInstr()[2] != 16)
       return op.emitOpError() << "lowers only m16n8k16 multiplies";
     auto aType = kv.operandType<TileType>(op, 0);
-    Type elt = aType.getElementType();
     ArrayRef<int64_t> warps = mma.getWarps();
     int64_t mTiles = accType.getShape()[0] / (16 * warps[0]);
     int64_t nTiles = accType.getShape()[1] / (8 * warps[1]);
     int64_t kTiles = aType.getShape()[1] / 16;
-    Type f32 = rewriter.getF32Type();
 
-    auto slice = [&](Value v, int64_t offset, int64_t size,
-                     ArrayRef<int64_t> shape) -> Value {
-      return fragmentOf(rewriter, loc, v, offset, shape);
-    };
+    // The operand fragments, each once: A per (m, k) tile, B per (k, n).
+    SmallVector<Value> aFrags, bFrags;
+    for (int64_t i = 0; i < mTiles * kTiles; ++i)
+      aFrags.push_back(fragmentOf(rewriter, loc, adaptor.getA(), i * 8, {4, 2}));
+    for (int64_t i = 0; i < kTiles * nTiles; ++i)
+      bFrags.push_back(fragmentOf(rewriter, loc, adaptor.getB(), i * 4, {2, 2}));
     VectorType resultType = convertTile(accType);
     SmallVector<Value> out(resultType.getNumElements());
     for (int64_t mi = 0; mi < mTiles; ++mi)
       for (int64_t ni = 0; ni < nTiles; ++ni) {
         int64_t cAt = (mi * nTiles + ni) * 4;
-        Value c = slice(adaptor.getAcc(), cAt, 4, {2, 2});
-        for (int64_t ki = 0; ki < kTiles; ++ki) {
-          Value a = slice(adaptor.getA(), (mi * kTiles + ki) * 8, 8, {4, 2});
-          Value b = slice(adaptor.getB(), (ki * nTiles + ni) * 4, 4, {2, 2});
-          c = elt.isF16() ? Value(nvgpu::MmaSyncOp::create(
-                                rewriter, loc, a, b, c,
-                                ArrayRef<int64_t>{16, 8, 16}))
-                          : bf16Mma(rewriter, loc, a, b, c, f32);
-        }
+        Value c = fragmentOf(rewriter, loc, adaptor.getAcc(), cAt, {2, 2});
+        for (int64_t ki = 0; ki < kTiles; ++ki)
+          c = flash::createMmaSync16816(rewriter, loc,
+                                        aFrags[mi * kTiles + ki],
+                                        bFrags[ki * nTiles + ni], c);
         scatterFragment(rewriter, loc, c, out, cAt);
       }
     rewriter.replaceOpWithNewOp<vector::FromElementsOp>(op, resultType, out);
     return success();
-  }
-
-  /// nvgpu.mma.sync takes f16 only: bf16 goes to nvvm.mma.sync with its
-  /// operands packed two to an i32.
-  static Value bf16Mma(OpBuilder &b, Location loc, Value a, Value bFrag,
-                       Value c, Type f32) {
-    Type i32 = b.getI32Type();
-    SmallVector<Value> av, bv, cv;
-    for (int64_t i = 0; i < 4; ++i)
-      av.push_back(LLVM::BitcastOp::create(
-          b, loc, i32, vector::ExtractOp::create(b, loc, a, ArrayRef<int64_t>{i})));
-    for (int64_t i = 0; i < 2; ++i)
-      bv.push_back(LLVM::BitcastOp::create(
-          b, loc, i32,
-          vector::ExtractOp::create(b, loc, bFrag, ArrayRef<int64_t>{i})));
-    for (int64_t i = 0; i < 2; ++i)
-      for (int64_t j = 0; j < 2; ++j)
-        cv.push_back(
-            vector::ExtractOp::create(b, loc, c, ArrayRef<int64_t>{i, j}));
-    auto resultType = LLVM::LLVMStructType::getLiteral(b.getContext(),
-                                                       {f32, f32, f32, f32});
-    Value d = NVVM::MmaOp::create(
-        b, loc, resultType, av, bv, cv, ArrayRef<int64_t>{16, 8, 16},
-        /*b1Op=*/std::nullopt, /*intOverflow=*/std::nullopt,
-        std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
-                                      NVVM::MMATypes::bf16},
-        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                       NVVM::MMALayout::col});
-    SmallVector<Value> elems;
-    for (int64_t i = 0; i < 4; ++i)
-      elems.push_back(
-          LLVM::ExtractValueOp::create(b, loc, d, ArrayRef<int64_t>{i}));
-    return vector::FromElementsOp::create(
-        b, loc, VectorType::get({2, 2}, f32), elems);
   }
 };
 
@@ -671,7 +639,7 @@ struct ReduceLowering : TilePattern<ReduceOp> {
   using TilePattern::TilePattern;
   LogicalResult
   lower(ReduceOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+        ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto source = kv.operandType<TileType>(op, 0);
     TileType result = op.getResult().getType();
@@ -734,7 +702,7 @@ struct MapLowering : TilePattern<MapOp> {
   using TilePattern::TilePattern;
   LogicalResult
   lower(MapOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+        ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     TileType result = op.getResult().getType();
     SmallVector<SmallVector<int64_t>> coords = valueOffsets(result);
@@ -802,7 +770,7 @@ struct StoreLowering : TilePattern<StoreOp> {
   using TilePattern::TilePattern;
   LogicalResult
   lower(StoreOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+        ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto type = kv.operandType<TileType>(op, 0);
     LayoutAttrInterface layout = type.getLayoutInterface();
@@ -889,10 +857,10 @@ struct FmaLowering : OpConversionPattern<math::FmaOp> {
   }
 };
 
-template <typename Op> struct MaxLowering : OpConversionPattern<Op> {
-  using OpConversionPattern<Op>::OpConversionPattern;
+struct MaxLowering : OpConversionPattern<arith::MaxNumFOp> {
+  using OpConversionPattern::OpConversionPattern;
   LogicalResult
-  matchAndRewrite(Op op, typename Op::Adaptor adaptor,
+  matchAndRewrite(arith::MaxNumFOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     rewriter.replaceOp(op, maxNum(rewriter, op.getLoc(), adaptor.getLhs(),
                                   adaptor.getRhs()));
@@ -928,9 +896,8 @@ struct FlashTileToNVGPUPass
                            LLVM::LLVMDialect, memref::MemRefDialect,
                            nvgpu::NVGPUDialect, NVVM::NVVMDialect,
                            vector::VectorDialect, scf::SCFDialect>();
-    target.addDynamicallyLegalOp<math::Exp2Op, math::Log2Op, math::FmaOp>(
-        [](Operation *op) { return !op->getResultTypes()[0].isF32(); });
-    target.addDynamicallyLegalOp<arith::MaxNumFOp>(
+    target.addDynamicallyLegalOp<math::Exp2Op, math::Log2Op, math::FmaOp,
+                                 arith::MaxNumFOp>(
         [](Operation *op) { return !op->getResultTypes()[0].isF32(); });
     target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp fn) {
       return converter.isSignatureLegal(fn.getFunctionType()) &&
@@ -943,13 +910,12 @@ struct FlashTileToNVGPUPass
     RewritePatternSet patterns(ctx);
     patterns.add<AllocLowering, AsyncCopyLowering, AsyncWaitLowering,
                  LocalLoadLowering, SplatLowering, ConvertLayoutLowering,
-                 MmaLowering,
-                 ReduceLowering, MapLowering, StoreLowering>(converter, ctx,
-                                                             kv);
+                 MmaLowering, ReduceLowering, MapLowering, StoreLowering>(
+        converter, ctx, kv);
     patterns.add<ApproxLowering<math::Exp2Op>>(ctx,
                                                "llvm.nvvm.ex2.approx.ftz.f32");
     patterns.add<ApproxLowering<math::Log2Op>>(ctx, "llvm.nvvm.lg2.approx.f");
-    patterns.add<MaxLowering<arith::MaxNumFOp>, FmaLowering>(ctx);
+    patterns.add<MaxLowering, FmaLowering>(ctx);
     scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns,
                                                          target);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,

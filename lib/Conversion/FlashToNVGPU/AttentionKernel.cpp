@@ -33,6 +33,8 @@
 
 #include "AttentionKernel.h"
 
+#include "flashc/Conversion/MmaSync.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -54,9 +56,6 @@ using namespace mlir::flash;
 using namespace mlir::flash::gpu_kernel;
 
 namespace {
-
-constexpr double kLog2E = 1.4426950408889634;
-constexpr double kLn2 = 0.6931471805599453;
 
 /// A shared-memory layout of rows of `cols` elements (see the file comment).
 struct SmemLayout {
@@ -458,31 +457,7 @@ std::pair<Value, Value> ForwardEmitter::splitB(Value x4) {
 }
 
 Value ForwardEmitter::mma(Value a, Value bFrag, Value acc) {
-  if (!bf16)
-    return nvgpu::MmaSyncOp::create(b, a, bFrag, acc,
-                                    ArrayRef<int64_t>{16, 8, 16});
-  // bf16 goes through nvvm.mma.sync with i32-packed operands.
-  SmallVector<Value> av, bv, cv;
-  for (int64_t i = 0; i < 4; ++i)
-    av.push_back(LLVM::BitcastOp::create(b, i32, extract(a, {i})));
-  for (int64_t i = 0; i < 2; ++i)
-    bv.push_back(LLVM::BitcastOp::create(b, i32, extract(bFrag, {i})));
-  for (int64_t i = 0; i < 2; ++i)
-    for (int64_t jj = 0; jj < 2; ++jj)
-      cv.push_back(extract(acc, {i, jj}));
-  auto resultType =
-      LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
-  Value d = NVVM::MmaOp::create(
-      b, resultType, av, bv, cv, ArrayRef<int64_t>{16, 8, 16},
-      /*b1Op=*/std::nullopt, /*intOverflow=*/std::nullopt,
-      std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
-                                    NVVM::MMATypes::bf16},
-      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                     NVVM::MMALayout::col});
-  SmallVector<Value> elems;
-  for (int64_t i = 0; i < 4; ++i)
-    elems.push_back(LLVM::ExtractValueOp::create(b, d, ArrayRef<int64_t>{i}));
-  return fromElements(accType(), elems);
+  return createMmaSync16816(b, b.getLoc(), a, bFrag, acc);
 }
 
 ForwardEmitter::State ForwardEmitter::step(const State &in, Value j,

@@ -26,6 +26,10 @@ namespace mlir {
 namespace flash {
 namespace gpu_kernel {
 
+/// log2(e) and ln(2): the softmax runs in the log2 domain (exp2, log2).
+inline constexpr double kLog2E = 1.4426950408889634;
+inline constexpr double kLn2 = 0.6931471805599453;
+
 /// A tile of rows (g, r) inside a flat global buffer: element (g, r, c) is
 /// at `base + g * groupStride + r * rowStride + c`.
 struct TileAddress {

@@ -44,9 +44,6 @@ using namespace mlir::flash_tile;
 
 namespace {
 
-constexpr double kLog2E = 1.4426950408889634;
-constexpr double kLn2 = 0.6931471805599453;
-
 class TileEmitter {
 public:
   TileEmitter(ImplicitLocOpBuilder &b, const ForwardKernelSpec &s)
@@ -155,8 +152,6 @@ private:
   void copyKVIfAny(Value j, Value stage);
 
   Value kMatrix, vMatrix, kBuffer, vBuffer;
-  Value scaleLog2;
-  bool scaleFirst = false;
 };
 
 void TileEmitter::copyKVIfAny(Value j, Value stage) {
@@ -195,8 +190,8 @@ LogicalResult TileEmitter::emit(std::string &why) {
   // The scale in the log2 domain. A positive scale keeps the order of the
   // scores: the maxima are taken unscaled and the scale goes into the
   // exponent's FMA. A run-time factor is positive (the runtime checks it).
-  scaleFirst = !(s.scale > 0);
-  scaleLog2 = f32c(s.scale * kLog2E);
+  bool scaleFirst = !(s.scale > 0);
+  Value scaleLog2 = f32c(s.scale * kLog2E);
   if (s.scaleFactor)
     scaleLog2 = arith::MulFOp::create(b, scaleLog2, s.scaleFactor);
 
