@@ -410,15 +410,16 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
                 c.allocHooks ? 1 : 0)
                 .str());
   }
+  if ((stage == "tile" || stage == "gpu") &&
+      parseLoopOrder(c.loopOrder) == LoopOrder::Algorithm1)
+    return llvm::createStringError(
+        "the GPU kernels are built in the fa2 loop order; loop-order "
+        "algorithm1 is for the CPU backend and the cost model");
   if (stage == "tile") {
     // The kernels as flash_tile ops, their shared memory placed (tile-ir
     // only: without it the kernels are built in one step, "gpu").
     if (!c.tileIR)
       return llvm::Error::success();
-    if (parseLoopOrder(c.loopOrder) == LoopOrder::Algorithm1)
-      return llvm::createStringError(
-          "the GPU kernels are built in the fa2 loop order; loop-order "
-          "algorithm1 is for the CPU backend and the cost model");
     FlashToNVGPUOptions o;
     o.target = c.target;
     o.tileBody = true;
@@ -429,10 +430,6 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
     return llvm::Error::success();
   }
   if (stage == "gpu") {
-    if (parseLoopOrder(c.loopOrder) == LoopOrder::Algorithm1)
-      return llvm::createStringError(
-          "the GPU kernels are built in the fa2 loop order; loop-order "
-          "algorithm1 is for the CPU backend and the cost model");
     // With tile-ir, the kernels' flash_tile IR (the "tile" stage) lowers
     // here; otherwise flash-to-nvgpu builds them directly.
     if (c.tileIR) {

@@ -225,10 +225,11 @@ int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
   if (o.has("head-dim-v") && *headDimV <= 0)
     return reportError(llvm::createStringError(
         "--head-dim-v must be positive, got " + std::to_string(*headDimV)));
-  std::string tileIR = o.str("tile-ir", "off");
-  if (tileIR != "on" && tileIR != "off")
-    return reportError(llvm::createStringError(
-        "--tile-ir must be on or off, got '" + tileIR + "'"));
+  // The pipeline options the bundle takes (--tile-ir), as every command
+  // reads them; each variant sets its target.
+  PipelineConfig base;
+  if (llvm::Error e = readConfig(o, base))
+    return reportError(std::move(e));
   flashc::runtime::Bundle bundle;
   bool assemble = !o.has("no-assemble");
   for (const std::string &target : *targets) {
@@ -258,9 +259,8 @@ int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
                 spec.withLse = withLse;
                 spec.seqQ = variant == "decode" ? 1 : 1024;
                 spec.seqKV = 1024;
-                PipelineConfig config;
+                PipelineConfig config = base;
                 config.target = target;
-                config.tileIR = tileIR == "on";
                 llvm::Expected<flashc::runtime::KernelVariant> v =
                     Compiler::compileGPUVariant(spec, config, assemble);
                 if (!v)

@@ -188,8 +188,6 @@ INSTANTIATE_TEST_SUITE_P(Variants, ExtraConfigTest,
 /// The kernels the flash_tile path builds so far (prefill, MHA and GQA,
 /// head dims that are multiples of 16), through it: the same checks as the
 /// shipped configurations.
-std::vector<Config> shippedConfigs();
-
 std::vector<Config> tileConfigs() {
   std::vector<Config> configs;
   for (Config c : shippedConfigs()) {
