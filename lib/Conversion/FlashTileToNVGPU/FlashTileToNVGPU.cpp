@@ -43,6 +43,9 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <array>
+#include <map>
+
 namespace mlir {
 namespace flash {
 #define GEN_PASS_DEF_FLASHTILETONVGPU
@@ -385,6 +388,60 @@ struct AllocLowering : TilePattern<AllocOp> {
 // async_copy and async_wait
 //===----------------------------------------------------------------------===//
 
+/// A global matrix as one thread reads it: the address of the thread's
+/// first element of row 0 (of group 0), so that each copy adds an offset
+/// the whole CTA shares.
+struct ThreadSource {
+  /// A global pointer (`!llvm.ptr<1>`).
+  Value start;
+  /// The bytes between rows and between groups (of a 3-D matrix).
+  Value rowBytes, groupBytes;
+  /// Whether `start` includes the thread's row (else each copy adds it).
+  bool rowInStart = false;
+};
+
+/// Where values defined by `source` and by the function's entry
+/// (`entryValues`) are all available: after the source's definition.
+void setInsertionPointAfterSource(OpBuilder &b, Value source,
+                                  ArrayRef<Value> entryValues) {
+  auto arg = dyn_cast<BlockArgument>(source);
+  if (!arg || arg.getOwner() != Value(entryValues.front()).getParentBlock()) {
+    b.setInsertionPointAfterValue(source);
+    return;
+  }
+  // A function argument: after the entry values.
+  Operation *last = nullptr;
+  for (Value v : entryValues)
+    if (Operation *def = v.getDefiningOp();
+        def && (!last || last->isBeforeInBlock(def)))
+      last = def;
+  b.setInsertionPointAfter(last);
+}
+
+/// `base + bytes` as a pointer of `base`'s address space.
+Value offsetPointer(OpBuilder &b, Location loc, Value base, Value bytes) {
+  Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), bytes);
+  return LLVM::GEPOp::create(b, loc, base.getType(), b.getI8Type(), base,
+                             ValueRange{i64});
+}
+
+/// The aligned pointer of `memref` as an `!llvm.ptr` of `space`.
+Value alignedPointer(OpBuilder &b, Location loc, Value memref,
+                     unsigned space) {
+  Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
+  MLIRContext *ctx = b.getContext();
+  auto type = cast<MemRefType>(memref.getType());
+  bool shared = isa_and_nonnull<gpu::AddressSpaceAttr>(type.getMemorySpace());
+  // A generic address of global memory becomes a global one.
+  Value ptr = LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(ctx, shared ? space : 0), i64);
+  if (!shared && space != 0)
+    ptr = LLVM::AddrSpaceCastOp::create(
+        b, loc, LLVM::LLVMPointerType::get(ctx, space), ptr);
+  return ptr;
+}
+
 struct AsyncCopyLowering : TilePattern<AsyncCopyOp> {
   using TilePattern::TilePattern;
   LogicalResult
@@ -397,42 +454,195 @@ struct AsyncCopyLowering : TilePattern<AsyncCopyOp> {
     int64_t run = layout.getSize()[1];
     int64_t values = layout.getElementsPerThread(shape);
     int64_t threads = 32 * layout.getNumWarps();
-    int64_t bytes = run * buffer.getElementType().getIntOrFloatBitWidth() / 8;
+    int64_t elementBytes = buffer.getElementType().getIntOrFloatBitWidth() / 8;
+    int64_t bytes = run * elementBytes;
 
     auto sourceType = cast<MemRefType>(adaptor.getSource().getType());
     SmallVector<AffineExpr> thread = getThreadOffsets(layout, shape);
     SharedAddresses addresses(buffer, thread[0], thread[1], threads);
     SmallVector<Value> tv = kv.atEntry(op, thread, rewriter);
-    Value zero = indexConst(rewriter, loc, 0);
-    Value full = indexConst(rewriter, loc, run);
+
+    // The rows of a group: a thread's row within its group is its own row
+    // plus a constant per copy when no copy's rows straddle two groups.
+    bool grouped = sourceType.getRank() == 3;
+    int64_t perGroup =
+        grouped ? shape[0] / sourceType.getDimSize(0) : shape[0];
+    int64_t maxRow = maxOverThreads(thread[0], threads);
+    bool rowsSplit = true;
+    for (int64_t e = 0; e < values; e += run) {
+      int64_t r = layout.getCoordinates(shape, 0, e)[0];
+      rowsSplit &= r % perGroup + maxRow < perGroup;
+    }
+    ThreadSource src =
+        threadSource(op, adaptor.getSource(), tv, rowsSplit, rewriter);
+    Value dstBase = sharedPointer(adaptor.getBuffer(), rewriter);
+
+    // Rows at or past `valid` read nothing: a source size of 0 leaves the
+    // address unread. The comparison is of 32-bit row numbers below R.
+    Type i32 = rewriter.getI32Type();
+    auto toI32 = [&](Value index) -> Value {
+      return arith::IndexCastOp::create(rewriter, loc, i32, index);
+    };
+    Value valid = toI32(arith::MaxSIOp::create(
+        rewriter, loc,
+        arith::MinSIOp::create(rewriter, loc, adaptor.getValid(),
+                               indexConst(rewriter, loc, perGroup)),
+        indexConst(rewriter, loc, 0)));
+    Value full = arith::ConstantIntOp::create(rewriter, loc, i32, bytes);
+    Value none = arith::ConstantIntOp::create(rewriter, loc, i32, 0);
+    // The block's first row, the same for every copy of the op.
+    Value blockStart =
+        arith::MulIOp::create(rewriter, loc, adaptor.getRow(), src.rowBytes);
+    // A copy's bytes past the thread's start: `rows` rows, `groups`
+    // groups and `columns` columns (the steps between copies, which repeat,
+    // once each).
+    std::map<std::array<int64_t, 3>, Value> steps;
+    auto bytesOf = [&](Value rowCount, int64_t rows, int64_t groups,
+                       int64_t columns) {
+      Value *step = rowCount ? nullptr : &steps[{rows, groups, columns}];
+      if (step && *step)
+        return *step;
+      Value offset = rowCount;
+      auto add = [&](Value term) {
+        offset = offset ? arith::AddIOp::create(rewriter, loc, offset, term)
+                              .getResult()
+                        : term;
+      };
+      auto times = [&](Value bytes, int64_t n) -> Value {
+        return n == 1 ? bytes
+                      : arith::MulIOp::create(rewriter, loc, bytes,
+                                              indexConst(rewriter, loc, n));
+      };
+      if (rows != 0)
+        add(times(src.rowBytes, rows));
+      if (groups != 0)
+        add(times(src.groupBytes, groups));
+      if (columns != 0 || !offset)
+        add(indexConst(rewriter, loc, columns * elementBytes));
+      if (step)
+        *step = offset;
+      return offset;
+    };
+    Value previous;
+    int64_t previousRow = 0, previousGroup = 0, previousColumn = 0;
     for (int64_t e = 0; e < values; e += run) {
       SmallVector<int64_t> at = layout.getCoordinates(shape, 0, e);
-      Value r = addConst(rewriter, loc, tv[0], at[0]);
-      Value c = addConst(rewriter, loc, tv[1], at[1]);
-      auto [group, inGroup] = groupAndRow(rewriter, loc, sourceType,
-                                          shape[0], r);
-      // Rows at or past `valid` read nothing, from row 0 of the source.
-      Value ok = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt,
-                                       inGroup, adaptor.getValid());
-      Value srcRow = arith::SelectOp::create(
-          rewriter, loc, ok,
-          arith::AddIOp::create(rewriter, loc, adaptor.getRow(), inGroup),
-          zero);
-      SmallVector<Value> srcIndices = {srcRow, c};
-      if (group)
-        srcIndices.insert(srcIndices.begin(), group);
-      Value n = arith::SelectOp::create(rewriter, loc, ok, full, zero);
-      Value dst = addresses.index(rewriter, loc, kv, op, rewriter,
-                                  adaptor.getStage(), at[0], at[1]);
-      nvgpu::DeviceAsyncCopyOp::create(
-          rewriter, loc, adaptor.getBuffer(), ValueRange{dst},
-          adaptor.getSource(), srcIndices,
-          rewriter.getIndexAttr(run), n,
-          bytes == 16 ? rewriter.getUnitAttr() : UnitAttr());
+      // The copy's row in its group, and its source address.
+      Value inGroup, from;
+      if (rowsSplit) {
+        // Each copy's address is the previous one's plus a loop-invariant
+        // step, one 64-bit add.
+        int64_t row = at[0] % perGroup, group = at[0] / perGroup;
+        inGroup = addConst(rewriter, loc, tv[0], row);
+        from = previous
+                   ? offsetPointer(rewriter, loc, previous,
+                                   bytesOf(Value(), row - previousRow,
+                                           group - previousGroup,
+                                           at[1] - previousColumn))
+                   : offsetPointer(rewriter, loc, src.start,
+                                   bytesOf(blockStart, row, group, at[1]));
+        previous = from;
+        previousRow = row, previousGroup = group, previousColumn = at[1];
+      } else {
+        Value r = addConst(rewriter, loc, tv[0], at[0]);
+        Value group;
+        std::tie(group, inGroup) =
+            groupAndRow(rewriter, loc, sourceType, shape[0], r);
+        Value offset = arith::AddIOp::create(
+            rewriter, loc, blockStart,
+            arith::MulIOp::create(rewriter, loc, inGroup, src.rowBytes));
+        if (group)
+          offset = arith::AddIOp::create(
+              rewriter, loc, offset,
+              arith::MulIOp::create(rewriter, loc, group, src.groupBytes));
+        from = offsetPointer(
+            rewriter, loc, src.start,
+            addConst(rewriter, loc, offset, at[1] * elementBytes));
+      }
+      Value ok = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
+                                       toI32(inGroup), valid);
+      Value n = arith::SelectOp::create(rewriter, loc, ok, full, none);
+      Value dst = arith::MulIOp::create(
+          rewriter, loc,
+          addresses.index(rewriter, loc, kv, op, rewriter, adaptor.getStage(),
+                          at[0], at[1]),
+          indexConst(rewriter, loc, elementBytes));
+      NVVM::CpAsyncOp::create(
+          rewriter, loc, offsetPointer(rewriter, loc, dstBase, dst), from,
+          rewriter.getI32IntegerAttr(bytes),
+          NVVM::LoadCacheModifierKindAttr::get(
+              rewriter.getContext(), bytes == 16
+                                         ? NVVM::LoadCacheModifierKind::CG
+                                         : NVVM::LoadCacheModifierKind::CA),
+          n);
     }
     rewriter.eraseOp(op);
     return success();
   }
+
+private:
+  /// The thread's start in `source`, built once per source and layout
+  /// where the source is defined (outside the KV loop).
+  ThreadSource threadSource(AsyncCopyOp op, Value source, ArrayRef<Value> tv,
+                            bool rowInStart,
+                            ConversionPatternRewriter &rewriter) const {
+    auto key = std::make_tuple(source, Attribute(op.getLayout()),
+                               Type(op.getBuffer().getType()),
+                               unsigned(rowInStart));
+    auto it = sources.find(key);
+    if (it != sources.end())
+      return it->second;
+
+    OpBuilder::InsertionGuard guard(rewriter);
+    setInsertionPointAfterSource(rewriter, source, tv);
+    Location loc = source.getLoc();
+    auto type = cast<MemRefType>(source.getType());
+    int64_t rank = type.getRank();
+    Value elementBytes = indexConst(
+        rewriter, loc, type.getElementType().getIntOrFloatBitWidth() / 8);
+    auto meta = memref::ExtractStridedMetadataOp::create(rewriter, loc, source);
+    auto strideBytes = [&](int64_t dim) -> Value {
+      return arith::MulIOp::create(rewriter, loc, meta.getStrides()[dim],
+                                   elementBytes);
+    };
+    ThreadSource result;
+    result.rowInStart = rowInStart;
+    result.rowBytes = strideBytes(rank - 2);
+    if (rank == 3)
+      result.groupBytes = strideBytes(0);
+    Value elements = arith::AddIOp::create(
+        rewriter, loc, meta.getOffset(),
+        arith::MulIOp::create(rewriter, loc, tv[1],
+                              meta.getStrides()[rank - 1]));
+    Value start = arith::MulIOp::create(rewriter, loc, elements, elementBytes);
+    if (rowInStart)
+      start = arith::AddIOp::create(
+          rewriter, loc, start,
+          arith::MulIOp::create(rewriter, loc, tv[0], result.rowBytes));
+    result.start = offsetPointer(
+        rewriter, loc,
+        alignedPointer(rewriter, loc, meta.getBaseBuffer(), /*global=*/1),
+        start);
+    sources[key] = result;
+    return result;
+  }
+
+  /// The aligned pointer of the shared buffer `buffer`, once per buffer.
+  Value sharedPointer(Value buffer,
+                      ConversionPatternRewriter &rewriter) const {
+    Value &ptr = shared[buffer];
+    if (!ptr) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointAfterValue(buffer);
+      ptr = alignedPointer(rewriter, buffer.getLoc(), buffer, /*shared=*/3);
+    }
+    return ptr;
+  }
+
+  mutable llvm::DenseMap<std::tuple<Value, Attribute, Type, unsigned>,
+                         ThreadSource>
+      sources;
+  mutable llvm::DenseMap<Value, Value> shared;
 };
 
 struct AsyncWaitLowering : TilePattern<AsyncWaitOp> {

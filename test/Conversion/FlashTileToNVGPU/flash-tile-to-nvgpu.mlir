@@ -28,9 +28,37 @@ func.func @alloc() {
 #smem = #flash_tile.swizzled<vector = 8, phases = 8>
 // 64 rows x 64 columns over 128 threads: 4 runs of 16 bytes per thread,
 // 16 rows apart; rows at or past `valid` read 0 bytes.
+// The thread's start in the source, where the source is defined: its row
+// and its column, in bytes, from the matrix's aligned pointer as a global
+// address.
 // CHECK-LABEL: func.func @async_copy
-// CHECK-COUNT-4: nvgpu.device_async_copy %{{.+}}[%{{.+}}, %{{.+}}], %{{.+}}[%{{.+}}], 8, %{{.+}} {bypassL1} : memref<?x64xf16> to memref<8192xf16, #gpu.address_space<workgroup>>
-// CHECK-NOT: nvgpu.device_async_copy
+// CHECK: %{{.+}}, %[[OFF:.+]], %{{.+}}:2, %[[STRIDES:.+]]:2 = memref.extract_strided_metadata %arg0
+// CHECK: %[[ROWB:.+]] = arith.muli %[[STRIDES]]#0, %c2
+// CHECK: memref.extract_aligned_pointer_as_index
+// CHECK: %[[GEN:.+]] = llvm.inttoptr %{{.+}} : i64 to !llvm.ptr
+// CHECK: %[[GLOBAL:.+]] = llvm.addrspacecast %[[GEN]] : !llvm.ptr to !llvm.ptr<1>
+// CHECK: %[[START:.+]] = llvm.getelementptr %[[GLOBAL]][%{{.+}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i8
+// `valid` clamped to [0, 64], rows compared in i32.
+// CHECK: %[[MIN:.+]] = arith.minsi %arg3, %c64
+// CHECK: %[[CLAMP:.+]] = arith.maxsi %[[MIN]], %c0
+// CHECK: %[[VALID:.+]] = arith.index_cast %[[CLAMP]] : index to i32
+// The block's first row: one multiply per op.
+// CHECK: %[[BLOCK:.+]] = arith.muli %arg1, %[[ROWB]] : index
+// CHECK: %[[BLOCK64:.+]] = arith.index_cast %[[BLOCK]] : index to i64
+// CHECK: %[[P0:.+]] = llvm.getelementptr %[[START]][%[[BLOCK64]]]
+// CHECK: %[[OK0:.+]] = arith.cmpi ult, %{{.+}}, %[[VALID]] : i32
+// CHECK: %[[N0:.+]] = arith.select %[[OK0]], %c16_i32, %c0_i32 : i32
+// CHECK: nvvm.cp.async.shared.global %{{.+}}, %[[P0]], 16, cache =  cg, %[[N0]] : !llvm.ptr<3>, !llvm.ptr<1>, i32
+// Each further copy: the previous one's address plus 16 rows.
+// CHECK: %[[STEP:.+]] = arith.muli %[[ROWB]], %c16
+// CHECK: %[[STEP64:.+]] = arith.index_cast %[[STEP]] : index to i64
+// CHECK: %[[P1:.+]] = llvm.getelementptr %[[P0]][%[[STEP64]]]
+// CHECK: nvvm.cp.async.shared.global %{{.+}}, %[[P1]], 16
+// CHECK: %[[P2:.+]] = llvm.getelementptr %[[P1]][%{{.+}}]
+// CHECK: nvvm.cp.async.shared.global %{{.+}}, %[[P2]], 16
+// CHECK: %[[P3:.+]] = llvm.getelementptr %[[P2]][%{{.+}}]
+// CHECK: nvvm.cp.async.shared.global %{{.+}}, %[[P3]], 16
+// CHECK-NOT: nvvm.cp.async.shared.global
 // CHECK: nvvm.cp.async.commit.group
 // CHECK-NEXT: nvvm.cp.async.wait.group 1
 // CHECK-NEXT: gpu.barrier
@@ -205,12 +233,21 @@ func.func @store(%o: !flash_tile.tile<64x32xf32, #mma>, %out: memref<?x32xf32>, 
 #smem = #flash_tile.swizzled<vector = 8, phases = 8>
 #mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
 // Groups of rows: 4 groups of 16 tile rows each. A run's row r reads row
-// r % 16 of group r / 16; stores likewise.
+// r % 16 of group r / 16; stores likewise. A thread's 4 runs are 16 rows
+// apart, so each is one group further: the next address adds a group's
+// bytes, and every run compares the thread's own row with `valid`.
 // CHECK-LABEL: func.func @grouped
-// CHECK: %[[G:.+]] = arith.divui %{{.+}}, %c16{{.*}} : index
-// CHECK: %[[R:.+]] = arith.remui %{{.+}}, %c16{{.*}} : index
-// CHECK: arith.cmpi slt, %[[R]], %{{.+}} : index
-// CHECK: nvgpu.device_async_copy %{{.+}}[%[[G]], %{{.+}}, %{{.+}}], %{{.+}}[%{{.+}}], 8, %{{.+}} {bypassL1} : memref<4x?x64xf16> to memref<4096xf16, #gpu.address_space<workgroup>>
+// CHECK: %{{.+}}, %{{.+}}, %{{.+}}:3, %[[STRIDES:.+]]:3 = memref.extract_strided_metadata %arg0
+// CHECK: %[[ROWB:.+]] = arith.muli %[[STRIDES]]#1, %c2
+// CHECK: %[[GROUPB:.+]] = arith.muli %[[STRIDES]]#0, %c2
+// CHECK: arith.minsi %arg3, %c16
+// CHECK: %[[P0:.+]] = llvm.getelementptr
+// CHECK: %[[ROW:.+]] = arith.index_cast %{{.+}} : index to i32
+// CHECK: arith.cmpi ult, %[[ROW]], %{{.+}} : i32
+// CHECK: nvvm.cp.async.shared.global %{{.+}}, %[[P0]], 16
+// CHECK: %[[GROUP64:.+]] = arith.index_cast %[[GROUPB]] : index to i64
+// CHECK: %[[P1:.+]] = llvm.getelementptr %[[P0]][%[[GROUP64]]]
+// CHECK: nvvm.cp.async.shared.global %{{.+}}, %[[P1]], 16
 // CHECK: memref.store %{{.+}}, %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}] : memref<4x?x64xf32>
 func.func @grouped(%src: memref<4x?x64xf16>, %out: memref<4x?x64xf32>, %row: index, %n: index,
                    %o: !flash_tile.tile<64x64xf32, #mma>) {
@@ -219,5 +256,29 @@ func.func @grouped(%src: memref<4x?x64xf16>, %out: memref<4x?x64xf32>, %row: ind
   flash_tile.async_copy %src[%row], %q[%c0] valid %n {layout = #copy}
       : memref<4x?x64xf16>, !flash_tile.shared<1x64x64xf16, #smem>
   flash_tile.store %o, %out[%row] valid %n : !flash_tile.tile<64x64xf32, #mma>, memref<4x?x64xf32>
+  return
+}
+
+// -----
+
+#copy = #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [4, 1]>
+#smem = #flash_tile.swizzled<vector = 8, phases = 8>
+// 8 groups of 8 tile rows: a thread's run of 16 rows takes rows of two
+// groups, so each run finds its group and row from the tile row (division
+// and remainder) and adds both to the thread's column.
+// CHECK-LABEL: func.func @straddling_groups
+// CHECK: arith.minsi %arg2, %c8
+// CHECK: %[[G:.+]] = arith.divui %{{.+}}, %c8{{.*}} : index
+// CHECK: %[[R:.+]] = arith.remui %{{.+}}, %c8{{.*}} : index
+// CHECK: arith.muli %[[R]], %{{.+}} : index
+// CHECK: arith.muli %[[G]], %{{.+}} : index
+// CHECK: %[[ROW:.+]] = arith.index_cast %[[R]] : index to i32
+// CHECK: arith.cmpi ult, %[[ROW]], %{{.+}} : i32
+// CHECK: nvvm.cp.async.shared.global
+func.func @straddling_groups(%src: memref<8x?x64xf16>, %row: index, %n: index) {
+  %c0 = arith.constant 0 : index
+  %q = flash_tile.alloc {offset = 0} : !flash_tile.shared<1x64x64xf16, #smem>
+  flash_tile.async_copy %src[%row], %q[%c0] valid %n {layout = #copy}
+      : memref<8x?x64xf16>, !flash_tile.shared<1x64x64xf16, #smem>
   return
 }

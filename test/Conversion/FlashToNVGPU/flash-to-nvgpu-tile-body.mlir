@@ -67,7 +67,7 @@ func.func @mha(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // LOWERED-LABEL: gpu.func @mha_fwd(
 // LOWERED-SAME: flash.shared_bytes = 73728 : i64
 // LOWERED-NOT: flash_tile.
-// LOWERED: nvgpu.device_async_copy
+// LOWERED: nvvm.cp.async.shared.global
 // LOWERED: nvgpu.ldmatrix
 // LOWERED: nvgpu.mma.sync
 // LOWERED: gpu.shuffle  xor
