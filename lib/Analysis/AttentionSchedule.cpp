@@ -88,7 +88,7 @@ using flashc::ceilDiv;
 
 TileSizes mlir::flash::chooseTileSizes(const TargetInfo &target,
                                        const AttentionProblem &shape,
-                                       LoopOrder order) {
+                                       LoopOrder order, bool wideWarps) {
   int64_t bytes = target.isGPU() ? shape.elementBytes() : 4;
   int64_t m = std::max<int64_t>(target.sramBytes / bytes, 1);
   int64_t d = std::max(shape.headDim, shape.valueDim());
@@ -105,12 +105,13 @@ TileSizes mlir::flash::chooseTileSizes(const TargetInfo &target,
     bool decode = shape.seqQ <= 16;
     flashc::GPUTileConfig c =
         flashc::chooseGPUTiles(shape.group(), shape.headDim,
-                               shape.valueDim(), shape.elementBytes(), decode);
+                               shape.valueDim(), shape.elementBytes(), decode,
+                               wideWarps);
     while (c.sharedBytes() > target.sramBytes &&
            c.blockKV >= 2 * 16 * c.kvWarps)
       c = flashc::makeGPUTileConfig(c.group, c.headDim, c.headDimV,
                                     c.elementBytes, c.blockQ, c.blockKV / 2,
-                                    c.outputBytes);
+                                    c.outputBytes, wideWarps);
     tiles.blockQ = std::min(c.blockQ, shape.seqQ);
     tiles.blockKV = c.blockKV;
     return tiles;

@@ -332,6 +332,8 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
     tile.blockQ = c.blockQ;
     tile.blockKV = c.blockKV;
     tile.sramBytes = c.sramBytes;
+    // The flash_tile path's kernels give a warp 32 rows where they can.
+    tile.wideWarps = c.isGPU() && c.tileIR;
     pm.addPass(createFlashTile(tile));
     // Split before bounding: flash-causal-skip clamps whatever KV range each
     // split loop covers.

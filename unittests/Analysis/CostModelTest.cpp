@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "flashc/Analysis/CostModel.h"
+#include "flashc/Analysis/AttentionSchedule.h"
+#include "flashc/Core/GPUSchedule.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -152,6 +154,56 @@ TEST(CostModelTest, CPUTilesFromTheBudgetAndTheVectorWidth) {
   TileSizes small = chooseTileSizes(cpu, s, LoopOrder::FA2);
   EXPECT_EQ(small.blockQ, 64);
   EXPECT_EQ(small.blockKV, 144);
+}
+
+TEST(CostModelTest, WideWarpsOnTheTilePath) {
+  llvm::Expected<TargetInfo> sm80 = TargetInfo::get("sm_80");
+  ASSERT_TRUE(static_cast<bool>(sm80)) << llvm::toString(sm80.takeError());
+  AttentionProblem s;
+  s.batch = 1;
+  s.heads = s.kvHeads = 8;
+  s.seqQ = s.seqKV = 4096;
+  s.headDim = s.headDimV = 64;
+  s.dtype = flashc::ElementType::F16;
+  // Without wide warps: 64 rows in 4 warps of 16, blocks of 128 keys.
+  TileSizes narrow = chooseTileSizes(*sm80, s, LoopOrder::FA2);
+  EXPECT_EQ(narrow.blockQ, 64);
+  EXPECT_EQ(narrow.blockKV, 128);
+  // With them, up to D = 64: 128 rows and blocks of 64 keys ...
+  TileSizes wide = chooseTileSizes(*sm80, s, LoopOrder::FA2, true);
+  EXPECT_EQ(wide.blockQ, 128);
+  EXPECT_EQ(wide.blockKV, 64);
+  // ... which the kernel gives 4 warps of two row tiles, Q re-read.
+  flashc::GPUTileConfig c =
+      flashc::makeGPUTileConfig(1, 64, 64, 2, 128, 64, 2, true);
+  EXPECT_EQ(c.rowTiles, 8);
+  EXPECT_EQ(c.rowTilesPerWarp, 2);
+  EXPECT_EQ(c.warps(), 4);
+  EXPECT_EQ(c.threads(), 128);
+  EXPECT_FALSE(c.qInRegisters);
+  // The same block without wide warps: 8 warps of one row tile.
+  flashc::GPUTileConfig eight =
+      flashc::makeGPUTileConfig(1, 64, 64, 2, 128, 64, 2, false);
+  EXPECT_EQ(eight.warps(), 8);
+  EXPECT_TRUE(eight.qInRegisters);
+  // A GQA group of 4 packs 32 rows per head.
+  s.kvHeads = 2;
+  EXPECT_EQ(chooseTileSizes(*sm80, s, LoopOrder::FA2, true).blockQ, 32);
+  // A group that does not divide 128 rows keeps 16-row warps.
+  s.heads = 6;
+  EXPECT_EQ(chooseTileSizes(*sm80, s, LoopOrder::FA2, true).blockKV, 128);
+  // Beyond D = 64 the tile path keeps 16-row warps, and Q in registers
+  // at every head dim (the builder re-reads it beyond 128).
+  s.heads = s.kvHeads = 8;
+  s.headDim = s.headDimV = 128;
+  EXPECT_EQ(chooseTileSizes(*sm80, s, LoopOrder::FA2, true).blockQ, 64);
+  flashc::GPUTileConfig d256 =
+      flashc::makeGPUTileConfig(1, 256, 256, 2, 64, 16, 2, true);
+  EXPECT_EQ(d256.rowTilesPerWarp, 1);
+  EXPECT_TRUE(d256.qInRegisters);
+  EXPECT_FALSE(
+      flashc::makeGPUTileConfig(1, 256, 256, 2, 64, 16, 2, false)
+          .qInRegisters);
 }
 
 TEST(CostModelTest, FA2TrafficReadsKVOncePerQBlock) {

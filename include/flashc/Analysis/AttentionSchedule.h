@@ -73,9 +73,11 @@ struct TileSizes {
 /// group is large. FA2 on a GPU takes the tiles of the
 /// GPU kernels (`flashc::chooseGPUTiles`: a decode tile when Nq <= 16),
 /// halving Bc until the shared memory fits; Br is clamped to Nq, Bc is not
-/// clamped (the kernels mask a block's tail).
+/// clamped (the kernels mask a block's tail). `wideWarps`: the GPU kernels
+/// may give a warp 32 query rows (the flash_tile path; see
+/// `flashc::makeGPUTileConfig`).
 TileSizes chooseTileSizes(const TargetInfo &target, const AttentionProblem &shape,
-                          LoopOrder order);
+                          LoopOrder order, bool wideWarps = false);
 
 } // namespace flash
 } // namespace mlir

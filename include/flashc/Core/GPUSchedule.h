@@ -6,14 +6,15 @@
 //
 //  - A CTA computes a Q tile of G x Br rows (the G query heads of a GQA
 //    group packed as rows), cut into 16-row MMA tiles ("row tiles").
-//  - Each warp owns one row tile and a share of the KV block's columns:
-//    prefill tiles have 4 (or more) row tiles and one warp per row tile, so
+//  - Each warp owns one row tile (or two: "wide warps", 32 rows each, on
+//    the flash_tile path) and a share of the KV block's columns: prefill
+//    tiles have 4 (or more) row tiles and one warp per row tile or pair, so
 //    no softmax state is shared between warps; decode tiles have one or two
 //    row tiles and split the KV block's columns between "kv warps", whose
 //    partial states are merged through shared memory at the end.
 //  - K and V blocks of Bc keys are double-buffered in shared memory; Q is
 //    kept in registers for head dims up to 128 and re-read from shared
-//    memory per KV block beyond that. The Q region doubles as the output's
+//    memory per KV block beyond that (and by wide warps). The Q region doubles as the output's
 //    staging area, as wide as the output's element (the input's type, or
 //    f32 for the partials of a split KV loop).
 //
@@ -54,6 +55,7 @@ struct GPUTileConfig {
   int64_t blockKV = 0;   // Bc: keys per block
   int64_t rowTiles = 0;  // 16-row MMA tiles of the G x Br rows
   int64_t kvWarps = 1;   // warps sharing one KV block
+  int64_t rowTilesPerWarp = 1; // row tiles one warp owns (2: 32 rows)
   int64_t headDim = 0, headDimV = 0;             // D, Dv
   int64_t paddedHeadDim = 0, paddedHeadDimV = 0; // multiples of 16
   int64_t elementBytes = 2;
@@ -64,7 +66,7 @@ struct GPUTileConfig {
   bool qInRegisters = true;
 
   int64_t rows() const { return group * blockQ; }
-  int64_t warps() const { return rowTiles * kvWarps; }
+  int64_t warps() const { return rowTiles / rowTilesPerWarp * kvWarps; }
   int64_t threads() const { return 32 * warps(); }
   /// Keys of one KV block that each kv warp handles.
   int64_t warpKeys() const { return blockKV / kvWarps; }
@@ -103,14 +105,26 @@ struct GPUTileConfig {
 
 inline int64_t roundUpTo(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
+/// The largest padded head dim (D or Dv) whose prefill tiles give a warp
+/// 32 rows where wide warps are allowed: a thread then holds the scores of
+/// 32 rows, their 32 x Dv accumulators and (Q re-read from shared memory)
+/// no Q, which ptxas fits in 255 registers without spilling for D <= 64.
+inline constexpr int64_t kMaxWideWarpHeadDim = 64;
+
 /// Completes a configuration from its block sizes: the row tiles, the kv
-/// warps (as many as keep 4 warps busy and divide Bc into multiples of 16)
-/// and the padded head dims. `outputBytes` is the forward kernel's output
-/// element (4 for split partials, else `elementBytes`).
+/// warps (as many as keep 4 warps busy and divide Bc into multiples of 16),
+/// the row tiles per warp and the padded head dims. `outputBytes` is the
+/// forward kernel's output element (4 for split partials, else
+/// `elementBytes`). With `wideWarps` (the flash_tile path's schedule), a
+/// prefill tile of 128 rows and head dims up to kMaxWideWarpHeadDim gives
+/// each of its 4 warps two row tiles and re-reads Q from shared memory per
+/// KV block; other tiles keep Q in registers at every head dim (at
+/// D = 256 too, where ptxas fits Q's fragments without spilling).
 inline GPUTileConfig makeGPUTileConfig(int64_t group, int64_t headDim,
                                        int64_t headDimV, int64_t elementBytes,
                                        int64_t blockQ, int64_t blockKV,
-                                       int64_t outputBytes) {
+                                       int64_t outputBytes,
+                                       bool wideWarps = false) {
   GPUTileConfig c;
   c.outputBytes = outputBytes;
   c.group = std::max<int64_t>(group, 1);
@@ -130,6 +144,13 @@ inline GPUTileConfig makeGPUTileConfig(int64_t group, int64_t headDim,
     }
   }
   c.qInRegisters = c.paddedHeadDim <= 128;
+  if (wideWarps) {
+    bool wide =
+        c.kvWarps == 1 && c.rows() == kMaxGPUTileRows &&
+        std::max(c.paddedHeadDim, c.paddedHeadDimV) <= kMaxWideWarpHeadDim;
+    c.rowTilesPerWarp = wide ? 2 : 1;
+    c.qInRegisters = !wide;
+  }
   return c;
 }
 
@@ -139,6 +160,10 @@ inline GPUTileConfig makeGPUTileConfig(int64_t group, int64_t headDim,
 /// f32 partials (a decode kernel may split its KV loop).
 ///
 /// Prefill KV blocks: 128 keys up to D = 64, 64 up to 128, and 16 beyond.
+/// With `wideWarps` (the flash_tile path, see makeGPUTileConfig), up to
+/// D = 64 a group that divides 128 gets 128 rows in blocks of 96 keys: the
+/// 32 x 96 scores, 32 x 64 accumulators and the fragments fit 255
+/// registers without spilling (128 keys spill).
 /// Beyond 128 a thread holds 128 f32 accumulators for Dv = 256; with 32
 /// keys ptxas used all 255 registers and spilled in some variants (8 bytes
 /// in sm_90a causal GQA kernels with the log-sum-exp), with 16 it uses 228
@@ -146,7 +171,7 @@ inline GPUTileConfig makeGPUTileConfig(int64_t group, int64_t headDim,
 /// SM on sm_80 and sm_90a.
 inline GPUTileConfig chooseGPUTiles(int64_t group, int64_t headDim,
                                     int64_t headDimV, int64_t elementBytes,
-                                    bool decode) {
+                                    bool decode, bool wideWarps = false) {
   int64_t g = std::max<int64_t>(group, 1);
   int64_t maxD = std::max(roundUpTo(headDim, 16), roundUpTo(headDimV, 16));
   int64_t blockQ, blockKV;
@@ -158,11 +183,16 @@ inline GPUTileConfig chooseGPUTiles(int64_t group, int64_t headDim,
     blockKV = warpKeys * kvWarps;
   } else {
     int64_t rows = g <= 64 ? 64 : roundUpTo(g, kMmaRows);
-    blockQ = std::max<int64_t>(1, rows / g);
     blockKV = maxD <= 64 ? 128 : maxD <= 128 ? 64 : 16;
+    if (wideWarps && maxD <= kMaxWideWarpHeadDim &&
+        kMaxGPUTileRows % g == 0) {
+      rows = kMaxGPUTileRows;
+      blockKV = 64;
+    }
+    blockQ = std::max<int64_t>(1, rows / g);
   }
   return makeGPUTileConfig(g, headDim, headDimV, elementBytes, blockQ,
-                           blockKV, decode ? 4 : elementBytes);
+                           blockKV, decode ? 4 : elementBytes, wideWarps);
 }
 
 /// Why `c` cannot be built within `sharedLimit` bytes of shared memory per

@@ -772,8 +772,9 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
   // The forward kernel writes f32 partials when the KV loop is split, else
   // the output in the inputs' type (which flash.attention's verifier
   // requires of its result).
-  flashc::GPUTileConfig config = flashc::makeGPUTileConfig(
-      group, headDim, headDimV, 2, blockQ, *blockKV, t.combine ? 4 : 2);
+  flashc::GPUTileConfig config =
+      flashc::makeGPUTileConfig(group, headDim, headDimV, 2, blockQ, *blockKV,
+                                t.combine ? 4 : 2, /*wideWarps=*/tileBody);
   std::string why = flashc::checkGPUTileConfig(config, target.sramBytes);
   LLVM_DEBUG(DBGS() << "@" << t.func.getSymName() << " on " << target.name
                     << ": G=" << config.group << " Br=" << config.blockQ

@@ -19,9 +19,11 @@
 // A GQA tile packs the rows of G query heads (group-major): Q, O and the
 // log-sum-exp are 3-D matrices of G groups of rows.
 //
-// The layouts are fixed here for now: one MMA layout of `rowTiles` warps
-// stacked over the rows (16 rows each), 16-byte copies, 16-byte swizzle
-// chunks. Choosing them is flash-tile-assign-layouts' job.
+// The layouts are fixed here for now: one MMA layout of warps stacked over
+// the rows (16 rows each, or 32 with wide warps: GPUTileConfig's
+// rowTilesPerWarp), 16-byte copies, 16-byte swizzle chunks. Choosing them
+// is flash-tile-assign-layouts' job. Q stays in registers as the A operand
+// or, where the schedule says so (wide warps), is re-read per block.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,7 +51,8 @@ public:
   TileEmitter(ImplicitLocOpBuilder &b, const ForwardKernelSpec &s)
       : b(b), s(s), c(s.config), ctx(b.getContext()) {
     f32 = b.getF32Type();
-    mma = MmaLayoutAttr::get(ctx, {c.rowTiles, 1}, {16, 8, 16});
+    mma = MmaLayoutAttr::get(ctx, {c.rowTiles / c.rowTilesPerWarp, 1},
+                             {16, 8, 16});
     rowLayout = SliceLayoutAttr::get(ctx, 1, mma);
   }
 
@@ -212,9 +215,13 @@ LogicalResult TileEmitter::emit(std::string &why) {
                       copyLayout(D));
   copyKVIfAny(first, zero);
   AsyncWaitOp::create(b, 0);
-  Value q = LocalLoadOp::create(
-      b, tile({R, D}, elt, OperandLayoutAttr::get(ctx, OperandKind::A, mma)),
-      qBuffer, zero, /*transpose=*/false);
+  // Q as the A operand: once, or per block when it does not stay in
+  // registers.
+  TileType qType =
+      tile({R, D}, elt, OperandLayoutAttr::get(ctx, OperandKind::A, mma));
+  Value q = c.qInRegisters ? Value(LocalLoadOp::create(b, qType, qBuffer, zero,
+                                                       /*transpose=*/false))
+                           : Value();
 
   Value negInf = f32c(-std::numeric_limits<double>::infinity());
   Value fzero = f32c(0);
@@ -245,7 +252,10 @@ LogicalResult TileEmitter::emit(std::string &why) {
 
     // S = Q K^T.
     Value kt = LocalLoadOp::create(b, bType, kBuffer, stage, /*transpose=*/true);
-    Value sc = MmaOp::create(b, acc(Bc), q, kt, sZero);
+    Value qa = q ? q
+                 : Value(LocalLoadOp::create(b, qType, qBuffer, zero,
+                                             /*transpose=*/false));
+    Value sc = MmaOp::create(b, acc(Bc), qa, kt, sZero);
     if (scaleFirst)
       sc = map(acc(Bc), sc, [&](ValueRange a) -> Value {
         return arith::MulFOp::create(b, a[0], scaleLog2);

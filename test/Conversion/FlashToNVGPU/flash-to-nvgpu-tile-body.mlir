@@ -4,6 +4,12 @@
 // RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80" \
 // RUN:   | flashc-opt --flash-to-nvgpu=tile-body=1 --flash-tile-allocate-shared \
 // RUN:     --flash-tile-to-nvgpu | FileCheck %s --check-prefix=LOWERED
+// Tiles for wide warps (flash-tile's wide-warps, as the GPU pipeline's
+// tile-ir sets it): 128 rows, 4 warps of 32.
+// RUN: flashc-opt %t/mha.mlir --flash-online-softmax \
+// RUN:   --flash-tile="target=sm_80 wide-warps=1" --flash-split-kv="target=sm_80" \
+// RUN:   --flash-causal-skip --canonicalize \
+// RUN:   | flashc-opt --flash-to-nvgpu=tile-body=1 | FileCheck %s --check-prefix=WIDE
 // RUN: flashc-opt %t/gqa.mlir --flash-attention-pipeline="target=sm_80" \
 // RUN:   | flashc-opt --flash-to-nvgpu=tile-body=1 | FileCheck %s --check-prefix=GQA
 // RUN: flashc-opt %t/decode.mlir \
@@ -62,6 +68,22 @@ func.func @mha(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // The epilogue: O / l in f16, stored by rows.
 // MHA: flash_tile.store %{{.+}}, %{{.+}}[%{{.+}}] valid %{{.+}} : !flash_tile.tile<64x64xf16, #mma>, memref<?x64xf16, strided<[?, 1], offset: ?>>
 // MHA: gpu.return
+
+// Wide warps: the same MMA layout over 128 rows gives each of the 4 warps
+// two 16-row tiles (8 row tiles, 128 threads); blocks of 64 keys. Q does
+// not stay in registers: it is re-read per block.
+// WIDE-DAG: #mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+// WIDE-LABEL: gpu.func @mha_fwd(
+// WIDE-SAME: flash.block = 128 : i64
+// WIDE-SAME: flash.grid_factor<ceildiv(Nq, 128)>
+// WIDE-SAME: flash.tile = array<i64: 1, 128, 64, 8, 1>
+// WIDE: %[[QS:.+]] = flash_tile.alloc : !flash_tile.shared<1x128x64xf16, #swizzled>
+// WIDE: flash_tile.async_wait pending 0
+// WIDE-NOT: flash_tile.local_load
+// WIDE: scf.for {{.+}} -> (!flash_tile.tile<128x64xf32, #mma>
+// WIDE: flash_tile.local_load %{{.+}} transpose : !flash_tile.shared<2x64x64xf16, #swizzled> -> !flash_tile.tile<64x64xf16, #mma_b>
+// WIDE-NEXT: %[[Q:.+]] = flash_tile.local_load %[[QS]][%{{.+}}] : !flash_tile.shared<1x128x64xf16, #swizzled> -> !flash_tile.tile<128x64xf16, #mma_a>
+// WIDE-NEXT: flash_tile.mma %[[Q]]
 
 // After allocation and lowering, no flash_tile op is left.
 // LOWERED-LABEL: gpu.func @mha_fwd(

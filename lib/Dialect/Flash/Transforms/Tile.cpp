@@ -491,7 +491,8 @@ struct FlashTilePass : flash::impl::FlashTileBase<FlashTilePass> {
     IRRewriter rewriter(&getContext());
     for (OnlineAttention &a : matches) {
       AttentionProblem shape = describe(a);
-      TileSizes tiles = chooseTileSizes(*targetInfo, shape, *order);
+      TileSizes tiles =
+          chooseTileSizes(*targetInfo, shape, *order, wideWarps);
       LLVM_DEBUG(DBGS() << "loop at " << a.loop.getLoc()
                         << ": the model's shape B=" << shape.batch
                         << " Hq=" << shape.heads << " Hkv=" << shape.kvHeads

@@ -24,6 +24,10 @@
 // (flashc::chooseGPUTiles).
 // RUN: flashc-opt %t/gqa.mlir --flash-online-softmax --flash-tile="target=sm_80" \
 // RUN:   | FileCheck %s --check-prefix=SM80
+// With wide-warps (the flash_tile path's kernels, 32 rows per warp up to
+// D = 64): 128 packed rows, Br = 128 / 4 = 32, Bc = 64.
+// RUN: flashc-opt %t/gqa.mlir --flash-online-softmax --flash-tile="target=sm_80 wide-warps=1" \
+// RUN:   | FileCheck %s --check-prefix=WIDE
 // CPU with 64 KiB: M = 65536 / 4 = 16384 f32 elements; Br = 64;
 // Bc = (16384 - 2*64*64) / (2*64 + 64) = 42 -> 32.
 // RUN: flashc-opt %t/sram.mlir --flash-online-softmax --flash-tile="target=cpu sram-bytes=65536" \
@@ -164,6 +168,14 @@ func.func @mha(%q: tensor<1x4x128x64xf32>, %k: tensor<1x4x256x64xf32>,
 // GQA: tensor.parallel_insert_slice %[[F]] into %[[SOUT]][%[[B]], %[[HEAD]], %[[Q0]], 0] [1, 4, %[[QBR]], 32] [1, 1, 1, 1] : tensor<4x?x32xf16> into tensor<2x8x100x32xf16>
 // GQA: } {flash.tile_loop}
 // GQA-NEXT: return %[[R]]
+
+// WIDE-LABEL: func.func @gqa
+// WIDE: %[[BR:.+]] = arith.constant 32 : index
+// WIDE-NEXT: %[[NQ:.+]] = arith.constant 100 : index
+// WIDE-NEXT: %[[TQ:.+]] = arith.ceildivsi %[[NQ]], %[[BR]] : index
+// WIDE-NEXT: scf.forall (%{{.+}}, %{{.+}}, %{{.+}}) in (2, 2, %[[TQ]])
+// WIDE: tensor.extract_slice %{{.+}} : tensor<2x8x100x64xf16> to tensor<4x?x64xf16>
+// WIDE: %[[BC:.+]] = arith.constant 64 : index
 
 // SM80-LABEL: func.func @gqa
 // SM80: %[[BR:.+]] = arith.constant 16 : index

@@ -137,7 +137,10 @@ def FlashTile : Pass<"flash-tile"> {
     Option<"blockKV", "block-kv", "int64_t", /*default=*/"0",
            "Keys per block (0: from the target)">,
     Option<"sramBytes", "sram-bytes", "int64_t", /*default=*/"0",
-           "Override the target's SRAM capacity in bytes (0: the target's)">
+           "Override the target's SRAM capacity in bytes (0: the target's)">,
+    Option<"wideWarps", "wide-warps", "bool", /*default=*/"false",
+           "GPU: tiles for kernels that give a warp 32 query rows where "
+           "registers allow (the flash_tile path)">
   ];
   let statistics = [
     Statistic<"numTiledFA2", "num-tiled-fa2",
