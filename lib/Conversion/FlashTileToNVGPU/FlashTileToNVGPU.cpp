@@ -201,9 +201,12 @@ int64_t maxOverThreads(AffineExpr expr, int64_t threads) {
 /// thread index) plus constant offsets per access.
 class SharedAddresses {
 public:
+  /// Indices count units of `scale` elements (a power of two: 1 for
+  /// element indices, the element's bytes for byte offsets).
   SharedAddresses(SharedType type, AffineExpr row, AffineExpr col,
-                  int64_t threads)
-      : type(type), row(row), col(col) {
+                  int64_t threads, int64_t scale = 1)
+      : type(type), row(row), col(col), scale(scale) {
+    assert(llvm::isPowerOf2_64(scale) && "a power-of-two scale");
     SwizzledLayoutAttr swizzle = type.getLayout();
     vec = swizzle.getVector();
     phases = swizzle.getPhases();
@@ -211,8 +214,8 @@ public:
     chunkBound = llvm::PowerOf2Ceil(maxOverThreads(col, threads) / vec + 1);
   }
 
-  /// The index in the 1-D buffer of element (row + r, col + c) of stage
-  /// `stage`.
+  /// The index in the 1-D buffer (times the scale) of element
+  /// (row + r, col + c) of stage `stage`.
   Value index(OpBuilder &b, Location loc, KernelValues &kv, Operation *op,
               RewriterBase &rewriter, Value stage, int64_t r, int64_t c) {
     int64_t cols = type.getColumns();
@@ -221,7 +224,7 @@ public:
     Value &stageBase = stageBases[stage];
     if (!stageBase)
       stageBase = arith::MulIOp::create(
-          b, loc, stage, indexConst(b, loc, type.getRows() * cols));
+          b, loc, stage, indexConst(b, loc, type.getRows() * cols * scale));
     // Without a swizzle, offsets add; with one, a column offset whose
     // chunks lie above the thread's own is an XOR (see the file comment),
     // and whole swizzle periods of rows add.
@@ -230,21 +233,32 @@ public:
                    r % phases == 0 && c % vec == 0 &&
                    (c / vec) % chunkBound == 0 && c < cols;
     if (additive || xorable) {
+      // The stage's start plus the thread's, then a constant: one base per
+      // stage for every access without a column XOR.
       Value at = threadIndex(kv, op, rewriter);
+      if (scale != 1 && (additive || c == 0)) {
+        Value &start = threadStarts[stage];
+        if (!start)
+          start = arith::AddIOp::create(b, loc, stageBase, at);
+        return addConst(b, loc, start,
+                        (additive ? r * cols + c : r * cols) * scale);
+      }
       if (additive)
-        at = addConst(b, loc, at, r * cols + c);
-      else
-        at = addConst(b, loc,
-                      c == 0 ? at
-                             : Value(arith::XOrIOp::create(
-                                   b, loc, at, indexConst(b, loc, c))),
-                      r * cols);
-      return arith::AddIOp::create(b, loc, stageBase, at);
+        return arith::AddIOp::create(
+            b, loc, stageBase, addConst(b, loc, at, (r * cols + c) * scale));
+      // A power-of-two scale distributes over the XOR.
+      if (c != 0)
+        at = arith::XOrIOp::create(b, loc, at, indexConst(b, loc, c * scale));
+      return arith::AddIOp::create(b, loc, stageBase,
+                                   addConst(b, loc, at, r * cols * scale));
     }
     SmallVector<Value> rc = kv.atEntry(op, {row, col}, rewriter);
     Value rr = addConst(b, loc, rc[0], r), cc = addConst(b, loc, rc[1], c);
-    return arith::AddIOp::create(b, loc, stageBase,
-                                 swizzled(b, loc, rr, cc));
+    Value within = swizzled(b, loc, rr, cc);
+    if (scale != 1)
+      within =
+          arith::MulIOp::create(b, loc, within, indexConst(b, loc, scale));
+    return arith::AddIOp::create(b, loc, stageBase, within);
   }
 
 private:
@@ -257,7 +271,11 @@ private:
       Operation *r = rc[0].getDefiningOp(), *c = rc[1].getDefiningOp();
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPointAfter(c->isBeforeInBlock(r) ? r : c);
-      base = swizzled(rewriter, rc[0].getLoc(), rc[0], rc[1]);
+      Location loc = rc[0].getLoc();
+      base = swizzled(rewriter, loc, rc[0], rc[1]);
+      if (scale != 1)
+        base = arith::MulIOp::create(rewriter, loc, base,
+                                     indexConst(rewriter, loc, scale));
     }
     return base;
   }
@@ -279,9 +297,10 @@ private:
 
   SharedType type;
   AffineExpr row, col;
+  int64_t scale = 1;
   int64_t vec = 1, phases = 1, chunkBound = 1;
   Value base;
-  llvm::DenseMap<Value, Value> stageBases;
+  llvm::DenseMap<Value, Value> stageBases, threadStarts;
 };
 
 /// The thread-0 coordinates of every value a thread holds.
@@ -459,7 +478,8 @@ struct AsyncCopyLowering : TilePattern<AsyncCopyOp> {
 
     auto sourceType = cast<MemRefType>(adaptor.getSource().getType());
     SmallVector<AffineExpr> thread = getThreadOffsets(layout, shape);
-    SharedAddresses addresses(buffer, thread[0], thread[1], threads);
+    SharedAddresses addresses(buffer, thread[0], thread[1], threads,
+                              /*scale=*/elementBytes);
     SmallVector<Value> tv = kv.atEntry(op, thread, rewriter);
 
     // The rows of a group: a thread's row within its group is its own row
@@ -562,11 +582,8 @@ struct AsyncCopyLowering : TilePattern<AsyncCopyOp> {
       Value ok = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
                                        toI32(inGroup), valid);
       Value n = arith::SelectOp::create(rewriter, loc, ok, full, none);
-      Value dst = arith::MulIOp::create(
-          rewriter, loc,
-          addresses.index(rewriter, loc, kv, op, rewriter, adaptor.getStage(),
-                          at[0], at[1]),
-          indexConst(rewriter, loc, elementBytes));
+      Value dst = addresses.index(rewriter, loc, kv, op, rewriter,
+                                  adaptor.getStage(), at[0], at[1]);
       NVVM::CpAsyncOp::create(
           rewriter, loc, offsetPointer(rewriter, loc, dstBase, dst), from,
           rewriter.getI32IntegerAttr(bytes),

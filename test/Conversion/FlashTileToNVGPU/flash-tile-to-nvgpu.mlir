@@ -48,15 +48,22 @@ func.func @alloc() {
 // CHECK: %[[P0:.+]] = llvm.getelementptr %[[START]][%[[BLOCK64]]]
 // CHECK: %[[OK0:.+]] = arith.cmpi ult, %{{.+}}, %[[VALID]] : i32
 // CHECK: %[[N0:.+]] = arith.select %[[OK0]], %c16_i32, %c0_i32 : i32
+// In shared memory, bytes: the stage's start plus the thread's, once.
+// CHECK: %[[STAGE:.+]] = arith.muli %arg2, %c8192 : index
+// CHECK: %[[START:.+]] = arith.addi %[[STAGE]], %{{.+}} : index
 // CHECK: nvvm.cp.async.shared.global %{{.+}}, %[[P0]], 16, cache =  cg, %[[N0]] : !llvm.ptr<3>, !llvm.ptr<1>, i32
-// Each further copy: the previous one's address plus 16 rows.
+// Each further copy: the previous one's address plus 16 rows, and in
+// shared memory the start plus 16 rows of 128 bytes.
 // CHECK: %[[STEP:.+]] = arith.muli %[[ROWB]], %c16
 // CHECK: %[[STEP64:.+]] = arith.index_cast %[[STEP]] : index to i64
 // CHECK: %[[P1:.+]] = llvm.getelementptr %[[P0]][%[[STEP64]]]
+// CHECK: arith.addi %[[START]], %c2048 : index
 // CHECK: nvvm.cp.async.shared.global %{{.+}}, %[[P1]], 16
 // CHECK: %[[P2:.+]] = llvm.getelementptr %[[P1]][%{{.+}}]
+// CHECK: arith.addi %[[START]], %c4096 : index
 // CHECK: nvvm.cp.async.shared.global %{{.+}}, %[[P2]], 16
 // CHECK: %[[P3:.+]] = llvm.getelementptr %[[P2]][%{{.+}}]
+// CHECK: arith.addi %[[START]], %c6144 : index
 // CHECK: nvvm.cp.async.shared.global %{{.+}}, %[[P3]], 16
 // CHECK-NOT: nvvm.cp.async.shared.global
 // CHECK: nvvm.cp.async.commit.group
