@@ -173,14 +173,14 @@ TEST(CostModelTest, WideWarpsOnTheTilePath) {
   TileSizes wide = chooseTileSizes(*sm80, s, LoopOrder::FA2, true);
   EXPECT_EQ(wide.blockQ, 128);
   EXPECT_EQ(wide.blockKV, 64);
-  // ... which the kernel gives 4 warps of two row tiles, Q re-read.
+  // ... which the kernel gives 4 warps of two row tiles, Q in registers.
   flashc::GPUTileConfig c =
       flashc::makeGPUTileConfig(1, 64, 64, 2, 128, 64, 2, true);
   EXPECT_EQ(c.rowTiles, 8);
   EXPECT_EQ(c.rowTilesPerWarp, 2);
   EXPECT_EQ(c.warps(), 4);
   EXPECT_EQ(c.threads(), 128);
-  EXPECT_FALSE(c.qInRegisters);
+  EXPECT_TRUE(c.qInRegisters);
   // The same block without wide warps: 8 warps of one row tile.
   flashc::GPUTileConfig eight =
       flashc::makeGPUTileConfig(1, 64, 64, 2, 128, 64, 2, false);

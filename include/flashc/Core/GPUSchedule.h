@@ -14,7 +14,8 @@
 //    partial states are merged through shared memory at the end.
 //  - K and V blocks of Bc keys are double-buffered in shared memory; Q is
 //    kept in registers for head dims up to 128 and re-read from shared
-//    memory per KV block beyond that (and by wide warps). The Q region doubles as the output's
+//    memory per KV block beyond that (the flash_tile path keeps it in
+//    registers throughout). The Q region doubles as the output's
 //    staging area, as wide as the output's element (the input's type, or
 //    f32 for the partials of a split KV loop).
 //
@@ -107,8 +108,8 @@ inline int64_t roundUpTo(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 /// The largest padded head dim (D or Dv) whose prefill tiles give a warp
 /// 32 rows where wide warps are allowed: a thread then holds the scores of
-/// 32 rows, their 32 x Dv accumulators and (Q re-read from shared memory)
-/// no Q, which ptxas fits in 255 registers without spilling for D <= 64.
+/// 32 rows, their 32 x Dv accumulators and Q's fragments, which ptxas fits
+/// in 255 registers without spilling for D <= 64 (in blocks of 64 keys).
 inline constexpr int64_t kMaxWideWarpHeadDim = 64;
 
 /// Completes a configuration from its block sizes: the row tiles, the kv
@@ -117,9 +118,9 @@ inline constexpr int64_t kMaxWideWarpHeadDim = 64;
 /// forward kernel's output element (4 for split partials, else
 /// `elementBytes`). With `wideWarps` (the flash_tile path's schedule), a
 /// prefill tile of 128 rows and head dims up to kMaxWideWarpHeadDim gives
-/// each of its 4 warps two row tiles and re-reads Q from shared memory per
-/// KV block; other tiles keep Q in registers at every head dim (at
-/// D = 256 too, where ptxas fits Q's fragments without spilling).
+/// each of its 4 warps two row tiles, and Q stays in registers at every
+/// head dim (at D = 256 too, where ptxas fits Q's fragments without
+/// spilling; the builder re-reads Q there).
 inline GPUTileConfig makeGPUTileConfig(int64_t group, int64_t headDim,
                                        int64_t headDimV, int64_t elementBytes,
                                        int64_t blockQ, int64_t blockKV,
@@ -149,7 +150,7 @@ inline GPUTileConfig makeGPUTileConfig(int64_t group, int64_t headDim,
         c.kvWarps == 1 && c.rows() == kMaxGPUTileRows &&
         std::max(c.paddedHeadDim, c.paddedHeadDimV) <= kMaxWideWarpHeadDim;
     c.rowTilesPerWarp = wide ? 2 : 1;
-    c.qInRegisters = !wide;
+    c.qInRegisters = true;
   }
   return c;
 }

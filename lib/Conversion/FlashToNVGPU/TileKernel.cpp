@@ -22,8 +22,7 @@
 // The layouts are fixed here for now: one MMA layout of warps stacked over
 // the rows (16 rows each, or 32 with wide warps: GPUTileConfig's
 // rowTilesPerWarp), 16-byte copies, 16-byte swizzle chunks. Choosing them
-// is flash-tile-assign-layouts' job. Q stays in registers as the A operand
-// or, where the schedule says so (wide warps), is re-read per block.
+// is flash-tile-assign-layouts' job. Q stays in registers as the A operand.
 //
 //===----------------------------------------------------------------------===//
 
@@ -182,6 +181,10 @@ LogicalResult TileEmitter::emit(std::string &why) {
     why = "head dims that are not multiples of 16";
     return failure();
   }
+  if (!c.qInRegisters) {
+    why = "Q re-read from shared memory per block";
+    return failure();
+  }
   if (c.stages != 2 || c.tileRows() != c.rows()) {
     why = "this tile shape";
     return failure();
@@ -215,13 +218,10 @@ LogicalResult TileEmitter::emit(std::string &why) {
                       copyLayout(D));
   copyKVIfAny(first, zero);
   AsyncWaitOp::create(b, 0);
-  // Q as the A operand: once, or per block when it does not stay in
-  // registers.
-  TileType qType =
-      tile({R, D}, elt, OperandLayoutAttr::get(ctx, OperandKind::A, mma));
-  Value q = c.qInRegisters ? Value(LocalLoadOp::create(b, qType, qBuffer, zero,
-                                                       /*transpose=*/false))
-                           : Value();
+  // Q as the A operand, once.
+  Value q = LocalLoadOp::create(
+      b, tile({R, D}, elt, OperandLayoutAttr::get(ctx, OperandKind::A, mma)),
+      qBuffer, zero, /*transpose=*/false);
 
   Value negInf = f32c(-std::numeric_limits<double>::infinity());
   Value fzero = f32c(0);
@@ -252,10 +252,7 @@ LogicalResult TileEmitter::emit(std::string &why) {
 
     // S = Q K^T.
     Value kt = LocalLoadOp::create(b, bType, kBuffer, stage, /*transpose=*/true);
-    Value qa = q ? q
-                 : Value(LocalLoadOp::create(b, qType, qBuffer, zero,
-                                             /*transpose=*/false));
-    Value sc = MmaOp::create(b, acc(Bc), qa, kt, sZero);
+    Value sc = MmaOp::create(b, acc(Bc), q, kt, sZero);
     if (scaleFirst)
       sc = map(acc(Bc), sc, [&](ValueRange a) -> Value {
         return arith::MulFOp::create(b, a[0], scaleLog2);

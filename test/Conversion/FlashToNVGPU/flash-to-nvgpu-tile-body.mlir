@@ -70,8 +70,7 @@ func.func @mha(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // MHA: gpu.return
 
 // Wide warps: the same MMA layout over 128 rows gives each of the 4 warps
-// two 16-row tiles (8 row tiles, 128 threads); blocks of 64 keys. Q does
-// not stay in registers: it is re-read per block.
+// two 16-row tiles (8 row tiles, 128 threads); blocks of 64 keys.
 // WIDE-DAG: #mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
 // WIDE-LABEL: gpu.func @mha_fwd(
 // WIDE-SAME: flash.block = 128 : i64
@@ -79,10 +78,9 @@ func.func @mha(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // WIDE-SAME: flash.tile = array<i64: 1, 128, 64, 8, 1>
 // WIDE: %[[QS:.+]] = flash_tile.alloc : !flash_tile.shared<1x128x64xf16, #swizzled>
 // WIDE: flash_tile.async_wait pending 0
-// WIDE-NOT: flash_tile.local_load
+// WIDE: %[[Q:.+]] = flash_tile.local_load %[[QS]][%{{.+}}] : !flash_tile.shared<1x128x64xf16, #swizzled> -> !flash_tile.tile<128x64xf16, #mma_a>
 // WIDE: scf.for {{.+}} -> (!flash_tile.tile<128x64xf32, #mma>
 // WIDE: flash_tile.local_load %{{.+}} transpose : !flash_tile.shared<2x64x64xf16, #swizzled> -> !flash_tile.tile<64x64xf16, #mma_b>
-// WIDE-NEXT: %[[Q:.+]] = flash_tile.local_load %[[QS]][%{{.+}}] : !flash_tile.shared<1x128x64xf16, #swizzled> -> !flash_tile.tile<128x64xf16, #mma_a>
 // WIDE-NEXT: flash_tile.mma %[[Q]]
 
 // After allocation and lowering, no flash_tile op is left.
