@@ -335,6 +335,32 @@ TEST_F(FlashTileLayoutTest, AccumulatorToOperandAIsARegisterRepack) {
       BlockedLayoutAttr::get(&ctx, {1, 8}, {4, 8}, {1, 1}), acc, {16, 64}));
 }
 
+TEST_F(FlashTileLayoutTest, AccumulatorRowsFoldWithinThreads) {
+  // FA2's partial row sums: every 8-column block of an accumulator sits in
+  // the same lanes, so folding columns c to c mod 8 stays in the thread;
+  // value v of n-tile k (and of 16-row tile i) lands on value v of the
+  // folded tile's n-tile (of tile i).
+  for (auto [w0, rows] :
+       {std::pair<int64_t, int64_t>{4, 64}, {4, 128}, {1, 16}}) {
+    MmaLayoutAttr acc = mma(w0, 1);
+    std::optional<SmallVector<int64_t>> targets =
+        getFoldTargets(acc, {rows, 64}, {rows, 8});
+    ASSERT_TRUE(targets.has_value()) << rows << " rows, " << w0 << " warps";
+    int64_t nTiles = 8, rowTiles = rows / (16 * w0);
+    ASSERT_EQ(static_cast<int64_t>(targets->size()), rowTiles * nTiles * 4);
+    for (int64_t e = 0; e < static_cast<int64_t>(targets->size()); ++e)
+      EXPECT_EQ((*targets)[e], (e / (4 * nTiles)) * 4 + e % 4) << e;
+  }
+  // Folding to 16 columns keeps two n-tiles: n-tile k lands on k % 2.
+  std::optional<SmallVector<int64_t>> two =
+      getFoldTargets(mma(4, 1), {64, 64}, {64, 16});
+  ASSERT_TRUE(two.has_value());
+  EXPECT_EQ((*two)[4 * 3 + 1], 4 * 1 + 1);
+  // Warps side by side along the rows hold different columns: column 32
+  // (the second warp's) folds into column 0 (the first's).
+  EXPECT_FALSE(getFoldTargets(mma(2, 2), {64, 64}, {64, 16}));
+}
+
 static uint16_t halfBits(double v) {
   llvm::APFloat f(v);
   bool lost;

@@ -922,6 +922,44 @@ struct ReduceLowering : TilePattern<ReduceOp> {
 };
 
 //===----------------------------------------------------------------------===//
+// fold
+//===----------------------------------------------------------------------===//
+
+struct FoldLowering : TilePattern<FoldOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  lower(FoldOp op, OpAdaptor adaptor,
+        ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto source = kv.operandType<TileType>(op, 0);
+    TileType result = op.getResult().getType();
+    std::optional<SmallVector<int64_t>> targets =
+        getFoldTargets(source.getLayoutInterface(), source.getShape(),
+                       result.getShape());
+    if (!targets)
+      return op.emitOpError()
+             << "folds values that other threads hold; only folds within "
+                "each thread lower";
+    bool isMax = op.getKind() == ReduceKind::Max;
+    SmallVector<Value> partial(convertTile(result).getNumElements());
+    for (auto [e, j] : llvm::enumerate(*targets)) {
+      Value x = vector::ExtractOp::create(rewriter, loc, adaptor.getSource(),
+                                          ArrayRef<int64_t>{int64_t(e)});
+      Value &p = partial[j];
+      p = !p    ? x
+          : isMax ? maxNum(rewriter, loc, p, x)
+                  : Value(arith::AddFOp::create(rewriter, loc, p, x));
+    }
+    if (llvm::is_contained(partial, Value()))
+      return op.emitOpError()
+             << "has a result value that no value of the source folds into";
+    rewriter.replaceOpWithNewOp<vector::FromElementsOp>(
+        op, convertTile(result), partial);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
 // map
 //===----------------------------------------------------------------------===//
 
@@ -1137,7 +1175,8 @@ struct FlashTileToNVGPUPass
     RewritePatternSet patterns(ctx);
     patterns.add<AllocLowering, AsyncCopyLowering, AsyncWaitLowering,
                  LocalLoadLowering, SplatLowering, ConvertLayoutLowering,
-                 MmaLowering, ReduceLowering, MapLowering, StoreLowering>(
+                 MmaLowering, ReduceLowering, FoldLowering, MapLowering,
+                 StoreLowering>(
         converter, ctx, kv);
     patterns.add<ApproxLowering<math::Exp2Op>>(ctx,
                                                "llvm.nvvm.ex2.approx.ftz.f32");

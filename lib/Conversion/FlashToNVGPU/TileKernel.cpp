@@ -11,7 +11,8 @@
 //     S  = -inf where masked         map indices (partial / causal blocks)
 //     m' = max(m, rowmax(S) c)       reduce max, map   (c = scale log2 e)
 //     P  = exp2(S c - m')            map: one FMA and one EX2 per score
-//     l' = 2^(m - m') l + rowsum(P)  reduce sum, map
+//     l' = 2^(m - m') l + rowsum(P)  fold sum (per thread), map; the
+//                                    threads' sums reduced after the loop
 //     O  = 2^(m - m') O + P V        map, convert_layout P to A, mma
 //     async_wait: block j' landed, everyone is done with this stage
 //   O / l (and the log-sum-exp) stored by rows below the tile's valid rows.
@@ -225,9 +226,12 @@ LogicalResult TileEmitter::emit(std::string &why) {
 
   Value negInf = f32c(-std::numeric_limits<double>::infinity());
   Value fzero = f32c(0);
+  // The loop's state: O, the row maxima, the row sums and the stage. The
+  // row sums stay partial (each thread's own columns, folded to one MMA
+  // tile's 8) until the loop ends: no shuffles per block.
   SmallVector<Value> state = {
       SplatOp::create(b, acc(Dv), fzero), SplatOp::create(b, rows(), negInf),
-      SplatOp::create(b, rows(), fzero), zero};
+      SplatOp::create(b, acc(8), fzero), zero};
   Value sZero = SplatOp::create(b, acc(Bc), fzero);
   TileType bType =
       tile({D, Bc}, elt, OperandLayoutAttr::get(ctx, OperandKind::B, mma));
@@ -316,8 +320,8 @@ LogicalResult TileEmitter::emit(std::string &why) {
       return math::Exp2Op::create(
           b, math::FmaOp::create(b, a[0], factor, a[1]));
     });
-    Value rowSum = ReduceOp::create(b, rows(), ReduceKind::Sum, p);
-    Value lNew = map(rows(), ValueRange{lIn, alpha, rowSum},
+    Value rowSum = FoldOp::create(b, acc(8), ReduceKind::Sum, p);
+    Value lNew = map(acc(8), ValueRange{lIn, alpha, rowSum},
                      [&](ValueRange a) -> Value {
                        return math::FmaOp::create(b, a[0], a[1], a[2]);
                      });
@@ -341,7 +345,8 @@ LogicalResult TileEmitter::emit(std::string &why) {
   }
 
   // The epilogue: O / l (0 for a row without keys), in the output's type.
-  Value accFinal = state[0], mFinal = state[1], lFinal = state[2];
+  Value accFinal = state[0], mFinal = state[1];
+  Value lFinal = ReduceOp::create(b, rows(), ReduceKind::Sum, state[2]);
   Value inv = map(rows(), lFinal, [&](ValueRange a) -> Value {
     Value positive =
         arith::CmpFOp::create(b, arith::CmpFPredicate::UNE, a[0], fzero);

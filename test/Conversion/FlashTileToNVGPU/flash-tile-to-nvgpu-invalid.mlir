@@ -24,6 +24,18 @@ func.func @between_threads(%p: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps
 
 // -----
 
+#mma = #flash_tile.mma<warps = [2, 2], instr = [16, 8, 16]>
+// Two warps share each row: the warp of columns 32..63 holds column 32,
+// which folds into column 0 of the other warp's 8.
+func.func @fold_between_warps(%s: !flash_tile.tile<64x64xf32, #mma>) {
+  // expected-error @below {{folds values that other threads hold; only folds within each thread lower}}
+  // expected-error @below {{failed to legalize operation 'flash_tile.fold'}}
+  %l = flash_tile.fold sum %s : !flash_tile.tile<64x64xf32, #mma> -> !flash_tile.tile<64x16xf32, #mma>
+  return
+}
+
+// -----
+
 #mma = #flash_tile.mma<warps = [1, 4], instr = [16, 8, 16]>
 func.func @across_warps(%s: !flash_tile.tile<64x64xf32, #mma>) {
   // expected-error @below {{reduces across 4 warps; only reductions within a warp lower yet}}

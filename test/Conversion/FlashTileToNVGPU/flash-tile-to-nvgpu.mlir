@@ -151,6 +151,23 @@ func.func @reduce_sum(%s: !flash_tile.tile<64x32xf32, #mma>) -> !flash_tile.tile
   %m = flash_tile.reduce sum %s : !flash_tile.tile<64x32xf32, #mma> -> !flash_tile.tile<64xf32, #row>
   return %m : !flash_tile.tile<64xf32, #row>
 }
+// Folded row sums: a thread's 16 values (4 n-tiles of the accumulator's
+// 4 values) into its 4 values of one n-tile, 3 adds each: value v of
+// n-tile k (element 4 k + v) goes to value v, in the thread, and no lane
+// exchanges anything.
+// CHECK-LABEL: func.func @fold
+// CHECK-SAME: (%[[S:.+]]: vector<16xf32>) -> vector<4xf32>
+// CHECK: %[[A:.+]] = vector.extract %[[S]][0]
+// CHECK: %[[B:.+]] = vector.extract %[[S]][4]
+// CHECK: arith.addf %[[A]], %[[B]] : f32
+// CHECK-COUNT-11: arith.addf
+// CHECK-NOT: arith.addf
+// CHECK-NOT: gpu.shuffle
+// CHECK: vector.from_elements %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : vector<4xf32>
+func.func @fold(%s: !flash_tile.tile<64x32xf32, #mma>) -> !flash_tile.tile<64x8xf32, #mma> {
+  %l = flash_tile.fold sum %s : !flash_tile.tile<64x32xf32, #mma> -> !flash_tile.tile<64x8xf32, #mma>
+  return %l : !flash_tile.tile<64x8xf32, #mma>
+}
 
 // -----
 

@@ -42,8 +42,9 @@ func.func @mha(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // MHA: flash_tile.async_copy %{{.+}}, %[[KS]]
 // MHA: flash_tile.async_wait pending 0
 // MHA: %[[Q:.+]] = flash_tile.local_load %[[QS]][%{{.+}}] : !flash_tile.shared<1x64x64xf16, #swizzled> -> !flash_tile.tile<64x64xf16, #mma_a>
-// The KV loop carries O, the row maxima and sums, and the stage.
-// MHA: scf.for {{.+}} -> (!flash_tile.tile<64x64xf32, #mma>, !flash_tile.tile<64xf32, #slice>, !flash_tile.tile<64xf32, #slice>, index)
+// The KV loop carries O, the row maxima, the row sums (each thread's
+// partial sums, 8 columns of the accumulator layout) and the stage.
+// MHA: scf.for {{.+}} -> (!flash_tile.tile<64x64xf32, #mma>, !flash_tile.tile<64xf32, #slice>, !flash_tile.tile<64x8xf32, #mma>, index)
 // The next block's copies first, into the other stage.
 // MHA: scf.if
 // MHA: flash_tile.async_copy %{{.+}}, %[[KS]]
@@ -59,13 +60,19 @@ func.func @mha(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // The exponent: one FMA of the unscaled score with the scale.
 // MHA: math.fma
 // MHA-NEXT: math.exp2
-// MHA: flash_tile.reduce sum
+// The row sums: each thread folds its own columns; no reduction in the
+// loop.
+// MHA-NOT: flash_tile.reduce sum
+// MHA: flash_tile.fold sum %{{.+}} : !flash_tile.tile<64x128xf32, #mma> -> !flash_tile.tile<64x8xf32, #mma>
+// MHA-NOT: flash_tile.reduce sum
 // MHA: %[[P:.+]] = flash_tile.convert_layout %{{.+}} : !flash_tile.tile<64x128xf16, #mma> -> !flash_tile.tile<64x128xf16, #mma_a>
 // MHA: %[[V:.+]] = flash_tile.local_load %[[VS]][%{{.+}}] : !flash_tile.shared<2x128x64xf16, #swizzled> -> !flash_tile.tile<128x64xf16, #mma_b>
 // MHA: flash_tile.mma %[[P]], %[[V]]
 // MHA: flash_tile.async_wait pending 0
 // MHA: scf.yield
-// The epilogue: O / l in f16, stored by rows.
+// The epilogue: the row sums reduced across the quads once, O / l in f16,
+// stored by rows.
+// MHA: flash_tile.reduce sum %{{.+}} : !flash_tile.tile<64x8xf32, #mma> -> !flash_tile.tile<64xf32, #slice>
 // MHA: flash_tile.store %{{.+}}, %{{.+}}[%{{.+}}] valid %{{.+}} : !flash_tile.tile<64x64xf16, #mma>, memref<?x64xf16, strided<[?, 1], offset: ?>>
 // MHA: gpu.return
 

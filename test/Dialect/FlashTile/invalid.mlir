@@ -326,6 +326,42 @@ func.func @f(%s: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], ins
 
 // -----
 
+// fold: the same layout
+func.func @f(%s: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>) {
+  // expected-error @+1 {{'flash_tile.fold' op keeps the element type and the layout}}
+  %m = flash_tile.fold sum %s : !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>> -> !flash_tile.tile<64x16xf32, #flash_tile.mma<warps = [2, 2], instr = [16, 8, 16]>>
+  return
+}
+
+// -----
+
+// fold: the same element type
+func.func @f(%s: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>) {
+  // expected-error @+1 {{'flash_tile.fold' op keeps the element type and the layout}}
+  %m = flash_tile.fold max %s : !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>> -> !flash_tile.tile<64x8xf16, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>
+  return
+}
+
+// -----
+
+// fold: the rows, and a divisor of the columns
+func.func @f(%s: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>) {
+  // expected-error @+1 {{'flash_tile.fold' op folds the columns of a 2-D tile into a tile of its rows and a divisor of its columns, not 64x64 into 64x24}}
+  %m = flash_tile.fold sum %s : !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>> -> !flash_tile.tile<64x24xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>
+  return
+}
+
+// -----
+
+// fold: the rows
+func.func @f(%s: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>) {
+  // expected-error @+1 {{'flash_tile.fold' op folds the columns of a 2-D tile into a tile of its rows and a divisor of its columns, not 64x64 into 128x8}}
+  %m = flash_tile.fold sum %s : !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>> -> !flash_tile.tile<128x8xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>
+  return
+}
+
+// -----
+
 // map: inputs broadcast to the result
 func.func @f(%s: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>, %r: !flash_tile.tile<64xf32, #flash_tile.slice<1, #flash_tile.mma<warps = [2, 2], instr = [16, 8, 16]>>>) {
   // expected-error @+1 {{'flash_tile.map' op input 1 (}}

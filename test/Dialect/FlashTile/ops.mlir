@@ -47,6 +47,9 @@ func.func @step(%k: memref<?x64xf16>, %v: memref<?x64xf16>,
   // CHECK: flash_tile.reduce max %{{.*}} : !flash_tile.tile<64x64xf32, #mma> -> !flash_tile.tile<64xf32, #slice>
   %m = flash_tile.reduce max %s
       : !flash_tile.tile<64x64xf32, #mma> -> !flash_tile.tile<64xf32, #row>
+  // CHECK: flash_tile.fold sum %{{.*}} : !flash_tile.tile<64x64xf32, #mma> -> !flash_tile.tile<64x8xf32, #mma>
+  %part = flash_tile.fold sum %s
+      : !flash_tile.tile<64x64xf32, #mma> -> !flash_tile.tile<64x8xf32, #mma>
   // CHECK: flash_tile.map %{{.*}}, %{{.*}} : !flash_tile.tile<64x64xf32, #mma>, !flash_tile.tile<64xf32, #slice> -> !flash_tile.tile<64x64xf16, #mma> {
   // CHECK: math.exp2
   // CHECK: flash_tile.yield %{{.*}} : f16

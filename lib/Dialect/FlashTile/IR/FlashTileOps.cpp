@@ -200,6 +200,27 @@ LogicalResult ReduceOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// FoldOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult FoldOp::verify() {
+  TileType source = getSource().getType();
+  TileType result = getResult().getType();
+  if (source.getElementType() != result.getElementType() ||
+      source.getLayout() != result.getLayout())
+    return emitOpError() << "keeps the element type and the layout: "
+                         << source << " and " << result << " differ";
+  if (source.getRank() != 2 || result.getRank() != 2 ||
+      source.getShape()[0] != result.getShape()[0] ||
+      source.getShape()[1] % result.getShape()[1] != 0)
+    return emitOpError() << "folds the columns of a 2-D tile into a tile "
+                            "of its rows and a divisor of its columns, not "
+                         << formatShape(source.getShape()) << " into "
+                         << formatShape(result.getShape());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // MapOp
 //===----------------------------------------------------------------------===//
 

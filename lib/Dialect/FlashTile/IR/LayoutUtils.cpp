@@ -1,7 +1,7 @@
 //===- LayoutUtils.cpp - Questions about pairs of layouts -----------------===//
 //
-// Implements getInThreadPermutation from the layouts' coordinates, and
-// formatShape.
+// Implements getInThreadPermutation and getFoldTargets from the layouts'
+// coordinates, getThreadOffsets, getOwnerConditions and formatShape.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,6 +48,38 @@ mlir::flash_tile::getInThreadPermutation(LayoutAttrInterface from,
       return std::nullopt;
   }
   return permutation;
+}
+
+std::optional<SmallVector<int64_t>>
+mlir::flash_tile::getFoldTargets(LayoutAttrInterface layout,
+                                 ArrayRef<int64_t> sourceShape,
+                                 ArrayRef<int64_t> resultShape) {
+  int64_t threads = 32 * layout.getNumWarps();
+  int64_t width = resultShape[1];
+  std::optional<SmallVector<int64_t>> targets;
+  for (int64_t t = 0; t < threads; ++t) {
+    // Where this thread holds each element of the result.
+    llvm::DenseMap<int64_t, int64_t> held;
+    for (int64_t e = 0, n = layout.getElementsPerThread(resultShape); e < n;
+         ++e) {
+      SmallVector<int64_t> c = layout.getCoordinates(resultShape, t, e);
+      held.try_emplace(c[0] * width + c[1], e);
+    }
+    SmallVector<int64_t> mine;
+    for (int64_t e = 0, n = layout.getElementsPerThread(sourceShape); e < n;
+         ++e) {
+      SmallVector<int64_t> c = layout.getCoordinates(sourceShape, t, e);
+      auto it = held.find(c[0] * width + c[1] % width);
+      if (it == held.end())
+        return std::nullopt;
+      mine.push_back(it->second);
+    }
+    if (!targets)
+      targets = std::move(mine);
+    else if (*targets != mine)
+      return std::nullopt;
+  }
+  return targets;
 }
 
 SmallVector<AffineExpr>

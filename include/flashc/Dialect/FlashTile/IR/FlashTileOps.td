@@ -213,6 +213,31 @@ def FlashTile_ReduceOp : FlashTile_Op<"reduce", [Pure]> {
   let hasVerifier = 1;
 }
 
+def FlashTile_FoldOp : FlashTile_Op<"fold", [Pure]> {
+  let summary = "Combine a 2-D tile's blocks of columns";
+  let description = [{
+    The maximum or sum of the `W`-column blocks of a 2-D tile, for a result
+    of `W` columns in the same layout: `result[r][c]` combines
+    `source[r][k * W + c]` over every block `k`. Where the layout gives each
+    thread the same columns of every block (an MMA accumulator folded to one
+    instruction tile's 8 columns), each thread combines its own values and
+    nothing moves between threads: a reduction left partial, which a
+    `flash_tile.reduce` of the result finishes. FA2's row sums are kept so
+    across the KV loop and reduced once at its end.
+
+    ```mlir
+    %part = flash_tile.fold sum %p
+        : !flash_tile.tile<64x64xf32, #mma> -> !flash_tile.tile<64x8xf32, #mma>
+    ```
+  }];
+  let arguments = (ins FlashTile_ReduceKind:$kind, FlashTile_Tile:$source);
+  let results = (outs FlashTile_Tile:$result);
+  let assemblyFormat = [{
+    $kind $source attr-dict `:` qualified(type($source)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
 def FlashTile_MapOp : FlashTile_Op<"map", [Pure, SingleBlock]> {
   let summary = "An elementwise function of tiles";
   let description = [{

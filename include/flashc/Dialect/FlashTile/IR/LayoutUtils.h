@@ -33,6 +33,15 @@ std::optional<llvm::SmallVector<int64_t>>
 getInThreadPermutation(LayoutAttrInterface from, LayoutAttrInterface to,
                        llvm::ArrayRef<int64_t> shape);
 
+/// For a tile of `sourceShape` folded into `resultShape` (the same rows, a
+/// divisor of the columns) in the same layout: when every thread holds the
+/// result element each of its source values folds into (column c to
+/// c mod W), the index among its result values of each of its source
+/// values (the same list for every thread); otherwise nullopt.
+std::optional<llvm::SmallVector<int64_t>>
+getFoldTargets(LayoutAttrInterface layout, llvm::ArrayRef<int64_t> sourceShape,
+               llvm::ArrayRef<int64_t> resultShape);
+
 /// The part of a layout's coordinates that depends on the thread: for a
 /// tile of `shape`, one expression per dimension of the thread index `d0`
 /// (in [0, 32 * warps)) such that the coordinates of a thread's value
