@@ -28,7 +28,9 @@
 # a region with no MMA, ldmatrix, shared or global memory access is a
 # fix-up taken only by some blocks (the mask of a ragged or diagonal
 # block); its instructions are counted apart (`fixup`), not in the
-# iteration.
+# iteration. So is the longer arm of an if/else whose arms both move data:
+# flashc's kernels branch so between a full block's copies and a ragged
+# last block's checked ones, and the shorter arm is the steady state.
 #
 #   scripts/kernel_model.py --bundle DIR             # every kernel of a bundle
 #   scripts/kernel_model.py --sass F.sass --kernel NAME --target sm_80 \
@@ -225,9 +227,23 @@ def fixup_regions(kernel, lo, hi):
         if end <= i or end > hi:
             continue  # a backward branch or a loop exit
         region = range(i + 1, end)
-        if any(is_data_work(opcode(instructions[j][1])) for j in region):
+        if not any(is_data_work(opcode(instructions[j][1])) for j in region):
+            skipped.update(region)
             continue
-        skipped.update(region)
+        # An if/else: the skipped arm ends in an unconditional branch over
+        # the other arm. The longer arm is the edge case (a ragged block's
+        # checked copies beside a full block's unchecked ones) and is
+        # counted apart; the shorter one is the steady state.
+        last = instructions[end - 1][1]
+        m2 = BRANCH.search(last)
+        if not m2 or PREDICATE.match(last) or m2.group(1) not in labels:
+            continue
+        join = labels[m2.group(1)]
+        if join <= end or join > hi:
+            continue
+        then_arm, else_arm = range(i + 1, end), range(end, join)
+        skipped.update(then_arm if len(then_arm) > len(else_arm)
+                       else else_arm)
     return skipped
 
 

@@ -498,18 +498,26 @@ struct AsyncCopyLowering : TilePattern<AsyncCopyOp> {
     Value dstBase = sharedPointer(adaptor.getBuffer(), rewriter);
 
     // Rows at or past `valid` read nothing: a source size of 0 leaves the
-    // address unread. The comparison is of 32-bit row numbers below R.
+    // address unread. The comparison is of 32-bit row numbers below R. A
+    // constant `valid` of R rows or more (a schedule's full blocks) needs
+    // no check.
+    std::optional<int64_t> constantValid =
+        getConstantIntValue(adaptor.getValid());
+    bool checked = !constantValid || *constantValid < perGroup;
     Type i32 = rewriter.getI32Type();
     auto toI32 = [&](Value index) -> Value {
       return arith::IndexCastOp::create(rewriter, loc, i32, index);
     };
-    Value valid = toI32(arith::MaxSIOp::create(
-        rewriter, loc,
-        arith::MinSIOp::create(rewriter, loc, adaptor.getValid(),
-                               indexConst(rewriter, loc, perGroup)),
-        indexConst(rewriter, loc, 0)));
-    Value full = arith::ConstantIntOp::create(rewriter, loc, i32, bytes);
-    Value none = arith::ConstantIntOp::create(rewriter, loc, i32, 0);
+    Value valid, full, none;
+    if (checked) {
+      valid = toI32(arith::MaxSIOp::create(
+          rewriter, loc,
+          arith::MinSIOp::create(rewriter, loc, adaptor.getValid(),
+                                 indexConst(rewriter, loc, perGroup)),
+          indexConst(rewriter, loc, 0)));
+      full = arith::ConstantIntOp::create(rewriter, loc, i32, bytes);
+      none = arith::ConstantIntOp::create(rewriter, loc, i32, 0);
+    }
     // The block's first row, the same for every copy of the op.
     Value blockStart =
         arith::MulIOp::create(rewriter, loc, adaptor.getRow(), src.rowBytes);
@@ -579,9 +587,14 @@ struct AsyncCopyLowering : TilePattern<AsyncCopyOp> {
             rewriter, loc, src.start,
             addConst(rewriter, loc, offset, at[1] * elementBytes));
       }
-      Value ok = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
-                                       toI32(inGroup), valid);
-      Value n = arith::SelectOp::create(rewriter, loc, ok, full, none);
+      // An unchecked copy reads all its bytes (no source size).
+      Value n;
+      if (checked)
+        n = arith::SelectOp::create(
+            rewriter, loc,
+            arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
+                                  toI32(inGroup), valid),
+            full, none);
       Value dst = addresses.index(rewriter, loc, kv, op, rewriter,
                                   adaptor.getStage(), at[0], at[1]);
       NVVM::CpAsyncOp::create(

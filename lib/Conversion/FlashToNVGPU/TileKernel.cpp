@@ -164,13 +164,24 @@ void TileEmitter::copyKVIfAny(Value j, Value stage) {
       /*withElse=*/false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifAny.thenBlock());
+  // A full block (every block but a ragged last one) copies with a
+  // constant count, which lowers without per-row checks.
   Value left = arith::SubIOp::create(b, s.seqKV, j);
-  Value valid = arith::MaxSIOp::create(
-      b, arith::MinSIOp::create(b, left, idx(c.blockKV)), idx(0));
-  AsyncCopyOp::create(b, kMatrix, j, kBuffer, stage, valid,
-                      copyLayout(c.headDim));
-  AsyncCopyOp::create(b, vMatrix, j, vBuffer, stage, valid,
-                      copyLayout(c.headDimV));
+  auto ifFull = scf::IfOp::create(
+      b, TypeRange{},
+      arith::CmpIOp::create(b, arith::CmpIPredicate::sge, left,
+                            idx(c.blockKV)),
+      /*withElse=*/true);
+  auto copies = [&](Value valid) {
+    AsyncCopyOp::create(b, kMatrix, j, kBuffer, stage, valid,
+                        copyLayout(c.headDim));
+    AsyncCopyOp::create(b, vMatrix, j, vBuffer, stage, valid,
+                        copyLayout(c.headDimV));
+  };
+  b.setInsertionPointToStart(ifFull.thenBlock());
+  copies(idx(c.blockKV));
+  b.setInsertionPointToStart(ifFull.elseBlock());
+  copies(arith::MaxSIOp::create(b, left, idx(0)));
 }
 
 LogicalResult TileEmitter::emit(std::string &why) {

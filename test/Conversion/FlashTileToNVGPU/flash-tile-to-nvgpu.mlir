@@ -79,6 +79,25 @@ func.func @async_copy(%src: memref<?x64xf16>, %row: index, %stage: index, %n: in
 
 // -----
 
+#copy = #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [4, 1]>
+#smem = #flash_tile.swizzled<vector = 8, phases = 8>
+// A constant `valid` of all 64 rows (a full block): the copies read all
+// their bytes, with no comparison and no source size.
+// CHECK-LABEL: func.func @async_copy_full
+// CHECK-NOT: arith.cmpi
+// CHECK-NOT: arith.select
+// CHECK-COUNT-4: nvvm.cp.async.shared.global %{{.+}}, %{{.+}}, 16, cache =  cg : !llvm.ptr<3>, !llvm.ptr<1>
+// CHECK-NOT: nvvm.cp.async.shared.global
+func.func @async_copy_full(%src: memref<?x64xf16>, %row: index, %stage: index) {
+  %c64 = arith.constant 64 : index
+  %k = flash_tile.alloc {offset = 0} : !flash_tile.shared<2x64x64xf16, #smem>
+  flash_tile.async_copy %src[%row], %k[%stage] valid %c64 {layout = #copy}
+      : memref<?x64xf16>, !flash_tile.shared<2x64x64xf16, #smem>
+  return
+}
+
+// -----
+
 #mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
 #a = #flash_tile.operand<a, #mma>
 #b = #flash_tile.operand<b, #mma>

@@ -45,10 +45,19 @@ func.func @mha(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // The KV loop carries O, the row maxima, the row sums (each thread's
 // partial sums, 8 columns of the accumulator layout) and the stage.
 // MHA: scf.for {{.+}} -> (!flash_tile.tile<64x64xf32, #mma>, !flash_tile.tile<64xf32, #slice>, !flash_tile.tile<64x8xf32, #mma>, index)
-// The next block's copies first, into the other stage.
+// The next block's copies first, into the other stage: a full block's
+// with a constant count (no per-row checks), a ragged one's with the keys
+// left.
 // MHA: scf.if
-// MHA: flash_tile.async_copy %{{.+}}, %[[KS]]
-// MHA: flash_tile.async_copy %{{.+}}, %[[VS]]
+// MHA: %[[LEFT:.+]] = arith.subi
+// MHA: %[[FULL:.+]] = arith.cmpi sge, %[[LEFT]], %c128{{.*}} : index
+// MHA: scf.if %[[FULL]] {
+// MHA: flash_tile.async_copy %{{.+}}, %[[KS]][%{{.+}}] valid %c128
+// MHA: flash_tile.async_copy %{{.+}}, %[[VS]][%{{.+}}] valid %c128
+// MHA: } else {
+// MHA: %[[LEFT0:.+]] = arith.maxsi %[[LEFT]]
+// MHA: flash_tile.async_copy %{{.+}}, %[[KS]][%{{.+}}] valid %[[LEFT0]]
+// MHA: flash_tile.async_copy %{{.+}}, %[[VS]][%{{.+}}] valid %[[LEFT0]]
 // MHA: %[[KT:.+]] = flash_tile.local_load %[[KS]][%{{.+}}] transpose : !flash_tile.shared<2x128x64xf16, #swizzled> -> !flash_tile.tile<64x128xf16, #mma_b>
 // MHA: %[[S:.+]] = flash_tile.mma %[[Q]], %[[KT]], %{{.+}} : !flash_tile.tile<64x64xf16, #mma_a>, !flash_tile.tile<64x128xf16, #mma_b>, !flash_tile.tile<64x128xf32, #mma>
 // A partial block's keys past the valid ones are -inf.
