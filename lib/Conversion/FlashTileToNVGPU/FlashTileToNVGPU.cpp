@@ -875,6 +875,24 @@ Value maxNum(OpBuilder &b, Location loc, Value x, Value y) {
   return LLVM::MaxNumOp::create(b, loc, x, y);
 }
 
+/// A thread's values of `source` (a converted tile) combined into `count`
+/// partials, value e into partial `targets[e]`: their maximum or sum. A
+/// partial no value lands in is null.
+SmallVector<Value> combineWithinThread(OpBuilder &b, Location loc,
+                                       Value source, ArrayRef<int64_t> targets,
+                                       int64_t count, ReduceKind kind) {
+  SmallVector<Value> partial(count);
+  for (auto [e, j] : llvm::enumerate(targets)) {
+    Value x = vector::ExtractOp::create(b, loc, source,
+                                        ArrayRef<int64_t>{int64_t(e)});
+    Value &p = partial[j];
+    p = !p                        ? x
+        : kind == ReduceKind::Max ? maxNum(b, loc, p, x)
+                                  : Value(arith::AddFOp::create(b, loc, p, x));
+  }
+  return partial;
+}
+
 struct ReduceLowering : TilePattern<ReduceOp> {
   using TilePattern::TilePattern;
   LogicalResult
@@ -908,18 +926,14 @@ struct ReduceLowering : TilePattern<ReduceOp> {
         return op.emitOpError() << "has a value with no place in the result";
       target.push_back(it->second);
     }
-    SmallVector<Value> partial(dst.size());
+    SmallVector<Value> partial =
+        combineWithinThread(rewriter, loc, adaptor.getSource(), target,
+                            dst.size(), op.getKind());
     bool isMax = op.getKind() == ReduceKind::Max;
     auto combine = [&](Value x, Value y) -> Value {
       return isMax ? maxNum(rewriter, loc, x, y)
                    : Value(arith::AddFOp::create(rewriter, loc, x, y));
     };
-    for (auto [e, j] : llvm::enumerate(target)) {
-      Value x = vector::ExtractOp::create(rewriter, loc, adaptor.getSource(),
-                                          ArrayRef<int64_t>{int64_t(e)});
-      Value &p = partial[j];
-      p = p ? combine(p, x) : x;
-    }
     // Lanes that share a row differ in lane % 4; a column, in lane / 4.
     SmallVector<int32_t> offsets =
         dim == 1 ? SmallVector<int32_t>{1, 2} : SmallVector<int32_t>{4, 8, 16};
@@ -953,16 +967,9 @@ struct FoldLowering : TilePattern<FoldOp> {
       return op.emitOpError()
              << "folds values that other threads hold; only folds within "
                 "each thread lower";
-    bool isMax = op.getKind() == ReduceKind::Max;
-    SmallVector<Value> partial(convertTile(result).getNumElements());
-    for (auto [e, j] : llvm::enumerate(*targets)) {
-      Value x = vector::ExtractOp::create(rewriter, loc, adaptor.getSource(),
-                                          ArrayRef<int64_t>{int64_t(e)});
-      Value &p = partial[j];
-      p = !p    ? x
-          : isMax ? maxNum(rewriter, loc, p, x)
-                  : Value(arith::AddFOp::create(rewriter, loc, p, x));
-    }
+    SmallVector<Value> partial = combineWithinThread(
+        rewriter, loc, adaptor.getSource(), *targets,
+        convertTile(result).getNumElements(), op.getKind());
     if (llvm::is_contained(partial, Value()))
       return op.emitOpError()
              << "has a result value that no value of the source folds into";
