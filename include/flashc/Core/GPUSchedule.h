@@ -162,9 +162,10 @@ inline GPUTileConfig makeGPUTileConfig(int64_t group, int64_t headDim,
 ///
 /// Prefill KV blocks: 128 keys up to D = 64, 64 up to 128, and 16 beyond.
 /// With `wideWarps` (the flash_tile path, see makeGPUTileConfig), up to
-/// D = 64 a group that divides 128 gets 128 rows in blocks of 96 keys: the
-/// 32 x 96 scores, 32 x 64 accumulators and the fragments fit 255
-/// registers without spilling (128 keys spill).
+/// D = 64 a group that divides 128 gets 128 rows in blocks of 64 keys: the
+/// 32 x 64 scores, 32 x 64 accumulators, Q and the fragments fit 255
+/// registers without spilling (96 and 128 keys spill in the causal,
+/// log-sum-exp and GQA variants).
 /// Beyond 128 a thread holds 128 f32 accumulators for Dv = 256; with 32
 /// keys ptxas used all 255 registers and spilled in some variants (8 bytes
 /// in sm_90a causal GQA kernels with the log-sum-exp), with 16 it uses 228

@@ -415,8 +415,6 @@ struct ThreadSource {
   Value start;
   /// The bytes between rows and between groups (of a 3-D matrix).
   Value rowBytes, groupBytes;
-  /// Whether `start` includes the thread's row (else each copy adds it).
-  bool rowInStart = false;
 };
 
 /// Where values defined by `source` and by the function's entry
@@ -444,21 +442,21 @@ Value offsetPointer(OpBuilder &b, Location loc, Value base, Value bytes) {
                              ValueRange{i64});
 }
 
-/// The aligned pointer of `memref` as an `!llvm.ptr` of `space`.
-Value alignedPointer(OpBuilder &b, Location loc, Value memref,
-                     unsigned space) {
+/// The aligned pointer of `memref`: a shared one (`!llvm.ptr<3>`) for a
+/// workgroup memref, else a global one (`!llvm.ptr<1>`, from the generic
+/// address the kernel's memrefs hold).
+Value alignedPointer(OpBuilder &b, Location loc, Value memref) {
   Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
   Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
   MLIRContext *ctx = b.getContext();
   auto type = cast<MemRefType>(memref.getType());
-  bool shared = isa_and_nonnull<gpu::AddressSpaceAttr>(type.getMemorySpace());
-  // A generic address of global memory becomes a global one.
-  Value ptr = LLVM::IntToPtrOp::create(
-      b, loc, LLVM::LLVMPointerType::get(ctx, shared ? space : 0), i64);
-  if (!shared && space != 0)
-    ptr = LLVM::AddrSpaceCastOp::create(
-        b, loc, LLVM::LLVMPointerType::get(ctx, space), ptr);
-  return ptr;
+  if (isa_and_nonnull<gpu::AddressSpaceAttr>(type.getMemorySpace()))
+    return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(ctx, 3),
+                                    i64);
+  Value generic =
+      LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(ctx), i64);
+  return LLVM::AddrSpaceCastOp::create(
+      b, loc, LLVM::LLVMPointerType::get(ctx, 1), generic);
 }
 
 struct AsyncCopyLowering : TilePattern<AsyncCopyOp> {
@@ -636,7 +634,6 @@ private:
                                    elementBytes);
     };
     ThreadSource result;
-    result.rowInStart = rowInStart;
     result.rowBytes = strideBytes(rank - 2);
     if (rank == 3)
       result.groupBytes = strideBytes(0);
@@ -651,7 +648,7 @@ private:
           arith::MulIOp::create(rewriter, loc, tv[0], result.rowBytes));
     result.start = offsetPointer(
         rewriter, loc,
-        alignedPointer(rewriter, loc, meta.getBaseBuffer(), /*global=*/1),
+        alignedPointer(rewriter, loc, meta.getBaseBuffer()),
         start);
     sources[key] = result;
     return result;
@@ -664,7 +661,7 @@ private:
     if (!ptr) {
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPointAfterValue(buffer);
-      ptr = alignedPointer(rewriter, buffer.getLoc(), buffer, /*shared=*/3);
+      ptr = alignedPointer(rewriter, buffer.getLoc(), buffer);
     }
     return ptr;
   }

@@ -946,9 +946,9 @@ void ForwardEmitter::emit(Value shared) {
 LoopHandOver gpu_kernel::getLoopHandOver(ImplicitLocOpBuilder &b,
                                          ArrayRef<KVLoop> loops) {
   auto startOf = [&](const KVLoop &loop, Value otherwise) -> Value {
-    Value empty = arith::CmpIOp::create(b, arith::CmpIPredicate::slt,
-                                        loop.lower, loop.upper);
-    return arith::SelectOp::create(b, empty, loop.lower, otherwise);
+    Value nonEmpty = arith::CmpIOp::create(b, arith::CmpIPredicate::slt,
+                                           loop.lower, loop.upper);
+    return arith::SelectOp::create(b, nonEmpty, loop.lower, otherwise);
   };
   LoopHandOver h;
   Value none = arith::ConstantIndexOp::create(b, -1);

@@ -165,7 +165,8 @@ void TileEmitter::copyKVIfAny(Value j, Value stage) {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifAny.thenBlock());
   // A full block (every block but a ragged last one) copies with a
-  // constant count, which lowers without per-row checks.
+  // constant count, which lowers without per-row checks; a ragged one with
+  // the keys left (async_copy clamps the count to [0, Bc]).
   Value left = arith::SubIOp::create(b, s.seqKV, j);
   auto ifFull = scf::IfOp::create(
       b, TypeRange{},
@@ -181,7 +182,7 @@ void TileEmitter::copyKVIfAny(Value j, Value stage) {
   b.setInsertionPointToStart(ifFull.thenBlock());
   copies(idx(c.blockKV));
   b.setInsertionPointToStart(ifFull.elseBlock());
-  copies(arith::MaxSIOp::create(b, left, idx(0)));
+  copies(left);
 }
 
 LogicalResult TileEmitter::emit(std::string &why) {

@@ -55,9 +55,8 @@ func.func @mha(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // MHA: flash_tile.async_copy %{{.+}}, %[[KS]][%{{.+}}] valid %c128
 // MHA: flash_tile.async_copy %{{.+}}, %[[VS]][%{{.+}}] valid %c128
 // MHA: } else {
-// MHA: %[[LEFT0:.+]] = arith.maxsi %[[LEFT]]
-// MHA: flash_tile.async_copy %{{.+}}, %[[KS]][%{{.+}}] valid %[[LEFT0]]
-// MHA: flash_tile.async_copy %{{.+}}, %[[VS]][%{{.+}}] valid %[[LEFT0]]
+// MHA-NEXT: flash_tile.async_copy %{{.+}}, %[[KS]][%{{.+}}] valid %[[LEFT]]
+// MHA-NEXT: flash_tile.async_copy %{{.+}}, %[[VS]][%{{.+}}] valid %[[LEFT]]
 // MHA: %[[KT:.+]] = flash_tile.local_load %[[KS]][%{{.+}}] transpose : !flash_tile.shared<2x128x64xf16, #swizzled> -> !flash_tile.tile<64x128xf16, #mma_b>
 // MHA: %[[S:.+]] = flash_tile.mma %[[Q]], %[[KT]], %{{.+}} : !flash_tile.tile<64x64xf16, #mma_a>, !flash_tile.tile<64x128xf16, #mma_b>, !flash_tile.tile<64x128xf32, #mma>
 // A partial block's keys past the valid ones are -inf.
