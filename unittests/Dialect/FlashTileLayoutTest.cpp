@@ -475,4 +475,65 @@ TEST_F(FlashTileLayoutTest, LayoutsMatchTheSimulatorsMmaSync) {
   EXPECT_EQ(checked, 16 * 8);
 }
 
+/// A batched layout: warp w holds matrix w mod B as warp w / B of the 2-D
+/// layout, so the batch shares the 2-D machinery (coverage, thread offsets,
+/// owners, folds) and a tile replicated over the column warps of the 2-D
+/// layout with B column warps broadcasts to the batch without moving.
+TEST_F(FlashTileLayoutTest, BatchesGiveEachWarpGroupAMatrix) {
+  auto batched = [&](int64_t b, int64_t rows) {
+    return MmaLayoutAttr::get(&ctx, {b, rows, 1}, {16, 8, 16});
+  };
+  for (auto [b, rows] : {std::pair<int64_t, int64_t>{4, 1}, {2, 2}}) {
+    SCOPED_TRACE(testing::Message() << "batch " << b << " x " << rows);
+    MmaLayoutAttr acc = batched(b, rows);
+    int64_t r = 16 * rows;
+    EXPECT_EQ(acc.getNumWarps(), b * rows);
+    EXPECT_EQ(acc.getElementsPerThread({b, r, 32}), 16);
+    auto a = OperandLayoutAttr::get(&ctx, OperandKind::A, acc);
+    auto bOp = OperandLayoutAttr::get(&ctx, OperandKind::B, acc);
+    auto rowSlice = SliceLayoutAttr::get(&ctx, 2, acc);
+    auto colSlice = SliceLayoutAttr::get(&ctx, 1, acc);
+    expectCoverage(acc, {b, r, 32}, 1);
+    expectCoverage(a, {b, r, 64}, 1);
+    expectCoverage(bOp, {b, 64, 32}, rows);
+    expectCoverage(rowSlice, {b, r}, 4);
+    expectCoverage(colSlice, {b, 32}, 8 * rows);
+    expectThreadOffsetsSplit(acc, {b, r, 32});
+    expectThreadOffsetsSplit(a, {b, r, 64});
+    expectThreadOffsetsSplit(bOp, {b, 64, 32});
+    expectThreadOffsetsSplit(rowSlice, {b, r});
+    expectOneOwner(acc, {b, r, 32});
+    expectOneOwner(rowSlice, {b, r});
+    expectOneOwner(bOp, {b, 64, 32});
+    // Warp w holds matrix w mod B.
+    EXPECT_EQ(acc.getCoordinates({b, r, 32}, 32 * (b + 1) + 5, 0)[0],
+              (b + 1) % b);
+    // Q, replicated over the B column warps of a 2-D layout, is in every
+    // matrix of the batch already; a tile split over the columns is not.
+    MmaLayoutAttr flat = mma(rows, b);
+    EXPECT_TRUE(getBroadcastSources(
+        OperandLayoutAttr::get(&ctx, OperandKind::A, flat), {r, 64}, a,
+        {b, r, 64}));
+    EXPECT_TRUE(getBroadcastSources(SliceLayoutAttr::get(&ctx, 1, flat), {r},
+                                    rowSlice, {b, r}));
+    EXPECT_FALSE(getBroadcastSources(flat, {r, 8 * b}, acc, {b, r, 8 * b}));
+    // A matrix's columns fold within each thread, as a 2-D tile's do.
+    std::optional<SmallVector<int64_t>> targets =
+        getFoldTargets(acc, {b, r, 64}, {b, r, 8});
+    ASSERT_TRUE(targets);
+    EXPECT_EQ(targets->size(), 32u);
+  }
+  auto loc = UnknownLoc::get(&ctx);
+  TileType bad;
+  std::string message = diagnosticOf([&] {
+    bad = TileType::getChecked([&] { return emitError(loc); }, &ctx,
+                               ArrayRef<int64_t>{2, 16, 8},
+                               Type(Float32Type::get(&ctx)),
+                               Attribute(batched(4, 1)));
+  });
+  EXPECT_FALSE(bad);
+  EXPECT_NE(message.find("a batch of 4 matrices"), std::string::npos)
+      << message;
+}
+
 } // namespace

@@ -313,6 +313,30 @@ SmallVector<SmallVector<int64_t>> valueOffsets(TileType type) {
   return offsets;
 }
 
+/// For each value a thread holds of `full`, the index among its values of
+/// `slice` (`full` without dimension `dim`) of the value at the same
+/// coordinates without `dim`; failure when one has none.
+LogicalResult getSliceSlots(TileType full, TileType slice, int64_t dim,
+                            SmallVectorImpl<int64_t> &slots) {
+  auto key = [&](ArrayRef<int64_t> c) {
+    int64_t k = 0;
+    for (auto [ci, di] : llvm::zip_equal(c, slice.getShape()))
+      k = k * di + ci;
+    return k;
+  };
+  llvm::DenseMap<int64_t, int64_t> slot;
+  for (auto [j, c] : llvm::enumerate(valueOffsets(slice)))
+    slot[key(c)] = j;
+  for (SmallVector<int64_t> c : valueOffsets(full)) {
+    c.erase(c.begin() + dim);
+    auto it = slot.find(key(c));
+    if (it == slot.end())
+      return failure();
+    slots.push_back(it->second);
+  }
+  return success();
+}
+
 VectorType convertTile(TileType type) {
   return VectorType::get(
       {type.getLayoutInterface().getElementsPerThread(type.getShape())},
@@ -718,11 +742,17 @@ struct LocalLoadLowering : TilePattern<LocalLoadOp> {
     if (isA && op.getTranspose())
       return op.emitOpError() << "cannot lower a transposed A operand yet";
 
-    ArrayRef<int64_t> shape = result.getShape();
-    ArrayRef<int64_t> warps = mma.getWarps();
+    // A batch's matrix b (of warps w with w mod B = b) reads the stage's
+    // b-th block of rows (of its columns' rows when transposed); within
+    // it, warp w / B is the matrix's warp as in a 2-D tile.
+    ArrayRef<int64_t> shape = result.getShape().take_back(2);
+    ArrayRef<int64_t> warps = mma.getMatrixWarps();
     MLIRContext *ctx = rewriter.getContext();
     AffineExpr t = getAffineDimExpr(0, ctx);
-    AffineExpr lane = t % 32, warp = t.floorDiv(32);
+    int64_t batch = mma.getBatch();
+    AffineExpr lane = t % 32, warp = t.floorDiv(32).floorDiv(batch);
+    AffineExpr batchRows = (t.floorDiv(32) % batch) *
+                           (op.getTranspose() ? shape[1] : shape[0]);
     int64_t threads = 32 * mma.getNumWarps();
     VectorType x4 = VectorType::get({4, 2}, buffer.getElementType());
     VectorType x2 = VectorType::get({2, 2}, buffer.getElementType());
@@ -746,7 +776,8 @@ struct LocalLoadLowering : TilePattern<LocalLoadOp> {
       // Matrices 0..3: rows +0 and +8, columns +0 and +8 (a0 .. a7); lane l
       // points at row l % 16, column 8 * (l / 16).
       int64_t mTiles = shape[0] / (16 * warps[0]), kTiles = shape[1] / 16;
-      AffineExpr row = warp.floorDiv(warps[1]) * (shape[0] / warps[0]) +
+      AffineExpr row = batchRows +
+                       warp.floorDiv(warps[1]) * (shape[0] / warps[0]) +
                        lane % 16;
       AffineExpr col = lane.floorDiv(16) * 8;
       SharedAddresses addr(buffer, row, col, threads);
@@ -763,8 +794,8 @@ struct LocalLoadLowering : TilePattern<LocalLoadOp> {
       AffineExpr kPart = (lane.floorDiv(8) % 2) * 8;
       AffineExpr nPart = lane.floorDiv(16) * 8;
       bool fromColumns = op.getTranspose(); // the stage holds N x K (K rows)
-      AffineExpr row = fromColumns ? warpCol + nPart + lane % 8
-                                   : kPart + lane % 8;
+      AffineExpr row = batchRows + (fromColumns ? warpCol + nPart + lane % 8
+                                                : kPart + lane % 8);
       AffineExpr col = fromColumns ? kPart : warpCol + nPart;
       SharedAddresses addr(buffer, row, col, threads);
       for (int64_t kt = 0; kt < kTiles; ++kt)
@@ -834,10 +865,13 @@ struct MmaLowering : TilePattern<MmaOp> {
     if (mma.getInstr()[2] != 16)
       return op.emitOpError() << "lowers only m16n8k16 multiplies";
     auto aType = kv.operandType<TileType>(op, 0);
-    ArrayRef<int64_t> warps = mma.getWarps();
-    int64_t mTiles = accType.getShape()[0] / (16 * warps[0]);
-    int64_t nTiles = accType.getShape()[1] / (8 * warps[1]);
-    int64_t kTiles = aType.getShape()[1] / 16;
+    // A batch gives each warp one matrix: its values are those of a 2-D
+    // multiply of the matrix's shape.
+    ArrayRef<int64_t> warps = mma.getMatrixWarps();
+    ArrayRef<int64_t> accShape = accType.getShape().take_back(2);
+    int64_t mTiles = accShape[0] / (16 * warps[0]);
+    int64_t nTiles = accShape[1] / (8 * warps[1]);
+    int64_t kTiles = aType.getShape().back() / 16;
 
     // The operand fragments, each once: A per (m, k) tile, B per (k, n).
     SmallVector<Value> aFrags, bFrags;
@@ -903,26 +937,19 @@ struct ReduceLowering : TilePattern<ReduceOp> {
     if (!mma)
       return op.emitOpError() << "lowers only reductions of MMA accumulators";
     int64_t dim = slice.getDim();
-    if (mma.getWarps()[dim] != 1)
+    // The matrix dimension reduced (0: rows, 1: columns).
+    int64_t matrixDim = dim - (mma.isBatched() ? 1 : 0);
+    if (mma.getMatrixWarps()[matrixDim] != 1)
       return op.emitOpError()
-             << "reduces across " << mma.getWarps()[dim]
+             << "reduces across " << mma.getMatrixWarps()[matrixDim]
              << " warps; only reductions within a warp lower yet";
     // Which value of the result each of the thread's values goes to: the
-    // same kept coordinate (thread 0's coordinates suffice, the thread part
-    // being the same for both layouts).
-    SmallVector<SmallVector<int64_t>> src = valueOffsets(source);
-    SmallVector<SmallVector<int64_t>> dst = valueOffsets(result);
-    int64_t kept = 1 - dim;
-    llvm::DenseMap<int64_t, int64_t> slot;
-    for (auto [j, c] : llvm::enumerate(dst))
-      slot[c[0]] = j;
+    // same kept coordinates (thread 0's coordinates suffice, the thread
+    // part being the same for both layouts).
     SmallVector<int64_t> target;
-    for (ArrayRef<int64_t> c : src) {
-      auto it = slot.find(c[kept]);
-      if (it == slot.end())
-        return op.emitOpError() << "has a value with no place in the result";
-      target.push_back(it->second);
-    }
+    if (failed(getSliceSlots(source, result, dim, target)))
+      return op.emitOpError() << "has a value with no place in the result";
+    SmallVector<SmallVector<int64_t>> dst = valueOffsets(result);
     SmallVector<Value> partial =
         combineWithinThread(rewriter, loc, adaptor.getSource(), target,
                             dst.size(), op.getKind());
@@ -932,8 +959,9 @@ struct ReduceLowering : TilePattern<ReduceOp> {
                    : Value(arith::AddFOp::create(rewriter, loc, x, y));
     };
     // Lanes that share a row differ in lane % 4; a column, in lane / 4.
-    SmallVector<int32_t> offsets =
-        dim == 1 ? SmallVector<int32_t>{1, 2} : SmallVector<int32_t>{4, 8, 16};
+    SmallVector<int32_t> offsets = matrixDim == 1
+                                       ? SmallVector<int32_t>{1, 2}
+                                       : SmallVector<int32_t>{4, 8, 16};
     for (Value &p : partial)
       for (int32_t offset : offsets)
         p = combine(p, gpu::ShuffleOp::create(rewriter, loc, p, offset, 32,
@@ -977,6 +1005,143 @@ struct FoldLowering : TilePattern<FoldOp> {
 };
 
 //===----------------------------------------------------------------------===//
+// broadcast and batch_reduce
+//===----------------------------------------------------------------------===//
+
+/// Whether the thread owns the values it holds of `layout` (of each
+/// element's holders, the one that writes it), or null when every thread
+/// owns its values.
+Value ownerOf(Operation *op, LayoutAttrInterface layout, KernelValues &kv,
+              RewriterBase &rewriter) {
+  SmallVector<AffineExpr> conditions = getOwnerConditions(layout);
+  if (conditions.empty())
+    return Value();
+  Location loc = op->getLoc();
+  Value owner;
+  Value zero = indexConst(rewriter, loc, 0);
+  for (Value c : kv.atEntry(op, conditions, rewriter)) {
+    Value isZero = arith::CmpIOp::create(rewriter, loc,
+                                         arith::CmpIPredicate::eq, c, zero);
+    owner = owner ? arith::AndIOp::create(rewriter, loc, owner, isZero)
+                        .getResult()
+                  : isZero;
+  }
+  return owner;
+}
+
+struct BroadcastLowering : TilePattern<BroadcastOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  lower(BroadcastOp op, OpAdaptor adaptor,
+        ConversionPatternRewriter &rewriter) const override {
+    auto source = kv.operandType<TileType>(op, 0);
+    TileType result = op.getResult().getType();
+    std::optional<SmallVector<int64_t>> sources = getBroadcastSources(
+        source.getLayoutInterface(), source.getShape(),
+        result.getLayoutInterface(), result.getShape());
+    if (!sources)
+      return op.emitOpError()
+             << "needs values that other threads hold; only broadcasts "
+                "whose every thread holds its matrix lower yet";
+    rewriter.replaceOpWithNewOp<vector::ShuffleOp>(
+        op, adaptor.getSource(), adaptor.getSource(), *sources);
+    return success();
+  }
+};
+
+/// Through shared memory: every thread writes its values of the batch at
+/// their row-major place in the scratch (as f32), then reads, for each of
+/// its values of the result, the batch's values at that place and
+/// combines them. A barrier before (the scratch's last readers are done)
+/// and after the writes.
+struct BatchReduceLowering : TilePattern<BatchReduceOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  lower(BatchReduceOp op, OpAdaptor adaptor,
+        ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto source = kv.operandType<TileType>(op, 0);
+    TileType result = op.getResult().getType();
+    auto alloc = op.getScratch().getDefiningOp<AllocOp>();
+    if (!alloc || !alloc.getOffset())
+      return op.emitOpError() << "needs its scratch from a flash_tile.alloc "
+                                 "with an offset (flash-tile-allocate-shared)";
+    Type f32 = rewriter.getF32Type();
+    ArrayRef<int64_t> shape = source.getShape();
+    int64_t matrix = 1;
+    for (int64_t extent : shape.drop_front())
+      matrix *= extent;
+    Value scratch = memref::ViewOp::create(
+        rewriter, loc,
+        MemRefType::get({shape[0] * matrix}, f32, AffineMap(),
+                        gpu::AddressSpaceAttr::get(
+                            rewriter.getContext(),
+                            gpu::AddressSpace::Workgroup)),
+        kv.dynamicShared(op, rewriter),
+        indexConst(rewriter, loc, *alloc.getOffset()), ValueRange{});
+
+    // The row-major place of a value: the thread's part, evaluated once,
+    // plus a constant per value.
+    auto place = [&](TileType type, ArrayRef<int64_t> dims) {
+      SmallVector<AffineExpr> offsets =
+          getThreadOffsets(type.getLayoutInterface(), type.getShape());
+      AffineExpr linear = getAffineConstantExpr(0, rewriter.getContext());
+      for (auto [e, d] : llvm::zip_equal(offsets, dims))
+        linear = linear * d + e;
+      return kv.atEntry(op, {linear}, rewriter)[0];
+    };
+    auto constPlace = [](ArrayRef<int64_t> c, ArrayRef<int64_t> dims) {
+      int64_t linear = 0;
+      for (auto [ci, d] : llvm::zip_equal(c, dims))
+        linear = linear * d + ci;
+      return linear;
+    };
+
+    gpu::BarrierOp::create(rewriter, loc);
+    {
+      // Of a value's holders (the lanes of a quad share a row's value),
+      // its owner writes.
+      OpBuilder::InsertionGuard guard(rewriter);
+      if (Value owner = ownerOf(op, source.getLayoutInterface(), kv,
+                                rewriter)) {
+        auto ifOwner = scf::IfOp::create(rewriter, loc, owner,
+                                         /*withElse=*/false);
+        rewriter.setInsertionPointToStart(ifOwner.thenBlock());
+      }
+      Value from = place(source, shape);
+      for (auto [e, c] : llvm::enumerate(valueOffsets(source))) {
+        Value x = vector::ExtractOp::create(rewriter, loc, adaptor.getSource(),
+                                            ArrayRef<int64_t>{int64_t(e)});
+        memref::StoreOp::create(
+            rewriter, loc, x, scratch,
+            ValueRange{addConst(rewriter, loc, from, constPlace(c, shape))});
+      }
+    }
+    gpu::BarrierOp::create(rewriter, loc);
+
+    bool isMax = op.getKind() == ReduceKind::Max;
+    Value to = place(result, shape.drop_front());
+    SmallVector<Value> values;
+    for (ArrayRef<int64_t> c : valueOffsets(result)) {
+      Value at = addConst(rewriter, loc, to, constPlace(c, shape.drop_front()));
+      Value acc;
+      for (int64_t b = 0; b < shape[0]; ++b) {
+        Value x = memref::LoadOp::create(
+            rewriter, loc, scratch,
+            ValueRange{addConst(rewriter, loc, at, b * matrix)});
+        acc = !acc    ? x
+              : isMax ? maxNum(rewriter, loc, acc, x)
+                      : Value(arith::AddFOp::create(rewriter, loc, acc, x));
+      }
+      values.push_back(acc);
+    }
+    rewriter.replaceOpWithNewOp<vector::FromElementsOp>(
+        op, convertTile(result), values);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
 // map
 //===----------------------------------------------------------------------===//
 
@@ -1004,16 +1169,9 @@ struct MapLowering : TilePattern<MapOp> {
       }
       // A slice broadcast along its removed dimension.
       auto slice = cast<SliceLayoutAttr>(type.getLayout());
-      llvm::DenseMap<int64_t, int64_t> slot;
-      for (auto [j, c] : llvm::enumerate(valueOffsets(type)))
-        slot[c[0]] = j;
-      for (ArrayRef<int64_t> c : coords) {
-        auto it = slot.find(c[1 - slice.getDim()]);
-        if (it == slot.end())
-          return op.emitOpError() << "broadcasts a slice that does not hold "
-                                     "the rows its result needs";
-        p.push_back(it->second);
-      }
+      if (failed(getSliceSlots(result, type, slice.getDim(), p)))
+        return op.emitOpError() << "broadcasts a slice that does not hold "
+                                   "the rows its result needs";
     }
 
     SmallVector<Value> thread;
@@ -1060,18 +1218,7 @@ struct StoreLowering : TilePattern<StoreOp> {
         op, getThreadOffsets(layout, type.getShape()), rewriter);
     // A 1-D tile is column 0; of an element's holders, its owner writes.
     Value colBase = type.getRank() == 2 ? thread[1] : Value();
-    Value owner;
-    SmallVector<AffineExpr> conditions = getOwnerConditions(layout);
-    if (!conditions.empty()) {
-      Value zero = indexConst(rewriter, loc, 0);
-      for (Value c : kv.atEntry(op, conditions, rewriter)) {
-        Value isZero = arith::CmpIOp::create(
-            rewriter, loc, arith::CmpIPredicate::eq, c, zero);
-        owner = owner ? arith::AndIOp::create(rewriter, loc, owner, isZero)
-                            .getResult()
-                      : isZero;
-      }
-    }
+    Value owner = ownerOf(op, layout, kv, rewriter);
     // The values of one row share a predicate.
     SmallVector<SmallVector<int64_t>> coords = valueOffsets(type);
     llvm::MapVector<int64_t, SmallVector<int64_t>> rows;
@@ -1192,7 +1339,8 @@ struct FlashTileToNVGPUPass
     RewritePatternSet patterns(ctx);
     patterns.add<AllocLowering, AsyncCopyLowering, AsyncWaitLowering,
                  LocalLoadLowering, SplatLowering, ConvertLayoutLowering,
-                 MmaLowering, ReduceLowering, FoldLowering, MapLowering,
+                 MmaLowering, ReduceLowering, FoldLowering,
+                 BroadcastLowering, BatchReduceLowering, MapLowering,
                  StoreLowering>(
         converter, ctx, kv);
     patterns.add<ApproxLowering<math::Exp2Op>>(ctx,

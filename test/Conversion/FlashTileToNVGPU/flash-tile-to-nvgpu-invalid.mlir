@@ -103,3 +103,15 @@ func.func @k8(%a: !flash_tile.tile<64x8xf16, #flash_tile.operand<a, #mma>>,
 // expected-error @below {{lowers only inside a function}}
 // expected-error @below {{failed to legalize operation 'flash_tile.splat'}}
 %t = flash_tile.splat %x : !flash_tile.tile<64xf32, #flash_tile.slice<1, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>
+
+// -----
+
+#flat = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+#mma = #flash_tile.mma<warps = [4, 1, 1], instr = [16, 8, 16]>
+// Split over the row warps, the rows are not in every warp of the batch.
+func.func @broadcast_between_warps(%x: !flash_tile.tile<64x8xf32, #flat>) {
+  // expected-error @below {{needs values that other threads hold; only broadcasts whose every thread holds its matrix lower yet}}
+  // expected-error @below {{failed to legalize operation 'flash_tile.broadcast'}}
+  %b = flash_tile.broadcast %x : !flash_tile.tile<64x8xf32, #flat> -> !flash_tile.tile<4x64x8xf32, #mma>
+  return
+}

@@ -325,3 +325,69 @@ func.func @straddling_groups(%src: memref<8x?x64xf16>, %row: index, %n: index) {
       : memref<8x?x64xf16>, !flash_tile.shared<1x64x64xf16, #smem>
   return
 }
+
+// -----
+
+#mma = #flash_tile.mma<warps = [4, 1, 1], instr = [16, 8, 16]>
+#flat = #flash_tile.mma<warps = [1, 4], instr = [16, 8, 16]>
+#smem = #flash_tile.swizzled<vector = 8, phases = 8>
+// A batch of 4 kv warps: warp w reads K rows [32 w, 32 w + 32) of the
+// stage (its 32 keys) as the B operand, 4 k-steps x 2 pairs of n8 tiles,
+// and multiplies by Q, which every warp already holds: the broadcast is a
+// register copy. Each warp's matrix is 16 x 32: 4 n-tiles x 4 k-steps of
+// mma.sync. The row maxima stay within the warp (quad shuffles only).
+// CHECK-LABEL: func.func @batched
+// CHECK: %[[TID:.+]] = gpu.thread_id  x
+// CHECK: %[[WARP:.+]] = arith.divui %[[TID]], %c32
+// CHECK: %[[KVW:.+]] = arith.remui %[[WARP]], %c4
+// CHECK: arith.muli %[[KVW]], %c32
+// CHECK: vector.shuffle
+// CHECK-COUNT-8: nvgpu.ldmatrix %{{.+}}[%{{.+}}] {numTiles = 4 : i32, transpose = false} : memref<16384xf16, #gpu.address_space<workgroup>> -> vector<4x2xf16>
+// CHECK-NOT: nvgpu.ldmatrix
+// CHECK-COUNT-16: nvgpu.mma.sync
+// CHECK-NOT: nvgpu.mma.sync
+// CHECK: gpu.shuffle  xor %{{.+}}, %c1_i32
+// CHECK: gpu.shuffle  xor %{{.+}}, %c2_i32
+// CHECK-NOT: gpu.shuffle  xor %{{.+}}, %c4_i32
+// CHECK: vector.from_elements %{{.+}}, %{{.+}} : vector<2xf32>
+func.func @batched(%q: !flash_tile.tile<16x64xf16, #flash_tile.operand<a, #flat>>, %stage: index)
+    -> !flash_tile.tile<4x16xf32, #flash_tile.slice<2, #mma>> {
+  %k = flash_tile.alloc {offset = 0} : !flash_tile.shared<2x128x64xf16, #smem>
+  %qb = flash_tile.broadcast %q : !flash_tile.tile<16x64xf16, #flash_tile.operand<a, #flat>>
+      -> !flash_tile.tile<4x16x64xf16, #flash_tile.operand<a, #mma>>
+  %kt = flash_tile.local_load %k[%stage] transpose : !flash_tile.shared<2x128x64xf16, #smem>
+      -> !flash_tile.tile<4x64x32xf16, #flash_tile.operand<b, #mma>>
+  %zero = arith.constant 0.0 : f32
+  %s0 = flash_tile.splat %zero : !flash_tile.tile<4x16x32xf32, #mma>
+  %s = flash_tile.mma %qb, %kt, %s0 : !flash_tile.tile<4x16x64xf16, #flash_tile.operand<a, #mma>>,
+      !flash_tile.tile<4x64x32xf16, #flash_tile.operand<b, #mma>>, !flash_tile.tile<4x16x32xf32, #mma>
+  %m = flash_tile.reduce max %s : !flash_tile.tile<4x16x32xf32, #mma>
+      -> !flash_tile.tile<4x16xf32, #flash_tile.slice<2, #mma>>
+  return %m : !flash_tile.tile<4x16xf32, #flash_tile.slice<2, #mma>>
+}
+
+// -----
+
+#mma = #flash_tile.mma<warps = [4, 1, 1], instr = [16, 8, 16]>
+#flat = #flash_tile.mma<warps = [1, 4], instr = [16, 8, 16]>
+#smem = #flash_tile.swizzled<vector = 8, phases = 8>
+// The kv warps' row maxima meet through shared memory: a barrier, each
+// quad's first lane writes its 2 rows (f32, at the scratch's offset), a
+// barrier, and each thread reads its 2 rows of each of the 4 warps.
+// CHECK-LABEL: func.func @batch_reduce
+// CHECK: %[[SCRATCH:.+]] = memref.view %{{.+}}[%c256{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.barrier
+// CHECK: scf.if
+// CHECK-COUNT-2: memref.store %{{.+}}, %[[SCRATCH]]
+// CHECK: }
+// CHECK: gpu.barrier
+// CHECK-COUNT-8: memref.load %[[SCRATCH]]
+// CHECK-NOT: memref.load
+// CHECK: vector.from_elements %{{.+}}, %{{.+}} : vector<2xf32>
+func.func @batch_reduce(%m: !flash_tile.tile<4x16xf32, #flash_tile.slice<2, #mma>>)
+    -> !flash_tile.tile<16xf32, #flash_tile.slice<1, #flat>> {
+  %k = flash_tile.alloc {offset = 256} : !flash_tile.shared<1x16x64xf16, #smem>
+  %r = flash_tile.batch_reduce max %m, %k : !flash_tile.tile<4x16xf32, #flash_tile.slice<2, #mma>>,
+      !flash_tile.shared<1x16x64xf16, #smem> -> !flash_tile.tile<16xf32, #flash_tile.slice<1, #flat>>
+  return %r : !flash_tile.tile<16xf32, #flash_tile.slice<1, #flat>>
+}

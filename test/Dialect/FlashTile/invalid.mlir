@@ -3,7 +3,7 @@
 // Every rule of the flash_tile verifiers: layouts, types, operations.
 
 // mma: two warp counts
-// expected-error @+1 {{#flash_tile.mma needs two positive warp counts (rows, columns), not [4]}}
+// expected-error @+1 {{#flash_tile.mma needs two positive warp counts (rows, columns), or three (batch, rows, columns), not [4]}}
 func.func private @f(%a: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4], instr = [16, 8, 16]>>)
 
 // -----
@@ -57,8 +57,38 @@ func.func private @f(%a: !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<ve
 // -----
 
 // tile: rank
-// expected-error @+1 {{a flash_tile tile is 1-D or 2-D, not 3-D}}
+// expected-error @+1 {{a flash_tile tile is 1-D or 2-D, or a batch of them (3-D at most), not 4-D}}
+func.func private @f(%a: !flash_tile.tile<2x2x64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>)
+
+// -----
+
+// mma: a 2-D layout holds 2-D tiles
+// expected-error @+1 {{#flash_tile.mma holds 2-D tiles, not a tile of 2x64x64}}
 func.func private @f(%a: !flash_tile.tile<2x64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>)
+
+// -----
+
+// mma: warp counts
+// expected-error @+1 {{#flash_tile.mma needs two positive warp counts (rows, columns), or three (batch, rows, columns), not [2, 2, 1, 1]}}
+func.func private @f(%a: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [2, 2, 1, 1], instr = [16, 8, 16]>>)
+
+// -----
+
+// mma: a batched layout holds one matrix per batch
+// expected-error @+1 {{a batched #flash_tile.mma holds a batch of 4 matrices, a tile of 4x..., not 2x16x32}}
+func.func private @f(%a: !flash_tile.tile<2x16x32xf32, #flash_tile.mma<warps = [4, 1, 1], instr = [16, 8, 16]>>)
+
+// -----
+
+// mma: a batch's matrices are whole tiles of the matrix layout
+// expected-error @+1 {{#flash_tile.mma needs a tile whose extents are multiples of 16x8, not 8x32}}
+func.func private @f(%a: !flash_tile.tile<4x8x32xf32, #flash_tile.mma<warps = [4, 1, 1], instr = [16, 8, 16]>>)
+
+// -----
+
+// slice: a batched parent keeps its batch
+// expected-error @+1 {{#flash_tile.slice removes dimension 1 or 2 of a batched parent (a matrix dimension), not 0}}
+func.func private @f(%a: !flash_tile.tile<16x32xf32, #flash_tile.slice<0, #flash_tile.mma<warps = [4, 1, 1], instr = [16, 8, 16]>>>)
 
 // -----
 
@@ -310,7 +340,7 @@ func.func @f(%s: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], ins
 
 // reduce: shape
 func.func @f(%s: !flash_tile.tile<128x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>) {
-  // expected-error @+1 {{'flash_tile.reduce' op reduces dimension 0 of 128x64 to 64 values, not 128}}
+  // expected-error @+1 {{'flash_tile.reduce' op reduces dimension 0 of 128x64 to 64, not 128}}
   %m = flash_tile.reduce sum %s : !flash_tile.tile<128x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>> -> !flash_tile.tile<128xf32, #flash_tile.slice<0, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>
   return
 }
@@ -346,7 +376,7 @@ func.func @f(%s: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], ins
 
 // fold: the rows, and a divisor of the columns
 func.func @f(%s: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>) {
-  // expected-error @+1 {{'flash_tile.fold' op folds the columns of a 2-D tile into a tile of its rows and a divisor of its columns, not 64x64 into 64x24}}
+  // expected-error @+1 {{'flash_tile.fold' op folds the columns of a tile into a tile of its rows and a divisor of its columns, not 64x64 into 64x24}}
   %m = flash_tile.fold sum %s : !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>> -> !flash_tile.tile<64x24xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>
   return
 }
@@ -355,7 +385,7 @@ func.func @f(%s: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], ins
 
 // fold: the rows
 func.func @f(%s: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>) {
-  // expected-error @+1 {{'flash_tile.fold' op folds the columns of a 2-D tile into a tile of its rows and a divisor of its columns, not 64x64 into 128x8}}
+  // expected-error @+1 {{'flash_tile.fold' op folds the columns of a tile into a tile of its rows and a divisor of its columns, not 64x64 into 128x8}}
   %m = flash_tile.fold sum %s : !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>> -> !flash_tile.tile<128x8xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>
   return
 }
@@ -474,5 +504,122 @@ func.func @f(%src: memref<3x?x64xf16>, %i: index) {
 func.func @f(%t: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>, %d: memref<?x?x64xf32>, %i: index) {
   // expected-error @+1 {{'flash_tile.store' op packs the rows of a destination of ? groups into 64 tile rows; the groups must be static and divide them}}
   flash_tile.store %t, %d[%i] valid %i : !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>, memref<?x?x64xf32>
+  return
+}
+
+// -----
+
+// local_load: a batch splits the stage's rows
+#mma = #flash_tile.mma<warps = [3, 1, 1], instr = [16, 8, 16]>
+func.func @f(%stage: index) {
+  %buf = flash_tile.alloc : !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+  // expected-error @+1 {{reads a batch of 3 matrices from a stage of 64 rows, which 3 does not divide}}
+  %t = flash_tile.local_load %buf[%stage] : !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+      -> !flash_tile.tile<3x16x64xf16, #flash_tile.operand<b, #mma>>
+  return
+}
+
+// -----
+
+// local_load: each matrix is one block of rows
+#mma = #flash_tile.mma<warps = [4, 1, 1], instr = [16, 8, 16]>
+func.func @f(%stage: index) {
+  %buf = flash_tile.alloc : !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+  // expected-error @+1 {{reads a transposed stage of 64x64 into a tile of 4x64x16, not 4x32x16}}
+  %t = flash_tile.local_load %buf[%stage] transpose : !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+      -> !flash_tile.tile<4x32x16xf16, #flash_tile.operand<b, #mma>>
+  return
+}
+
+// -----
+
+// broadcast: the result is a batch of the source
+#flat = #flash_tile.mma<warps = [1, 4], instr = [16, 8, 16]>
+#mma = #flash_tile.mma<warps = [4, 1, 1], instr = [16, 8, 16]>
+func.func @f(%q: !flash_tile.tile<16x64xf16, #flash_tile.operand<a, #flat>>) {
+  // expected-error @+1 {{a tile of its element type and of shape Bx16x64, not}}
+  %b = flash_tile.broadcast %q : !flash_tile.tile<16x64xf16, #flash_tile.operand<a, #flat>>
+      -> !flash_tile.tile<4x16x32xf16, #flash_tile.operand<a, #mma>>
+  return
+}
+
+// -----
+
+// broadcast: the same warps
+#flat = #flash_tile.mma<warps = [1, 2], instr = [16, 8, 16]>
+#mma = #flash_tile.mma<warps = [4, 1, 1], instr = [16, 8, 16]>
+func.func @f(%q: !flash_tile.tile<16x64xf16, #flash_tile.operand<a, #flat>>) {
+  // expected-error @+1 {{keeps the tile on its 2 warps; the result's layout spreads it over 4}}
+  %b = flash_tile.broadcast %q : !flash_tile.tile<16x64xf16, #flash_tile.operand<a, #flat>>
+      -> !flash_tile.tile<4x16x64xf16, #flash_tile.operand<a, #mma>>
+  return
+}
+
+// -----
+
+// batch_reduce: of a batched tile
+#mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+func.func @f(%s: !flash_tile.tile<64x32xf32, #mma>, %buf: !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>) {
+  // expected-error @+1 {{reduces a batched accumulator or slice, not a tile in #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>}}
+  %r = flash_tile.batch_reduce sum %s, %buf : !flash_tile.tile<64x32xf32, #mma>,
+      !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>> -> !flash_tile.tile<32xf32, #flash_tile.slice<0, #mma>>
+  return
+}
+
+// -----
+
+// batch_reduce: the result is one matrix
+#mma = #flash_tile.mma<warps = [4, 1, 1], instr = [16, 8, 16]>
+#flat = #flash_tile.mma<warps = [1, 4], instr = [16, 8, 16]>
+func.func @f(%s: !flash_tile.tile<4x16x32xf32, #mma>, %buf: !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>) {
+  // expected-error @+1 {{of its element type and of shape 16x32, not}}
+  %r = flash_tile.batch_reduce sum %s, %buf : !flash_tile.tile<4x16x32xf32, #mma>,
+      !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>> -> !flash_tile.tile<16x64xf32, #flat>
+  return
+}
+
+// -----
+
+// batch_reduce: the same warps
+#mma = #flash_tile.mma<warps = [4, 1, 1], instr = [16, 8, 16]>
+#flat = #flash_tile.mma<warps = [1, 2], instr = [16, 8, 16]>
+func.func @f(%s: !flash_tile.tile<4x16x32xf32, #mma>, %buf: !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>) {
+  // expected-error @+1 {{keeps the tile on its 4 warps; the result's layout spreads it over 2}}
+  %r = flash_tile.batch_reduce sum %s, %buf : !flash_tile.tile<4x16x32xf32, #mma>,
+      !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>> -> !flash_tile.tile<16x32xf32, #flat>
+  return
+}
+
+// -----
+
+// batch_reduce: enough scratch
+#mma = #flash_tile.mma<warps = [4, 1, 1], instr = [16, 8, 16]>
+#flat = #flash_tile.mma<warps = [1, 4], instr = [16, 8, 16]>
+func.func @f(%s: !flash_tile.tile<4x16x64xf32, #mma>, %buf: !flash_tile.shared<1x16x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>) {
+  // expected-error @+1 {{needs 16384 bytes of scratch for the batch; the buffer has 2048}}
+  %r = flash_tile.batch_reduce sum %s, %buf : !flash_tile.tile<4x16x64xf32, #mma>,
+      !flash_tile.shared<1x16x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>> -> !flash_tile.tile<16x64xf32, #flat>
+  return
+}
+
+// -----
+
+// batch_reduce: f32
+#mma = #flash_tile.mma<warps = [4, 1, 1], instr = [16, 8, 16]>
+#flat = #flash_tile.mma<warps = [1, 4], instr = [16, 8, 16]>
+func.func @f(%s: !flash_tile.tile<4x16x32xf16, #mma>, %buf: !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>) {
+  // expected-error @+1 {{reduces f32 tiles, not 'f16'}}
+  %r = flash_tile.batch_reduce sum %s, %buf : !flash_tile.tile<4x16x32xf16, #mma>,
+      !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>> -> !flash_tile.tile<16x32xf16, #flat>
+  return
+}
+
+// -----
+
+// store: 1-D or 2-D
+#mma = #flash_tile.mma<warps = [4, 1, 1], instr = [16, 8, 16]>
+func.func @f(%o: !flash_tile.tile<4x16x32xf32, #mma>, %out: memref<?x32xf32>, %row: index, %n: index) {
+  // expected-error @+1 {{writes a 1-D or 2-D tile, not 4x16x32 (reduce a batch first)}}
+  flash_tile.store %o, %out[%row] valid %n : !flash_tile.tile<4x16x32xf32, #mma>, memref<?x32xf32>
   return
 }

@@ -123,3 +123,54 @@ func.func @splat() -> !flash_tile.tile<64xf32, #flash_tile.slice<1, #flash_tile.
   %m = flash_tile.splat %ninf : !flash_tile.tile<64xf32, #flash_tile.slice<1, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>
   return %m : !flash_tile.tile<64xf32, #flash_tile.slice<1, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>
 }
+
+// -----
+
+// A flash-decoding block: Q broadcast to a batch of 4 kv warps, each warp's
+// share of K and V read from its block of the stage's rows, batched
+// multiplies and row reductions, and the warps' states combined after the
+// loop through a scratch buffer.
+
+#mma = #flash_tile.mma<warps = [4, 1, 1], instr = [16, 8, 16]>
+#flat = #flash_tile.mma<warps = [1, 4], instr = [16, 8, 16]>
+#smem = #flash_tile.swizzled<vector = 8, phases = 8>
+
+// CHECK-LABEL: func.func @decode
+func.func @decode(%q: !flash_tile.tile<16x64xf16, #flash_tile.operand<a, #flat>>,
+                  %stage: index) -> !flash_tile.tile<16x64xf32, #flat> {
+  %kbuf = flash_tile.alloc : !flash_tile.shared<2x128x64xf16, #smem>
+  // CHECK: flash_tile.broadcast %{{.*}} : !flash_tile.tile<16x64xf16, #{{.*}}> -> !flash_tile.tile<4x16x64xf16, #{{.*}}>
+  %qb = flash_tile.broadcast %q : !flash_tile.tile<16x64xf16, #flash_tile.operand<a, #flat>>
+      -> !flash_tile.tile<4x16x64xf16, #flash_tile.operand<a, #mma>>
+  // CHECK: flash_tile.local_load %{{.*}}[%{{.*}}] transpose : !flash_tile.shared<2x128x64xf16, #swizzled> -> !flash_tile.tile<4x64x32xf16, #{{.*}}>
+  %kt = flash_tile.local_load %kbuf[%stage] transpose : !flash_tile.shared<2x128x64xf16, #smem>
+      -> !flash_tile.tile<4x64x32xf16, #flash_tile.operand<b, #mma>>
+  %zero = arith.constant 0.0 : f32
+  %s0 = flash_tile.splat %zero : !flash_tile.tile<4x16x32xf32, #mma>
+  // CHECK: flash_tile.mma {{.*}} : !flash_tile.tile<4x16x64xf16, {{.*}}>, !flash_tile.tile<4x64x32xf16, {{.*}}>, !flash_tile.tile<4x16x32xf32, #{{.*}}>
+  %s = flash_tile.mma %qb, %kt, %s0 : !flash_tile.tile<4x16x64xf16, #flash_tile.operand<a, #mma>>,
+      !flash_tile.tile<4x64x32xf16, #flash_tile.operand<b, #mma>>, !flash_tile.tile<4x16x32xf32, #mma>
+  // CHECK: flash_tile.reduce max %{{.*}} : !flash_tile.tile<4x16x32xf32, #{{.*}}> -> !flash_tile.tile<4x16xf32, #{{.*}}>
+  %m = flash_tile.reduce max %s : !flash_tile.tile<4x16x32xf32, #mma>
+      -> !flash_tile.tile<4x16xf32, #flash_tile.slice<2, #mma>>
+  // CHECK: flash_tile.fold sum %{{.*}} : !flash_tile.tile<4x16x32xf32, #{{.*}}> -> !flash_tile.tile<4x16x8xf32, #{{.*}}>
+  %l = flash_tile.fold sum %s : !flash_tile.tile<4x16x32xf32, #mma> -> !flash_tile.tile<4x16x8xf32, #mma>
+  %p = flash_tile.map indices %s, %m : !flash_tile.tile<4x16x32xf32, #mma>,
+      !flash_tile.tile<4x16xf32, #flash_tile.slice<2, #mma>> -> !flash_tile.tile<4x16x32xf32, #mma> {
+  ^bb0(%b: index, %r: index, %c: index, %x: f32, %y: f32):
+    %d = arith.subf %x, %y : f32
+    flash_tile.yield %d : f32
+  }
+  %v = flash_tile.alloc : !flash_tile.shared<2x128x64xf16, #smem>
+  // CHECK: flash_tile.local_load %{{.*}}[%{{.*}}] : !flash_tile.shared<2x128x64xf16, #swizzled> -> !flash_tile.tile<4x32x64xf16, #{{.*}}>
+  %vb = flash_tile.local_load %v[%stage] : !flash_tile.shared<2x128x64xf16, #smem>
+      -> !flash_tile.tile<4x32x64xf16, #flash_tile.operand<b, #mma>>
+  // CHECK: flash_tile.batch_reduce max %{{.*}}, %{{.*}} : !flash_tile.tile<4x16xf32, #{{.*}}>, !flash_tile.shared<2x128x64xf16, #swizzled> -> !flash_tile.tile<16xf32, #{{.*}}>
+  %mAll = flash_tile.batch_reduce max %m, %kbuf : !flash_tile.tile<4x16xf32, #flash_tile.slice<2, #mma>>,
+      !flash_tile.shared<2x128x64xf16, #smem> -> !flash_tile.tile<16xf32, #flash_tile.slice<1, #flat>>
+  %o0 = flash_tile.splat %zero : !flash_tile.tile<4x16x64xf32, #mma>
+  // CHECK: flash_tile.batch_reduce sum
+  %o = flash_tile.batch_reduce sum %o0, %kbuf : !flash_tile.tile<4x16x64xf32, #mma>,
+      !flash_tile.shared<2x128x64xf16, #smem> -> !flash_tile.tile<16x64xf32, #flat>
+  return %o : !flash_tile.tile<16x64xf32, #flat>
+}

@@ -56,15 +56,50 @@ verifyMultiples(function_ref<InFlightDiagnostic()> emitError,
 }
 
 //===----------------------------------------------------------------------===//
+// Batches
+//===----------------------------------------------------------------------===//
+
+/// The coordinates of a batched layout's value: warp w holds matrix
+/// w mod B, as the layout's 2-D form `matrix` places it over warp w / B.
+/// (The batch varies fastest: warps that hold one value of a 2-D tile
+/// replicated over its column warps hold it in every matrix of the batch.)
+static SmallVector<int64_t>
+getBatchedCoordinates(LayoutAttrInterface matrix, ArrayRef<int64_t> shape,
+                      int64_t thread, int64_t element) {
+  int64_t batch = shape[0], warp = thread / 32, lane = thread % 32;
+  SmallVector<int64_t> coords = {warp % batch};
+  llvm::append_range(coords,
+                     matrix.getCoordinates(shape.drop_front(),
+                                           (warp / batch) * 32 + lane,
+                                           element));
+  return coords;
+}
+
+/// Checks the batch extent of a tile of a batched layout, then its matrix
+/// shape against the 2-D form.
+static LogicalResult
+verifyBatchedShape(function_ref<InFlightDiagnostic()> emitError,
+                   LayoutAttrInterface matrix, int64_t batch,
+                   ArrayRef<int64_t> shape, StringRef what) {
+  if (shape.empty() || shape[0] != batch)
+    return emitError() << what << " holds a batch of " << batch
+                       << " matrices, a tile of " << batch << "x..., not "
+                       << formatShape(shape);
+  return matrix.verifyShape(emitError, shape.drop_front());
+}
+
+//===----------------------------------------------------------------------===//
 // MmaLayoutAttr
 //===----------------------------------------------------------------------===//
 
 LogicalResult MmaLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                     ArrayRef<int64_t> warps,
                                     ArrayRef<int64_t> instr) {
-  if (warps.size() != 2 || llvm::any_of(warps, [](int64_t w) { return w < 1; }))
+  if ((warps.size() != 2 && warps.size() != 3) ||
+      llvm::any_of(warps, [](int64_t w) { return w < 1; }))
     return emitError() << "#flash_tile.mma needs two positive warp counts "
-                          "(rows, columns), not ["
+                          "(rows, columns), or three (batch, rows, columns), "
+                          "not ["
                        << warps << "]";
   if (instr.size() != 3 || instr[0] != 16 || instr[1] != 8 ||
       (instr[2] != 16 && instr[2] != 8))
@@ -74,18 +109,25 @@ LogicalResult MmaLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError
   return success();
 }
 
+MmaLayoutAttr MmaLayoutAttr::getMatrixLayout() const {
+  if (!isBatched())
+    return *this;
+  return MmaLayoutAttr::get(getContext(), getMatrixWarps(), getInstr());
+}
+
 LogicalResult
 MmaLayoutAttr::verifyShape(function_ref<InFlightDiagnostic()> emitError,
                            ArrayRef<int64_t> shape) const {
+  if (isBatched())
+    return verifyBatchedShape(emitError, getMatrixLayout(), getBatch(), shape,
+                              "a batched #flash_tile.mma");
   return verifyMultiples(emitError, shape,
                          {getInstr()[0] * getWarps()[0],
                           getInstr()[1] * getWarps()[1]},
                          "#flash_tile.mma");
 }
 
-int64_t MmaLayoutAttr::getNumWarps() const {
-  return getWarps()[0] * getWarps()[1];
-}
+int64_t MmaLayoutAttr::getNumWarps() const { return product(getWarps()); }
 
 int64_t MmaLayoutAttr::getElementsPerThread(ArrayRef<int64_t> shape) const {
   return product(shape) / (32 * getNumWarps());
@@ -98,6 +140,8 @@ int64_t MmaLayoutAttr::getElementsPerThread(ArrayRef<int64_t> shape) const {
 SmallVector<int64_t> MmaLayoutAttr::getCoordinates(ArrayRef<int64_t> shape,
                                                    int64_t thread,
                                                    int64_t element) const {
+  if (isBatched())
+    return getBatchedCoordinates(getMatrixLayout(), shape, thread, element);
   ArrayRef<int64_t> warps = getWarps();
   int64_t warp = thread / 32, lane = thread % 32;
   int64_t rowsPerWarp = shape[0] / warps[0], colsPerWarp = shape[1] / warps[1];
@@ -118,6 +162,11 @@ LogicalResult
 OperandLayoutAttr::verifyShape(function_ref<InFlightDiagnostic()> emitError,
                                ArrayRef<int64_t> shape) const {
   MmaLayoutAttr p = getParent();
+  if (p.isBatched())
+    return verifyBatchedShape(
+        emitError,
+        OperandLayoutAttr::get(getContext(), getKind(), p.getMatrixLayout()),
+        p.getBatch(), shape, "a batched operand layout");
   ArrayRef<int64_t> instr = p.getInstr();
   if (getKind() == OperandKind::A)
     return verifyMultiples(emitError, shape,
@@ -134,10 +183,12 @@ int64_t OperandLayoutAttr::getNumWarps() const {
 
 int64_t OperandLayoutAttr::getElementsPerThread(ArrayRef<int64_t> shape) const {
   // An A tile is split over the row warps and replicated over the column
-  // warps; a B tile the other way round.
-  ArrayRef<int64_t> warps = getParent().getWarps();
+  // warps; a B tile the other way round. A batch gives each matrix its own
+  // warps.
+  MmaLayoutAttr p = getParent();
+  ArrayRef<int64_t> warps = p.getMatrixWarps();
   int64_t split = getKind() == OperandKind::A ? warps[0] : warps[1];
-  return product(shape) / (32 * split);
+  return product(shape) / (32 * split * p.getBatch());
 }
 
 // A's values: its 16 x K instruction tiles row-major over the warp's rows,
@@ -149,6 +200,10 @@ SmallVector<int64_t> OperandLayoutAttr::getCoordinates(ArrayRef<int64_t> shape,
                                                        int64_t thread,
                                                        int64_t element) const {
   MmaLayoutAttr p = getParent();
+  if (p.isBatched())
+    return getBatchedCoordinates(
+        OperandLayoutAttr::get(getContext(), getKind(), p.getMatrixLayout()),
+        shape, thread, element);
   ArrayRef<int64_t> warps = p.getWarps();
   int64_t k = p.getInstr()[2];
   int64_t warp = thread / 32, lane = thread % 32;
@@ -180,6 +235,13 @@ SmallVector<int64_t> OperandLayoutAttr::getCoordinates(ArrayRef<int64_t> shape,
 LogicalResult
 SliceLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                         int64_t dim, MmaLayoutAttr parent) {
+  if (parent.isBatched()) {
+    if (dim != 1 && dim != 2)
+      return emitError() << "#flash_tile.slice removes dimension 1 or 2 of a "
+                            "batched parent (a matrix dimension), not "
+                         << dim;
+    return success();
+  }
   if (dim != 0 && dim != 1)
     return emitError() << "#flash_tile.slice removes dimension 0 or 1 of its "
                           "2-D parent, not "
@@ -187,10 +249,19 @@ SliceLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+/// The slice of one matrix of a batched parent.
+static SliceLayoutAttr getMatrixSlice(SliceLayoutAttr slice) {
+  return SliceLayoutAttr::get(slice.getContext(), slice.getDim() - 1,
+                              slice.getParent().getMatrixLayout());
+}
+
 LogicalResult
 SliceLayoutAttr::verifyShape(function_ref<InFlightDiagnostic()> emitError,
                              ArrayRef<int64_t> shape) const {
   MmaLayoutAttr p = getParent();
+  if (p.isBatched())
+    return verifyBatchedShape(emitError, getMatrixSlice(*this), p.getBatch(),
+                              shape, "a batched #flash_tile.slice");
   int64_t kept = 1 - getDim();
   return verifyMultiples(emitError, shape,
                          {p.getInstr()[kept] * p.getWarps()[kept]},
@@ -204,6 +275,8 @@ int64_t SliceLayoutAttr::getNumWarps() const {
 int64_t SliceLayoutAttr::getElementsPerThread(ArrayRef<int64_t> shape) const {
   // Within an instruction tile a lane holds 2 of the 16 rows (a quad of
   // lanes shares them) or 2 of the 8 columns.
+  if (getParent().isBatched())
+    return getMatrixSlice(*this).getElementsPerThread(shape.drop_front());
   ArrayRef<int64_t> warps = getParent().getWarps();
   if (getDim() == 1)
     return shape[0] / (8 * warps[0]);
@@ -215,6 +288,9 @@ int64_t SliceLayoutAttr::getElementsPerThread(ArrayRef<int64_t> shape) const {
 SmallVector<int64_t> SliceLayoutAttr::getCoordinates(ArrayRef<int64_t> shape,
                                                      int64_t thread,
                                                      int64_t element) const {
+  if (getParent().isBatched())
+    return getBatchedCoordinates(getMatrixSlice(*this), shape, thread,
+                                 element);
   ArrayRef<int64_t> warps = getParent().getWarps();
   int64_t warp = thread / 32, lane = thread % 32;
   if (getDim() == 1) {

@@ -105,6 +105,18 @@ LogicalResult LocalLoadOp::verify() {
   SmallVector<int64_t> expected = {buffer.getRows(), buffer.getColumns()};
   if (getTranspose())
     std::swap(expected[0], expected[1]);
+  if (result.getRank() == 3) {
+    // A batch of B matrices from B blocks of the stage's rows.
+    int64_t batch = result.getShape()[0];
+    int64_t &split = getTranspose() ? expected[1] : expected[0];
+    if (split % batch != 0)
+      return emitOpError() << "reads a batch of " << batch
+                           << " matrices from a stage of "
+                           << buffer.getRows() << " rows, which "
+                           << batch << " does not divide";
+    split /= batch;
+    expected.insert(expected.begin(), batch);
+  }
   if (result.getShape() != ArrayRef<int64_t>(expected))
     return emitOpError() << "reads a " << (getTranspose() ? "transposed " : "")
                          << "stage of " << buffer.getRows() << "x"
@@ -160,7 +172,9 @@ LogicalResult MmaOp::verify() {
     return emitOpError() << "needs B in #flash_tile.operand<b, " << mma
                          << ">, not " << b.getLayout();
   ArrayRef<int64_t> as = a.getShape(), bs = b.getShape(), cs = acc.getShape();
-  if (as[1] != bs[0] || as[0] != cs[0] || bs[1] != cs[1])
+  // A batch's leading extents are equal (the layouts check them).
+  auto m = [](ArrayRef<int64_t> shape) { return shape.take_back(2); };
+  if (m(as)[1] != m(bs)[0] || m(as)[0] != m(cs)[0] || m(bs)[1] != m(cs)[1])
     return emitOpError() << "multiplies " << formatShape(as) << " by "
                          << formatShape(bs) << " into " << formatShape(cs)
                          << ": the shapes do not chain (M x K, K x N, M x N)";
@@ -187,11 +201,12 @@ LogicalResult ReduceOp::verify() {
                             "layout "
                          << source.getLayout() << ", not "
                          << result.getLayout();
-  int64_t kept = 1 - slice.getDim();
-  if (result.getShape() != ArrayRef<int64_t>{source.getShape()[kept]})
+  SmallVector<int64_t> kept = llvm::to_vector(source.getShape());
+  kept.erase(kept.begin() + slice.getDim());
+  if (result.getShape() != ArrayRef<int64_t>(kept))
     return emitOpError() << "reduces dimension " << slice.getDim() << " of "
                          << formatShape(source.getShape()) << " to "
-                         << source.getShape()[kept] << " values, not "
+                         << formatShape(kept) << ", not "
                          << formatShape(result.getShape());
   if (source.getElementType() != result.getElementType())
     return emitOpError() << "keeps the element type " << source.getElementType()
@@ -210,13 +225,80 @@ LogicalResult FoldOp::verify() {
       source.getLayout() != result.getLayout())
     return emitOpError() << "keeps the element type and the layout: "
                          << source << " and " << result << " differ";
-  if (source.getRank() != 2 || result.getRank() != 2 ||
-      source.getShape()[0] != result.getShape()[0] ||
-      source.getShape()[1] % result.getShape()[1] != 0)
-    return emitOpError() << "folds the columns of a 2-D tile into a tile "
+  ArrayRef<int64_t> from = source.getShape(), to = result.getShape();
+  if (from.size() < 2 || from.size() != to.size() ||
+      from.drop_back() != to.drop_back() || from.back() % to.back() != 0)
+    return emitOpError() << "folds the columns of a tile into a tile "
                             "of its rows and a divisor of its columns, not "
-                         << formatShape(source.getShape()) << " into "
-                         << formatShape(result.getShape());
+                         << formatShape(from) << " into " << formatShape(to);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// BroadcastOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult BroadcastOp::verify() {
+  TileType source = getSource().getType();
+  TileType result = getResult().getType();
+  if (source.getElementType() != result.getElementType() ||
+      result.getRank() != source.getRank() + 1 ||
+      result.getShape().drop_front() != source.getShape())
+    return emitOpError() << "makes a batch of copies of " << source
+                         << ": a tile of its element type and of shape "
+                            "Bx"
+                         << formatShape(source.getShape()) << ", not "
+                         << result;
+  auto from = source.getLayoutInterface(), to = result.getLayoutInterface();
+  if (from.getNumWarps() != to.getNumWarps())
+    return emitOpError() << "keeps the tile on its " << from.getNumWarps()
+                         << " warps; the result's layout spreads it over "
+                         << to.getNumWarps();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// BatchReduceOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult BatchReduceOp::verify() {
+  TileType source = getSource().getType();
+  TileType result = getResult().getType();
+  auto batched = [](Attribute layout) -> bool {
+    if (auto mma = dyn_cast<MmaLayoutAttr>(layout))
+      return mma.isBatched();
+    if (auto slice = dyn_cast<SliceLayoutAttr>(layout))
+      return slice.getParent().isBatched();
+    return false;
+  };
+  if (!batched(source.getLayout()))
+    return emitOpError() << "reduces a batched accumulator or slice, not a "
+                            "tile in "
+                         << source.getLayout();
+  if (source.getElementType() != result.getElementType() ||
+      result.getShape() != source.getShape().drop_front())
+    return emitOpError() << "reduces " << source
+                         << " over its batch: the result is a tile of its "
+                            "element type and of shape "
+                         << formatShape(source.getShape().drop_front())
+                         << ", not " << result;
+  if (!result.getElementType().isF32())
+    return emitOpError() << "reduces f32 tiles, not "
+                         << result.getElementType();
+  auto from = source.getLayoutInterface(), to = result.getLayoutInterface();
+  if (from.getNumWarps() != to.getNumWarps())
+    return emitOpError() << "keeps the tile on its " << from.getNumWarps()
+                         << " warps; the result's layout spreads it over "
+                         << to.getNumWarps();
+  int64_t bytes = 4;
+  for (int64_t extent : source.getShape())
+    bytes *= extent;
+  SharedType scratch = getScratch().getType();
+  if (scratch.getSizeInBytes() < bytes)
+    return emitOpError() << "needs " << bytes
+                         << " bytes of scratch for the batch; the buffer "
+                            "has "
+                         << scratch.getSizeInBytes();
   return success();
 }
 
@@ -232,10 +314,12 @@ LogicalResult MapOp::verify() {
         type.getLayout() == result.getLayout())
       continue;
     auto slice = dyn_cast<SliceLayoutAttr>(type.getLayout());
-    if (result.getRank() == 2 && slice && slice.getParent() == result.getLayout() &&
-        type.getShape() ==
-            ArrayRef<int64_t>{result.getShape()[1 - slice.getDim()]})
-      continue;
+    if (slice && slice.getParent() == result.getLayout()) {
+      SmallVector<int64_t> kept = llvm::to_vector(result.getShape());
+      kept.erase(kept.begin() + slice.getDim());
+      if (type.getShape() == ArrayRef<int64_t>(kept))
+        continue;
+    }
     return emitOpError() << "input " << i << " (" << type
                          << ") has neither the result's shape and layout nor "
                             "is a slice of the result's layout that "
@@ -283,6 +367,10 @@ LogicalResult MapOp::verifyRegions() {
 
 LogicalResult StoreOp::verify() {
   TileType value = getValue().getType();
+  if (value.getRank() > 2)
+    return emitOpError() << "writes a 1-D or 2-D tile, not "
+                         << formatShape(value.getShape())
+                         << " (reduce a batch first)";
   // A 1-D tile is a column: one value per row.
   int64_t columns = value.getRank() == 2 ? value.getShape()[1] : 1;
   return verifyGlobalMatrix(*this, getDest().getType(), "destination",

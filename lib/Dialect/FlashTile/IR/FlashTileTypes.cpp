@@ -81,8 +81,9 @@ void TileType::print(AsmPrinter &printer) const {
 LogicalResult TileType::verify(function_ref<InFlightDiagnostic()> emitError,
                                ArrayRef<int64_t> shape, Type elementType,
                                Attribute layout) {
-  if (shape.empty() || shape.size() > 2)
-    return emitError() << "a flash_tile tile is 1-D or 2-D, not "
+  if (shape.empty() || shape.size() > 3)
+    return emitError() << "a flash_tile tile is 1-D or 2-D, or a batch of "
+                          "them (3-D at most), not "
                        << shape.size() << "-D";
   if (failed(verifyShapeAndElement(emitError, "a tile", shape, elementType)))
     return failure();

@@ -51,25 +51,65 @@ mlir::flash_tile::getInThreadPermutation(LayoutAttrInterface from,
 }
 
 std::optional<SmallVector<int64_t>>
+mlir::flash_tile::getBroadcastSources(LayoutAttrInterface from,
+                                      ArrayRef<int64_t> fromShape,
+                                      LayoutAttrInterface to,
+                                      ArrayRef<int64_t> toShape) {
+  if (from.getNumWarps() != to.getNumWarps())
+    return std::nullopt;
+  int64_t threads = 32 * from.getNumWarps();
+  auto key = [&](ArrayRef<int64_t> c) {
+    int64_t k = 0;
+    for (auto [ci, di] : llvm::zip_equal(c, fromShape))
+      k = k * di + ci;
+    return k;
+  };
+  std::optional<SmallVector<int64_t>> sources;
+  for (int64_t t = 0; t < threads; ++t) {
+    llvm::DenseMap<int64_t, int64_t> held;
+    for (int64_t e = 0, n = from.getElementsPerThread(fromShape); e < n; ++e)
+      held.try_emplace(key(from.getCoordinates(fromShape, t, e)), e);
+    SmallVector<int64_t> mine;
+    for (int64_t e = 0, n = to.getElementsPerThread(toShape); e < n; ++e) {
+      SmallVector<int64_t> c = to.getCoordinates(toShape, t, e);
+      auto it = held.find(key(ArrayRef<int64_t>(c).drop_front()));
+      if (it == held.end())
+        return std::nullopt;
+      mine.push_back(it->second);
+    }
+    if (!sources)
+      sources = std::move(mine);
+    else if (*sources != mine)
+      return std::nullopt;
+  }
+  return sources;
+}
+
+std::optional<SmallVector<int64_t>>
 mlir::flash_tile::getFoldTargets(LayoutAttrInterface layout,
                                  ArrayRef<int64_t> sourceShape,
                                  ArrayRef<int64_t> resultShape) {
   int64_t threads = 32 * layout.getNumWarps();
-  int64_t width = resultShape[1];
+  int64_t width = resultShape.back();
+  // An element's place in the result, its last coordinate taken mod W.
+  auto key = [&](ArrayRef<int64_t> c) {
+    int64_t k = 0;
+    for (size_t i = 0, last = c.size() - 1; i <= last; ++i)
+      k = k * resultShape[i] + (i == last ? c[i] % width : c[i]);
+    return k;
+  };
   std::optional<SmallVector<int64_t>> targets;
   for (int64_t t = 0; t < threads; ++t) {
     // Where this thread holds each element of the result.
     llvm::DenseMap<int64_t, int64_t> held;
     for (int64_t e = 0, n = layout.getElementsPerThread(resultShape); e < n;
-         ++e) {
-      SmallVector<int64_t> c = layout.getCoordinates(resultShape, t, e);
-      held.try_emplace(c[0] * width + c[1], e);
-    }
+         ++e)
+      held.try_emplace(key(layout.getCoordinates(resultShape, t, e)), e);
     SmallVector<int64_t> mine;
     for (int64_t e = 0, n = layout.getElementsPerThread(sourceShape); e < n;
          ++e) {
       SmallVector<int64_t> c = layout.getCoordinates(sourceShape, t, e);
-      auto it = held.find(c[0] * width + c[1] % width);
+      auto it = held.find(key(c));
       if (it == held.end())
         return std::nullopt;
       mine.push_back(it->second);
@@ -82,10 +122,58 @@ mlir::flash_tile::getFoldTargets(LayoutAttrInterface layout,
   return targets;
 }
 
+/// The 2-D form of a layout of the batched MMA family (its matrix's
+/// layout), or null when `layout` is not batched.
+static LayoutAttrInterface getMatrixForm(LayoutAttrInterface layout) {
+  MLIRContext *ctx = layout.getContext();
+  if (auto mma = dyn_cast<MmaLayoutAttr>(layout))
+    return mma.isBatched() ? mma.getMatrixLayout() : nullptr;
+  if (auto operand = dyn_cast<OperandLayoutAttr>(layout))
+    return operand.getParent().isBatched()
+               ? OperandLayoutAttr::get(ctx, operand.getKind(),
+                                        operand.getParent().getMatrixLayout())
+               : nullptr;
+  if (auto slice = dyn_cast<SliceLayoutAttr>(layout))
+    return slice.getParent().isBatched()
+               ? SliceLayoutAttr::get(ctx, slice.getDim() - 1,
+                                      slice.getParent().getMatrixLayout())
+               : nullptr;
+  return nullptr;
+}
+
+/// `exprs` of a thread's index in its matrix of a batch of `batch`, as
+/// expressions of the CTA's thread index t: warp w holds matrix w mod B as
+/// warp w / B of the matrix's layout.
+static SmallVector<AffineExpr> inMatrix(ArrayRef<AffineExpr> exprs,
+                                        int64_t batch, MLIRContext *ctx) {
+  AffineExpr t = getAffineDimExpr(0, ctx);
+  AffineExpr matrixThread = t.floorDiv(32).floorDiv(batch) * 32 + t % 32;
+  SmallVector<AffineExpr> out;
+  for (AffineExpr e : exprs)
+    out.push_back(e.replace(t, matrixThread));
+  return out;
+}
+
+/// The batch of a batched layout.
+static int64_t getBatch(LayoutAttrInterface layout, LayoutAttrInterface matrix) {
+  return layout.getNumWarps() / matrix.getNumWarps();
+}
+
 SmallVector<AffineExpr>
 mlir::flash_tile::getThreadOffsets(LayoutAttrInterface layout,
                                    ArrayRef<int64_t> shape) {
   MLIRContext *ctx = layout.getContext();
+  if (LayoutAttrInterface matrix = getMatrixForm(layout)) {
+    // The matrix is the warp's index mod B; the rest, the matrix's offsets
+    // for the thread's index in it.
+    int64_t batch = getBatch(layout, matrix);
+    SmallVector<AffineExpr> offsets = {
+        getAffineDimExpr(0, ctx).floorDiv(32) % batch};
+    llvm::append_range(
+        offsets,
+        inMatrix(getThreadOffsets(matrix, shape.drop_front()), batch, ctx));
+    return offsets;
+  }
   AffineExpr t = getAffineDimExpr(0, ctx);
   AffineExpr lane = t % 32, warp = t.floorDiv(32);
   // The warp's row and column in an MMA layout's warp grid, and the rows
@@ -129,6 +217,9 @@ mlir::flash_tile::getThreadOffsets(LayoutAttrInterface layout,
 
 SmallVector<AffineExpr>
 mlir::flash_tile::getOwnerConditions(LayoutAttrInterface layout) {
+  if (LayoutAttrInterface matrix = getMatrixForm(layout))
+    return inMatrix(getOwnerConditions(matrix), getBatch(layout, matrix),
+                    layout.getContext());
   AffineExpr t = getAffineDimExpr(0, layout.getContext());
   AffineExpr lane = t % 32, warp = t.floorDiv(32);
   SmallVector<AffineExpr> conditions;

@@ -66,15 +66,39 @@ def FlashTile_MmaLayoutAttr : FlashTile_Attr<"MmaLayout", "mma",
 
     `instr` is `[16, 8, 16]` (f16 and bf16 operands) or `[16, 8, 8]`.
 
+    With three warp counts, `[batch, rows, columns]`, the layout holds a
+    batch of independent matrices, a 3-D tile of `B x R x C` elements with
+    `B = warps[0]`: warp `w` holds matrix `w mod B`, as warp `w / B` of the
+    2-D layout of the last two counts. (The batch varies fastest, so that
+    a tile replicated over the column warps of a 2-D layout of `B` columns
+    is already in every warp of the batch: see `flash_tile.broadcast`.) Flash-decoding's kv warps are such a batch: each warp
+    multiplies the Q tile by its own share of a KV block and keeps its own
+    softmax state, and the states are combined once, at the end
+    (`flash_tile.batch_reduce`).
+
     ```mlir
     // 4 warps stacked over the rows: 16 query rows per warp of a 64-row tile.
     #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+    // 4 warps, each with its own 16-row matrix.
+    #flash_tile.mma<warps = [4, 1, 1], instr = [16, 8, 16]>
     ```
   }];
   let parameters = (ins ArrayRefParameter<"int64_t">:$warps,
                         ArrayRefParameter<"int64_t">:$instr);
   let assemblyFormat = "`<` `warps` `=` `[` $warps `]` `,` `instr` `=` `[` $instr `]` `>`";
   let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Whether the layout holds a batch of matrices (three warp counts).
+    bool isBatched() const { return getWarps().size() == 3; }
+    /// The matrices of a batched layout (1 otherwise).
+    int64_t getBatch() const { return isBatched() ? getWarps()[0] : 1; }
+    /// The warp grid of one matrix: the last two counts.
+    ::llvm::ArrayRef<int64_t> getMatrixWarps() const {
+      return getWarps().take_back(2);
+    }
+    /// The 2-D layout of one matrix (this layout when not batched).
+    MmaLayoutAttr getMatrixLayout() const;
+  }];
 }
 
 def FlashTile_OperandKind : I32EnumAttr<"OperandKind",
@@ -95,7 +119,8 @@ def FlashTile_OperandLayoutAttr : FlashTile_Attr<"OperandLayout", "operand",
     parent's row warps, and is replicated over its column warps; B likewise
     over its column warps. An A tile's rows are a multiple of
     `M * warps[0]` and its columns of `K`; a B tile's rows of `K` and its
-    columns of `N * warps[1]`.
+    columns of `N * warps[1]`. With a batched parent, the tile is a batch of
+    such operands, `B x M x K` or `B x K x N`, one per group of warps.
 
     ```mlir
     #flash_tile.operand<a, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>
@@ -109,16 +134,19 @@ def FlashTile_OperandLayoutAttr : FlashTile_Attr<"OperandLayout", "operand",
 
 def FlashTile_SliceLayoutAttr : FlashTile_Attr<"SliceLayout", "slice",
     [DeclareAttrInterfaceMethods<FlashTile_LayoutAttrInterface>]> {
-  let summary = "A 1-D tile of a 2-D layout with one dimension removed";
+  let summary = "A tile of an MMA layout with one matrix dimension removed";
   let description = [{
-    What reducing a 2-D tile of layout `parent` along `dim` leaves: with
-    `dim = 1`, one value per row, held by the threads that held that row
-    (for an MMA accumulator, the four lanes of a quad). A `slice` tile is
-    also how a per-row value (a running maximum or sum) meets a 2-D tile
-    in `flash_tile.map`, broadcast along `dim`.
+    What reducing a tile of layout `parent` along `dim` leaves: with
+    `dim = 1` of a 2-D parent, one value per row, held by the threads that
+    held that row (for an MMA accumulator, the four lanes of a quad). A
+    `slice` tile is also how a per-row value (a running maximum or sum)
+    meets a tile in `flash_tile.map`, broadcast along `dim`. Of a batched
+    parent (`B x R x C`), `dim` is 1 or 2 and the slice keeps the batch:
+    `dim = 2` leaves `B x R`, a value per row of each matrix.
 
     ```mlir
     #flash_tile.slice<1, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>
+    #flash_tile.slice<2, #flash_tile.mma<warps = [4, 1, 1], instr = [16, 8, 16]>>
     ```
   }];
   let parameters = (ins "int64_t":$dim,

@@ -97,7 +97,11 @@ def FlashTile_LocalLoadOp : FlashTile_Op<"local_load"> {
     Reads stage `stage` of `buffer` into a register tile of the result's
     layout (an MMA operand layout: `ldmatrix` on NVIDIA GPUs). With
     `transpose`, the tile is the stage's transpose (`K^T` from a stage of K
-    rows): its shape is `C x R` for a stage of `R x C`.
+    rows): its shape is `C x R` for a stage of `R x C`. A 3-D tile of a
+    batched layout, `B x X x Y`, reads the stage as `B` blocks of
+    consecutive rows, matrix `b` from the `b`-th: the stage is `(B * X) x
+    Y`, or `(B * Y) x X` with `transpose` (each kv warp's keys of a
+    flash-decoding block).
 
     ```mlir
     %kt = flash_tile.local_load %kbuf[%stage] transpose
@@ -165,7 +169,9 @@ def FlashTile_MmaOp : FlashTile_Op<"mma", [Pure,
     `result = a * b + acc`: `a` is `M x K` in the A operand layout of the
     accumulator's MMA layout, `b` `K x N` in its B operand layout, `acc`
     and the result `M x N` in the MMA layout. The operands are f16 or bf16
-    (both the same), the accumulator f32.
+    (both the same), the accumulator f32. With a batched layout every tile
+    has a leading batch dimension and matrix `b` of the result is
+    `a[b] * b[b] + acc[b]`.
 
     ```mlir
     %s1 = flash_tile.mma %q, %kt, %s0
@@ -192,13 +198,14 @@ def FlashTile_ReduceKind : I32EnumAttr<"ReduceKind",
 }
 
 def FlashTile_ReduceOp : FlashTile_Op<"reduce", [Pure]> {
-  let summary = "Reduce a 2-D tile along one dimension";
+  let summary = "Reduce a tile along one matrix dimension";
   let description = [{
-    The maximum or sum of a 2-D tile along the dimension its result's
+    The maximum or sum of a tile along the dimension its result's
     `#flash_tile.slice` layout removes, one value per remaining index, held
     by the threads that held those elements. Threads combine their own
     elements first; the layout decides which lanes then exchange them (for
     an MMA accumulator reduced along its rows, the four lanes of a quad).
+    A batched tile reduces each matrix on its own.
 
     ```mlir
     %m = flash_tile.reduce max %s
@@ -214,11 +221,12 @@ def FlashTile_ReduceOp : FlashTile_Op<"reduce", [Pure]> {
 }
 
 def FlashTile_FoldOp : FlashTile_Op<"fold", [Pure]> {
-  let summary = "Combine a 2-D tile's blocks of columns";
+  let summary = "Combine a tile's blocks of columns";
   let description = [{
-    The maximum or sum of the `W`-column blocks of a 2-D tile, for a result
-    of `W` columns in the same layout: `result[r][c]` combines
-    `source[r][k * W + c]` over every block `k`. Where the layout gives each
+    The maximum or sum of the `W`-column blocks of a tile, for a result
+    of `W` columns in the same layout (and the same leading extents):
+    `result[r][c]` combines `source[r][k * W + c]` over every block `k`
+    (`result[b][r][c]` of a batched tile). Where the layout gives each
     thread the same columns of every block (an MMA accumulator folded to one
     instruction tile's 8 columns), each thread combines its own values and
     nothing moves between threads: a reduction left partial, which a
@@ -238,11 +246,60 @@ def FlashTile_FoldOp : FlashTile_Op<"fold", [Pure]> {
   let hasVerifier = 1;
 }
 
+def FlashTile_BroadcastOp : FlashTile_Op<"broadcast", [Pure]> {
+  let summary = "A batch of copies of a tile";
+  let description = [{
+    A batched tile of `B` matrices, each of them `source`: the result's
+    shape is `B` followed by the source's. The Q tile of flash-decoding
+    meets every kv warp's share of a block this way. Where each thread
+    already holds what it needs (an operand or slice replicated over the
+    warps that become the batch), nothing moves.
+
+    ```mlir
+    %qb = flash_tile.broadcast %q
+        : !flash_tile.tile<16x64xf16, #flash_tile.operand<a, #flash_tile.mma<warps = [1, 4], instr = [16, 8, 16]>>>
+        -> !flash_tile.tile<4x16x64xf16, #flash_tile.operand<a, #flash_tile.mma<warps = [4, 1, 1], instr = [16, 8, 16]>>>
+    ```
+  }];
+  let arguments = (ins FlashTile_Tile:$source);
+  let results = (outs FlashTile_Tile:$result);
+  let assemblyFormat = "$source attr-dict `:` qualified(type($source)) `->` qualified(type($result))";
+  let hasVerifier = 1;
+}
+
+def FlashTile_BatchReduceOp : FlashTile_Op<"batch_reduce"> {
+  let summary = "Reduce a batched tile over its batch";
+  let description = [{
+    The maximum or sum of the `B` matrices of a batched tile, element by
+    element, as a tile of one matrix in the result's layout (over the same
+    warps). The values move between warps through `scratch`, a shared
+    buffer of at least the source's bytes whose contents the op
+    overwrites: it waits for every thread before writing it and after.
+    Flash-decoding combines its kv warps' softmax states so, once, after
+    the KV loop.
+
+    ```mlir
+    %o = flash_tile.batch_reduce sum %ob, %kbuf
+        : !flash_tile.tile<4x16x64xf32, #flash_tile.mma<warps = [4, 1, 1], instr = [16, 8, 16]>>,
+          !flash_tile.shared<2x256x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+        -> !flash_tile.tile<16x64xf32, #flash_tile.mma<warps = [1, 4], instr = [16, 8, 16]>>
+    ```
+  }];
+  let arguments = (ins FlashTile_ReduceKind:$kind, FlashTile_Tile:$source,
+                       FlashTile_Shared:$scratch);
+  let results = (outs FlashTile_Tile:$result);
+  let assemblyFormat = [{
+    $kind $source `,` $scratch attr-dict `:` qualified(type($source)) `,`
+    qualified(type($scratch)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
 def FlashTile_MapOp : FlashTile_Op<"map", [Pure, SingleBlock]> {
   let summary = "An elementwise function of tiles";
   let description = [{
     Applies the region to each element of its inputs. The inputs have the
-    result's shape and layout, or are 1-D `#flash_tile.slice` tiles of the
+    result's shape and layout, or are `#flash_tile.slice` tiles of the
     result's layout, broadcast along the dimension the slice removes (a
     per-row maximum meeting the scores). The region takes one scalar per
     input, preceded by the element's indices in the result when `indices`

@@ -23,11 +23,14 @@ def FlashTile_TileType : FlashTile_Type<"Tile", "tile",
   let description = [{
     A 1-D or 2-D array of statically known size, held by the CTA's threads
     as its `layout` (an attribute implementing the layout interface: `mma`,
-    `operand`, `slice` or `blocked`) says. The layout must accept the shape:
-    an MMA layout, for instance, needs whole instruction tiles per warp.
+    `operand`, `slice` or `blocked`) says, or a batch of such arrays (one
+    more, leading, dimension) in a batched layout. The layout must accept
+    the shape: an MMA layout, for instance, needs whole instruction tiles
+    per warp.
 
     ```mlir
     !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>
+    !flash_tile.tile<4x16x32xf32, #flash_tile.mma<warps = [4, 1, 1], instr = [16, 8, 16]>>
     ```
   }];
   let parameters = (ins ArrayRefParameter<"int64_t">:$shape,

@@ -33,10 +33,19 @@ std::optional<llvm::SmallVector<int64_t>>
 getInThreadPermutation(LayoutAttrInterface from, LayoutAttrInterface to,
                        llvm::ArrayRef<int64_t> shape);
 
-/// For a tile of `sourceShape` folded into `resultShape` (the same rows, a
-/// divisor of the columns) in the same layout: when every thread holds the
-/// result element each of its source values folds into (column c to
-/// c mod W), the index among its result values of each of its source
+/// For a tile of `fromShape` in layout `from` broadcast to a batch of
+/// copies, `toShape` = [B] + `fromShape` in layout `to`: when every thread
+/// already holds, for each of its values in `to`, the source value at the
+/// same coordinates without the batch, the index in `from` of each (the
+/// same list for every thread); otherwise nullopt.
+std::optional<llvm::SmallVector<int64_t>>
+getBroadcastSources(LayoutAttrInterface from, llvm::ArrayRef<int64_t> fromShape,
+                    LayoutAttrInterface to, llvm::ArrayRef<int64_t> toShape);
+
+/// For a tile of `sourceShape` folded into `resultShape` (the same leading
+/// extents, a divisor of the last one) in the same layout: when every
+/// thread holds the result element each of its source values folds into
+/// (column c to c mod W), the index among its result values of each of its source
 /// values (the same list for every thread); otherwise nullopt.
 std::optional<llvm::SmallVector<int64_t>>
 getFoldTargets(LayoutAttrInterface layout, llvm::ArrayRef<int64_t> sourceShape,
