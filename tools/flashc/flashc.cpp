@@ -178,9 +178,9 @@ std::string commandHelp(llvm::StringRef command) {
            "  --causal yes|no|both  the same as --masks causal, none or "
            "both\n"
            "  --variants prefill,decode\n"
-           "  --tile-ir on|off    build through the flash_tile IR "
-           "(prefill\n"
-           "                      so far; default off)\n"
+           "  --tile-ir on|off    build the forward kernels through the "
+           "flash_tile\n"
+           "                      IR (default off)\n"
            "  --no-assemble       PTX only (no ptxas: registers unknown)\n";
   return "";
 }

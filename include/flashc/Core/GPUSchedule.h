@@ -119,8 +119,8 @@ inline constexpr int64_t kMaxWideWarpHeadDim = 64;
 /// `elementBytes`). With `wideWarps` (the flash_tile path's schedule), a
 /// prefill tile of 128 rows and head dims up to kMaxWideWarpHeadDim gives
 /// each of its 4 warps two row tiles, and Q stays in registers at every
-/// head dim (at D = 256 too, where ptxas fits Q's fragments without
-/// spilling; the builder re-reads Q there).
+/// head dim of a prefill tile (at D = 256 too, where ptxas fits Q's
+/// fragments without spilling; the builder re-reads Q there).
 inline GPUTileConfig makeGPUTileConfig(int64_t group, int64_t headDim,
                                        int64_t headDimV, int64_t elementBytes,
                                        int64_t blockQ, int64_t blockKV,
@@ -150,7 +150,9 @@ inline GPUTileConfig makeGPUTileConfig(int64_t group, int64_t headDim,
         c.kvWarps == 1 && c.rows() == kMaxGPUTileRows &&
         std::max(c.paddedHeadDim, c.paddedHeadDimV) <= kMaxWideWarpHeadDim;
     c.rowTilesPerWarp = wide ? 2 : 1;
-    c.qInRegisters = true;
+    // A decode tile's kv warps each hold all of Dv's accumulators and
+    // their share of K and V: beyond D = 128 Q does not fit beside them.
+    c.qInRegisters = c.kvWarps == 1 || c.paddedHeadDim <= 128;
   }
   return c;
 }

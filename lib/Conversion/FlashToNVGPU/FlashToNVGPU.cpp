@@ -983,29 +983,27 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
                << " yet";
       b.setInsertionPointToEnd(&fwd.getBody().front());
       gpu::ReturnOp::create(b);
-      if (t.combine)
-        return t.combine.emitError()
-               << "flash-to-nvgpu: tile-body does not build the combine "
-                  "kernel yet";
-      return success();
+    } else {
+      // Dynamic shared memory: the module's extern array, sized here.
+      auto space =
+          gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+      auto global = memref::GetGlobalOp::create(
+          b,
+          MemRefType::get({0}, b.getI8Type(), MemRefLayoutAttrInterface(),
+                          space),
+          "flash_smem");
+      Value shared = memref::ReinterpretCastOp::create(
+          b,
+          MemRefType::get({config.sharedBytes()}, b.getI8Type(),
+                          MemRefLayoutAttrInterface(), space),
+          global, 0, ArrayRef<int64_t>{config.sharedBytes()},
+          ArrayRef<int64_t>{1});
+      emitForwardBody(b, spec, shared);
+      if (err.op)
+        return report();
+      b.setInsertionPointToEnd(&fwd.getBody().front());
+      gpu::ReturnOp::create(b);
     }
-
-    // Dynamic shared memory: the module's extern array, sized here.
-    auto space = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-    auto global = memref::GetGlobalOp::create(
-        b, MemRefType::get({0}, b.getI8Type(), MemRefLayoutAttrInterface(), space),
-        "flash_smem");
-    Value shared = memref::ReinterpretCastOp::create(
-        b,
-        MemRefType::get({config.sharedBytes()}, b.getI8Type(),
-                        MemRefLayoutAttrInterface(), space),
-        global, 0, ArrayRef<int64_t>{config.sharedBytes()},
-        ArrayRef<int64_t>{1});
-    emitForwardBody(b, spec, shared);
-    if (err.op)
-      return report();
-    b.setInsertionPointToEnd(&fwd.getBody().front());
-    gpu::ReturnOp::create(b);
   }
 
   if (!t.combine)

@@ -20,10 +20,17 @@
 // A GQA tile packs the rows of G query heads (group-major): Q, O and the
 // log-sum-exp are 3-D matrices of G groups of rows.
 //
+// A decode tile (few rows) splits each KV block between kv warps: the loop
+// runs on batched tiles, one matrix per kv warp (its keys, its m, l and O),
+// and after it the states merge as split-KV partials do (batch_reduce
+// through the K buffer) into one tile whose columns the kv warps share.
+//
 // The layouts are fixed here for now: one MMA layout of warps stacked over
 // the rows (16 rows each, or 32 with wide warps: GPUTileConfig's
-// rowTilesPerWarp), 16-byte copies, 16-byte swizzle chunks. Choosing them
-// is flash-tile-assign-layouts' job. Q stays in registers as the A operand.
+// rowTilesPerWarp), batched over the kv warps, 16-byte copies, 16-byte
+// swizzle chunks. Choosing them
+// is flash-tile-assign-layouts' job. Q stays in registers as the A operand
+// (a decode tile beyond D = 128 reads it again per block).
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,9 +58,16 @@ public:
   TileEmitter(ImplicitLocOpBuilder &b, const ForwardKernelSpec &s)
       : b(b), s(s), c(s.config), ctx(b.getContext()) {
     f32 = b.getF32Type();
-    mma = MmaLayoutAttr::get(ctx, {c.rowTiles / c.rowTilesPerWarp, 1},
-                             {16, 8, 16});
-    rowLayout = SliceLayoutAttr::get(ctx, 1, mma);
+    kw = c.kvWarps;
+    int64_t rowWarps = c.rowTiles / c.rowTilesPerWarp;
+    // The loop's layout: warps stacked over the rows, or with kv warps a
+    // batch of kw matrices (each kv warp's own scores and state); the
+    // states meet in `outMma`, whose column warps are the kv warps.
+    outMma = MmaLayoutAttr::get(ctx, {rowWarps, kw}, {16, 8, 16});
+    mma = kw > 1 ? MmaLayoutAttr::get(ctx, {kw, rowWarps, 1}, {16, 8, 16})
+                 : outMma;
+    rowLayout = SliceLayoutAttr::get(ctx, kw > 1 ? 2 : 1, mma);
+    outRowLayout = SliceLayoutAttr::get(ctx, 1, outMma);
   }
 
   LogicalResult emit(std::string &why);
@@ -64,8 +78,9 @@ private:
   const flashc::GPUTileConfig &c;
   MLIRContext *ctx;
   Type f32;
-  MmaLayoutAttr mma;
-  SliceLayoutAttr rowLayout;
+  int64_t kw = 1;
+  MmaLayoutAttr mma, outMma;
+  SliceLayoutAttr rowLayout, outRowLayout;
 
   Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
   Value f32c(double v) {
@@ -82,8 +97,22 @@ private:
   TileType tile(ArrayRef<int64_t> shape, Type elt, Attribute layout) {
     return TileType::get(ctx, shape, elt, layout);
   }
-  TileType acc(int64_t cols) { return tile({c.rows(), cols}, f32, mma); }
-  TileType rows() { return tile({c.rows()}, f32, rowLayout); }
+  /// A matrix shape, with the batch of kv warps in front when there is one.
+  SmallVector<int64_t> batched(ArrayRef<int64_t> shape) {
+    SmallVector<int64_t> out = kw > 1 ? SmallVector<int64_t>{kw}
+                                      : SmallVector<int64_t>{};
+    llvm::append_range(out, shape);
+    return out;
+  }
+  TileType acc(int64_t cols) {
+    return tile(batched({c.rows(), cols}), f32, mma);
+  }
+  TileType rows() { return tile(batched({c.rows()}), f32, rowLayout); }
+  TileType operand(OperandKind kind, ArrayRef<int64_t> shape,
+                   MmaLayoutAttr parent) {
+    return tile(parent == mma ? batched(shape) : SmallVector<int64_t>(shape),
+                s.elementType, OperandLayoutAttr::get(ctx, kind, parent));
+  }
 
   /// A shared buffer of `stages` stages of `r x cols` elements, in 16-byte
   /// chunks swizzled over up to 8 rows.
@@ -186,16 +215,12 @@ void TileEmitter::copyKVIfAny(Value j, Value stage) {
 }
 
 LogicalResult TileEmitter::emit(std::string &why) {
-  if (c.kvWarps != 1) {
-    why = "KV blocks split between warps (decode tiles)";
+  if (kw > 1 && c.headDimV % (8 * kw) != 0) {
+    why = "decode tiles whose Dv does not split into 8 columns per kv warp";
     return failure();
   }
   if (c.headDim != c.paddedHeadDim || c.headDimV != c.paddedHeadDimV) {
     why = "head dims that are not multiples of 16";
-    return failure();
-  }
-  if (!c.qInRegisters) {
-    why = "Q re-read from shared memory per block";
     return failure();
   }
   if (c.stages != 2 || c.tileRows() != c.rows()) {
@@ -203,6 +228,8 @@ LogicalResult TileEmitter::emit(std::string &why) {
     return failure();
   }
   int64_t R = c.rows(), Bc = c.blockKV, D = c.headDim, Dv = c.headDimV;
+  // Keys of a block per kv warp (the whole block without kv warps).
+  int64_t wk = c.warpKeys();
   Type elt = s.elementType;
   Value zero = idx(0), one = idx(1);
 
@@ -231,10 +258,16 @@ LogicalResult TileEmitter::emit(std::string &why) {
                       copyLayout(D));
   copyKVIfAny(first, zero);
   AsyncWaitOp::create(b, 0);
-  // Q as the A operand, once.
-  Value q = LocalLoadOp::create(
-      b, tile({R, D}, elt, OperandLayoutAttr::get(ctx, OperandKind::A, mma)),
-      qBuffer, zero, /*transpose=*/false);
+  // Q as the A operand (every kv warp's: replicated over them), once, or
+  // per block where it does not fit in registers beside the loop's state.
+  auto loadQ = [&]() {
+    Value q = LocalLoadOp::create(b, operand(OperandKind::A, {R, D}, outMma),
+                                  qBuffer, zero, /*transpose=*/false);
+    if (kw > 1)
+      q = BroadcastOp::create(b, operand(OperandKind::A, {R, D}, mma), q);
+    return q;
+  };
+  Value qOnce = c.qInRegisters ? loadQ() : Value();
 
   Value negInf = f32c(-std::numeric_limits<double>::infinity());
   Value fzero = f32c(0);
@@ -244,11 +277,9 @@ LogicalResult TileEmitter::emit(std::string &why) {
   SmallVector<Value> state = {
       SplatOp::create(b, acc(Dv), fzero), SplatOp::create(b, rows(), negInf),
       SplatOp::create(b, acc(8), fzero), zero};
-  Value sZero = SplatOp::create(b, acc(Bc), fzero);
-  TileType bType =
-      tile({D, Bc}, elt, OperandLayoutAttr::get(ctx, OperandKind::B, mma));
-  TileType vType =
-      tile({Bc, Dv}, elt, OperandLayoutAttr::get(ctx, OperandKind::B, mma));
+  Value sZero = SplatOp::create(b, acc(wk), fzero);
+  TileType bType = operand(OperandKind::B, {D, wk}, mma);
+  TileType vType = operand(OperandKind::B, {wk, Dv}, mma);
 
   for (size_t i = 0; i < nLoops; ++i) {
     const KVLoop &loop = s.loops[i];
@@ -268,9 +299,10 @@ LogicalResult TileEmitter::emit(std::string &why) {
 
     // S = Q K^T.
     Value kt = LocalLoadOp::create(b, bType, kBuffer, stage, /*transpose=*/true);
-    Value sc = MmaOp::create(b, acc(Bc), q, kt, sZero);
+    Value q = qOnce ? qOnce : loadQ();
+    Value sc = MmaOp::create(b, acc(wk), q, kt, sZero);
     if (scaleFirst)
-      sc = map(acc(Bc), sc, [&](ValueRange a) -> Value {
+      sc = map(acc(wk), sc, [&](ValueRange a) -> Value {
         return arith::MulFOp::create(b, a[0], scaleLog2);
       });
 
@@ -279,26 +311,32 @@ LogicalResult TileEmitter::emit(std::string &why) {
     BlockValues values = loop.blockValues(b, j);
     auto masked = [&]() {
       return map(
-          acc(Bc), sc,
+          acc(wk), sc,
           [&](ValueRange a) -> Value {
+            // Indices (kv warp,) row, column; the key within the block.
+            ValueRange at = a.take_front(kw > 1 ? 3 : 2);
+            Value tileRow = at[at.size() - 2], key = at.back();
+            if (kw > 1)
+              key = arith::AddIOp::create(
+                  b, arith::MulIOp::create(b, at[0], idx(wk)), key);
             Value limit = values.validKeys;
             if (values.maskOffset) {
               // The row within its head (the tile packs G heads' rows).
               Value row = c.group > 1 ? Value(arith::RemUIOp::create(
-                                            b, a[0], idx(c.blockQ)))
-                                      : a[0];
+                                            b, tileRow, idx(c.blockQ)))
+                                      : tileRow;
               Value diag = arith::AddIOp::create(
                   b, arith::AddIOp::create(b, row, values.maskOffset), one);
               limit = arith::MinSIOp::create(b, limit, diag);
             }
-            return select(lt(a[1], limit), a[2], negInf);
+            return select(lt(key, limit), a[at.size()], negInf);
           },
           /*indices=*/true);
     };
     if (loop.masked) {
       sc = masked();
     } else {
-      auto ifPartial = scf::IfOp::create(b, TypeRange{acc(Bc)},
+      auto ifPartial = scf::IfOp::create(b, TypeRange{acc(wk)},
                                          lt(values.validKeys, idx(Bc)),
                                          /*withElse=*/true);
       OpBuilder::InsertionGuard inner(b);
@@ -328,7 +366,7 @@ LogicalResult TileEmitter::emit(std::string &why) {
           return math::Exp2Op::create(b, arith::AddFOp::create(b, a[0], a[1]));
         });
     Value factor = scaleFirst ? f32c(1) : scaleLog2;
-    Value p = map(acc(Bc), ValueRange{sc, negM}, [&](ValueRange a) -> Value {
+    Value p = map(acc(wk), ValueRange{sc, negM}, [&](ValueRange a) -> Value {
       return math::Exp2Op::create(
           b, math::FmaOp::create(b, a[0], factor, a[1]));
     });
@@ -343,12 +381,12 @@ LogicalResult TileEmitter::emit(std::string &why) {
                        });
 
     // O += P V, P repacked as the A operand.
-    Value pHalf = map(tile({R, Bc}, elt, mma), p, [&](ValueRange a) -> Value {
-      return arith::TruncFOp::create(b, elt, a[0]);
-    });
+    Value pHalf =
+        map(tile(batched({R, wk}), elt, mma), p, [&](ValueRange a) -> Value {
+          return arith::TruncFOp::create(b, elt, a[0]);
+        });
     Value pA = ConvertLayoutOp::create(
-        b, tile({R, Bc}, elt, OperandLayoutAttr::get(ctx, OperandKind::A, mma)),
-        pHalf);
+        b, operand(OperandKind::A, {R, wk}, mma), pHalf);
     Value v = LocalLoadOp::create(b, vType, vBuffer, stage, /*transpose=*/false);
     Value accOut = MmaOp::create(b, acc(Dv), pA, v, scaled);
     AsyncWaitOp::create(b, 0);
@@ -359,12 +397,49 @@ LogicalResult TileEmitter::emit(std::string &why) {
   // The epilogue: O / l (0 for a row without keys), in the output's type.
   Value accFinal = state[0], mFinal = state[1];
   Value lFinal = ReduceOp::create(b, rows(), ReduceKind::Sum, state[2]);
-  Value inv = map(rows(), lFinal, [&](ValueRange a) -> Value {
+  TileType outRows = tile({R}, f32, outRowLayout);
+  if (kw > 1) {
+    // The kv warps' states merge as split-KV partials do: M = max m_w,
+    // s_w = 2^(m_w - M) (0 for a warp without keys), l = sum s_w l_w,
+    // O = sum s_w O_w, through the K (or V) buffer, which the loop is done
+    // with.
+    int64_t need = kw * R * Dv * 4;
+    Value scratch = cast<SharedType>(kBuffer.getType()).getSizeInBytes() >= need
+                        ? kBuffer
+                        : vBuffer;
+    if (cast<SharedType>(scratch.getType()).getSizeInBytes() < need) {
+      why = "decode tiles whose kv warps' accumulators outgrow the K and V "
+            "buffers";
+      return failure();
+    }
+    Value mAll =
+        BatchReduceOp::create(b, outRows, ReduceKind::Max, mFinal, scratch);
+    Value mEach = BroadcastOp::create(b, rows(), mAll);
+    Value weight =
+        map(rows(), ValueRange{mFinal, mEach}, [&](ValueRange a) -> Value {
+          Value isInf = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ,
+                                              a[0], negInf);
+          return select(isInf, fzero,
+                        math::Exp2Op::create(
+                            b, arith::SubFOp::create(b, a[0], a[1])));
+        });
+    auto times = [&](ValueRange a) -> Value {
+      return arith::MulFOp::create(b, a[0], a[1]);
+    };
+    lFinal = BatchReduceOp::create(b, outRows, ReduceKind::Sum,
+                                   map(rows(), ValueRange{lFinal, weight}, times),
+                                   scratch);
+    accFinal = BatchReduceOp::create(
+        b, tile({R, Dv}, f32, outMma), ReduceKind::Sum,
+        map(acc(Dv), ValueRange{accFinal, weight}, times), scratch);
+    mFinal = mAll;
+  }
+  Value inv = map(outRows, lFinal, [&](ValueRange a) -> Value {
     Value positive =
         arith::CmpFOp::create(b, arith::CmpFPredicate::UNE, a[0], fzero);
     return select(positive, arith::DivFOp::create(b, f32c(1), a[0]), fzero);
   });
-  Value o = map(tile({R, Dv}, s.outType, mma), ValueRange{accFinal, inv},
+  Value o = map(tile({R, Dv}, s.outType, outMma), ValueRange{accFinal, inv},
                 [&](ValueRange a) -> Value {
                   Value x = arith::MulFOp::create(b, a[0], a[1]);
                   if (s.outType.isF32())
@@ -377,7 +452,7 @@ LogicalResult TileEmitter::emit(std::string &why) {
   if (s.lse.buffer) {
     // lse = ln(2^m l) = (m + log2 l) ln 2; -inf for an empty row (l = 0),
     // NaN for a row whose scores held NaN.
-    Value lse = map(rows(), ValueRange{mFinal, lFinal},
+    Value lse = map(outRows, ValueRange{mFinal, lFinal},
                     [&](ValueRange a) -> Value {
                       Value positive = arith::CmpFOp::create(
                           b, arith::CmpFPredicate::UNE, a[1], fzero);
