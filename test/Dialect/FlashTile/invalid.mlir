@@ -171,8 +171,14 @@ func.func private @f(%a: !flash_tile.shared<2x64x60xf16, #flash_tile.swizzled<ve
 // -----
 
 // shared: phases per row
-// expected-error @+1 {{a swizzle of 8 phases needs rows of at least as many chunks; a row has 4}}
+// expected-error @+1 {{a swizzle of 8 phases needs rows of a multiple of as many chunks; a row has 4}}
 func.func private @f(%a: !flash_tile.shared<2x64x32xf16, #flash_tile.swizzled<vector = 8, phases = 8>>)
+
+// -----
+
+// shared: 12 chunks a row would swizzle chunks 8..11 out of it
+// expected-error @+1 {{a swizzle of 8 phases needs rows of a multiple of as many chunks; a row has 12}}
+func.func private @f(%a: !flash_tile.shared<2x64x96xf16, #flash_tile.swizzled<vector = 8, phases = 8>>)
 
 // -----
 

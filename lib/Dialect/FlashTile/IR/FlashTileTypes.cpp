@@ -147,10 +147,12 @@ LogicalResult SharedType::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "a shared buffer's " << shape[2]
                        << " columns are not a whole number of chunks of "
                        << vector;
-  if (shape[2] / vector < layout.getPhases())
+  // chunk XOR (row mod phases) stays within the row only when the phases
+  // divide its chunks.
+  if ((shape[2] / vector) % layout.getPhases() != 0)
     return emitError() << "a swizzle of " << layout.getPhases()
-                       << " phases needs rows of at least as many chunks; a "
-                          "row has "
+                       << " phases needs rows of a multiple of as many "
+                          "chunks; a row has "
                        << shape[2] / vector;
   return success();
 }

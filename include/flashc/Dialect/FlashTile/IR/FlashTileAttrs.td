@@ -185,8 +185,9 @@ def FlashTile_SwizzledLayoutAttr : FlashTile_Attr<"SwizzledLayout",
     `vector` elements (16 bytes for `ldmatrix` and `cp.async`). The chunk
     `c` of row `r` is stored at chunk position `c xor (r mod phases)`, so
     that the eight rows an `ldmatrix` reads at once fall in different banks.
-    `phases = 1` is no swizzle. `phases` is a power of two no larger than
-    the chunks of a row (the buffer type checks it).
+    `phases = 1` is no swizzle. `phases` is a power of two that divides
+    the chunks of a row, so that every chunk stays in its row (the buffer
+    type checks it).
 
     ```mlir
     #flash_tile.swizzled<vector = 8, phases = 8>
