@@ -180,7 +180,7 @@ std::string commandHelp(llvm::StringRef command) {
            "  --variants prefill,decode\n"
            "  --tile-ir on|off    build the forward kernels through the "
            "flash_tile\n"
-           "                      IR (default off)\n"
+           "                      IR (default on; off: the builder's)\n"
            "  --no-assemble       PTX only (no ptxas: registers unknown)\n";
   return "";
 }

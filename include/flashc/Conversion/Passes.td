@@ -339,9 +339,9 @@ def FlashToNVGPU : Pass<"flash-to-nvgpu", "::mlir::ModuleOp"> {
 
     With `tile-body`, the forward kernels' bodies are flash_tile ops
     instead (the same schedule, its layouts explicit), and the kernels
-    take their shared memory from flash-tile-allocate-shared; kernels that
-    path does not build yet (decode tiles, the combine kernel, head dims
-    that are not multiples of 16) are an error.
+    take their shared memory from flash-tile-allocate-shared. Kernels that
+    path does not build yet (head dims other than 16, 32, 64, 128, 256) take
+    the builder's body; the combine kernel is the builder's.
 
     Fails with a diagnostic on f32 inputs, dynamic head counts or head
     dims, head dims beyond 256, and tiles whose shared memory exceeds the
@@ -360,8 +360,8 @@ def FlashToNVGPU : Pass<"flash-to-nvgpu", "::mlir::ModuleOp"> {
            "sm_80 or sm_90a: the shared-memory budget of a block">,
     Option<"tileBody", "tile-body", "bool", /*default=*/"false",
            "Write the forward kernels' bodies as flash_tile ops, for "
-           "flash-tile-allocate-shared and flash-tile-to-nvgpu (prefill, MHA "
-           "and GQA, with head dims that are multiples of 16, so far)">
+           "flash-tile-allocate-shared and flash-tile-to-nvgpu (head dims "
+           "that are multiples of 16, so far; others take the builder's)">
   ];
   let statistics = [
     Statistic<"numForwardKernels", "num-forward-kernels",

@@ -95,9 +95,14 @@ LoopHandOver getLoopHandOver(ImplicitLocOpBuilder &b,
 void emitForwardBody(ImplicitLocOpBuilder &b, const ForwardKernelSpec &spec,
                      Value shared);
 
+/// What of `config` the flash_tile body does not build yet, or "" when it
+/// builds it.
+std::string whyNoTileBody(const flashc::GPUTileConfig &config);
+
 /// Emits the same body as flash_tile ops (TileKernel.cpp), for
 /// flash-tile-allocate-shared and flash-tile-to-nvgpu to place and lower.
-/// Fails, saying what in `why`, on a kernel it does not build yet.
+/// Fails, saying what in `why` (whyNoTileBody), on a kernel it does not
+/// build yet.
 LogicalResult emitForwardTileBody(ImplicitLocOpBuilder &b,
                                   const ForwardKernelSpec &spec,
                                   std::string &why);

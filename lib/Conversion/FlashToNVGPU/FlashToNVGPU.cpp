@@ -772,9 +772,25 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
   // The forward kernel writes f32 partials when the KV loop is split, else
   // the output in the inputs' type (which flash.attention's verifier
   // requires of its result).
-  flashc::GPUTileConfig config =
-      flashc::makeGPUTileConfig(group, headDim, headDimV, 2, blockQ, *blockKV,
-                                t.combine ? 4 : 2, /*wideWarps=*/tileBody);
+  // With tile-body, the flash_tile body where it builds the kernel, else
+  // the builder's (head dims other than 16, 32, 64, 128, 256, so far).
+  auto configFor = [&](bool tile) {
+    return flashc::makeGPUTileConfig(group, headDim, headDimV, 2, blockQ,
+                                     *blockKV, t.combine ? 4 : 2,
+                                     /*wideWarps=*/tile);
+  };
+  bool useTileBody = tileBody;
+  flashc::GPUTileConfig config = configFor(useTileBody);
+  if (useTileBody) {
+    std::string notYet = whyNoTileBody(config);
+    if (!notYet.empty()) {
+      LLVM_DEBUG(DBGS() << "@" << t.func.getSymName()
+                        << ": the builder's body, the tile body does not build "
+                        << notYet << " yet\n");
+      useTileBody = false;
+      config = configFor(false);
+    }
+  }
   std::string why = flashc::checkGPUTileConfig(config, target.sramBytes);
   LLVM_DEBUG(DBGS() << "@" << t.func.getSymName() << " on " << target.name
                     << ": G=" << config.group << " Br=" << config.blockQ
@@ -975,7 +991,7 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
     if (err.op)
       return report();
 
-    if (tileBody) {
+    if (useTileBody) {
       std::string why;
       if (failed(emitForwardTileBody(b, spec, why)))
         return t.forall.emitError()

@@ -215,18 +215,9 @@ void TileEmitter::copyKVIfAny(Value j, Value stage) {
 }
 
 LogicalResult TileEmitter::emit(std::string &why) {
-  if (kw > 1 && c.headDimV % (8 * kw) != 0) {
-    why = "decode tiles whose Dv does not split into 8 columns per kv warp";
+  why = gpu_kernel::whyNoTileBody(c);
+  if (!why.empty())
     return failure();
-  }
-  if (c.headDim != c.paddedHeadDim || c.headDimV != c.paddedHeadDimV) {
-    why = "head dims that are not multiples of 16";
-    return failure();
-  }
-  if (c.stages != 2 || c.tileRows() != c.rows()) {
-    why = "this tile shape";
-    return failure();
-  }
   int64_t R = c.rows(), Bc = c.blockKV, D = c.headDim, Dv = c.headDimV;
   // Keys of a block per kv warp (the whole block without kv warps).
   int64_t wk = c.warpKeys();
@@ -403,15 +394,11 @@ LogicalResult TileEmitter::emit(std::string &why) {
     // s_w = 2^(m_w - M) (0 for a warp without keys), l = sum s_w l_w,
     // O = sum s_w O_w, through the K (or V) buffer, which the loop is done
     // with.
+    // (whyNoTileBody checked that one of them is large enough.)
     int64_t need = kw * R * Dv * 4;
     Value scratch = cast<SharedType>(kBuffer.getType()).getSizeInBytes() >= need
                         ? kBuffer
                         : vBuffer;
-    if (cast<SharedType>(scratch.getType()).getSizeInBytes() < need) {
-      why = "decode tiles whose kv warps' accumulators outgrow the K and V "
-            "buffers";
-      return failure();
-    }
     Value mAll =
         BatchReduceOp::create(b, outRows, ReduceKind::Max, mFinal, scratch);
     Value mEach = BroadcastOp::create(b, rows(), mAll);
@@ -471,6 +458,28 @@ LogicalResult TileEmitter::emit(std::string &why) {
 }
 
 } // namespace
+
+std::string gpu_kernel::whyNoTileBody(const flashc::GPUTileConfig &c) {
+  int64_t kw = c.kvWarps;
+  if (!flashc::isTilePathHeadDim(c.headDim, c.elementBytes) ||
+      !flashc::isTilePathHeadDim(c.headDimV, c.elementBytes))
+    return "head dims that are not multiples of 16 with a power-of-two "
+           "number of 16-byte chunks a row";
+  if (c.stages != 2 || c.tileRows() != c.rows())
+    return "this tile shape";
+  if (kw > 1) {
+    if (c.headDimV % (8 * kw) != 0)
+      return "decode tiles whose Dv does not split into 8 columns per kv "
+             "warp";
+    // The kv warps' accumulators merge through the K or V buffer.
+    if (kw * c.rows() * c.headDimV * 4 >
+        c.stages * c.blockKV * std::max(c.headDim, c.headDimV) *
+            c.elementBytes)
+      return "decode tiles whose kv warps' accumulators outgrow the K and V "
+             "buffers";
+  }
+  return "";
+}
 
 LogicalResult gpu_kernel::emitForwardTileBody(ImplicitLocOpBuilder &b,
                                               const ForwardKernelSpec &spec,

@@ -1,7 +1,7 @@
 // RUN: split-file %s %t
-// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
 // RUN:   | flashc-opt --flash-to-nvgpu=tile-body=1 | FileCheck %s --check-prefix=MHA
-// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
 // RUN:   | flashc-opt --flash-to-nvgpu=tile-body=1 --flash-tile-allocate-shared \
 // RUN:     --flash-tile-to-nvgpu | FileCheck %s --check-prefix=LOWERED
 // Tiles for wide warps (flash-tile's wide-warps, as the GPU pipeline's
@@ -10,14 +10,16 @@
 // RUN:   --flash-tile="target=sm_80 wide-warps=1" --flash-split-kv="target=sm_80" \
 // RUN:   --flash-causal-skip --canonicalize \
 // RUN:   | flashc-opt --flash-to-nvgpu=tile-body=1 | FileCheck %s --check-prefix=WIDE
-// RUN: flashc-opt %t/gqa.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN: flashc-opt %t/gqa.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
 // RUN:   | flashc-opt --flash-to-nvgpu=tile-body=1 | FileCheck %s --check-prefix=GQA
 // RUN: flashc-opt %t/decode.mlir \
-// RUN:   --flash-attention-pipeline="target=sm_80 dynamic-splits=1 block-q=4" \
+// RUN:   --flash-attention-pipeline="target=sm_80 dynamic-splits=1 block-q=4 block-kv=128" \
 // RUN:   | flashc-opt --flash-to-nvgpu=tile-body=1 | FileCheck %s --check-prefix=DECODE
 
 // flash-to-nvgpu with tile-body: the forward kernel's body as flash_tile
-// ops, its layouts explicit: 4 warps stacked over the 64 query rows, 16-byte
+// ops, its layouts explicit. The MHA and GQA runs take the builder's tiles
+// (tile-ir=0 in the tiling) to show the same schedule: 4 warps stacked
+// over the 64 query rows, 16-byte
 // copies, swizzled buffers.
 
 //--- mha.mlir

@@ -1,53 +1,54 @@
 // Tests of flash-to-nvgpu: the GPU kernels built from the tiled IR. Each
 // input below a `//---` marker is a flash.attention with dynamic batch and
-// lengths; flash-attention-pipeline tiles it for sm_80 (as the GPU pipeline
-// does), and flash-to-nvgpu turns the tile loop into a gpu.module of kernels
-// and erases the host function.
+// lengths; flash-attention-pipeline tiles it for sm_80's builder kernels
+// (tile-ir=0, as the GPU pipeline does with that option), and flash-to-nvgpu
+// turns the tile loop into a gpu.module of kernels and erases the host
+// function.
 //
 // RUN: split-file %s %t
 //
 // f16 MHA (two heads): the FA2 forward kernel.
-// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
 // RUN:   | flashc-opt --flash-to-nvgpu | FileCheck %s --check-prefix=MHA
 // sm_90a has the same shared-memory budget for this tile.
-// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
 // RUN:   | flashc-opt --flash-to-nvgpu=target=sm_90a | FileCheck %s --check-prefix=SM90
 //
 // bf16, causal GQA (8 query heads over 2 KV heads, D = 128).
-// RUN: flashc-opt %t/gqa-bf16.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN: flashc-opt %t/gqa-bf16.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
 // RUN:   | flashc-opt --flash-to-nvgpu | FileCheck %s --check-prefix=BF16
 //
 // The log-sum-exp of a prefill kernel.
-// RUN: flashc-opt %t/lse.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN: flashc-opt %t/lse.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
 // RUN:   | flashc-opt --flash-to-nvgpu | FileCheck %s --check-prefix=LSE
 //
 // Decode: the split count is a kernel argument (dynamic-splits), four query
 // rows per tile; a forward kernel writes f32 partials and a combine kernel
 // merges them.
 // RUN: flashc-opt %t/decode.mlir \
-// RUN:   --flash-attention-pipeline="target=sm_80 dynamic-splits=1 block-q=4" \
+// RUN:   --flash-attention-pipeline="target=sm_80 tile-ir=0 dynamic-splits=1 block-q=4" \
 // RUN:   | flashc-opt --flash-to-nvgpu | FileCheck %s --check-prefix=DECODE
 //
 // Unsupported inputs and options are diagnosed.
-// RUN: flashc-opt %t/f32.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN: flashc-opt %t/f32.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
 // RUN:   | not flashc-opt --flash-to-nvgpu 2>&1 | FileCheck %s --check-prefix=F32
-// RUN: flashc-opt %t/d320.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN: flashc-opt %t/d320.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
 // RUN:   | not flashc-opt --flash-to-nvgpu 2>&1 | FileCheck %s --check-prefix=D320
-// RUN: flashc-opt %t/static.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN: flashc-opt %t/static.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
 // RUN:   | not flashc-opt --flash-to-nvgpu 2>&1 | FileCheck %s --check-prefix=STATIC
-// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
 // RUN:   | not flashc-opt --flash-to-nvgpu=target=cpu 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=CPU
-// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
 // RUN:   | not flashc-opt --flash-to-nvgpu=target=sm_99 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=SM99
-// RUN: flashc-opt %t/two.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN: flashc-opt %t/two.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
 // RUN:   | not flashc-opt --flash-to-nvgpu 2>&1 | FileCheck %s --check-prefix=TWO
 //
 // A module without attention is left unchanged.
-// RUN: flashc-opt %t/scale.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN: flashc-opt %t/scale.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
 // RUN:   | flashc-opt --flash-to-nvgpu | FileCheck %s --check-prefix=SCALE
-// RUN: flashc-opt %t/scale-computed.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN: flashc-opt %t/scale-computed.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
 // RUN:   | not flashc-opt --flash-to-nvgpu 2>&1 | FileCheck %s --check-prefix=SCALE-COMPUTED
 // RUN: flashc-opt %t/none.mlir --flash-to-nvgpu | FileCheck %s --check-prefix=NONE
 // RUN: flashc-opt %t/none.mlir -o %t/none.roundtrip.mlir
