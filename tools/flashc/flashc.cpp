@@ -249,9 +249,11 @@ llvm::Expected<CostReport> costReport(const AttentionSpec &spec,
   options.blockQ = config.blockQ;
   options.blockKV = config.blockKV;
   options.splits = config.splits;
+  options.tileIR = config.tileIR;
   // Like flash-split-kv, never more splits than KV blocks.
   if (options.splits > 0) {
-    TileSizes tiles = chooseTileSizes(*target, spec.shape(), options.order);
+    TileSizes tiles = chooseTileSizes(*target, spec.shape(), options.order,
+                                      options.tileIR);
     int64_t blockKV = config.blockKV ? config.blockKV : tiles.blockKV;
     options.splits =
         std::min(options.splits, getMaxSplits(spec.shape(), blockKV));

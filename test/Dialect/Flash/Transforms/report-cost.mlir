@@ -50,8 +50,8 @@
 // SEED-NEXT:   hbm elements    loop order               Br    Bc            reads           writes            total   x model
 // SEED-NEXT:                   standard (3 passes)       -     -         34340864         33816576         68157440     50.78
 // SEED-NEXT:                   kv-outer (algorithm1)    64   200         11706368          5947392         17653760     13.15  <- schedule
-// SEED-NEXT:                   q-outer (fa2)            64   128         33816576           266240         34082816     25.39  <- kernel
-// SEED-NEXT:   loop orders     kv-outer reads K, V once but Q, O, l, m once per KV block (21 blocks); q-outer reads Q, writes O once but reads K, V once per Q block (64 blocks)
+// SEED-NEXT:                   q-outer (fa2)           128    64         17039360           266240         17305600     12.89  <- kernel
+// SEED-NEXT:   loop orders     kv-outer reads K, V once but Q, O, l, m once per KV block (21 blocks); q-outer reads Q, writes O once but reads K, V once per Q block (32 blocks)
 // SEED-NEXT:   io model        N^2 d^2 / M = 1342177.28 elements
 // SEED-NEXT:   schedule        algorithm1, Br=64 Bc=200, 64 x 21 blocks, 1344 of 1344 visited (fraction 1.000000)
 // SEED-NEXT:   splits          1
