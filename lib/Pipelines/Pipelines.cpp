@@ -194,6 +194,9 @@ llvm::Error PipelineConfig::validate() const {
   if (!parseLoopOrder(loopOrder))
     return llvm::createStringError("unknown loop order '" + loopOrder +
                                    "'; expected fa2 or algorithm1");
+  if (causalOrder != "lightest" && causalOrder != "heaviest")
+    return llvm::createStringError("unknown causal order '" + causalOrder +
+                                   "'; expected lightest or heaviest");
   auto check = [](int64_t v, llvm::StringRef name) -> llvm::Error {
     if (v < 0)
       return llvm::createStringError(
@@ -424,6 +427,7 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
       return llvm::Error::success();
     FlashToNVGPUOptions o;
     o.target = c.target;
+    o.causalOrder = c.causalOrder;
     o.tileBody = true;
     pm.addPass(createFlashToNVGPU(o));
     flash_tile::FlashTileAllocateSharedOptions shared;
@@ -440,6 +444,7 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
     }
     FlashToNVGPUOptions o;
     o.target = c.target;
+    o.causalOrder = c.causalOrder;
     pm.addPass(createFlashToNVGPU(o));
     return llvm::Error::success();
   }

@@ -358,6 +358,12 @@ def FlashToNVGPU : Pass<"flash-to-nvgpu", "::mlir::ModuleOp"> {
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"sm_80\"",
            "sm_80 or sm_90a: the shared-memory budget of a block">,
+    Option<"causalOrder", "causal-order", "std::string",
+           /*default=*/"\"lightest\"",
+           "The order of a causal kernel's CTAs: lightest (Q blocks in "
+           "order within each head, the fewest keys first) or heaviest (the "
+           "last Q block of every head first, which shortens the grid's "
+           "tail)">,
     Option<"tileBody", "tile-body", "bool", /*default=*/"false",
            "Write the forward kernels' bodies as flash_tile ops, for "
            "flash-tile-allocate-shared and flash-tile-to-nvgpu (head dims "

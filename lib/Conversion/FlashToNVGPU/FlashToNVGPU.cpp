@@ -854,13 +854,33 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
                                           total);
     auto guard = scf::IfOp::create(b, TypeRange{}, inRange, false);
     b.setInsertionPointToStart(guard.thenBlock());
+    // The forall is (batch and heads..., Q block[, split]). Lightest
+    // first: the Q block varies faster than the heads, ascending. Heaviest
+    // first (a causal kernel's last Q blocks see the most keys): the Q
+    // block varies slowest, descending.
+    size_t qDim = ubs.size() - (t.combine ? 2 : 1);
+    bool heaviestFirst = causalOrder == "heaviest" &&
+                         llvm::any_of(t.steps, [](AttentionStepOp step) {
+                           return static_cast<bool>(step.getMaskOffset());
+                         });
+    SmallVector<size_t> order; // slowest first
+    if (heaviestFirst)
+      order.push_back(qDim);
+    for (size_t i = 0; i < ubs.size(); ++i)
+      if (!heaviestFirst || i != qDim)
+        order.push_back(i);
     Value rest = linear;
     SmallVector<Value> ivs(ubs.size());
-    for (size_t i = ubs.size(); i-- > 0;) {
-      ivs[i] = i == 0 ? rest : arith::RemUIOp::create(b, rest, ubs[i]).getResult();
-      if (i > 0)
+    for (size_t k = order.size(); k-- > 0;) {
+      size_t i = order[k];
+      ivs[i] = k == 0 ? rest
+                      : arith::RemUIOp::create(b, rest, ubs[i]).getResult();
+      if (k > 0)
         rest = arith::DivUIOp::create(b, rest, ubs[i]);
     }
+    if (heaviestFirst)
+      ivs[qDim] = arith::SubIOp::create(
+          b, arith::SubIOp::create(b, ubs[qDim], lift.cst(1)), ivs[qDim]);
     for (auto [hostIv, iv] : llvm::zip(t.forall.getInductionVars(), ivs))
       lift.map.map(hostIv, iv);
 
@@ -1087,6 +1107,12 @@ void FlashToNVGPUPass::runOnOperation() {
   if (!target) {
     module.emitError() << "flash-to-nvgpu: "
                        << llvm::toString(target.takeError());
+    return signalPassFailure();
+  }
+  if (causalOrder != "lightest" && causalOrder != "heaviest") {
+    module.emitError() << "flash-to-nvgpu: causal-order is lightest or "
+                          "heaviest, not '"
+                       << causalOrder << "'";
     return signalPassFailure();
   }
 

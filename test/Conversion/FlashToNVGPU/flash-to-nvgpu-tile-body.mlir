@@ -12,6 +12,12 @@
 // RUN:   | flashc-opt --flash-to-nvgpu=tile-body=1 | FileCheck %s --check-prefix=WIDE
 // RUN: flashc-opt %t/gqa.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
 // RUN:   | flashc-opt --flash-to-nvgpu=tile-body=1 | FileCheck %s --check-prefix=GQA
+// RUN: flashc-opt %t/gqa.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
+// RUN:   | flashc-opt --flash-to-nvgpu="tile-body=1 causal-order=heaviest" \
+// RUN:   | FileCheck %s --check-prefix=HEAVY
+// RUN: flashc-opt %t/gqa.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
+// RUN:   | not flashc-opt --flash-to-nvgpu="causal-order=middle" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BAD-ORDER
 // RUN: flashc-opt %t/decode.mlir \
 // RUN:   --flash-attention-pipeline="target=sm_80 dynamic-splits=1 block-q=4 block-kv=128" \
 // RUN:   | flashc-opt --flash-to-nvgpu=tile-body=1 | FileCheck %s --check-prefix=DECODE
@@ -131,6 +137,18 @@ func.func @gqa(%q: tensor<?x8x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // GQA-NEXT: %[[C16:.+]] = arith.constant 16 : index
 // GQA-NEXT: arith.remui %[[ROW]], %[[C16]]
 // GQA: flash_tile.store %{{.+}} : !flash_tile.tile<64x64xf16, #mma>, memref<4x?x64xf16, strided<[?, ?, 1], offset: ?>>
+
+// A causal kernel's CTAs heaviest first: the block index's slowest part
+// is the Q block, counted down from the last (which sees the most keys);
+// the batch and head vary fastest.
+// HEAVY-LABEL: gpu.func @gqa_fwd(
+// HEAVY: %[[BID:.+]] = gpu.block_id  x
+// HEAVY: arith.remui %[[BID]], %c2
+// HEAVY: %[[BH:.+]] = arith.divui %[[BID]], %c2
+// HEAVY: %[[QB:.+]] = arith.divui %[[BH]], %{{.+}}
+// HEAVY: %[[LAST:.+]] = arith.subi %{{.+}}, %c1
+// HEAVY: arith.subi %[[LAST]], %[[QB]]
+// BAD-ORDER: error: flash-to-nvgpu: causal-order is lightest or heaviest, not 'middle'
 
 //--- decode.mlir
 func.func @decode(%q: tensor<?x4x?x64xf16>, %k: tensor<?x1x?x64xf16>,
