@@ -831,6 +831,20 @@ struct SplatLowering : TilePattern<SplatOp> {
 // convert_layout
 //===----------------------------------------------------------------------===//
 
+/// Replaces `op` by the thread's values of `source` at `sources` (a
+/// register gather), or reports `why` when some values live in other
+/// threads (no sources).
+LogicalResult replaceByGather(Operation *op, Value source,
+                              std::optional<SmallVector<int64_t>> sources,
+                              StringRef why,
+                              ConversionPatternRewriter &rewriter) {
+  if (!sources)
+    return op->emitOpError() << why;
+  rewriter.replaceOpWithNewOp<vector::ShuffleOp>(op, source, source,
+                                                 *sources);
+  return success();
+}
+
 struct ConvertLayoutLowering : TilePattern<ConvertLayoutOp> {
   using TilePattern::TilePattern;
   LogicalResult
@@ -838,15 +852,13 @@ struct ConvertLayoutLowering : TilePattern<ConvertLayoutOp> {
         ConversionPatternRewriter &rewriter) const override {
     auto from = kv.operandType<TileType>(op, 0);
     TileType to = op.getResult().getType();
-    std::optional<SmallVector<int64_t>> permutation = getInThreadPermutation(
-        from.getLayoutInterface(), to.getLayoutInterface(), from.getShape());
-    if (!permutation)
-      return op.emitOpError()
-             << "moves values between threads; only conversions that keep "
-                "every value on its thread lower yet";
-    rewriter.replaceOpWithNewOp<vector::ShuffleOp>(
-        op, adaptor.getSource(), adaptor.getSource(), *permutation);
-    return success();
+    return replaceByGather(
+        op, adaptor.getSource(),
+        getInThreadPermutation(from.getLayoutInterface(),
+                               to.getLayoutInterface(), from.getShape()),
+        "moves values between threads; only conversions that keep every "
+        "value on its thread lower yet",
+        rewriter);
   }
 };
 
@@ -1036,16 +1048,13 @@ struct BroadcastLowering : TilePattern<BroadcastOp> {
         ConversionPatternRewriter &rewriter) const override {
     auto source = kv.operandType<TileType>(op, 0);
     TileType result = op.getResult().getType();
-    std::optional<SmallVector<int64_t>> sources = getBroadcastSources(
-        source.getLayoutInterface(), source.getShape(),
-        result.getLayoutInterface(), result.getShape());
-    if (!sources)
-      return op.emitOpError()
-             << "needs values that other threads hold; only broadcasts "
-                "whose every thread holds its matrix lower yet";
-    rewriter.replaceOpWithNewOp<vector::ShuffleOp>(
-        op, adaptor.getSource(), adaptor.getSource(), *sources);
-    return success();
+    return replaceByGather(
+        op, adaptor.getSource(),
+        getBroadcastSources(source.getLayoutInterface(), source.getShape(),
+                            result.getLayoutInterface(), result.getShape()),
+        "needs values that other threads hold; only broadcasts whose every "
+        "thread holds its matrix lower yet",
+        rewriter);
   }
 };
 

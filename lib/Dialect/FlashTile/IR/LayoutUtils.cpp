@@ -14,47 +14,14 @@
 using namespace mlir;
 using namespace mlir::flash_tile;
 
-std::optional<SmallVector<int64_t>>
-mlir::flash_tile::getInThreadPermutation(LayoutAttrInterface from,
-                                         LayoutAttrInterface to,
-                                         ArrayRef<int64_t> shape) {
-  if (from.getNumWarps() != to.getNumWarps())
-    return std::nullopt;
-  int64_t threads = 32 * from.getNumWarps();
-  int64_t fromValues = from.getElementsPerThread(shape);
-  int64_t toValues = to.getElementsPerThread(shape);
-  auto key = [&](ArrayRef<int64_t> c) {
-    int64_t k = 0;
-    for (auto [ci, di] : llvm::zip_equal(c, shape))
-      k = k * di + ci;
-    return k;
-  };
-  std::optional<SmallVector<int64_t>> permutation;
-  for (int64_t t = 0; t < threads; ++t) {
-    // Where this thread holds each element in `from`.
-    llvm::DenseMap<int64_t, int64_t> held;
-    for (int64_t e = 0; e < fromValues; ++e)
-      held.try_emplace(key(from.getCoordinates(shape, t, e)), e);
-    SmallVector<int64_t> mine;
-    for (int64_t e = 0; e < toValues; ++e) {
-      auto it = held.find(key(to.getCoordinates(shape, t, e)));
-      if (it == held.end())
-        return std::nullopt;
-      mine.push_back(it->second);
-    }
-    if (!permutation)
-      permutation = std::move(mine);
-    else if (*permutation != mine)
-      return std::nullopt;
-  }
-  return permutation;
-}
-
-std::optional<SmallVector<int64_t>>
-mlir::flash_tile::getBroadcastSources(LayoutAttrInterface from,
-                                      ArrayRef<int64_t> fromShape,
-                                      LayoutAttrInterface to,
-                                      ArrayRef<int64_t> toShape) {
+/// For each value a thread holds of a `toShape` tile in `to`, the index of
+/// the value it holds of a `fromShape` tile in `from` at the same
+/// coordinates, the first `dropped` of the `to` coordinates left out: the
+/// same list for every thread, or nullopt when some thread lacks a value.
+static std::optional<SmallVector<int64_t>>
+getInThreadSources(LayoutAttrInterface from, ArrayRef<int64_t> fromShape,
+                   LayoutAttrInterface to, ArrayRef<int64_t> toShape,
+                   size_t dropped) {
   if (from.getNumWarps() != to.getNumWarps())
     return std::nullopt;
   int64_t threads = 32 * from.getNumWarps();
@@ -66,13 +33,14 @@ mlir::flash_tile::getBroadcastSources(LayoutAttrInterface from,
   };
   std::optional<SmallVector<int64_t>> sources;
   for (int64_t t = 0; t < threads; ++t) {
+    // Where this thread holds each element in `from`.
     llvm::DenseMap<int64_t, int64_t> held;
     for (int64_t e = 0, n = from.getElementsPerThread(fromShape); e < n; ++e)
       held.try_emplace(key(from.getCoordinates(fromShape, t, e)), e);
     SmallVector<int64_t> mine;
     for (int64_t e = 0, n = to.getElementsPerThread(toShape); e < n; ++e) {
       SmallVector<int64_t> c = to.getCoordinates(toShape, t, e);
-      auto it = held.find(key(ArrayRef<int64_t>(c).drop_front()));
+      auto it = held.find(key(ArrayRef<int64_t>(c).drop_front(dropped)));
       if (it == held.end())
         return std::nullopt;
       mine.push_back(it->second);
@@ -83,6 +51,21 @@ mlir::flash_tile::getBroadcastSources(LayoutAttrInterface from,
       return std::nullopt;
   }
   return sources;
+}
+
+std::optional<SmallVector<int64_t>>
+mlir::flash_tile::getInThreadPermutation(LayoutAttrInterface from,
+                                         LayoutAttrInterface to,
+                                         ArrayRef<int64_t> shape) {
+  return getInThreadSources(from, shape, to, shape, /*dropped=*/0);
+}
+
+std::optional<SmallVector<int64_t>>
+mlir::flash_tile::getBroadcastSources(LayoutAttrInterface from,
+                                      ArrayRef<int64_t> fromShape,
+                                      LayoutAttrInterface to,
+                                      ArrayRef<int64_t> toShape) {
+  return getInThreadSources(from, fromShape, to, toShape, /*dropped=*/1);
 }
 
 std::optional<SmallVector<int64_t>>
