@@ -319,10 +319,7 @@ SmallVector<SmallVector<int64_t>> valueOffsets(TileType type) {
 LogicalResult getSliceSlots(TileType full, TileType slice, int64_t dim,
                             SmallVectorImpl<int64_t> &slots) {
   auto key = [&](ArrayRef<int64_t> c) {
-    int64_t k = 0;
-    for (auto [ci, di] : llvm::zip_equal(c, slice.getShape()))
-      k = k * di + ci;
-    return k;
+    return linearize(c, slice.getShape());
   };
   llvm::DenseMap<int64_t, int64_t> slot;
   for (auto [j, c] : llvm::enumerate(valueOffsets(slice)))
@@ -918,6 +915,14 @@ Value maxNum(OpBuilder &b, Location loc, Value x, Value y) {
   return LLVM::MaxNumOp::create(b, loc, x, y);
 }
 
+/// The maximum or sum of `x` and `y`, as a reduction of `kind` combines.
+Value combineValues(OpBuilder &b, Location loc, ReduceKind kind, Value x,
+                    Value y) {
+  return kind == ReduceKind::Max
+             ? maxNum(b, loc, x, y)
+             : Value(arith::AddFOp::create(b, loc, x, y));
+}
+
 /// A thread's values of `source` (a converted tile) combined into `count`
 /// partials, value e into partial `targets[e]`: their maximum or sum. A
 /// partial no value lands in is null.
@@ -929,9 +934,7 @@ SmallVector<Value> combineWithinThread(OpBuilder &b, Location loc,
     Value x = vector::ExtractOp::create(b, loc, source,
                                         ArrayRef<int64_t>{int64_t(e)});
     Value &p = partial[j];
-    p = !p                        ? x
-        : kind == ReduceKind::Max ? maxNum(b, loc, p, x)
-                                  : Value(arith::AddFOp::create(b, loc, p, x));
+    p = p ? combineValues(b, loc, kind, p, x) : x;
   }
   return partial;
 }
@@ -961,26 +964,22 @@ struct ReduceLowering : TilePattern<ReduceOp> {
     SmallVector<int64_t> target;
     if (failed(getSliceSlots(source, result, dim, target)))
       return op.emitOpError() << "has a value with no place in the result";
-    SmallVector<SmallVector<int64_t>> dst = valueOffsets(result);
+    VectorType resultType = convertTile(result);
     SmallVector<Value> partial =
         combineWithinThread(rewriter, loc, adaptor.getSource(), target,
-                            dst.size(), op.getKind());
-    bool isMax = op.getKind() == ReduceKind::Max;
-    auto combine = [&](Value x, Value y) -> Value {
-      return isMax ? maxNum(rewriter, loc, x, y)
-                   : Value(arith::AddFOp::create(rewriter, loc, x, y));
-    };
+                            resultType.getNumElements(), op.getKind());
     // Lanes that share a row differ in lane % 4; a column, in lane / 4.
     SmallVector<int32_t> offsets = matrixDim == 1
                                        ? SmallVector<int32_t>{1, 2}
                                        : SmallVector<int32_t>{4, 8, 16};
     for (Value &p : partial)
       for (int32_t offset : offsets)
-        p = combine(p, gpu::ShuffleOp::create(rewriter, loc, p, offset, 32,
-                                              gpu::ShuffleMode::XOR)
-                           .getShuffleResult());
-    rewriter.replaceOpWithNewOp<vector::FromElementsOp>(
-        op, convertTile(result), partial);
+        p = combineValues(rewriter, loc, op.getKind(), p,
+                          gpu::ShuffleOp::create(rewriter, loc, p, offset, 32,
+                                                 gpu::ShuffleMode::XOR)
+                              .getShuffleResult());
+    rewriter.replaceOpWithNewOp<vector::FromElementsOp>(op, resultType,
+                                                        partial);
     return success();
   }
 };
@@ -1099,12 +1098,6 @@ struct BatchReduceLowering : TilePattern<BatchReduceOp> {
         linear = linear * d + e;
       return kv.atEntry(op, {linear}, rewriter)[0];
     };
-    auto constPlace = [](ArrayRef<int64_t> c, ArrayRef<int64_t> dims) {
-      int64_t linear = 0;
-      for (auto [ci, d] : llvm::zip_equal(c, dims))
-        linear = linear * d + ci;
-      return linear;
-    };
 
     gpu::BarrierOp::create(rewriter, loc);
     {
@@ -1123,24 +1116,22 @@ struct BatchReduceLowering : TilePattern<BatchReduceOp> {
                                             ArrayRef<int64_t>{int64_t(e)});
         memref::StoreOp::create(
             rewriter, loc, x, scratch,
-            ValueRange{addConst(rewriter, loc, from, constPlace(c, shape))});
+            ValueRange{addConst(rewriter, loc, from, linearize(c, shape))});
       }
     }
     gpu::BarrierOp::create(rewriter, loc);
 
-    bool isMax = op.getKind() == ReduceKind::Max;
     Value to = place(result, shape.drop_front());
     SmallVector<Value> values;
     for (ArrayRef<int64_t> c : valueOffsets(result)) {
-      Value at = addConst(rewriter, loc, to, constPlace(c, shape.drop_front()));
+      Value at =
+          addConst(rewriter, loc, to, linearize(c, shape.drop_front()));
       Value acc;
       for (int64_t b = 0; b < shape[0]; ++b) {
         Value x = memref::LoadOp::create(
             rewriter, loc, scratch,
             ValueRange{addConst(rewriter, loc, at, b * matrix)});
-        acc = !acc    ? x
-              : isMax ? maxNum(rewriter, loc, acc, x)
-                      : Value(arith::AddFOp::create(rewriter, loc, acc, x));
+        acc = acc ? combineValues(rewriter, loc, op.getKind(), acc, x) : x;
       }
       values.push_back(acc);
     }

@@ -25,12 +25,7 @@ getInThreadSources(LayoutAttrInterface from, ArrayRef<int64_t> fromShape,
   if (from.getNumWarps() != to.getNumWarps())
     return std::nullopt;
   int64_t threads = 32 * from.getNumWarps();
-  auto key = [&](ArrayRef<int64_t> c) {
-    int64_t k = 0;
-    for (auto [ci, di] : llvm::zip_equal(c, fromShape))
-      k = k * di + ci;
-    return k;
-  };
+  auto key = [&](ArrayRef<int64_t> c) { return linearize(c, fromShape); };
   std::optional<SmallVector<int64_t>> sources;
   for (int64_t t = 0; t < threads; ++t) {
     // Where this thread holds each element in `from`.
@@ -75,11 +70,9 @@ mlir::flash_tile::getFoldTargets(LayoutAttrInterface layout,
   int64_t threads = 32 * layout.getNumWarps();
   int64_t width = resultShape.back();
   // An element's place in the result, its last coordinate taken mod W.
-  auto key = [&](ArrayRef<int64_t> c) {
-    int64_t k = 0;
-    for (size_t i = 0, last = c.size() - 1; i <= last; ++i)
-      k = k * resultShape[i] + (i == last ? c[i] % width : c[i]);
-    return k;
+  auto key = [&](SmallVector<int64_t> c) {
+    c.back() %= width;
+    return linearize(c, resultShape);
   };
   std::optional<SmallVector<int64_t>> targets;
   for (int64_t t = 0; t < threads; ++t) {
@@ -223,6 +216,14 @@ mlir::flash_tile::getOwnerConditions(LayoutAttrInterface layout) {
     return c && c.getValue() == 0;
   });
   return conditions;
+}
+
+int64_t mlir::flash_tile::linearize(ArrayRef<int64_t> coords,
+                                    ArrayRef<int64_t> shape) {
+  int64_t index = 0;
+  for (auto [c, extent] : llvm::zip_equal(coords, shape))
+    index = index * extent + c;
+  return index;
 }
 
 std::string mlir::flash_tile::formatShape(ArrayRef<int64_t> shape) {

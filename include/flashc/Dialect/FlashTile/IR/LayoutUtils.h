@@ -67,6 +67,10 @@ llvm::SmallVector<AffineExpr> getThreadOffsets(LayoutAttrInterface layout,
 /// write). Empty when every element has one holder.
 llvm::SmallVector<AffineExpr> getOwnerConditions(LayoutAttrInterface layout);
 
+/// The row-major index of `coords` in a tile of `shape`.
+int64_t linearize(llvm::ArrayRef<int64_t> coords,
+                  llvm::ArrayRef<int64_t> shape);
+
 /// A shape as the dialect's diagnostics print it: "64x8".
 std::string formatShape(llvm::ArrayRef<int64_t> shape);
 
