@@ -151,9 +151,8 @@ def main():
         "(`flashc bundle` with its defaults: sm_80 and sm_90a, f16 and bf16, "
         "D = 64, 128, 256, MHA and GQA groups of 4, causal and not, prefill "
         "and decode; and each with the log-sum-exp output, `--lse both`), "
-        "assembled by the toolkit's `ptxas -v`. The forward kernels come "
-        "through the flash_tile IR (`tile-ir`, the default), the combine "
-        "kernels from the builder. CI regenerates "
+        "assembled by the toolkit's `ptxas -v`. Every kernel comes "
+        "through the flash_tile IR (`tile-ir`, the default). CI regenerates "
         "it and fails when it is stale or when a kernel spills, uses local "
         "memory in its PTX, more than 255 registers or more shared memory "
         "than its target allows.",

@@ -132,6 +132,9 @@ TEST_P(ShippedConfigTest, MatchesFloat64InTheSimulator) {
     checkShape(c, {2, 2, 1, 300});
     checkShape(c, {1, 1, 3, 130, 2});
     checkShape(c, {1, 2, 1, 17, 1});
+    // Three batch entries, three non-empty splits: the combine's last CTA
+    // of batch entries (four to a CTA where there is one head) is partial.
+    checkShape(c, {3, 1, 1, 600, 3});
   } else {
     checkShape(c, {2, 2, 37, 53});
     // Nk < Nq: under causal alignment the first rows see no key.

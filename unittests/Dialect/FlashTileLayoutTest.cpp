@@ -92,6 +92,39 @@ TEST_F(FlashTileLayoutTest, RowSlicesAreHeldByQuads) {
   EXPECT_EQ(cols.getElementsPerThread({64}), 4);
 }
 
+TEST_F(FlashTileLayoutTest, BlockedSlicesAreHeldAlongTheRemovedDimension) {
+  // The combine's layout: a warp's lanes over a row's 16-byte runs, 4
+  // warps over the rows. A row's value is in all 32 lanes of its warp.
+  auto rows = BlockedLayoutAttr::get(&ctx, {1, 4}, {1, 32}, {4, 1});
+  auto slice = SliceLayoutAttr::get(&ctx, 1, rows);
+  EXPECT_EQ(slice.getNumWarps(), 4);
+  EXPECT_EQ(slice.getElementsPerThread({4}), 1);
+  EXPECT_EQ(slice.getElementsPerThread({8}), 2);
+  for (int64_t lane = 0; lane < 32; ++lane)
+    EXPECT_EQ(slice.getCoordinates({8}, 2 * 32 + lane, 1)[0], 6);
+  // Two rows per warp (16 lanes a row); a column slice of the same.
+  auto half = BlockedLayoutAttr::get(&ctx, {1, 4}, {2, 16}, {2, 1});
+  EXPECT_EQ(SliceLayoutAttr::get(&ctx, 1, half).getCoordinates({4}, 17, 0)[0],
+            1);
+  EXPECT_EQ(SliceLayoutAttr::get(&ctx, 0, half).getElementsPerThread({64}), 4);
+  // Only MMA and 2-D blocked parents, with a shape of whole runs.
+  EXPECT_NE(diagnosticOf([&] {
+              (void)SliceLayoutAttr::getChecked(
+                  [&] { return emitError(UnknownLoc::get(&ctx)); }, &ctx,
+                  int64_t(1),
+                  LayoutAttrInterface(
+                      BlockedLayoutAttr::get(&ctx, {4}, {32}, {1})));
+            }).find("2-D #flash_tile.blocked"),
+            std::string::npos);
+  EXPECT_NE(diagnosticOf([&] {
+              (void)TileType::getChecked(
+                  [&] { return emitError(UnknownLoc::get(&ctx)); }, &ctx,
+                  ArrayRef<int64_t>{6}, Type(Float32Type::get(&ctx)),
+                  Attribute(slice));
+            }).find("multiples of 4"),
+            std::string::npos);
+}
+
 TEST_F(FlashTileLayoutTest, BlockedCountsRunsPerThread) {
   auto copy = BlockedLayoutAttr::get(&ctx, {1, 8}, {4, 8}, {4, 1});
   EXPECT_EQ(copy.getNumWarps(), 4);
@@ -189,6 +222,14 @@ TEST_F(FlashTileLayoutTest, EveryLayoutCoversItsTile) {
   expectCoverage(BlockedLayoutAttr::get(&ctx, {2, 4}, {8, 4}, {1, 2}),
                  {32, 64}, 1);
   expectCoverage(BlockedLayoutAttr::get(&ctx, {4}, {32}, {2}), {512}, 1);
+  // A blocked layout's row held by its lanes and warps over the columns.
+  auto blocked = BlockedLayoutAttr::get(&ctx, {1, 4}, {4, 8}, {2, 2});
+  expectCoverage(SliceLayoutAttr::get(&ctx, 1, blocked), {16}, 8 * 2);
+  expectCoverage(SliceLayoutAttr::get(&ctx, 0, blocked), {128}, 4 * 2);
+  expectCoverage(SliceLayoutAttr::get(
+                     &ctx, 0, BlockedLayoutAttr::get(&ctx, {2, 4}, {8, 4},
+                                                     {1, 2})),
+                 {64}, 8);
 }
 
 /// The coordinates of every value of every thread are the thread's offsets
@@ -234,6 +275,14 @@ TEST_F(FlashTileLayoutTest, ThreadOffsetsSplitFromValueOffsets) {
   expectThreadOffsetsSplit(BlockedLayoutAttr::get(&ctx, {2, 4}, {8, 4}, {1, 2}),
                            {32, 64});
   expectThreadOffsetsSplit(BlockedLayoutAttr::get(&ctx, {4}, {32}, {2}), {512});
+  auto blocked = BlockedLayoutAttr::get(&ctx, {2, 4}, {8, 4}, {1, 2});
+  expectThreadOffsetsSplit(SliceLayoutAttr::get(&ctx, 1, blocked), {32});
+  expectThreadOffsetsSplit(SliceLayoutAttr::get(&ctx, 0, blocked), {64});
+  expectThreadOffsetsSplit(
+      SliceLayoutAttr::get(&ctx, 1,
+                           BlockedLayoutAttr::get(&ctx, {1, 4}, {2, 16},
+                                                  {2, 1})),
+      {8});
 }
 
 /// Every element of a `shape` tile has exactly one holder that meets the
@@ -267,6 +316,13 @@ TEST_F(FlashTileLayoutTest, EveryElementHasOneOwner) {
   }
   expectOneOwner(BlockedLayoutAttr::get(&ctx, {1, 8}, {4, 8}, {4, 1}),
                  {64, 64});
+  auto blocked = BlockedLayoutAttr::get(&ctx, {2, 4}, {8, 4}, {2, 2});
+  expectOneOwner(SliceLayoutAttr::get(&ctx, 1, blocked), {32});
+  expectOneOwner(SliceLayoutAttr::get(&ctx, 0, blocked), {64});
+  expectOneOwner(SliceLayoutAttr::get(&ctx, 1,
+                                      BlockedLayoutAttr::get(&ctx, {1, 4},
+                                                             {1, 32}, {4, 1})),
+                 {8});
   // One holder: no conditions.
   EXPECT_TRUE(getOwnerConditions(mma(4, 1)).empty());
   EXPECT_EQ(getOwnerConditions(SliceLayoutAttr::get(&ctx, 1, mma(4, 1))).size(),

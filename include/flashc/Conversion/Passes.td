@@ -321,7 +321,8 @@ def FlashToNVGPU : Pass<"flash-to-nvgpu", "::mlir::ModuleOp"> {
       warp owns 16-row MMA tiles (split-Q); decode tiles split a KV block
       between warps and merge their states through shared memory.
     - `<func>_combine`, when the KV loop was split: the log-sum-exp merge of
-      the f32 partials, one warp per output row.
+      the f32 partials, one warp per output row (with `tile-body`, CTAs of
+      a few rows, a warp's lanes over a row's columns).
 
     Every kernel takes the same arguments: `q, k, v, out` (element type of
     Q), `lse, ws_out, ws_lse` (f32), then `batch, seq_q, seq_kv, splits`
@@ -341,7 +342,9 @@ def FlashToNVGPU : Pass<"flash-to-nvgpu", "::mlir::ModuleOp"> {
     instead (the same schedule, its layouts explicit), and the kernels
     take their shared memory from flash-tile-allocate-shared. Kernels that
     path does not build yet (head dims other than 16, 32, 64, 128, 256) take
-    the builder's body; the combine kernel is the builder's.
+    the builder's body. The combine kernel is flash_tile ops too: loads of
+    the partials and their log-sum-exps (`flash_tile.load`), maps, and
+    stores, in a blocked layout whose rows' weights are its slice.
 
     Fails with a diagnostic on f32 inputs, dynamic head counts or head
     dims, head dims beyond 256, and tiles whose shared memory exceeds the

@@ -1203,8 +1203,156 @@ struct MapLowering : TilePattern<MapOp> {
 };
 
 //===----------------------------------------------------------------------===//
-// store
+// load and store
 //===----------------------------------------------------------------------===//
+
+/// How a thread's values of a tile meet the rows of a global matrix: by
+/// row, and in each row the accesses, runs of consecutive columns that are
+/// one vector load or store.
+struct RowAccesses {
+  struct Access {
+    int64_t column;                 // the first column's constant part
+    SmallVector<int64_t> elements;  // the thread's values, in column order
+  };
+  int64_t row; // the row's constant part
+  SmallVector<Access> accesses;
+};
+
+/// The accesses of a thread's values of `type`, each at most `alignment`
+/// bytes (and 16) and aligned to its size: a run's start is aligned when
+/// its constant part and every thread's column offset (`column`, of the
+/// thread index) are multiples of the run.
+SmallVector<RowAccesses> getRowAccesses(TileType type, AffineExpr column,
+                                        std::optional<int64_t> alignment) {
+  int64_t elementBytes = type.getElementType().getIntOrFloatBitWidth() / 8;
+  int64_t maxRun = std::max<int64_t>(
+      1, std::min<int64_t>(alignment.value_or(elementBytes), 16) /
+             elementBytes);
+  // The largest power of two (up to maxRun) that divides every thread's
+  // column offset.
+  int64_t threadAlign = maxRun;
+  if (column) {
+    auto map = AffineMap::get(1, 0, column);
+    int64_t threads = 32 * type.getLayoutInterface().getNumWarps();
+    for (int64_t t = 0; t < threads; ++t) {
+      int64_t c = map.compose(ArrayRef<int64_t>{t})[0];
+      while (c % threadAlign != 0)
+        threadAlign /= 2;
+    }
+  }
+  SmallVector<SmallVector<int64_t>> coords = valueOffsets(type);
+  llvm::MapVector<int64_t, SmallVector<std::pair<int64_t, int64_t>>> byRow;
+  for (auto [e, c] : llvm::enumerate(coords))
+    byRow[c[0]].push_back({c.size() == 2 ? c[1] : 0, int64_t(e)});
+  SmallVector<RowAccesses> rows;
+  for (auto &[r, values] : byRow) {
+    llvm::sort(values);
+    RowAccesses &row = rows.emplace_back();
+    row.row = r;
+    for (size_t i = 0; i < values.size();) {
+      // The longest aligned power-of-two run from here.
+      int64_t start = values[i].first, n = threadAlign;
+      while (n > 1) {
+        bool fits = start % n == 0 && i + n <= values.size();
+        for (int64_t k = 1; fits && k < n; ++k)
+          fits = values[i + k].first == start + k;
+        if (fits)
+          break;
+        n /= 2;
+      }
+      RowAccesses::Access &access = row.accesses.emplace_back();
+      access.column = start;
+      for (int64_t k = 0; k < n; ++k)
+        access.elements.push_back(values[i + k].second);
+      i += n;
+    }
+  }
+  return rows;
+}
+
+struct LoadLowering : TilePattern<LoadOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  lower(LoadOp op, OpAdaptor adaptor,
+        ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    TileType type = op.getResult().getType();
+    LayoutAttrInterface layout = type.getLayoutInterface();
+    SmallVector<AffineExpr> offsets = getThreadOffsets(layout, type.getShape());
+    SmallVector<Value> thread = kv.atEntry(op, offsets, rewriter);
+    bool is2D = type.getRank() == 2;
+    Type element = type.getElementType();
+    auto sourceType = cast<MemRefType>(adaptor.getSource().getType());
+    int64_t elementBytes = element.getIntOrFloatBitWidth() / 8;
+    VectorType vectorType = convertTile(type);
+    SmallVector<Value> values(vectorType.getNumElements());
+    for (const RowAccesses &row :
+         getRowAccesses(type, is2D ? offsets[1] : AffineExpr(),
+                        op.getAlignment())) {
+      // The row's values, or zeros for a row at or past `valid`.
+      int64_t count = 0;
+      for (const RowAccesses::Access &access : row.accesses)
+        count += access.elements.size();
+      auto rowType = VectorType::get({count}, element);
+      Value tileRow = addConst(rewriter, loc, thread[0], row.row);
+      auto [group, inGroup] = groupAndRow(rewriter, loc, sourceType,
+                                          type.getShape()[0], tileRow);
+      Value ok = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt,
+                                       inGroup, adaptor.getValid());
+      if (adaptor.getGroups())
+        ok = arith::AndIOp::create(
+            rewriter, loc, ok,
+            arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt,
+                                  group, adaptor.getGroups()));
+      auto ifOp = scf::IfOp::create(rewriter, loc, TypeRange{rowType}, ok,
+                                    /*withElse=*/true);
+      {
+        OpBuilder::InsertionGuard guard(rewriter);
+        rewriter.setInsertionPointToStart(ifOp.thenBlock());
+        Value at = arith::AddIOp::create(rewriter, loc, adaptor.getRow(),
+                                         inGroup);
+        SmallVector<Value> loaded;
+        for (const RowAccesses::Access &access : row.accesses) {
+          int64_t n = access.elements.size();
+          Value col = is2D ? addConst(rewriter, loc, thread[1], access.column)
+                           : indexConst(rewriter, loc, 0);
+          SmallVector<Value> indices = {at, col};
+          if (group)
+            indices.insert(indices.begin(), group);
+          if (n == 1) {
+            loaded.push_back(memref::LoadOp::create(
+                rewriter, loc, adaptor.getSource(), indices));
+            continue;
+          }
+          Value v = vector::LoadOp::create(
+              rewriter, loc, VectorType::get({n}, element),
+              adaptor.getSource(), indices, /*nontemporal=*/false,
+              llvm::MaybeAlign(n * elementBytes));
+          for (int64_t k = 0; k < n; ++k)
+            loaded.push_back(vector::ExtractOp::create(
+                rewriter, loc, v, ArrayRef<int64_t>{k}));
+        }
+        scf::YieldOp::create(rewriter, loc,
+                             ValueRange{vector::FromElementsOp::create(
+                                 rewriter, loc, rowType, loaded)});
+        rewriter.setInsertionPointToStart(ifOp.elseBlock());
+        Value zeros = arith::ConstantOp::create(
+            rewriter, loc, rowType,
+            DenseElementsAttr::get(rowType, rewriter.getZeroAttr(element)));
+        scf::YieldOp::create(rewriter, loc, ValueRange{zeros});
+      }
+      int64_t k = 0;
+      for (const RowAccesses::Access &access : row.accesses)
+        for (int64_t e : access.elements)
+          values[e] = vector::ExtractOp::create(rewriter, loc,
+                                                ifOp.getResult(0),
+                                                ArrayRef<int64_t>{k++});
+    }
+    rewriter.replaceOpWithNewOp<vector::FromElementsOp>(op, vectorType,
+                                                        values);
+    return success();
+  }
+};
 
 struct StoreLowering : TilePattern<StoreOp> {
   using TilePattern::TilePattern;
@@ -1214,38 +1362,54 @@ struct StoreLowering : TilePattern<StoreOp> {
     Location loc = op.getLoc();
     auto type = kv.operandType<TileType>(op, 0);
     LayoutAttrInterface layout = type.getLayoutInterface();
-    SmallVector<Value> thread = kv.atEntry(
-        op, getThreadOffsets(layout, type.getShape()), rewriter);
+    SmallVector<AffineExpr> offsets = getThreadOffsets(layout, type.getShape());
+    SmallVector<Value> thread = kv.atEntry(op, offsets, rewriter);
     // A 1-D tile is column 0; of an element's holders, its owner writes.
-    Value colBase = type.getRank() == 2 ? thread[1] : Value();
+    bool is2D = type.getRank() == 2;
     Value owner = ownerOf(op, layout, kv, rewriter);
-    // The values of one row share a predicate.
-    SmallVector<SmallVector<int64_t>> coords = valueOffsets(type);
-    llvm::MapVector<int64_t, SmallVector<int64_t>> rows;
-    for (auto [e, c] : llvm::enumerate(coords))
-      rows[c[0]].push_back(e);
+    int64_t elementBytes = type.getElementType().getIntOrFloatBitWidth() / 8;
     auto destType = cast<MemRefType>(adaptor.getDest().getType());
-    for (auto &[r, elements] : rows) {
-      Value tileRow = addConst(rewriter, loc, thread[0], r);
-      auto [group, row] = groupAndRow(rewriter, loc, destType,
-                                      type.getShape()[0], tileRow);
+    // The values of one row share a predicate.
+    for (const RowAccesses &row :
+         getRowAccesses(type, is2D ? offsets[1] : AffineExpr(),
+                        op.getAlignment())) {
+      Value tileRow = addConst(rewriter, loc, thread[0], row.row);
+      auto [group, inGroup] = groupAndRow(rewriter, loc, destType,
+                                          type.getShape()[0], tileRow);
       Value ok = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt,
-                                       row, adaptor.getValid());
+                                       inGroup, adaptor.getValid());
+      if (adaptor.getGroups())
+        ok = arith::AndIOp::create(
+            rewriter, loc, ok,
+            arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt,
+                                  group, adaptor.getGroups()));
       if (owner)
         ok = arith::AndIOp::create(rewriter, loc, ok, owner);
       auto ifOp = scf::IfOp::create(rewriter, loc, ok, /*withElse=*/false);
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPointToStart(ifOp.thenBlock());
-      Value at = arith::AddIOp::create(rewriter, loc, adaptor.getRow(), row);
-      for (int64_t e : elements) {
-        Value x = vector::ExtractOp::create(rewriter, loc, adaptor.getValue(),
-                                            ArrayRef<int64_t>{e});
-        Value col = colBase ? addConst(rewriter, loc, colBase, coords[e][1])
-                            : indexConst(rewriter, loc, 0);
+      Value at = arith::AddIOp::create(rewriter, loc, adaptor.getRow(), inGroup);
+      for (const RowAccesses::Access &access : row.accesses) {
+        SmallVector<Value> xs;
+        for (int64_t e : access.elements)
+          xs.push_back(vector::ExtractOp::create(
+              rewriter, loc, adaptor.getValue(), ArrayRef<int64_t>{e}));
+        Value col = is2D ? addConst(rewriter, loc, thread[1], access.column)
+                         : indexConst(rewriter, loc, 0);
         SmallVector<Value> indices = {at, col};
         if (group)
           indices.insert(indices.begin(), group);
-        memref::StoreOp::create(rewriter, loc, x, adaptor.getDest(), indices);
+        int64_t n = xs.size();
+        if (n == 1) {
+          memref::StoreOp::create(rewriter, loc, xs[0], adaptor.getDest(),
+                                  indices);
+          continue;
+        }
+        Value v = vector::FromElementsOp::create(
+            rewriter, loc, VectorType::get({n}, type.getElementType()), xs);
+        vector::StoreOp::create(rewriter, loc, v, adaptor.getDest(), indices,
+                                /*nontemporal=*/false,
+                                llvm::MaybeAlign(n * elementBytes));
       }
     }
     rewriter.eraseOp(op);
@@ -1341,7 +1505,7 @@ struct FlashTileToNVGPUPass
                  LocalLoadLowering, SplatLowering, ConvertLayoutLowering,
                  MmaLowering, ReduceLowering, FoldLowering,
                  BroadcastLowering, BatchReduceLowering, MapLowering,
-                 StoreLowering>(
+                 LoadLowering, StoreLowering>(
         converter, ctx, kv);
     patterns.add<ApproxLowering<math::Exp2Op>>(ctx,
                                                "llvm.nvvm.ex2.approx.ftz.f32");

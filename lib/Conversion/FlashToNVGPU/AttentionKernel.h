@@ -7,7 +7,8 @@
 // double buffering of K and V in swizzled shared memory, ldmatrix fragments,
 // mma.sync for S = Q K^T and O += P V, the online softmax in registers with
 // quad shuffles, and the epilogue. `emitCombineBody` writes the split-KV
-// merge kernel.
+// merge kernel. The same kernels as flash_tile ops come from TileKernel.cpp
+// (emitForwardTileBody, emitCombineTileBody).
 //
 //===----------------------------------------------------------------------===//
 
@@ -113,7 +114,7 @@ struct CombineKernelSpec {
   int64_t warps = 4;
   /// Rows: r = (b * heads + h) * seqQ + n.
   int64_t heads = 0;
-  Value seqQ, rows, splits;
+  Value batch, seqQ, rows, splits;
   /// parts[s][r][c] at (s * rows + r) * headDimV + c; partLse[s][r] at
   /// s * rows + r.
   Value parts, partLse;
@@ -124,6 +125,25 @@ struct CombineKernelSpec {
 
 /// Emits the body of the combine kernel: one warp per output row.
 void emitCombineBody(ImplicitLocOpBuilder &b, const CombineKernelSpec &spec);
+
+/// The CTA of the flash_tile combine kernel: `rows` output rows over
+/// `warps` warps, `rowsPerGroup` query rows of each of `groupsPerCTA`
+/// heads of one batch entry, or, `overBatch` (one head), of as many batch
+/// entries. Its grid is B x heads / groupsPerCTA x ceildiv(Nq,
+/// rowsPerGroup), or ceildiv(B, groupsPerCTA) x ceildiv(Nq, rowsPerGroup).
+struct CombineTileShape {
+  int64_t rows = 0, warps = 0, groupsPerCTA = 0, rowsPerGroup = 0;
+  bool overBatch = false;
+  /// Each thread's run of columns, and the threads of a warp over rows
+  /// and over columns.
+  int64_t run = 0, threadRows = 0, threadColumns = 0;
+};
+CombineTileShape getCombineTileShape(int64_t headDimV, int64_t heads);
+
+/// Emits the same combine as flash_tile ops (TileKernel.cpp): loads of the
+/// partials and their log-sum-exps, maps, and stores, for a CTA of
+/// getCombineTileShape's rows.
+void emitCombineTileBody(ImplicitLocOpBuilder &b, const CombineKernelSpec &spec);
 
 } // namespace gpu_kernel
 } // namespace flash

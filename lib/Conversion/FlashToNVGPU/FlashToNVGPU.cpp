@@ -1045,26 +1045,52 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
   if (!t.combine)
     return success();
 
-  // The combine kernel: one warp per output row.
-  constexpr int64_t kCombineWarps = 4;
+  // The combine kernel: on the flash_tile path, CTAs of a few rows of a
+  // few heads (getCombineTileShape); the builder's, one warp per output
+  // row, four rows per CTA.
   auto outType = cast<ShapedType>(t.combine.getOut().getType());
   if (outType.getRank() != 4)
     return t.combine.emitError()
            << "flash-to-nvgpu: expected a [B, H, Nq, Dv] output";
-  // Its grid: ceildiv(B * H * Nq, warps), each static size as an integer.
   int64_t heads = outType.getDimSize(1);
   auto rowSize = [&](unsigned dim, StringRef name) -> Attribute {
     if (outType.isDynamicDim(dim))
       return ob.getStringAttr(name);
     return ob.getI64IntegerAttr(outType.getDimSize(dim));
   };
-  Attribute rows[] = {rowSize(0, "B"), ob.getI64IntegerAttr(heads),
-                      rowSize(2, "Nq")};
+  SmallVector<Attribute> combineGrid;
+  int64_t combineThreads;
+  if (tileBody) {
+    // B x heads / groupsPerCTA, or ceildiv(B, groupsPerCTA); then
+    // ceildiv(Nq, rowsPerGroup).
+    CombineTileShape shape = getCombineTileShape(headDimV, heads);
+    combineThreads = 32 * shape.warps;
+    if (shape.overBatch)
+      combineGrid = {GridFactorAttr::get(
+          ctx, ob.getArrayAttr({rowSize(0, "B")}), shape.groupsPerCTA)};
+    else
+      combineGrid = {
+          GridFactorAttr::get(ctx, ob.getArrayAttr({rowSize(0, "B")}), 1)};
+    if (!shape.overBatch && heads > shape.groupsPerCTA)
+      combineGrid.push_back(GridFactorAttr::get(
+          ctx,
+          ob.getArrayAttr({ob.getI64IntegerAttr(heads / shape.groupsPerCTA)}),
+          1));
+    combineGrid.push_back(GridFactorAttr::get(
+        ctx, ob.getArrayAttr({rowSize(2, "Nq")}), shape.rowsPerGroup));
+  } else {
+    // ceildiv(B * H * Nq, warps), each static size as an integer.
+    constexpr int64_t kCombineWarps = 4;
+    combineThreads = 32 * kCombineWarps;
+    Attribute rows[] = {rowSize(0, "B"), ob.getI64IntegerAttr(heads),
+                        rowSize(2, "Nq")};
+    combineGrid = {
+        GridFactorAttr::get(ctx, ob.getArrayAttr(rows), kCombineWarps)};
+  }
   gpu::GPUFuncOp comb = createKernel(ob, loc, name + "_combine", elt,
-                                     32 * kCombineWarps);
-  gridAttr.setAttr(comb, ob.getArrayAttr({GridFactorAttr::get(
-                             ctx, ob.getArrayAttr(rows), kCombineWarps)}));
-  blockAttr.setAttr(comb, ob.getI64IntegerAttr(32 * kCombineWarps));
+                                     combineThreads);
+  gridAttr.setAttr(comb, ob.getArrayAttr(combineGrid));
+  blockAttr.setAttr(comb, ob.getI64IntegerAttr(combineThreads));
   sharedBytesAttr.setAttr(comb, ob.getI64IntegerAttr(0));
   {
     ImplicitLocOpBuilder b(loc, ob);
@@ -1073,16 +1099,16 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
     Lifter lift(b, t, args, err);
     CombineKernelSpec spec;
     spec.outType = outType.getElementType();
-    spec.headDimV = outType.getDimSize(3);
-    spec.warps = kCombineWarps;
+    spec.headDimV = headDimV;
+    spec.warps = combineThreads / 32;
     spec.heads = heads;
-    Value batch = lift.dimOf(t.combine.getOut(), 0);
+    spec.batch = lift.dimOf(t.combine.getOut(), 0);
     spec.seqQ = lift.dimOf(t.combine.getOut(), 2);
     spec.splits = lift.dimOf(t.combine.getParts(), 0);
-    if (!batch || !spec.seqQ || !spec.splits)
+    if (!spec.batch || !spec.seqQ || !spec.splits)
       return report();
     spec.rows = arith::MulIOp::create(
-        b, arith::MulIOp::create(b, batch, lift.cst(heads)), spec.seqQ);
+        b, arith::MulIOp::create(b, spec.batch, lift.cst(heads)), spec.seqQ);
     spec.parts = args[ArgWsOut];
     spec.partLse = args[ArgWsLse];
     spec.out = args[ArgOut];
@@ -1094,7 +1120,10 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
       spec.lse = args[ArgLse];
     if (err.op)
       return report();
-    emitCombineBody(b, spec);
+    if (tileBody)
+      emitCombineTileBody(b, spec);
+    else
+      emitCombineBody(b, spec);
     b.setInsertionPointToEnd(&comb.getBody().front());
     gpu::ReturnOp::create(b);
   }

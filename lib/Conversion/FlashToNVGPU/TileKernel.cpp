@@ -25,6 +25,13 @@
 // and after it the states merge as split-KV partials do (batch_reduce
 // through the K buffer) into one tile whose columns the kv warps share.
 //
+// The combine kernel merges split-KV partials: a CTA's rows (a few heads'
+// query rows, or a few batch entries' where there is one head) in a blocked
+// layout, a warp's lanes over a row's 16-byte runs; the rows' log-sum-exps
+// in its slice, every lane of a row holding the row's. One pass over the
+// splits' log-sum-exps gives each row's total, a second adds the weighted
+// partials.
+//
 // The layouts are fixed here for now: one MMA layout of warps stacked over
 // the rows (16 rows each, or 32 with wide warps: GPUTileConfig's
 // rowTilesPerWarp), batched over the kv warps, 16-byte copies, 16-byte
@@ -40,11 +47,13 @@
 #include "flashc/Dialect/FlashTile/IR/FlashTileOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include <limits>
+#include <numeric>
 
 using namespace mlir;
 using namespace mlir::flash;
@@ -435,7 +444,10 @@ LogicalResult TileEmitter::emit(std::string &why) {
                 });
   Value outMatrix = matrix(s.out.buffer, s.out.base, s.out.rowStride, s.qRows,
                            Dv, s.outType, groupStrideOf(s.out));
-  StoreOp::create(b, o, outMatrix, zero, s.qRows);
+  // The output's rows are 16-byte aligned (the runtime checks it of rows
+  // of a multiple of 16 bytes, which every tile-path head dim is).
+  StoreOp::create(b, o, outMatrix, zero, s.qRows, Value(),
+                  b.getI64IntegerAttr(16));
   if (s.lse.buffer) {
     // lse = ln(2^m l) = (m + log2 l) ln 2; -inf for an empty row (l = 0),
     // NaN for a row whose scores held NaN.
@@ -452,12 +464,268 @@ LogicalResult TileEmitter::emit(std::string &why) {
                     });
     Value lseMatrix = matrix(s.lse.buffer, s.lse.base, s.lse.rowStride,
                              s.qRows, 1, f32, groupStrideOf(s.lse));
-    StoreOp::create(b, lse, lseMatrix, zero, s.qRows);
+    StoreOp::create(b, lse, lseMatrix, zero, s.qRows, Value(), IntegerAttr());
   }
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// The combine kernel
+//===----------------------------------------------------------------------===//
+
+/// The split-KV merge of a CTA's rows as flash_tile ops: rows in a blocked
+/// layout (a warp's lanes over a row's columns), each row's log-sum-exps
+/// in every lane of the row (a slice of that layout).
+class CombineEmitter {
+public:
+  CombineEmitter(ImplicitLocOpBuilder &b, const CombineKernelSpec &s)
+      : b(b), s(s), ctx(b.getContext()),
+        shape(getCombineTileShape(s.headDimV, s.heads)) {
+    f32 = b.getF32Type();
+    layout = BlockedLayoutAttr::get(ctx, {1, shape.run},
+                                    {shape.threadRows, shape.threadColumns},
+                                    {shape.warps, 1});
+    rowLayout = SliceLayoutAttr::get(ctx, 1, layout);
+  }
+
+  void emit();
+
+private:
+  ImplicitLocOpBuilder &b;
+  const CombineKernelSpec &s;
+  MLIRContext *ctx;
+  CombineTileShape shape;
+  Type f32;
+  BlockedLayoutAttr layout;
+  SliceLayoutAttr rowLayout;
+
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+  Value f32c(double v) {
+    return arith::ConstantOp::create(b, f32,
+                                     b.getF32FloatAttr(static_cast<float>(v)));
+  }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
+  TileType rows() { return TileType::get(ctx, {shape.rows}, f32, rowLayout); }
+  TileType tile(Type elt) {
+    return TileType::get(ctx, {shape.rows, s.headDimV}, elt, layout);
+  }
+
+  /// The CTA's rows of a flat buffer, `groupsPerCTA` groups of rows from
+  /// `base` on, `groupStride` and `rowStride` apart, `cols` columns.
+  Value matrix(Value buffer, Value base, Value groupStride, Value rowStride,
+               int64_t cols) {
+    int64_t dyn = ShapedType::kDynamic;
+    Type elt = cast<MemRefType>(buffer.getType()).getElementType();
+    auto type = MemRefType::get(
+        {shape.groupsPerCTA, dyn, cols}, elt,
+        StridedLayoutAttr::get(ctx, dyn, {dyn, dyn, 1}));
+    return memref::ReinterpretCastOp::create(
+        b, type, buffer, OpFoldResult(base),
+        ArrayRef<OpFoldResult>{b.getIndexAttr(shape.groupsPerCTA), s.seqQ,
+                               b.getIndexAttr(cols)},
+        ArrayRef<OpFoldResult>{groupStride, rowStride, b.getIndexAttr(1)});
+  }
+
+  template <typename F> Value map(TileType type, ValueRange inputs, F body) {
+    auto op = MapOp::create(b, type, inputs, /*indices=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    Block *block = b.createBlock(&op.getBody());
+    for (Value in : inputs)
+      block->addArgument(cast<TileType>(in.getType()).getElementType(),
+                         b.getLoc());
+    YieldOp::create(b, body(block->getArguments()));
+    return op.getResult();
+  }
+
+  /// exp(x - m) as 2^((x - m) log2 e).
+  Value expMinus(Value x, Value m) {
+    return math::Exp2Op::create(
+        b, arith::MulFOp::create(b, arith::SubFOp::create(b, x, m),
+                                 f32c(kLog2E)));
+  }
+};
+
+void CombineEmitter::emit() {
+  // The CTA: query rows [n0, n0 + rowsPerGroup) of `groupsPerCTA` heads of
+  // batch entry b, or (one head) of as many batch entries from b on; the
+  // query block varies fastest.
+  int64_t perCTA = shape.groupsPerCTA, rowsPerGroup = shape.rowsPerGroup;
+  Value qBlocks = arith::DivUIOp::create(b, add(s.seqQ, idx(rowsPerGroup - 1)),
+                                         idx(rowsPerGroup));
+  Value linear = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value n0 = mul(arith::RemUIOp::create(b, linear, qBlocks),
+                 idx(rowsPerGroup));
+  Value rest = arith::DivUIOp::create(b, linear, qBlocks);
+  // The CTA's first row of heads (b * H + h0), the stride between its
+  // groups in rows of heads, and its first output element and group
+  // stride.
+  Value bh0, headStride, outBase, outGroupStride, groups;
+  if (shape.overBatch) {
+    Value b0 = mul(rest, idx(perCTA));
+    bh0 = mul(b0, idx(s.heads));
+    headStride = idx(s.heads);
+    outBase = mul(b0, s.outStrideB);
+    outGroupStride = s.outStrideB;
+    groups = arith::SubIOp::create(b, s.batch, b0);
+  } else {
+    int64_t headGroups = s.heads / perCTA;
+    Value h0 = mul(arith::RemUIOp::create(b, rest, idx(headGroups)),
+                   idx(perCTA));
+    Value batch = arith::DivUIOp::create(b, rest, idx(headGroups));
+    bh0 = add(mul(batch, idx(s.heads)), h0);
+    headStride = idx(1);
+    outBase = add(mul(batch, s.outStrideB), mul(h0, s.outStrideH));
+    outGroupStride = s.outStrideH;
+  }
+  Value valid = arith::SubIOp::create(b, s.seqQ, n0);
+  Value zero = idx(0), one = idx(1);
+  Value negInf = f32c(-std::numeric_limits<double>::infinity());
+  Value fzero = f32c(0);
+
+  // Split s's partials of the CTA's rows: parts[s][r] and partLse[s][r]
+  // for r = (b * H + h) * Nq + n.
+  int64_t dv = s.headDimV;
+  Value rowGroupStride = mul(headStride, s.seqQ);
+  auto firstRow = [&](Value split) {
+    return add(mul(split, s.rows), mul(bh0, s.seqQ));
+  };
+  auto partLse = [&](Value split) {
+    return LoadOp::create(
+        b, rows(), matrix(s.partLse, firstRow(split), rowGroupStride, one, 1),
+        n0, valid, groups, IntegerAttr());
+  };
+  // A row of partials starts every 4 * Dv bytes of a 16-byte aligned
+  // buffer.
+  int64_t partAlign = std::min<int64_t>(
+      16, int64_t(1) << llvm::countr_zero(uint64_t(4 * dv)));
+  auto parts = [&](Value split) {
+    return LoadOp::create(b, tile(f32),
+                          matrix(s.parts, mul(firstRow(split), idx(dv)),
+                                 mul(rowGroupStride, idx(dv)), idx(dv), dv),
+                          n0, valid, groups, b.getI64IntegerAttr(partAlign));
+  };
+
+  // lse = log(sum_s exp(lse_s)) in one online pass over the splits: m the
+  // running maximum, sum the running sum of exp(lse_s - m). While every
+  // split so far saw no key (m = -inf), 0 is subtracted instead.
+  auto lseLoop = scf::ForOp::create(
+      b, zero, s.splits, one,
+      ValueRange{SplatOp::create(b, rows(), negInf),
+                 SplatOp::create(b, rows(), fzero)});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(lseLoop.getBody());
+    Value m = lseLoop.getRegionIterArgs()[0];
+    Value sum = lseLoop.getRegionIterArgs()[1];
+    Value v = partLse(lseLoop.getInductionVar());
+    Value mNew = map(rows(), ValueRange{m, v}, [&](ValueRange a) -> Value {
+      return arith::MaxNumFOp::create(b, a[0], a[1]);
+    });
+    Value sumNew =
+        map(rows(), ValueRange{m, sum, v, mNew}, [&](ValueRange a) -> Value {
+          Value isInf = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ,
+                                              a[3], negInf);
+          Value mUse = arith::SelectOp::create(b, isInf, fzero, a[3]);
+          return arith::AddFOp::create(
+              b, arith::MulFOp::create(b, a[1], expMinus(a[0], mUse)),
+              expMinus(a[2], mUse));
+        });
+    scf::YieldOp::create(b, ValueRange{mNew, sumNew});
+  }
+  Value mUse = map(rows(), lseLoop.getResult(0), [&](ValueRange a) -> Value {
+    Value isInf =
+        arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, a[0], negInf);
+    return arith::SelectOp::create(b, isInf, fzero, a[0]);
+  });
+  Value total = lseLoop.getResult(1);
+  // Empty rows (total = 0) give 0 and -inf; NaN (a split's NaN lse)
+  // propagates.
+  auto positive = [&](Value x) {
+    return arith::CmpFOp::create(b, arith::CmpFPredicate::UNE, x, fzero);
+  };
+  Value inv = map(rows(), total, [&](ValueRange a) -> Value {
+    return arith::SelectOp::create(
+        b, positive(a[0]), arith::DivFOp::create(b, f32c(1), a[0]), fzero);
+  });
+
+  // out = sum_s exp(lse_s - max) / sum * parts_s: a split that saw no key
+  // weighs 0.
+  auto accLoop = scf::ForOp::create(
+      b, zero, s.splits, one, ValueRange{SplatOp::create(b, tile(f32), fzero)});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(accLoop.getBody());
+    Value split = accLoop.getInductionVar();
+    Value w = map(rows(), ValueRange{partLse(split), mUse, inv},
+                  [&](ValueRange a) -> Value {
+                    return arith::MulFOp::create(b, expMinus(a[0], a[1]),
+                                                 a[2]);
+                  });
+    Value acc = map(tile(f32),
+                    ValueRange{parts(split), w, accLoop.getRegionIterArgs()[0]},
+                    [&](ValueRange a) -> Value {
+                      return math::FmaOp::create(b, a[0], a[1], a[2]);
+                    });
+    scf::YieldOp::create(b, ValueRange{acc});
+  }
+  Value out = map(tile(s.outType), accLoop.getResult(0),
+                  [&](ValueRange a) -> Value {
+                    if (s.outType.isF32())
+                      return a[0];
+                    return arith::TruncFOp::create(b, s.outType, a[0]);
+                  });
+  // out[b, h, n] at b * sB + h * sH + n * sN; 16-byte aligned rows when a
+  // row is a multiple of 16 bytes (the runtime checks it).
+  int64_t outBytes = s.outType.getIntOrFloatBitWidth() / 8;
+  StoreOp::create(
+      b, out, matrix(s.out, outBase, outGroupStride, s.outStrideN, dv), n0,
+      valid, groups,
+      b.getI64IntegerAttr((dv * outBytes) % 16 == 0 ? 16 : outBytes));
+  if (s.lse) {
+    // (max + log2(sum) ln 2), -inf when empty; lse[b, h, n] contiguous.
+    Value lse = map(rows(), ValueRange{mUse, total}, [&](ValueRange a) -> Value {
+      Value v = arith::AddFOp::create(
+          b, a[0],
+          arith::MulFOp::create(b, math::Log2Op::create(b, a[1]), f32c(kLn2)));
+      return arith::SelectOp::create(b, positive(a[1]), v, negInf);
+    });
+    StoreOp::create(b, lse,
+                    matrix(s.lse, mul(bh0, s.seqQ), rowGroupStride, one, 1),
+                    n0, valid, groups, IntegerAttr());
+  }
+}
+
 } // namespace
+
+CombineTileShape gpu_kernel::getCombineTileShape(int64_t headDimV,
+                                                 int64_t heads) {
+  CombineTileShape shape;
+  // 16-byte runs of f32 partials where a row splits so; a warp's lanes over
+  // a row's runs (a power of two of them), the rest over rows.
+  shape.run = headDimV % 4 == 0 ? 4 : headDimV % 2 == 0 ? 2 : 1;
+  int64_t runs = headDimV / shape.run;
+  shape.threadColumns = 1;
+  while (shape.threadColumns < 32 && runs % (2 * shape.threadColumns) == 0)
+    shape.threadColumns *= 2;
+  shape.threadRows = 32 / shape.threadColumns;
+  // Four rows per CTA where a warp holds fewer, as many as a warp holds
+  // otherwise.
+  shape.warps = std::max<int64_t>(1, 4 / shape.threadRows);
+  shape.rows = shape.threadRows * shape.warps;
+  // The CTA's rows: of a few heads of one batch entry, or where there is
+  // one head (multi-head attention folds its heads into the batch) of a
+  // few batch entries.
+  shape.overBatch = heads == 1;
+  shape.groupsPerCTA = shape.overBatch ? shape.rows : std::gcd(heads, shape.rows);
+  shape.rowsPerGroup = shape.rows / shape.groupsPerCTA;
+  return shape;
+}
+
+void gpu_kernel::emitCombineTileBody(ImplicitLocOpBuilder &b,
+                                     const CombineKernelSpec &spec) {
+  CombineEmitter(b, spec).emit();
+}
 
 std::string gpu_kernel::whyNoTileBody(const flashc::GPUTileConfig &c) {
   int64_t kw = c.kvWarps;

@@ -272,6 +272,63 @@ func.func @store(%o: !flash_tile.tile<64x32xf32, #mma>, %out: memref<?x32xf32>, 
 
 // -----
 
+#mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+// With a 16-byte alignment, a thread's two columns of each n8 tile are one
+// 4-byte store of f16.
+// CHECK-LABEL: func.func @store_pairs
+// CHECK-COUNT-2: scf.if
+// CHECK-NOT: scf.if
+// CHECK-COUNT-4: vector.store %{{.+}}, %{{.+}}[%{{.+}}, %{{.+}}] {alignment = 4 : i64} : memref<?x32xf16>, vector<2xf16>
+// CHECK-NOT: memref.store
+func.func @store_pairs(%o: !flash_tile.tile<64x32xf16, #mma>, %out: memref<?x32xf16>, %row: index, %n: index) {
+  flash_tile.store %o, %out[%row] valid %n {alignment = 16} : !flash_tile.tile<64x32xf16, #mma>, memref<?x32xf16>
+  return
+}
+
+// -----
+
+#rows = #flash_tile.blocked<size = [1, 4], threads = [1, 32], warps = [4, 1]>
+#weight = #flash_tile.slice<1, #rows>
+// Loads of a blocked tile: a thread's 16-byte runs are vector loads of its
+// row when the row is valid (below `valid`, in a group below `groups`),
+// zeros otherwise; 2 runs of the 256 columns. A row's weight (a slice of
+// the blocked layout) is one scalar load in every lane of the row. A
+// slice's store is written by lane 0 of the row's warp.
+// CHECK-LABEL: func.func @load
+// CHECK: %[[TID:.+]] = gpu.thread_id x
+// CHECK: %[[LANE:.+]] = arith.remui %[[TID]], %c32
+// CHECK: %[[COL:.+]] = arith.muli %{{.+}}, %c4
+// CHECK: %[[WARP:.+]] = arith.divui %[[TID]], %c32
+// CHECK: %[[ROW:.+]] = arith.remui %[[WARP]], %c4
+// CHECK: %[[GROUP:.+]] = arith.divui %[[ROW]], %c1
+// CHECK: %[[IN:.+]] = arith.remui %[[ROW]], %c1
+// CHECK: %[[VALID:.+]] = arith.cmpi slt, %[[IN]], %arg3
+// CHECK: %[[GROUPS:.+]] = arith.cmpi slt, %[[GROUP]], %arg4
+// CHECK: %[[OK:.+]] = arith.andi %[[VALID]], %[[GROUPS]]
+// CHECK: scf.if %[[OK]] -> (vector<8xf32>)
+// CHECK: vector.load %arg0[%[[GROUP]], %{{.+}}, %[[COL]]] {alignment = 16 : i64} : memref<4x?x256xf32>, vector<4xf32>
+// CHECK: %[[COL2:.+]] = arith.addi %[[COL]], %c128
+// CHECK: vector.load %arg0[%[[GROUP]], %{{.+}}, %[[COL2]]] {alignment = 16 : i64} : memref<4x?x256xf32>, vector<4xf32>
+// CHECK: } else {
+// CHECK: arith.constant dense<0.000000e+00> : vector<8xf32>
+// CHECK: scf.if %{{.+}} -> (vector<1xf32>)
+// CHECK: memref.load %arg1[%{{.+}}, %{{.+}}, %{{.+}}] : memref<4x?x1xf32>
+// CHECK: %[[LANE0:.+]] = arith.cmpi eq, %[[LANE]], %c0
+// CHECK: %[[STORE:.+]] = arith.andi %{{.+}}, %[[LANE0]]
+// CHECK: scf.if %[[STORE]] {
+// CHECK: memref.store %{{.+}}, %arg1[%{{.+}}, %{{.+}}, %{{.+}}] : memref<4x?x1xf32>
+func.func @load(%parts: memref<4x?x256xf32>, %lse: memref<4x?x1xf32>, %row: index, %n: index, %g: index)
+    -> !flash_tile.tile<4x256xf32, #rows> {
+  %p = flash_tile.load %parts[%row] valid %n groups %g {alignment = 16}
+      : memref<4x?x256xf32> -> !flash_tile.tile<4x256xf32, #rows>
+  %w = flash_tile.load %lse[%row] valid %n groups %g
+      : memref<4x?x1xf32> -> !flash_tile.tile<4xf32, #weight>
+  flash_tile.store %w, %lse[%row] valid %n groups %g : !flash_tile.tile<4xf32, #weight>, memref<4x?x1xf32>
+  return %p : !flash_tile.tile<4x256xf32, #rows>
+}
+
+// -----
+
 #copy = #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [4, 1]>
 #smem = #flash_tile.swizzled<vector = 8, phases = 8>
 #mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>

@@ -167,6 +167,8 @@ func.func @decode(%q: tensor<?x4x?x64xf16>, %k: tensor<?x1x?x64xf16>,
 // DECODE-DAG: #[[BATCH:.+]] = #flash_tile.mma<warps = [4, 1, 1], instr = [16, 8, 16]>
 // DECODE-DAG: #[[ROWS:.+]] = #flash_tile.slice<2, #[[BATCH]]>
 // DECODE-DAG: #[[FLATROWS:.+]] = #flash_tile.slice<1, #[[FLAT]]>
+// DECODE-DAG: #[[CTILE:.+]] = #flash_tile.blocked<size = [1, 4], threads = [2, 16], warps = [2, 1]>
+// DECODE-DAG: #[[CROWS:.+]] = #flash_tile.slice<1, #[[CTILE]]>
 // DECODE-LABEL: gpu.func @decode_fwd(
 // DECODE: %[[KS:.+]] = flash_tile.alloc : !flash_tile.shared<2x128x64xf16, #swizzled>
 // DECODE: %[[Q:.+]] = flash_tile.local_load {{.+}} -> !flash_tile.tile<16x64xf16,
@@ -187,4 +189,14 @@ func.func @decode(%q: tensor<?x4x?x64xf16>, %k: tensor<?x1x?x64xf16>,
 // DECODE: flash_tile.batch_reduce sum %{{.+}}, %[[KS]] : {{.+}} -> !flash_tile.tile<16x64xf32, #[[FLAT]]>
 // DECODE: flash_tile.store %{{.+}} : !flash_tile.tile<16x64xf32, #[[FLAT]]>, memref<4x?x64xf32
 // DECODE: flash_tile.store %{{.+}} : !flash_tile.tile<16xf32, #[[FLATROWS]]>, memref<4x?x1xf32
+// The combine: a CTA of four rows (one query row of each of the 4 heads),
+// two warps of two rows, 16 lanes over each row's 64 columns; a pass over
+// the splits' log-sum-exps, then one over their weighted partials.
 // DECODE-LABEL: gpu.func @decode_combine(
+// DECODE-SAME: flash.block = 64 : i64, flash.grid = [#flash.grid_factor<B>, #flash.grid_factor<Nq>]
+// DECODE: scf.for {{.+}} -> (!flash_tile.tile<4xf32, #[[CROWS]]>, !flash_tile.tile<4xf32, #[[CROWS]]>)
+// DECODE: flash_tile.load {{.+}} -> !flash_tile.tile<4xf32, #[[CROWS]]>
+// DECODE: scf.for {{.+}} -> (!flash_tile.tile<4x64xf32, #[[CTILE]]>)
+// DECODE: flash_tile.load {{.+}} {alignment = 16 : i64} : memref<4x?x64xf32, {{.+}}> -> !flash_tile.tile<4x64xf32, #[[CTILE]]>
+// DECODE: math.fma
+// DECODE: flash_tile.store {{.+}} {alignment = 16 : i64} : !flash_tile.tile<4x64xf16, #[[CTILE]]>, memref<4x?x64xf16

@@ -629,3 +629,109 @@ func.func @f(%o: !flash_tile.tile<4x16x32xf32, #mma>, %out: memref<?x32xf32>, %r
   flash_tile.store %o, %out[%row] valid %n : !flash_tile.tile<4x16x32xf32, #mma>, memref<?x32xf32>
   return
 }
+
+// -----
+
+// slice: the parent is an MMA or a 2-D blocked layout
+// expected-error @+1 {{#flash_tile.slice's parent is a #flash_tile.mma or a 2-D #flash_tile.blocked layout, not #flash_tile.blocked<size = [4], threads = [32], warps = [1]>}}
+func.func @f(%t: !flash_tile.tile<128xf32, #flash_tile.slice<0, #flash_tile.blocked<size = [4], threads = [32], warps = [1]>>>) {
+  return
+}
+
+// -----
+
+// slice: of a blocked layout, whole runs of the kept dimension
+// expected-error @+1 {{#flash_tile.slice needs a tile whose extents are multiples of 4, not 6}}
+func.func @f(%t: !flash_tile.tile<6xf32, #flash_tile.slice<1, #flash_tile.blocked<size = [1, 4], threads = [1, 32], warps = [4, 1]>>>) {
+  return
+}
+
+// -----
+
+// load: 1-D or 2-D
+#mma = #flash_tile.mma<warps = [4, 1, 1], instr = [16, 8, 16]>
+func.func @f(%src: memref<?x32xf32>, %row: index, %n: index) {
+  // expected-error @+1 {{reads a 1-D or 2-D tile, not 4x16x32}}
+  %t = flash_tile.load %src[%row] valid %n : memref<?x32xf32> -> !flash_tile.tile<4x16x32xf32, #mma>
+  return
+}
+
+// -----
+
+// load: columns
+#rows = #flash_tile.blocked<size = [1, 4], threads = [1, 32], warps = [4, 1]>
+func.func @f(%src: memref<?x64xf32>, %row: index, %n: index) {
+  // expected-error @+1 {{needs a source of 128 static columns, as the tile has; it has 64}}
+  %t = flash_tile.load %src[%row] valid %n : memref<?x64xf32> -> !flash_tile.tile<4x128xf32, #rows>
+  return
+}
+
+// -----
+
+// load: a 1-D tile is a column
+#rows = #flash_tile.slice<1, #flash_tile.blocked<size = [1, 4], threads = [1, 32], warps = [4, 1]>>
+func.func @f(%src: memref<?x4xf32>, %row: index, %n: index) {
+  // expected-error @+1 {{needs a source of 1 static columns, as the tile has; it has 4}}
+  %t = flash_tile.load %src[%row] valid %n : memref<?x4xf32> -> !flash_tile.tile<4xf32, #rows>
+  return
+}
+
+// -----
+
+// load: element type
+#rows = #flash_tile.blocked<size = [1, 4], threads = [1, 32], warps = [4, 1]>
+func.func @f(%src: memref<?x128xf16>, %row: index, %n: index) {
+  // expected-error @+1 {{copies 'f32' elements; the source holds 'f16'}}
+  %t = flash_tile.load %src[%row] valid %n : memref<?x128xf16> -> !flash_tile.tile<4x128xf32, #rows>
+  return
+}
+
+// -----
+
+// load: groups that divide the tile's rows
+#rows = #flash_tile.blocked<size = [1, 4], threads = [1, 32], warps = [4, 1]>
+func.func @f(%src: memref<3x?x128xf32>, %row: index, %n: index) {
+  // expected-error @+1 {{packs the rows of a source of 3 groups into 4 tile rows; the groups must be static and divide them}}
+  %t = flash_tile.load %src[%row] valid %n : memref<3x?x128xf32> -> !flash_tile.tile<4x128xf32, #rows>
+  return
+}
+
+// -----
+
+// load: the alignment is a power of two
+#rows = #flash_tile.blocked<size = [1, 4], threads = [1, 32], warps = [4, 1]>
+func.func @f(%src: memref<?x128xf32>, %row: index, %n: index) {
+  // expected-error @+1 {{alignment 12 is not a power of two of at least the element's 4 bytes}}
+  %t = flash_tile.load %src[%row] valid %n {alignment = 12} : memref<?x128xf32> -> !flash_tile.tile<4x128xf32, #rows>
+  return
+}
+
+// -----
+
+// store: the alignment is at least the element's size
+#mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+func.func @f(%o: !flash_tile.tile<64x32xf32, #mma>, %out: memref<?x32xf32>, %row: index, %n: index) {
+  // expected-error @+1 {{alignment 2 is not a power of two of at least the element's 4 bytes}}
+  flash_tile.store %o, %out[%row] valid %n {alignment = 2} : !flash_tile.tile<64x32xf32, #mma>, memref<?x32xf32>
+  return
+}
+
+// -----
+
+// load: valid groups of a 3-D matrix only
+#rows = #flash_tile.blocked<size = [1, 4], threads = [1, 32], warps = [4, 1]>
+func.func @f(%src: memref<?x128xf32>, %row: index, %n: index) {
+  // expected-error @+1 {{counts valid groups of a 3-D matrix; the matrix is 'memref<?x128xf32>'}}
+  %t = flash_tile.load %src[%row] valid %n groups %n : memref<?x128xf32> -> !flash_tile.tile<4x128xf32, #rows>
+  return
+}
+
+// -----
+
+// store: valid groups of a 3-D matrix only
+#mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+func.func @f(%o: !flash_tile.tile<64x32xf32, #mma>, %out: memref<?x32xf32>, %row: index, %n: index) {
+  // expected-error @+1 {{counts valid groups of a 3-D matrix; the matrix is 'memref<?x32xf32>'}}
+  flash_tile.store %o, %out[%row] valid %n groups %n : !flash_tile.tile<64x32xf32, #mma>, memref<?x32xf32>
+  return
+}

@@ -174,3 +174,37 @@ func.func @decode(%q: !flash_tile.tile<16x64xf16, #flash_tile.operand<a, #flat>>
       !flash_tile.shared<2x128x64xf16, #smem> -> !flash_tile.tile<16x64xf32, #flat>
   return %o : !flash_tile.tile<16x64xf32, #flat>
 }
+
+// -----
+
+// The combine's tiles: rows of partials in a blocked layout, a warp's lanes
+// over a row's columns, and the rows' weights as its slice, in every lane
+// of the row; loaded, combined and stored with their alignment.
+#rows = #flash_tile.blocked<size = [1, 4], threads = [1, 32], warps = [4, 1]>
+#weight = #flash_tile.slice<1, #rows>
+// CHECK-DAG: #[[BLOCKED:.+]] = #flash_tile.blocked<size = [1, 4], threads = [1, 32], warps = [4, 1]>
+// CHECK-DAG: #{{.*}} = #flash_tile.slice<1, #[[BLOCKED]]>
+// CHECK-LABEL: func.func @combine
+func.func @combine(%parts: memref<4x?x128xf32, strided<[?, 128, 1], offset: ?>>,
+                   %lse: memref<4x?x1xf32, strided<[?, 1, 1], offset: ?>>,
+                   %out: memref<4x?x128xf16, strided<[?, ?, 1], offset: ?>>,
+                   %n: index, %valid: index) {
+  // CHECK: flash_tile.load %{{.*}}[%{{.*}}] valid %{{.*}} {alignment = 16 : i64} : memref<4x?x128xf32, strided<[?, 128, 1], offset: ?>> -> !flash_tile.tile<4x128xf32, #[[BLOCKED]]>
+  %p = flash_tile.load %parts[%n] valid %valid {alignment = 16}
+      : memref<4x?x128xf32, strided<[?, 128, 1], offset: ?>> -> !flash_tile.tile<4x128xf32, #rows>
+  // CHECK: flash_tile.load %{{.*}}[%{{.*}}] valid %{{.*}} groups %{{.*}} : memref<4x?x1xf32, strided<[?, 1, 1], offset: ?>> -> !flash_tile.tile<4xf32, #{{.*}}>
+  %w = flash_tile.load %lse[%n] valid %valid groups %valid
+      : memref<4x?x1xf32, strided<[?, 1, 1], offset: ?>> -> !flash_tile.tile<4xf32, #weight>
+  // CHECK: flash_tile.map %{{.*}}, %{{.*}} : !flash_tile.tile<4x128xf32, #[[BLOCKED]]>, !flash_tile.tile<4xf32, #{{.*}}> -> !flash_tile.tile<4x128xf16, #[[BLOCKED]]>
+  %o = flash_tile.map %p, %w : !flash_tile.tile<4x128xf32, #rows>, !flash_tile.tile<4xf32, #weight>
+      -> !flash_tile.tile<4x128xf16, #rows> {
+  ^bb0(%x: f32, %y: f32):
+    %m = arith.mulf %x, %y : f32
+    %h = arith.truncf %m : f32 to f16
+    flash_tile.yield %h : f16
+  }
+  // CHECK: flash_tile.store %{{.*}}, %{{.*}}[%{{.*}}] valid %{{.*}} groups %{{.*}} {alignment = 16 : i64} : !flash_tile.tile<4x128xf16, #[[BLOCKED]]>, memref<4x?x128xf16, strided<[?, ?, 1], offset: ?>>
+  flash_tile.store %o, %out[%n] valid %valid groups %valid {alignment = 16}
+      : !flash_tile.tile<4x128xf16, #rows>, memref<4x?x128xf16, strided<[?, ?, 1], offset: ?>>
+  return
+}

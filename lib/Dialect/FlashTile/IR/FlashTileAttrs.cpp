@@ -234,8 +234,14 @@ SmallVector<int64_t> OperandLayoutAttr::getCoordinates(ArrayRef<int64_t> shape,
 
 LogicalResult
 SliceLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                        int64_t dim, MmaLayoutAttr parent) {
-  if (parent.isBatched()) {
+                        int64_t dim, LayoutAttrInterface parent) {
+  auto mma = dyn_cast<MmaLayoutAttr>(parent);
+  auto blocked = dyn_cast<BlockedLayoutAttr>(parent);
+  if (!mma && !(blocked && blocked.getSize().size() == 2))
+    return emitError() << "#flash_tile.slice's parent is a #flash_tile.mma "
+                          "or a 2-D #flash_tile.blocked layout, not "
+                       << parent;
+  if (mma && mma.isBatched()) {
     if (dim != 1 && dim != 2)
       return emitError() << "#flash_tile.slice removes dimension 1 or 2 of a "
                             "batched parent (a matrix dimension), not "
@@ -252,17 +258,38 @@ SliceLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 /// The slice of one matrix of a batched parent.
 static SliceLayoutAttr getMatrixSlice(SliceLayoutAttr slice) {
   return SliceLayoutAttr::get(slice.getContext(), slice.getDim() - 1,
-                              slice.getParent().getMatrixLayout());
+                              slice.getMmaParent().getMatrixLayout());
+}
+
+/// A blocked layout's size, threads and warps along dimension `dim`, and
+/// the lane and warp strides of that dimension (the last one fastest).
+struct BlockedDim {
+  int64_t size, threads, warps, laneStride, warpStride;
+};
+static BlockedDim getBlockedDim(BlockedLayoutAttr layout, int64_t dim) {
+  BlockedDim d{layout.getSize()[dim], layout.getThreads()[dim],
+               layout.getWarps()[dim], 1, 1};
+  for (int64_t i = dim + 1, n = layout.getSize().size(); i < n; ++i) {
+    d.laneStride *= layout.getThreads()[i];
+    d.warpStride *= layout.getWarps()[i];
+  }
+  return d;
 }
 
 LogicalResult
 SliceLayoutAttr::verifyShape(function_ref<InFlightDiagnostic()> emitError,
                              ArrayRef<int64_t> shape) const {
-  MmaLayoutAttr p = getParent();
-  if (p.isBatched())
-    return verifyBatchedShape(emitError, getMatrixSlice(*this), p.getBatch(),
-                              shape, "a batched #flash_tile.slice");
+  if (isBatched())
+    return verifyBatchedShape(emitError, getMatrixSlice(*this),
+                              getMmaParent().getBatch(), shape,
+                              "a batched #flash_tile.slice");
   int64_t kept = 1 - getDim();
+  if (auto blocked = dyn_cast<BlockedLayoutAttr>(getParent())) {
+    BlockedDim d = getBlockedDim(blocked, kept);
+    return verifyMultiples(emitError, shape, {d.size * d.threads * d.warps},
+                           "#flash_tile.slice");
+  }
+  MmaLayoutAttr p = getMmaParent();
   return verifyMultiples(emitError, shape,
                          {p.getInstr()[kept] * p.getWarps()[kept]},
                          "#flash_tile.slice");
@@ -273,26 +300,41 @@ int64_t SliceLayoutAttr::getNumWarps() const {
 }
 
 int64_t SliceLayoutAttr::getElementsPerThread(ArrayRef<int64_t> shape) const {
+  if (isBatched())
+    return getMatrixSlice(*this).getElementsPerThread(shape.drop_front());
+  if (auto blocked = dyn_cast<BlockedLayoutAttr>(getParent())) {
+    // The kept dimension's runs, repeated over the tile.
+    BlockedDim d = getBlockedDim(blocked, 1 - getDim());
+    return shape[0] / (d.threads * d.warps);
+  }
   // Within an instruction tile a lane holds 2 of the 16 rows (a quad of
   // lanes shares them) or 2 of the 8 columns.
-  if (getParent().isBatched())
-    return getMatrixSlice(*this).getElementsPerThread(shape.drop_front());
-  ArrayRef<int64_t> warps = getParent().getWarps();
+  ArrayRef<int64_t> warps = getMmaParent().getWarps();
   if (getDim() == 1)
     return shape[0] / (8 * warps[0]);
   return shape[0] / (4 * warps[1]);
 }
 
-// The accumulator's rows a lane holds (lane / 4 and 8 below, per 16-row
-// tile), or its columns (2 * (lane % 4) + 0, 1, per 8-column tile).
+// Of an MMA parent, the accumulator's rows a lane holds (lane / 4 and 8
+// below, per 16-row tile), or its columns (2 * (lane % 4) + 0, 1, per
+// 8-column tile). Of a blocked parent, the kept dimension's coordinates of
+// the thread's values, each once.
 SmallVector<int64_t> SliceLayoutAttr::getCoordinates(ArrayRef<int64_t> shape,
                                                      int64_t thread,
                                                      int64_t element) const {
-  if (getParent().isBatched())
+  if (isBatched())
     return getBatchedCoordinates(getMatrixSlice(*this), shape, thread,
                                  element);
-  ArrayRef<int64_t> warps = getParent().getWarps();
   int64_t warp = thread / 32, lane = thread % 32;
+  if (auto blocked = dyn_cast<BlockedLayoutAttr>(getParent())) {
+    BlockedDim d = getBlockedDim(blocked, 1 - getDim());
+    int64_t footprint = d.size * d.threads * d.warps;
+    int64_t laneIdx = (lane / d.laneStride) % d.threads;
+    int64_t warpIdx = (warp / d.warpStride) % d.warps;
+    return {(element / d.size) * footprint +
+            (warpIdx * d.threads + laneIdx) * d.size + element % d.size};
+  }
+  ArrayRef<int64_t> warps = getMmaParent().getWarps();
   if (getDim() == 1) {
     int64_t rowsPerWarp = shape[0] / warps[0];
     return {(warp / warps[1]) * rowsPerWarp + (element / 2) * 16 + lane / 4 +

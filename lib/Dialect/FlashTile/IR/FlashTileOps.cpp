@@ -11,6 +11,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::flash_tile;
@@ -268,7 +269,7 @@ LogicalResult BatchReduceOp::verify() {
     if (auto mma = dyn_cast<MmaLayoutAttr>(layout))
       return mma.isBatched();
     if (auto slice = dyn_cast<SliceLayoutAttr>(layout))
-      return slice.getParent().isBatched();
+      return slice.isBatched();
     return false;
   };
   if (!batched(source.getLayout()))
@@ -365,6 +366,42 @@ LogicalResult MapOp::verifyRegions() {
 // StoreOp
 //===----------------------------------------------------------------------===//
 
+/// Checks a load's or a store's group count (of a 3-D matrix only) and
+/// alignment (a power of two, at least the element's bytes).
+static LogicalResult verifyAccess(Operation *op, MemRefType matrix,
+                                  Value groups,
+                                  std::optional<int64_t> alignment,
+                                  Type element) {
+  if (groups && matrix.getRank() != 3)
+    return op->emitOpError() << "counts valid groups of a 3-D matrix; the "
+                                "matrix is "
+                             << matrix;
+  if (!alignment)
+    return success();
+  int64_t bytes = element.getIntOrFloatBitWidth() / 8;
+  if (*alignment < bytes || !llvm::isPowerOf2_64(*alignment))
+    return op->emitOpError() << "alignment " << *alignment
+                             << " is not a power of two of at least the "
+                                "element's "
+                             << bytes << " bytes";
+  return success();
+}
+
+LogicalResult LoadOp::verify() {
+  TileType result = getResult().getType();
+  if (result.getRank() > 2)
+    return emitOpError() << "reads a 1-D or 2-D tile, not "
+                         << formatShape(result.getShape());
+  // A 1-D tile is a column: one value per row.
+  int64_t columns = result.getRank() == 2 ? result.getShape()[1] : 1;
+  if (failed(verifyGlobalMatrix(*this, getSource().getType(), "source",
+                                result.getShape()[0], columns,
+                                result.getElementType())))
+    return failure();
+  return verifyAccess(*this, getSource().getType(), getGroups(),
+                      getAlignment(), result.getElementType());
+}
+
 LogicalResult StoreOp::verify() {
   TileType value = getValue().getType();
   if (value.getRank() > 2)
@@ -373,7 +410,10 @@ LogicalResult StoreOp::verify() {
                          << " (reduce a batch first)";
   // A 1-D tile is a column: one value per row.
   int64_t columns = value.getRank() == 2 ? value.getShape()[1] : 1;
-  return verifyGlobalMatrix(*this, getDest().getType(), "destination",
-                            value.getShape()[0], columns,
-                            value.getElementType());
+  if (failed(verifyGlobalMatrix(*this, getDest().getType(), "destination",
+                                value.getShape()[0], columns,
+                                value.getElementType())))
+    return failure();
+  return verifyAccess(*this, getDest().getType(), getGroups(), getAlignment(),
+                      value.getElementType());
 }

@@ -110,9 +110,9 @@ static LayoutAttrInterface getMatrixForm(LayoutAttrInterface layout) {
                                         operand.getParent().getMatrixLayout())
                : nullptr;
   if (auto slice = dyn_cast<SliceLayoutAttr>(layout))
-    return slice.getParent().isBatched()
+    return slice.isBatched()
                ? SliceLayoutAttr::get(ctx, slice.getDim() - 1,
-                                      slice.getParent().getMatrixLayout())
+                                      slice.getMmaParent().getMatrixLayout())
                : nullptr;
   return nullptr;
 }
@@ -170,7 +170,10 @@ mlir::flash_tile::getThreadOffsets(LayoutAttrInterface layout,
     return {(lane % 4) * 2, c + lane.floorDiv(4)};
   }
   if (auto slice = dyn_cast<SliceLayoutAttr>(layout)) {
-    ArrayRef<int64_t> warps = slice.getParent().getWarps();
+    // Of a blocked parent, its offsets along the kept dimension.
+    if (auto blocked = dyn_cast<BlockedLayoutAttr>(slice.getParent()))
+      return {getThreadOffsets(blocked, {1, 1})[1 - slice.getDim()]};
+    ArrayRef<int64_t> warps = slice.getMmaParent().getWarps();
     if (slice.getDim() == 1)
       return {warp.floorDiv(warps[1]) * (shape[0] / warps[0]) +
               lane.floorDiv(4)};
@@ -200,11 +203,22 @@ mlir::flash_tile::getOwnerConditions(LayoutAttrInterface layout) {
   AffineExpr lane = t % 32, warp = t.floorDiv(32);
   SmallVector<AffineExpr> conditions;
   if (auto slice = dyn_cast<SliceLayoutAttr>(layout)) {
-    int64_t w1 = slice.getParent().getWarps()[1];
-    if (slice.getDim() == 1)
-      conditions = {lane % 4, warp % w1};
-    else
-      conditions = {lane.floorDiv(4), warp.floorDiv(w1)};
+    if (auto blocked = dyn_cast<BlockedLayoutAttr>(slice.getParent())) {
+      // The first lane and warp along the removed dimension own.
+      ArrayRef<int64_t> threads = blocked.getThreads(),
+                        warps = blocked.getWarps();
+      int64_t removed = slice.getDim();
+      int64_t laneStride = removed == 0 ? threads[1] : 1;
+      int64_t warpStride = removed == 0 ? warps[1] : 1;
+      conditions = {lane.floorDiv(laneStride) % threads[removed],
+                    warp.floorDiv(warpStride) % warps[removed]};
+    } else {
+      int64_t w1 = slice.getMmaParent().getWarps()[1];
+      if (slice.getDim() == 1)
+        conditions = {lane % 4, warp % w1};
+      else
+        conditions = {lane.floorDiv(4), warp.floorDiv(w1)};
+    }
   } else if (auto operand = dyn_cast<OperandLayoutAttr>(layout)) {
     int64_t w1 = operand.getParent().getWarps()[1];
     conditions = {operand.getKind() == OperandKind::A ? warp % w1

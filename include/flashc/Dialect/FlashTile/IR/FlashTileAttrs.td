@@ -134,25 +134,42 @@ def FlashTile_OperandLayoutAttr : FlashTile_Attr<"OperandLayout", "operand",
 
 def FlashTile_SliceLayoutAttr : FlashTile_Attr<"SliceLayout", "slice",
     [DeclareAttrInterfaceMethods<FlashTile_LayoutAttrInterface>]> {
-  let summary = "A tile of an MMA layout with one matrix dimension removed";
+  let summary = "A tile of a 2-D layout with one dimension removed";
   let description = [{
     What reducing a tile of layout `parent` along `dim` leaves: with
     `dim = 1` of a 2-D parent, one value per row, held by the threads that
-    held that row (for an MMA accumulator, the four lanes of a quad). A
+    held that row (for an MMA accumulator, the four lanes of a quad; for a
+    `blocked` layout, the lanes and warps spread over the columns). A
     `slice` tile is also how a per-row value (a running maximum or sum)
     meets a tile in `flash_tile.map`, broadcast along `dim`. Of a batched
-    parent (`B x R x C`), `dim` is 1 or 2 and the slice keeps the batch:
-    `dim = 2` leaves `B x R`, a value per row of each matrix.
+    MMA parent (`B x R x C`), `dim` is 1 or 2 and the slice keeps the
+    batch: `dim = 2` leaves `B x R`, a value per row of each matrix.
+
+    The parent is an MMA accumulator layout (`#flash_tile.mma`) or a 2-D
+    `#flash_tile.blocked` layout.
 
     ```mlir
     #flash_tile.slice<1, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>
     #flash_tile.slice<2, #flash_tile.mma<warps = [4, 1, 1], instr = [16, 8, 16]>>
+    // One value per row, in every lane of the row's warp.
+    #flash_tile.slice<1, #flash_tile.blocked<size = [1, 4], threads = [1, 32], warps = [4, 1]>>
     ```
   }];
   let parameters = (ins "int64_t":$dim,
-                        "::mlir::flash_tile::MmaLayoutAttr":$parent);
+                        "::mlir::flash_tile::LayoutAttrInterface":$parent);
   let assemblyFormat = "`<` $dim `,` qualified($parent) `>`";
   let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The parent as an MMA accumulator layout, or null.
+    MmaLayoutAttr getMmaParent() const {
+      return ::llvm::dyn_cast<MmaLayoutAttr>(getParent());
+    }
+    /// Whether the parent is a batched MMA layout.
+    bool isBatched() const {
+      MmaLayoutAttr mma = getMmaParent();
+      return mma && mma.isBatched();
+    }
+  }];
 }
 
 def FlashTile_BlockedLayoutAttr : FlashTile_Attr<"BlockedLayout", "blocked",

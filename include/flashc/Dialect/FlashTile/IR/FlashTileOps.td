@@ -338,6 +338,43 @@ def FlashTile_YieldOp : FlashTile_Op<"yield", [Pure, Terminator,
   let assemblyFormat = "$value attr-dict `:` qualified(type($value))";
 }
 
+def FlashTile_LoadOp : FlashTile_Op<"load", [MemoryEffects<[MemRead]>]> {
+  let summary = "Read rows of a global matrix into a register tile";
+  let description = [{
+    Reads the rows `[row, row + R)` of the 2-D global matrix `source` into
+    an `R x C` tile; the tile's rows from `valid` on (counted from `row`)
+    are zeros, not read. A 3-D source of `G` groups takes the tile's rows
+    group-major, `valid` per group, as `flash_tile.async_copy` packs them;
+    with `groups`, the groups from `groups` on are zeros too (a last tile
+    of batch entries that does not fill the tile).
+    A 1-D tile of `R` values is a column: `source` has one column. Each
+    thread reads the elements its layout gives it; where it holds several
+    consecutive columns of a row, they are one access when `alignment`
+    allows.
+
+    `alignment` is what the caller knows of the matrix: its start and its
+    strides between rows and between groups are multiples of `alignment`
+    bytes (a power of two; the element's size when absent). A thread's run
+    of consecutive columns is read in accesses of up to that many bytes
+    (and at most 16).
+
+    ```mlir
+    %part = flash_tile.load %parts[%n] valid %left {alignment = 16}
+        : memref<4x?x128xf32, strided<[?, 128, 1], offset: ?>>
+          -> !flash_tile.tile<4x128xf32, #blocked>
+    ```
+  }];
+  let arguments = (ins FlashTile_GlobalMatrix:$source, Index:$row,
+                       Index:$valid, Optional<Index>:$groups,
+                       OptionalAttr<I64Attr>:$alignment);
+  let results = (outs FlashTile_Tile:$result);
+  let assemblyFormat = [{
+    $source `[` $row `]` `valid` $valid (`groups` $groups^)? attr-dict `:`
+    qualified(type($source)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
 def FlashTile_StoreOp : FlashTile_Op<"store"> {
   let summary = "Write a register tile to rows of a global matrix";
   let description = [{
@@ -345,21 +382,25 @@ def FlashTile_StoreOp : FlashTile_Op<"store"> {
     global matrix `dest` (the tile's rows from `valid` on are not written:
     a ragged last block writes nothing out of bounds). A 3-D `dest` of `G`
     groups takes the tile's rows group-major, `valid` per group, as
-    `flash_tile.async_copy` reads them. A 1-D tile of `R` values is a
+    `flash_tile.async_copy` reads them; with `groups`, the groups from
+    `groups` on are not written. A 1-D tile of `R` values is a
     column: `dest` has one column (a log-sum-exp per row). The
     tile and the matrix have the same element type. Where the layout holds
-    an element in several threads, one of them writes it.
+    an element in several threads, one of them writes it. `alignment` is
+    what `flash_tile.load` says it is: a thread's consecutive columns are
+    written in accesses of up to that many bytes.
 
     ```mlir
-    flash_tile.store %o, %out[%i] valid %n
+    flash_tile.store %o, %out[%i] valid %n {alignment = 16}
         : !flash_tile.tile<64x64xf16, #blocked>, memref<?x64xf16>
     ```
   }];
   let arguments = (ins FlashTile_Tile:$value, FlashTile_GlobalMatrix:$dest,
-                       Index:$row, Index:$valid);
+                       Index:$row, Index:$valid, Optional<Index>:$groups,
+                       OptionalAttr<I64Attr>:$alignment);
   let assemblyFormat = [{
-    $value `,` $dest `[` $row `]` `valid` $valid attr-dict `:` qualified(type($value))
-    `,` qualified(type($dest))
+    $value `,` $dest `[` $row `]` `valid` $valid (`groups` $groups^)? attr-dict
+    `:` qualified(type($value)) `,` qualified(type($dest))
   }];
   let hasVerifier = 1;
 }
