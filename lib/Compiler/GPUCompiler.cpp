@@ -276,6 +276,8 @@ llvm::Expected<rt::KernelVariant> mlir::flash::detail::compileGPUVariant(
         variant.combine = e;
       } else {
         variant.forward = e;
+        variant.forward.finalAtOneSplit =
+            FlashDialect::FinalAtOneSplitAttrHelper(ctx).isAttrPresent(fn);
         if (auto tile = FlashDialect::TileAttrHelper(ctx).getAttr(fn)) {
           variant.blockQ = tile[1];
           variant.blockKV = tile[2];

@@ -324,8 +324,12 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
   Result<int64_t> forwardGrid = grid(variant.forward);
   if (!forwardGrid)
     return forwardGrid.status();
+  // A forward kernel that writes the output itself at one split needs
+  // neither the combine nor the workspace then.
+  bool combine = variant.combine &&
+                 !(splits == 1 && variant.forward.finalAtOneSplit);
   int64_t combineGrid = 0;
-  if (variant.combine) {
+  if (combine) {
     Result<int64_t> g = grid(*variant.combine);
     if (!g)
       return g.status();
@@ -344,7 +348,7 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
   // ordered on one stream): [S, B', G, Nq, Dv] and [S, B', G, Nq] f32.
   void *wsOut = nullptr, *wsLse = nullptr;
   uint64_t wsOutBytes = 0, wsLseBytes = 0;
-  if (q.decode) {
+  if (combine) {
     __int128 rows =
         static_cast<__int128>(splits) * kernelBatch * q.group * seqQ;
     __int128 bytes = rows * q.headDimV * 4;
@@ -406,7 +410,7 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
     status = device.launch(variant, variant.forward,
                            static_cast<uint64_t>(*forwardGrid), args,
                            call.stream);
-    if (!status && variant.combine)
+    if (!status && combine)
       status = device.launch(variant, *variant.combine,
                              static_cast<uint64_t>(combineGrid), args,
                              call.stream);

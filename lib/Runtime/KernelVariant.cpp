@@ -126,6 +126,8 @@ JsonValue KernelEntry::toJson() const {
   o["shared_bytes"] = sharedBytes;
   o["registers"] = registers;
   o["spill_bytes"] = spillBytes;
+  if (finalAtOneSplit)
+    o["final_at_one_split"] = true;
   return JsonValue(std::move(o));
 }
 
@@ -193,6 +195,10 @@ Result<KernelEntry> KernelEntry::fromJson(const JsonValue &v) {
     if (Status s = getBounded(v, "spill_bytes", -1, int64_t(1) << 30,
                               e.spillBytes))
       return s;
+  if (v.get("final_at_one_split") &&
+      !getBool(v, "final_at_one_split", e.finalAtOneSplit))
+    return Status::error("manifest: kernel " + e.name +
+                         ": 'final_at_one_split' is not a boolean");
   return e;
 }
 
@@ -528,7 +534,8 @@ constexpr const char *kKernelTag = "// flashc-kernel ";
 std::string describeKernel(const KernelEntry &e) {
   return std::string(kKernelTag) + "name=" + e.name +
          " block=" + std::to_string(e.block) +
-         " shared_bytes=" + std::to_string(e.sharedBytes) + " grid=" + e.grid.str();
+         " shared_bytes=" + std::to_string(e.sharedBytes) + " grid=" + e.grid.str() +
+         (e.finalAtOneSplit ? " final_at_one_split=1" : "");
 }
 
 using Fields = std::vector<std::pair<std::string, std::string>>;

@@ -372,6 +372,7 @@ KernelVariant sampleVariant() {
   v.forward = {"attn_fwd",
                gridOf({factor({"B"}), factor({"Nq"}, 16), factor({"splits"})}),
                128, 45056, 168, 0};
+  v.forward.finalAtOneSplit = true;
   v.combine = KernelEntry{"attn_combine", gridOf({factor({"B", "4", "Nq"}, 4)}),
                           128, 0, 40, 8};
   v.config = "target=sm_90a block-q=16";
@@ -389,6 +390,7 @@ void expectSameEntry(const KernelEntry &a, const KernelEntry &b) {
   EXPECT_EQ(a.sharedBytes, b.sharedBytes);
   EXPECT_EQ(a.registers, b.registers);
   EXPECT_EQ(a.spillBytes, b.spillBytes);
+  EXPECT_EQ(a.finalAtOneSplit, b.finalAtOneSplit);
 }
 
 /// Every manifest field of two variants (not the PTX and cubin, which live
@@ -1582,10 +1584,37 @@ TEST_F(LaunchTest, OneBatchEntryAlwaysFolds) {
 }
 
 TEST_F(LaunchTest, DecodeSplitsAndWorkspace) {
-  const KernelVariant &variant = testVariant(true, false, false);
+  // The compiler's decode variant writes the output itself at one split;
+  // one from a manifest that predates that runs the combine at every
+  // split count.
+  KernelVariant variant = testVariant(true, false, false);
   ASSERT_TRUE(variant.combine.has_value());
+  ASSERT_TRUE(variant.forward.finalAtOneSplit);
   ASSERT_GT(variant.blockKV, 0);
   int64_t seqKV = 10 * variant.blockKV + 3; // 11 KV blocks
+  for (int i = 0; i < 2; ++i) {
+    device.launches.clear();
+    Problem p;
+    p.batch = 2;
+    p.seqQ = 3;
+    p.seqKV = seqKV;
+    p.init(Layout::Dense, false, rng);
+    p.call.splits = 1;
+    LaunchReport report;
+    Status s = launchAttention(device, variant, p.call, &report);
+    ASSERT_FALSE(s) << s.message();
+    EXPECT_EQ(report.splits, 1);
+    if (variant.forward.finalAtOneSplit) {
+      ASSERT_EQ(device.launches.size(), 1u) << "no combine at one split";
+      EXPECT_EQ(report.combineGrid, 0);
+      // No workspace either.
+      EXPECT_EQ(device.launches[0].args[5].value, 0u);
+    } else {
+      ASSERT_EQ(device.launches.size(), 2u);
+      EXPECT_EQ(device.launches[1].kernel, variant.combine->name);
+    }
+    variant.forward.finalAtOneSplit = false;
+  }
   for (auto [asked, expected] :
        {std::pair<int64_t, int64_t>{3, 3}, {1, 1}, {11, 11}, {1000, 11}}) {
     device.launches.clear();

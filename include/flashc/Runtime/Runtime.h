@@ -99,6 +99,11 @@ struct KernelEntry {
   /// From ptxas when it was run on the PTX (-1: unknown).
   int64_t registers = -1;
   int64_t spillBytes = -1;
+  /// A forward kernel of split-KV partials that, launched with one split,
+  /// writes the attention's output itself: the runtime launches no
+  /// combine then. (False in manifests that predate it, whose combine
+  /// runs at every split count.)
+  bool finalAtOneSplit = false;
 
   JsonValue toJson() const;
   static Result<KernelEntry> fromJson(const JsonValue &value);

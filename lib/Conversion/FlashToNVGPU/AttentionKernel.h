@@ -78,6 +78,15 @@ struct ForwardKernelSpec {
   /// The log-sum-exp tile (its rowStride used, groupStride per head); null
   /// buffer when not written.
   TileAddress lse;
+
+  /// Of a kernel that writes split-KV partials (`out` and `lse` are
+  /// theirs): where the attention's own output and log-sum-exp tiles are,
+  /// which the kernel writes instead when the launch has one split
+  /// (`splits` = 1), so that no combine needs to run. Null buffers when
+  /// not split (or not built so).
+  TileAddress finalOut, finalLse;
+  Type finalOutType;
+  Value splits;
 };
 
 /// Where the KV loops hand over to each other (both bodies prefetch the

@@ -1008,6 +1008,39 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
         spec.lse = tile;
       }
     }
+    // A split kernel also writes the attention's own output when its
+    // launch has a single split: the partial tiles' offsets less the split.
+    if (t.combine && useTileBody) {
+      auto finalTile = [&](Value partial, Value root) {
+        auto slice = partial.getDefiningOp<tensor::ExtractSliceOp>();
+        Buffer buf = lift.buffer(root);
+        TileAddress tile;
+        tile.buffer = buf.memref;
+        tile.base = lift.cst(0);
+        ArrayRef<OpFoldResult> offsets = slice.getMixedOffsets();
+        if (offsets.size() != buf.strides.size() + 1) {
+          lift.fail(slice, "a split partial tile of unexpected rank");
+          return tile;
+        }
+        for (auto [d, stride] : llvm::enumerate(buf.strides)) {
+          Value off = lift.get(offsets[d + 1]);
+          if (!off || !stride)
+            return tile;
+          tile.base = arith::AddIOp::create(
+              b, tile.base, arith::MulIOp::create(b, off, stride));
+        }
+        tile.groupStride = buf.strides[1];
+        tile.rowStride = buf.strides[2];
+        return tile;
+      };
+      ValueRange inits = t.finalize.getDpsInits();
+      spec.finalOut = finalTile(inits[0], lift.rootOf(t.combine.getOut()));
+      spec.finalOutType =
+          cast<ShapedType>(t.combine.getOut().getType()).getElementType();
+      if (t.combine.getLse() && inits.size() > 1)
+        spec.finalLse = finalTile(inits[1], lift.rootOf(t.combine.getLse()));
+      spec.splits = lift.index(lift.arg(ArgSplits));
+    }
     if (err.op)
       return report();
 
@@ -1017,6 +1050,9 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
         return t.forall.emitError()
                << "flash-to-nvgpu: tile-body does not build " << why
                << " yet";
+      if (spec.finalOut.buffer)
+        FlashDialect::FinalAtOneSplitAttrHelper(ctx).setAttr(
+            fwd, UnitAttr::get(ctx));
       b.setInsertionPointToEnd(&fwd.getBody().front());
       gpu::ReturnOp::create(b);
     } else {

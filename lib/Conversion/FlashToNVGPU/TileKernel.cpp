@@ -435,20 +435,24 @@ LogicalResult TileEmitter::emit(std::string &why) {
         arith::CmpFOp::create(b, arith::CmpFPredicate::UNE, a[0], fzero);
     return select(positive, arith::DivFOp::create(b, f32c(1), a[0]), fzero);
   });
-  Value o = map(tile({R, Dv}, s.outType, outMma), ValueRange{accFinal, inv},
-                [&](ValueRange a) -> Value {
-                  Value x = arith::MulFOp::create(b, a[0], a[1]);
-                  if (s.outType.isF32())
-                    return x;
-                  return arith::TruncFOp::create(b, s.outType, x);
-                });
-  Value outMatrix = matrix(s.out.buffer, s.out.base, s.out.rowStride, s.qRows,
-                           Dv, s.outType, groupStrideOf(s.out));
-  // The output's rows are 16-byte aligned (the runtime checks it of rows
-  // of a multiple of 16 bytes, which every tile-path head dim is).
-  StoreOp::create(b, o, outMatrix, zero, s.qRows, Value(),
-                  b.getI64IntegerAttr(16));
-  if (s.lse.buffer) {
+  // O / l into `out` in `outType`, and the log-sum-exp into `lse`.
+  auto storeResults = [&](const TileAddress &out, Type outType,
+                          const TileAddress &lseAt) {
+    Value o = map(tile({R, Dv}, outType, outMma), ValueRange{accFinal, inv},
+                  [&](ValueRange a) -> Value {
+                    Value x = arith::MulFOp::create(b, a[0], a[1]);
+                    if (outType.isF32())
+                      return x;
+                    return arith::TruncFOp::create(b, outType, x);
+                  });
+    Value outMatrix = matrix(out.buffer, out.base, out.rowStride, s.qRows, Dv,
+                             outType, groupStrideOf(out));
+    // The output's rows are 16-byte aligned (the runtime checks it of rows
+    // of a multiple of 16 bytes, which every tile-path head dim is).
+    StoreOp::create(b, o, outMatrix, zero, s.qRows, Value(),
+                    b.getI64IntegerAttr(16));
+    if (!lseAt.buffer)
+      return;
     // lse = ln(2^m l) = (m + log2 l) ln 2; -inf for an empty row (l = 0),
     // NaN for a row whose scores held NaN.
     Value lse = map(outRows, ValueRange{mFinal, lFinal},
@@ -462,10 +466,26 @@ LogicalResult TileEmitter::emit(std::string &why) {
                           f32c(kLn2));
                       return select(positive, v, negInf);
                     });
-    Value lseMatrix = matrix(s.lse.buffer, s.lse.base, s.lse.rowStride,
-                             s.qRows, 1, f32, groupStrideOf(s.lse));
+    Value lseMatrix = matrix(lseAt.buffer, lseAt.base, lseAt.rowStride,
+                             s.qRows, 1, f32, groupStrideOf(lseAt));
     StoreOp::create(b, lse, lseMatrix, zero, s.qRows, Value(), IntegerAttr());
+  };
+  if (!s.finalOut.buffer) {
+    storeResults(s.out, s.outType, s.lse);
+    return success();
   }
+  // A split kernel launched with one split writes the attention's output
+  // itself (a partial of one split is the result); with more, partials.
+  auto ifOne = scf::IfOp::create(
+      b, TypeRange{},
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, s.splits, one),
+      /*withElse=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOne.thenBlock());
+  storeResults(s.finalOut, s.finalOutType, s.finalLse);
+  b.setInsertionPointToStart(ifOne.elseBlock());
+  storeResults(s.out, s.outType, s.lse);
+  b.setInsertionPointAfter(ifOne);
   return success();
 }
 

@@ -170,6 +170,7 @@ func.func @decode(%q: tensor<?x4x?x64xf16>, %k: tensor<?x1x?x64xf16>,
 // DECODE-DAG: #[[CTILE:.+]] = #flash_tile.blocked<size = [1, 4], threads = [2, 16], warps = [2, 1]>
 // DECODE-DAG: #[[CROWS:.+]] = #flash_tile.slice<1, #[[CTILE]]>
 // DECODE-LABEL: gpu.func @decode_fwd(
+// DECODE-SAME: flash.final_at_one_split
 // DECODE: %[[KS:.+]] = flash_tile.alloc : !flash_tile.shared<2x128x64xf16, #swizzled>
 // DECODE: %[[Q:.+]] = flash_tile.local_load {{.+}} -> !flash_tile.tile<16x64xf16,
 // DECODE: %[[QB:.+]] = flash_tile.broadcast %[[Q]] : {{.+}} -> !flash_tile.tile<4x16x64xf16,
@@ -187,6 +188,13 @@ func.func @decode(%q: tensor<?x4x?x64xf16>, %k: tensor<?x1x?x64xf16>,
 // DECODE: flash_tile.broadcast %[[M]]
 // DECODE: flash_tile.batch_reduce sum %{{.+}}, %[[KS]] : {{.+}} -> !flash_tile.tile<16xf32, #[[FLATROWS]]>
 // DECODE: flash_tile.batch_reduce sum %{{.+}}, %[[KS]] : {{.+}} -> !flash_tile.tile<16x64xf32, #[[FLAT]]>
+// Launched with one split, the kernel writes the output itself (in f16,
+// where the combine would); otherwise f32 partials and their
+// log-sum-exps.
+// DECODE: %[[ONE:.+]] = arith.cmpi eq, %{{.+}}, %c1
+// DECODE-NEXT: scf.if %[[ONE]] {
+// DECODE: flash_tile.store %{{.+}} : !flash_tile.tile<16x64xf16, #[[FLAT]]>, memref<4x?x64xf16
+// DECODE: } else {
 // DECODE: flash_tile.store %{{.+}} : !flash_tile.tile<16x64xf32, #[[FLAT]]>, memref<4x?x64xf32
 // DECODE: flash_tile.store %{{.+}} : !flash_tile.tile<16xf32, #[[FLATROWS]]>, memref<4x?x1xf32
 // The combine: a CTA of four rows (one query row of each of the 4 heads),

@@ -47,6 +47,9 @@ def Flash_Dialect : Dialect {
       `flash.tile` (i64 array: G, Br, Bc, row tiles, KV warps), on a GPU
       kernel: its launch, for the runtime. The verifier checks that every
       size a grid factor names is a `flash.param` of the kernel.
+    - `flash.final_at_one_split` (unit), on a forward GPU kernel of split-KV
+      partials that writes the attention's output itself when launched with
+      one split: the runtime launches no combine kernel then.
     - `flash.param` (dictionary: `name` and `meaning`, strings), on each
       argument of a GPU kernel: what the runtime passes there. A bundle's
       manifest lists the kernels' arguments from these.
@@ -60,6 +63,7 @@ def Flash_Dialect : Dialect {
     "::mlir::IntegerAttr":$block,
     "::mlir::IntegerAttr":$shared_bytes,
     "::mlir::DenseI64ArrayAttr":$tile,
+    "::mlir::UnitAttr":$final_at_one_split,
     "::mlir::DictionaryAttr":$param
   );
   let useDefaultAttributePrinterParser = 1;
