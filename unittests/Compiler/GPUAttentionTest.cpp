@@ -161,8 +161,9 @@ INSTANTIATE_TEST_SUITE_P(Bundle, ShippedConfigTest,
                          [](const auto &info) { return nameOf(info.param); });
 
 /// The log-sum-exp output, both variants, and head dims that are padded in
-/// shared memory (59, 96) or differ between K and V (the builder's kernels
-/// where the flash_tile path does not build them yet).
+/// shared memory (48, 80, 96, 112, 192: rows of a chunk count that is not
+/// a power of two, padded by a chunk on the flash_tile path; 59, 61: the
+/// builder's kernels, which pad them to 64) or differ between K and V.
 std::vector<Config> extraConfigs() {
   return {
       {"sm_80", ElementType::F16, 128, 4, true, false, /*lse=*/true},
@@ -174,6 +175,10 @@ std::vector<Config> extraConfigs() {
       {"sm_90a", ElementType::F16, 59, 8, true, true, true, /*headDimV=*/61},
       {"sm_80", ElementType::F16, 80, 1, true, false, false, /*headDimV=*/48},
       {"sm_80", ElementType::F16, 64, 1, true, false, true, /*headDimV=*/128},
+      {"sm_80", ElementType::F16, 48, 1, false, false, false},
+      {"sm_90a", ElementType::BF16, 112, 4, true, true, true},
+      {"sm_80", ElementType::F16, 192, 1, true, false, false, /*headDimV=*/128},
+      {"sm_80", ElementType::BF16, 192, 4, false, true, false, /*headDimV=*/128},
   };
 }
 
@@ -184,9 +189,12 @@ TEST_P(ExtraConfigTest, MatchesFloat64InTheSimulator) {
   if (c.decode) {
     checkShape(c, {2, 2, 1, 300});
     checkShape(c, {1, 1, 2, 45, 3});
+    checkShape(c, {3, 1, 1, 600, 3});
   } else {
     checkShape(c, {2, 1, 37, 53});
     checkShape(c, {1, 2, 70, 33});
+    // Several KV blocks through both stages, the last one ragged.
+    checkShape(c, {1, 1, 130, 260});
   }
 }
 

@@ -151,7 +151,7 @@ TEST_F(FlashTileLayoutTest, TileTypesAreCheckedAgainstTheirLayout) {
   EXPECT_EQ(message, "#flash_tile.mma needs a tile whose extents are "
                      "multiples of 64x8, not 48x64");
   // A shared layout is not a register layout.
-  auto swizzled = SwizzledLayoutAttr::get(&ctx, 8, 8);
+  auto swizzled = SwizzledLayoutAttr::get(&ctx, 8, 8, 0);
   message = diagnosticOf([&] {
     bad = TileType::getChecked([&] { return emitError(loc); }, &ctx,
                                ArrayRef<int64_t>{64, 64}, f32,
@@ -164,13 +164,20 @@ TEST_F(FlashTileLayoutTest, TileTypesAreCheckedAgainstTheirLayout) {
 }
 
 TEST_F(FlashTileLayoutTest, SharedBuffersKnowTheirSize) {
-  auto swizzled = SwizzledLayoutAttr::get(&ctx, 8, 8);
+  auto swizzled = SwizzledLayoutAttr::get(&ctx, 8, 8, 0);
   auto kv = SharedType::get(&ctx, {2, 64, 128}, Float16Type::get(&ctx),
                             swizzled);
   EXPECT_EQ(kv.getStages(), 2);
   EXPECT_EQ(kv.getRows(), 64);
   EXPECT_EQ(kv.getColumns(), 128);
+  EXPECT_EQ(kv.getRowElements(), 128);
   EXPECT_EQ(kv.getSizeInBytes(), 2 * 64 * 128 * 2);
+  // 96 columns (12 chunks) padded by a chunk: rows of 104 elements.
+  auto padded = SharedType::get(&ctx, {2, 64, 96}, Float16Type::get(&ctx),
+                                SwizzledLayoutAttr::get(&ctx, 8, 1, 8));
+  EXPECT_EQ(padded.getColumns(), 96);
+  EXPECT_EQ(padded.getRowElements(), 104);
+  EXPECT_EQ(padded.getSizeInBytes(), 2 * 64 * 104 * 2);
 }
 
 /// Every element of a `shape` tile is held `copies` times over all

@@ -51,11 +51,13 @@ inline int64_t getSharedRowElements(int64_t cols, int64_t elementBytes) {
 }
 
 /// Whether the flash_tile path builds kernels whose head dim (D or Dv) is
-/// `d`: a multiple of 16 whose rows are a power-of-two number of 16-byte
-/// chunks, which its XOR-swizzled buffers and copies need. Others take the
-/// builder's kernels (padded rows) so far.
+/// `d`: a multiple of 16 (its rows are swizzled, or padded as
+/// getSharedRowElements pads them). Others take the builder's kernels (its
+/// rows padded to a multiple of 16 and copied element by element where
+/// they are not whole 16-byte chunks) so far.
 inline bool isTilePathHeadDim(int64_t d, int64_t elementBytes) {
-  return d % 16 == 0 && getSharedRowElements(d, elementBytes) == d;
+  (void)elementBytes;
+  return d % 16 == 0;
 }
 
 struct GPUTileConfig {

@@ -218,7 +218,7 @@ public:
   /// (row + r, col + c) of stage `stage`.
   Value index(OpBuilder &b, Location loc, KernelValues &kv, Operation *op,
               RewriterBase &rewriter, Value stage, int64_t r, int64_t c) {
-    int64_t cols = type.getColumns();
+    int64_t cols = type.getRowElements();
     // The stage's first element, once per stage value (an op's accesses
     // share it).
     Value &stageBase = stageBases[stage];
@@ -281,7 +281,7 @@ private:
   }
 
   Value swizzled(OpBuilder &b, Location loc, Value r, Value c) const {
-    int64_t cols = type.getColumns();
+    int64_t cols = type.getRowElements();
     Value rowStart = arith::MulIOp::create(b, loc, r, indexConst(b, loc, cols));
     if (phases == 1)
       return arith::AddIOp::create(b, loc, rowStart, c);
@@ -1478,7 +1478,7 @@ struct FlashTileToNVGPUPass
     converter.addConversion([](TileType t) -> Type { return convertTile(t); });
     converter.addConversion([ctx](SharedType t) -> Type {
       return MemRefType::get(
-          {t.getStages() * t.getRows() * t.getColumns()}, t.getElementType(),
+          {t.getStages() * t.getRows() * t.getRowElements()}, t.getElementType(),
           AffineMap(),
           gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
     });

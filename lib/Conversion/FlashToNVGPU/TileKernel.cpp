@@ -34,9 +34,10 @@
 //
 // The layouts are fixed here for now: one MMA layout of warps stacked over
 // the rows (16 rows each, or 32 with wide warps: GPUTileConfig's
-// rowTilesPerWarp), batched over the kv warps, 16-byte copies, 16-byte
-// swizzle chunks. Choosing them
-// is flash-tile-assign-layouts' job. Q stays in registers as the A operand
+// rowTilesPerWarp), batched over the kv warps, 16-byte copies (8 or 4
+// where 16 do not spread over every thread), 16-byte swizzle chunks (rows
+// of a chunk count that is not a power of two padded by a chunk instead).
+// Choosing them is flash-tile-assign-layouts' job. Q stays in registers as the A operand
 // (a decode tile beyond D = 128 reads it again per block).
 //
 //===----------------------------------------------------------------------===//
@@ -124,20 +125,33 @@ private:
   }
 
   /// A shared buffer of `stages` stages of `r x cols` elements, in 16-byte
-  /// chunks swizzled over up to 8 rows.
+  /// chunks swizzled over up to 8 rows, or, where a row's chunks are not a
+  /// power of two, padded by a chunk (flashc::getSharedRowElements).
   SharedType shared(int64_t stages, int64_t r, int64_t cols) {
     int64_t vec = 16 / c.elementBytes;
-    int64_t phases = std::min<int64_t>(8, cols / vec);
+    int64_t padding = flashc::getSharedRowElements(cols, c.elementBytes) - cols;
+    int64_t phases = padding ? 1 : std::min<int64_t>(8, cols / vec);
     return SharedType::get(ctx, {stages, r, cols}, s.elementType,
-                           SwizzledLayoutAttr::get(ctx, vec, phases));
+                           SwizzledLayoutAttr::get(ctx, vec, phases, padding));
   }
 
-  /// 16-byte runs, a warp's lanes over a row's chunks first.
-  BlockedLayoutAttr copyLayout(int64_t cols) {
-    int64_t vec = 16 / c.elementBytes;
-    int64_t across = std::min<int64_t>(32, cols / vec);
-    return BlockedLayoutAttr::get(ctx, {1, vec}, {32 / across, across},
-                                  {c.warps(), 1});
+  /// The copy of an `rows x cols` stage: runs of 16 bytes, a warp's lanes
+  /// over a row's runs first (as many as a power of two of them divides),
+  /// or of 8 or 4 bytes where 16-byte runs do not spread evenly over every
+  /// thread (16 rows of 12 chunks are 1.5 chunks a thread of 4 warps).
+  BlockedLayoutAttr copyLayout(int64_t rows, int64_t cols) {
+    for (int64_t bytes : {16, 8, 4}) {
+      int64_t vec = bytes / c.elementBytes;
+      if (vec < 1 || cols % vec != 0)
+        continue;
+      int64_t runs = cols / vec, across = 1;
+      while (across < 32 && runs % (2 * across) == 0)
+        across *= 2;
+      if (rows % (32 / across * c.warps()) == 0 || bytes == 4)
+        return BlockedLayoutAttr::get(ctx, {1, vec}, {32 / across, across},
+                                      {c.warps(), 1});
+    }
+    llvm_unreachable("a 4-byte run fits every tile-path row");
   }
 
   /// The rows of a flat kernel buffer from `base` on, `rowStride` apart, as
@@ -213,9 +227,9 @@ void TileEmitter::copyKVIfAny(Value j, Value stage) {
       /*withElse=*/true);
   auto copies = [&](Value valid) {
     AsyncCopyOp::create(b, kMatrix, j, kBuffer, stage, valid,
-                        copyLayout(c.headDim));
+                        copyLayout(c.blockKV, c.headDim));
     AsyncCopyOp::create(b, vMatrix, j, vBuffer, stage, valid,
-                        copyLayout(c.headDimV));
+                        copyLayout(c.blockKV, c.headDimV));
   };
   b.setInsertionPointToStart(ifFull.thenBlock());
   copies(idx(c.blockKV));
@@ -255,7 +269,7 @@ LogicalResult TileEmitter::emit(std::string &why) {
 
   // Prologue: Q, and the first KV block into stage 0.
   AsyncCopyOp::create(b, qMatrix, zero, qBuffer, zero, s.qRows,
-                      copyLayout(D));
+                      copyLayout(R, D));
   copyKVIfAny(first, zero);
   AsyncWaitOp::create(b, 0);
   // Q as the A operand (every kv warp's: replicated over them), once, or
@@ -751,8 +765,7 @@ std::string gpu_kernel::whyNoTileBody(const flashc::GPUTileConfig &c) {
   int64_t kw = c.kvWarps;
   if (!flashc::isTilePathHeadDim(c.headDim, c.elementBytes) ||
       !flashc::isTilePathHeadDim(c.headDimV, c.elementBytes))
-    return "head dims that are not multiples of 16 with a power-of-two "
-           "number of 16-byte chunks a row";
+    return "head dims that are not multiples of 16";
   if (c.stages != 2 || c.tileRows() != c.rows())
     return "this tile shape";
   if (kw > 1) {

@@ -125,6 +125,32 @@ func.func @local_load(%stage: index) -> (!flash_tile.tile<64x64xf16, #a>,
 
 #mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
 #a = #flash_tile.operand<a, #mma>
+#copy = #flash_tile.blocked<size = [1, 8], threads = [8, 4], warps = [4, 1]>
+#padded = #flash_tile.swizzled<vector = 8, phases = 1, padding = 8>
+// Rows of 96 columns (12 chunks) padded to 104 (13): a stage is 64 x 104
+// elements, a row 208 bytes. The copy's 6 runs per thread (2 row passes x
+// 3 column passes) and Q's 6 ldmatrix.x4 per warp (16 rows x 96 columns)
+// add constants to one base.
+// CHECK-LABEL: func.func @padded_rows
+// CHECK: memref.view %{{.+}}[%{{.+}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<13312xf16, #gpu.address_space<workgroup>>
+// CHECK: arith.constant 13312 : index
+// CHECK-COUNT-6: nvvm.cp.async.shared.global
+// CHECK-NOT: nvvm.cp.async.shared.global
+// CHECK-COUNT-6: nvgpu.ldmatrix %{{.+}}[%{{.+}}] {numTiles = 4 : i32, transpose = false} : memref<13312xf16, #gpu.address_space<workgroup>> -> vector<4x2xf16>
+// CHECK-NOT: nvgpu.ldmatrix
+func.func @padded_rows(%src: memref<?x96xf16>, %row: index, %n: index, %stage: index)
+    -> !flash_tile.tile<64x96xf16, #a> {
+  %k = flash_tile.alloc {offset = 0} : !flash_tile.shared<2x64x96xf16, #padded>
+  flash_tile.async_copy %src[%row], %k[%stage] valid %n {layout = #copy}
+      : memref<?x96xf16>, !flash_tile.shared<2x64x96xf16, #padded>
+  %q = flash_tile.local_load %k[%stage] : !flash_tile.shared<2x64x96xf16, #padded> -> !flash_tile.tile<64x96xf16, #a>
+  return %q : !flash_tile.tile<64x96xf16, #a>
+}
+
+// -----
+
+#mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+#a = #flash_tile.operand<a, #mma>
 #b = #flash_tile.operand<b, #mma>
 // 16 x 32 per warp from K = 32: 4 n8 tiles x 2 k-steps; bf16 through
 // nvvm.mma.sync. B is replicated over the 4 row warps: 32 values each.

@@ -56,6 +56,18 @@ func.func private @f(%a: !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<ve
 
 // -----
 
+// swizzled: whole chunks of padding
+// expected-error @+1 {{#flash_tile.swizzled's padding is a whole number of chunks of 8, not 4}}
+func.func private @f(%a: !flash_tile.shared<2x64x96xf16, #flash_tile.swizzled<vector = 8, phases = 1, padding = 4>>)
+
+// -----
+
+// swizzled: padding or a swizzle
+// expected-error @+1 {{#flash_tile.swizzled pads rows or swizzles them, not both: 4 phases and a padding of 8}}
+func.func private @f(%a: !flash_tile.shared<2x64x96xf16, #flash_tile.swizzled<vector = 8, phases = 4, padding = 8>>)
+
+// -----
+
 // tile: rank
 // expected-error @+1 {{a flash_tile tile is 1-D or 2-D, or a batch of them (3-D at most), not 4-D}}
 func.func private @f(%a: !flash_tile.tile<2x2x64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>)

@@ -208,3 +208,18 @@ func.func @combine(%parts: memref<4x?x128xf32, strided<[?, 128, 1], offset: ?>>,
       : !flash_tile.tile<4x128xf16, #rows>, memref<4x?x128xf16, strided<[?, ?, 1], offset: ?>>
   return
 }
+
+// -----
+
+// A padded shared buffer: rows of 12 chunks stored in 13. No padding is
+// the default, and prints as none.
+// CHECK-DAG: #[[PADDED:.+]] = #flash_tile.swizzled<vector = 8, phases = 1, padding = 8>
+// CHECK-DAG: #[[SWIZZLED:.+]] = #flash_tile.swizzled<vector = 8, phases = 8>{{$}}
+// CHECK-LABEL: func.func @padded
+// CHECK: flash_tile.alloc : !flash_tile.shared<2x64x96xf16, #[[PADDED]]>
+// CHECK: flash_tile.alloc : !flash_tile.shared<1x64x64xf16, #[[SWIZZLED]]>
+func.func @padded() {
+  %k = flash_tile.alloc : !flash_tile.shared<2x64x96xf16, #flash_tile.swizzled<vector = 8, phases = 1, padding = 8>>
+  %q = flash_tile.alloc : !flash_tile.shared<1x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8, padding = 0>>
+  return
+}

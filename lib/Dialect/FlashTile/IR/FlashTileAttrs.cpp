@@ -417,7 +417,15 @@ SmallVector<int64_t> BlockedLayoutAttr::getCoordinates(ArrayRef<int64_t> shape,
 
 LogicalResult
 SwizzledLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                           int64_t vector, int64_t phases) {
+                           int64_t vector, int64_t phases, int64_t padding) {
+  if (padding < 0 || padding % std::max<int64_t>(vector, 1) != 0)
+    return emitError() << "#flash_tile.swizzled's padding is a whole number "
+                          "of chunks of "
+                       << vector << ", not " << padding;
+  if (padding != 0 && phases != 1)
+    return emitError() << "#flash_tile.swizzled pads rows or swizzles "
+                          "them, not both: "
+                       << phases << " phases and a padding of " << padding;
   if (vector < 1 || !llvm::isPowerOf2_64(vector))
     return emitError() << "#flash_tile.swizzled's vector is a power of two, "
                           "not "

@@ -165,8 +165,6 @@ ShapedType SharedType::cloneWith(std::optional<ArrayRef<int64_t>> shape,
 }
 
 int64_t SharedType::getSizeInBytes() const {
-  int64_t n = getElementType().getIntOrFloatBitWidth() / 8;
-  for (int64_t d : getShape())
-    n *= d;
-  return n;
+  return getElementType().getIntOrFloatBitWidth() / 8 * getStages() *
+         getRows() * getRowElements();
 }

@@ -206,12 +206,24 @@ def FlashTile_SwizzledLayoutAttr : FlashTile_Attr<"SwizzledLayout",
     the chunks of a row, so that every chunk stays in its row (the buffer
     type checks it).
 
+    Rows whose chunks are not a power of two are padded instead: each row
+    takes `padding` more elements (whole chunks) than it holds. A row of an
+    odd number of chunks puts the eight rows an `ldmatrix` reads in eight
+    different banks without a swizzle (96 f16 columns are 12 chunks; with
+    one chunk of padding, 13). Padding goes without a swizzle
+    (`phases = 1`).
+
     ```mlir
     #flash_tile.swizzled<vector = 8, phases = 8>
+    #flash_tile.swizzled<vector = 8, phases = 1, padding = 8>
     ```
   }];
-  let parameters = (ins "int64_t":$vector, "int64_t":$phases);
-  let assemblyFormat = "`<` `vector` `=` $vector `,` `phases` `=` $phases `>`";
+  let parameters = (ins "int64_t":$vector, "int64_t":$phases,
+                        DefaultValuedParameter<"int64_t", "0">:$padding);
+  let assemblyFormat = [{
+    `<` `vector` `=` $vector `,` `phases` `=` $phases
+    (`,` `padding` `=` $padding^)? `>`
+  }];
   let genVerifyDecl = 1;
 }
 

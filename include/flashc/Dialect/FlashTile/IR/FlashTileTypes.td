@@ -57,9 +57,9 @@ def FlashTile_SharedType : FlashTile_Type<"Shared", "shared",
   let description = [{
     `stages x rows x columns` elements in shared memory: `stages` tiles of
     `rows x columns`, one per stage of a software pipeline, whose rows are
-    placed as the `#flash_tile.swizzled` layout says. The columns are a
-    whole number of the layout's chunks, and the swizzle's phases no more
-    than a row's chunks.
+    placed as the `#flash_tile.swizzled` layout says (swizzled, or padded
+    to a wider row). The columns are a whole number of the layout's chunks,
+    and the swizzle's phases divide a row's chunks.
 
     ```mlir
     !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
@@ -78,6 +78,10 @@ def FlashTile_SharedType : FlashTile_Type<"Shared", "shared",
     int64_t getStages() const { return getShape()[0]; }
     int64_t getRows() const { return getShape()[1]; }
     int64_t getColumns() const { return getShape()[2]; }
+    /// The elements a row occupies: its columns and the layout's padding.
+    int64_t getRowElements() const {
+      return getColumns() + getLayout().getPadding();
+    }
     /// The bytes the buffer occupies.
     int64_t getSizeInBytes() const;
   }];
