@@ -162,8 +162,8 @@ INSTANTIATE_TEST_SUITE_P(Bundle, ShippedConfigTest,
 
 /// The log-sum-exp output, both variants, and head dims that are padded in
 /// shared memory (48, 80, 96, 112, 192: rows of a chunk count that is not
-/// a power of two, padded by a chunk on the flash_tile path; 59, 61: the
-/// builder's kernels, which pad them to 64) or differ between K and V.
+/// a power of two, padded by a chunk; 59, 61: padded to 64 for the MMAs,
+/// copied element by element) or differ between K and V.
 std::vector<Config> extraConfigs() {
   return {
       {"sm_80", ElementType::F16, 128, 4, true, false, /*lse=*/true},

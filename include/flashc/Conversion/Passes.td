@@ -340,9 +340,11 @@ def FlashToNVGPU : Pass<"flash-to-nvgpu", "::mlir::ModuleOp"> {
 
     With `tile-body`, the forward kernels' bodies are flash_tile ops
     instead (the same schedule, its layouts explicit), and the kernels
-    take their shared memory from flash-tile-allocate-shared. Kernels that
-    path does not build yet (head dims that are not multiples of 16) take
-    the builder's body. The combine kernel is flash_tile ops too: loads of
+    take their shared memory from flash-tile-allocate-shared; that path
+    builds every head dim (its MMAs over the head dims padded to 16, the
+    padding zero-filled in shared memory, rows that are not whole 16-byte
+    chunks copied element by element). The combine kernel is flash_tile
+    ops too: loads of
     the partials and their log-sum-exps (`flash_tile.load`), maps, and
     stores, in a blocked layout whose rows' weights are its slice.
 

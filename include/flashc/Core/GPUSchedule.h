@@ -51,13 +51,13 @@ inline int64_t getSharedRowElements(int64_t cols, int64_t elementBytes) {
 }
 
 /// Whether the flash_tile path builds kernels whose head dim (D or Dv) is
-/// `d`: a multiple of 16 (its rows are swizzled, or padded as
-/// getSharedRowElements pads them). Others take the builder's kernels (its
-/// rows padded to a multiple of 16 and copied element by element where
-/// they are not whole 16-byte chunks) so far.
+/// `d`: every one up to kMaxGPUHeadDim. Its MMAs run over the head dim
+/// padded to 16 (zeros in shared memory), its shared rows are swizzled or
+/// padded as getSharedRowElements says, and rows that are not whole
+/// 16-byte chunks are copied element by element.
 inline bool isTilePathHeadDim(int64_t d, int64_t elementBytes) {
   (void)elementBytes;
-  return d % 16 == 0;
+  return d >= 1;
 }
 
 struct GPUTileConfig {
@@ -200,6 +200,12 @@ inline GPUTileConfig chooseGPUTiles(int64_t group, int64_t headDim,
     int64_t rowTiles = (g * blockQ + kMmaRows - 1) / kMmaRows;
     int64_t kvWarps = std::max<int64_t>(1, 4 / rowTiles);
     int64_t warpKeys = maxD <= 64 ? 64 : maxD <= 128 ? 32 : 16;
+    // Rows copied element by element (not whole 16-byte chunks): a thread
+    // copies Bc x D / threads elements a block, one instruction pair
+    // each; 16 keys a warp keep that to the prefill tiles' count.
+    if (wideWarps && ((headDim * elementBytes) % 16 != 0 ||
+                      (headDimV * elementBytes) % 16 != 0))
+      warpKeys = 16;
     blockKV = warpKeys * kvWarps;
   } else {
     int64_t rows = g <= 64 ? 64 : roundUpTo(g, kMmaRows);

@@ -527,6 +527,13 @@ struct AsyncCopyLowering : TilePattern<AsyncCopyOp> {
     auto toI32 = [&](Value index) -> Value {
       return arith::IndexCastOp::create(rewriter, loc, i32, index);
     };
+    // Columns at or past the source's are zero-filled alike: a run lies
+    // wholly on one side (the runs divide the source's columns), which
+    // side depending on the thread only for runs that some threads hold
+    // inside and some past.
+    int64_t sourceColumns = sourceType.getShape().back();
+    int64_t maxColumn = maxOverThreads(thread[1], threads);
+    bool elementRuns = run == 1;
     Value valid, full, none;
     if (checked) {
       valid = toI32(arith::MaxSIOp::create(
@@ -534,6 +541,8 @@ struct AsyncCopyLowering : TilePattern<AsyncCopyOp> {
           arith::MinSIOp::create(rewriter, loc, adaptor.getValid(),
                                  indexConst(rewriter, loc, perGroup)),
           indexConst(rewriter, loc, 0)));
+    }
+    if (checked || sourceColumns < shape[1]) {
       full = arith::ConstantIntOp::create(rewriter, loc, i32, bytes);
       none = arith::ConstantIntOp::create(rewriter, loc, i32, 0);
     }
@@ -606,16 +615,62 @@ struct AsyncCopyLowering : TilePattern<AsyncCopyOp> {
             rewriter, loc, src.start,
             addConst(rewriter, loc, offset, at[1] * elementBytes));
       }
-      // An unchecked copy reads all its bytes (no source size).
-      Value n;
-      if (checked)
-        n = arith::SelectOp::create(
-            rewriter, loc,
-            arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
-                                  toI32(inGroup), valid),
-            full, none);
-      Value dst = addresses.index(rewriter, loc, kv, op, rewriter,
-                                  adaptor.getStage(), at[0], at[1]);
+      // Whether the run is read: its row below `valid` and its columns
+      // within the source's (null: always; a false constant: never).
+      Value read;
+      auto both = [&](Value cond) {
+        read = read ? arith::AndIOp::create(rewriter, loc, read, cond)
+                          .getResult()
+                    : cond;
+      };
+      bool pastColumns = at[1] >= sourceColumns;
+      if (pastColumns)
+        read = arith::ConstantIntOp::create(rewriter, loc,
+                                            rewriter.getI1Type(), 0);
+      else if (at[1] + maxColumn + run > sourceColumns)
+        both(arith::CmpIOp::create(
+            rewriter, loc, arith::CmpIPredicate::ult,
+            addConst(rewriter, loc, tv[1], at[1]),
+            indexConst(rewriter, loc, sourceColumns)));
+      if (checked && !pastColumns)
+        both(arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
+                                   toI32(inGroup), valid));
+      auto dstIndex = [&]() {
+        return addresses.index(rewriter, loc, kv, op, rewriter,
+                               adaptor.getStage(), at[0], at[1]);
+      };
+      if (elementRuns) {
+        Value dst = dstIndex();
+        // A plain load (or a zero) and a shared store.
+        Type element = buffer.getElementType();
+        Value zero = arith::ConstantOp::create(
+            rewriter, loc, element, rewriter.getZeroAttr(element));
+        Value x;
+        if (!read) {
+          x = LLVM::LoadOp::create(rewriter, loc, element, from);
+        } else if (pastColumns) {
+          x = zero;
+        } else {
+          auto ifRead = scf::IfOp::create(rewriter, loc, TypeRange{element},
+                                          read, /*withElse=*/true);
+          OpBuilder::InsertionGuard guard(rewriter);
+          rewriter.setInsertionPointToStart(ifRead.thenBlock());
+          scf::YieldOp::create(
+              rewriter, loc,
+              ValueRange{LLVM::LoadOp::create(rewriter, loc, element, from)});
+          rewriter.setInsertionPointToStart(ifRead.elseBlock());
+          scf::YieldOp::create(rewriter, loc, ValueRange{zero});
+          x = ifRead.getResult(0);
+        }
+        LLVM::StoreOp::create(rewriter, loc, x,
+                              offsetPointer(rewriter, loc, dstBase, dst));
+        continue;
+      }
+      // A copy read whole reads all its bytes (no source size).
+      Value n = read ? arith::SelectOp::create(rewriter, loc, read, full, none)
+                           .getResult()
+                     : Value();
+      Value dst = dstIndex();
       NVVM::CpAsyncOp::create(
           rewriter, loc, offsetPointer(rewriter, loc, dstBase, dst), from,
           rewriter.getI32IntegerAttr(bytes),
@@ -1286,6 +1341,14 @@ struct LoadLowering : TilePattern<LoadOp> {
     int64_t elementBytes = element.getIntOrFloatBitWidth() / 8;
     VectorType vectorType = convertTile(type);
     SmallVector<Value> values(vectorType.getNumElements());
+    // A matrix narrower than the tile fills its first columns; the rest
+    // are zeros (accesses that some threads hold inside and some past go
+    // element by element, each checked).
+    int64_t sourceColumns = sourceType.getShape().back();
+    int64_t maxColumn =
+        is2D ? maxOverThreads(offsets[1], 32 * layout.getNumWarps()) : 0;
+    Value zero = arith::ConstantOp::create(rewriter, loc, element,
+                                           rewriter.getZeroAttr(element));
     for (const RowAccesses &row :
          getRowAccesses(type, is2D ? offsets[1] : AffineExpr(),
                         op.getAlignment())) {
@@ -1314,11 +1377,37 @@ struct LoadLowering : TilePattern<LoadOp> {
         SmallVector<Value> loaded;
         for (const RowAccesses::Access &access : row.accesses) {
           int64_t n = access.elements.size();
+          if (is2D && access.column >= sourceColumns) {
+            loaded.append(n, zero);
+            continue;
+          }
           Value col = is2D ? addConst(rewriter, loc, thread[1], access.column)
                            : indexConst(rewriter, loc, 0);
           SmallVector<Value> indices = {at, col};
           if (group)
             indices.insert(indices.begin(), group);
+          if (is2D && access.column + maxColumn + n > sourceColumns) {
+            for (int64_t k = 0; k < n; ++k) {
+              Value c = addConst(rewriter, loc, col, k);
+              auto inside = scf::IfOp::create(
+                  rewriter, loc, TypeRange{element},
+                  arith::CmpIOp::create(
+                      rewriter, loc, arith::CmpIPredicate::ult, c,
+                      indexConst(rewriter, loc, sourceColumns)),
+                  /*withElse=*/true);
+              OpBuilder::InsertionGuard inner(rewriter);
+              rewriter.setInsertionPointToStart(inside.thenBlock());
+              indices.back() = c;
+              scf::YieldOp::create(
+                  rewriter, loc,
+                  ValueRange{memref::LoadOp::create(
+                      rewriter, loc, adaptor.getSource(), indices)});
+              rewriter.setInsertionPointToStart(inside.elseBlock());
+              scf::YieldOp::create(rewriter, loc, ValueRange{zero});
+              loaded.push_back(inside.getResult(0));
+            }
+            continue;
+          }
           if (n == 1) {
             loaded.push_back(memref::LoadOp::create(
                 rewriter, loc, adaptor.getSource(), indices));
@@ -1369,6 +1458,12 @@ struct StoreLowering : TilePattern<StoreOp> {
     Value owner = ownerOf(op, layout, kv, rewriter);
     int64_t elementBytes = type.getElementType().getIntOrFloatBitWidth() / 8;
     auto destType = cast<MemRefType>(adaptor.getDest().getType());
+    // A matrix narrower than the tile takes its first columns: accesses
+    // past them are dropped, and those that some threads hold inside and
+    // some past go element by element, each checked.
+    int64_t destColumns = destType.getShape().back();
+    int64_t maxColumn =
+        is2D ? maxOverThreads(offsets[1], 32 * layout.getNumWarps()) : 0;
     // The values of one row share a predicate.
     for (const RowAccesses &row :
          getRowAccesses(type, is2D ? offsets[1] : AffineExpr(),
@@ -1390,6 +1485,9 @@ struct StoreLowering : TilePattern<StoreOp> {
       rewriter.setInsertionPointToStart(ifOp.thenBlock());
       Value at = arith::AddIOp::create(rewriter, loc, adaptor.getRow(), inGroup);
       for (const RowAccesses::Access &access : row.accesses) {
+        int64_t n = access.elements.size();
+        if (is2D && access.column >= destColumns)
+          continue;
         SmallVector<Value> xs;
         for (int64_t e : access.elements)
           xs.push_back(vector::ExtractOp::create(
@@ -1399,7 +1497,23 @@ struct StoreLowering : TilePattern<StoreOp> {
         SmallVector<Value> indices = {at, col};
         if (group)
           indices.insert(indices.begin(), group);
-        int64_t n = xs.size();
+        if (is2D && access.column + maxColumn + n > destColumns) {
+          for (auto [k, x] : llvm::enumerate(xs)) {
+            Value c = addConst(rewriter, loc, col, k);
+            auto inside = scf::IfOp::create(
+                rewriter, loc,
+                arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
+                                      c, indexConst(rewriter, loc,
+                                                    destColumns)),
+                /*withElse=*/false);
+            OpBuilder::InsertionGuard inner(rewriter);
+            rewriter.setInsertionPointToStart(inside.thenBlock());
+            indices.back() = c;
+            memref::StoreOp::create(rewriter, loc, x, adaptor.getDest(),
+                                    indices);
+          }
+          continue;
+        }
         if (n == 1) {
           memref::StoreOp::create(rewriter, loc, xs[0], adaptor.getDest(),
                                   indices);

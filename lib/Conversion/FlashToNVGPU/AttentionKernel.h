@@ -146,6 +146,9 @@ struct CombineTileShape {
   /// Each thread's run of columns, and the threads of a warp over rows
   /// and over columns.
   int64_t run = 0, threadRows = 0, threadColumns = 0;
+  /// The tile's columns: Dv, or Dv padded to a whole number of a warp's
+  /// runs where fewer than 4 lanes would share a row.
+  int64_t columns = 0;
 };
 CombineTileShape getCombineTileShape(int64_t headDimV, int64_t heads);
 

@@ -773,7 +773,7 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
   // the output in the inputs' type (which flash.attention's verifier
   // requires of its result).
   // With tile-body, the flash_tile body where it builds the kernel, else
-  // the builder's (head dims that are not multiples of 16, so far).
+  // the builder's (whyNoTileBody says which tiles it does not build).
   auto configFor = [&](bool tile) {
     return flashc::makeGPUTileConfig(group, headDim, headDimV, 2, blockQ,
                                      *blockKV, t.combine ? 4 : 2,

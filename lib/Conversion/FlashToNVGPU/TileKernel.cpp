@@ -18,7 +18,9 @@
 //   O / l (and the log-sum-exp) stored by rows below the tile's valid rows.
 //
 // A GQA tile packs the rows of G query heads (group-major): Q, O and the
-// log-sum-exp are 3-D matrices of G groups of rows.
+// log-sum-exp are 3-D matrices of G groups of rows. The MMAs run over the
+// head dims padded to 16: the copies zero-fill Q's, K's and V's padding
+// columns in shared memory, and the stores write Dv columns.
 //
 // A decode tile (few rows) splits each KV block between kv warps: the loop
 // runs on batched tiles, one matrix per kv warp (its keys, its m, l and O),
@@ -52,6 +54,8 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include "llvm/Support/MathExtras.h"
 
 #include <limits>
 #include <numeric>
@@ -139,7 +143,17 @@ private:
   /// over a row's runs first (as many as a power of two of them divides),
   /// or of 8 or 4 bytes where 16-byte runs do not spread evenly over every
   /// thread (16 rows of 12 chunks are 1.5 chunks a thread of 4 warps).
-  BlockedLayoutAttr copyLayout(int64_t rows, int64_t cols) {
+  /// Rows of `sourceCols` that are not whole 16-byte chunks (the runtime
+  /// aligns only those) go element by element.
+  BlockedLayoutAttr copyLayout(int64_t rows, int64_t cols,
+                               int64_t sourceCols) {
+    if ((sourceCols * c.elementBytes) % 16 != 0) {
+      int64_t across = 1;
+      while (across < 32 && cols % (2 * across) == 0)
+        across *= 2;
+      return BlockedLayoutAttr::get(ctx, {1, 1}, {32 / across, across},
+                                    {c.warps(), 1});
+    }
     for (int64_t bytes : {16, 8, 4}) {
       int64_t vec = bytes / c.elementBytes;
       if (vec < 1 || cols % vec != 0)
@@ -227,9 +241,9 @@ void TileEmitter::copyKVIfAny(Value j, Value stage) {
       /*withElse=*/true);
   auto copies = [&](Value valid) {
     AsyncCopyOp::create(b, kMatrix, j, kBuffer, stage, valid,
-                        copyLayout(c.blockKV, c.headDim));
+                        copyLayout(c.blockKV, c.paddedHeadDim, c.headDim));
     AsyncCopyOp::create(b, vMatrix, j, vBuffer, stage, valid,
-                        copyLayout(c.blockKV, c.headDimV));
+                        copyLayout(c.blockKV, c.paddedHeadDimV, c.headDimV));
   };
   b.setInsertionPointToStart(ifFull.thenBlock());
   copies(idx(c.blockKV));
@@ -241,7 +255,10 @@ LogicalResult TileEmitter::emit(std::string &why) {
   why = gpu_kernel::whyNoTileBody(c);
   if (!why.empty())
     return failure();
-  int64_t R = c.rows(), Bc = c.blockKV, D = c.headDim, Dv = c.headDimV;
+  // The MMAs run over the head dims padded to 16 (the padding of Q, K and
+  // V zero-filled in shared memory), the output keeps Dv columns.
+  int64_t R = c.rows(), Bc = c.blockKV, D = c.paddedHeadDim,
+          Dv = c.paddedHeadDimV;
   // Keys of a block per kv warp (the whole block without kv warps).
   int64_t wk = c.warpKeys();
   Type elt = s.elementType;
@@ -256,10 +273,13 @@ LogicalResult TileEmitter::emit(std::string &why) {
     scaleLog2 = arith::MulFOp::create(b, scaleLog2, s.scaleFactor);
 
   // Global matrices and shared buffers.
-  Value qMatrix = matrix(s.q.buffer, s.q.base, s.q.rowStride, s.qRows, D, elt,
+  Value qMatrix = matrix(s.q.buffer, s.q.base, s.q.rowStride, s.qRows,
+                         c.headDim, elt,
                          groupStrideOf(s.q));
-  kMatrix = matrix(s.kBuffer, s.kBase0, s.kRowStride, s.seqKV, D, elt);
-  vMatrix = matrix(s.vBuffer, s.vBase0, s.vRowStride, s.seqKV, Dv, elt);
+  kMatrix = matrix(s.kBuffer, s.kBase0, s.kRowStride, s.seqKV, c.headDim,
+                   elt);
+  vMatrix = matrix(s.vBuffer, s.vBase0, s.vRowStride, s.seqKV, c.headDimV,
+                   elt);
   Value qBuffer = AllocOp::create(b, shared(1, R, D), IntegerAttr());
   kBuffer = AllocOp::create(b, shared(2, Bc, D), IntegerAttr());
   vBuffer = AllocOp::create(b, shared(2, Bc, Dv), IntegerAttr());
@@ -269,7 +289,7 @@ LogicalResult TileEmitter::emit(std::string &why) {
 
   // Prologue: Q, and the first KV block into stage 0.
   AsyncCopyOp::create(b, qMatrix, zero, qBuffer, zero, s.qRows,
-                      copyLayout(R, D));
+                      copyLayout(R, D, c.headDim));
   copyKVIfAny(first, zero);
   AsyncWaitOp::create(b, 0);
   // Q as the A operand (every kv warp's: replicated over them), once, or
@@ -459,12 +479,14 @@ LogicalResult TileEmitter::emit(std::string &why) {
                       return x;
                     return arith::TruncFOp::create(b, outType, x);
                   });
-    Value outMatrix = matrix(out.buffer, out.base, out.rowStride, s.qRows, Dv,
-                             outType, groupStrideOf(out));
-    // The output's rows are 16-byte aligned (the runtime checks it of rows
-    // of a multiple of 16 bytes, which every tile-path head dim is).
+    Value outMatrix = matrix(out.buffer, out.base, out.rowStride, s.qRows,
+                             c.headDimV, outType, groupStrideOf(out));
+    // Rows of a multiple of 16 bytes are 16-byte aligned (the runtime
+    // checks it); others are stored element by element.
+    int64_t outBytes = outType.getIntOrFloatBitWidth() / 8;
     StoreOp::create(b, o, outMatrix, zero, s.qRows, Value(),
-                    b.getI64IntegerAttr(16));
+                    (c.headDimV * outBytes) % 16 == 0 ? b.getI64IntegerAttr(16)
+                                                      : IntegerAttr());
     if (!lseAt.buffer)
       return;
     // lse = ln(2^m l) = (m + log2 l) ln 2; -inf for an empty row (l = 0),
@@ -542,7 +564,7 @@ private:
   Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
   TileType rows() { return TileType::get(ctx, {shape.rows}, f32, rowLayout); }
   TileType tile(Type elt) {
-    return TileType::get(ctx, {shape.rows, s.headDimV}, elt, layout);
+    return TileType::get(ctx, {shape.rows, shape.columns}, elt, layout);
   }
 
   /// The CTA's rows of a flat buffer, `groupsPerCTA` groups of rows from
@@ -742,6 +764,14 @@ CombineTileShape gpu_kernel::getCombineTileShape(int64_t headDimV,
   shape.threadColumns = 1;
   while (shape.threadColumns < 32 && runs % (2 * shape.threadColumns) == 0)
     shape.threadColumns *= 2;
+  // Where fewer than 4 lanes would share a row (Dv = 61: one), the tile
+  // is padded to a whole number of a warp's runs instead (64 columns);
+  // the loads and the store leave the padding alone.
+  if (shape.threadColumns < 4 && shape.threadColumns < runs)
+    shape.threadColumns =
+        std::min<int64_t>(32, int64_t(llvm::PowerOf2Ceil(runs)));
+  int64_t footprint = shape.run * shape.threadColumns;
+  shape.columns = (headDimV + footprint - 1) / footprint * footprint;
   shape.threadRows = 32 / shape.threadColumns;
   // Four rows per CTA where a warp holds fewer, as many as a warp holds
   // otherwise.
@@ -763,18 +793,15 @@ void gpu_kernel::emitCombineTileBody(ImplicitLocOpBuilder &b,
 
 std::string gpu_kernel::whyNoTileBody(const flashc::GPUTileConfig &c) {
   int64_t kw = c.kvWarps;
-  if (!flashc::isTilePathHeadDim(c.headDim, c.elementBytes) ||
-      !flashc::isTilePathHeadDim(c.headDimV, c.elementBytes))
-    return "head dims that are not multiples of 16";
   if (c.stages != 2 || c.tileRows() != c.rows())
     return "this tile shape";
   if (kw > 1) {
-    if (c.headDimV % (8 * kw) != 0)
+    if (c.paddedHeadDimV % (8 * kw) != 0)
       return "decode tiles whose Dv does not split into 8 columns per kv "
              "warp";
     // The kv warps' accumulators merge through the K or V buffer.
-    if (kw * c.rows() * c.headDimV * 4 >
-        c.stages * c.blockKV * std::max(c.headDim, c.headDimV) *
+    if (kw * c.rows() * c.paddedHeadDimV * 4 >
+        c.stages * c.blockKV * std::max(c.paddedHeadDim, c.paddedHeadDimV) *
             c.elementBytes)
       return "decode tiles whose kv warps' accumulators outgrow the K and V "
              "buffers";

@@ -149,6 +149,97 @@ func.func @padded_rows(%src: memref<?x96xf16>, %row: index, %n: index, %stage: i
 
 // -----
 
+#elem = #flash_tile.blocked<size = [1, 1], threads = [1, 32], warps = [4, 1]>
+#smem = #flash_tile.swizzled<vector = 8, phases = 8>
+// Rows of 59 elements (not whole 4-byte units) into a stage of 64
+// columns: element runs are plain loads and shared stores, zeros for rows
+// past `valid` and for columns past the source's. Of a thread's two
+// columns (lane, lane + 32) only the second can be past 59.
+// CHECK-LABEL: func.func @narrow_elements
+// CHECK: %[[LANE:.+]] = arith.remui %{{.+}}, %c32
+// CHECK: %[[ROW0:.+]] = arith.cmpi ult, %{{.+}}, %{{.+}} : i32
+// CHECK: %[[X0:.+]] = scf.if %[[ROW0]] -> (f16) {
+// CHECK-NEXT: llvm.load %{{.+}} : !llvm.ptr<1> -> f16
+// CHECK: } else {
+// CHECK-NEXT: scf.yield %{{.+}} : f16
+// CHECK: llvm.store %[[X0]], %{{.+}} : f16, !llvm.ptr<3>
+// CHECK: %[[COL:.+]] = arith.addi %[[LANE]], %c32
+// CHECK: %[[IN:.+]] = arith.cmpi ult, %[[COL]], %c59 : index
+// CHECK: %[[ROW1:.+]] = arith.cmpi ult, %{{.+}}, %{{.+}} : i32
+// CHECK: %[[BOTH:.+]] = arith.andi %[[IN]], %[[ROW1]] : i1
+// CHECK: scf.if %[[BOTH]] -> (f16) {
+// CHECK-NOT: nvvm.cp.async.shared.global
+func.func @narrow_elements(%src: memref<?x59xf16>, %row: index, %n: index, %stage: index) {
+  %k = flash_tile.alloc {offset = 0} : !flash_tile.shared<2x64x64xf16, #smem>
+  flash_tile.async_copy %src[%row], %k[%stage] valid %n {layout = #elem}
+      : memref<?x59xf16>, !flash_tile.shared<2x64x64xf16, #smem>
+  return
+}
+
+// -----
+
+#copy = #flash_tile.blocked<size = [1, 8], threads = [16, 2], warps = [4, 1]>
+#padded = #flash_tile.swizzled<vector = 8, phases = 1, padding = 8>
+// 40 columns (5 chunks) into a stage of 48: the third pass's chunk (32 +
+// 8 * (lane % 2)) is past the source for odd lanes, whose copy reads 0
+// bytes and zero-fills.
+// CHECK-LABEL: func.func @narrow_chunks
+// CHECK: nvvm.cp.async.shared.global %{{.+}}, %{{.+}}, 16, cache =  cg, %{{.+}}
+// CHECK: nvvm.cp.async.shared.global %{{.+}}, %{{.+}}, 16, cache =  cg, %{{.+}}
+// CHECK: %[[IN:.+]] = arith.cmpi ult, %{{.+}}, %c40 : index
+// CHECK: %[[ROW:.+]] = arith.cmpi ult, %{{.+}}, %{{.+}} : i32
+// CHECK: %[[READ:.+]] = arith.andi %[[IN]], %[[ROW]] : i1
+// CHECK: %[[N:.+]] = arith.select %[[READ]], %c16_i32, %c0_i32 : i32
+// CHECK: nvvm.cp.async.shared.global %{{.+}}, %{{.+}}, 16, cache =  cg, %[[N]]
+func.func @narrow_chunks(%src: memref<?x40xf16>, %row: index, %n: index, %stage: index) {
+  %k = flash_tile.alloc {offset = 0} : !flash_tile.shared<2x64x48xf16, #padded>
+  flash_tile.async_copy %src[%row], %k[%stage] valid %n {layout = #copy}
+      : memref<?x40xf16>, !flash_tile.shared<2x64x48xf16, #padded>
+  return
+}
+
+// -----
+
+#rows = #flash_tile.blocked<size = [1, 1], threads = [1, 32], warps = [4, 1]>
+// A 64-column tile from 61 columns (the combine's partials at Dv = 61): a
+// thread's columns lane and lane + 32; the second is read only below 61,
+// zero otherwise.
+// CHECK-LABEL: func.func @narrow_load
+// CHECK: scf.if %{{.+}} -> (vector<2xf32>) {
+// CHECK: memref.load %arg0[%{{.+}}, %{{.+}}] : memref<?x61xf32>
+// CHECK: %[[IN:.+]] = arith.cmpi ult, %{{.+}}, %c61 : index
+// CHECK-NEXT: scf.if %[[IN]] -> (f32) {
+// CHECK-NEXT: memref.load %arg0[%{{.+}}, %{{.+}}] : memref<?x61xf32>
+// CHECK: } else {
+// CHECK-NEXT: scf.yield %{{.+}} : f32
+func.func @narrow_load(%src: memref<?x61xf32>, %row: index, %n: index)
+    -> !flash_tile.tile<4x64xf32, #rows> {
+  %t = flash_tile.load %src[%row] valid %n : memref<?x61xf32> -> !flash_tile.tile<4x64xf32, #rows>
+  return %t : !flash_tile.tile<4x64xf32, #rows>
+}
+
+// -----
+
+#mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+// A 64-column tile into 59 columns: the first 7 n8 tiles are written
+// whole, the last one (columns 56 + 2 * (lane % 4) + 0, 1) element by
+// element, each checked against 59.
+// CHECK-LABEL: func.func @narrow_store
+// CHECK: scf.if
+// CHECK-COUNT-14: memref.store %{{.+}}, %arg1[%{{.+}}, %{{.+}}] : memref<?x59xf16>
+// CHECK: %[[C0:.+]] = arith.cmpi ult, %{{.+}}, %c59 : index
+// CHECK-NEXT: scf.if %[[C0]] {
+// CHECK-NEXT: memref.store
+// CHECK: %[[C1:.+]] = arith.cmpi ult, %{{.+}}, %c59{{.*}} : index
+// CHECK-NEXT: scf.if %[[C1]] {
+// CHECK-NEXT: memref.store
+func.func @narrow_store(%o: !flash_tile.tile<64x64xf16, #mma>, %out: memref<?x59xf16>, %row: index, %n: index) {
+  flash_tile.store %o, %out[%row] valid %n : !flash_tile.tile<64x64xf16, #mma>, memref<?x59xf16>
+  return
+}
+
+// -----
+
 #mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
 #a = #flash_tile.operand<a, #mma>
 #b = #flash_tile.operand<b, #mma>

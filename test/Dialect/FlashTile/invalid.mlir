@@ -223,8 +223,26 @@ func.func @f(%src: memref<?x64xf32>, %buf: !flash_tile.shared<2x64x64xf16, #flas
 
 // async_copy: static columns
 func.func @f(%src: memref<?x?xf16>, %buf: !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>, %i: index) {
-  // expected-error @+1 {{'flash_tile.async_copy' op needs a source of 64 static columns, as the tile has; it has ?}}
+  // expected-error @+1 {{'flash_tile.async_copy' op needs a source of 1 to 64 static columns, as the tile has; it has ?}}
   flash_tile.async_copy %src[%i], %buf[%i] valid %i {layout = #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [4, 1]>} : memref<?x?xf16>, !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+  return
+}
+
+// -----
+
+// async_copy: a source no wider than the stage
+func.func @f(%src: memref<?x72xf16>, %buf: !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>, %i: index) {
+  // expected-error @+1 {{'flash_tile.async_copy' op needs a source of 1 to 64 static columns, as the tile has; it has 72}}
+  flash_tile.async_copy %src[%i], %buf[%i] valid %i {layout = #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [4, 1]>} : memref<?x72xf16>, !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+  return
+}
+
+// -----
+
+// async_copy: runs that divide the source's columns
+func.func @f(%src: memref<?x59xf16>, %buf: !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>, %i: index) {
+  // expected-error @+1 {{'flash_tile.async_copy' op copies runs of 8 elements, which do not divide the source's 59 columns}}
+  flash_tile.async_copy %src[%i], %buf[%i] valid %i {layout = #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [4, 1]>} : memref<?x59xf16>, !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
   return
 }
 
@@ -241,7 +259,7 @@ func.func @f(%src: memref<?x64xf16>, %buf: !flash_tile.shared<2x64x64xf16, #flas
 
 // async_copy: run bytes
 func.func @f(%src: memref<?x64xf16>, %buf: !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>, %i: index) {
-  // expected-error @+1 {{'flash_tile.async_copy' op copies runs of 4, 8 or 16 bytes; a run of 3 x 'f16' is 6}}
+  // expected-error @+1 {{'flash_tile.async_copy' op copies runs of one element or of 4, 8 or 16 bytes; a run of 3 x 'f16' is 6}}
   flash_tile.async_copy %src[%i], %buf[%i] valid %i {layout = #flash_tile.blocked<size = [1, 3], threads = [4, 8], warps = [4, 1]>} : memref<?x64xf16>, !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
   return
 }
@@ -473,7 +491,7 @@ func.func @f(%s: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], ins
 
 // store: a 1-D tile is a column
 func.func @f(%t: !flash_tile.tile<64xf32, #flash_tile.slice<1, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>, %d: memref<?x64xf32>, %i: index) {
-  // expected-error @+1 {{'flash_tile.store' op needs a destination of 1 static columns, as the tile has; it has 64}}
+  // expected-error @+1 {{'flash_tile.store' op needs a destination of 1 to 1 static columns, as the tile has; it has 64}}
   flash_tile.store %t, %d[%i] valid %i : !flash_tile.tile<64xf32, #flash_tile.slice<1, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>>, memref<?x64xf32>
   return
 }
@@ -482,7 +500,7 @@ func.func @f(%t: !flash_tile.tile<64xf32, #flash_tile.slice<1, #flash_tile.mma<w
 
 // store: columns
 func.func @f(%t: !flash_tile.tile<64x64xf16, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>, %d: memref<?x128xf16>, %i: index) {
-  // expected-error @+1 {{'flash_tile.store' op needs a destination of 64 static columns, as the tile has; it has 128}}
+  // expected-error @+1 {{'flash_tile.store' op needs a destination of 1 to 64 static columns, as the tile has; it has 128}}
   flash_tile.store %t, %d[%i] valid %i : !flash_tile.tile<64x64xf16, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>, memref<?x128xf16>
   return
 }
@@ -672,9 +690,9 @@ func.func @f(%src: memref<?x32xf32>, %row: index, %n: index) {
 
 // load: columns
 #rows = #flash_tile.blocked<size = [1, 4], threads = [1, 32], warps = [4, 1]>
-func.func @f(%src: memref<?x64xf32>, %row: index, %n: index) {
-  // expected-error @+1 {{needs a source of 128 static columns, as the tile has; it has 64}}
-  %t = flash_tile.load %src[%row] valid %n : memref<?x64xf32> -> !flash_tile.tile<4x128xf32, #rows>
+func.func @f(%src: memref<?x256xf32>, %row: index, %n: index) {
+  // expected-error @+1 {{needs a source of 1 to 128 static columns, as the tile has; it has 256}}
+  %t = flash_tile.load %src[%row] valid %n : memref<?x256xf32> -> !flash_tile.tile<4x128xf32, #rows>
   return
 }
 
@@ -683,7 +701,7 @@ func.func @f(%src: memref<?x64xf32>, %row: index, %n: index) {
 // load: a 1-D tile is a column
 #rows = #flash_tile.slice<1, #flash_tile.blocked<size = [1, 4], threads = [1, 32], warps = [4, 1]>>
 func.func @f(%src: memref<?x4xf32>, %row: index, %n: index) {
-  // expected-error @+1 {{needs a source of 1 static columns, as the tile has; it has 4}}
+  // expected-error @+1 {{needs a source of 1 to 1 static columns, as the tile has; it has 4}}
   %t = flash_tile.load %src[%row] valid %n : memref<?x4xf32> -> !flash_tile.tile<4xf32, #rows>
   return
 }

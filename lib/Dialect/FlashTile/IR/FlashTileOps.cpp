@@ -20,23 +20,26 @@ using namespace mlir::flash_tile;
 #include "flashc/Dialect/FlashTile/IR/FlashTileOps.cpp.inc"
 
 /// Checks that a global matrix has `columns` static columns of
-/// `elementType` and, when it is 3-D (groups of rows), a static number of
+/// `elementType` (with `atMost`, 1 to `columns`: a tile whose last columns
+/// are padding) and, when it is 3-D (groups of rows), a static number of
 /// groups that divides the tile's `rows`; `role` names it in the messages.
 static LogicalResult verifyGlobalMatrix(Operation *op, MemRefType matrix,
                                         StringRef role, int64_t rows,
-                                        int64_t columns, Type elementType) {
+                                        int64_t columns, Type elementType,
+                                        bool atMost = false) {
   if (matrix.getElementType() != elementType)
     return op->emitOpError()
            << "copies " << elementType << " elements; the " << role
            << " holds " << matrix.getElementType();
   int64_t last = matrix.getRank() - 1;
-  if (matrix.isDynamicDim(last) || matrix.getDimSize(last) != columns)
+  int64_t have = matrix.getDimSize(last);
+  if (matrix.isDynamicDim(last) ||
+      (atMost ? have < 1 || have > columns : have != columns))
     return op->emitOpError()
-           << "needs a " << role << " of " << columns
-           << " static columns, as the tile has; it has "
-           << (matrix.isDynamicDim(last)
-                   ? std::string("?")
-                   : std::to_string(matrix.getDimSize(last)));
+           << "needs a " << role << " of " << (atMost ? "1 to " : "")
+           << columns << " static columns, as the tile has; it has "
+           << (matrix.isDynamicDim(last) ? std::string("?")
+                                         : std::to_string(have));
   if (matrix.getRank() == 3) {
     int64_t groups = matrix.getDimSize(0);
     if (ShapedType::isDynamic(groups) || groups < 1 || rows % groups != 0)
@@ -71,18 +74,24 @@ LogicalResult AsyncCopyOp::verify() {
   Type element = buffer.getElementType();
   if (failed(verifyGlobalMatrix(*this, getSource().getType(), "source",
                                 buffer.getRows(), buffer.getColumns(),
-                                element)))
+                                element, /*atMost=*/true)))
     return failure();
   BlockedLayoutAttr layout = getLayout();
   if (layout.getSize().size() != 2 || layout.getSize()[0] != 1)
     return emitOpError() << "copies runs within one row: its layout's size "
                             "is [1, n]";
-  int64_t runBytes =
-      layout.getSize()[1] * element.getIntOrFloatBitWidth() / 8;
-  if (runBytes != 4 && runBytes != 8 && runBytes != 16)
-    return emitOpError() << "copies runs of 4, 8 or 16 bytes; a run of "
-                         << layout.getSize()[1] << " x " << element << " is "
-                         << runBytes;
+  int64_t run = layout.getSize()[1];
+  int64_t elementBytes = element.getIntOrFloatBitWidth() / 8;
+  int64_t runBytes = run * elementBytes;
+  if (run != 1 && runBytes != 4 && runBytes != 8 && runBytes != 16)
+    return emitOpError() << "copies runs of one element or of 4, 8 or 16 "
+                            "bytes; a run of "
+                         << run << " x " << element << " is " << runBytes;
+  int64_t sourceColumns = getSource().getType().getShape().back();
+  if (sourceColumns % run != 0)
+    return emitOpError() << "copies runs of " << run
+                         << " elements, which do not divide the source's "
+                         << sourceColumns << " columns";
   if (layout.getSize()[1] > buffer.getLayout().getVector())
     return emitOpError() << "copies runs of " << layout.getSize()[1]
                          << " elements, longer than the buffer's swizzled "
@@ -396,7 +405,7 @@ LogicalResult LoadOp::verify() {
   int64_t columns = result.getRank() == 2 ? result.getShape()[1] : 1;
   if (failed(verifyGlobalMatrix(*this, getSource().getType(), "source",
                                 result.getShape()[0], columns,
-                                result.getElementType())))
+                                result.getElementType(), /*atMost=*/true)))
     return failure();
   return verifyAccess(*this, getSource().getType(), getGroups(),
                       getAlignment(), result.getElementType());
@@ -412,7 +421,7 @@ LogicalResult StoreOp::verify() {
   int64_t columns = value.getRank() == 2 ? value.getShape()[1] : 1;
   if (failed(verifyGlobalMatrix(*this, getDest().getType(), "destination",
                                 value.getShape()[0], columns,
-                                value.getElementType())))
+                                value.getElementType(), /*atMost=*/true)))
     return failure();
   return verifyAccess(*this, getDest().getType(), getGroups(), getAlignment(),
                       value.getElementType());

@@ -52,10 +52,17 @@ def FlashTile_AsyncCopyOp : FlashTile_Op<"async_copy"> {
     bounds. A 3-D source of `G` groups (`G x N x C`, the query heads of a
     GQA group) is packed group-major: stage row `p` is row
     `row + p mod (R / G)` of group `p / (R / G)`, and `valid` counts the
-    rows of each group. The copy is spread over the CTA's threads as `layout` says;
-    each thread's run (`size` of the blocked layout: one row, 4, 8 or 16
-    bytes) is one copy instruction. The copies of one stage form a group
-    with `flash_tile.async_wait`, which waits for them.
+    rows of each group. A source narrower than the stage (`C' < C`
+    columns: a head dim padded to the MMA's 16) fills its first `C'`
+    columns; the stage's other columns are zero-filled too, so that the
+    padding adds nothing to a product. The copy is spread over the CTA's
+    threads as `layout` says; each thread's run (`size` of the blocked
+    layout: one row, 4, 8 or 16 bytes) is one copy instruction, and the
+    runs divide the source's columns. A run of one element (rows that are
+    not whole 4-byte units, which `cp.async` cannot copy) is a plain load
+    and store instead. The copies of one stage form a group with
+    `flash_tile.async_wait`, which waits for them (and orders the plain
+    stores with the rest).
 
     ```mlir
     flash_tile.async_copy %k[%j], %kbuf[%stage] valid %n
@@ -343,7 +350,8 @@ def FlashTile_LoadOp : FlashTile_Op<"load", [MemoryEffects<[MemRead]>]> {
   let description = [{
     Reads the rows `[row, row + R)` of the 2-D global matrix `source` into
     an `R x C` tile; the tile's rows from `valid` on (counted from `row`)
-    are zeros, not read. A 3-D source of `G` groups takes the tile's rows
+    are zeros, not read, and so are its columns past a narrower matrix's
+    (`C' < C` columns: a row padded to the layout's width). A 3-D source of `G` groups takes the tile's rows
     group-major, `valid` per group, as `flash_tile.async_copy` packs them;
     with `groups`, the groups from `groups` on are zeros too (a last tile
     of batch entries that does not fill the tile).
@@ -380,7 +388,9 @@ def FlashTile_StoreOp : FlashTile_Op<"store"> {
   let description = [{
     Writes the `R x C` tile to the rows `[row, row + valid)` of the 2-D
     global matrix `dest` (the tile's rows from `valid` on are not written:
-    a ragged last block writes nothing out of bounds). A 3-D `dest` of `G`
+    a ragged last block writes nothing out of bounds). A matrix of fewer
+    columns than the tile takes the tile's first ones (the rest is the
+    padding of a head dim). A 3-D `dest` of `G`
     groups takes the tile's rows group-major, `valid` per group, as
     `flash_tile.async_copy` reads them; with `groups`, the groups from
     `groups` on are not written. A 1-D tile of `R` values is a
