@@ -1592,16 +1592,20 @@ TEST_F(LaunchTest, DecodeSplitsAndWorkspace) {
   ASSERT_TRUE(variant.forward.finalAtOneSplit);
   ASSERT_GT(variant.blockKV, 0);
   int64_t seqKV = 10 * variant.blockKV + 3; // 11 KV blocks
-  for (int i = 0; i < 2; ++i) {
+  // Launches 2 x 3 queries over seqKV keys with `splits` asked.
+  auto launch = [&](int64_t splits, LaunchReport &report) {
     device.launches.clear();
     Problem p;
     p.batch = 2;
     p.seqQ = 3;
     p.seqKV = seqKV;
     p.init(Layout::Dense, false, rng);
-    p.call.splits = 1;
+    p.call.splits = splits;
+    return launchAttention(device, variant, p.call, &report);
+  };
+  for (int i = 0; i < 2; ++i) {
     LaunchReport report;
-    Status s = launchAttention(device, variant, p.call, &report);
+    Status s = launch(1, report);
     ASSERT_FALSE(s) << s.message();
     EXPECT_EQ(report.splits, 1);
     if (variant.forward.finalAtOneSplit) {
@@ -1617,15 +1621,8 @@ TEST_F(LaunchTest, DecodeSplitsAndWorkspace) {
   }
   for (auto [asked, expected] :
        {std::pair<int64_t, int64_t>{3, 3}, {1, 1}, {11, 11}, {1000, 11}}) {
-    device.launches.clear();
-    Problem p;
-    p.batch = 2;
-    p.seqQ = 3;
-    p.seqKV = seqKV;
-    p.init(Layout::Dense, false, rng);
-    p.call.splits = asked;
     LaunchReport report;
-    Status s = launchAttention(device, variant, p.call, &report);
+    Status s = launch(asked, report);
     ASSERT_FALSE(s) << s.message();
     EXPECT_EQ(report.splits, expected) << asked << " splits asked";
     ASSERT_EQ(device.launches.size(), 2u);

@@ -1325,6 +1325,48 @@ SmallVector<RowAccesses> getRowAccesses(TileType type, AffineExpr column,
   return rows;
 }
 
+/// Where row `rowConst` (a constant added to the thread's row) of a load's
+/// or a store's tile of `tileRows` rows lies in `matrix`: its group (null
+/// for a 2-D matrix), its row in the group, and whether it is written or
+/// read: below `valid`, in a group below `groups` when given.
+struct RowPlace {
+  Value group, inGroup, ok;
+};
+RowPlace placeRow(OpBuilder &b, Location loc, MemRefType matrix,
+                  int64_t tileRows, Value threadRow, int64_t rowConst,
+                  Value valid, Value groups) {
+  RowPlace place;
+  std::tie(place.group, place.inGroup) = groupAndRow(
+      b, loc, matrix, tileRows, addConst(b, loc, threadRow, rowConst));
+  place.ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                   place.inGroup, valid);
+  if (groups)
+    place.ok = arith::AndIOp::create(
+        b, loc, place.ok,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, place.group,
+                              groups));
+  return place;
+}
+
+/// How an access of `n` columns from `column` (the thread's own column,
+/// up to `maxColumn`, added) meets a matrix of `columns` columns: inside
+/// for every thread, past for every thread, or inside for some threads
+/// only (then each column is checked).
+enum class ColumnFit { Inside, Past, Straddles };
+ColumnFit fitColumns(int64_t column, int64_t n, int64_t maxColumn,
+                     int64_t columns) {
+  if (column >= columns)
+    return ColumnFit::Past;
+  return column + maxColumn + n > columns ? ColumnFit::Straddles
+                                          : ColumnFit::Inside;
+}
+
+/// `c < columns`, for a column that some threads hold past the matrix's.
+Value isColumnInside(OpBuilder &b, Location loc, Value c, int64_t columns) {
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, c,
+                               indexConst(b, loc, columns));
+}
+
 struct LoadLowering : TilePattern<LoadOp> {
   using TilePattern::TilePattern;
   LogicalResult
@@ -1357,16 +1399,9 @@ struct LoadLowering : TilePattern<LoadOp> {
       for (const RowAccesses::Access &access : row.accesses)
         count += access.elements.size();
       auto rowType = VectorType::get({count}, element);
-      Value tileRow = addConst(rewriter, loc, thread[0], row.row);
-      auto [group, inGroup] = groupAndRow(rewriter, loc, sourceType,
-                                          type.getShape()[0], tileRow);
-      Value ok = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt,
-                                       inGroup, adaptor.getValid());
-      if (adaptor.getGroups())
-        ok = arith::AndIOp::create(
-            rewriter, loc, ok,
-            arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt,
-                                  group, adaptor.getGroups()));
+      auto [group, inGroup, ok] =
+          placeRow(rewriter, loc, sourceType, type.getShape()[0], thread[0],
+                   row.row, adaptor.getValid(), adaptor.getGroups());
       auto ifOp = scf::IfOp::create(rewriter, loc, TypeRange{rowType}, ok,
                                     /*withElse=*/true);
       {
@@ -1377,7 +1412,10 @@ struct LoadLowering : TilePattern<LoadOp> {
         SmallVector<Value> loaded;
         for (const RowAccesses::Access &access : row.accesses) {
           int64_t n = access.elements.size();
-          if (is2D && access.column >= sourceColumns) {
+          ColumnFit fit =
+              is2D ? fitColumns(access.column, n, maxColumn, sourceColumns)
+                   : ColumnFit::Inside;
+          if (fit == ColumnFit::Past) {
             loaded.append(n, zero);
             continue;
           }
@@ -1386,14 +1424,12 @@ struct LoadLowering : TilePattern<LoadOp> {
           SmallVector<Value> indices = {at, col};
           if (group)
             indices.insert(indices.begin(), group);
-          if (is2D && access.column + maxColumn + n > sourceColumns) {
+          if (fit == ColumnFit::Straddles) {
             for (int64_t k = 0; k < n; ++k) {
               Value c = addConst(rewriter, loc, col, k);
               auto inside = scf::IfOp::create(
                   rewriter, loc, TypeRange{element},
-                  arith::CmpIOp::create(
-                      rewriter, loc, arith::CmpIPredicate::ult, c,
-                      indexConst(rewriter, loc, sourceColumns)),
+                  isColumnInside(rewriter, loc, c, sourceColumns),
                   /*withElse=*/true);
               OpBuilder::InsertionGuard inner(rewriter);
               rewriter.setInsertionPointToStart(inside.thenBlock());
@@ -1468,16 +1504,9 @@ struct StoreLowering : TilePattern<StoreOp> {
     for (const RowAccesses &row :
          getRowAccesses(type, is2D ? offsets[1] : AffineExpr(),
                         op.getAlignment())) {
-      Value tileRow = addConst(rewriter, loc, thread[0], row.row);
-      auto [group, inGroup] = groupAndRow(rewriter, loc, destType,
-                                          type.getShape()[0], tileRow);
-      Value ok = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt,
-                                       inGroup, adaptor.getValid());
-      if (adaptor.getGroups())
-        ok = arith::AndIOp::create(
-            rewriter, loc, ok,
-            arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt,
-                                  group, adaptor.getGroups()));
+      auto [group, inGroup, ok] =
+          placeRow(rewriter, loc, destType, type.getShape()[0], thread[0],
+                   row.row, adaptor.getValid(), adaptor.getGroups());
       if (owner)
         ok = arith::AndIOp::create(rewriter, loc, ok, owner);
       auto ifOp = scf::IfOp::create(rewriter, loc, ok, /*withElse=*/false);
@@ -1486,7 +1515,10 @@ struct StoreLowering : TilePattern<StoreOp> {
       Value at = arith::AddIOp::create(rewriter, loc, adaptor.getRow(), inGroup);
       for (const RowAccesses::Access &access : row.accesses) {
         int64_t n = access.elements.size();
-        if (is2D && access.column >= destColumns)
+        ColumnFit fit =
+            is2D ? fitColumns(access.column, n, maxColumn, destColumns)
+                 : ColumnFit::Inside;
+        if (fit == ColumnFit::Past)
           continue;
         SmallVector<Value> xs;
         for (int64_t e : access.elements)
@@ -1497,14 +1529,11 @@ struct StoreLowering : TilePattern<StoreOp> {
         SmallVector<Value> indices = {at, col};
         if (group)
           indices.insert(indices.begin(), group);
-        if (is2D && access.column + maxColumn + n > destColumns) {
+        if (fit == ColumnFit::Straddles) {
           for (auto [k, x] : llvm::enumerate(xs)) {
             Value c = addConst(rewriter, loc, col, k);
             auto inside = scf::IfOp::create(
-                rewriter, loc,
-                arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
-                                      c, indexConst(rewriter, loc,
-                                                    destColumns)),
+                rewriter, loc, isColumnInside(rewriter, loc, c, destColumns),
                 /*withElse=*/false);
             OpBuilder::InsertionGuard inner(rewriter);
             rewriter.setInsertionPointToStart(inside.thenBlock());

@@ -1017,7 +1017,7 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
         TileAddress tile;
         tile.buffer = buf.memref;
         tile.base = lift.cst(0);
-        ArrayRef<OpFoldResult> offsets = slice.getMixedOffsets();
+        SmallVector<OpFoldResult> offsets = slice.getMixedOffsets();
         if (offsets.size() != buf.strides.size() + 1) {
           lift.fail(slice, "a split partial tile of unexpected rank");
           return tile;
