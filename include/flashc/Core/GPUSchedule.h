@@ -50,16 +50,6 @@ inline int64_t getSharedRowElements(int64_t cols, int64_t elementBytes) {
   return pow2 ? cols : cols + chunkElems;
 }
 
-/// Whether the flash_tile path builds kernels whose head dim (D or Dv) is
-/// `d`: every one up to kMaxGPUHeadDim. Its MMAs run over the head dim
-/// padded to 16 (zeros in shared memory), its shared rows are swizzled or
-/// padded as getSharedRowElements says, and rows that are not whole
-/// 16-byte chunks are copied element by element.
-inline bool isTilePathHeadDim(int64_t d, int64_t elementBytes) {
-  (void)elementBytes;
-  return d >= 1;
-}
-
 struct GPUTileConfig {
   int64_t group = 1;     // G: query heads packed into one tile
   int64_t blockQ = 0;    // Br: query rows per head
@@ -126,8 +116,8 @@ inline constexpr int64_t kMaxWideWarpHeadDim = 64;
 /// warps (as many as keep 4 warps busy and divide Bc into multiples of 16),
 /// the row tiles per warp and the padded head dims. `outputBytes` is the
 /// forward kernel's output element (4 for split partials, else
-/// `elementBytes`). With `wideWarps` (the flash_tile path's schedule, for
-/// the head dims it builds: isTilePathHeadDim), a
+/// `elementBytes`). With `wideWarps` (the flash_tile path's schedule, which
+/// builds every head dim), a
 /// prefill tile of 128 rows and head dims up to kMaxWideWarpHeadDim gives
 /// each of its 4 warps two row tiles, and Q stays in registers at every
 /// head dim of a prefill tile (at D = 256 too, where ptxas fits Q's
@@ -137,9 +127,6 @@ inline GPUTileConfig makeGPUTileConfig(int64_t group, int64_t headDim,
                                        int64_t blockQ, int64_t blockKV,
                                        int64_t outputBytes,
                                        bool wideWarps = false) {
-  // Head dims the flash_tile path does not build take the builder's tiles.
-  wideWarps = wideWarps && isTilePathHeadDim(headDim, elementBytes) &&
-              isTilePathHeadDim(headDimV, elementBytes);
   GPUTileConfig c;
   c.outputBytes = outputBytes;
   c.group = std::max<int64_t>(group, 1);
@@ -190,8 +177,6 @@ inline GPUTileConfig makeGPUTileConfig(int64_t group, int64_t headDim,
 inline GPUTileConfig chooseGPUTiles(int64_t group, int64_t headDim,
                                     int64_t headDimV, int64_t elementBytes,
                                     bool decode, bool wideWarps = false) {
-  wideWarps = wideWarps && isTilePathHeadDim(headDim, elementBytes) &&
-              isTilePathHeadDim(headDimV, elementBytes);
   int64_t g = std::max<int64_t>(group, 1);
   int64_t maxD = std::max(roundUpTo(headDim, 16), roundUpTo(headDimV, 16));
   int64_t blockQ, blockKV;

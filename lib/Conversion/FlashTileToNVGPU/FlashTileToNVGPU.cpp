@@ -377,6 +377,49 @@ std::pair<Value, Value> groupAndRow(OpBuilder &b, Location loc,
           arith::RemUIOp::create(b, loc, r, perGroup)};
 }
 
+/// Where row `rowConst` (a constant added to the thread's row) of a load's
+/// or a store's tile of `tileRows` rows lies in `matrix`: its group (null
+/// for a 2-D matrix), its row in the group, and whether it is written or
+/// read: below `valid`, in a group below `groups` when given.
+struct RowPlace {
+  Value group, inGroup, ok;
+};
+RowPlace placeRow(OpBuilder &b, Location loc, MemRefType matrix,
+                  int64_t tileRows, Value threadRow, int64_t rowConst,
+                  Value valid, Value groups) {
+  RowPlace place;
+  std::tie(place.group, place.inGroup) = groupAndRow(
+      b, loc, matrix, tileRows, addConst(b, loc, threadRow, rowConst));
+  place.ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                   place.inGroup, valid);
+  if (groups)
+    place.ok = arith::AndIOp::create(
+        b, loc, place.ok,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, place.group,
+                              groups));
+  return place;
+}
+
+/// How an access of `n` columns from `column` (the thread's own column,
+/// up to `maxColumn`, added) meets a matrix of `columns` columns: inside
+/// for every thread, past for every thread, or inside for some threads
+/// only (then each column is checked). Copies, loads and stores of tiles
+/// wider than their matrix use it.
+enum class ColumnFit { Inside, Past, Straddles };
+ColumnFit fitColumns(int64_t column, int64_t n, int64_t maxColumn,
+                     int64_t columns) {
+  if (column >= columns)
+    return ColumnFit::Past;
+  return column + maxColumn + n > columns ? ColumnFit::Straddles
+                                          : ColumnFit::Inside;
+}
+
+/// `c < columns`, for a column that some threads hold past the matrix's.
+Value isColumnInside(OpBuilder &b, Location loc, Value c, int64_t columns) {
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, c,
+                               indexConst(b, loc, columns));
+}
+
 /// A pattern of one flash_tile op, with the kernel's per-thread values.
 template <typename Op>
 class TilePattern : public OpConversionPattern<Op> {
@@ -623,15 +666,15 @@ struct AsyncCopyLowering : TilePattern<AsyncCopyOp> {
                           .getResult()
                     : cond;
       };
-      bool pastColumns = at[1] >= sourceColumns;
+      ColumnFit fit = fitColumns(at[1], run, maxColumn, sourceColumns);
+      bool pastColumns = fit == ColumnFit::Past;
       if (pastColumns)
         read = arith::ConstantIntOp::create(rewriter, loc,
                                             rewriter.getI1Type(), 0);
-      else if (at[1] + maxColumn + run > sourceColumns)
-        both(arith::CmpIOp::create(
-            rewriter, loc, arith::CmpIPredicate::ult,
-            addConst(rewriter, loc, tv[1], at[1]),
-            indexConst(rewriter, loc, sourceColumns)));
+      else if (fit == ColumnFit::Straddles)
+        both(isColumnInside(rewriter, loc,
+                            addConst(rewriter, loc, tv[1], at[1]),
+                            sourceColumns));
       if (checked && !pastColumns)
         both(arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
                                    toI32(inGroup), valid));
@@ -1323,48 +1366,6 @@ SmallVector<RowAccesses> getRowAccesses(TileType type, AffineExpr column,
     }
   }
   return rows;
-}
-
-/// Where row `rowConst` (a constant added to the thread's row) of a load's
-/// or a store's tile of `tileRows` rows lies in `matrix`: its group (null
-/// for a 2-D matrix), its row in the group, and whether it is written or
-/// read: below `valid`, in a group below `groups` when given.
-struct RowPlace {
-  Value group, inGroup, ok;
-};
-RowPlace placeRow(OpBuilder &b, Location loc, MemRefType matrix,
-                  int64_t tileRows, Value threadRow, int64_t rowConst,
-                  Value valid, Value groups) {
-  RowPlace place;
-  std::tie(place.group, place.inGroup) = groupAndRow(
-      b, loc, matrix, tileRows, addConst(b, loc, threadRow, rowConst));
-  place.ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
-                                   place.inGroup, valid);
-  if (groups)
-    place.ok = arith::AndIOp::create(
-        b, loc, place.ok,
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, place.group,
-                              groups));
-  return place;
-}
-
-/// How an access of `n` columns from `column` (the thread's own column,
-/// up to `maxColumn`, added) meets a matrix of `columns` columns: inside
-/// for every thread, past for every thread, or inside for some threads
-/// only (then each column is checked).
-enum class ColumnFit { Inside, Past, Straddles };
-ColumnFit fitColumns(int64_t column, int64_t n, int64_t maxColumn,
-                     int64_t columns) {
-  if (column >= columns)
-    return ColumnFit::Past;
-  return column + maxColumn + n > columns ? ColumnFit::Straddles
-                                          : ColumnFit::Inside;
-}
-
-/// `c < columns`, for a column that some threads hold past the matrix's.
-Value isColumnInside(OpBuilder &b, Location loc, Value c, int64_t columns) {
-  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, c,
-                               indexConst(b, loc, columns));
 }
 
 struct LoadLowering : TilePattern<LoadOp> {

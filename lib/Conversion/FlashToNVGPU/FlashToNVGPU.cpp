@@ -535,21 +535,31 @@ public:
       return false;
     }
     memref = buf.memref;
-    base = cst(0);
     llvm::SmallBitVector dropped = op.getDroppedDims();
     keptStrides.clear();
-    for (auto [d, ofr] : llvm::enumerate(op.getMixedOffsets())) {
+    for (size_t d = 0; d < buf.strides.size(); ++d)
       if (!dropped[d])
         keptStrides.push_back(buf.strides[d]);
+    base = offsetOf(op.getMixedOffsets(), buf.strides, skipDim);
+    return static_cast<bool>(base);
+  }
+
+  /// The element offset sum_d offsets[d] * strides[d] (dimension `skipDim`
+  /// left out), computed in the kernel; null when an offset or a stride is
+  /// not available there.
+  Value offsetOf(ArrayRef<OpFoldResult> offsets, ArrayRef<Value> strides,
+                 int64_t skipDim = -1) {
+    Value base = cst(0);
+    for (auto [d, ofr] : llvm::enumerate(offsets)) {
       if (static_cast<int64_t>(d) == skipDim)
         continue;
       Value off = get(ofr);
-      if (!off || !buf.strides[d])
-        return false;
+      if (!off || !strides[d])
+        return Value();
       base = arith::AddIOp::create(
-          b, base, arith::MulIOp::create(b, off, buf.strides[d]));
+          b, base, arith::MulIOp::create(b, off, strides[d]));
     }
-    return true;
+    return base;
   }
 };
 
@@ -1016,19 +1026,14 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
         Buffer buf = lift.buffer(root);
         TileAddress tile;
         tile.buffer = buf.memref;
-        tile.base = lift.cst(0);
         SmallVector<OpFoldResult> offsets = slice.getMixedOffsets();
         if (offsets.size() != buf.strides.size() + 1) {
           lift.fail(slice, "a split partial tile of unexpected rank");
           return tile;
         }
-        for (auto [d, stride] : llvm::enumerate(buf.strides)) {
-          Value off = lift.get(offsets[d + 1]);
-          if (!off || !stride)
-            return tile;
-          tile.base = arith::AddIOp::create(
-              b, tile.base, arith::MulIOp::create(b, off, stride));
-        }
+        tile.base =
+            lift.offsetOf(ArrayRef<OpFoldResult>(offsets).drop_front(),
+                          buf.strides);
         tile.groupStride = buf.strides[1];
         tile.rowStride = buf.strides[2];
         return tile;
@@ -1101,12 +1106,9 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
     // ceildiv(Nq, rowsPerGroup).
     CombineTileShape shape = getCombineTileShape(headDimV, heads);
     combineThreads = 32 * shape.warps;
-    if (shape.overBatch)
-      combineGrid = {GridFactorAttr::get(
-          ctx, ob.getArrayAttr({rowSize(0, "B")}), shape.groupsPerCTA)};
-    else
-      combineGrid = {
-          GridFactorAttr::get(ctx, ob.getArrayAttr({rowSize(0, "B")}), 1)};
+    combineGrid = {GridFactorAttr::get(ctx, ob.getArrayAttr({rowSize(0, "B")}),
+                                       shape.overBatch ? shape.groupsPerCTA
+                                                       : 1)};
     if (!shape.overBatch && heads > shape.groupsPerCTA)
       combineGrid.push_back(GridFactorAttr::get(
           ctx,

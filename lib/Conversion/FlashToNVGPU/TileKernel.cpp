@@ -67,11 +67,67 @@ using namespace mlir::flash_tile;
 
 namespace {
 
-class TileEmitter {
+/// The largest power of two, up to a warp's 32 lanes, that divides `runs`:
+/// the lanes a warp spreads over a row's runs.
+int64_t lanesOver(int64_t runs) {
+  int64_t lanes = 1;
+  while (lanes < 32 && runs % (2 * lanes) == 0)
+    lanes *= 2;
+  return lanes;
+}
+
+/// The alignment a store of rows of `cols` elements of `type` may assume:
+/// 16 bytes for rows of a multiple of 16 bytes (the runtime checks it of
+/// the output, and the split workspace is 16-byte aligned), else none (the
+/// element's).
+IntegerAttr rowAlignment(OpBuilder &b, int64_t cols, Type type) {
+  return (cols * type.getIntOrFloatBitWidth() / 8) % 16 == 0
+             ? b.getI64IntegerAttr(16)
+             : IntegerAttr();
+}
+
+/// What both kernels' emitters build with: constants and elementwise maps.
+class TileBuilder {
+protected:
+  explicit TileBuilder(ImplicitLocOpBuilder &b)
+      : b(b), ctx(b.getContext()), f32(b.getF32Type()) {}
+
+  ImplicitLocOpBuilder &b;
+  MLIRContext *ctx;
+  Type f32;
+
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+  Value f32c(double v) {
+    return arith::ConstantOp::create(b, f32,
+                                     b.getF32FloatAttr(static_cast<float>(v)));
+  }
+  Value select(Value cond, Value x, Value y) {
+    return arith::SelectOp::create(b, cond, x, y);
+  }
+
+  /// An elementwise map of `inputs` into a tile of `type`; `body` gets the
+  /// region's arguments (indices first with `indices`) and returns the
+  /// element.
+  template <typename F>
+  Value map(TileType type, ValueRange inputs, F body, bool indices = false) {
+    auto op = MapOp::create(b, type, inputs, indices);
+    OpBuilder::InsertionGuard guard(b);
+    Block *block = b.createBlock(&op.getBody());
+    if (indices)
+      for (int64_t i = 0; i < type.getRank(); ++i)
+        block->addArgument(b.getIndexType(), b.getLoc());
+    for (Value in : inputs)
+      block->addArgument(cast<TileType>(in.getType()).getElementType(),
+                         b.getLoc());
+    YieldOp::create(b, body(block->getArguments()));
+    return op.getResult();
+  }
+};
+
+class TileEmitter : TileBuilder {
 public:
   TileEmitter(ImplicitLocOpBuilder &b, const ForwardKernelSpec &s)
-      : b(b), s(s), c(s.config), ctx(b.getContext()) {
-    f32 = b.getF32Type();
+      : TileBuilder(b), s(s), c(s.config) {
     kw = c.kvWarps;
     int64_t rowWarps = c.rowTiles / c.rowTilesPerWarp;
     // The loop's layout: warps stacked over the rows, or with kv warps a
@@ -87,25 +143,14 @@ public:
   LogicalResult emit(std::string &why);
 
 private:
-  ImplicitLocOpBuilder &b;
   const ForwardKernelSpec &s;
   const flashc::GPUTileConfig &c;
-  MLIRContext *ctx;
-  Type f32;
   int64_t kw = 1;
   MmaLayoutAttr mma, outMma;
   SliceLayoutAttr rowLayout, outRowLayout;
 
-  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
-  Value f32c(double v) {
-    return arith::ConstantOp::create(b, f32,
-                                     b.getF32FloatAttr(static_cast<float>(v)));
-  }
   Value lt(Value x, Value y) {
     return arith::CmpIOp::create(b, arith::CmpIPredicate::slt, x, y);
-  }
-  Value select(Value cond, Value x, Value y) {
-    return arith::SelectOp::create(b, cond, x, y);
   }
 
   TileType tile(ArrayRef<int64_t> shape, Type elt, Attribute layout) {
@@ -148,9 +193,7 @@ private:
   BlockedLayoutAttr copyLayout(int64_t rows, int64_t cols,
                                int64_t sourceCols) {
     if ((sourceCols * c.elementBytes) % 16 != 0) {
-      int64_t across = 1;
-      while (across < 32 && cols % (2 * across) == 0)
-        across *= 2;
+      int64_t across = lanesOver(cols);
       return BlockedLayoutAttr::get(ctx, {1, 1}, {32 / across, across},
                                     {c.warps(), 1});
     }
@@ -158,9 +201,7 @@ private:
       int64_t vec = bytes / c.elementBytes;
       if (vec < 1 || cols % vec != 0)
         continue;
-      int64_t runs = cols / vec, across = 1;
-      while (across < 32 && runs % (2 * across) == 0)
-        across *= 2;
+      int64_t across = lanesOver(cols / vec);
       if (rows % (32 / across * c.warps()) == 0 || bytes == 4)
         return BlockedLayoutAttr::get(ctx, {1, vec}, {32 / across, across},
                                       {c.warps(), 1});
@@ -194,24 +235,6 @@ private:
   /// The group stride of a tile address when the tile packs a GQA group.
   Value groupStrideOf(const TileAddress &t) {
     return c.group > 1 ? t.groupStride : Value();
-  }
-
-  /// An elementwise map of `inputs` into a tile of `type`; `body` gets the
-  /// region's arguments (indices first with `indices`) and returns the
-  /// element.
-  template <typename F>
-  Value map(TileType type, ValueRange inputs, F body, bool indices = false) {
-    auto op = MapOp::create(b, type, inputs, indices);
-    OpBuilder::InsertionGuard guard(b);
-    Block *block = b.createBlock(&op.getBody());
-    if (indices)
-      for (int64_t i = 0; i < type.getRank(); ++i)
-        block->addArgument(b.getIndexType(), b.getLoc());
-    for (Value in : inputs)
-      block->addArgument(cast<TileType>(in.getType()).getElementType(),
-                         b.getLoc());
-    YieldOp::create(b, body(block->getArguments()));
-    return op.getResult();
   }
 
   Value maxNum(Value x, Value y) { return arith::MaxNumFOp::create(b, x, y); }
@@ -481,12 +504,8 @@ LogicalResult TileEmitter::emit(std::string &why) {
                   });
     Value outMatrix = matrix(out.buffer, out.base, out.rowStride, s.qRows,
                              c.headDimV, outType, groupStrideOf(out));
-    // Rows of a multiple of 16 bytes are 16-byte aligned (the runtime
-    // checks it); others are stored element by element.
-    int64_t outBytes = outType.getIntOrFloatBitWidth() / 8;
     StoreOp::create(b, o, outMatrix, zero, s.qRows, Value(),
-                    (c.headDimV * outBytes) % 16 == 0 ? b.getI64IntegerAttr(16)
-                                                      : IntegerAttr());
+                    rowAlignment(b, c.headDimV, outType));
     if (!lseAt.buffer)
       return;
     // lse = ln(2^m l) = (m + log2 l) ln 2; -inf for an empty row (l = 0),
@@ -532,12 +551,10 @@ LogicalResult TileEmitter::emit(std::string &why) {
 /// The split-KV merge of a CTA's rows as flash_tile ops: rows in a blocked
 /// layout (a warp's lanes over a row's columns), each row's log-sum-exps
 /// in every lane of the row (a slice of that layout).
-class CombineEmitter {
+class CombineEmitter : TileBuilder {
 public:
   CombineEmitter(ImplicitLocOpBuilder &b, const CombineKernelSpec &s)
-      : b(b), s(s), ctx(b.getContext()),
-        shape(getCombineTileShape(s.headDimV, s.heads)) {
-    f32 = b.getF32Type();
+      : TileBuilder(b), s(s), shape(getCombineTileShape(s.headDimV, s.heads)) {
     layout = BlockedLayoutAttr::get(ctx, {1, shape.run},
                                     {shape.threadRows, shape.threadColumns},
                                     {shape.warps, 1});
@@ -547,19 +564,11 @@ public:
   void emit();
 
 private:
-  ImplicitLocOpBuilder &b;
   const CombineKernelSpec &s;
-  MLIRContext *ctx;
   CombineTileShape shape;
-  Type f32;
   BlockedLayoutAttr layout;
   SliceLayoutAttr rowLayout;
 
-  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
-  Value f32c(double v) {
-    return arith::ConstantOp::create(b, f32,
-                                     b.getF32FloatAttr(static_cast<float>(v)));
-  }
   Value mul(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
   Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
   TileType rows() { return TileType::get(ctx, {shape.rows}, f32, rowLayout); }
@@ -581,17 +590,6 @@ private:
         ArrayRef<OpFoldResult>{b.getIndexAttr(shape.groupsPerCTA), s.seqQ,
                                b.getIndexAttr(cols)},
         ArrayRef<OpFoldResult>{groupStride, rowStride, b.getIndexAttr(1)});
-  }
-
-  template <typename F> Value map(TileType type, ValueRange inputs, F body) {
-    auto op = MapOp::create(b, type, inputs, /*indices=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    Block *block = b.createBlock(&op.getBody());
-    for (Value in : inputs)
-      block->addArgument(cast<TileType>(in.getType()).getElementType(),
-                         b.getLoc());
-    YieldOp::create(b, body(block->getArguments()));
-    return op.getResult();
   }
 
   /// exp(x - m) as 2^((x - m) log2 e).
@@ -665,6 +663,11 @@ void CombineEmitter::emit() {
   // lse = log(sum_s exp(lse_s)) in one online pass over the splits: m the
   // running maximum, sum the running sum of exp(lse_s - m). While every
   // split so far saw no key (m = -inf), 0 is subtracted instead.
+  auto zeroIfNegInf = [&](Value m) {
+    Value isInf =
+        arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, negInf);
+    return select(isInf, fzero, m);
+  };
   auto lseLoop = scf::ForOp::create(
       b, zero, s.splits, one,
       ValueRange{SplatOp::create(b, rows(), negInf),
@@ -680,9 +683,7 @@ void CombineEmitter::emit() {
     });
     Value sumNew =
         map(rows(), ValueRange{m, sum, v, mNew}, [&](ValueRange a) -> Value {
-          Value isInf = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ,
-                                              a[3], negInf);
-          Value mUse = arith::SelectOp::create(b, isInf, fzero, a[3]);
+          Value mUse = zeroIfNegInf(a[3]);
           return arith::AddFOp::create(
               b, arith::MulFOp::create(b, a[1], expMinus(a[0], mUse)),
               expMinus(a[2], mUse));
@@ -690,9 +691,7 @@ void CombineEmitter::emit() {
     scf::YieldOp::create(b, ValueRange{mNew, sumNew});
   }
   Value mUse = map(rows(), lseLoop.getResult(0), [&](ValueRange a) -> Value {
-    Value isInf =
-        arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, a[0], negInf);
-    return arith::SelectOp::create(b, isInf, fzero, a[0]);
+    return zeroIfNegInf(a[0]);
   });
   Value total = lseLoop.getResult(1);
   // Empty rows (total = 0) give 0 and -inf; NaN (a split's NaN lse)
@@ -701,8 +700,8 @@ void CombineEmitter::emit() {
     return arith::CmpFOp::create(b, arith::CmpFPredicate::UNE, x, fzero);
   };
   Value inv = map(rows(), total, [&](ValueRange a) -> Value {
-    return arith::SelectOp::create(
-        b, positive(a[0]), arith::DivFOp::create(b, f32c(1), a[0]), fzero);
+    return select(positive(a[0]), arith::DivFOp::create(b, f32c(1), a[0]),
+                  fzero);
   });
 
   // out = sum_s exp(lse_s - max) / sum * parts_s: a split that saw no key
@@ -731,20 +730,17 @@ void CombineEmitter::emit() {
                       return a[0];
                     return arith::TruncFOp::create(b, s.outType, a[0]);
                   });
-  // out[b, h, n] at b * sB + h * sH + n * sN; 16-byte aligned rows when a
-  // row is a multiple of 16 bytes (the runtime checks it).
-  int64_t outBytes = s.outType.getIntOrFloatBitWidth() / 8;
+  // out[b, h, n] at b * sB + h * sH + n * sN.
   StoreOp::create(
       b, out, matrix(s.out, outBase, outGroupStride, s.outStrideN, dv), n0,
-      valid, groups,
-      b.getI64IntegerAttr((dv * outBytes) % 16 == 0 ? 16 : outBytes));
+      valid, groups, rowAlignment(b, dv, s.outType));
   if (s.lse) {
     // (max + log2(sum) ln 2), -inf when empty; lse[b, h, n] contiguous.
     Value lse = map(rows(), ValueRange{mUse, total}, [&](ValueRange a) -> Value {
       Value v = arith::AddFOp::create(
           b, a[0],
           arith::MulFOp::create(b, math::Log2Op::create(b, a[1]), f32c(kLn2)));
-      return arith::SelectOp::create(b, positive(a[1]), v, negInf);
+      return select(positive(a[1]), v, negInf);
     });
     StoreOp::create(b, lse,
                     matrix(s.lse, mul(bh0, s.seqQ), rowGroupStride, one, 1),
@@ -761,9 +757,7 @@ CombineTileShape gpu_kernel::getCombineTileShape(int64_t headDimV,
   // a row's runs (a power of two of them), the rest over rows.
   shape.run = headDimV % 4 == 0 ? 4 : headDimV % 2 == 0 ? 2 : 1;
   int64_t runs = headDimV / shape.run;
-  shape.threadColumns = 1;
-  while (shape.threadColumns < 32 && runs % (2 * shape.threadColumns) == 0)
-    shape.threadColumns *= 2;
+  shape.threadColumns = lanesOver(runs);
   // Where fewer than 4 lanes would share a row (Dv = 61: one), the tile
   // is padded to a whole number of a warp's runs instead (64 columns);
   // the loads and the store leave the padding alone.

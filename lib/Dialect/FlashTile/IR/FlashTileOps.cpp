@@ -92,8 +92,8 @@ LogicalResult AsyncCopyOp::verify() {
     return emitOpError() << "copies runs of " << run
                          << " elements, which do not divide the source's "
                          << sourceColumns << " columns";
-  if (layout.getSize()[1] > buffer.getLayout().getVector())
-    return emitOpError() << "copies runs of " << layout.getSize()[1]
+  if (run > buffer.getLayout().getVector())
+    return emitOpError() << "copies runs of " << run
                          << " elements, longer than the buffer's swizzled "
                             "chunks of "
                          << buffer.getLayout().getVector();
