@@ -22,7 +22,11 @@
 #      the Python has pybind11 and pytest).
 #
 #   scripts/gpu-check.sh [--bundle DIR] [--quick] [--json FILE]
+#                        [--step-timeout SECONDS]
 #   scripts/gpu-check.sh --dry-run [--bundle DIR]
+#
+# --step-timeout bounds each command that runs on the GPU (a kernel that
+# hangs fails its step, and the steps after it still run).
 #
 # --dry-run skips everything that needs a GPU and checks the rest: the
 # runtime-only build, the bundle's numerics in the simulator, the
@@ -38,12 +42,14 @@ build="${FLASHC_RUNTIME_BUILD:-$root/build-runtime}"
 dry=0
 quick=""
 json=""
+step_timeout=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --dry-run) dry=1 ;;
     --quick) quick="--quick" ;;
     --bundle) bundle="$2"; shift ;;
     --json) json="$2"; shift ;;
+    --step-timeout) step_timeout="$2"; shift ;;
     *) echo "gpu-check: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift
@@ -64,7 +70,21 @@ sanitizer=$(cuda_tool compute-sanitizer)
 start=$(date +%s)
 status=0
 step() { echo; echo "== $* ($(( $(date +%s) - start )) s)"; }
-record() { if [ "$1" -ne 0 ]; then status=1; echo "-- FAILED: $2"; fi; }
+record() {
+  if [ "$1" -eq 124 ] && [ -n "$step_timeout" ]; then
+    status=1; echo "-- FAILED: $2 (timed out after $step_timeout s)"
+  elif [ "$1" -ne 0 ]; then
+    status=1; echo "-- FAILED: $2"
+  fi
+}
+# A GPU command, bounded by --step-timeout when given.
+bounded() {
+  if [ -n "$step_timeout" ]; then
+    timeout --kill-after=10 "$step_timeout" "$@"
+  else
+    "$@"
+  fi
+}
 
 if [ ! -f "$bundle/manifest.json" ]; then
   echo "gpu-check: no bundle at $bundle (make one with scripts/gpu-bundle.sh)" >&2
@@ -92,7 +112,7 @@ python_tests() {
     -DPython_EXECUTABLE="$(command -v "$python")" >/dev/null &&
     cmake --build "$build" --target flashc-python -j "$(nproc)" >/dev/null &&
     FLASHC_GPU_BUNDLE="$bundle" PYTHONPATH="$build/python:$root/python/tests" \
-      PYTHONDONTWRITEBYTECODE=1 "$python" -m pytest -q -p no:cacheprovider \
+      PYTHONDONTWRITEBYTECODE=1 bounded "$python" -m pytest -q -p no:cacheprovider \
       "$root/python/tests/test_gpu.py" "$@"
   record $? "Python GPU tests"
 }
@@ -120,14 +140,14 @@ if [ "$dry" -eq 1 ]; then
 fi
 
 step "1. numerics of every bundled kernel on the GPU"
-"$gpucheck" numerics --bundle "$bundle" --device cuda $quick
+bounded "$gpucheck" numerics --bundle "$bundle" --device cuda $quick
 record $? "numerics"
 
 step "2. the simulator's test kernels: GPU against simulator"
 ptx="$build/SimTestKernels.ptx"
 if [ -n "$nvcc_bin" ]; then
   "$nvcc_bin" -arch=sm_90a -ptx "$root/unittests/Simulator/kernels/SimTestKernels.cu" -o "$ptx" &&
-    "$gpucheck" simkernels --ptx "$ptx"
+    bounded "$gpucheck" simkernels --ptx "$ptx"
   record $? "simulator test kernels"
 else
   record 1 "simulator test kernels: no nvcc on PATH or in ${CUDA_HOME:-/usr/local/cuda}/bin"
@@ -136,7 +156,7 @@ fi
 step "3. compute-sanitizer memcheck and racecheck on small launches"
 if [ -n "$sanitizer" ]; then
   for tool in memcheck racecheck; do
-    out=$("$sanitizer" --tool "$tool" --error-exitcode 9 \
+    out=$(bounded "$sanitizer" --tool "$tool" --error-exitcode 9 \
       "$gpucheck" numerics --bundle "$bundle" --device cuda --quick \
       --filter f16-g4-d128 2>&1)
     rc=$?
@@ -152,7 +172,7 @@ else
 fi
 
 step "4. numerics against torch SDPA, and the benchmark table"
-"$python" "$root/scripts/gpu_check.py" --lib "$runtime" --bundle "$bundle" \
+bounded "$python" "$root/scripts/gpu_check.py" --lib "$runtime" --bundle "$bundle" \
   $quick ${json:+--json "$json"}
 record $? "gpu_check.py"
 
