@@ -6,7 +6,10 @@
 // (or a cubin for the device's chip) with cuModuleLoadDataEx, once per
 // variant; the dynamic shared-memory limit is raised per function before
 // its first launch; launches go on the caller's stream, and workspaces are
-// stream-ordered allocations.
+// stream-ordered allocations from a memory pool of flashc's own that keeps
+// its memory across synchronisations (the device's default pool returns it
+// to the driver at every synchronise, so that each decode call would map
+// its workspace afresh).
 //
 //===----------------------------------------------------------------------===//
 
@@ -100,6 +103,14 @@ public:
     if (Status s = makeCurrent())
       return s;
     CUdeviceptr p = 0;
+    if (CUmemoryPool pool = getPool()) {
+      if (CUresult r = d.cuMemAllocFromPoolAsync(
+              &p, bytes, pool, static_cast<CUstream>(stream));
+          r != CUDA_SUCCESS)
+        return Status::error("cuMemAllocFromPoolAsync of " +
+                             std::to_string(bytes) + " bytes: " + d.error(r));
+      return reinterpret_cast<void *>(p);
+    }
     if (CUresult r = d.cuMemAllocAsync(&p, bytes, static_cast<CUstream>(stream));
         r != CUDA_SUCCESS)
       return Status::error("cuMemAllocAsync of " + std::to_string(bytes) +
@@ -191,6 +202,32 @@ private:
   /// Loaded modules and functions, by variant id.
   std::map<std::string, CUmodule> modules;
   std::map<std::string, CUfunction> functions;
+  /// The workspaces' pool, made at the first allocation; null when the
+  /// device has none (then the default pool serves).
+  CUmemoryPool pool = nullptr;
+  bool poolTried = false;
+
+  /// A pool on this device that never gives memory back while flashc
+  /// runs: workspaces are freed in stream order and reused by the next
+  /// call, whatever the caller synchronises in between.
+  CUmemoryPool getPool() {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (poolTried)
+      return pool;
+    poolTried = true;
+    CUmemPoolProps props{};
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+    props.location = {CU_MEM_LOCATION_TYPE_DEVICE, device};
+    CUmemoryPool made = nullptr;
+    if (d.cuMemPoolCreate(&made, &props) != CUDA_SUCCESS || !made)
+      return nullptr;
+    // Without the threshold the pool is as good as the default one.
+    unsigned long long keep = ~0ull;
+    d.cuMemPoolSetAttribute(made, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
+    pool = made;
+    return pool;
+  }
 
   Status makeCurrent() {
     CUcontext current = nullptr;

@@ -52,6 +52,37 @@ enum CUfunction_attribute : int {
   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
 };
 
+/// Stream-ordered memory pools (cuMemPoolCreate, cuMemPoolSetAttribute):
+/// the values flashc sets.
+enum CUmemPool_attribute : int {
+  CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,
+};
+enum CUmemAllocationType : int {
+  CU_MEM_ALLOCATION_TYPE_PINNED = 1,
+};
+enum CUmemAllocationHandleType : int {
+  CU_MEM_HANDLE_TYPE_NONE = 0,
+};
+enum CUmemLocationType : int {
+  CU_MEM_LOCATION_TYPE_DEVICE = 1,
+};
+struct CUmemLocation {
+  CUmemLocationType type;
+  int id;
+};
+/// A pool's properties (cuda.h's CUmemPoolProps_v1; CUDA 11.2 had 64
+/// reserved bytes where maxSize, usage and reserved are now: zeroed, the
+/// two layouts mean the same).
+struct CUmemPoolProps {
+  CUmemAllocationType allocType;
+  CUmemAllocationHandleType handleTypes;
+  CUmemLocation location;
+  void *win32SecurityAttributes;
+  size_t maxSize;
+  unsigned short usage;
+  unsigned char reserved[54];
+};
+
 /// Options of the driver's PTX JIT (cuModuleLoadDataEx).
 enum CUjit_option : int {
   CU_JIT_ERROR_LOG_BUFFER = 5,
@@ -68,10 +99,12 @@ struct CUctx_st;
 struct CUmod_st;
 struct CUfunc_st;
 struct CUstream_st;
+struct CUmemPoolHandle_st;
 using CUcontext = CUctx_st *;
 using CUmodule = CUmod_st *;
 using CUfunction = CUfunc_st *;
 using CUstream = CUstream_st *;
+using CUmemoryPool = CUmemPoolHandle_st *;
 
 /// The entry points flashc calls: X(name, exported symbol, function type).
 /// The exported symbol is the one cuda.h's macros select for `name` (the
@@ -100,6 +133,12 @@ using CUstream = CUstream_st *;
   X(cuMemAllocAsync, "cuMemAllocAsync",                                        \
     CUresult(CUdeviceptr *, size_t, CUstream))                                 \
   X(cuMemFreeAsync, "cuMemFreeAsync", CUresult(CUdeviceptr, CUstream))         \
+  X(cuMemPoolCreate, "cuMemPoolCreate",                                        \
+    CUresult(CUmemoryPool *, const CUmemPoolProps *))                          \
+  X(cuMemPoolSetAttribute, "cuMemPoolSetAttribute",                            \
+    CUresult(CUmemoryPool, CUmemPool_attribute, void *))                       \
+  X(cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync",                        \
+    CUresult(CUdeviceptr *, size_t, CUmemoryPool, CUstream))                   \
   X(cuGetErrorString, "cuGetErrorString", CUresult(CUresult, const char **))   \
   X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2",                                 \
     CUresult(CUdeviceptr, const void *, size_t, CUstream))                     \

@@ -5,7 +5,8 @@
 // must agree with it. For every entry point the runtime resolves, the
 // exported symbol is the one cuda.h's macros select, and the function has
 // as many parameters, each of the same size, as cuda.h's; every constant
-// has cuda.h's value; the handles and device pointers have cuda.h's sizes.
+// has cuda.h's value; the handles and device pointers have cuda.h's sizes,
+// and the structures cuda.h's size and field offsets.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +14,7 @@
 
 #include "CudaDriverApi.h"
 
+#include <cstddef>
 #include <string_view>
 #include <type_traits>
 
@@ -69,6 +71,10 @@ FLASHC_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
 FLASHC_CHECK_VALUE(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
 FLASHC_CHECK_VALUE(CU_JIT_ERROR_LOG_BUFFER)
 FLASHC_CHECK_VALUE(CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+FLASHC_CHECK_VALUE(CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
+FLASHC_CHECK_VALUE(CU_MEM_ALLOCATION_TYPE_PINNED)
+FLASHC_CHECK_VALUE(CU_MEM_HANDLE_TYPE_NONE)
+FLASHC_CHECK_VALUE(CU_MEM_LOCATION_TYPE_DEVICE)
 #undef FLASHC_CHECK_VALUE
 
 #define FLASHC_CHECK_SIZE(type)                                                \
@@ -84,6 +90,25 @@ FLASHC_CHECK_SIZE(CUcontext)
 FLASHC_CHECK_SIZE(CUmodule)
 FLASHC_CHECK_SIZE(CUfunction)
 FLASHC_CHECK_SIZE(CUstream)
+FLASHC_CHECK_SIZE(CUmemoryPool)
+FLASHC_CHECK_SIZE(CUmemPool_attribute)
+FLASHC_CHECK_SIZE(CUmemLocation)
+FLASHC_CHECK_SIZE(CUmemPoolProps)
 #undef FLASHC_CHECK_SIZE
+
+// The fields flashc sets, where cuda.h has them.
+#define FLASHC_CHECK_FIELD(type, field)                                        \
+  static_assert(offsetof(fc::type, field) == offsetof(::type, field),          \
+                #type "::" #field " is elsewhere in cuda.h's " #type);
+FLASHC_CHECK_FIELD(CUmemLocation, type)
+FLASHC_CHECK_FIELD(CUmemLocation, id)
+FLASHC_CHECK_FIELD(CUmemPoolProps, allocType)
+FLASHC_CHECK_FIELD(CUmemPoolProps, handleTypes)
+FLASHC_CHECK_FIELD(CUmemPoolProps, location)
+FLASHC_CHECK_FIELD(CUmemPoolProps, win32SecurityAttributes)
+FLASHC_CHECK_FIELD(CUmemPoolProps, maxSize)
+FLASHC_CHECK_FIELD(CUmemPoolProps, usage)
+FLASHC_CHECK_FIELD(CUmemPoolProps, reserved)
+#undef FLASHC_CHECK_FIELD
 
 } // namespace

@@ -75,6 +75,10 @@ struct State {
   sim::Device memory;
   /// Live allocations: device address -> host memory.
   std::map<uint64_t, void *> allocations;
+  /// Memory pools (their addresses are the handles) and what was asked of
+  /// them, for flashcFakeCudaPoolStats.
+  std::vector<std::unique_ptr<unsigned long long>> poolThresholds;
+  unsigned long long defaultPoolAllocations = 0, poolAllocations = 0;
   std::vector<std::unique_ptr<ModuleHandle>> modules;
 };
 
@@ -346,9 +350,8 @@ CUresult cuLaunchKernel(CUfunction function, unsigned gridX, unsigned gridY,
   return CUDA_SUCCESS;
 }
 
-CUresult cuMemAllocAsync(CUdeviceptr *pointer, size_t bytes, CUstream) {
-  if (!hasContext())
-    return CUDA_ERROR_INVALID_CONTEXT;
+/// An allocation from any pool: host memory mapped at a fresh address.
+static CUresult allocate(CUdeviceptr *pointer, size_t bytes) {
   if (bytes == 0)
     return CUDA_ERROR_INVALID_VALUE;
   if (bytes > (uint64_t(1) << 48))
@@ -367,6 +370,94 @@ CUresult cuMemAllocAsync(CUdeviceptr *pointer, size_t bytes, CUstream) {
   s.allocations[*address] = p;
   *pointer = static_cast<CUdeviceptr>(*address);
   return CUDA_SUCCESS;
+}
+
+CUresult cuMemAllocAsync(CUdeviceptr *pointer, size_t bytes, CUstream) {
+  if (!hasContext())
+    return CUDA_ERROR_INVALID_CONTEXT;
+  CUresult r = allocate(pointer, bytes);
+  if (r == CUDA_SUCCESS) {
+    State &s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    ++s.defaultPoolAllocations;
+  }
+  return r;
+}
+
+CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props) {
+  if (!hasContext())
+    return CUDA_ERROR_INVALID_CONTEXT;
+  if (!pool || !props || props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+      props->handleTypes != CU_MEM_HANDLE_TYPE_NONE ||
+      props->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+      props->win32SecurityAttributes)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = checkDevice(props->location.id))
+    return r;
+  for (unsigned char byte : props->reserved)
+    if (byte)
+      return CUDA_ERROR_INVALID_VALUE;
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.poolThresholds.push_back(std::make_unique<unsigned long long>(0));
+  *pool = reinterpret_cast<CUmemoryPool>(s.poolThresholds.back().get());
+  return CUDA_SUCCESS;
+}
+
+/// The release threshold of `pool`, or null when no pool has that handle.
+static unsigned long long *findPool(State &s, CUmemoryPool pool) {
+  for (const std::unique_ptr<unsigned long long> &p : s.poolThresholds)
+    if (reinterpret_cast<CUmemoryPool>(p.get()) == pool)
+      return p.get();
+  return nullptr;
+}
+
+CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attribute,
+                               void *value) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  unsigned long long *threshold = findPool(s, pool);
+  if (!threshold || !value)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (attribute != CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  *threshold = *static_cast<unsigned long long *>(value);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr *pointer, size_t bytes,
+                                 CUmemoryPool pool, CUstream) {
+  if (!hasContext())
+    return CUDA_ERROR_INVALID_CONTEXT;
+  {
+    State &s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (!findPool(s, pool))
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+  CUresult r = allocate(pointer, bytes);
+  if (r == CUDA_SUCCESS) {
+    State &s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    ++s.poolAllocations;
+  }
+  return r;
+}
+
+/// Not a driver entry point: what the tests ask of the stand-in about its
+/// pools. The count of pools made, the release threshold of the last one
+/// (0 when none), and the allocations from the default pool
+/// (cuMemAllocAsync) and from made pools.
+void flashcFakeCudaPoolStats(unsigned long long *pools,
+                             unsigned long long *lastThreshold,
+                             unsigned long long *defaultAllocations,
+                             unsigned long long *poolAllocations) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  *pools = s.poolThresholds.size();
+  *lastThreshold = s.poolThresholds.empty() ? 0 : *s.poolThresholds.back();
+  *defaultAllocations = s.defaultPoolAllocations;
+  *poolAllocations = s.poolAllocations;
 }
 
 CUresult cuMemFreeAsync(CUdeviceptr pointer, CUstream) {

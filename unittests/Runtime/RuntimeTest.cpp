@@ -2129,6 +2129,37 @@ std::string runCaseName(const ::testing::TestParamInfo<RunCase> &info) {
   return info.param.name;
 }
 
+/// Decode workspaces come from one pool of the runtime's own whose
+/// release threshold keeps its memory across synchronisations, not from
+/// the device's default pool (which gives memory back at each
+/// synchronise, so that every call would map its workspace afresh).
+TEST(CudaDriverTest, WorkspacesComeFromAPoolThatKeepsItsMemory) {
+  std::shared_ptr<Device> cuda = getFakeCudaDevice();
+  if (!cuda)
+    GTEST_SKIP() << "runs under the fake CUDA driver only (ctest "
+                    "flashc-runtime-fake-cuda)";
+  void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(driver, nullptr);
+  using StatsFn = void(unsigned long long *, unsigned long long *,
+                       unsigned long long *, unsigned long long *);
+  auto *stats =
+      reinterpret_cast<StatsFn *>(dlsym(driver, "flashcFakeCudaPoolStats"));
+  ASSERT_NE(stats, nullptr) << "libcuda.so.1 is not the fake driver";
+  unsigned long long pools0, threshold0, default0, pooled0;
+  stats(&pools0, &threshold0, &default0, &pooled0);
+  const RunCase split{"Split", true, true, true, 2, 5, 700, Layout::Dense, 3};
+  checkRunCase(split, cuda.get());
+  checkRunCase(split, cuda.get(), /*cApi=*/true);
+  unsigned long long pools, threshold, defaults, pooled;
+  stats(&pools, &threshold, &defaults, &pooled);
+  EXPECT_EQ(pools, 1u) << "one pool for the device's lifetime";
+  EXPECT_EQ(threshold, ~0ull);
+  // Each call allocates at least its workspace.
+  EXPECT_GE(pooled, pooled0 + 2);
+  EXPECT_EQ(defaults, default0);
+  dlclose(driver);
+}
+
 INSTANTIATE_TEST_SUITE_P(Runtime, SimulatorRunTest,
                          ::testing::ValuesIn(kRunCases), runCaseName);
 INSTANTIATE_TEST_SUITE_P(Runtime, CudaDriverRunTest,
