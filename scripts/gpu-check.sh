@@ -19,7 +19,9 @@
 #      measured copy bandwidth) through the C API (scripts/gpu_check.py);
 #   5. the Python package's GPU tests (python/tests/test_gpu.py) with the
 #      runtime module built here, on the bundle, against torch SDPA (when
-#      the Python has pybind11 and pytest).
+#      the Python has pybind11 and pytest);
+#   6. decode GB/s at every split count against the runtime's choice
+#      (scripts/gpu_splits.py, through the same runtime module).
 #
 #   scripts/gpu-check.sh [--bundle DIR] [--quick] [--json FILE]
 #                        [--step-timeout SECONDS]
@@ -117,6 +119,18 @@ python_tests() {
   record $? "Python GPU tests"
 }
 
+# The split-count sweep (scripts/gpu_splits.py) through the runtime module
+# python_tests built; skipped where it was not.
+split_sweep() {
+  if [ ! -d "$build/python/flashc" ]; then
+    echo "no Python runtime module in $build/python: skipped"
+    return
+  fi
+  PYTHONPATH="$build/python" PYTHONDONTWRITEBYTECODE=1 bounded "$python" \
+    "$root/scripts/gpu_splits.py" --bundle "$bundle" "$@"
+  record $? "gpu_splits.py $*"
+}
+
 if [ "$dry" -eq 1 ]; then
   step "dry run: the bundle's kernels in the PTX simulator"
   "$gpucheck" numerics --bundle "$bundle" --device sim --quick
@@ -135,6 +149,8 @@ if [ "$dry" -eq 1 ]; then
   record $? "gpu_check.py --dry-run"
   step "dry run: the Python runtime module and a bundled kernel in the simulator"
   python_tests -k simulator
+  step "dry run: gpu_splits.py's split counts in the simulator"
+  split_sweep --dry-run
   step "done: $([ $status -eq 0 ] && echo PASS || echo FAIL) in $(( $(date +%s) - start )) s"
   exit $status
 fi
@@ -178,6 +194,9 @@ record $? "gpu_check.py"
 
 step "5. the Python package against torch: bundled kernels through the runtime module"
 python_tests
+
+step "6. decode against the split count"
+split_sweep ${json:+--json "${json%.json}-splits.json"}
 
 step "done: $([ $status -eq 0 ] && echo PASS || echo FAIL) in $(( $(date +%s) - start )) s"
 exit $status

@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+# ===- scripts/gpu_splits.py - decode speed against the split count ------===#
+#
+# Times a bundle's decode kernel (bf16, GQA 32/8, D = 128, one query) on a
+# CUDA device at every split count from 1 up, and at the count the runtime
+# chooses (its CTA x wave model), through the Python runtime module
+# (flashc.load_bundle) on PyTorch tensors. Reports GB/s (K, V, Q and the
+# output once) against a measured device-to-device copy, so that the wave
+# model's choice can be checked against the best count measured.
+#
+#   gpu_splits.py --bundle DIR [--json FILE]
+#   gpu_splits.py --bundle DIR --dry-run
+#
+# --dry-run needs no GPU: it runs every split count of a small call in the
+# PTX simulator against a float64 reference, and prints the plan.
+#
+# ===----------------------------------------------------------------------===#
+
+import argparse
+import json
+import math
+import sys
+
+import numpy as np
+
+import flashc
+
+CONFIGS = [(1, 1024), (1, 8192), (1, 32768), (1, 131072), (8, 8192),
+           (8, 32768), (64, 1024), (64, 8192), (64, 32768)]
+SPLITS = [1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 128]
+
+
+def split_counts(nk, block_kv):
+    """The counts to time: each leaves every split a KV block."""
+    return [s for s in SPLITS if s <= math.ceil(nk / block_kv)]
+
+
+def decode_variant(bundle, dtype):
+    for v in bundle.variants:
+        if (v["decode"] and v["dtype"] == dtype and v["group"] == 4 and
+                v["head_dim"] == 128 and not v["causal"] and not v["with_lse"]):
+            return v
+    sys.exit(f"gpu_splits: the bundle has no {dtype} GQA-4 D = 128 decode "
+             "kernel")
+
+
+def dry_run(bundle):
+    variant = decode_variant(bundle, "f16")
+    rng = np.random.default_rng()
+    b, hq, hkv, nk, d = 1, 8, 2, 300, 128
+    q = rng.standard_normal((b, hq, 1, d)).astype(np.float16)
+    k = rng.standard_normal((b, hkv, nk, d)).astype(np.float16)
+    v = rng.standard_normal((b, hkv, nk, d)).astype(np.float16)
+    qd, kd, vd = (x.astype(np.float64) for x in (q, k, v))
+    kd = np.repeat(kd, hq // hkv, axis=1)
+    vd = np.repeat(vd, hq // hkv, axis=1)
+    s = qd @ kd.transpose(0, 1, 3, 2) / math.sqrt(d)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    ref = (p / p.sum(-1, keepdims=True)) @ vd
+    failures = 0
+    for splits in [0] + split_counts(nk, variant["block_kv"]):
+        out = bundle.attention(q, k, v, simulate=True, chip=variant["target"],
+                               splits=splits)
+        err = float(np.abs(out.astype(np.float64) - ref).max())
+        ok = err <= 4e-3
+        failures += not ok
+        print(f"  splits {splits or 'auto':>4}: max|err| {err:.2e} "
+              f"{'PASS' if ok else 'FAIL'}")
+    print("plan (B, Nk): split counts")
+    for b, nk in CONFIGS:
+        print(f"  ({b}, {nk}): auto, {split_counts(nk, variant['block_kv'])}")
+    return failures
+
+
+def sweep(bundle, json_path):
+    import torch
+    variant = decode_variant(bundle, "bf16")
+    dev = torch.device("cuda")
+
+    def timer(fn, iters=20):
+        """Seconds per call, back to back (as scripts/gpu_check.py)."""
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize()
+
+        def sample(reps):
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(reps):
+                fn()
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end) * 1e-3 / reps
+        reps = max(1, min(100, math.ceil(1e-3 / max(sample(1), 1e-7))))
+        times = sorted(sample(reps) for _ in range(iters))
+        return times[len(times) // 2]
+
+    big = torch.empty(1 << 29, device=dev, dtype=torch.float16)
+    dst = torch.empty_like(big)
+    copy_gbs = 4 * big.numel() / timer(lambda: dst.copy_(big)) * 1e-9
+    del big, dst
+    print(f"decode (bf16, GQA 32/8, D = 128, one query; {variant['id']}; "
+          f"device-to-device copy {copy_gbs:.0f} GB/s): GB/s per split count")
+    report = {"copy_gbs": copy_gbs, "variant": variant["id"], "rows": []}
+    for b, nk in CONFIGS:
+        q = torch.randn(b, 32, 1, 128, device=dev, dtype=torch.bfloat16)
+        k = torch.randn(b, 8, nk, 128, device=dev, dtype=torch.bfloat16)
+        v = torch.randn(b, 8, nk, 128, device=dev, dtype=torch.bfloat16)
+        out = torch.empty_like(q)
+        nbytes = (k.numel() + v.numel() + 2 * q.numel()) * 2
+        ref = torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, enable_gqa=True).float()
+        row = {"B": b, "Nk": nk, "gbs": {}}
+        for splits in [0] + split_counts(nk, variant["block_kv"]):
+            bundle.attention(q, k, v, splits=splits, out=out)
+            torch.cuda.synchronize()
+            err = (out.float() - ref).abs().max().item()
+            if not err <= 3e-2:
+                sys.exit(f"gpu_splits: B={b} Nk={nk} splits={splits}: "
+                         f"max|err| {err:.2e} against SDPA (bf16)")
+            t = timer(lambda: bundle.attention(q, k, v, splits=splits,
+                                               out=out))
+            row["gbs"][splits or "auto"] = nbytes / t * 1e-9
+        best = max((s for s in row["gbs"] if s != "auto"),
+                   key=lambda s: row["gbs"][s])
+        row["best"] = best
+        report["rows"].append(row)
+        cells = "  ".join(f"{s}:{g:.0f}" for s, g in row["gbs"].items())
+        print(f"  B={b:<3} Nk={nk:<7} auto {row['gbs']['auto']:6.0f} "
+              f"({100 * row['gbs']['auto'] / copy_gbs:.0f}% copy), best "
+              f"{best} splits {row['gbs'][best]:6.0f} | {cells}")
+        del q, k, v, out, ref
+        torch.cuda.empty_cache()
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(report, f, indent=2)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--bundle", required=True)
+    parser.add_argument("--dry-run", action="store_true")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    bundle = flashc.load_bundle(args.bundle)
+    if args.dry_run:
+        failures = dry_run(bundle)
+        print(f"gpu_splits: {'PASS' if not failures else 'FAIL'}")
+        return 1 if failures else 0
+    sweep(bundle, args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
