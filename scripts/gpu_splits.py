@@ -6,7 +6,8 @@
 # chooses (its CTA x wave model), through the Python runtime module
 # (flashc.load_bundle) on PyTorch tensors. Reports GB/s (K, V, Q and the
 # output once) against a measured device-to-device copy, so that the wave
-# model's choice can be checked against the best count measured.
+# model's choice can be checked against the best count measured. First, the
+# host's time per call of the runtime module and of torch's SDPA.
 #
 #   gpu_splits.py --bundle DIR [--json FILE]
 #   gpu_splits.py --bundle DIR --dry-run
@@ -20,6 +21,7 @@ import argparse
 import json
 import math
 import sys
+import time
 
 import numpy as np
 
@@ -100,6 +102,30 @@ def sweep(bundle, json_path):
     dst = torch.empty_like(big)
     copy_gbs = 4 * big.numel() / timer(lambda: dst.copy_(big)) * 1e-9
     del big, dst
+    # The host's cost of a call, apart from the kernels: a small decode
+    # call issued back to back without waiting for the device.
+    q = torch.randn(1, 32, 1, 128, device=dev, dtype=torch.bfloat16)
+    k = torch.randn(1, 8, 1024, 128, device=dev, dtype=torch.bfloat16)
+    v = torch.randn_like(k)
+    out = torch.empty_like(q)
+    calls = {
+        "flashc (runtime module)":
+            lambda: bundle.attention(q, k, v, out=out),
+        "torch SDPA": lambda: torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, enable_gqa=True)}
+    print("host time per call (B=1, Nk=1024, issued back to back):")
+    for name, fn in calls.items():
+        for _ in range(20):
+            fn()
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(300):
+            fn()
+        host_us = (time.perf_counter() - start) / 300 * 1e6
+        torch.cuda.synchronize()
+        print(f"  {name:24s} {host_us:8.1f} us")
+    del q, k, v, out
+
     print(f"decode (bf16, GQA 32/8, D = 128, one query; {variant['id']}; "
           f"device-to-device copy {copy_gbs:.0f} GB/s): GB/s per split count")
     report = {"copy_gbs": copy_gbs, "variant": variant["id"], "rows": []}

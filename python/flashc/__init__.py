@@ -776,6 +776,14 @@ class Bundle:
                 "bundles come from flashc.load_bundle")
         self._native = native
         self.path = path
+        # The variant of each query asked so far (a bundle never changes).
+        self._found = {}
+
+    def _find(self, query):
+        """The index of the variant serving ``query``, or None."""
+        if query not in self._found:
+            self._found[query] = _native(self._native.find, *query)
+        return self._found[query]
 
     @property
     def variants(self):
@@ -813,10 +821,10 @@ class Bundle:
         query = (chip, spec.dtype, spec.heads // spec.kv_heads, spec.head_dim,
                  spec.value_dim, spec.mask, spec.with_lse,
                  spec.seq_q <= 16)
-        index = _native(self._native.find, *query)
+        index = self._find(query)
         if index is None and query[7]:
             # A decode-shaped call runs on the prefill variant too.
-            index = _native(self._native.find, *query[:7], False)
+            index = self._find(query[:7] + (False,))
         if index is None:
             raise FlashcError(
                 f"the bundle at {self.path} has no kernel for {chip}, "

@@ -295,10 +295,10 @@ PYBIND11_MODULE(_runtime, m) {
              bool decode) -> py::object {
             rt::AttentionQuery q = toQuery(target, dtype, group, headDim,
                                            headDimV, mask, withLse, decode);
-            for (size_t i = 0; i < b.variants.size(); ++i)
-              if (&b.variants[i] == b.find(q))
-                return py::int_(i);
-            return py::none();
+            const rt::KernelVariant *found = b.find(q);
+            if (!found)
+              return py::none();
+            return py::int_(found - b.variants.data());
           },
           py::arg("target"), py::arg("dtype"), py::arg("group"),
           py::arg("head_dim"), py::arg("head_dim_v"), py::arg("mask"),
