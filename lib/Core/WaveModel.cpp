@@ -7,6 +7,7 @@
 #include "flashc/Support/Sizes.h"
 
 #include <algorithm>
+#include <vector>
 
 using namespace flashc;
 
@@ -84,12 +85,16 @@ WavePrediction flashc::chooseSplitCount(const WaveTarget &target,
                                         const AttentionProblem &s,
                                         int64_t blockQ, int64_t blockKV,
                                         int64_t maxSplits) {
-  WavePrediction best = predictSplitKV(target, s, blockQ, blockKV, 1);
   int64_t cap = getMaxSplitCount(s, blockKV, maxSplits);
-  for (int64_t n = 2; n <= cap; ++n) {
-    WavePrediction p = predictSplitKV(target, s, blockQ, blockKV, n);
-    if (p.timeUs < best.timeUs * (1 - 1e-9))
-      best = p;
+  std::vector<WavePrediction> predictions;
+  double fastest = 0;
+  for (int64_t n = 1; n <= cap; ++n) {
+    predictions.push_back(predictSplitKV(target, s, blockQ, blockKV, n));
+    fastest = n == 1 ? predictions.back().timeUs
+                     : std::min(fastest, predictions.back().timeUs);
   }
-  return best;
+  for (const WavePrediction &p : predictions)
+    if (p.timeUs <= fastest * (1 + kSplitTolerance))
+      return p;
+  return predictions.front();
 }

@@ -369,15 +369,17 @@ TEST(CostModelTest, WaveModelExercise9) {
   EXPECT_LT(p32.timeUs, p64.timeUs);
 
   // Too few splits leave SMs idle: S = 1 is 2 CTAs, each limited by what
-  // one SM pulls from memory (80 GB/s: 33.5 MB in ~419 us).
+  // one CTA pulls from memory (48 GB/s: 33.5 MB in ~699 us).
   WavePrediction p1 = unwrap(predictSplitKVTime(a100, s, tiles, 1));
   EXPECT_EQ(p1.ctas, 2);
   EXPECT_EQ(p1.kernels, 1);
   EXPECT_FALSE(p1.computeBound);
-  EXPECT_NEAR(p1.timeUs, 65536.0 * 256 * 2 / 80e3 + 5, 1);
+  EXPECT_NEAR(p1.timeUs, 65536.0 * 256 * 2 / 48e3 + 5, 1);
   WavePrediction best = unwrap(chooseSplits(a100, s, tiles));
   EXPECT_LT(best.timeUs, p1.timeUs / 7);
-  EXPECT_LE(best.timeUs, p32.timeUs);
+  // The fewest splits within the tolerance of the fastest.
+  EXPECT_LE(best.timeUs, p32.timeUs * (1 + flashc::kSplitTolerance));
+  EXPECT_LE(best.splits, 32);
   EXPECT_LE(best.ctas, a100.numProcessors);
   // About reading the KV cache once (67 MB at 1555 GB/s) plus two launches.
   EXPECT_NEAR(best.timeUs, 43.2 + 10, 2);

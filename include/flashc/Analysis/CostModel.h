@@ -186,9 +186,9 @@ llvm::Expected<WavePrediction> predictSplitKVTime(const TargetInfo &target,
                                                   int64_t splits);
 
 /// Evaluates `predictSplitKVTime` for S = 1 .. getMaxSplits(shape,
-/// tiles.blockKV, maxSplits) and returns the fastest (on a tie, within a
-/// relative 1e-9, the fewer splits): flashc::chooseSplitCount, which the
-/// runtime runs at launch.
+/// tiles.blockKV, maxSplits) and returns the fewest splits predicted within
+/// flashc::kSplitTolerance of the fastest: flashc::chooseSplitCount, which
+/// the runtime runs at launch.
 llvm::Expected<WavePrediction>
 chooseSplits(const TargetInfo &target, const AttentionProblem &shape,
              const TileSizes &tiles, int64_t maxSplits = kDefaultMaxSplits);

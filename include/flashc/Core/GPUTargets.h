@@ -19,7 +19,10 @@ struct GPUTargetFigures {
   /// Opt-in maximum of shared memory per block, bytes.
   int64_t sharedBytesPerBlock;
   int64_t numSMs;
-  /// HBM bandwidth and what one SM pulls on its own, GB/s.
+  /// HBM bandwidth, and what one decode CTA pulls on its own, GB/s: 48
+  /// measured on an H200 (a GQA-4 D = 128 bf16 decode kernel, 64 CTAs
+  /// at 45-51 GB/s each; docs/PERFORMANCE.md), taken for sm_80 too, where
+  /// the same CTA keeps the same bytes in flight over a like latency.
   double memoryBandwidthGBs;
   double perSMBandwidthGBs;
   /// Dense f16/bf16 tensor-core peak of one SM, TFLOP/s.
@@ -33,8 +36,8 @@ struct GPUTargetFigures {
 /// sm_80 (A100) and sm_90a (H100/H200); null for any other name.
 inline const GPUTargetFigures *findGPUTarget(std::string_view name) {
   static const GPUTargetFigures targets[] = {
-      {"sm_80", 163 * 1024, 108, 1555, 80, 312.0 / 108, 5, 70},
-      {"sm_90a", 227 * 1024, 132, 3350, 80, 989.0 / 132, 5, 80},
+      {"sm_80", 163 * 1024, 108, 1555, 48, 312.0 / 108, 5, 70},
+      {"sm_90a", 227 * 1024, 132, 3350, 48, 989.0 / 132, 5, 80},
   };
   for (const GPUTargetFigures &t : targets)
     if (name == t.name)

@@ -32,13 +32,19 @@ namespace flashc {
 inline constexpr double kTensorCoreEfficiency = 0.7;
 /// Default upper bound on the number of KV splits.
 inline constexpr int64_t kDefaultMaxSplits = 256;
+/// chooseSplitCount takes the fewest splits predicted within this fraction
+/// of the fastest: each split more costs what the model leaves out (its
+/// partial rows' round trip through L2, a CTA's prologue and epilogue), and
+/// the model's small differences are within its error.
+inline constexpr double kSplitTolerance = 0.03;
 
 /// The figures of a GPU the model needs.
 struct WaveTarget {
   int64_t numSMs = 0;
   /// Dense 16-bit tensor-core peak of one SM, TFLOP/s.
   double perSMPeakTflops = 0;
-  /// HBM bandwidth, and what one SM can pull on its own, GB/s.
+  /// HBM bandwidth, and what one CTA of a decode kernel pulls on its own
+  /// (the bytes it keeps in flight over the memory latency), GB/s.
   double memoryBandwidthGBs = 0;
   double perSMBandwidthGBs = 0;
   /// Fixed cost of one kernel launch, microseconds.
@@ -102,7 +108,7 @@ WavePrediction predictSplitKV(const WaveTarget &target,
                               int64_t blockKV, int64_t splits);
 
 /// Evaluates `predictSplitKV` for S = 1 .. getMaxSplitCount and returns the
-/// fastest (on a tie, within a relative 1e-9, the fewer splits). The cost
+/// fewest splits predicted within kSplitTolerance of the fastest. The cost
 /// report and the runtime both choose a decode kernel's split count here.
 WavePrediction chooseSplitCount(const WaveTarget &target,
                                 const AttentionProblem &problem,
