@@ -106,6 +106,14 @@ struct GPUTileConfig {
 
 inline int64_t roundUpTo(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
+/// The largest power of two not above `v` (>= 1).
+inline int64_t floorPowerOf2(int64_t v) {
+  int64_t p = 1;
+  while (p * 2 <= v)
+    p *= 2;
+  return p;
+}
+
 /// The largest padded head dim (D or Dv) whose prefill tiles give a warp
 /// 32 rows where wide warps are allowed: a thread then holds the scores of
 /// 32 rows, their 32 x Dv accumulators and Q's fragments, which ptxas fits
@@ -113,7 +121,9 @@ inline int64_t roundUpTo(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 inline constexpr int64_t kMaxWideWarpHeadDim = 64;
 
 /// Completes a configuration from its block sizes: the row tiles, the kv
-/// warps (as many as keep 4 warps busy and divide Bc into multiples of 16),
+/// warps (the largest power of two that keeps at most 4 warps busy, divides
+/// Bc into multiples of 16 and Dv into multiples of 8, and whose f32
+/// accumulators fit the K or V stages they merge through),
 /// the row tiles per warp and the padded head dims. `outputBytes` is the
 /// forward kernel's output element (4 for split partials, else
 /// `elementBytes`). With `wideWarps` (the flash_tile path's schedule, which
@@ -138,9 +148,18 @@ inline GPUTileConfig makeGPUTileConfig(int64_t group, int64_t headDim,
   c.paddedHeadDimV = roundUpTo(std::max<int64_t>(headDimV, 1), 16);
   c.elementBytes = elementBytes;
   c.rowTiles = std::max<int64_t>(1, (c.rows() + kMmaRows - 1) / kMmaRows);
+  // Kv warps: each takes 16-key multiples of the block and, when they
+  // merge, 8-column multiples of Dv, and their f32 accumulators must fit
+  // the K or V stages they merge through.
   c.kvWarps = 1;
-  for (int64_t kw = std::max<int64_t>(1, 4 / c.rowTiles); kw > 1; --kw) {
-    if (blockKV % (16 * kw) == 0) {
+  for (int64_t kw = floorPowerOf2(std::max<int64_t>(1, 4 / c.rowTiles));
+       kw > 1; kw /= 2) {
+    bool merges =
+        c.paddedHeadDimV % (8 * kw) == 0 &&
+        kw * c.rows() * c.paddedHeadDimV * 4 <=
+            c.stages * blockKV *
+                std::max(c.paddedHeadDim, c.paddedHeadDimV) * elementBytes;
+    if (blockKV % (16 * kw) == 0 && merges) {
       c.kvWarps = kw;
       break;
     }
@@ -183,7 +202,11 @@ inline GPUTileConfig chooseGPUTiles(int64_t group, int64_t headDim,
   if (decode) {
     blockQ = g <= kMmaRows ? kMmaRows / g : 1;
     int64_t rowTiles = (g * blockQ + kMmaRows - 1) / kMmaRows;
-    int64_t kvWarps = std::max<int64_t>(1, 4 / rowTiles);
+    // As many kv warps as keep 4 warps busy and split Dv into 8-column
+    // multiples for their merge (makeGPUTileConfig's rule).
+    int64_t kvWarps = floorPowerOf2(std::max<int64_t>(1, 4 / rowTiles));
+    while (kvWarps > 1 && roundUpTo(headDimV, 16) % (8 * kvWarps) != 0)
+      kvWarps /= 2;
     int64_t warpKeys = maxD <= 64 ? 64 : maxD <= 128 ? 32 : 16;
     // Rows copied element by element (not whole 16-byte chunks): a thread
     // copies Bc x D / threads elements a block, one instruction pair

@@ -789,6 +789,9 @@ std::string gpu_kernel::whyNoTileBody(const flashc::GPUTileConfig &c) {
   int64_t kw = c.kvWarps;
   if (c.stages != 2 || c.tileRows() != c.rows())
     return "this tile shape";
+  // The copies spread a block's rows over every warp.
+  if (!llvm::isPowerOf2_64(c.warps()))
+    return "tiles of " + std::to_string(c.warps()) + " warps";
   if (kw > 1) {
     if (c.paddedHeadDimV % (8 * kw) != 0)
       return "decode tiles whose Dv does not split into 8 columns per kv "
