@@ -189,9 +189,21 @@ TEST(CostModelTest, WideWarpsOnTheTilePath) {
   // A GQA group of 4 packs 32 rows per head.
   s.kvHeads = 2;
   EXPECT_EQ(chooseTileSizes(*sm80, s, LoopOrder::FA2, true).blockQ, 32);
-  // A group that does not divide 128 rows keeps 16-row warps.
+  // A group that is not a power of two is laid out for the next one: a
+  // group of 3 heads as 4 of 32 rows each, in wide warps too.
   s.heads = 6;
-  EXPECT_EQ(chooseTileSizes(*sm80, s, LoopOrder::FA2, true).blockKV, 128);
+  EXPECT_EQ(chooseTileSizes(*sm80, s, LoopOrder::FA2, true).blockKV, 64);
+  EXPECT_EQ(chooseTileSizes(*sm80, s, LoopOrder::FA2, true).blockQ, 32);
+  flashc::GPUTileConfig three =
+      flashc::makeGPUTileConfig(3, 64, 64, 2, 32, 64, 2, true);
+  EXPECT_EQ(three.tileGroup, 4);
+  EXPECT_EQ(three.tileRows(), 128);
+  EXPECT_EQ(three.warps(), 4);
+  // Without wide warps (the builder's tiles) the rows are G x Br, 63 in
+  // four MMA tiles.
+  EXPECT_EQ(chooseTileSizes(*sm80, s, LoopOrder::FA2).blockQ, 21);
+  EXPECT_EQ(flashc::makeGPUTileConfig(3, 64, 64, 2, 21, 128, 2).tileRows(),
+            64);
   // Beyond D = 64 the tile path keeps 16-row warps, and Q in registers
   // at every head dim (the builder re-reads it beyond 128).
   s.heads = s.kvHeads = 8;

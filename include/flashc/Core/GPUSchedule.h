@@ -52,6 +52,11 @@ inline int64_t getSharedRowElements(int64_t cols, int64_t elementBytes) {
 
 struct GPUTileConfig {
   int64_t group = 1;     // G: query heads packed into one tile
+  /// The groups the tile's rows are laid out for: G, or on the flash_tile
+  /// path G rounded up to a power of two (the rows of the groups from G
+  /// on are padding, neither read nor written), so that G' x Br fills
+  /// whole MMA tiles and the CTA has a power of two of warps.
+  int64_t tileGroup = 1;
   int64_t blockQ = 0;    // Br: query rows per head
   int64_t blockKV = 0;   // Bc: keys per block
   int64_t rowTiles = 0;  // 16-row MMA tiles of the G x Br rows
@@ -114,6 +119,14 @@ inline int64_t floorPowerOf2(int64_t v) {
   return p;
 }
 
+/// The smallest power of two not below `v` (>= 1).
+inline int64_t ceilPowerOf2(int64_t v) {
+  int64_t p = 1;
+  while (p < v)
+    p *= 2;
+  return p;
+}
+
 /// The largest padded head dim (D or Dv) whose prefill tiles give a warp
 /// 32 rows where wide warps are allowed: a thread then holds the scores of
 /// 32 rows, their 32 x Dv accumulators and Q's fragments, which ptxas fits
@@ -140,6 +153,7 @@ inline GPUTileConfig makeGPUTileConfig(int64_t group, int64_t headDim,
   GPUTileConfig c;
   c.outputBytes = outputBytes;
   c.group = std::max<int64_t>(group, 1);
+  c.tileGroup = wideWarps ? ceilPowerOf2(c.group) : c.group;
   c.blockQ = blockQ;
   c.blockKV = blockKV;
   c.headDim = headDim;
@@ -147,7 +161,8 @@ inline GPUTileConfig makeGPUTileConfig(int64_t group, int64_t headDim,
   c.paddedHeadDim = roundUpTo(std::max<int64_t>(headDim, 1), 16);
   c.paddedHeadDimV = roundUpTo(std::max<int64_t>(headDimV, 1), 16);
   c.elementBytes = elementBytes;
-  c.rowTiles = std::max<int64_t>(1, (c.rows() + kMmaRows - 1) / kMmaRows);
+  c.rowTiles = std::max<int64_t>(
+      1, (c.tileGroup * blockQ + kMmaRows - 1) / kMmaRows);
   // Kv warps: each takes 16-key multiples of the block and, when they
   // merge, 8-column multiples of Dv, and their f32 accumulators must fit
   // the K or V stages they merge through.
@@ -156,7 +171,7 @@ inline GPUTileConfig makeGPUTileConfig(int64_t group, int64_t headDim,
        kw > 1; kw /= 2) {
     bool merges =
         c.paddedHeadDimV % (8 * kw) == 0 &&
-        kw * c.rows() * c.paddedHeadDimV * 4 <=
+        kw * c.tileRows() * c.paddedHeadDimV * 4 <=
             c.stages * blockKV *
                 std::max(c.paddedHeadDim, c.paddedHeadDimV) * elementBytes;
     if (blockKV % (16 * kw) == 0 && merges) {
@@ -167,7 +182,7 @@ inline GPUTileConfig makeGPUTileConfig(int64_t group, int64_t headDim,
   c.qInRegisters = c.paddedHeadDim <= 128;
   if (wideWarps) {
     bool wide =
-        c.kvWarps == 1 && c.rows() == kMaxGPUTileRows &&
+        c.kvWarps == 1 && c.tileRows() == kMaxGPUTileRows &&
         std::max(c.paddedHeadDim, c.paddedHeadDimV) <= kMaxWideWarpHeadDim;
     c.rowTilesPerWarp = wide ? 2 : 1;
     // A decode tile's kv warps each hold all of Dv's accumulators and
@@ -197,11 +212,14 @@ inline GPUTileConfig chooseGPUTiles(int64_t group, int64_t headDim,
                                     int64_t headDimV, int64_t elementBytes,
                                     bool decode, bool wideWarps = false) {
   int64_t g = std::max<int64_t>(group, 1);
+  // The flash_tile path lays the rows out for a power-of-two group
+  // (GPUTileConfig::tileGroup).
+  int64_t tg = wideWarps ? ceilPowerOf2(g) : g;
   int64_t maxD = std::max(roundUpTo(headDim, 16), roundUpTo(headDimV, 16));
   int64_t blockQ, blockKV;
   if (decode) {
-    blockQ = g <= kMmaRows ? kMmaRows / g : 1;
-    int64_t rowTiles = (g * blockQ + kMmaRows - 1) / kMmaRows;
+    blockQ = tg <= kMmaRows ? kMmaRows / tg : 1;
+    int64_t rowTiles = (tg * blockQ + kMmaRows - 1) / kMmaRows;
     // As many kv warps as keep 4 warps busy and split Dv into 8-column
     // multiples for their merge (makeGPUTileConfig's rule).
     int64_t kvWarps = floorPowerOf2(std::max<int64_t>(1, 4 / rowTiles));
@@ -216,14 +234,14 @@ inline GPUTileConfig chooseGPUTiles(int64_t group, int64_t headDim,
       warpKeys = 16;
     blockKV = warpKeys * kvWarps;
   } else {
-    int64_t rows = g <= 64 ? 64 : roundUpTo(g, kMmaRows);
+    int64_t rows = tg <= 64 ? 64 : roundUpTo(tg, kMmaRows);
     blockKV = maxD <= 64 ? 128 : maxD <= 128 ? 64 : 16;
     if (wideWarps && maxD <= kMaxWideWarpHeadDim &&
-        kMaxGPUTileRows % g == 0) {
+        kMaxGPUTileRows % tg == 0) {
       rows = kMaxGPUTileRows;
       blockKV = 64;
     }
-    blockQ = std::max<int64_t>(1, rows / g);
+    blockQ = std::max<int64_t>(1, rows / tg);
   }
   return makeGPUTileConfig(g, headDim, headDimV, elementBytes, blockQ,
                            blockKV, decode ? 4 : elementBytes, wideWarps);
@@ -241,9 +259,13 @@ inline std::string checkGPUTileConfig(const GPUTileConfig &c,
   if (c.elementBytes != 2)
     return "the GPU kernels take f16 or bf16 inputs, not " +
            str(8 * c.elementBytes) + "-bit floats";
-  if (c.blockQ < 1 || c.rows() > kMaxGPUTileRows)
+  if (c.blockQ < 1 || c.tileGroup * c.blockQ > kMaxGPUTileRows)
     return "a Q tile of " + str(c.group) + " x " + str(c.blockQ) +
-           " rows is outside 1.." + str(kMaxGPUTileRows) + " rows";
+           " rows" +
+           (c.tileGroup != c.group
+                ? " (laid out for " + str(c.tileGroup) + " groups)"
+                : std::string()) +
+           " is outside 1.." + str(kMaxGPUTileRows) + " rows";
   if (c.blockKV < 16 || c.blockKV % (16 * c.kvWarps) != 0)
     return "a KV block of " + str(c.blockKV) +
            " keys is not a multiple of 16 per kv warp (" + str(c.kvWarps) +

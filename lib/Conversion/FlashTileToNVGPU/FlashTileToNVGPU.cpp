@@ -585,7 +585,7 @@ struct AsyncCopyLowering : TilePattern<AsyncCopyOp> {
                                  indexConst(rewriter, loc, perGroup)),
           indexConst(rewriter, loc, 0)));
     }
-    if (checked || sourceColumns < shape[1]) {
+    if (checked || sourceColumns < shape[1] || adaptor.getGroups()) {
       full = arith::ConstantIntOp::create(rewriter, loc, i32, bytes);
       none = arith::ConstantIntOp::create(rewriter, loc, i32, 0);
     }
@@ -626,13 +626,16 @@ struct AsyncCopyLowering : TilePattern<AsyncCopyOp> {
     int64_t previousRow = 0, previousGroup = 0, previousColumn = 0;
     for (int64_t e = 0; e < values; e += run) {
       SmallVector<int64_t> at = layout.getCoordinates(shape, 0, e);
-      // The copy's row in its group, and its source address.
-      Value inGroup, from;
+      // The copy's row in its group, its group (with `groups`), and its
+      // source address.
+      Value inGroup, from, groupOf;
       if (rowsSplit) {
         // Each copy's address is the previous one's plus a loop-invariant
         // step, one 64-bit add.
         int64_t row = at[0] % perGroup, group = at[0] / perGroup;
         inGroup = addConst(rewriter, loc, tv[0], row);
+        if (adaptor.getGroups())
+          groupOf = indexConst(rewriter, loc, group);
         from = previous
                    ? offsetPointer(rewriter, loc, previous,
                                    bytesOf(Value(), row - previousRow,
@@ -647,6 +650,7 @@ struct AsyncCopyLowering : TilePattern<AsyncCopyOp> {
         Value group;
         std::tie(group, inGroup) =
             groupAndRow(rewriter, loc, sourceType, shape[0], r);
+        groupOf = group;
         Value offset = arith::AddIOp::create(
             rewriter, loc, blockStart,
             arith::MulIOp::create(rewriter, loc, inGroup, src.rowBytes));
@@ -678,6 +682,10 @@ struct AsyncCopyLowering : TilePattern<AsyncCopyOp> {
       if (checked && !pastColumns)
         both(arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
                                    toI32(inGroup), valid));
+      // Groups from `groups` on are zero-filled (their rows unread).
+      if (adaptor.getGroups() && !pastColumns)
+        both(arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
+                                   groupOf, adaptor.getGroups()));
       auto dstIndex = [&]() {
         return addresses.index(rewriter, loc, kv, op, rewriter,
                                adaptor.getStage(), at[0], at[1]);

@@ -793,13 +793,11 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
   flashc::GPUTileConfig config = configFor(useTileBody);
   if (useTileBody) {
     std::string notYet = whyNoTileBody(config);
-    if (!notYet.empty()) {
-      LLVM_DEBUG(DBGS() << "@" << t.func.getSymName()
-                        << ": the builder's body, the tile body does not build "
-                        << notYet << " yet\n");
-      useTileBody = false;
-      config = configFor(false);
-    }
+    if (!notYet.empty())
+      return t.forall.emitError()
+             << "flash-to-nvgpu: the flash_tile body does not build " << notYet
+             << " (G=" << config.group << ", Br=" << config.blockQ
+             << ", Bc=" << config.blockKV << ")";
   }
   std::string why = flashc::checkGPUTileConfig(config, target.sramBytes);
   LLVM_DEBUG(DBGS() << "@" << t.func.getSymName() << " on " << target.name

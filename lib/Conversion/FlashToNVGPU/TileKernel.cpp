@@ -18,7 +18,10 @@
 //   O / l (and the log-sum-exp) stored by rows below the tile's valid rows.
 //
 // A GQA tile packs the rows of G query heads (group-major): Q, O and the
-// log-sum-exp are 3-D matrices of G groups of rows. The MMAs run over the
+// log-sum-exp are 3-D matrices of G groups of rows, laid out for G rounded
+// up to a power of two (the padding groups' rows zero-filled, never
+// stored), so that the rows fill whole MMA tiles of a power of two of
+// warps. The MMAs run over the
 // head dims padded to 16: the copies zero-fill Q's, K's and V's padding
 // columns in shared memory, and the stores write Dv columns.
 //
@@ -164,9 +167,9 @@ private:
     return out;
   }
   TileType acc(int64_t cols) {
-    return tile(batched({c.rows(), cols}), f32, mma);
+    return tile(batched({c.tileRows(), cols}), f32, mma);
   }
-  TileType rows() { return tile(batched({c.rows()}), f32, rowLayout); }
+  TileType rows() { return tile(batched({c.tileRows()}), f32, rowLayout); }
   TileType operand(OperandKind kind, ArrayRef<int64_t> shape,
                    MmaLayoutAttr parent) {
     return tile(parent == mma ? batched(shape) : SmallVector<int64_t>(shape),
@@ -224,17 +227,23 @@ private:
           ArrayRef<OpFoldResult>{rowStride, b.getIndexAttr(1)});
     }
     auto layout = StridedLayoutAttr::get(ctx, dyn, {dyn, dyn, 1});
-    auto type = MemRefType::get({c.group, dyn, cols}, elt, layout);
+    auto type = MemRefType::get({c.tileGroup, dyn, cols}, elt, layout);
     return memref::ReinterpretCastOp::create(
         b, type, buffer, OpFoldResult(base),
-        ArrayRef<OpFoldResult>{b.getIndexAttr(c.group), numRows,
+        ArrayRef<OpFoldResult>{b.getIndexAttr(c.tileGroup), numRows,
                                b.getIndexAttr(cols)},
         ArrayRef<OpFoldResult>{groupStride, rowStride, b.getIndexAttr(1)});
   }
 
   /// The group stride of a tile address when the tile packs a GQA group.
   Value groupStrideOf(const TileAddress &t) {
-    return c.group > 1 ? t.groupStride : Value();
+    return c.tileGroup > 1 ? t.groupStride : Value();
+  }
+
+  /// The valid groups of a tile whose rows are laid out for more groups
+  /// than the GQA group has (GPUTileConfig::tileGroup), else null.
+  Value validGroups() {
+    return c.tileGroup > c.group ? idx(c.group) : Value();
   }
 
   Value maxNum(Value x, Value y) { return arith::MaxNumFOp::create(b, x, y); }
@@ -263,9 +272,9 @@ void TileEmitter::copyKVIfAny(Value j, Value stage) {
                             idx(c.blockKV)),
       /*withElse=*/true);
   auto copies = [&](Value valid) {
-    AsyncCopyOp::create(b, kMatrix, j, kBuffer, stage, valid,
+    AsyncCopyOp::create(b, kMatrix, j, kBuffer, stage, valid, Value(),
                         copyLayout(c.blockKV, c.paddedHeadDim, c.headDim));
-    AsyncCopyOp::create(b, vMatrix, j, vBuffer, stage, valid,
+    AsyncCopyOp::create(b, vMatrix, j, vBuffer, stage, valid, Value(),
                         copyLayout(c.blockKV, c.paddedHeadDimV, c.headDimV));
   };
   b.setInsertionPointToStart(ifFull.thenBlock());
@@ -280,7 +289,7 @@ LogicalResult TileEmitter::emit(std::string &why) {
     return failure();
   // The MMAs run over the head dims padded to 16 (the padding of Q, K and
   // V zero-filled in shared memory), the output keeps Dv columns.
-  int64_t R = c.rows(), Bc = c.blockKV, D = c.paddedHeadDim,
+  int64_t R = c.tileRows(), Bc = c.blockKV, D = c.paddedHeadDim,
           Dv = c.paddedHeadDimV;
   // Keys of a block per kv warp (the whole block without kv warps).
   int64_t wk = c.warpKeys();
@@ -312,7 +321,7 @@ LogicalResult TileEmitter::emit(std::string &why) {
 
   // Prologue: Q, and the first KV block into stage 0.
   AsyncCopyOp::create(b, qMatrix, zero, qBuffer, zero, s.qRows,
-                      copyLayout(R, D, c.headDim));
+                      validGroups(), copyLayout(R, D, c.headDim));
   copyKVIfAny(first, zero);
   AsyncWaitOp::create(b, 0);
   // Q as the A operand (every kv warp's: replicated over them), once, or
@@ -379,7 +388,7 @@ LogicalResult TileEmitter::emit(std::string &why) {
             Value limit = values.validKeys;
             if (values.maskOffset) {
               // The row within its head (the tile packs G heads' rows).
-              Value row = c.group > 1 ? Value(arith::RemUIOp::create(
+              Value row = c.tileGroup > 1 ? Value(arith::RemUIOp::create(
                                             b, tileRow, idx(c.blockQ)))
                                       : tileRow;
               Value diag = arith::AddIOp::create(
@@ -504,7 +513,7 @@ LogicalResult TileEmitter::emit(std::string &why) {
                   });
     Value outMatrix = matrix(out.buffer, out.base, out.rowStride, s.qRows,
                              c.headDimV, outType, groupStrideOf(out));
-    StoreOp::create(b, o, outMatrix, zero, s.qRows, Value(),
+    StoreOp::create(b, o, outMatrix, zero, s.qRows, validGroups(),
                     rowAlignment(b, c.headDimV, outType));
     if (!lseAt.buffer)
       return;
@@ -523,7 +532,8 @@ LogicalResult TileEmitter::emit(std::string &why) {
                     });
     Value lseMatrix = matrix(lseAt.buffer, lseAt.base, lseAt.rowStride,
                              s.qRows, 1, f32, groupStrideOf(lseAt));
-    StoreOp::create(b, lse, lseMatrix, zero, s.qRows, Value(), IntegerAttr());
+    StoreOp::create(b, lse, lseMatrix, zero, s.qRows, validGroups(),
+                    IntegerAttr());
   };
   if (!s.finalOut.buffer) {
     storeResults(s.out, s.outType, s.lse);
@@ -787,8 +797,12 @@ void gpu_kernel::emitCombineTileBody(ImplicitLocOpBuilder &b,
 
 std::string gpu_kernel::whyNoTileBody(const flashc::GPUTileConfig &c) {
   int64_t kw = c.kvWarps;
-  if (c.stages != 2 || c.tileRows() != c.rows())
-    return "this tile shape";
+  if (c.stages != 2)
+    return std::to_string(c.stages) + " stages";
+  if (c.tileRows() != c.tileGroup * c.blockQ)
+    return "a tile of " + std::to_string(c.tileGroup) + " x " +
+           std::to_string(c.blockQ) +
+           " rows, not whole 16-row MMA tiles";
   // The copies spread a block's rows over every warp.
   if (!llvm::isPowerOf2_64(c.warps()))
     return "tiles of " + std::to_string(c.warps()) + " warps";
@@ -797,7 +811,7 @@ std::string gpu_kernel::whyNoTileBody(const flashc::GPUTileConfig &c) {
       return "decode tiles whose Dv does not split into 8 columns per kv "
              "warp";
     // The kv warps' accumulators merge through the K or V buffer.
-    if (kw * c.rows() * c.paddedHeadDimV * 4 >
+    if (kw * c.tileRows() * c.paddedHeadDimV * 4 >
         c.stages * c.blockKV * std::max(c.paddedHeadDim, c.paddedHeadDimV) *
             c.elementBytes)
       return "decode tiles whose kv warps' accumulators outgrow the K and V "

@@ -480,6 +480,32 @@ func.func @grouped(%src: memref<4x?x64xf16>, %out: memref<4x?x64xf32>, %row: ind
 
 #copy = #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [4, 1]>
 #smem = #flash_tile.swizzled<vector = 8, phases = 8>
+// With `groups`, the runs of groups from `groups` on read nothing: each of
+// a thread's 4 runs (one per group) also compares its constant group with
+// `groups`, and its cp.async copies 0 bytes (zero-fills) where either
+// comparison fails.
+// CHECK-LABEL: func.func @valid_groups
+// CHECK: %[[INROW:.+]] = arith.cmpi ult, %{{.+}}, %{{.+}} : i32
+// CHECK: %[[INGROUP:.+]] = arith.cmpi ult, %c0{{.*}}, %arg3 : index
+// CHECK: %[[READ:.+]] = arith.andi %[[INROW]], %[[INGROUP]] : i1
+// CHECK: %[[N:.+]] = arith.select %[[READ]], %c16_i32, %c0_i32 : i32
+// CHECK: nvvm.cp.async.shared.global %{{.+}}, %{{.+}}, 16, cache = {{.*}}, %[[N]]
+// CHECK: arith.cmpi ult, %c1{{.*}}, %arg3 : index
+// CHECK: arith.cmpi ult, %c2{{.*}}, %arg3 : index
+// CHECK: arith.cmpi ult, %c3{{.*}}, %arg3 : index
+func.func @valid_groups(%src: memref<4x?x64xf16>, %row: index, %n: index,
+                        %g: index) {
+  %c0 = arith.constant 0 : index
+  %q = flash_tile.alloc {offset = 0} : !flash_tile.shared<1x64x64xf16, #smem>
+  flash_tile.async_copy %src[%row], %q[%c0] valid %n groups %g {layout = #copy}
+      : memref<4x?x64xf16>, !flash_tile.shared<1x64x64xf16, #smem>
+  return
+}
+
+// -----
+
+#copy = #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [4, 1]>
+#smem = #flash_tile.swizzled<vector = 8, phases = 8>
 // 8 groups of 8 tile rows: a thread's run of 16 rows takes rows of two
 // groups, so each run finds its group and row from the tile row (division
 // and remainder) and adds both to the thread's column.

@@ -21,6 +21,11 @@
 // RUN: flashc-opt %t/decode.mlir \
 // RUN:   --flash-attention-pipeline="target=sm_80 dynamic-splits=1 block-q=4 block-kv=128" \
 // RUN:   | flashc-opt --flash-to-nvgpu=tile-body=1 | FileCheck %s --check-prefix=DECODE
+// RUN: flashc-opt %t/gqa3.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN:   | flashc-opt --flash-to-nvgpu=tile-body=1 | FileCheck %s --check-prefix=GQA3
+// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80 block-q=40" \
+// RUN:   | not flashc-opt --flash-to-nvgpu=tile-body=1 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=NOT-BUILT
 
 // flash-to-nvgpu with tile-body: the forward kernel's body as flash_tile
 // ops, its layouts explicit. The MHA and GQA runs take the builder's tiles
@@ -208,3 +213,23 @@ func.func @decode(%q: tensor<?x4x?x64xf16>, %k: tensor<?x1x?x64xf16>,
 // DECODE: flash_tile.load {{.+}} {alignment = 16 : i64} : memref<4x?x64xf32, {{.+}}> -> !flash_tile.tile<4x64xf32, #[[CTILE]]>
 // DECODE: math.fma
 // DECODE: flash_tile.store {{.+}} {alignment = 16 : i64} : !flash_tile.tile<4x64xf16, #[[CTILE]]>, memref<4x?x64xf16
+
+//--- gqa3.mlir
+func.func @gqa3(%q: tensor<?x6x?x64xf16>, %k: tensor<?x2x?x64xf16>,
+                %v: tensor<?x2x?x64xf16>) -> tensor<?x6x?x64xf16> {
+  %o = flash.attention %q, %k, %v causal
+      : tensor<?x6x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>
+      -> tensor<?x6x?x64xf16>
+  return %o : tensor<?x6x?x64xf16>
+}
+// A group of 3 heads is laid out for 4: 4 x 32 rows in 4 wide warps. Q and
+// O are 3-D matrices of 4 groups, the fourth zero-filled on the copy and
+// not stored; the causal mask takes the row within its head (of 32).
+// GQA3-LABEL: gpu.func @gqa3_fwd(
+// GQA3: flash_tile.async_copy %{{.+}}[%{{.+}}], %{{.+}}[%{{.+}}] valid %{{.+}} groups %c3{{.*}} {layout = #blocked} : memref<4x?x64xf16, strided<[?, ?, 1], offset: ?>>, !flash_tile.shared<1x128x64xf16, #swizzled>
+// GQA3: flash_tile.map indices
+// GQA3: arith.remui %{{.+}}, %c32
+// GQA3: flash_tile.store %{{.+}} valid %{{.+}} groups %c3{{.*}} {alignment = 16 : i64} : !flash_tile.tile<128x64xf16, #mma>, memref<4x?x64xf16, strided<[?, ?, 1], offset: ?>>
+
+// A Q tile of 40 rows is not whole MMA tiles: the flash_tile body names it.
+// NOT-BUILT: error: flash-to-nvgpu: the flash_tile body does not build a tile of 1 x 40 rows, not whole 16-row MMA tiles (G=1, Br=40, Bc=64)

@@ -765,3 +765,14 @@ func.func @f(%o: !flash_tile.tile<64x32xf32, #mma>, %out: memref<?x32xf32>, %row
   flash_tile.store %o, %out[%row] valid %n groups %n : !flash_tile.tile<64x32xf32, #mma>, memref<?x32xf32>
   return
 }
+
+// -----
+
+// async_copy: valid groups of a 3-D source only
+func.func @f(%src: memref<?x64xf16>, %i: index) {
+  %q = flash_tile.alloc : !flash_tile.shared<1x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+  // expected-error @+1 {{'flash_tile.async_copy' op counts valid groups of a 3-D source; the source is 'memref<?x64xf16>'}}
+  flash_tile.async_copy %src[%i], %q[%i] valid %i groups %i {layout = #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [4, 1]>}
+      : memref<?x64xf16>, !flash_tile.shared<1x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+  return
+}

@@ -223,3 +223,17 @@ func.func @padded() {
   %q = flash_tile.alloc : !flash_tile.shared<1x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8, padding = 0>>
   return
 }
+
+// -----
+
+// A Q tile of 3 heads laid out for 4: the fourth group's rows are zeros.
+// CHECK-LABEL: func.func @padded_groups
+func.func @padded_groups(%q: memref<4x?x64xf16, strided<[?, ?, 1], offset: ?>>,
+                         %row: index, %n: index, %g: index) {
+  %buf = flash_tile.alloc : !flash_tile.shared<1x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+  // CHECK: flash_tile.async_copy %{{.*}}[%{{.*}}], %{{.*}}[%{{.*}}] valid %{{.*}} groups %{{.*}} {layout =
+  flash_tile.async_copy %q[%row], %buf[%row] valid %n groups %g
+      {layout = #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [4, 1]>}
+      : memref<4x?x64xf16, strided<[?, ?, 1], offset: ?>>, !flash_tile.shared<1x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+  return
+}

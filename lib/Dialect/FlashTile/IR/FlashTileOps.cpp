@@ -97,6 +97,10 @@ LogicalResult AsyncCopyOp::verify() {
                          << " elements, longer than the buffer's swizzled "
                             "chunks of "
                          << buffer.getLayout().getVector();
+  if (getGroups() && getSource().getType().getRank() != 3)
+    return emitOpError() << "counts valid groups of a 3-D source; the "
+                            "source is "
+                         << getSource().getType();
   return layout.verifyShape([&] { return emitOpError(); },
                             {buffer.getRows(), buffer.getColumns()});
 }

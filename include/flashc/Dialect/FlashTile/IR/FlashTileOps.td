@@ -52,7 +52,9 @@ def FlashTile_AsyncCopyOp : FlashTile_Op<"async_copy"> {
     bounds. A 3-D source of `G` groups (`G x N x C`, the query heads of a
     GQA group) is packed group-major: stage row `p` is row
     `row + p mod (R / G)` of group `p / (R / G)`, and `valid` counts the
-    rows of each group. A source narrower than the stage (`C' < C`
+    rows of each group; with `groups`, the groups from `groups` on are
+    zeros too, not read (a tile that packs a group of heads padded to a
+    power of two). A source narrower than the stage (`C' < C`
     columns: a head dim padded to the MMA's 16) fills its first `C'`
     columns; the stage's other columns are zero-filled too, so that the
     padding adds nothing to a product. The copy is spread over the CTA's
@@ -72,9 +74,11 @@ def FlashTile_AsyncCopyOp : FlashTile_Op<"async_copy"> {
   }];
   let arguments = (ins FlashTile_GlobalMatrix:$source, Index:$row,
                        FlashTile_Shared:$buffer, Index:$stage, Index:$valid,
+                       Optional<Index>:$groups,
                        FlashTile_BlockedLayoutAttr:$layout);
   let assemblyFormat = [{
     $source `[` $row `]` `,` $buffer `[` $stage `]` `valid` $valid
+    (`groups` $groups^)?
     attr-dict `:` qualified(type($source)) `,` qualified(type($buffer))
   }];
   let hasVerifier = 1;
