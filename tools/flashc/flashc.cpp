@@ -181,10 +181,10 @@ std::string commandHelp(llvm::StringRef command) {
            "  --tile-ir on|off    build the forward kernels through the "
            "flash_tile\n"
            "                      IR (default on; off: the builder's)\n"
-           "  --causal-order lightest|heaviest\n"
+           "  --causal-order lightest|heaviest|heaviest-per-head\n"
            "                      a causal kernel's CTAs: the fewest keys "
            "first\n"
-           "                      within each head (default), or the most "
+           "                      within each head (default), the most "
            "first\n"
            "  --no-assemble       PTX only (no ptxas: registers unknown)\n";
   return "";

@@ -249,17 +249,21 @@ INSTANTIATE_TEST_SUITE_P(Builder, BuilderConfigTest,
                          [](const auto &info) { return nameOf(info.param); });
 
 /// A causal kernel whose CTAs run heaviest first (the last Q block of
-/// every head first): the same results, with several Q blocks per head,
-/// GQA, and a split decode kernel.
+/// every head first, or each head's Q blocks last first): the same
+/// results, with several Q blocks per head, GQA, and a split decode
+/// kernel.
 TEST(GPUKernelTest, HeaviestFirstCausalOrderMatches) {
-  PipelineConfig config;
-  config.causalOrder = "heaviest";
-  checkShape({"sm_80", ElementType::F16, 64, 1, true, false}, {2, 2, 300, 300},
-             nullptr, config);
-  checkShape({"sm_80", ElementType::F16, 128, 4, true, false, true},
-             {1, 2, 70, 90}, nullptr, config);
-  checkShape({"sm_90a", ElementType::BF16, 64, 4, true, true},
-             {2, 1, 3, 130, 2}, nullptr, config);
+  for (const char *order : {"heaviest", "heaviest-per-head"}) {
+    SCOPED_TRACE(order);
+    PipelineConfig config;
+    config.causalOrder = order;
+    checkShape({"sm_80", ElementType::F16, 64, 1, true, false},
+               {2, 2, 300, 300}, nullptr, config);
+    checkShape({"sm_80", ElementType::F16, 128, 4, true, false, true},
+               {1, 2, 70, 90}, nullptr, config);
+    checkShape({"sm_90a", ElementType::BF16, 64, 4, true, true},
+               {2, 1, 3, 130, 2}, nullptr, config);
+  }
 }
 
 /// One compiled kernel serves every batch, head count of its group size and

@@ -366,13 +366,14 @@ def FlashToNVGPU : Pass<"flash-to-nvgpu", "::mlir::ModuleOp"> {
     Option<"causalOrder", "causal-order", "std::string",
            /*default=*/"\"lightest\"",
            "The order of a causal kernel's CTAs: lightest (Q blocks in "
-           "order within each head, the fewest keys first) or heaviest (the "
+           "order within each head, the fewest keys first), heaviest (the "
            "last Q block of every head first, which shortens the grid's "
-           "tail)">,
+           "tail) or heaviest-per-head (each head's Q blocks in reverse "
+           "order, the heads in order)">,
     Option<"tileBody", "tile-body", "bool", /*default=*/"false",
            "Write the forward kernels' bodies as flash_tile ops, for "
-           "flash-tile-allocate-shared and flash-tile-to-nvgpu (head dims "
-           "that are multiples of 16, so far; others take the builder's)">
+           "flash-tile-allocate-shared and flash-tile-to-nvgpu (a tile "
+           "they do not build is an error)">
   ];
   let statistics = [
     Statistic<"numForwardKernels", "num-forward-kernels",

@@ -865,12 +865,15 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
     // The forall is (batch and heads..., Q block[, split]). Lightest
     // first: the Q block varies faster than the heads, ascending. Heaviest
     // first (a causal kernel's last Q blocks see the most keys): the Q
-    // block varies slowest, descending.
+    // block varies slowest, descending. Heaviest per head: the Q block
+    // varies faster than the heads, descending.
     size_t qDim = ubs.size() - (t.combine ? 2 : 1);
-    bool heaviestFirst = causalOrder == "heaviest" &&
-                         llvm::any_of(t.steps, [](AttentionStepOp step) {
-                           return static_cast<bool>(step.getMaskOffset());
-                         });
+    bool masked = llvm::any_of(t.steps, [](AttentionStepOp step) {
+      return static_cast<bool>(step.getMaskOffset());
+    });
+    bool heaviestFirst = causalOrder == "heaviest" && masked;
+    bool descending = heaviestFirst ||
+                      (causalOrder == "heaviest-per-head" && masked);
     SmallVector<size_t> order; // slowest first
     if (heaviestFirst)
       order.push_back(qDim);
@@ -886,7 +889,7 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
       if (k > 0)
         rest = arith::DivUIOp::create(b, rest, ubs[i]);
     }
-    if (heaviestFirst)
+    if (descending)
       ivs[qDim] = arith::SubIOp::create(
           b, arith::SubIOp::create(b, ubs[qDim], lift.cst(1)), ivs[qDim]);
     for (auto [hostIv, iv] : llvm::zip(t.forall.getInductionVars(), ivs))
@@ -1174,9 +1177,10 @@ void FlashToNVGPUPass::runOnOperation() {
                        << llvm::toString(target.takeError());
     return signalPassFailure();
   }
-  if (causalOrder != "lightest" && causalOrder != "heaviest") {
-    module.emitError() << "flash-to-nvgpu: causal-order is lightest or "
-                          "heaviest, not '"
+  if (causalOrder != "lightest" && causalOrder != "heaviest" &&
+      causalOrder != "heaviest-per-head") {
+    module.emitError() << "flash-to-nvgpu: causal-order is lightest, "
+                          "heaviest or heaviest-per-head, not '"
                        << causalOrder << "'";
     return signalPassFailure();
   }

@@ -16,6 +16,9 @@
 // RUN:   | flashc-opt --flash-to-nvgpu="tile-body=1 causal-order=heaviest" \
 // RUN:   | FileCheck %s --check-prefix=HEAVY
 // RUN: flashc-opt %t/gqa.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
+// RUN:   | flashc-opt --flash-to-nvgpu="tile-body=1 causal-order=heaviest-per-head" \
+// RUN:   | FileCheck %s --check-prefix=PER-HEAD
+// RUN: flashc-opt %t/gqa.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
 // RUN:   | not flashc-opt --flash-to-nvgpu="causal-order=middle" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BAD-ORDER
 // RUN: flashc-opt %t/decode.mlir \
@@ -153,7 +156,14 @@ func.func @gqa(%q: tensor<?x8x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // HEAVY: %[[QB:.+]] = arith.divui %[[BH]], %{{.+}}
 // HEAVY: %[[LAST:.+]] = arith.subi %{{.+}}, %c1
 // HEAVY: arith.subi %[[LAST]], %[[QB]]
-// BAD-ORDER: error: flash-to-nvgpu: causal-order is lightest or heaviest, not 'middle'
+// Heaviest per head: the Q block varies fastest, counted down from the
+// last.
+// PER-HEAD-LABEL: gpu.func @gqa_fwd(
+// PER-HEAD: %[[BID:.+]] = gpu.block_id  x
+// PER-HEAD: %[[QB:.+]] = arith.remui %[[BID]], %[[NQ:.+]] : index
+// PER-HEAD: %[[LAST:.+]] = arith.subi %[[NQ]], %c1
+// PER-HEAD: arith.subi %[[LAST]], %[[QB]]
+// BAD-ORDER: error: flash-to-nvgpu: causal-order is lightest, heaviest or heaviest-per-head, not 'middle'
 
 //--- decode.mlir
 func.func @decode(%q: tensor<?x4x?x64xf16>, %k: tensor<?x1x?x64xf16>,
