@@ -20,12 +20,16 @@
 import argparse
 import json
 import math
+import os
 import sys
 import time
 
 import numpy as np
 
 import flashc
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpu_check  # noqa: E402  pylint: disable=wrong-import-position
 
 CONFIGS = [(1, 1024), (1, 8192), (1, 32768), (1, 131072), (8, 8192),
            (8, 32768), (64, 1024), (64, 8192), (64, 32768)]
@@ -80,23 +84,8 @@ def sweep(bundle, json_path):
     dev = torch.device("cuda")
 
     def timer(fn, iters=20):
-        """Seconds per call, back to back (as scripts/gpu_check.py)."""
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-
-        def sample(reps):
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(reps):
-                fn()
-            end.record()
-            end.synchronize()
-            return start.elapsed_time(end) * 1e-3 / reps
-        reps = max(1, min(100, math.ceil(1e-3 / max(sample(1), 1e-7))))
-        times = sorted(sample(reps) for _ in range(iters))
-        return times[len(times) // 2]
+        """Seconds per call, back to back (scripts/gpu_check.py's)."""
+        return gpu_check.time_cuda(torch, fn, iters)
 
     big = torch.empty(1 << 29, device=dev, dtype=torch.float16)
     dst = torch.empty_like(big)

@@ -350,8 +350,10 @@ CUresult cuLaunchKernel(CUfunction function, unsigned gridX, unsigned gridY,
   return CUDA_SUCCESS;
 }
 
-/// An allocation from any pool: host memory mapped at a fresh address.
-static CUresult allocate(CUdeviceptr *pointer, size_t bytes) {
+/// An allocation from any pool: host memory mapped at a fresh address,
+/// counted in `counter`.
+static CUresult allocate(CUdeviceptr *pointer, size_t bytes,
+                         unsigned long long State::*counter) {
   if (bytes == 0)
     return CUDA_ERROR_INVALID_VALUE;
   if (bytes > (uint64_t(1) << 48))
@@ -369,19 +371,14 @@ static CUresult allocate(CUdeviceptr *pointer, size_t bytes) {
   }
   s.allocations[*address] = p;
   *pointer = static_cast<CUdeviceptr>(*address);
+  ++(s.*counter);
   return CUDA_SUCCESS;
 }
 
 CUresult cuMemAllocAsync(CUdeviceptr *pointer, size_t bytes, CUstream) {
   if (!hasContext())
     return CUDA_ERROR_INVALID_CONTEXT;
-  CUresult r = allocate(pointer, bytes);
-  if (r == CUDA_SUCCESS) {
-    State &s = state();
-    std::lock_guard<std::mutex> lock(s.mutex);
-    ++s.defaultPoolAllocations;
-  }
-  return r;
+  return allocate(pointer, bytes, &State::defaultPoolAllocations);
 }
 
 CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props) {
@@ -435,13 +432,7 @@ CUresult cuMemAllocFromPoolAsync(CUdeviceptr *pointer, size_t bytes,
     if (!findPool(s, pool))
       return CUDA_ERROR_INVALID_VALUE;
   }
-  CUresult r = allocate(pointer, bytes);
-  if (r == CUDA_SUCCESS) {
-    State &s = state();
-    std::lock_guard<std::mutex> lock(s.mutex);
-    ++s.poolAllocations;
-  }
-  return r;
+  return allocate(pointer, bytes, &State::poolAllocations);
 }
 
 /// Not a driver entry point: what the tests ask of the stand-in about its
