@@ -59,7 +59,7 @@ struct GPUTileConfig {
   int64_t tileGroup = 1;
   int64_t blockQ = 0;    // Br: query rows per head
   int64_t blockKV = 0;   // Bc: keys per block
-  int64_t rowTiles = 0;  // 16-row MMA tiles of the G x Br rows
+  int64_t rowTiles = 0;  // 16-row MMA tiles of the tileGroup x Br rows
   int64_t kvWarps = 1;   // warps sharing one KV block
   int64_t rowTilesPerWarp = 1; // row tiles one warp owns (2: 32 rows)
   int64_t headDim = 0, headDimV = 0;             // D, Dv
