@@ -78,6 +78,17 @@ struct GPUTileConfig {
   int64_t warpKeys() const { return blockKV / kvWarps; }
   /// Elements per shared-memory row of the Q/staging region.
   int64_t tileRows() const { return kMmaRows * rowTiles; }
+  /// Whether `kw` kv warps can merge their states: each takes 8-column
+  /// runs of Dv, and their f32 accumulators fit the K or V stages they
+  /// merge through.
+  static bool kvWarpsSplitDv(int64_t paddedHeadDimV, int64_t kw) {
+    return paddedHeadDimV % (8 * kw) == 0;
+  }
+  bool kvWarpsFitStages(int64_t kw) const {
+    return kw * tileRows() * paddedHeadDimV * 4 <=
+           stages * blockKV * std::max(paddedHeadDim, paddedHeadDimV) *
+               elementBytes;
+  }
 
   /// Byte offsets of the shared-memory regions: Q (also the output staging
   /// area, `outputBytes` wide), then the K and V stages. The kv-warp merge
@@ -169,12 +180,9 @@ inline GPUTileConfig makeGPUTileConfig(int64_t group, int64_t headDim,
   c.kvWarps = 1;
   for (int64_t kw = floorPowerOf2(std::max<int64_t>(1, 4 / c.rowTiles));
        kw > 1; kw /= 2) {
-    bool merges =
-        c.paddedHeadDimV % (8 * kw) == 0 &&
-        kw * c.tileRows() * c.paddedHeadDimV * 4 <=
-            c.stages * blockKV *
-                std::max(c.paddedHeadDim, c.paddedHeadDimV) * elementBytes;
-    if (blockKV % (16 * kw) == 0 && merges) {
+    if (blockKV % (16 * kw) == 0 &&
+        GPUTileConfig::kvWarpsSplitDv(c.paddedHeadDimV, kw) &&
+        c.kvWarpsFitStages(kw)) {
       c.kvWarps = kw;
       break;
     }
@@ -223,7 +231,8 @@ inline GPUTileConfig chooseGPUTiles(int64_t group, int64_t headDim,
     // As many kv warps as keep 4 warps busy and split Dv into 8-column
     // multiples for their merge (makeGPUTileConfig's rule).
     int64_t kvWarps = floorPowerOf2(std::max<int64_t>(1, 4 / rowTiles));
-    while (kvWarps > 1 && roundUpTo(headDimV, 16) % (8 * kvWarps) != 0)
+    while (kvWarps > 1 &&
+           !GPUTileConfig::kvWarpsSplitDv(roundUpTo(headDimV, 16), kvWarps))
       kvWarps /= 2;
     int64_t warpKeys = maxD <= 64 ? 64 : maxD <= 128 ? 32 : 16;
     // Rows copied element by element (not whole 16-byte chunks): a thread

@@ -807,13 +807,11 @@ std::string gpu_kernel::whyNoTileBody(const flashc::GPUTileConfig &c) {
   if (!llvm::isPowerOf2_64(c.warps()))
     return "tiles of " + std::to_string(c.warps()) + " warps";
   if (kw > 1) {
-    if (c.paddedHeadDimV % (8 * kw) != 0)
+    if (!flashc::GPUTileConfig::kvWarpsSplitDv(c.paddedHeadDimV, kw))
       return "decode tiles whose Dv does not split into 8 columns per kv "
              "warp";
     // The kv warps' accumulators merge through the K or V buffer.
-    if (kw * c.tileRows() * c.paddedHeadDimV * 4 >
-        c.stages * c.blockKV * std::max(c.paddedHeadDim, c.paddedHeadDimV) *
-            c.elementBytes)
+    if (!c.kvWarpsFitStages(kw))
       return "decode tiles whose kv warps' accumulators outgrow the K and V "
              "buffers";
   }
