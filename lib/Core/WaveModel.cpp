@@ -87,14 +87,17 @@ WavePrediction flashc::chooseSplitCount(const WaveTarget &target,
                                         int64_t maxSplits) {
   int64_t cap = getMaxSplitCount(s, blockKV, maxSplits);
   std::vector<WavePrediction> predictions;
-  double fastest = 0;
-  for (int64_t n = 1; n <= cap; ++n) {
+  for (int64_t n = 1; n <= cap; ++n)
     predictions.push_back(predictSplitKV(target, s, blockQ, blockKV, n));
-    fastest = n == 1 ? predictions.back().timeUs
-                     : std::min(fastest, predictions.back().timeUs);
-  }
-  for (const WavePrediction &p : predictions)
-    if (p.timeUs <= fastest * (1 + kSplitTolerance))
-      return p;
-  return predictions.front();
+  double fastest = std::min_element(predictions.begin(), predictions.end(),
+                                    [](const WavePrediction &a,
+                                       const WavePrediction &b) {
+                                      return a.timeUs < b.timeUs;
+                                    })
+                       ->timeUs;
+  // The fastest is within the tolerance of itself: one is always found.
+  return *std::find_if(predictions.begin(), predictions.end(),
+                       [&](const WavePrediction &p) {
+                         return p.timeUs <= fastest * (1 + kSplitTolerance);
+                       });
 }
