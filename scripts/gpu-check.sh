@@ -21,11 +21,14 @@
 #      runtime module built here, on the bundle, against torch SDPA (when
 #      the Python has pybind11 and pytest);
 #   6. decode GB/s at every split count against the runtime's choice
-#      (scripts/gpu_splits.py, through the same runtime module).
+#      (scripts/gpu_splits.py, through the same runtime module);
+#   7. with --compare, the causal prefill kernels of the bundle and of
+#      other bundles of the same configurations compiled with other
+#      options, taking turns (scripts/gpu_compare.py).
 #
 #   scripts/gpu-check.sh [--bundle DIR] [--quick] [--json FILE]
-#                        [--step-timeout SECONDS]
-#   scripts/gpu-check.sh --dry-run [--bundle DIR]
+#                        [--step-timeout SECONDS] [--compare DIR[,DIR...]]
+#   scripts/gpu-check.sh --dry-run [--bundle DIR] [--compare DIR[,DIR...]]
 #
 # --step-timeout bounds each command that runs on the GPU (a kernel that
 # hangs fails its step, and the steps after it still run).
@@ -45,6 +48,7 @@ dry=0
 quick=""
 json=""
 step_timeout=""
+compare=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --dry-run) dry=1 ;;
@@ -52,6 +56,7 @@ while [ $# -gt 0 ]; do
     --bundle) bundle="$2"; shift ;;
     --json) json="$2"; shift ;;
     --step-timeout) step_timeout="$2"; shift ;;
+    --compare) compare="$2"; shift ;;
     *) echo "gpu-check: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift
@@ -151,6 +156,10 @@ if [ "$dry" -eq 1 ]; then
   python_tests -k simulator
   step "dry run: gpu_splits.py's split counts in the simulator"
   split_sweep --dry-run
+  step "dry run: gpu_compare.py's bundles in the simulator"
+  "$python" "$root/scripts/gpu_compare.py" --lib "$runtime" \
+    --bundles "$bundle,${compare:-$bundle}" --causal-only --dry-run
+  record $? "gpu_compare.py --dry-run"
   step "done: $([ $status -eq 0 ] && echo PASS || echo FAIL) in $(( $(date +%s) - start )) s"
   exit $status
 fi
@@ -197,6 +206,14 @@ python_tests
 
 step "6. decode against the split count"
 split_sweep ${json:+--json "${json%.json}-splits.json"}
+
+if [ -n "$compare" ]; then
+  step "7. causal prefill: $bundle against $compare"
+  bounded "$python" "$root/scripts/gpu_compare.py" --lib "$runtime" \
+    --bundles "$bundle,$compare" --causal-only \
+    ${json:+--json "${json%.json}-compare.json"}
+  record $? "gpu_compare.py"
+fi
 
 step "done: $([ $status -eq 0 ] && echo PASS || echo FAIL) in $(( $(date +%s) - start )) s"
 exit $status
