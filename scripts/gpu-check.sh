@@ -20,8 +20,10 @@
 #   5. the Python package's GPU tests (python/tests/test_gpu.py) with the
 #      runtime module built here, on the bundle, against torch SDPA (when
 #      the Python has pybind11 and pytest);
-#   6. decode GB/s at every split count against the runtime's choice
-#      (scripts/gpu_splits.py, through the same runtime module);
+#   6. the host's time per decode call of the runtime (flashc-gpucheck
+#      hosttime), and decode GB/s at every split count against the
+#      runtime's choice (scripts/gpu_splits.py, through the same runtime
+#      module);
 #   7. with --compare, the causal prefill kernels of the bundle and of
 #      other bundles of the same configurations compiled with other
 #      options, taking turns (scripts/gpu_compare.py).
@@ -204,7 +206,9 @@ record $? "gpu_check.py"
 step "5. the Python package against torch: bundled kernels through the runtime module"
 python_tests
 
-step "6. decode against the split count"
+step "6. decode: the host's time per call, and the split count"
+bounded "$gpucheck" hosttime --bundle "$bundle"
+record $? "flashc-gpucheck hosttime"
 split_sweep ${json:+--json "${json%.json}-splits.json"}
 
 if [ -n "$compare" ]; then

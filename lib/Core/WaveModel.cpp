@@ -86,9 +86,23 @@ WavePrediction flashc::chooseSplitCount(const WaveTarget &target,
                                         int64_t blockQ, int64_t blockKV,
                                         int64_t maxSplits) {
   int64_t cap = getMaxSplitCount(s, blockKV, maxSplits);
+  int64_t blocks = ceilDiv(s.seqKV, std::max<int64_t>(blockKV, 1));
+  // Split counts that give a split the same number of blocks,
+  // ceil(blocks / S), give every CTA the same work; more of them only add
+  // CTAs (waves, fewer GB/s each), partials and the combine's reads, so
+  // the prediction never falls as S grows among them. The smallest S of
+  // each such run, ceil(blocks / k) for k blocks a split, is therefore
+  // the only one that can be the fastest or the first within the
+  // tolerance: about 2 sqrt(blocks) counts instead of every one (the
+  // runtime chooses at each decode call).
   std::vector<WavePrediction> predictions;
-  for (int64_t n = 1; n <= cap; ++n)
+  for (int64_t n = 1; n <= cap;) {
     predictions.push_back(predictSplitKV(target, s, blockQ, blockKV, n));
+    int64_t k = ceilDiv(blocks, n);
+    if (k <= 1)
+      break;
+    n = ceilDiv(blocks, k - 1);
+  }
   double fastest = std::min_element(predictions.begin(), predictions.end(),
                                     [](const WavePrediction &a,
                                        const WavePrediction &b) {

@@ -18,6 +18,17 @@
 //       accumulation order) and the .approx instructions. --dry-run uses the
 //       simulator for both sides (a check of the harness without a GPU).
 //
+//   flashc-gpucheck hosttime --bundle DIR [--filter TEXT] [--calls N]
+//       The host's time per call of launchAttention on the CUDA device:
+//       the first decode variant whose id holds TEXT (default
+//       bf16-g4-d128-decode), B = 1, 8 KV heads, one query, 1024 and 32768
+//       keys, at the wave model's split count and at 1, 2 and 16. Calls are issued back to back without
+//       waiting: where the kernels are shorter than a call, the figure is
+//       what each call costs the host, the runtime's own work and the
+//       driver's (else the device's time shows in it too). On
+//       the fake driver with FLASHC_FAKE_CUDA_SKIP_LAUNCHES=1 it is the
+//       runtime's own work alone.
+//
 //   flashc-gpucheck simbench --bundle DIR [--filter TEXT] [--workers N]
 //       The PTX simulator's speed on the bundle's kernels, in simulated
 //       thread-instructions per second (one worker, with and without race
@@ -30,6 +41,7 @@
 #include "flashc/Support/Float16.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -600,6 +612,104 @@ int simkernels(const std::vector<std::string> &args) {
   return mismatches ? 1 : 0;
 }
 
+
+//===----------------------------------------------------------------------===//
+// hosttime
+//===----------------------------------------------------------------------===//
+
+int hosttime(const std::vector<std::string> &args) {
+  std::string bundleDir, filter = "bf16-g4-d128-decode";
+  int64_t calls = 2000;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--bundle" && i + 1 < args.size())
+      bundleDir = args[++i];
+    else if (args[i] == "--filter" && i + 1 < args.size())
+      filter = args[++i];
+    else if (args[i] == "--calls" && i + 1 < args.size())
+      calls = std::max<int64_t>(1, std::atoll(args[++i].c_str()));
+    else
+      return fail("hosttime: unexpected argument '" + args[i] + "'");
+  }
+  if (bundleDir.empty())
+    return fail("hosttime needs --bundle DIR");
+  Result<Bundle> bundle = Bundle::load(bundleDir);
+  if (!bundle)
+    return fail(bundle.message());
+  Result<std::shared_ptr<Device>> cuda = getCudaDevice(0);
+  if (!cuda)
+    return fail(cuda.message());
+  Device &device = **cuda;
+  const KernelVariant *variant = nullptr;
+  for (const KernelVariant &v : bundle->variants)
+    if (v.query.decode && !v.query.withLse &&
+        v.id.find(filter) != std::string::npos &&
+        (v.query.target != "sm_90a" || device.getChip() == "sm_90a")) {
+      variant = &v;
+      break;
+    }
+  if (!variant)
+    return fail("no decode variant without LSE matching '" + filter +
+                "' runs on " + device.describe());
+  const AttentionQuery &q = variant->query;
+  std::cout << "device: " << device.describe() << "\n"
+            << "variant: " << variant->id << ", B=1 Hkv=8 Nq=1, " << calls
+            << " calls each\n";
+  using Clock = std::chrono::steady_clock;
+  auto us = [](Clock::duration d) {
+    return std::chrono::duration<double, std::micro>(d).count();
+  };
+  for (int64_t seqKV : {1024, 32768}) {
+    Shape s{1, 8, 1, seqKV};
+    int64_t heads = s.kvHeads * q.group;
+    Buffers buffers(device);
+    auto zeros = [&](int64_t elements) {
+      std::vector<uint16_t> host(elements, 0);
+      return buffers.upload(host.data(), host.size() * 2);
+    };
+    Result<void *> dq = zeros(s.batch * heads * s.seqQ * q.headDim),
+                   dk = zeros(s.batch * s.kvHeads * s.seqKV * q.headDim),
+                   dv = zeros(s.batch * s.kvHeads * s.seqKV * q.headDimV),
+                   dout = zeros(s.batch * heads * s.seqQ * q.headDimV);
+    for (Result<void *> *r : {&dq, &dk, &dv, &dout})
+      if (!*r)
+        return fail(r->message());
+    AttentionCall call;
+    call.q = TensorView::contiguous(*dq, q.dtype,
+                                    {s.batch, heads, s.seqQ, q.headDim});
+    call.k = TensorView::contiguous(*dk, q.dtype,
+                                    {s.batch, s.kvHeads, s.seqKV, q.headDim});
+    call.v = TensorView::contiguous(*dv, q.dtype,
+                                    {s.batch, s.kvHeads, s.seqKV, q.headDimV});
+    call.out = TensorView::contiguous(*dout, q.dtype,
+                                      {s.batch, heads, s.seqQ, q.headDimV});
+    // 0: the wave model's count.
+    for (int64_t splits : {0, 1, 2, 16}) {
+      call.splits = splits;
+      LaunchReport report;
+      for (int i = 0; i < 20; ++i)
+        if (Status st = launchAttention(device, *variant, call, &report))
+          return fail(st.message());
+      if (Status st = device.synchronize(nullptr))
+        return fail(st.message());
+      Clock::time_point start = Clock::now();
+      for (int64_t i = 0; i < calls; ++i)
+        if (Status st = launchAttention(device, *variant, call))
+          return fail(st.message());
+      Clock::time_point issued = Clock::now();
+      if (Status st = device.synchronize(nullptr))
+        return fail(st.message());
+      Clock::time_point done = Clock::now();
+      std::printf("  Nk=%-6lld splits %-4s(%3lld) host %8.2f us per call, "
+                  "with the wait for the device %8.2f us\n",
+                  static_cast<long long>(seqKV),
+                  splits ? std::to_string(splits).c_str() : "auto",
+                  static_cast<long long>(report.splits),
+                  us(issued - start) / calls, us(done - start) / calls);
+    }
+  }
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -609,7 +719,9 @@ int main(int argc, char **argv) {
                  "cuda|sim] [--quick] [--filter TEXT]\n"
                  "       flashc-gpucheck simkernels --ptx FILE [--dry-run]\n"
                  "       flashc-gpucheck simbench --bundle DIR [--filter TEXT] "
-                 "[--workers N]\n";
+                 "[--workers N]\n"
+                 "       flashc-gpucheck hosttime --bundle DIR [--filter TEXT] "
+                 "[--calls N]\n";
     return args.empty() ? 1 : 0;
   }
   std::string command = args[0];
@@ -621,6 +733,8 @@ int main(int argc, char **argv) {
     status = simkernels(args);
   else if (command == "simbench")
     status = simbench(args);
+  else if (command == "hosttime")
+    status = hosttime(args);
   else
     return fail("unknown command '" + escapeForMessage(command) + "'");
   // Output lost to a full disk or a closed pipe is a failure.

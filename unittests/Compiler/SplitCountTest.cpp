@@ -13,6 +13,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 using namespace mlir::flash;
 namespace rt = flashc::runtime;
 
@@ -179,6 +182,49 @@ TEST(SplitCountTest, FewestSplitsWithinTheTolerance) {
   for (int64_t s = 1; s < chosen.splits; ++s)
     EXPECT_GT(flashc::predictSplitKV(h200, p, 4, 128, s).timeUs,
               fastest * (1 + flashc::kSplitTolerance));
+}
+
+TEST(SplitCountTest, SameChoiceAsEverySplitCount) {
+  // chooseSplitCount evaluates only the smallest split count of each
+  // number of blocks a split gets; the fewest splits within the tolerance
+  // of the fastest over every count from 1 must be the same, on both chips
+  // and a grid of decode shapes.
+  int64_t checked = 0;
+  for (const char *chip : {"sm_80", "sm_90a"})
+    for (int64_t batch : {1, 3, 8, 64})
+      for (int64_t kvHeads : {1, 8})
+        for (int64_t seqKV : {1, 100, 1000, 4097, 32768, 131072})
+          for (int64_t blockKV : {64, 128})
+            for (int64_t maxSplits : {7, 256}) {
+              flashc::AttentionProblem p;
+              p.batch = batch;
+              p.heads = 4 * kvHeads;
+              p.kvHeads = kvHeads;
+              p.seqKV = seqKV;
+              p.headDim = 128;
+              p.dtype = flashc::ElementType::BF16;
+              flashc::WaveTarget t = flashc::getWaveTarget(chip);
+              int64_t cap = flashc::getMaxSplitCount(p, blockKV, maxSplits);
+              std::vector<double> times;
+              for (int64_t s = 1; s <= cap; ++s)
+                times.push_back(
+                    flashc::predictSplitKV(t, p, 4, blockKV, s).timeUs);
+              double fastest = *std::min_element(times.begin(), times.end());
+              int64_t expected = 1;
+              while (times[expected - 1] >
+                     fastest * (1 + flashc::kSplitTolerance))
+                ++expected;
+              flashc::WavePrediction chosen =
+                  flashc::chooseSplitCount(t, p, 4, blockKV, maxSplits);
+              EXPECT_EQ(chosen.splits, expected)
+                  << chip << " B=" << batch << " Hkv=" << kvHeads
+                  << " Nk=" << seqKV << " Bc=" << blockKV
+                  << " max=" << maxSplits;
+              EXPECT_EQ(chosen.timeUs, times[expected - 1]);
+              checked += expected > 1;
+            }
+  // The grid has shapes that split.
+  EXPECT_GT(checked, 20);
 }
 
 } // namespace

@@ -33,7 +33,9 @@
 //   the JIT error log.
 //
 // FLASHC_FAKE_CUDA_CC ("8.0" or "9.0", default 9.0) picks the chip it
-// claims to be. Errors of a launch are printed on stderr.
+// claims to be. FLASHC_FAKE_CUDA_SKIP_LAUNCHES=1 checks each launch and
+// its arguments but runs nothing (for timing the runtime's own host work,
+// `flashc-gpucheck hosttime`). Errors of a launch are printed on stderr.
 //
 //===----------------------------------------------------------------------===//
 
@@ -71,6 +73,8 @@ struct State {
   std::mutex mutex;
   bool initialised = false;
   int major = 9, minor = 0, sms = 132;
+  /// FLASHC_FAKE_CUDA_SKIP_LAUNCHES: launches are checked, not run.
+  bool skipLaunches = false;
   /// Device memory: every live allocation mapped at its device address.
   sim::Device memory;
   /// Live allocations: device address -> host memory.
@@ -155,6 +159,8 @@ CUresult cuInit(unsigned flags) {
       return CUDA_ERROR_INVALID_VALUE;
     }
   }
+  if (const char *skip = std::getenv("FLASHC_FAKE_CUDA_SKIP_LAUNCHES"))
+    s.skipLaunches = std::strcmp(skip, "1") == 0;
   s.initialised = true;
   return CUDA_SUCCESS;
 }
@@ -335,6 +341,8 @@ CUresult cuLaunchKernel(CUfunction function, unsigned gridX, unsigned gridY,
   }
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.skipLaunches)
+    return CUDA_SUCCESS;
   sim::LaunchConfig config;
   config.grid = sim::Dim3{gridX, gridY, gridZ};
   config.block = sim::Dim3{blockX, blockY, blockZ};

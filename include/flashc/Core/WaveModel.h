@@ -107,8 +107,10 @@ WavePrediction predictSplitKV(const WaveTarget &target,
                               const AttentionProblem &problem, int64_t blockQ,
                               int64_t blockKV, int64_t splits);
 
-/// Evaluates `predictSplitKV` for S = 1 .. getMaxSplitCount and returns the
-/// fewest splits predicted within kSplitTolerance of the fastest. The cost
+/// Returns the fewest splits S in 1 .. getMaxSplitCount whose
+/// `predictSplitKV` is within kSplitTolerance of the fastest. (Only the
+/// smallest S of each number of KV blocks a split gets is evaluated: the
+/// others cannot be faster.) The cost
 /// report and the runtime both choose a decode kernel's split count here.
 WavePrediction chooseSplitCount(const WaveTarget &target,
                                 const AttentionProblem &problem,
