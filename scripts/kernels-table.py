@@ -152,7 +152,7 @@ def main():
         "D = 64, 128, 256, MHA and GQA groups of 4, causal and not, prefill "
         "and decode; and each with the log-sum-exp output, `--lse both`), "
         "assembled by the toolkit's `ptxas -v`. Every kernel comes "
-        "through the flash_tile IR (`tile-ir`, the default). CI regenerates "
+        "through the flash_tile IR. CI regenerates "
         "it and fails when it is stale or when a kernel spills, uses local "
         "memory in its PTX, more than 255 registers or more shared memory "
         "than its target allows.",

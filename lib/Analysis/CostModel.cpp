@@ -33,7 +33,7 @@ int64_t headCount(const AttentionProblem &shape) {
 /// does.
 TileSizes getReportTiles(const TargetInfo &target, const AttentionProblem &shape,
                          const CostOptions &options, LoopOrder order) {
-  TileSizes tiles = chooseTileSizes(target, shape, order, options.tileIR);
+  TileSizes tiles = chooseTileSizes(target, shape, order);
   if (options.blockQ > 0)
     tiles.blockQ = std::min(options.blockQ, shape.seqQ);
   if (options.blockKV > 0)

@@ -3,7 +3,7 @@
 // Compiles the GPU kernel variant of an AttentionSpec: the spec's kernel
 // module (or one made from a caller's module, Compiler::compileModule) with
 // dynamic batch and lengths goes through the GPU stages (fuse, online,
-// tiled, tile, gpu, nvvm, binary; tile only with tile-ir); the launch
+// tiled, tile, gpu, nvvm, binary); the launch
 // metadata comes from the kernels' attributes after the gpu stage and the
 // PTX from the gpu.binary. The
 // result is a runtime KernelVariant, which the LLVM-free runtime launches
@@ -71,8 +71,7 @@ PipelineConfig mlir::flash::detail::gpuConfig(const AttentionSpec &spec,
     llvm::Expected<TargetInfo> target = TargetInfo::get(c.target);
     AttentionProblem shape = spec.shape();
     shape.seqQ = 16;
-    TileSizes tiles = chooseTileSizes(*target, shape, LoopOrder::FA2,
-                                      c.tileIR);
+    TileSizes tiles = chooseTileSizes(*target, shape, LoopOrder::FA2);
     if (!g.blockQ)
       g.blockQ = tiles.blockQ;
     if (!g.blockKV)

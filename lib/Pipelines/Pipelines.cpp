@@ -298,13 +298,7 @@ llvm::Error mlir::flash::checkStage(llvm::StringRef stage,
 
 llvm::Error mlir::flash::checkStopStage(llvm::StringRef stage,
                                         const PipelineConfig &config) {
-  if (llvm::Error e = checkStage(stage, config.target))
-    return e;
-  if (stage == "tile" && !config.tileIR)
-    return llvm::createStringError(
-        "the tile stage is the kernels' flash_tile IR, built with tile-ir "
-        "(--tile-ir on)");
-  return llvm::Error::success();
+  return checkStage(stage, config.target);
 }
 
 /// Appends an upstream textual pipeline (a comma-separated pass list
@@ -337,8 +331,8 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
     tile.blockQ = c.blockQ;
     tile.blockKV = c.blockKV;
     tile.sramBytes = c.sramBytes;
-    // The flash_tile path's kernels give a warp 32 rows where they can.
-    tile.wideWarps = c.isGPU() && c.tileIR;
+    // The GPU kernels give a warp 32 rows where they can.
+    tile.wideWarps = c.isGPU();
     pm.addPass(createFlashTile(tile));
     // Split before bounding: flash-causal-skip clamps whatever KV range each
     // split loop covers.
@@ -423,14 +417,10 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
         "the GPU kernels are built in the fa2 loop order; loop-order "
         "algorithm1 is for the CPU backend and the cost model");
   if (stage == "tile") {
-    // The kernels as flash_tile ops, their shared memory placed (tile-ir
-    // only: without it the kernels are built in one step, "gpu").
-    if (!c.tileIR)
-      return llvm::Error::success();
+    // The kernels as flash_tile ops, their shared memory placed.
     FlashToNVGPUOptions o;
     o.target = c.target;
     o.causalOrder = c.causalOrder;
-    o.tileBody = true;
     pm.addPass(createFlashToNVGPU(o));
     flash_tile::FlashTileAllocateSharedOptions shared;
     shared.chip = c.target;
@@ -438,16 +428,8 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
     return llvm::Error::success();
   }
   if (stage == "gpu") {
-    // With tile-ir, the kernels' flash_tile IR (the "tile" stage) lowers
-    // here; otherwise flash-to-nvgpu builds them directly.
-    if (c.tileIR) {
-      pm.addPass(createFlashTileToNVGPU());
-      return llvm::Error::success();
-    }
-    FlashToNVGPUOptions o;
-    o.target = c.target;
-    o.causalOrder = c.causalOrder;
-    pm.addPass(createFlashToNVGPU(o));
+    // The kernels' flash_tile IR (the "tile" stage) lowers here.
+    pm.addPass(createFlashTileToNVGPU());
     return llvm::Error::success();
   }
   if (stage == "nvvm") {

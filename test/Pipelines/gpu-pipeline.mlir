@@ -9,9 +9,11 @@
 // RUN: flashc-opt %s --flash-gpu-pipeline="chip=sm_90a" -o %t.sm90.mlir
 // RUN: FileCheck %s --check-prefixes=CHECK,SM90 < %t.sm90.mlir
 // RUN: FileCheck %s --check-prefix=PTX < %t.sm90.mlir
-// Through the flash_tile IR (tile-ir=1): the same kernel and metadata.
-// RUN: flashc-opt %s --flash-gpu-pipeline="chip=sm_80 tile-ir=1" \
-// RUN:   | FileCheck %s --check-prefixes=CHECK,SM80
+// The builder's option is gone: every kernel comes through the flash_tile
+// IR.
+// RUN: not flashc-opt %s --flash-gpu-pipeline="chip=sm_80 tile-ir=1" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=NO-TILE-IR
+// NO-TILE-IR: no such option tile-ir
 // A later PTX ISA version is accepted.
 // RUN: flashc-opt %s --flash-gpu-pipeline="chip=sm_80 ptx=ptx90" \
 // RUN:   | FileCheck %s --check-prefix=PTX90

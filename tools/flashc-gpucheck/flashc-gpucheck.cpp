@@ -107,6 +107,23 @@ struct Shape {
   int64_t batch, kvHeads, seqQ, seqKV;
 };
 
+/// A call of `q`'s kernel over contiguous [B, H, N, D] tensors at the
+/// given device pointers.
+AttentionCall contiguousCall(const AttentionQuery &q, const Shape &s,
+                             void *dq, void *dk, void *dv, void *dout) {
+  int64_t heads = s.kvHeads * q.group;
+  AttentionCall call;
+  call.q = TensorView::contiguous(dq, q.dtype,
+                                  {s.batch, heads, s.seqQ, q.headDim});
+  call.k = TensorView::contiguous(dk, q.dtype,
+                                  {s.batch, s.kvHeads, s.seqKV, q.headDim});
+  call.v = TensorView::contiguous(dv, q.dtype,
+                                  {s.batch, s.kvHeads, s.seqKV, q.headDimV});
+  call.out = TensorView::contiguous(dout, q.dtype,
+                                    {s.batch, heads, s.seqQ, q.headDimV});
+  return call;
+}
+
 /// The float64 reference: bottom-right causal alignment, empty rows 0 and
 /// -inf.
 /// The softmax scale of the checks: not the default 1/sqrt(D), so that the
@@ -187,15 +204,7 @@ bool checkVariant(Device &device, const KernelVariant &v, const Shape &s,
       std::cout << v.id << ": " << r->message() << "\n";
       return false;
     }
-  AttentionCall call;
-  call.q = TensorView::contiguous(*dq, q.dtype,
-                                  {s.batch, heads, s.seqQ, q.headDim});
-  call.k = TensorView::contiguous(*dk, q.dtype,
-                                  {s.batch, s.kvHeads, s.seqKV, q.headDim});
-  call.v = TensorView::contiguous(*dvv, q.dtype,
-                                  {s.batch, s.kvHeads, s.seqKV, q.headDimV});
-  call.out = TensorView::contiguous(*dout, q.dtype,
-                                    {s.batch, heads, s.seqQ, q.headDimV});
+  AttentionCall call = contiguousCall(q, s, *dq, *dk, *dvv, *dout);
   TensorView lseView = TensorView::contiguous(*dlse, ElementType::F32,
                                               {s.batch, heads, s.seqQ});
   if (q.withLse)
@@ -673,15 +682,7 @@ int hosttime(const std::vector<std::string> &args) {
     for (Result<void *> *r : {&dq, &dk, &dv, &dout})
       if (!*r)
         return fail(r->message());
-    AttentionCall call;
-    call.q = TensorView::contiguous(*dq, q.dtype,
-                                    {s.batch, heads, s.seqQ, q.headDim});
-    call.k = TensorView::contiguous(*dk, q.dtype,
-                                    {s.batch, s.kvHeads, s.seqKV, q.headDim});
-    call.v = TensorView::contiguous(*dv, q.dtype,
-                                    {s.batch, s.kvHeads, s.seqKV, q.headDimV});
-    call.out = TensorView::contiguous(*dout, q.dtype,
-                                      {s.batch, heads, s.seqQ, q.headDimV});
+    AttentionCall call = contiguousCall(q, s, *dq, *dk, *dv, *dout);
     // 0: the wave model's count.
     for (int64_t splits : {0, 1, 2, 16}) {
       call.splits = splits;

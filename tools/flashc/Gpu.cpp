@@ -165,7 +165,7 @@ int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
   llvm::Expected<Options> parsed = Options::parse(
       args, {"no-assemble"},
       {"targets", "dtypes", "head-dims", "head-dim-v", "groups", "causal",
-       "masks", "lse", "variants", "tile-ir", "causal-order", "o"});
+       "masks", "lse", "variants", "causal-order", "o"});
   if (!parsed)
     return reportError(parsed.takeError());
   const Options &o = *parsed;
@@ -225,7 +225,7 @@ int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
   if (o.has("head-dim-v") && *headDimV <= 0)
     return reportError(llvm::createStringError(
         "--head-dim-v must be positive, got " + std::to_string(*headDimV)));
-  // The pipeline options the bundle takes (--tile-ir, --causal-order), as
+  // The pipeline options the bundle takes (--causal-order), as
   // every command reads them; each variant sets its target.
   PipelineConfig base;
   if (llvm::Error e = readConfig(o, base))

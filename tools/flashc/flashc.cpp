@@ -178,9 +178,6 @@ std::string commandHelp(llvm::StringRef command) {
            "  --causal yes|no|both  the same as --masks causal, none or "
            "both\n"
            "  --variants prefill,decode\n"
-           "  --tile-ir on|off    build the forward kernels through the "
-           "flash_tile\n"
-           "                      IR (default on; off: the builder's)\n"
            "  --causal-order lightest|heaviest|heaviest-per-head\n"
            "                      a causal kernel's CTAs: the fewest keys "
            "first\n"
@@ -254,11 +251,9 @@ llvm::Expected<CostReport> costReport(const AttentionSpec &spec,
   options.blockQ = config.blockQ;
   options.blockKV = config.blockKV;
   options.splits = config.splits;
-  options.tileIR = config.tileIR;
   // Like flash-split-kv, never more splits than KV blocks.
   if (options.splits > 0) {
-    TileSizes tiles = chooseTileSizes(*target, spec.shape(), options.order,
-                                      options.tileIR);
+    TileSizes tiles = chooseTileSizes(*target, spec.shape(), options.order);
     int64_t blockKV = config.blockKV ? config.blockKV : tiles.blockKV;
     options.splits =
         std::min(options.splits, getMaxSplits(spec.shape(), blockKV));

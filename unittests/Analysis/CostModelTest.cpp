@@ -166,7 +166,7 @@ TEST(CostModelTest, WideWarpsOnTheTilePath) {
   s.headDim = s.headDimV = 64;
   s.dtype = flashc::ElementType::F16;
   // Without wide warps: 64 rows in 4 warps of 16, blocks of 128 keys.
-  TileSizes narrow = chooseTileSizes(*sm80, s, LoopOrder::FA2);
+  TileSizes narrow = chooseTileSizes(*sm80, s, LoopOrder::FA2, false);
   EXPECT_EQ(narrow.blockQ, 64);
   EXPECT_EQ(narrow.blockKV, 128);
   // With them, up to D = 64: 128 rows and blocks of 64 keys ...
@@ -199,13 +199,13 @@ TEST(CostModelTest, WideWarpsOnTheTilePath) {
   EXPECT_EQ(three.tileGroup, 4);
   EXPECT_EQ(three.tileRows(), 128);
   EXPECT_EQ(three.warps(), 4);
-  // Without wide warps (the builder's tiles) the rows are G x Br, 63 in
+  // Without wide warps (flash-tile's wide-warps=0) the rows are G x Br, 63 in
   // four MMA tiles.
-  EXPECT_EQ(chooseTileSizes(*sm80, s, LoopOrder::FA2).blockQ, 21);
+  EXPECT_EQ(chooseTileSizes(*sm80, s, LoopOrder::FA2, false).blockQ, 21);
   EXPECT_EQ(flashc::makeGPUTileConfig(3, 64, 64, 2, 21, 128, 2).tileRows(),
             64);
   // Beyond D = 64 the tile path keeps 16-row warps, and Q in registers
-  // at every head dim (the builder re-reads it beyond 128).
+  // at every head dim (without wide warps it is re-read beyond 128).
   s.heads = s.kvHeads = 8;
   s.headDim = s.headDimV = 128;
   EXPECT_EQ(chooseTileSizes(*sm80, s, LoopOrder::FA2, true).blockQ, 64);

@@ -6,10 +6,8 @@
 // small sizes on fresh random inputs, and compared with the float64
 // reference: odd lengths, Nq = 1, Nk < Nq under causal alignment (fully
 // masked rows), several KV heads. Further cases cover the log-sum-exp, head
-// dims that need padding (the builder's kernels, which the flash_tile path
-// falls back to), strides that do not fold batch and heads together, and
-// that one kernel serves every length (no recompilation). The builder's
-// kernels of the shipped configurations run too (tile-ir off).
+// dims that need padding, strides that do not fold batch and heads
+// together, and that one kernel serves every length (no recompilation).
 // Every compiled kernel's PTX uses only instructions the simulator
 // implements.
 //
@@ -213,39 +211,6 @@ TEST_P(ExtraConfigTest, MatchesFloat64InTheSimulator) {
 
 INSTANTIATE_TEST_SUITE_P(Variants, ExtraConfigTest,
                          ::testing::ValuesIn(extraConfigs()),
-                         [](const auto &info) { return nameOf(info.param); });
-
-/// The builder's kernels (tile-ir off), while they exist: the shipped
-/// sm_80 f16 configurations through them (the builder writes sm_90a's and
-/// bf16's kernels the same way), with the same checks.
-std::vector<Config> builderConfigs() {
-  std::vector<Config> configs;
-  for (Config c : shippedConfigs()) {
-    if (c.target != std::string("sm_80") || c.dtype != ElementType::F16)
-      continue;
-    c.lse = c.headDim == 128;
-    configs.push_back(c);
-  }
-  return configs;
-}
-
-class BuilderConfigTest : public ::testing::TestWithParam<Config> {};
-
-TEST_P(BuilderConfigTest, MatchesFloat64InTheSimulator) {
-  const Config &c = GetParam();
-  PipelineConfig config;
-  config.tileIR = false;
-  if (c.decode) {
-    checkShape(c, {2, 2, 1, 300}, nullptr, config);
-    checkShape(c, {1, 1, 3, 130, 2}, nullptr, config);
-    return;
-  }
-  checkShape(c, {2, 2, 37, 53}, nullptr, config);
-  checkShape(c, {1, 1, 70, 33}, nullptr, config);
-}
-
-INSTANTIATE_TEST_SUITE_P(Builder, BuilderConfigTest,
-                         ::testing::ValuesIn(builderConfigs()),
                          [](const auto &info) { return nameOf(info.param); });
 
 /// A causal kernel whose CTAs run heaviest first (the last Q block of

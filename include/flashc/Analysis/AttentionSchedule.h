@@ -73,11 +73,12 @@ struct TileSizes {
 /// group is large. FA2 on a GPU takes the tiles of the
 /// GPU kernels (`flashc::chooseGPUTiles`: a decode tile when Nq <= 16),
 /// halving Bc until the shared memory fits; Br is clamped to Nq, Bc is not
-/// clamped (the kernels mask a block's tail). `wideWarps`: the GPU kernels
-/// may give a warp 32 query rows (the flash_tile path; see
-/// `flashc::makeGPUTileConfig`).
+/// clamped (the kernels mask a block's tail). `wideWarps` (the GPU
+/// pipeline's tiles): a warp gets 32 query rows where the kernels allow it
+/// (see `flashc::makeGPUTileConfig`); without it, 16 (flash-tile's
+/// `wide-warps=0`).
 TileSizes chooseTileSizes(const TargetInfo &target, const AttentionProblem &shape,
-                          LoopOrder order, bool wideWarps = false);
+                          LoopOrder order, bool wideWarps = true);
 
 } // namespace flash
 } // namespace mlir

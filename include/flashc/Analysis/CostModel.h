@@ -219,9 +219,6 @@ struct CostOptions {
   int64_t blockKV = 0;
   /// KV splits; 0: `chooseSplits` on a GPU, 1 on the CPU.
   int64_t splits = 0;
-  /// On a GPU, the tiles of the flash_tile path's kernels (the pipelines'
-  /// default `tile-ir`), or of the builder's.
-  bool tileIR = true;
 };
 
 /// The traffic of one loop order with its own tiles.

@@ -300,7 +300,7 @@ def FlashApproximateMath : Pass<"flash-approximate-math"> {
 }
 
 def FlashToNVGPU : Pass<"flash-to-nvgpu", "::mlir::ModuleOp"> {
-  let summary = "Build FlashAttention-2 GPU kernels from the tiled IR";
+  let summary = "Build FlashAttention-2 GPU kernels from the tiled IR as flash_tile ops";
   let description = [{
     The GPU backend's expansion of the tiled IR (after flash-tile,
     flash-split-kv and flash-causal-skip, on tensors). For each function
@@ -310,19 +310,25 @@ def FlashToNVGPU : Pass<"flash-to-nvgpu", "::mlir::ModuleOp"> {
       product of its bounds). The CTA evaluates the tiled IR's own index
       arithmetic (tile offsets, the bounds of the unmasked and masked KV
       loops, the causal mask offsets, the split ranges), cloned into the
-      kernel, and expands the block-level ops into warp-level code: K and V
-      blocks double-buffered in swizzled shared memory by `cp.async`
-      (`nvgpu.device_async_copy`), fragments by `nvgpu.ldmatrix` (transposed
-      for V), `mma.sync` m16n8k16 with f32 accumulation (`nvgpu.mma.sync` for
-      f16, `nvvm.mma.sync` for bf16), the online softmax in registers with
-      `gpu.shuffle xor` row reductions and `ex2.approx`, P repacked from the
-      S accumulators as the A operand of P V, and the deferred
-      normalisation, log-sum-exp and 16-byte stores in the epilogue. Each
-      warp owns 16-row MMA tiles (split-Q); decode tiles split a KV block
-      between warps and merge their states through shared memory.
-    - `<func>_combine`, when the KV loop was split: the log-sum-exp merge of
-      the f32 partials, one warp per output row (with `tile-body`, CTAs of
-      a few rows, a warp's lanes over a row's columns).
+      kernel, and writes the block-level ops as flash_tile ops whose types
+      carry their layouts: Q and double-buffered K and V blocks copied
+      into shared memory (`flash_tile.async_copy`, zero-filling rows past
+      the sequence and the head dims' padding to 16), the operands
+      converted from shared memory to MMA layouts (`flash_tile.convert`),
+      `flash_tile.mma` for S = Q K^T and O += P V with f32 accumulation,
+      the online softmax as row reductions and maps in the accumulator
+      layout, P converted from the S accumulator to the A operand of P V,
+      and the deferred normalisation, log-sum-exp and stores in the
+      epilogue. Each warp owns one or two 16-row MMA tiles (split-Q);
+      decode tiles split a KV block between warps and merge their states
+      through shared memory (`flash_tile.batch_reduce`).
+    - `<func>_combine`, when the KV loop was split: the log-sum-exp merge
+      of the f32 partials, loads of the partials and their log-sum-exps
+      (`flash_tile.load`), maps and stores in a blocked layout, CTAs of a
+      few rows of a few heads, a warp's lanes over a row's columns.
+
+    flash-tile-allocate-shared then places the shared buffers and
+    flash-tile-to-nvgpu lowers the ops to NVGPU/NVVM.
 
     Every kernel takes the same arguments: `q, k, v, out` (element type of
     Q), `lse, ws_out, ws_lse` (f32), then `batch, seq_q, seq_kv, splits`
@@ -334,23 +340,14 @@ def FlashToNVGPU : Pass<"flash-to-nvgpu", "::mlir::ModuleOp"> {
     `flash.shared_bytes` and `flash.tile` for the runtime. The host function
     is erased.
 
-    Head dims are padded to multiples of 16 in shared memory; rows that
-    are not a multiple of 8 elements (16 bytes) are copied element by
-    element instead of by cp.async, and stored element by element.
-
-    With `tile-body`, the forward kernels' bodies are flash_tile ops
-    instead (the same schedule, its layouts explicit), and the kernels
-    take their shared memory from flash-tile-allocate-shared; that path
-    builds every head dim (its MMAs over the head dims padded to 16, the
-    padding zero-filled in shared memory, rows that are not whole 16-byte
-    chunks copied element by element). The combine kernel is flash_tile
-    ops too: loads of
-    the partials and their log-sum-exps (`flash_tile.load`), maps, and
-    stores, in a blocked layout whose rows' weights are its slice.
+    Every head dim up to 256 is built: the MMAs run over the head dims
+    padded to 16, and rows that are not whole 16-byte chunks are copied
+    and stored element by element.
 
     Fails with a diagnostic on f32 inputs, dynamic head counts or head
-    dims, head dims beyond 256, and tiles whose shared memory exceeds the
-    target's.
+    dims, head dims beyond 256, tiles whose shared memory exceeds the
+    target's, and tiles the flash_tile body does not build (a tile of a
+    warp count that is not a power of two, say).
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
@@ -369,11 +366,7 @@ def FlashToNVGPU : Pass<"flash-to-nvgpu", "::mlir::ModuleOp"> {
            "order within each head, the fewest keys first), heaviest (the "
            "last Q block of every head first, which shortens the grid's "
            "tail) or heaviest-per-head (each head's Q blocks in reverse "
-           "order, the heads in order)">,
-    Option<"tileBody", "tile-body", "bool", /*default=*/"false",
-           "Write the forward kernels' bodies as flash_tile ops, for "
-           "flash-tile-allocate-shared and flash-tile-to-nvgpu (a tile "
-           "they do not build is an error)">
+           "order, the heads in order)">
   ];
   let statistics = [
     Statistic<"numForwardKernels", "num-forward-kernels",

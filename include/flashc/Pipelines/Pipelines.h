@@ -67,7 +67,7 @@ llvm::ArrayRef<llvm::StringRef> pipelineStages(llvm::StringRef target = "cpu");
 llvm::Error checkStage(llvm::StringRef stage, llvm::StringRef target = "cpu");
 
 /// Fails unless the pipeline of `config` can stop after `stage`: one of its
-/// target's stages, and "tile" only with tile-ir.
+/// target's stages.
 llvm::Error checkStopStage(llvm::StringRef stage, const PipelineConfig &config);
 
 /// Checks that `chip` (sm_80, sm_90a) accepts PTX ISA `ptxVersion`

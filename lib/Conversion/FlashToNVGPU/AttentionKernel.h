@@ -1,14 +1,12 @@
-//===- AttentionKernel.h - Warp-level code of the GPU kernels ---*- C++ -*-===//
+//===- AttentionKernel.h - What a GPU kernel's CTA computes -----*- C++ -*-===//
 //
-// The register-level half of flash-to-nvgpu. The pass lifts what the tiled
-// IR says a CTA computes (its Q tile, its KV loops with their bounds and
-// masks, where the result goes) into a ForwardKernelSpec of kernel values;
-// this emitter writes the FlashAttention-2 body of the CTA from it: cp.async
-// double buffering of K and V in swizzled shared memory, ldmatrix fragments,
-// mma.sync for S = Q K^T and O += P V, the online softmax in registers with
-// quad shuffles, and the epilogue. `emitCombineBody` writes the split-KV
-// merge kernel. The same kernels as flash_tile ops come from TileKernel.cpp
-// (emitForwardTileBody, emitCombineTileBody).
+// The interface between the two halves of flash-to-nvgpu. The pass lifts
+// what the tiled IR says a CTA computes (its Q tile, its KV loops with
+// their bounds and masks, where the result goes) into a ForwardKernelSpec
+// of kernel values, and a split-KV merge into a CombineKernelSpec;
+// TileKernel.cpp writes the CTA's body from them as flash_tile ops
+// (emitForwardTileBody, emitCombineTileBody), for
+// flash-tile-allocate-shared and flash-tile-to-nvgpu to place and lower.
 //
 //===----------------------------------------------------------------------===//
 
@@ -89,7 +87,7 @@ struct ForwardKernelSpec {
   Value splits;
 };
 
-/// Where the KV loops hand over to each other (both bodies prefetch the
+/// Where the KV loops hand over to each other (the body prefetches the
 /// next block across loops): for loop i, the first block of the first
 /// non-empty loop after it, and the first block of all; -1 for none.
 struct LoopHandOver {
@@ -99,20 +97,14 @@ struct LoopHandOver {
 LoopHandOver getLoopHandOver(ImplicitLocOpBuilder &b,
                              llvm::ArrayRef<KVLoop> loops);
 
-/// Emits the body of the forward kernel (everything between the CTA's
-/// index computations and the return) at the builder's insertion point.
-/// `shared` is the dynamic shared memory as `memref<N x i8, workgroup>`.
-void emitForwardBody(ImplicitLocOpBuilder &b, const ForwardKernelSpec &spec,
-                     Value shared);
-
 /// What of `config` the flash_tile body does not build yet, or "" when it
 /// builds it.
 std::string whyNoTileBody(const flashc::GPUTileConfig &config);
 
-/// Emits the same body as flash_tile ops (TileKernel.cpp), for
-/// flash-tile-allocate-shared and flash-tile-to-nvgpu to place and lower.
-/// Fails, saying what in `why` (whyNoTileBody), on a kernel it does not
-/// build yet.
+/// Emits the body of the forward kernel (everything between the CTA's
+/// index computations and the return) as flash_tile ops at the builder's
+/// insertion point. Fails, saying what in `why` (whyNoTileBody), on a
+/// kernel it does not build.
 LogicalResult emitForwardTileBody(ImplicitLocOpBuilder &b,
                                   const ForwardKernelSpec &spec,
                                   std::string &why);
@@ -132,9 +124,6 @@ struct CombineKernelSpec {
   Value lse; // null when not written; contiguous [B, H, Nq]
 };
 
-/// Emits the body of the combine kernel: one warp per output row.
-void emitCombineBody(ImplicitLocOpBuilder &b, const CombineKernelSpec &spec);
-
 /// The CTA of the flash_tile combine kernel: `rows` output rows over
 /// `warps` warps, `rowsPerGroup` query rows of each of `groupsPerCTA`
 /// heads of one batch entry, or, `overBatch` (one head), of as many batch
@@ -152,7 +141,7 @@ struct CombineTileShape {
 };
 CombineTileShape getCombineTileShape(int64_t headDimV, int64_t heads);
 
-/// Emits the same combine as flash_tile ops (TileKernel.cpp): loads of the
+/// Emits the body of the combine kernel as flash_tile ops: loads of the
 /// partials and their log-sum-exps, maps, and stores, for a CTA of
 /// getCombineTileShape's rows.
 void emitCombineTileBody(ImplicitLocOpBuilder &b, const CombineKernelSpec &spec);

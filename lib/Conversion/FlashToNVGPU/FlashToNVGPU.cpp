@@ -782,23 +782,14 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
   // The forward kernel writes f32 partials when the KV loop is split, else
   // the output in the inputs' type (which flash.attention's verifier
   // requires of its result).
-  // With tile-body, the flash_tile body where it builds the kernel, else
-  // the builder's (whyNoTileBody says which tiles it does not build).
-  auto configFor = [&](bool tile) {
-    return flashc::makeGPUTileConfig(group, headDim, headDimV, 2, blockQ,
-                                     *blockKV, t.combine ? 4 : 2,
-                                     /*wideWarps=*/tile);
-  };
-  bool useTileBody = tileBody;
-  flashc::GPUTileConfig config = configFor(useTileBody);
-  if (useTileBody) {
-    std::string notYet = whyNoTileBody(config);
-    if (!notYet.empty())
-      return t.forall.emitError()
-             << "flash-to-nvgpu: the flash_tile body does not build " << notYet
-             << " (G=" << config.group << ", Br=" << config.blockQ
-             << ", Bc=" << config.blockKV << ")";
-  }
+  flashc::GPUTileConfig config = flashc::makeGPUTileConfig(
+      group, headDim, headDimV, 2, blockQ, *blockKV, t.combine ? 4 : 2,
+      /*wideWarps=*/true);
+  if (std::string notYet = whyNoTileBody(config); !notYet.empty())
+    return t.forall.emitError()
+           << "flash-to-nvgpu: the flash_tile body does not build " << notYet
+           << " (G=" << config.group << ", Br=" << config.blockQ
+           << ", Bc=" << config.blockKV << ")";
   std::string why = flashc::checkGPUTileConfig(config, target.sramBytes);
   LLVM_DEBUG(DBGS() << "@" << t.func.getSymName() << " on " << target.name
                     << ": G=" << config.group << " Br=" << config.blockQ
@@ -1021,7 +1012,7 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
     }
     // A split kernel also writes the attention's own output when its
     // launch has a single split: the partial tiles' offsets less the split.
-    if (t.combine && useTileBody) {
+    if (t.combine) {
       auto finalTile = [&](Value partial, Value root) {
         auto slice = partial.getDefiningOp<tensor::ExtractSliceOp>();
         Buffer buf = lift.buffer(root);
@@ -1050,46 +1041,22 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
     if (err.op)
       return report();
 
-    if (useTileBody) {
-      std::string why;
-      if (failed(emitForwardTileBody(b, spec, why)))
-        return t.forall.emitError()
-               << "flash-to-nvgpu: tile-body does not build " << why
-               << " yet";
-      if (spec.finalOut.buffer)
-        FlashDialect::FinalAtOneSplitAttrHelper(ctx).setAttr(
-            fwd, UnitAttr::get(ctx));
-      b.setInsertionPointToEnd(&fwd.getBody().front());
-      gpu::ReturnOp::create(b);
-    } else {
-      // Dynamic shared memory: the module's extern array, sized here.
-      auto space =
-          gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-      auto global = memref::GetGlobalOp::create(
-          b,
-          MemRefType::get({0}, b.getI8Type(), MemRefLayoutAttrInterface(),
-                          space),
-          "flash_smem");
-      Value shared = memref::ReinterpretCastOp::create(
-          b,
-          MemRefType::get({config.sharedBytes()}, b.getI8Type(),
-                          MemRefLayoutAttrInterface(), space),
-          global, 0, ArrayRef<int64_t>{config.sharedBytes()},
-          ArrayRef<int64_t>{1});
-      emitForwardBody(b, spec, shared);
-      if (err.op)
-        return report();
-      b.setInsertionPointToEnd(&fwd.getBody().front());
-      gpu::ReturnOp::create(b);
-    }
+    std::string why;
+    if (failed(emitForwardTileBody(b, spec, why)))
+      return t.forall.emitError()
+             << "flash-to-nvgpu: the flash_tile body does not build " << why;
+    if (spec.finalOut.buffer)
+      FlashDialect::FinalAtOneSplitAttrHelper(ctx).setAttr(
+          fwd, UnitAttr::get(ctx));
+    b.setInsertionPointToEnd(&fwd.getBody().front());
+    gpu::ReturnOp::create(b);
   }
 
   if (!t.combine)
     return success();
 
-  // The combine kernel: on the flash_tile path, CTAs of a few rows of a
-  // few heads (getCombineTileShape); the builder's, one warp per output
-  // row, four rows per CTA.
+  // The combine kernel: CTAs of a few rows of a few heads
+  // (getCombineTileShape).
   auto outType = cast<ShapedType>(t.combine.getOut().getType());
   if (outType.getRank() != 4)
     return t.combine.emitError()
@@ -1100,32 +1067,20 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
       return ob.getStringAttr(name);
     return ob.getI64IntegerAttr(outType.getDimSize(dim));
   };
-  SmallVector<Attribute> combineGrid;
-  int64_t combineThreads;
-  if (tileBody) {
-    // B x heads / groupsPerCTA, or ceildiv(B, groupsPerCTA); then
-    // ceildiv(Nq, rowsPerGroup).
-    CombineTileShape shape = getCombineTileShape(headDimV, heads);
-    combineThreads = 32 * shape.warps;
-    combineGrid = {GridFactorAttr::get(ctx, ob.getArrayAttr({rowSize(0, "B")}),
-                                       shape.overBatch ? shape.groupsPerCTA
-                                                       : 1)};
-    if (!shape.overBatch && heads > shape.groupsPerCTA)
-      combineGrid.push_back(GridFactorAttr::get(
-          ctx,
-          ob.getArrayAttr({ob.getI64IntegerAttr(heads / shape.groupsPerCTA)}),
-          1));
+  // B x heads / groupsPerCTA, or ceildiv(B, groupsPerCTA); then
+  // ceildiv(Nq, rowsPerGroup).
+  CombineTileShape shape = getCombineTileShape(headDimV, heads);
+  int64_t combineThreads = 32 * shape.warps;
+  SmallVector<Attribute> combineGrid = {
+      GridFactorAttr::get(ctx, ob.getArrayAttr({rowSize(0, "B")}),
+                          shape.overBatch ? shape.groupsPerCTA : 1)};
+  if (!shape.overBatch && heads > shape.groupsPerCTA)
     combineGrid.push_back(GridFactorAttr::get(
-        ctx, ob.getArrayAttr({rowSize(2, "Nq")}), shape.rowsPerGroup));
-  } else {
-    // ceildiv(B * H * Nq, warps), each static size as an integer.
-    constexpr int64_t kCombineWarps = 4;
-    combineThreads = 32 * kCombineWarps;
-    Attribute rows[] = {rowSize(0, "B"), ob.getI64IntegerAttr(heads),
-                        rowSize(2, "Nq")};
-    combineGrid = {
-        GridFactorAttr::get(ctx, ob.getArrayAttr(rows), kCombineWarps)};
-  }
+        ctx,
+        ob.getArrayAttr({ob.getI64IntegerAttr(heads / shape.groupsPerCTA)}),
+        1));
+  combineGrid.push_back(GridFactorAttr::get(
+      ctx, ob.getArrayAttr({rowSize(2, "Nq")}), shape.rowsPerGroup));
   gpu::GPUFuncOp comb = createKernel(ob, loc, name + "_combine", elt,
                                      combineThreads);
   gridAttr.setAttr(comb, ob.getArrayAttr(combineGrid));
@@ -1159,10 +1114,7 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
       spec.lse = args[ArgLse];
     if (err.op)
       return report();
-    if (tileBody)
-      emitCombineTileBody(b, spec);
-    else
-      emitCombineBody(b, spec);
+    emitCombineTileBody(b, spec);
     b.setInsertionPointToEnd(&comb.getBody().front());
     gpu::ReturnOp::create(b);
   }

@@ -795,6 +795,24 @@ void gpu_kernel::emitCombineTileBody(ImplicitLocOpBuilder &b,
   CombineEmitter(b, spec).emit();
 }
 
+LoopHandOver gpu_kernel::getLoopHandOver(ImplicitLocOpBuilder &b,
+                                         ArrayRef<KVLoop> loops) {
+  auto startOf = [&](const KVLoop &loop, Value otherwise) -> Value {
+    Value nonEmpty = arith::CmpIOp::create(b, arith::CmpIPredicate::slt,
+                                           loop.lower, loop.upper);
+    return arith::SelectOp::create(b, nonEmpty, loop.lower, otherwise);
+  };
+  LoopHandOver h;
+  Value none = arith::ConstantIndexOp::create(b, -1);
+  h.nextStart.resize(loops.size());
+  for (size_t i = loops.size(); i-- > 0;)
+    h.nextStart[i] = i + 1 == loops.size()
+                         ? none
+                         : startOf(loops[i + 1], h.nextStart[i + 1]);
+  h.first = loops.empty() ? none : startOf(loops[0], h.nextStart[0]);
+  return h;
+}
+
 std::string gpu_kernel::whyNoTileBody(const flashc::GPUTileConfig &c) {
   int64_t kw = c.kvWarps;
   if (c.stages != 2)

@@ -4,12 +4,12 @@
 //
 // REQUIRES: pass-statistics
 // RUN: split-file %S/flash-to-nvgpu.mlir %t
-// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
+// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80" \
 // RUN:   | flashc-opt --flash-to-nvgpu -mlir-pass-statistics \
 // RUN:     -mlir-pass-statistics-display=list -o /dev/null 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=MHA
 // RUN: flashc-opt %t/decode.mlir \
-// RUN:   --flash-attention-pipeline="target=sm_80 tile-ir=0 dynamic-splits=1 block-q=4" \
+// RUN:   --flash-attention-pipeline="target=sm_80 dynamic-splits=1 block-q=4" \
 // RUN:   | flashc-opt --flash-to-nvgpu -mlir-pass-statistics \
 // RUN:     -mlir-pass-statistics-display=list -o /dev/null 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=SPLIT

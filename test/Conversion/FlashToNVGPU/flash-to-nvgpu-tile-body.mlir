@@ -1,40 +1,51 @@
 // RUN: split-file %s %t
-// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
-// RUN:   | flashc-opt --flash-to-nvgpu=tile-body=1 | FileCheck %s --check-prefix=MHA
-// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
-// RUN:   | flashc-opt --flash-to-nvgpu=tile-body=1 --flash-tile-allocate-shared \
+// RUN: flashc-opt %t/mha.mlir --flash-online-softmax \
+// RUN:   --flash-tile="target=sm_80" --flash-split-kv="target=sm_80" \
+// RUN:   --flash-causal-skip --canonicalize \
+// RUN:   | flashc-opt --flash-to-nvgpu | FileCheck %s --check-prefix=MHA
+// RUN: flashc-opt %t/mha.mlir --flash-online-softmax \
+// RUN:   --flash-tile="target=sm_80" --flash-split-kv="target=sm_80" \
+// RUN:   --flash-causal-skip --canonicalize \
+// RUN:   | flashc-opt --flash-to-nvgpu --flash-tile-allocate-shared \
 // RUN:     --flash-tile-to-nvgpu | FileCheck %s --check-prefix=LOWERED
-// Tiles for wide warps (flash-tile's wide-warps, as the GPU pipeline's
-// tile-ir sets it): 128 rows, 4 warps of 32.
+// Tiles for wide warps (flash-tile's wide-warps, as the GPU pipeline sets
+// it): 128 rows, 4 warps of 32.
 // RUN: flashc-opt %t/mha.mlir --flash-online-softmax \
 // RUN:   --flash-tile="target=sm_80 wide-warps=1" --flash-split-kv="target=sm_80" \
 // RUN:   --flash-causal-skip --canonicalize \
-// RUN:   | flashc-opt --flash-to-nvgpu=tile-body=1 | FileCheck %s --check-prefix=WIDE
-// RUN: flashc-opt %t/gqa.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
-// RUN:   | flashc-opt --flash-to-nvgpu=tile-body=1 | FileCheck %s --check-prefix=GQA
-// RUN: flashc-opt %t/gqa.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
-// RUN:   | flashc-opt --flash-to-nvgpu="tile-body=1 causal-order=heaviest" \
+// RUN:   | flashc-opt --flash-to-nvgpu | FileCheck %s --check-prefix=WIDE
+// RUN: flashc-opt %t/gqa.mlir --flash-online-softmax \
+// RUN:   --flash-tile="target=sm_80" --flash-split-kv="target=sm_80" \
+// RUN:   --flash-causal-skip --canonicalize \
+// RUN:   | flashc-opt --flash-to-nvgpu | FileCheck %s --check-prefix=GQA
+// RUN: flashc-opt %t/gqa.mlir --flash-online-softmax \
+// RUN:   --flash-tile="target=sm_80" --flash-split-kv="target=sm_80" \
+// RUN:   --flash-causal-skip --canonicalize \
+// RUN:   | flashc-opt --flash-to-nvgpu=causal-order=heaviest \
 // RUN:   | FileCheck %s --check-prefix=HEAVY
-// RUN: flashc-opt %t/gqa.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
-// RUN:   | flashc-opt --flash-to-nvgpu="tile-body=1 causal-order=heaviest-per-head" \
+// RUN: flashc-opt %t/gqa.mlir --flash-online-softmax \
+// RUN:   --flash-tile="target=sm_80" --flash-split-kv="target=sm_80" \
+// RUN:   --flash-causal-skip --canonicalize \
+// RUN:   | flashc-opt --flash-to-nvgpu=causal-order=heaviest-per-head \
 // RUN:   | FileCheck %s --check-prefix=PER-HEAD
-// RUN: flashc-opt %t/gqa.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
+// RUN: flashc-opt %t/gqa.mlir --flash-online-softmax \
+// RUN:   --flash-tile="target=sm_80" --flash-split-kv="target=sm_80" \
+// RUN:   --flash-causal-skip --canonicalize \
 // RUN:   | not flashc-opt --flash-to-nvgpu="causal-order=middle" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BAD-ORDER
 // RUN: flashc-opt %t/decode.mlir \
 // RUN:   --flash-attention-pipeline="target=sm_80 dynamic-splits=1 block-q=4 block-kv=128" \
-// RUN:   | flashc-opt --flash-to-nvgpu=tile-body=1 | FileCheck %s --check-prefix=DECODE
+// RUN:   | flashc-opt --flash-to-nvgpu | FileCheck %s --check-prefix=DECODE
 // RUN: flashc-opt %t/gqa3.mlir --flash-attention-pipeline="target=sm_80" \
-// RUN:   | flashc-opt --flash-to-nvgpu=tile-body=1 | FileCheck %s --check-prefix=GQA3
+// RUN:   | flashc-opt --flash-to-nvgpu | FileCheck %s --check-prefix=GQA3
 // RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80 block-q=40" \
-// RUN:   | not flashc-opt --flash-to-nvgpu=tile-body=1 2>&1 \
+// RUN:   | not flashc-opt --flash-to-nvgpu 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=NOT-BUILT
 
-// flash-to-nvgpu with tile-body: the forward kernel's body as flash_tile
-// ops, its layouts explicit. The MHA and GQA runs take the builder's tiles
-// (tile-ir=0 in the tiling) to show the same schedule: 4 warps stacked
-// over the 64 query rows, 16-byte
-// copies, swizzled buffers.
+// flash-to-nvgpu: the forward kernel's body as flash_tile ops, its layouts
+// explicit. The MHA and GQA runs take 16-row warps (flash-tile without
+// wide-warps): 4 warps stacked over the 64 query rows, 16-byte copies,
+// swizzled buffers.
 
 //--- mha.mlir
 func.func @mha(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,

@@ -1,54 +1,55 @@
 // Tests of flash-to-nvgpu: the GPU kernels built from the tiled IR. Each
 // input below a `//---` marker is a flash.attention with dynamic batch and
-// lengths; flash-attention-pipeline tiles it for sm_80's builder kernels
-// (tile-ir=0, as the GPU pipeline does with that option), and flash-to-nvgpu
-// turns the tile loop into a gpu.module of kernels and erases the host
-// function.
+// lengths; flash-attention-pipeline tiles it for sm_80's kernels, and
+// flash-to-nvgpu turns the tile loop into a gpu.module of kernels whose
+// bodies are flash_tile ops, and erases the host function. This file checks
+// the kernels' signatures, launch attributes and diagnostics;
+// flash-to-nvgpu-tile-body.mlir checks the bodies op by op.
 //
 // RUN: split-file %s %t
 //
 // f16 MHA (two heads): the FA2 forward kernel.
-// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
+// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80" \
 // RUN:   | flashc-opt --flash-to-nvgpu | FileCheck %s --check-prefix=MHA
 // sm_90a has the same shared-memory budget for this tile.
-// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
+// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80" \
 // RUN:   | flashc-opt --flash-to-nvgpu=target=sm_90a | FileCheck %s --check-prefix=SM90
 //
 // bf16, causal GQA (8 query heads over 2 KV heads, D = 128).
-// RUN: flashc-opt %t/gqa-bf16.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
+// RUN: flashc-opt %t/gqa-bf16.mlir --flash-attention-pipeline="target=sm_80" \
 // RUN:   | flashc-opt --flash-to-nvgpu | FileCheck %s --check-prefix=BF16
 //
 // The log-sum-exp of a prefill kernel.
-// RUN: flashc-opt %t/lse.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
+// RUN: flashc-opt %t/lse.mlir --flash-attention-pipeline="target=sm_80" \
 // RUN:   | flashc-opt --flash-to-nvgpu | FileCheck %s --check-prefix=LSE
 //
 // Decode: the split count is a kernel argument (dynamic-splits), four query
 // rows per tile; a forward kernel writes f32 partials and a combine kernel
 // merges them.
 // RUN: flashc-opt %t/decode.mlir \
-// RUN:   --flash-attention-pipeline="target=sm_80 tile-ir=0 dynamic-splits=1 block-q=4" \
+// RUN:   --flash-attention-pipeline="target=sm_80 dynamic-splits=1 block-q=4" \
 // RUN:   | flashc-opt --flash-to-nvgpu | FileCheck %s --check-prefix=DECODE
 //
 // Unsupported inputs and options are diagnosed.
-// RUN: flashc-opt %t/f32.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
+// RUN: flashc-opt %t/f32.mlir --flash-attention-pipeline="target=sm_80" \
 // RUN:   | not flashc-opt --flash-to-nvgpu 2>&1 | FileCheck %s --check-prefix=F32
-// RUN: flashc-opt %t/d320.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
+// RUN: flashc-opt %t/d320.mlir --flash-attention-pipeline="target=sm_80" \
 // RUN:   | not flashc-opt --flash-to-nvgpu 2>&1 | FileCheck %s --check-prefix=D320
-// RUN: flashc-opt %t/static.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
+// RUN: flashc-opt %t/static.mlir --flash-attention-pipeline="target=sm_80" \
 // RUN:   | not flashc-opt --flash-to-nvgpu 2>&1 | FileCheck %s --check-prefix=STATIC
-// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
+// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80" \
 // RUN:   | not flashc-opt --flash-to-nvgpu=target=cpu 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=CPU
-// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
+// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80" \
 // RUN:   | not flashc-opt --flash-to-nvgpu=target=sm_99 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=SM99
-// RUN: flashc-opt %t/two.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
+// RUN: flashc-opt %t/two.mlir --flash-attention-pipeline="target=sm_80" \
 // RUN:   | not flashc-opt --flash-to-nvgpu 2>&1 | FileCheck %s --check-prefix=TWO
 //
 // A module without attention is left unchanged.
-// RUN: flashc-opt %t/scale.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
+// RUN: flashc-opt %t/scale.mlir --flash-attention-pipeline="target=sm_80" \
 // RUN:   | flashc-opt --flash-to-nvgpu | FileCheck %s --check-prefix=SCALE
-// RUN: flashc-opt %t/scale-computed.mlir --flash-attention-pipeline="target=sm_80 tile-ir=0" \
+// RUN: flashc-opt %t/scale-computed.mlir --flash-attention-pipeline="target=sm_80" \
 // RUN:   | not flashc-opt --flash-to-nvgpu 2>&1 | FileCheck %s --check-prefix=SCALE-COMPUTED
 // RUN: flashc-opt %t/none.mlir --flash-to-nvgpu | FileCheck %s --check-prefix=NONE
 // RUN: flashc-opt %t/none.mlir -o %t/none.roundtrip.mlir
@@ -80,38 +81,35 @@
 // MHA-SAME: name = "q_stride_b"
 // MHA-SAME: name = "out_stride_n"
 // MHA-SAME: %{{[a-z0-9]+}}: f32 {flash.param = {meaning = "the softmax scale", name = "scale"}}) kernel
-// Its launch: one CTA per (batch, head, 64-row Q tile), 4 warps, K and V
-// blocks of 128 keys double-buffered (2 x 2 x 16 KB) after the 8 KB Q tile,
-// which is also the f16 output's staging area.
-// MHA-SAME: attributes {flash.block = 128 : i64, flash.grid = [#flash.grid_factor<B>, #flash.grid_factor<2>, #flash.grid_factor<ceildiv(Nq, 64)>], flash.shared_bytes = 73728 : i64, flash.tile = array<i64: 1, 64, 128, 4, 1>, nvvm.reqntid = array<i32: 128, 1, 1>} {
+// Its launch: one CTA per (batch, head, 128-row Q tile), 4 warps of two
+// 16-row MMA tiles each, K and V blocks of 64 keys double-buffered
+// (2 x 2 x 8 KB) after the 16 KB Q tile, which is also the f16 output's
+// staging area.
+// MHA-SAME: attributes {flash.block = 128 : i64, flash.grid = [#flash.grid_factor<B>, #flash.grid_factor<2>, #flash.grid_factor<ceildiv(Nq, 128)>], flash.shared_bytes = 49152 : i64, flash.tile = array<i64: 1, 128, 64, 8, 1>, nvvm.reqntid = array<i32: 128, 1, 1>} {
 // MHA: arith.index_cast %[[NQ]] : i64 to index
 // MHA: gpu.block_id x
-// MHA: %[[SMEM:.+]] = memref.get_global @flash_smem
-// MHA: memref.reinterpret_cast %[[SMEM]] to offset: [0], sizes: [73728], strides: [1]
-// Q, K and V tiles go to shared memory 16 bytes per cp.async, past L1.
-// MHA: nvgpu.device_async_copy %[[Q]][%{{.+}}], %[[QS:[a-z0-9_]+]][%{{.+}}], 8, %{{.+}} {bypassL1}
-// MHA: nvgpu.device_async_copy %[[K]][%{{.+}}], %[[KS:[a-z0-9_]+]][%{{.+}}], 8, %{{.+}} {bypassL1}
-// MHA: nvgpu.device_async_copy %[[V]][%{{.+}}], %[[VS:[a-z0-9_]+]][%{{.+}}], 8, %{{.+}} {bypassL1}
-// MHA: nvvm.cp.async.commit.group
-// MHA-NEXT: nvvm.cp.async.wait.group 0
-// MHA-NEXT: gpu.barrier
-// Q fragments, then the KV loop over the runtime's Nk.
-// MHA: nvgpu.ldmatrix %[[QS]][%{{.+}}] {numTiles = 4 : i32, transpose = false}
+// Q, K and V in swizzled shared memory, filled by asynchronous copies.
+// MHA: %[[QS:.+]] = flash_tile.alloc : !flash_tile.shared<1x128x64xf16, #swizzled>
+// MHA-NEXT: %[[KS:.+]] = flash_tile.alloc : !flash_tile.shared<2x64x64xf16, #swizzled>
+// MHA-NEXT: %[[VS:.+]] = flash_tile.alloc : !flash_tile.shared<2x64x64xf16, #swizzled>
+// MHA: flash_tile.async_copy %{{.+}}, %[[QS]][%{{.+}}] valid
+// MHA: flash_tile.async_wait pending 0
+// Q as the A operand, once; then the KV loop over the runtime's Nk.
+// MHA: flash_tile.local_load %[[QS]][%{{.+}}] : !flash_tile.shared<1x128x64xf16, #swizzled> -> !flash_tile.tile<128x64xf16, #mma_a>
 // MHA: scf.for
 // The next K and V blocks are in flight while this one is used.
-// MHA: nvgpu.device_async_copy %[[K]]
-// MHA: nvvm.cp.async.commit.group
-// S = Q K^T: K fragments untransposed, m16n8k16 with f32 accumulators.
-// MHA: nvgpu.ldmatrix %[[KS]][%{{.+}}] {numTiles = 4 : i32, transpose = false}
-// MHA: nvgpu.mma.sync(%{{.+}}, %{{.+}}, %{{.+}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
-// The online softmax: row maxima across the four lanes of a row, exp2.
-// MHA: gpu.shuffle xor %{{.+}}, %{{.+}}, %{{.+}} : f32
-// MHA: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
-// O += P V: V fragments transposed by ldmatrix.
-// MHA: nvgpu.ldmatrix %[[VS]][%{{.+}}] {numTiles = 4 : i32, transpose = true}
-// MHA: nvgpu.mma.sync
-// The epilogue stores 16-byte rows of the output.
-// MHA: vector.store %{{.+}}, %[[O]][%{{.+}}] {alignment = 16 : i64} : memref<1099511627776xf16>, vector<8xf16>
+// MHA: flash_tile.async_copy %{{.+}}, %[[KS]]
+// MHA: flash_tile.async_copy %{{.+}}, %[[VS]]
+// S = Q K^T, the online softmax, O += P V.
+// MHA: flash_tile.local_load %[[KS]][%{{.+}}] transpose
+// MHA-NEXT: flash_tile.mma
+// MHA: flash_tile.reduce max
+// MHA: flash_tile.convert_layout
+// MHA-NEXT: flash_tile.local_load %[[VS]]
+// MHA-NEXT: flash_tile.mma
+// The epilogue stores the rows of the output below the tile's valid rows.
+// MHA: memref.reinterpret_cast %[[O]]
+// MHA-NEXT: flash_tile.store {{.+}} {alignment = 16 : i64} : !flash_tile.tile<128x64xf16, #mma>
 // MHA: gpu.return
 // One kernel only.
 // MHA-NOT: gpu.func
@@ -119,7 +117,7 @@
 
 // SM90-NOT: func.func
 // SM90-LABEL: gpu.func @mha_fwd(
-// SM90-SAME: flash.grid = [#flash.grid_factor<B>, #flash.grid_factor<2>, #flash.grid_factor<ceildiv(Nq, 64)>], flash.shared_bytes = 73728 : i64
+// SM90-SAME: flash.grid = [#flash.grid_factor<B>, #flash.grid_factor<2>, #flash.grid_factor<ceildiv(Nq, 128)>], flash.shared_bytes = 49152 : i64
 
 //--- mha.mlir
 func.func @mha(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
@@ -140,14 +138,11 @@ func.func @mha(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // The four query heads of a KV head share one CTA: 4 x 16 rows of Q.
 // BF16-SAME: flash.grid = [#flash.grid_factor<B>, #flash.grid_factor<2>, #flash.grid_factor<ceildiv(Nq, 16)>]
 // BF16-SAME: flash.tile = array<i64: 4, 16, 64, 4, 1>
-// BF16: nvgpu.device_async_copy {{.+}} {bypassL1} : memref<1099511627776xbf16> to memref<{{[0-9]+}}xbf16, #gpu.address_space<workgroup>>
-// bf16 has no nvgpu.mma.sync form: nvvm.mma.sync with bf16 multiplicands.
-// BF16-NOT: nvgpu.mma.sync
-// BF16: nvvm.mma.sync A[{{.+}}] B[{{.+}}] C[{{.+}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
-// BF16: gpu.shuffle xor
-// BF16: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
-// BF16: nvgpu.ldmatrix {{.+}} {numTiles = 4 : i32, transpose = true} : memref<{{[0-9]+}}xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
-// BF16-NOT: nvgpu.mma.sync
+// The four heads' 16 rows each: a 3-D Q matrix, one 64-row tile.
+// BF16: flash_tile.async_copy {{.+}} : memref<4x?x128xbf16, strided<[?, ?, 1], offset: ?>>, !flash_tile.shared<1x64x128xbf16, #swizzled>
+// The causal diagonal block masks its scores by their indices.
+// BF16: flash_tile.mma {{.+}} : !flash_tile.tile<64x128xbf16, #mma_a>, !flash_tile.tile<128x64xbf16, #mma_b>, !flash_tile.tile<64x64xf32, #mma>
+// BF16: flash_tile.map indices
 // BF16: gpu.return
 // BF16-NOT: gpu.func
 
@@ -168,10 +163,10 @@ func.func @gqa_bf16(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>,
 // LSE-LABEL: gpu.func @prefill_lse_fwd(
 // LSE-SAME: %{{[a-z0-9]+}}: memref<1099511627776xf16> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias},
 // LSE-SAME: %[[LSE:[a-z0-9]+]]: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias},
-// LSE-SAME: flash.grid = [#flash.grid_factor<B>, #flash.grid_factor<2>, #flash.grid_factor<ceildiv(Nq, 64)>]
-// log-sum-exp = m + ln(l), from log2.
-// LSE: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
-// LSE: memref.store %{{.+}}, %[[LSE]][%{{.+}}] : memref<1099511627776xf32>
+// LSE-SAME: flash.grid = [#flash.grid_factor<B>, #flash.grid_factor<2>, #flash.grid_factor<ceildiv(Nq, 128)>]
+// The row's log-sum-exp, one per row (the accumulator's row slice).
+// LSE: memref.reinterpret_cast %[[LSE]]
+// LSE-NEXT: flash_tile.store {{.+}} : !flash_tile.tile<128xf32, #slice>
 // LSE: gpu.return
 
 //--- lse.mlir
@@ -194,25 +189,35 @@ func.func @prefill_lse(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // DECODE-SAME: %[[WSO:[a-z0-9]+]]: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias}, %[[WSL:[a-z0-9]+]]: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias},
 // DECODE-SAME: name = "Nk"}}, %[[S:[a-z0-9]+]]: i64 {flash.param = {meaning = "KV splits (decode variants; 1 otherwise)", name = "splits"}},
 // One CTA per (batch, 4-row Q tile, split); the single KV head's tile
-// dimension is folded away. Four warps split each KV block.
-// DECODE-SAME: flash.grid = [#flash.grid_factor<B>, #flash.grid_factor<ceildiv(Nq, 4)>, #flash.grid_factor<splits>]
-// DECODE-SAME: flash.tile = array<i64: 4, 4, 128, 1, 4>
+// dimension is folded away. Four kv warps split each KV block. At one
+// split the kernel writes the output itself (flash.final_at_one_split).
+// DECODE-SAME: flash.final_at_one_split, flash.grid = [#flash.grid_factor<B>, #flash.grid_factor<ceildiv(Nq, 4)>, #flash.grid_factor<splits>]
+// DECODE-SAME: flash.tile = array<i64: 4, 4, 64, 1, 4>
 // DECODE: arith.index_cast %[[S]] : i64 to index
-// DECODE: nvgpu.mma.sync
-// The split's f32 partial row and its log-sum-exp.
-// DECODE: memref.store %{{.+}}, %[[WSL]][%{{.+}}] : memref<1099511627776xf32>
-// DECODE: vector.store %{{.+}}, %[[WSO]][%{{.+}}] {alignment = 16 : i64} : memref<1099511627776xf32>, vector<4xf32>
+// DECODE: flash_tile.mma
+// The kv warps' states merge through the K buffer.
+// DECODE: flash_tile.batch_reduce max
+// DECODE: flash_tile.batch_reduce sum
+// The split's f32 partial rows and their log-sum-exps.
+// DECODE: memref.reinterpret_cast %[[WSO]]
+// DECODE-NEXT: flash_tile.store {{.+}} : !flash_tile.tile<16x64xf32, #mma>
+// DECODE: memref.reinterpret_cast %[[WSL]]
+// DECODE-NEXT: flash_tile.store
 // DECODE: gpu.return
-// The combine: one warp per output row, four rows per CTA.
+// The combine: CTAs of a query row of the group's 4 heads, 2 warps.
 // DECODE-LABEL: gpu.func @decode_combine(
 // DECODE-SAME: %[[CO:[a-z0-9]+]]: memref<1099511627776xf16> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias},
 // DECODE-SAME: %[[CL:[a-z0-9]+]]: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias},
 // DECODE-SAME: %[[CWSO:[a-z0-9]+]]: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias}, %[[CWSL:[a-z0-9]+]]: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias},
-// DECODE-SAME: attributes {flash.block = 128 : i64, flash.grid = [#flash.grid_factor<ceildiv(B * 4 * Nq, 4)>], flash.shared_bytes = 0 : i64, nvvm.reqntid = array<i32: 128, 1, 1>}
-// DECODE: memref.load %[[CWSL]]
-// DECODE: vector.load %[[CWSO]]
-// DECODE: vector.store %{{.+}}, %[[CO]][%{{.+}}] {alignment = 16 : i64} : memref<1099511627776xf16>, vector<8xf16>
-// DECODE: memref.store %{{.+}}, %[[CL]][%{{.+}}] : memref<1099511627776xf32>
+// DECODE-SAME: attributes {flash.block = 64 : i64, flash.grid = [#flash.grid_factor<B>, #flash.grid_factor<Nq>], flash.shared_bytes = 0 : i64, nvvm.reqntid = array<i32: 64, 1, 1>}
+// DECODE: memref.reinterpret_cast %[[CWSL]]
+// DECODE: flash_tile.load
+// DECODE: memref.reinterpret_cast %[[CWSO]]
+// DECODE: flash_tile.load {{.+}} {alignment = 16 : i64}
+// DECODE: memref.reinterpret_cast %[[CO]]
+// DECODE-NEXT: flash_tile.store {{.+}} {alignment = 16 : i64} : !flash_tile.tile<4x64xf16, #blocked1>
+// DECODE: memref.reinterpret_cast %[[CL]]
+// DECODE-NEXT: flash_tile.store
 // DECODE: gpu.return
 // DECODE-NOT: gpu.func
 // DECODE-NOT: func.func
