@@ -277,6 +277,19 @@ class AttentionSpec(_runtime.AttentionProblem):
             value = _layout(value)
         super().__setattr__(name, value)
 
+    @classmethod
+    def _trusted(cls, **fields):
+        """A spec of fields that are valid already (the sizes and dtype of
+        described tensors, and arguments the public entry points checked),
+        set without ``__setattr__``'s checks: the per-call path of
+        ``_prepare``, where the checks cost more than the launch."""
+        spec = cls.__new__(cls)
+        _runtime.AttentionProblem.__init__(spec)
+        setter = _runtime.AttentionProblem.__setattr__
+        for name, value in fields.items():
+            setter(spec, name, value)
+        return spec
+
     @property
     def causal(self):
         """Whether the mask is causal (``mask == "causal"``)."""
@@ -415,11 +428,12 @@ def _prepare(q, k, v, mask, scale, with_lse, layout="bhnd"):
         raise FlashcError(f"head dims differ: q has {d}, k has {ks[3]}")
     if ks[2] != vs[2]:
         raise FlashcError(f"k has {ks[2]} keys but v has {vs[2]}")
-    spec = AttentionSpec(batch=b, heads=hq, kv_heads=ks[1], seq_q=nq,
-                         seq_kv=ks[2], head_dim=d,
-                         head_dim_v=vs[3] if vs[3] != d else 0, dtype=qt,
-                         mask=mask, scale=scale, with_lse=with_lse,
-                         layout=layout)
+    # Every field is checked: the sizes and dtype by describe, the rest by
+    # the callers (mask, scale, with_lse and layout validated).
+    spec = AttentionSpec._trusted(  # pylint: disable=protected-access
+        batch=b, heads=hq, kv_heads=ks[1], seq_q=nq, seq_kv=ks[2],
+        head_dim=d, head_dim_v=vs[3] if vs[3] != d else 0, dtype=qt,
+        mask=mask, scale=scale, with_lse=with_lse, layout=layout)
     return _Call(spec, devices[0], inputs)
 
 

@@ -9,6 +9,7 @@ or gives values of the wrong type or range) is a FlashcError naming it.
 
 import ctypes
 import operator
+import sys
 
 import numpy as np
 
@@ -112,11 +113,38 @@ def _attribute(x, name, what):
         raise _protocol_error(what, e) from e
 
 
+def _torch_tensor(x):
+    """``x`` when it is a torch.Tensor (torch already imported by whoever
+    made it), else None."""
+    torch = sys.modules.get("torch") if is_torch(x) else None
+    tensor = getattr(torch, "Tensor", None)
+    return x if tensor is not None and isinstance(x, tensor) else None
+
+
+def _torch_on_cuda(x, what):
+    """Whether torch tensor ``x`` is on the CUDA device flashc launches on
+    (False: the CPU); FlashcError for any other device, as for DLPack."""
+    device = x.device
+    if device.type == "cpu":
+        return False
+    if device.type != "cuda":
+        raise FlashcError(
+            f"{what} is on torch device '{device}'; flashc runs on host "
+            "memory (CPU) and CUDA devices")
+    if (device.index or 0) != 0:
+        raise FlashcError(
+            f"{what} is on CUDA device {device.index}; flashc launches on "
+            "CUDA device 0 only")
+    return True
+
+
 def is_cuda(x, what="tensor"):
     """True for a tensor in CUDA device memory (DLPack or CUDA array
     interface), False for host memory; FlashcError for other devices."""
     if isinstance(x, np.ndarray):
         return False
+    if _torch_tensor(x) is not None:
+        return _torch_on_cuda(x, what)
     if _attribute(x, "__dlpack_device__", what):
         try:
             device_type, device_id = x.__dlpack_device__()
@@ -149,6 +177,8 @@ def describe(x, what, output=False):
     try:
         if isinstance(x, np.ndarray):
             desc, keep = _describe_numpy(x, what, output), x
+        elif _torch_tensor(x) is not None:
+            desc, keep = _describe_torch(x, what), x
         elif _attribute(x, "__dlpack__", what):
             desc, keep = _describe_dlpack(x, what)
         elif _attribute(x, "__cuda_array_interface__", what):
@@ -275,6 +305,24 @@ def _dense_strides(shape):
         strides.insert(0, elems)
         elems *= n
     return strides
+
+
+def _describe_torch(x, what):
+    """A torch tensor's description from its own attributes: what DLPack
+    would give, without making a capsule. (torch's ``__dlpack__`` also
+    orders the default stream after the current one at every call, which
+    flashc does not need: it launches on the current stream.)"""
+    names = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
+    dtype = str(x.dtype).rpartition(".")[2]
+    if dtype not in names:
+        raise FlashcError(f"{what} has dtype {x.dtype}; expected float32, "
+                          "float16 or bfloat16")
+    if x.is_conj() or x.is_neg():
+        raise FlashcError(f"{what} has a lazy conjugate or negation bit; "
+                          "call resolve_conj() / resolve_neg() first")
+    on_device = _torch_on_cuda(x, what)
+    return (int(x.data_ptr()), names[dtype], list(x.shape), list(x.stride()),
+            on_device)
 
 
 def _describe_dlpack(x, what):

@@ -215,3 +215,29 @@ def test_torch_tensors_in_and_out(rng):
     torch.testing.assert_close(got, ref, atol=TOL, rtol=0)
     with pytest.raises(flashc.FlashcError, match="forward pass only"):
         flashc.flash_attn_func(tq.requires_grad_(), tk, tv)
+
+
+def test_torch_views_are_described_from_their_attributes(rng):
+    """torch tensors are read without DLPack: a view's storage offset and
+    strides, torch's dtypes, and every other device or dtype refused with
+    the tensor's name."""
+    torch = pytest.importorskip("torch")
+    q, k, v = make(rng, b=3, hq=4, hkv=2)
+    # Views into larger tensors: offset storage, batch strides that skip.
+    big = [torch.from_numpy(np.concatenate([x, x], axis=0)) for x in (q, k, v)]
+    views = [t[1:4] for t in big]
+    assert views[0].storage_offset() > 0
+    want = reference(np.concatenate([q, q])[1:4], np.concatenate([k, k])[1:4],
+                     np.concatenate([v, v])[1:4], causal=True)[0]
+    o = flashc.attention(*views, causal=True)
+    np.testing.assert_allclose(o.numpy(), want, atol=TOL, rtol=0)
+    tq, tk, tv = (torch.from_numpy(x) for x in (q, k, v))
+    with pytest.raises(flashc.FlashcError,
+                       match="q has dtype torch.int32; expected float32"):
+        flashc.attention(tq.to(torch.int32), tk, tv)
+    with pytest.raises(flashc.FlashcError,
+                       match="k is on torch device 'meta'"):
+        flashc.attention(tq, tk.to("meta"), tv)
+    if hasattr(torch, "_neg_view"):
+        with pytest.raises(flashc.FlashcError, match="v has a lazy"):
+            flashc.attention(tq, tk, torch._neg_view(tv))  # pylint: disable=protected-access
