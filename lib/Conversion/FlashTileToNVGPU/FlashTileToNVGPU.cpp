@@ -884,8 +884,9 @@ struct LocalLoadLowering : TilePattern<LocalLoadOp> {
                        lane % 16;
       AffineExpr col = lane.floorDiv(16) * 8;
       SharedAddresses addr(buffer, row, col, threads);
-      for (int64_t mi = 0; mi < mTiles; ++mi)
-        for (int64_t ki = 0; ki < kTiles; ++ki)
+      // k-major, the order the multiply uses them in.
+      for (int64_t ki = 0; ki < kTiles; ++ki)
+        for (int64_t mi = 0; mi < mTiles; ++mi)
           load(addr, mi * 16, ki * 16, /*trans=*/false, 4,
                (mi * kTiles + ki) * 8);
     } else {
@@ -996,16 +997,23 @@ struct MmaLowering : TilePattern<MmaOp> {
       bFrags.push_back(fragmentOf(rewriter, loc, adaptor.getB(), i * 4, {2, 2}));
     VectorType resultType = convertTile(accType);
     SmallVector<Value> out(resultType.getNumElements());
-    for (int64_t mi = 0; mi < mTiles; ++mi)
-      for (int64_t ni = 0; ni < nTiles; ++ni) {
-        int64_t cAt = (mi * nTiles + ni) * 4;
-        Value c = fragmentOf(rewriter, loc, adaptor.getAcc(), cAt, {2, 2});
-        for (int64_t ki = 0; ki < kTiles; ++ki)
+    // k outermost: a k-step's fragments are last used within it (a warp
+    // of several row tiles reuses each B fragment across them, which the
+    // other order would keep live over the whole multiply), and
+    // consecutive mma.sync accumulate into different tiles.
+    SmallVector<Value> acc;
+    for (int64_t i = 0; i < mTiles * nTiles; ++i)
+      acc.push_back(fragmentOf(rewriter, loc, adaptor.getAcc(), i * 4, {2, 2}));
+    for (int64_t ki = 0; ki < kTiles; ++ki)
+      for (int64_t mi = 0; mi < mTiles; ++mi)
+        for (int64_t ni = 0; ni < nTiles; ++ni) {
+          Value &c = acc[mi * nTiles + ni];
           c = flash::createMmaSync16816(rewriter, loc,
                                         aFrags[mi * kTiles + ki],
                                         bFrags[ki * nTiles + ni], c);
-        scatterFragment(rewriter, loc, c, out, cAt);
-      }
+        }
+    for (int64_t i = 0; i < mTiles * nTiles; ++i)
+      scatterFragment(rewriter, loc, acc[i], out, i * 4);
     rewriter.replaceOpWithNewOp<vector::FromElementsOp>(op, resultType, out);
     return success();
   }
