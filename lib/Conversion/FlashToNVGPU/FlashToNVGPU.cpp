@@ -42,6 +42,7 @@
 
 #include "flashc/Conversion/Passes.h"
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
+#include "flashc/Dialect/Flash/Transforms/TiledLoopNest.h"
 #include "flashc/Dialect/FlashTile/IR/FlashTileDialect.h"
 #include "flashc/Core/GPUSchedule.h"
 #include "flashc/Target/TargetInfo.h"
@@ -184,54 +185,25 @@ FailureOr<TiledAttention> analyze(func::FuncOp func, scf::ForallOp forall,
   // The tile loop is over (batch, kv-head, q-block[, split]), less any
   // dimension of one iteration that canonicalization folded away; the
   // kernel delinearises the CTA index over whatever bounds remain.
-  FlashDialect::KvLoopAttrHelper kvLoop(func.getContext());
-  for (Operation &op : forall.getBody()->without_terminator()) {
-    if (auto loop = dyn_cast<scf::ForOp>(op);
-        loop && kvLoop.isAttrPresent(loop)) {
-      AttentionStepOp step = getKVLoopStep(loop);
-      if (!step)
-        return fail(loop, "a KV loop must hold exactly one "
-                          "flash.attention_step");
-      t.loops.push_back(loop);
-      t.steps.push_back(step);
-    } else if (auto fin = dyn_cast<FinalizeOp>(op)) {
-      if (t.finalize)
-        return fail(fin, "one flash.finalize per tile expected");
-      t.finalize = fin;
-    } else if (isa<scf::ForOp, scf::ForallOp, AttentionStepOp, CombineOp>(op)) {
-      return fail(&op, "unexpected loop or flash op in the tile loop; run "
-                       "the algorithm in FA2 order (loop-order=fa2)");
-    }
-  }
-  if (t.loops.empty() || !t.finalize)
-    return fail(forall, "a tile loop needs a KV loop and a flash.finalize");
+  TiledLoopNestMismatch mismatch;
+  FailureOr<TiledLoopNest> nest = matchTiledLoopNest(forall, mismatch);
+  if (failed(nest))
+    return fail(mismatch.op, mismatch.message);
+  t.loops = nest->kvLoops;
+  t.steps = nest->steps;
+  t.finalize = nest->finalize;
   AttentionStepOp first = t.steps.front();
   if (!isa<RankedTensorType>(first.getQuery().getType()))
     return fail(first, "flash-to-nvgpu runs on tensors, before "
                        "bufferization");
-  for (AttentionStepOp step : t.steps) {
+  for (AttentionStepOp step : t.steps)
     if (step.getKeyTransposed())
       return fail(step, "the GPU kernels read K untransposed; do not run "
                         "flash-cpu-transpose-keys");
-    if (step.getQuery() != first.getQuery() ||
-        step.getScaleAttr() != first.getScaleAttr())
-      return fail(step, "the KV loops of a tile must share its Q tile and "
-                        "scale");
-  }
   t.qSlice = first.getQuery().getDefiningOp<tensor::ExtractSliceOp>();
   if (!t.qSlice || !forall->isAncestor(t.qSlice))
     return fail(first, "the Q tile must be a slice of the query taken in the "
                        "tile loop");
-  // The loops chain their state; the finalize reads the last one's.
-  for (size_t i = 1; i < t.loops.size(); ++i)
-    if (t.loops[i].getInitArgs() != ValueRange(t.loops[i - 1].getResults()))
-      return fail(t.loops[i], "the KV loops of a tile must carry one state");
-  scf::ForOp last = t.loops.back();
-  if (t.finalize.getAcc() != last.getResult(0) ||
-      t.finalize.getMax() != last.getResult(1) ||
-      t.finalize.getSum() != last.getResult(2))
-    return fail(t.finalize, "the finalize must read the last KV loop's "
-                            "state");
 
   // Inputs.
   t.qRoot = stripToTensor(t.qSlice.getSource());
@@ -260,14 +232,8 @@ FailureOr<TiledAttention> analyze(func::FuncOp func, scf::ForallOp forall,
   t.roots[t.kRoot] = Role::K;
   t.roots[t.vRoot] = Role::V;
 
-  // Outputs: the finalize writes slices of the forall's shared outputs.
-  for (Value dest : t.finalize.getDpsInits()) {
-    auto slice = dest.getDefiningOp<tensor::ExtractSliceOp>();
-    auto arg = slice ? dyn_cast<BlockArgument>(slice.getSource()) : nullptr;
-    if (!arg || arg.getOwner() != forall.getBody())
-      return fail(t.finalize, "the finalize must write slices of the tile "
-                              "loop's shared outputs");
-  }
+  // Outputs: the finalize writes slices of the forall's shared outputs
+  // (matchTiledLoopNest); their roles follow.
   for (Operation *user : forall->getUsers())
     if (auto c = dyn_cast<CombineOp>(user))
       t.combine = c;

@@ -25,6 +25,7 @@
 #include "flashc/Analysis/CostModel.h"
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
 #include "flashc/Dialect/Flash/Transforms/Passes.h"
+#include "flashc/Dialect/Flash/Transforms/TiledLoopNest.h"
 #include "flashc/Support/Sizes.h"
 #include "flashc/Target/TargetInfo.h"
 
@@ -53,7 +54,7 @@ using namespace mlir::flash;
 
 namespace {
 
-/// The pieces of a tiled FA2 attention.
+/// The pieces of a tiled FA2 attention with a single KV loop.
 struct TiledAttention {
   scf::ForallOp forall;
   scf::ForOp kvLoop;
@@ -65,44 +66,29 @@ struct TiledAttention {
   SmallVector<tensor::ParallelInsertSliceOp> inserts;
 };
 
+/// A tiled loop nest (matchTiledLoopNest) this pass splits: one KV loop
+/// (not yet split by causal skipping) over (batch, kv-head, Q block), from
+/// 0 in constant blocks to a bound known outside the tile loop, with the
+/// static head counts and head dims the wave model needs.
 std::optional<TiledAttention> matchTiled(scf::ForallOp forall) {
-  FlashDialect::TileLoopAttrHelper tileLoop(forall.getContext());
-  FlashDialect::KvLoopAttrHelper kvLoop(forall.getContext());
-  if (!tileLoop.isAttrPresent(forall) || forall.getRank() != 3)
+  TiledLoopNestMismatch why;
+  FailureOr<TiledLoopNest> nest = matchTiledLoopNest(forall, why);
+  if (failed(nest)) {
+    LLVM_DEBUG(if (FlashDialect::TileLoopAttrHelper(forall.getContext())
+                       .isAttrPresent(forall)) DBGS()
+               << "tile loop at " << forall.getLoc() << ": " << why.message
+               << "\n");
     return std::nullopt;
+  }
+  if (forall.getRank() != 3 || nest->kvLoops.size() != 1)
+    return std::nullopt; // already split, or by causal skipping
   TiledAttention t;
   t.forall = forall;
-  for (Operation &op : forall.getBody()->without_terminator()) {
-    if (auto loop = dyn_cast<scf::ForOp>(op);
-        loop && kvLoop.isAttrPresent(loop)) {
-      if (t.kvLoop)
-        return std::nullopt; // already split by causal skipping
-      t.kvLoop = loop;
-    }
-    if (auto fin = dyn_cast<FinalizeOp>(op))
-      t.finalize = fin;
-  }
-  if (!t.kvLoop || !t.finalize)
-    return std::nullopt;
-  t.step = getKVLoopStep(t.kvLoop);
-  if (!t.step || t.kvLoop.getNumResults() == 0 ||
-      t.finalize.getAcc() != t.kvLoop.getResult(0))
-    return std::nullopt;
-  // Each finalize result is written through its own shared output of the
-  // forall: the structure flash-tile builds. Anything else (a finalize with
-  // more results than the forall has outputs) is left alone.
-  auto iterArgs = forall.getRegionIterArgs();
-  auto inits = t.finalize.getDpsInits();
-  if (t.finalize->getNumResults() > iterArgs.size() ||
-      inits.size() != t.finalize->getNumResults())
-    return std::nullopt;
-  auto insertOps = forall.getTerminator().getYieldingOps();
-  for (auto [i, res] : llvm::enumerate(t.finalize.getResults())) {
-    auto slice = inits[i].getDefiningOp<tensor::ExtractSliceOp>();
-    if (!slice || slice.getSource() != iterArgs[i])
-      return std::nullopt;
-    t.outSlices.push_back(slice);
-  }
+  t.kvLoop = nest->kvLoops.front();
+  t.step = nest->steps.front();
+  t.finalize = nest->finalize;
+  t.outSlices = nest->outSlices;
+  t.inserts = nest->inserts;
   // The wave model needs static head counts and head dims.
   auto q = dyn_cast<RankedTensorType>(t.step.getQuery().getType());
   auto v = dyn_cast<RankedTensorType>(t.step.getValue().getType());
@@ -111,14 +97,6 @@ std::optional<TiledAttention> matchTiled(scf::ForallOp forall) {
       out.getRank() < 4 || q.isDynamicDim(0) || q.isDynamicDim(2) ||
       v.isDynamicDim(1) || out.isDynamicDim(1) ||
       (out.getRank() == 5 && out.isDynamicDim(2)))
-    return std::nullopt;
-  for (Operation &op : insertOps) {
-    auto insert = dyn_cast<tensor::ParallelInsertSliceOp>(op);
-    if (!insert)
-      return std::nullopt;
-    t.inserts.push_back(insert);
-  }
-  if (t.inserts.size() != t.outSlices.size())
     return std::nullopt;
   // The KV loop must start at 0 with a constant block size and run to a
   // bound known outside the parallel loop.
