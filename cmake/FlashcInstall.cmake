@@ -77,7 +77,7 @@ if(TARGET FlashcCompiler)
   set(FLASHC_COMPILER_LIBRARIES
     FlashcTarget FlashcAnalysis FlashcFlashDialect FlashcFlashTileDialect
     FlashcFlashTileTransforms FlashcFlashTransforms
-    FlashcFlashToCPU FlashcFlashToNVGPU FlashcFlashTileToNVGPU FlashcPipelines
+    FlashcFlashToCPU FlashcFlashToTile FlashcFlashTileToNVGPU FlashcPipelines
     FlashcInit
     FlashcCompiler)
   list(APPEND FLASHC_EXPORTED_TARGETS ${FLASHC_COMPILER_LIBRARIES})

@@ -130,7 +130,7 @@ PASS_ORDER = ("flash-fuse-attention", "flash-online-softmax", "flash-tile",
               "flash-cpu-widen-operands", "flash-cpu-transpose-keys",
               "flash-cpu-direct-finalize", "flash-expand-to-cpu",
               "flash-cpu-dynamic-schedule", "flash-approximate-math")
-GPU_TAIL = ("flash-to-nvgpu",)
+GPU_TAIL = ("flash-to-tile",)
 STRING_OPTION_VALUES = {
     "target": ("cpu", "sm_80", "sm_90a", "sm_99", "", "CPU"),
     "chip": ("sm_80", "sm_90a", "sm_70", ""),

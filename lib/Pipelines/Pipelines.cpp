@@ -418,10 +418,10 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
         "algorithm1 is for the CPU backend and the cost model");
   if (stage == "tile") {
     // The kernels as flash_tile ops, their shared memory placed.
-    FlashToNVGPUOptions o;
+    FlashToTileOptions o;
     o.target = c.target;
     o.causalOrder = c.causalOrder;
-    pm.addPass(createFlashToNVGPU(o));
+    pm.addPass(createFlashToTile(o));
     flash_tile::FlashTileAllocateSharedOptions shared;
     shared.chip = c.target;
     pm.addPass(flash_tile::createFlashTileAllocateShared(shared));

@@ -299,7 +299,7 @@ def FlashApproximateMath : Pass<"flash-approximate-math"> {
   ];
 }
 
-def FlashToNVGPU : Pass<"flash-to-nvgpu", "::mlir::ModuleOp"> {
+def FlashToTile : Pass<"flash-to-tile", "::mlir::ModuleOp"> {
   let summary = "Build FlashAttention-2 GPU kernels from the tiled IR as flash_tile ops";
   let description = [{
     The GPU backend's expansion of the tiled IR (after flash-tile,

@@ -1,6 +1,6 @@
-//===- FlashToNVGPU.cpp - GPU kernels from the tiled IR -------------------===//
+//===- FlashToTile.cpp - GPU kernels from the tiled IR -------------------===//
 //
-// Implements `flash-to-nvgpu`. The input is the tiled IR every backend
+// Implements `flash-to-tile`. The input is the tiled IR every backend
 // shares (after flash-tile, flash-split-kv and flash-causal-skip, on
 // tensors):
 //
@@ -22,7 +22,8 @@
 // split ranges and the tile offsets are the tiled IR's scalar arithmetic,
 // cloned into the kernel with the forall's induction variables bound to the
 // block index and the tensor sizes bound to kernel arguments. Only the
-// block-level ops become warp-level code (AttentionKernel.cpp).
+// block-level ops become flash_tile ops (TileKernel.cpp), which
+// flash-tile-allocate-shared places and flash-tile-to-nvgpu lowers.
 //
 // Every kernel has the same arguments, so that the runtime passes one list
 // to all of them:
@@ -66,12 +67,12 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Debug.h"
 
-#define DEBUG_TYPE "flash-to-nvgpu"
+#define DEBUG_TYPE "flash-to-tile"
 #define DBGS() (llvm::dbgs() << "[" DEBUG_TYPE "] ")
 
 namespace mlir {
 namespace flash {
-#define GEN_PASS_DEF_FLASHTONVGPU
+#define GEN_PASS_DEF_FLASHTOTILE
 #include "flashc/Conversion/Passes.h.inc"
 } // namespace flash
 } // namespace mlir
@@ -194,7 +195,7 @@ FailureOr<TiledAttention> analyze(func::FuncOp func, scf::ForallOp forall,
   t.finalize = nest->finalize;
   AttentionStepOp first = t.steps.front();
   if (!isa<RankedTensorType>(first.getQuery().getType()))
-    return fail(first, "flash-to-nvgpu runs on tensors, before "
+    return fail(first, "flash-to-tile runs on tensors, before "
                        "bufferization");
   for (AttentionStepOp step : t.steps)
     if (step.getKeyTransposed())
@@ -306,7 +307,7 @@ public:
       return mapped;
     Operation *def = host.getDefiningOp();
     if (!def)
-      return fail(t.forall, "flash-to-nvgpu: a block argument the kernel "
+      return fail(t.forall, "flash-to-tile: a block argument the kernel "
                             "cannot compute");
     Value result;
     if (isa<tensor::DimOp, memref::DimOp>(def)) {
@@ -331,7 +332,7 @@ public:
         map.map(h, k);
       return map.lookup(host);
     } else {
-      return fail(def, "flash-to-nvgpu cannot compute this value in the "
+      return fail(def, "flash-to-tile cannot compute this value in the "
                        "kernel");
     }
     if (result)
@@ -408,7 +409,7 @@ public:
       return dimOf(loop.getInitArgs()[cast<OpResult>(host).getResultNumber()],
                    i);
     }
-    return fail(def, "flash-to-nvgpu cannot compute the sizes of this "
+    return fail(def, "flash-to-tile cannot compute the sizes of this "
                      "tensor in the kernel");
   }
 
@@ -645,8 +646,8 @@ FailureOr<GridFactorAttr> getGridFactor(TiledAttention &t, OpFoldResult ofr,
 // The pass
 //===----------------------------------------------------------------------===//
 
-struct FlashToNVGPUPass
-    : public flash::impl::FlashToNVGPUBase<FlashToNVGPUPass> {
+struct FlashToTilePass
+    : public flash::impl::FlashToTileBase<FlashToTilePass> {
   using Base::Base;
 
   void runOnOperation() override;
@@ -694,14 +695,14 @@ gpu::GPUFuncOp createKernel(OpBuilder &b, Location loc, StringRef name,
   return fn;
 }
 
-LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
+LogicalResult FlashToTilePass::build(TiledAttention &t,
                                       gpu::GPUModuleOp gpuModule,
                                       const TargetInfo &target) {
   MLIRContext *ctx = &getContext();
   MatchError err;
   auto report = [&]() {
     (err.op ? err.op : t.forall.getOperation())->emitError()
-        << "flash-to-nvgpu: " << err.message;
+        << "flash-to-tile: " << err.message;
     return failure();
   };
 
@@ -711,19 +712,19 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
   Type elt = qType.getElementType();
   if (!elt.isF16() && !elt.isBF16())
     return t.steps[0].emitError()
-           << "flash-to-nvgpu: the GPU kernels take f16 or bf16 inputs, not "
+           << "flash-to-tile: the GPU kernels take f16 or bf16 inputs, not "
            << elt;
   auto tileType = cast<RankedTensorType>(t.steps[0].getQuery().getType());
   if (tileType.getRank() != 3)
     return t.steps[0].emitError()
-           << "flash-to-nvgpu: expected a [G, Br, D] Q tile, found "
+           << "flash-to-tile: expected a [G, Br, D] Q tile, found "
            << tileType;
   int64_t group = tileType.getDimSize(0);
   int64_t headDim = qType.getDimSize(3), headDimV = vType.getDimSize(3);
   if (ShapedType::isDynamic(group) || ShapedType::isDynamic(headDim) ||
       ShapedType::isDynamic(headDimV) || qType.isDynamicDim(1))
     return t.steps[0].emitError()
-           << "flash-to-nvgpu: the GPU kernels need static head counts and "
+           << "flash-to-tile: the GPU kernels need static head counts and "
               "head dims";
   // Br: the static bound of the Q tile's rows; Bc: the KV loops' step.
   int64_t blockQ = tileType.getDimSize(1);
@@ -732,18 +733,18 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
         getStaticUpperBound(t.qSlice.getMixedSizes()[2]);
     if (!bound)
       return t.qSlice.emitError()
-             << "flash-to-nvgpu: the Q tile's rows have no static bound";
+             << "flash-to-tile: the Q tile's rows have no static bound";
     blockQ = *bound;
   }
   std::optional<int64_t> blockKV = getConstantIntValue(t.loops[0].getStep());
   for (scf::ForOp loop : t.loops)
     if (getConstantIntValue(loop.getStep()) != blockKV)
       return loop.emitError()
-             << "flash-to-nvgpu: the KV loops must step by one constant "
+             << "flash-to-tile: the KV loops must step by one constant "
                 "block size";
   if (!blockKV)
     return t.loops[0].emitError()
-           << "flash-to-nvgpu: the KV loops must step by one constant block "
+           << "flash-to-tile: the KV loops must step by one constant block "
               "size";
   // The forward kernel writes f32 partials when the KV loop is split, else
   // the output in the inputs' type (which flash.attention's verifier
@@ -753,7 +754,7 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
       /*wideWarps=*/true);
   if (std::string notYet = whyNoTileBody(config); !notYet.empty())
     return t.forall.emitError()
-           << "flash-to-nvgpu: the flash_tile body does not build " << notYet
+           << "flash-to-tile: the flash_tile body does not build " << notYet
            << " (G=" << config.group << ", Br=" << config.blockQ
            << ", Bc=" << config.blockKV << ")";
   std::string why = flashc::checkGPUTileConfig(config, target.sramBytes);
@@ -767,7 +768,7 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
                     << (t.combine ? ", f32 partials for the combine" : "")
                     << (why.empty() ? "" : "; rejected: " + why) << "\n");
   if (!why.empty())
-    return t.forall.emitError() << "flash-to-nvgpu: " << why << " on "
+    return t.forall.emitError() << "flash-to-tile: " << why << " on "
                                 << target.name;
 
   // Launch geometry: one CTA per iteration of the tile loop.
@@ -862,14 +863,14 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
       auto arg = dyn_cast<BlockArgument>(factor);
       if (!arg || arg.getOwner() != &t.func.getBody().front())
         return t.steps[0].emitError()
-               << "flash-to-nvgpu: the scale factor must be an argument of "
+               << "flash-to-tile: the scale factor must be an argument of "
                   "the function (the kernel takes it as its scale)";
       spec.scaleFactor = lift.arg(ArgScale);
     }
     for (AttentionStepOp step : t.steps)
       if (step.getScaleFactor() != t.steps[0].getScaleFactor() ||
           step.getScale() != t.steps[0].getScale())
-        return step.emitError() << "flash-to-nvgpu: the attention steps of "
+        return step.emitError() << "flash-to-tile: the attention steps of "
                                    "one kernel must share their scale";
 
     // The Q tile.
@@ -878,7 +879,7 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
       return report();
     if (strides.size() != 3)
       return t.qSlice.emitError()
-             << "flash-to-nvgpu: expected a [G, Br, D] slice of Q";
+             << "flash-to-tile: expected a [G, Br, D] slice of Q";
     spec.q.groupStride = strides[0];
     spec.q.rowStride = strides[1];
     spec.qRows = lift.get(t.qSlice.getMixedSizes()[2]);
@@ -895,14 +896,14 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
         if (offsets.size() != 4 ||
             dyn_cast<Value>(offsets[2]) != loop.getInductionVar() ||
             getConstantIntValue(offsets[3]) != 0)
-          return s.emitError() << "flash-to-nvgpu: expected K and V blocks "
+          return s.emitError() << "flash-to-tile: expected K and V blocks "
                                   "at [b, h, j, 0] of the KV loop";
         for (int64_t d = 0; d < 2; ++d) {
           SmallVector<OpFoldResult> first =
               (s.getSource() == kSlice.getSource() ? kSlice : vSlice)
                   .getMixedOffsets();
           if (offsets[d] != first[d])
-            return s.emitError() << "flash-to-nvgpu: the KV loops must "
+            return s.emitError() << "flash-to-tile: the KV loops must "
                                     "address K and V alike";
         }
       }
@@ -957,20 +958,20 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
       if (i == 0) {
         if (st.size() != 3)
           return slice.emitError()
-                 << "flash-to-nvgpu: expected a [G, Br, Dv] output tile";
+                 << "flash-to-tile: expected a [G, Br, Dv] output tile";
         tile.groupStride = st[0];
         tile.rowStride = st[1];
         spec.out = tile;
         spec.outType = cast<ShapedType>(slice.getType()).getElementType();
         if (spec.outType.getIntOrFloatBitWidth() / 8 > config.outputBytes)
           return slice.emitError()
-                 << "flash-to-nvgpu: an output tile of " << spec.outType
+                 << "flash-to-tile: an output tile of " << spec.outType
                  << " is wider than the " << config.outputBytes
                  << "-byte staging area";
       } else {
         if (st.size() != 2)
           return slice.emitError()
-                 << "flash-to-nvgpu: expected a [G, Br] log-sum-exp tile";
+                 << "flash-to-tile: expected a [G, Br] log-sum-exp tile";
         tile.groupStride = st[0];
         tile.rowStride = st[1];
         spec.lse = tile;
@@ -1010,7 +1011,7 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
     std::string why;
     if (failed(emitForwardTileBody(b, spec, why)))
       return t.forall.emitError()
-             << "flash-to-nvgpu: the flash_tile body does not build " << why;
+             << "flash-to-tile: the flash_tile body does not build " << why;
     if (spec.finalOut.buffer)
       FlashDialect::FinalAtOneSplitAttrHelper(ctx).setAttr(
           fwd, UnitAttr::get(ctx));
@@ -1026,7 +1027,7 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
   auto outType = cast<ShapedType>(t.combine.getOut().getType());
   if (outType.getRank() != 4)
     return t.combine.emitError()
-           << "flash-to-nvgpu: expected a [B, H, Nq, Dv] output";
+           << "flash-to-tile: expected a [B, H, Nq, Dv] output";
   int64_t heads = outType.getDimSize(1);
   auto rowSize = [&](unsigned dim, StringRef name) -> Attribute {
     if (outType.isDynamicDim(dim))
@@ -1087,17 +1088,17 @@ LogicalResult FlashToNVGPUPass::build(TiledAttention &t,
   return success();
 }
 
-void FlashToNVGPUPass::runOnOperation() {
+void FlashToTilePass::runOnOperation() {
   ModuleOp module = getOperation();
   llvm::Expected<TargetInfo> target = TargetInfo::getGPU(this->target);
   if (!target) {
-    module.emitError() << "flash-to-nvgpu: "
+    module.emitError() << "flash-to-tile: "
                        << llvm::toString(target.takeError());
     return signalPassFailure();
   }
   if (causalOrder != "lightest" && causalOrder != "heaviest" &&
       causalOrder != "heaviest-per-head") {
-    module.emitError() << "flash-to-nvgpu: causal-order is lightest, "
+    module.emitError() << "flash-to-tile: causal-order is lightest, "
                           "heaviest or heaviest-per-head, not '"
                        << causalOrder << "'";
     return signalPassFailure();
@@ -1120,7 +1121,7 @@ void FlashToNVGPUPass::runOnOperation() {
         return WalkResult::interrupt();
       });
       if (steps.wasInterrupted()) {
-        func.emitError() << "flash-to-nvgpu: attention steps outside a "
+        func.emitError() << "flash-to-tile: attention steps outside a "
                          << tileLoop.getNameStr()
                          << " (a tile loop of one iteration is folded away "
                             "for static shapes of one tile; give the batch "
@@ -1130,7 +1131,7 @@ void FlashToNVGPUPass::runOnOperation() {
       continue;
     }
     if (foralls.size() > 1) {
-      foralls[1].emitError() << "flash-to-nvgpu: one attention per function";
+      foralls[1].emitError() << "flash-to-tile: one attention per function";
       failedMatch = true;
       continue;
     }
@@ -1138,7 +1139,7 @@ void FlashToNVGPUPass::runOnOperation() {
     FailureOr<TiledAttention> t = analyze(func, foralls[0], err);
     if (failed(t)) {
       (err.op ? err.op : foralls[0].getOperation())->emitError()
-          << "flash-to-nvgpu: " << err.message;
+          << "flash-to-tile: " << err.message;
       failedMatch = true;
       continue;
     }

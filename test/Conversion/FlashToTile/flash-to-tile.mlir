@@ -1,59 +1,59 @@
-// Tests of flash-to-nvgpu: the GPU kernels built from the tiled IR. Each
+// Tests of flash-to-tile: the GPU kernels built from the tiled IR. Each
 // input below a `//---` marker is a flash.attention with dynamic batch and
 // lengths; flash-attention-pipeline tiles it for sm_80's kernels, and
-// flash-to-nvgpu turns the tile loop into a gpu.module of kernels whose
+// flash-to-tile turns the tile loop into a gpu.module of kernels whose
 // bodies are flash_tile ops, and erases the host function. This file checks
 // the kernels' signatures, launch attributes and diagnostics;
-// flash-to-nvgpu-tile-body.mlir checks the bodies op by op.
+// flash-to-tile-body.mlir checks the bodies op by op.
 //
 // RUN: split-file %s %t
 //
 // f16 MHA (two heads): the FA2 forward kernel.
 // RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80" \
-// RUN:   | flashc-opt --flash-to-nvgpu | FileCheck %s --check-prefix=MHA
+// RUN:   | flashc-opt --flash-to-tile | FileCheck %s --check-prefix=MHA
 // sm_90a has the same shared-memory budget for this tile.
 // RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80" \
-// RUN:   | flashc-opt --flash-to-nvgpu=target=sm_90a | FileCheck %s --check-prefix=SM90
+// RUN:   | flashc-opt --flash-to-tile=target=sm_90a | FileCheck %s --check-prefix=SM90
 //
 // bf16, causal GQA (8 query heads over 2 KV heads, D = 128).
 // RUN: flashc-opt %t/gqa-bf16.mlir --flash-attention-pipeline="target=sm_80" \
-// RUN:   | flashc-opt --flash-to-nvgpu | FileCheck %s --check-prefix=BF16
+// RUN:   | flashc-opt --flash-to-tile | FileCheck %s --check-prefix=BF16
 //
 // The log-sum-exp of a prefill kernel.
 // RUN: flashc-opt %t/lse.mlir --flash-attention-pipeline="target=sm_80" \
-// RUN:   | flashc-opt --flash-to-nvgpu | FileCheck %s --check-prefix=LSE
+// RUN:   | flashc-opt --flash-to-tile | FileCheck %s --check-prefix=LSE
 //
 // Decode: the split count is a kernel argument (dynamic-splits), four query
 // rows per tile; a forward kernel writes f32 partials and a combine kernel
 // merges them.
 // RUN: flashc-opt %t/decode.mlir \
 // RUN:   --flash-attention-pipeline="target=sm_80 dynamic-splits=1 block-q=4" \
-// RUN:   | flashc-opt --flash-to-nvgpu | FileCheck %s --check-prefix=DECODE
+// RUN:   | flashc-opt --flash-to-tile | FileCheck %s --check-prefix=DECODE
 //
 // Unsupported inputs and options are diagnosed.
 // RUN: flashc-opt %t/f32.mlir --flash-attention-pipeline="target=sm_80" \
-// RUN:   | not flashc-opt --flash-to-nvgpu 2>&1 | FileCheck %s --check-prefix=F32
+// RUN:   | not flashc-opt --flash-to-tile 2>&1 | FileCheck %s --check-prefix=F32
 // RUN: flashc-opt %t/d320.mlir --flash-attention-pipeline="target=sm_80" \
-// RUN:   | not flashc-opt --flash-to-nvgpu 2>&1 | FileCheck %s --check-prefix=D320
+// RUN:   | not flashc-opt --flash-to-tile 2>&1 | FileCheck %s --check-prefix=D320
 // RUN: flashc-opt %t/static.mlir --flash-attention-pipeline="target=sm_80" \
-// RUN:   | not flashc-opt --flash-to-nvgpu 2>&1 | FileCheck %s --check-prefix=STATIC
+// RUN:   | not flashc-opt --flash-to-tile 2>&1 | FileCheck %s --check-prefix=STATIC
 // RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80" \
-// RUN:   | not flashc-opt --flash-to-nvgpu=target=cpu 2>&1 \
+// RUN:   | not flashc-opt --flash-to-tile=target=cpu 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=CPU
 // RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80" \
-// RUN:   | not flashc-opt --flash-to-nvgpu=target=sm_99 2>&1 \
+// RUN:   | not flashc-opt --flash-to-tile=target=sm_99 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=SM99
 // RUN: flashc-opt %t/two.mlir --flash-attention-pipeline="target=sm_80" \
-// RUN:   | not flashc-opt --flash-to-nvgpu 2>&1 | FileCheck %s --check-prefix=TWO
+// RUN:   | not flashc-opt --flash-to-tile 2>&1 | FileCheck %s --check-prefix=TWO
 //
 // A module without attention is left unchanged.
 // RUN: flashc-opt %t/scale.mlir --flash-attention-pipeline="target=sm_80" \
-// RUN:   | flashc-opt --flash-to-nvgpu | FileCheck %s --check-prefix=SCALE
+// RUN:   | flashc-opt --flash-to-tile | FileCheck %s --check-prefix=SCALE
 // RUN: flashc-opt %t/scale-computed.mlir --flash-attention-pipeline="target=sm_80" \
-// RUN:   | not flashc-opt --flash-to-nvgpu 2>&1 | FileCheck %s --check-prefix=SCALE-COMPUTED
-// RUN: flashc-opt %t/none.mlir --flash-to-nvgpu | FileCheck %s --check-prefix=NONE
+// RUN:   | not flashc-opt --flash-to-tile 2>&1 | FileCheck %s --check-prefix=SCALE-COMPUTED
+// RUN: flashc-opt %t/none.mlir --flash-to-tile | FileCheck %s --check-prefix=NONE
 // RUN: flashc-opt %t/none.mlir -o %t/none.roundtrip.mlir
-// RUN: flashc-opt %t/none.mlir --flash-to-nvgpu -o %t/none.converted.mlir
+// RUN: flashc-opt %t/none.mlir --flash-to-tile -o %t/none.converted.mlir
 // RUN: diff %t/none.roundtrip.mlir %t/none.converted.mlir
 
 //===----------------------------------------------------------------------===//
@@ -236,7 +236,7 @@ func.func @decode(%q: tensor<?x4x?x64xf16>, %k: tensor<?x1x?x64xf16>,
 // Errors
 //===----------------------------------------------------------------------===//
 
-// F32: error: flash-to-nvgpu: the GPU kernels take f16 or bf16 inputs, not 'f32'
+// F32: error: flash-to-tile: the GPU kernels take f16 or bf16 inputs, not 'f32'
 
 //--- f32.mlir
 func.func @f32(%q: tensor<?x2x?x64xf32>, %k: tensor<?x2x?x64xf32>,
@@ -247,7 +247,7 @@ func.func @f32(%q: tensor<?x2x?x64xf32>, %k: tensor<?x2x?x64xf32>,
   return %o : tensor<?x2x?x64xf32>
 }
 
-// D320: error: flash-to-nvgpu: head dims D=320, Dv=320 exceed the 256 the GPU kernels support on sm_80
+// D320: error: flash-to-tile: head dims D=320, Dv=320 exceed the 256 the GPU kernels support on sm_80
 
 //--- d320.mlir
 func.func @d320(%q: tensor<?x2x?x320xf16>, %k: tensor<?x2x?x320xf16>,
@@ -260,7 +260,7 @@ func.func @d320(%q: tensor<?x2x?x320xf16>, %k: tensor<?x2x?x320xf16>,
 
 // One batch entry, one head and one Q tile: canonicalization folds the
 // tile loop of one iteration away.
-// STATIC: error: flash-to-nvgpu: attention steps outside a flash.tile_loop (a tile loop of one iteration is folded away for static shapes of one tile; give the batch or the lengths dynamically)
+// STATIC: error: flash-to-tile: attention steps outside a flash.tile_loop (a tile loop of one iteration is folded away for static shapes of one tile; give the batch or the lengths dynamically)
 
 //--- static.mlir
 func.func @static(%q: tensor<1x1x32x64xf16>, %k: tensor<1x1x32x64xf16>,
@@ -271,8 +271,8 @@ func.func @static(%q: tensor<1x1x32x64xf16>, %k: tensor<1x1x32x64xf16>,
   return %o : tensor<1x1x32x64xf16>
 }
 
-// CPU: error: flash-to-nvgpu: target 'cpu' is not a GPU
-// SM99: error: flash-to-nvgpu: unknown target 'sm_99'; known targets: cpu, sm_80, sm_90a
+// CPU: error: flash-to-tile: target 'cpu' is not a GPU
+// SM99: error: flash-to-tile: unknown target 'sm_99'; known targets: cpu, sm_80, sm_90a
 
 //===----------------------------------------------------------------------===//
 // No attention
@@ -290,7 +290,7 @@ func.func @no_attention(%a: tensor<4xf16>, %b: tensor<4xf16>) -> tensor<4xf16> {
   return %c : tensor<4xf16>
 }
 
-// TWO: error: flash-to-nvgpu: one attention per function
+// TWO: error: flash-to-tile: one attention per function
 
 //--- two.mlir
 func.func @two(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
@@ -324,7 +324,7 @@ func.func @scaled(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 }
 
 // A factor computed in the function has no kernel parameter to come from.
-// SCALE-COMPUTED: error: flash-to-nvgpu: the scale factor must be an argument of the function
+// SCALE-COMPUTED: error: flash-to-tile: the scale factor must be an argument of the function
 //--- scale-computed.mlir
 func.func @computed(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
                     %v: tensor<?x2x?x64xf16>, %s: f32) -> tensor<?x2x?x64xf16> {

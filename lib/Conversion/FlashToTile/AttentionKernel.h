@@ -1,6 +1,6 @@
 //===- AttentionKernel.h - What a GPU kernel's CTA computes -----*- C++ -*-===//
 //
-// The interface between the two halves of flash-to-nvgpu. The pass lifts
+// The interface between the two halves of flash-to-tile. The pass lifts
 // what the tiled IR says a CTA computes (its Q tile, its KV loops with
 // their bounds and masks, where the result goes) into a ForwardKernelSpec
 // of kernel values, and a split-KV merge into a CombineKernelSpec;
@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FLASHC_LIB_CONVERSION_FLASHTONVGPU_ATTENTIONKERNEL_H
-#define FLASHC_LIB_CONVERSION_FLASHTONVGPU_ATTENTIONKERNEL_H
+#ifndef FLASHC_LIB_CONVERSION_FLASHTOTILE_ATTENTIONKERNEL_H
+#define FLASHC_LIB_CONVERSION_FLASHTOTILE_ATTENTIONKERNEL_H
 
 #include "flashc/Core/GPUSchedule.h"
 
@@ -150,4 +150,4 @@ void emitCombineTileBody(ImplicitLocOpBuilder &b, const CombineKernelSpec &spec)
 } // namespace flash
 } // namespace mlir
 
-#endif // FLASHC_LIB_CONVERSION_FLASHTONVGPU_ATTENTIONKERNEL_H
+#endif // FLASHC_LIB_CONVERSION_FLASHTOTILE_ATTENTIONKERNEL_H

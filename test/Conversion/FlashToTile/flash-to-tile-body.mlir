@@ -2,47 +2,47 @@
 // RUN: flashc-opt %t/mha.mlir --flash-online-softmax \
 // RUN:   --flash-tile="target=sm_80" --flash-split-kv="target=sm_80" \
 // RUN:   --flash-causal-skip --canonicalize \
-// RUN:   | flashc-opt --flash-to-nvgpu | FileCheck %s --check-prefix=MHA
+// RUN:   | flashc-opt --flash-to-tile | FileCheck %s --check-prefix=MHA
 // RUN: flashc-opt %t/mha.mlir --flash-online-softmax \
 // RUN:   --flash-tile="target=sm_80" --flash-split-kv="target=sm_80" \
 // RUN:   --flash-causal-skip --canonicalize \
-// RUN:   | flashc-opt --flash-to-nvgpu --flash-tile-allocate-shared \
+// RUN:   | flashc-opt --flash-to-tile --flash-tile-allocate-shared \
 // RUN:     --flash-tile-to-nvgpu | FileCheck %s --check-prefix=LOWERED
 // Tiles for wide warps (flash-tile's wide-warps, as the GPU pipeline sets
 // it): 128 rows, 4 warps of 32.
 // RUN: flashc-opt %t/mha.mlir --flash-online-softmax \
 // RUN:   --flash-tile="target=sm_80 wide-warps=1" --flash-split-kv="target=sm_80" \
 // RUN:   --flash-causal-skip --canonicalize \
-// RUN:   | flashc-opt --flash-to-nvgpu | FileCheck %s --check-prefix=WIDE
+// RUN:   | flashc-opt --flash-to-tile | FileCheck %s --check-prefix=WIDE
 // RUN: flashc-opt %t/gqa.mlir --flash-online-softmax \
 // RUN:   --flash-tile="target=sm_80" --flash-split-kv="target=sm_80" \
 // RUN:   --flash-causal-skip --canonicalize \
-// RUN:   | flashc-opt --flash-to-nvgpu | FileCheck %s --check-prefix=GQA
+// RUN:   | flashc-opt --flash-to-tile | FileCheck %s --check-prefix=GQA
 // RUN: flashc-opt %t/gqa.mlir --flash-online-softmax \
 // RUN:   --flash-tile="target=sm_80" --flash-split-kv="target=sm_80" \
 // RUN:   --flash-causal-skip --canonicalize \
-// RUN:   | flashc-opt --flash-to-nvgpu=causal-order=heaviest \
+// RUN:   | flashc-opt --flash-to-tile=causal-order=heaviest \
 // RUN:   | FileCheck %s --check-prefix=HEAVY
 // RUN: flashc-opt %t/gqa.mlir --flash-online-softmax \
 // RUN:   --flash-tile="target=sm_80" --flash-split-kv="target=sm_80" \
 // RUN:   --flash-causal-skip --canonicalize \
-// RUN:   | flashc-opt --flash-to-nvgpu=causal-order=heaviest-per-head \
+// RUN:   | flashc-opt --flash-to-tile=causal-order=heaviest-per-head \
 // RUN:   | FileCheck %s --check-prefix=PER-HEAD
 // RUN: flashc-opt %t/gqa.mlir --flash-online-softmax \
 // RUN:   --flash-tile="target=sm_80" --flash-split-kv="target=sm_80" \
 // RUN:   --flash-causal-skip --canonicalize \
-// RUN:   | not flashc-opt --flash-to-nvgpu="causal-order=middle" 2>&1 \
+// RUN:   | not flashc-opt --flash-to-tile="causal-order=middle" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BAD-ORDER
 // RUN: flashc-opt %t/decode.mlir \
 // RUN:   --flash-attention-pipeline="target=sm_80 dynamic-splits=1 block-q=4 block-kv=128" \
-// RUN:   | flashc-opt --flash-to-nvgpu | FileCheck %s --check-prefix=DECODE
+// RUN:   | flashc-opt --flash-to-tile | FileCheck %s --check-prefix=DECODE
 // RUN: flashc-opt %t/gqa3.mlir --flash-attention-pipeline="target=sm_80" \
-// RUN:   | flashc-opt --flash-to-nvgpu | FileCheck %s --check-prefix=GQA3
+// RUN:   | flashc-opt --flash-to-tile | FileCheck %s --check-prefix=GQA3
 // RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80 block-q=40" \
-// RUN:   | not flashc-opt --flash-to-nvgpu 2>&1 \
+// RUN:   | not flashc-opt --flash-to-tile 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=NOT-BUILT
 
-// flash-to-nvgpu: the forward kernel's body as flash_tile ops, its layouts
+// flash-to-tile: the forward kernel's body as flash_tile ops, its layouts
 // explicit. The MHA and GQA runs take 16-row warps (flash-tile without
 // wide-warps): 4 warps stacked over the 64 query rows, 16-byte copies,
 // swizzled buffers.
@@ -174,7 +174,7 @@ func.func @gqa(%q: tensor<?x8x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // PER-HEAD: %[[QB:.+]] = arith.remui %[[BID]], %[[NQ:.+]] : index
 // PER-HEAD: %[[LAST:.+]] = arith.subi %[[NQ]], %c1
 // PER-HEAD: arith.subi %[[LAST]], %[[QB]]
-// BAD-ORDER: error: flash-to-nvgpu: causal-order is lightest, heaviest or heaviest-per-head, not 'middle'
+// BAD-ORDER: error: flash-to-tile: causal-order is lightest, heaviest or heaviest-per-head, not 'middle'
 
 //--- decode.mlir
 func.func @decode(%q: tensor<?x4x?x64xf16>, %k: tensor<?x1x?x64xf16>,
@@ -253,4 +253,4 @@ func.func @gqa3(%q: tensor<?x6x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // GQA3: flash_tile.store %{{.+}} valid %{{.+}} groups %c3{{.*}} {alignment = 16 : i64} : !flash_tile.tile<128x64xf16, #mma>, memref<4x?x64xf16, strided<[?, ?, 1], offset: ?>>
 
 // A Q tile of 40 rows is not whole MMA tiles: the flash_tile body names it.
-// NOT-BUILT: error: flash-to-nvgpu: the flash_tile body does not build a tile of 1 x 40 rows, not whole 16-row MMA tiles (G=1, Br=40, Bc=64)
+// NOT-BUILT: error: flash-to-tile: the flash_tile body does not build a tile of 1 x 40 rows, not whole 16-row MMA tiles (G=1, Br=40, Bc=64)
