@@ -113,12 +113,12 @@ def _attribute(x, name, what):
         raise _protocol_error(what, e) from e
 
 
-def _torch_tensor(x):
-    """``x`` when it is a torch.Tensor (torch already imported by whoever
-    made it), else None."""
+def _is_torch_tensor(x):
+    """Whether ``x`` is a torch.Tensor (torch already imported by whoever
+    made it)."""
     torch = sys.modules.get("torch") if is_torch(x) else None
     tensor = getattr(torch, "Tensor", None)
-    return x if tensor is not None and isinstance(x, tensor) else None
+    return tensor is not None and isinstance(x, tensor)
 
 
 def _torch_on_cuda(x, what):
@@ -143,7 +143,7 @@ def is_cuda(x, what="tensor"):
     interface), False for host memory; FlashcError for other devices."""
     if isinstance(x, np.ndarray):
         return False
-    if _torch_tensor(x) is not None:
+    if _is_torch_tensor(x):
         return _torch_on_cuda(x, what)
     if _attribute(x, "__dlpack_device__", what):
         try:
@@ -177,7 +177,7 @@ def describe(x, what, output=False):
     try:
         if isinstance(x, np.ndarray):
             desc, keep = _describe_numpy(x, what, output), x
-        elif _torch_tensor(x) is not None:
+        elif _is_torch_tensor(x):
             desc, keep = _describe_torch(x, what), x
         elif _attribute(x, "__dlpack__", what):
             desc, keep = _describe_dlpack(x, what)

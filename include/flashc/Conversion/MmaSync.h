@@ -1,9 +1,8 @@
 //===- MmaSync.h - mma.sync for the GPU lowerings ---------------*- C++ -*-===//
 //
-// What the GPU lowerings (flash-to-tile's builder and flash-tile-to-nvgpu)
-// share about emitting mma.sync m16n8k16: nvgpu.mma.sync takes f16
-// operands only, so bf16 goes to nvvm.mma.sync with its operands packed
-// two to an i32.
+// What flash-tile-to-nvgpu needs to emit mma.sync m16n8k16:
+// nvgpu.mma.sync takes f16 operands only, so bf16 goes to nvvm.mma.sync
+// with its operands packed two to an i32.
 //
 //===----------------------------------------------------------------------===//
 

@@ -314,7 +314,8 @@ def FlashToTile : Pass<"flash-to-tile", "::mlir::ModuleOp"> {
       carry their layouts: Q and double-buffered K and V blocks copied
       into shared memory (`flash_tile.async_copy`, zero-filling rows past
       the sequence and the head dims' padding to 16), the operands
-      converted from shared memory to MMA layouts (`flash_tile.convert`),
+      read from shared memory into MMA operand layouts
+      (`flash_tile.local_load`),
       `flash_tile.mma` for S = Q K^T and O += P V with f32 accumulation,
       the online softmax as row reductions and maps in the accumulator
       layout, P converted from the S accumulator to the A operand of P V,

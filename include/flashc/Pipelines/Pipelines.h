@@ -17,7 +17,9 @@
 //   cpu         block ops -> vector code, OpenMP       (flash-expand-to-cpu)
 //   llvm        LLVM dialect                           (convert-to-llvm)
 // or for a GPU (sm_80, sm_90a):
-//   gpu         gpu.module of nvgpu/nvvm kernels       (flash-to-tile)
+//   tile        gpu.module of flash_tile kernels       (flash-to-tile,
+//                                                       flash-tile-allocate-shared)
+//   gpu         the kernels in nvgpu/nvvm ops          (flash-tile-to-nvgpu)
 //   nvvm        the kernels in the LLVM/NVVM dialects  (convert-gpu-to-nvvm)
 //   binary      gpu.binary holding PTX (or a cubin)    (gpu-module-to-binary)
 //

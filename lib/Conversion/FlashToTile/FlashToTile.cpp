@@ -1156,6 +1156,9 @@ void FlashToTilePass::runOnOperation() {
   b.setInsertionPointToEnd(module.getBody());
   auto gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "flash_kernels");
   b.setInsertionPointToStart(gpuModule.getBody());
+  // The kernels' dynamic shared memory: the lowering of
+  // gpu.dynamic_shared_memory (flash-tile-to-nvgpu) takes this extern
+  // array rather than declaring one of its own.
   auto space = gpu::AddressSpaceAttr::get(&getContext(),
                                           gpu::AddressSpace::Workgroup);
   memref::GlobalOp::create(
