@@ -26,10 +26,13 @@
 #      module);
 #   7. with --compare, the causal prefill kernels of the bundle and of
 #      other bundles of the same configurations compiled with other
-#      options, taking turns (scripts/gpu_compare.py).
+#      options (--causal-order, --block-q, --block-kv), taking turns
+#      (scripts/gpu_compare.py); with --compare-all, the non-causal ones
+#      too.
 #
 #   scripts/gpu-check.sh [--bundle DIR] [--quick] [--json FILE]
 #                        [--step-timeout SECONDS] [--compare DIR[,DIR...]]
+#                        [--compare-all]
 #   scripts/gpu-check.sh --dry-run [--bundle DIR] [--compare DIR[,DIR...]]
 #
 # --step-timeout bounds each command that runs on the GPU (a kernel that
@@ -51,6 +54,7 @@ quick=""
 json=""
 step_timeout=""
 compare=""
+compare_masks="--causal-only"
 while [ $# -gt 0 ]; do
   case "$1" in
     --dry-run) dry=1 ;;
@@ -59,6 +63,7 @@ while [ $# -gt 0 ]; do
     --json) json="$2"; shift ;;
     --step-timeout) step_timeout="$2"; shift ;;
     --compare) compare="$2"; shift ;;
+    --compare-all) compare_masks="" ;;
     *) echo "gpu-check: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift
@@ -212,9 +217,9 @@ record $? "flashc-gpucheck hosttime"
 split_sweep ${json:+--json "${json%.json}-splits.json"}
 
 if [ -n "$compare" ]; then
-  step "7. causal prefill: $bundle against $compare"
+  step "7. ${compare_masks:+causal }prefill: $bundle against $compare"
   bounded "$python" "$root/scripts/gpu_compare.py" --lib "$runtime" \
-    --bundles "$bundle,$compare" --causal-only \
+    --bundles "$bundle,$compare" $compare_masks \
     ${json:+--json "${json%.json}-compare.json"}
   record $? "gpu_compare.py"
 fi

@@ -231,12 +231,13 @@ NUMERICS_SIM = [
 
 
 def torch_check(fc, torch, device_code, dev, stream, timer, numerics_cases,
-                prefill_cfgs, decode_cfgs, copy_elems, iters):
+                prefill_cfgs, decode_cfgs, copy_elems, iters, profiler=None):
     """Numerics against float64 and SDPA, then the benchmark tables.
 
     `dev` is the torch device holding the tensors and `device_code` the
     runtime device running flashc (CUDA, or the simulator on CPU tensors);
-    `timer(fn, iters)` gives seconds per call.
+    `timer(fn, iters)` gives seconds per call; `profiler(fn)`, where given,
+    the host's and the kernels' time a decode call (`profile_calls`).
     """
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -380,10 +381,25 @@ def torch_check(fc, torch, device_code, dev, stream, timer, numerics_cases,
         nbytes = (k.numel() + v.numel() + 2 * q.numel()) * 2
         gbs = {k2: nbytes / t * 1e-9
                for k2, t in against_sdpa(q, k, v, out, False).items()}
-        report["decode"].append(dict(B=b, Nk=nk, copy_gbs=copy_gbs, **gbs))
-        print(f"  {b:>3} {nk:>7} {gbs['flashc']:12.0f} "
-              f"{100 * gbs['flashc'] / copy_gbs:6.0f}% {gbs['flash']:11.0f} "
-              f"{gbs['cudnn']:11.0f}")
+        row = dict(B=b, Nk=nk, copy_gbs=copy_gbs, **gbs)
+        line = (f"  {b:>3} {nk:>7} {gbs['flashc']:12.0f} "
+                f"{100 * gbs['flashc'] / copy_gbs:6.0f}% {gbs['flash']:11.0f} "
+                f"{gbs['cudnn']:11.0f}")
+        if profiler:
+            views = [gpu_view(t, FLASHC_BF16) for t in (q, k, v, out)]
+            host, kernels = profiler(
+                lambda: fc.attention(device_code, *views, None, False,
+                                     stream()))
+            row.update(host_us=host * 1e6, kernels_us=kernels)
+            busy = sum(t for t in kernels.values()
+                       if isinstance(t, float))
+            line += (f"   host {host * 1e6:6.1f} us, kernels "
+                     f"{busy:7.1f} us a call: " +
+                     ", ".join(f"{name[:40]} {t:.1f}"
+                               if isinstance(t, float) else f"{name}: {t}"
+                               for name, t in kernels.items()))
+        report["decode"].append(row)
+        print(line)
         del q, k, v, out
         if dev.type == "cuda":
             torch.cuda.empty_cache()
@@ -398,12 +414,43 @@ def gpu_check(fc, quick, json_path):
         lambda: ctypes.c_void_p(torch.cuda.current_stream().cuda_stream),
         lambda fn, iters: time_cuda(torch, fn, iters), NUMERICS_GPU,
         prefill_configs(quick), decode_configs(quick), 1 << 29,  # 1 GiB
-        10 if quick else 30)
+        10 if quick else 30, lambda fn: profile_calls(torch, fn))
     report["device"] = torch.cuda.get_device_name()
     if json_path:
         with open(json_path, "w") as f:
             json.dump(report, f, indent=2)
     return failures
+
+
+def profile_calls(torch, fn, calls=50):
+    """The host's seconds a call (calls issued without waiting; the
+    kernels queue behind them) and, by torch.profiler (CUPTI), each
+    kernel's device microseconds a call. Where the host's time exceeds the
+    kernels', calls back to back measure the host."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    host = (time.perf_counter() - start) / calls
+    torch.cuda.synchronize()
+    kernels = {}
+    try:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(calls):
+                fn()
+            torch.cuda.synchronize()
+        for e in prof.key_averages():
+            t = getattr(e, "self_device_time_total", None)
+            if t is None:
+                t = getattr(e, "self_cuda_time_total", 0)
+            if t > 0:
+                kernels[e.key] = float(t) / calls
+    except Exception as e:  # The profiler is optional; say why it failed.
+        kernels = {"profiler": repr(e)[:200]}
+    return host, kernels
 
 
 def wall_clock(fn, iters):
@@ -425,7 +472,7 @@ def torch_dry_run(fc):
     failures, _ = torch_check(
         fc, torch, DEVICE_SIMULATOR, torch.device("cpu"), lambda: None,
         wall_clock, NUMERICS_SIM, [(64, 2, True, 1, 48)], [(1, 300)], 1 << 12,
-        1)
+        1, lambda fn: (wall_clock(fn, 1), {}))
     return failures
 
 

@@ -165,7 +165,8 @@ int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
   llvm::Expected<Options> parsed = Options::parse(
       args, {"no-assemble"},
       {"targets", "dtypes", "head-dims", "head-dim-v", "groups", "causal",
-       "masks", "lse", "variants", "causal-order", "o"});
+       "masks", "lse", "variants", "causal-order", "block-q", "block-kv",
+       "o"});
   if (!parsed)
     return reportError(parsed.takeError());
   const Options &o = *parsed;
@@ -225,8 +226,9 @@ int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
   if (o.has("head-dim-v") && *headDimV <= 0)
     return reportError(llvm::createStringError(
         "--head-dim-v must be positive, got " + std::to_string(*headDimV)));
-  // The pipeline options the bundle takes (--causal-order), as
-  // every command reads them; each variant sets its target.
+  // The pipeline options the bundle takes (--causal-order, --block-q,
+  // --block-kv), as every command reads them; each variant sets its
+  // target.
   PipelineConfig base;
   if (llvm::Error e = readConfig(o, base))
     return reportError(std::move(e));

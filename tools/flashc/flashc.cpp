@@ -183,6 +183,10 @@ std::string commandHelp(llvm::StringRef command) {
            "first\n"
            "                      within each head (default), the most "
            "first\n"
+           "  --block-q N  --block-kv N  a prefill kernel's query rows and "
+           "keys a block\n"
+           "                      (default 0: chosen for the target's "
+           "shared memory)\n"
            "  --no-assemble       PTX only (no ptxas: registers unknown)\n";
   return "";
 }
