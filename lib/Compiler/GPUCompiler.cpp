@@ -162,6 +162,7 @@ llvm::Error assemble(rt::KernelVariant &variant, const std::string &toolkit) {
   if (!cubin)
     return llvm::createStringError("ptxas wrote no cubin for " + variant.id);
   variant.cubin = (*cubin)->getBuffer().str();
+  variant.updateImageHash();
   return llvm::Error::success();
 }
 
@@ -318,6 +319,7 @@ llvm::Expected<rt::KernelVariant> mlir::flash::detail::compileGPUVariant(
   variant.compileSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
+  variant.updateImageHash();
   if (assembleIt)
     if (llvm::Error e = assemble(variant, g.toolkitPath))
       return std::move(e);

@@ -199,7 +199,8 @@ private:
   int major, minor, sms;
   double bandwidthGBs;
   std::mutex mutex;
-  /// Loaded modules and functions, by variant id.
+  /// Loaded modules and functions, by variant id and image hash (two
+  /// bundles' variants of one id may hold other kernels).
   std::map<std::string, CUmodule> modules;
   std::map<std::string, CUfunction> functions;
   /// The workspaces' pool, made at the first allocation; null when the
@@ -241,12 +242,15 @@ private:
 
   Result<CUfunction> getFunction(const KernelVariant &variant,
                                  const KernelEntry &kernel) {
+    uint64_t hash =
+        variant.imageHash ? variant.imageHash : variant.computeImageHash();
+    std::string moduleKey = variant.id + "#" + std::to_string(hash);
+    std::string key = moduleKey + "/" + kernel.name;
     std::lock_guard<std::mutex> lock(mutex);
-    std::string key = variant.id + "/" + kernel.name;
     if (auto it = functions.find(key); it != functions.end())
       return it->second;
     CUmodule module = nullptr;
-    if (auto it = modules.find(variant.id); it != modules.end()) {
+    if (auto it = modules.find(moduleKey); it != modules.end()) {
       module = it->second;
     } else {
       // A cubin when it was assembled for this device's chip, else PTX
@@ -273,7 +277,7 @@ private:
               "loading the kernels of '" + variant.id + "': " +
               (useCubin ? "cubin: " + cubinError + "; PTX: " : "") + ptxError);
       }
-      modules[variant.id] = module;
+      modules[moduleKey] = module;
     }
     CUfunction fn = nullptr;
     if (CUresult r = d.cuModuleGetFunction(&fn, module, kernel.name.c_str());

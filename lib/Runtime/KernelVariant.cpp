@@ -103,13 +103,18 @@ bool getString(const JsonValue &obj, const char *key, std::string &out) {
   return true;
 }
 
-/// The 64-bit FNV-1a hash of `data`, as 16 hex digits.
-std::string fnv1aHex(const std::string &data) {
-  uint64_t h = 0xcbf29ce484222325ull;
+/// The 64-bit FNV-1a hash of `data`, continuing from `h`.
+uint64_t fnv1a(const std::string &data, uint64_t h = 0xcbf29ce484222325ull) {
   for (unsigned char c : data) {
     h ^= c;
     h *= 0x100000001b3ull;
   }
+  return h;
+}
+
+/// The 64-bit FNV-1a hash of `data`, as 16 hex digits.
+std::string fnv1aHex(const std::string &data) {
+  uint64_t h = fnv1a(data);
   char text[17];
   std::snprintf(text, sizeof(text), "%016llx",
                 static_cast<unsigned long long>(h));
@@ -246,6 +251,15 @@ AttentionProblem runtime::getVariantProblem(const AttentionQuery &query,
   p.mask = query.mask;
   p.withLse = query.withLse;
   return p;
+}
+
+uint64_t KernelVariant::computeImageHash() const {
+  // The PTX's length first, so that no split of the bytes between the
+  // two images hashes alike.
+  uint64_t h = fnv1a(std::to_string(ptx.size()) + ":");
+  h = fnv1a(cubin, fnv1a(ptx, h));
+  // 0 means "not set".
+  return h ? h : 1;
 }
 
 JsonValue KernelVariant::toJson() const {
@@ -867,6 +881,7 @@ Result<Bundle> Bundle::load(const std::string &directory) {
     if (Status s = checkVariantAgainstPTX(*v))
       return Status::make(ErrorCode::InvalidBundle,
                           manifestPath + ": " + s.message());
+    v->updateImageHash();
     bundle.variants.push_back(std::move(*v));
   }
   return bundle;
@@ -957,13 +972,20 @@ std::string Bundle::explainMiss(const AttentionQuery &q,
 }
 
 const KernelVariant *Bundle::find(const AttentionQuery &q) const {
-  for (const KernelVariant &v : variants)
-    if (getMismatchedField(v.query, q).empty())
+  // Field by field, as getMismatchedField compares their text, without
+  // building it: find runs at every call.
+  for (const KernelVariant &v : variants) {
+    const AttentionQuery &k = v.query;
+    if (k.target == q.target && k.dtype == q.dtype && k.group == q.group &&
+        k.headDim == q.headDim && k.headDimV == q.headDimV &&
+        k.mask == q.mask && k.withLse == q.withLse && k.decode == q.decode)
       return &v;
+  }
   return nullptr;
 }
 
 void Bundle::add(KernelVariant variant) {
+  variant.updateImageHash();
   for (KernelVariant &v : variants)
     if (v.id == variant.id) {
       v = std::move(variant);

@@ -804,6 +804,38 @@ TEST(BundleTest, SaveLoadRoundTrip) {
   other = decode.query;
   other.headDimV = other.headDim;
   EXPECT_EQ(loaded->find(other), nullptr);
+  // Each field alone: find misses exactly where getMismatchedField names
+  // a field.
+  std::vector<std::function<void(AttentionQuery &)>> changes = {
+      [](AttentionQuery &q) { q.target = "sm_80"; },
+      [](AttentionQuery &q) { q.dtype = ElementType::F16; },
+      [](AttentionQuery &q) { q.group = 2; },
+      [](AttentionQuery &q) { q.headDim = 64; },
+      [](AttentionQuery &q) { q.headDimV = 96; },
+      [](AttentionQuery &q) { q.mask = Mask::none(); },
+      [](AttentionQuery &q) { q.withLse = false; },
+      [](AttentionQuery &q) { q.decode = false; }};
+  for (size_t i = 0; i < changes.size(); ++i) {
+    other = decode.query;
+    changes[i](other);
+    const KernelVariant *got = loaded->find(other);
+    bool anyMatch = false;
+    for (const KernelVariant &v : loaded->variants)
+      anyMatch |= getMismatchedField(v.query, other).empty();
+    EXPECT_EQ(got != nullptr, anyMatch) << "change " << i;
+    if (got)
+      EXPECT_EQ(getMismatchedField(got->query, other), "") << "change " << i;
+  }
+  // Loading sets each variant's image hash (the device's cache key), and
+  // other images hash otherwise.
+  for (const KernelVariant &v : loaded->variants)
+    EXPECT_EQ(v.imageHash, v.computeImageHash()) << v.id;
+  EXPECT_NE(loaded->variants[0].imageHash, loaded->variants[1].imageHash);
+  KernelVariant moved = decode;
+  // The same bytes split otherwise between the two images.
+  moved.cubin = moved.ptx.substr(moved.ptx.size() - 1) + moved.cubin;
+  moved.ptx.pop_back();
+  EXPECT_NE(moved.computeImageHash(), decode.computeImageHash());
 }
 
 /// A saved bundle of the sample variant, to spoil.
@@ -2052,6 +2084,39 @@ TEST(CudaDriverTest, UnloadableKernelsNameBothImages) {
   EXPECT_NE(s.message().find("; PTX: a PTX JIT compilation failed: "),
             std::string::npos)
       << s.message();
+}
+
+/// Two variants of one id with other kernels (two bundles built with
+/// other options) each run their own: the device keeps what it loaded by
+/// id and image hash, not by id alone.
+TEST(CudaDriverTest, VariantsOfOneIdKeepTheirOwnKernels) {
+  std::shared_ptr<Device> cuda = getFakeCudaDevice();
+  if (!cuda)
+    GTEST_SKIP() << "runs under the fake CUDA driver only";
+  const KernelVariant &loaded = testVariant(false, false, false);
+  ASSERT_NE(loaded.imageHash, 0u) << "Bundle::load sets the image hash";
+  EXPECT_EQ(loaded.imageHash, loaded.computeImageHash());
+  Status first = runSmallPrefill(*cuda, loaded);
+  ASSERT_FALSE(first) << first.message();
+  // The same id, other PTX: loaded afresh (and refused), not the first
+  // variant's module run again.
+  KernelVariant other = loaded;
+  other.ptx = ".version 8.0\n.target sm_80\n.address_size 64\nnonsense\n";
+  other.updateImageHash();
+  EXPECT_NE(other.imageHash, loaded.imageHash);
+  Status second = runSmallPrefill(*cuda, other);
+  ASSERT_TRUE(second) << "ran the other variant's cached kernels";
+  EXPECT_NE(second.message().find("loading the kernels of '" + loaded.id +
+                                  "'"),
+            std::string::npos)
+      << second.message();
+  // A variant whose hash was never set is hashed at the launch.
+  other.imageHash = 0;
+  EXPECT_TRUE(runSmallPrefill(*cuda, other));
+  KernelVariant unset = loaded;
+  unset.imageHash = 0;
+  Status third = runSmallPrefill(*cuda, unset);
+  EXPECT_FALSE(third) << third.message();
 }
 
 /// Host pointers handed to the CUDA device: the launch fails (the fake

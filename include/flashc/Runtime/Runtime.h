@@ -179,6 +179,17 @@ struct KernelVariant {
   /// How it was built (the pipeline options), and how long it took.
   std::string config;
   double compileSeconds = 0;
+  /// The FNV-1a hash of `ptx` and `cubin` together. A device keeps the
+  /// kernels it loaded by id and this hash, so that variants of one id
+  /// built with other options (two bundles' `sm_90a-bf16-g1-d64-prefill`,
+  /// one with 32-key blocks) never share a module. Bundle::load,
+  /// Bundle::add and the compiler set it; whoever changes `ptx` or `cubin`
+  /// afterwards calls updateImageHash(). 0: not set (a device hashes the
+  /// images at each launch).
+  uint64_t imageHash = 0;
+
+  uint64_t computeImageHash() const;
+  void updateImageHash() { imageHash = computeImageHash(); }
 
   /// The manifest entry (the PTX and cubin live in files named after id).
   JsonValue toJson() const;
