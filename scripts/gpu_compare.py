@@ -4,10 +4,11 @@
 # Times the prefill kernels of several bundles of the same configurations
 # (compiled with different options, e.g. `--causal-order`) on a CUDA
 # device, through the C API of libflashc_runtime.so on PyTorch tensors.
-# The bundles take turns on each configuration, for several rounds, so
-# that drift in clocks or temperature falls on all of them alike; each
-# figure is the median of its rounds, each round the median of
-# gpu_check.time_cuda's samples. Every bundle's output is checked against
+# The bundles take turns on each configuration, for several rounds, each
+# round starting with the next bundle, so that drift in clocks or
+# temperature and the place in a round fall on all of them alike (a
+# bundle named twice measures that noise); each figure is the median of
+# its rounds, each round the median of gpu_check.time_cuda's samples. Every bundle's output is checked against
 # the first bundle's on each configuration (the kernels compute the same
 # thing).
 #
@@ -93,8 +94,12 @@ def compare(lib, bundles, causal_only, json_path):
             fcs[i].attention(gpu_check.DEVICE_CUDA, *views[i], None, causal,
                              stream)
         times = [[] for _ in fcs]
-        for _ in range(ROUNDS):
-            for i in range(len(fcs)):
+        for r in range(ROUNDS):
+            # Round r starts with bundle r (mod n): each bundle takes each
+            # place in the rounds alike, so that a place's own effect (the
+            # first after the previous configuration's last) falls on all.
+            for j in range(len(fcs)):
+                i = (r + j) % len(fcs)
                 times[i].append(gpu_check.time_cuda(torch, lambda: call(i), 10))
         torch.cuda.synchronize()
         # Same inputs, same arithmetic up to the order of the blocks: the

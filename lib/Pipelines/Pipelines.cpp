@@ -194,10 +194,10 @@ llvm::Error PipelineConfig::validate() const {
   if (!parseLoopOrder(loopOrder))
     return llvm::createStringError("unknown loop order '" + loopOrder +
                                    "'; expected fa2 or algorithm1");
-  if (causalOrder != "lightest" && causalOrder != "heaviest" &&
-      causalOrder != "heaviest-per-head")
+  if (causalOrder != "auto" && causalOrder != "lightest" &&
+      causalOrder != "heaviest" && causalOrder != "heaviest-per-head")
     return llvm::createStringError("unknown causal order '" + causalOrder +
-                                   "'; expected lightest, heaviest or "
+                                   "'; expected auto, lightest, heaviest or "
                                    "heaviest-per-head");
   auto check = [](int64_t v, llvm::StringRef name) -> llvm::Error {
     if (v < 0)

@@ -213,17 +213,21 @@ INSTANTIATE_TEST_SUITE_P(Variants, ExtraConfigTest,
                          ::testing::ValuesIn(extraConfigs()),
                          [](const auto &info) { return nameOf(info.param); });
 
-/// A causal kernel whose CTAs run heaviest first (the last Q block of
-/// every head first, or each head's Q blocks last first): the same
-/// results, with several Q blocks per head, GQA, and a split decode
-/// kernel.
-TEST(GPUKernelTest, HeaviestFirstCausalOrderMatches) {
-  for (const char *order : {"heaviest", "heaviest-per-head"}) {
+/// A causal kernel whose CTAs run in each order (the last Q block of every
+/// head first, each head's Q blocks last first, in order, or auto: the
+/// first where a head has 2048 rows or more): the same results, with
+/// several Q blocks per head, GQA, a split decode kernel, and heads of
+/// 2100 rows (whose first 2040 rows see no key: cheap to simulate).
+TEST(GPUKernelTest, EveryCausalOrderMatches) {
+  for (const char *order :
+       {"heaviest", "heaviest-per-head", "lightest", "auto"}) {
     SCOPED_TRACE(order);
     PipelineConfig config;
     config.causalOrder = order;
     checkShape({"sm_80", ElementType::F16, 64, 1, true, false},
                {2, 2, 300, 300}, nullptr, config);
+    checkShape({"sm_80", ElementType::F16, 64, 1, true, false},
+               {1, 2, 2100, 60}, nullptr, config);
     checkShape({"sm_80", ElementType::F16, 128, 4, true, false, true},
                {1, 2, 70, 90}, nullptr, config);
     checkShape({"sm_90a", ElementType::BF16, 64, 4, true, true},

@@ -362,12 +362,13 @@ def FlashToTile : Pass<"flash-to-tile", "::mlir::ModuleOp"> {
     Option<"target", "target", "std::string", /*default=*/"\"sm_80\"",
            "sm_80 or sm_90a: the shared-memory budget of a block">,
     Option<"causalOrder", "causal-order", "std::string",
-           /*default=*/"\"lightest\"",
+           /*default=*/"\"auto\"",
            "The order of a causal kernel's CTAs: lightest (Q blocks in "
            "order within each head, the fewest keys first), heaviest (the "
            "last Q block of every head first, which shortens the grid's "
-           "tail) or heaviest-per-head (each head's Q blocks in reverse "
-           "order, the heads in order)">
+           "tail), heaviest-per-head (each head's Q blocks in reverse "
+           "order, the heads in order) or auto (heaviest where a head has "
+           "2048 query rows or more, lightest below; chosen at launch)">
   ];
   let statistics = [
     Statistic<"numForwardKernels", "num-forward-kernels",

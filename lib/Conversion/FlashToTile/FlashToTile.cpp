@@ -87,6 +87,14 @@ namespace {
 /// needs static memref types, and the kernels index them with i64.
 constexpr int64_t kBufferElements = int64_t(1) << 40;
 
+/// causal-order=auto: a causal kernel runs its heaviest CTAs first where a
+/// head (of packed query rows) has at least this many rows, its lightest
+/// first within each head below. On an H200 (docs/PERFORMANCE.md, run 5)
+/// heaviest-first was 4 - 13% faster from 2048 rows on and up to 15%
+/// slower below 2048 at D = 128, where the heads' K and V stop fitting the
+/// L2 together once every head's last block runs at once.
+constexpr int64_t kHeaviestFromRows = 2048;
+
 enum class Role { Q, K, V, Out, Lse, WsOut, WsLse };
 
 /// The kernel arguments, in ABI order.
@@ -824,32 +832,50 @@ LogicalResult FlashToTilePass::build(TiledAttention &t,
     // first: the Q block varies faster than the heads, ascending. Heaviest
     // first (a causal kernel's last Q blocks see the most keys): the Q
     // block varies slowest, descending. Heaviest per head: the Q block
-    // varies faster than the heads, descending.
+    // varies faster than the heads, descending. Auto: heaviest first where
+    // a head has at least kHeaviestFromRows query rows, lightest first
+    // below (chosen per launch, from the grid).
     size_t qDim = ubs.size() - (t.combine ? 2 : 1);
     bool masked = llvm::any_of(t.steps, [](AttentionStepOp step) {
       return static_cast<bool>(step.getMaskOffset());
     });
-    bool heaviestFirst = causalOrder == "heaviest" && masked;
-    bool descending = heaviestFirst ||
-                      (causalOrder == "heaviest-per-head" && masked);
-    SmallVector<size_t> order; // slowest first
-    if (heaviestFirst)
-      order.push_back(qDim);
-    for (size_t i = 0; i < ubs.size(); ++i)
-      if (!heaviestFirst || i != qDim)
-        order.push_back(i);
-    Value rest = linear;
-    SmallVector<Value> ivs(ubs.size());
-    for (size_t k = order.size(); k-- > 0;) {
-      size_t i = order[k];
-      ivs[i] = k == 0 ? rest
-                      : arith::RemUIOp::create(b, rest, ubs[i]).getResult();
-      if (k > 0)
-        rest = arith::DivUIOp::create(b, rest, ubs[i]);
+    StringRef order = masked ? StringRef(causalOrder) : "lightest";
+    // The tile loop's induction variables for the CTA `linear`, the Q
+    // block varying slowest when `qSlowest`, reversed when `descending`.
+    auto decompose = [&](bool qSlowest, bool descending) {
+      SmallVector<size_t> dims; // slowest first
+      if (qSlowest)
+        dims.push_back(qDim);
+      for (size_t i = 0; i < ubs.size(); ++i)
+        if (!qSlowest || i != qDim)
+          dims.push_back(i);
+      Value rest = linear;
+      SmallVector<Value> ivs(ubs.size());
+      for (size_t k = dims.size(); k-- > 0;) {
+        size_t i = dims[k];
+        ivs[i] = k == 0 ? rest
+                        : arith::RemUIOp::create(b, rest, ubs[i]).getResult();
+        if (k > 0)
+          rest = arith::DivUIOp::create(b, rest, ubs[i]);
+      }
+      if (descending)
+        ivs[qDim] = arith::SubIOp::create(
+            b, arith::SubIOp::create(b, ubs[qDim], lift.cst(1)), ivs[qDim]);
+      return ivs;
+    };
+    SmallVector<Value> ivs;
+    if (order == "auto") {
+      SmallVector<Value> lightest = decompose(false, false);
+      SmallVector<Value> heaviest = decompose(true, true);
+      Value rows = arith::MulIOp::create(b, ubs[qDim], lift.cst(config.blockQ));
+      Value useHeaviest =
+          arith::CmpIOp::create(b, arith::CmpIPredicate::uge, rows,
+                                lift.cst(kHeaviestFromRows));
+      for (auto [l, h] : llvm::zip(lightest, heaviest))
+        ivs.push_back(arith::SelectOp::create(b, useHeaviest, h, l));
+    } else {
+      ivs = decompose(order == "heaviest", order != "lightest");
     }
-    if (descending)
-      ivs[qDim] = arith::SubIOp::create(
-          b, arith::SubIOp::create(b, ubs[qDim], lift.cst(1)), ivs[qDim]);
     for (auto [hostIv, iv] : llvm::zip(t.forall.getInductionVars(), ivs))
       lift.map.map(hostIv, iv);
 
@@ -1096,9 +1122,9 @@ void FlashToTilePass::runOnOperation() {
                        << llvm::toString(target.takeError());
     return signalPassFailure();
   }
-  if (causalOrder != "lightest" && causalOrder != "heaviest" &&
-      causalOrder != "heaviest-per-head") {
-    module.emitError() << "flash-to-tile: causal-order is lightest, "
+  if (causalOrder != "auto" && causalOrder != "lightest" &&
+      causalOrder != "heaviest" && causalOrder != "heaviest-per-head") {
+    module.emitError() << "flash-to-tile: causal-order is auto, lightest, "
                           "heaviest or heaviest-per-head, not '"
                        << causalOrder << "'";
     return signalPassFailure();

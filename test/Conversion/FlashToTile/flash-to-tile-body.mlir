@@ -31,6 +31,10 @@
 // RUN: flashc-opt %t/gqa.mlir --flash-online-softmax \
 // RUN:   --flash-tile="target=sm_80" --flash-split-kv="target=sm_80" \
 // RUN:   --flash-causal-skip --canonicalize \
+// RUN:   | flashc-opt --flash-to-tile | FileCheck %s --check-prefix=AUTO
+// RUN: flashc-opt %t/gqa.mlir --flash-online-softmax \
+// RUN:   --flash-tile="target=sm_80" --flash-split-kv="target=sm_80" \
+// RUN:   --flash-causal-skip --canonicalize \
 // RUN:   | not flashc-opt --flash-to-tile="causal-order=middle" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BAD-ORDER
 // RUN: flashc-opt %t/decode.mlir \
@@ -174,7 +178,18 @@ func.func @gqa(%q: tensor<?x8x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // PER-HEAD: %[[QB:.+]] = arith.remui %[[BID]], %[[NQ:.+]] : index
 // PER-HEAD: %[[LAST:.+]] = arith.subi %[[NQ]], %c1
 // PER-HEAD: arith.subi %[[LAST]], %[[QB]]
-// BAD-ORDER: error: flash-to-tile: causal-order is lightest, heaviest or heaviest-per-head, not 'middle'
+// Auto (the default): both orders, heaviest where the head's Q blocks of
+// 16 rows make 2048 rows or more, chosen per launch.
+// AUTO-LABEL: gpu.func @gqa_fwd(
+// AUTO: %[[BID:.+]] = gpu.block_id  x
+// AUTO: %[[LQB:.+]] = arith.remui %[[BID]], %[[NQ:[0-9]+]] : index
+// AUTO: %[[LAST:.+]] = arith.subi %[[NQ]], %c1
+// AUTO-NEXT: %[[DOWN:.+]] = arith.subi %[[LAST]], %{{.+}} : index
+// AUTO: %[[ROWS:.+]] = arith.muli %[[NQ]], %c16{{.*}} : index
+// AUTO: %[[C2048:.+]] = arith.constant 2048 : index
+// AUTO: %[[FIRST:.+]] = arith.cmpi uge, %[[ROWS]], %[[C2048]]
+// AUTO: arith.select %[[FIRST]], %[[DOWN]], %[[LQB]] : index
+// BAD-ORDER: error: flash-to-tile: causal-order is auto, lightest, heaviest or heaviest-per-head, not 'middle'
 
 //--- decode.mlir
 func.func @decode(%q: tensor<?x4x?x64xf16>, %k: tensor<?x1x?x64xf16>,
