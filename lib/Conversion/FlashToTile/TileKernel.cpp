@@ -670,40 +670,63 @@ void CombineEmitter::emit() {
                           n0, valid, groups, b.getI64IntegerAttr(partAlign));
   };
 
-  // lse = log(sum_s exp(lse_s)) in one online pass over the splits: m the
-  // running maximum, sum the running sum of exp(lse_s - m). While every
-  // split so far saw no key (m = -inf), 0 is subtracted instead.
+  // One online pass over the splits, as the forward kernel's softmax:
+  // m the running maximum of the splits' log-sum-exps, sum the running sum
+  // of exp(lse_s - m), acc the running sum of exp(lse_s - m) parts_s, both
+  // rescaled by exp(m_old - m) when the maximum grows. While every split
+  // so far saw no key (m = -inf), 0 is subtracted instead, and a split
+  // that saw no key weighs 0. Each split's loads depend on nothing the
+  // pass computed, so the loads of consecutive splits overlap (one pass:
+  // half the round trips to memory of a pass for the maximum and another
+  // for the sum).
   auto zeroIfNegInf = [&](Value m) {
     Value isInf =
         arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, negInf);
     return select(isInf, fzero, m);
   };
-  auto lseLoop = scf::ForOp::create(
+  auto loop = scf::ForOp::create(
       b, zero, s.splits, one,
       ValueRange{SplatOp::create(b, rows(), negInf),
-                 SplatOp::create(b, rows(), fzero)});
+                 SplatOp::create(b, rows(), fzero),
+                 SplatOp::create(b, tile(f32), fzero)});
   {
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(lseLoop.getBody());
-    Value m = lseLoop.getRegionIterArgs()[0];
-    Value sum = lseLoop.getRegionIterArgs()[1];
-    Value v = partLse(lseLoop.getInductionVar());
-    Value mNew = map(rows(), ValueRange{m, v}, [&](ValueRange a) -> Value {
+    b.setInsertionPointToStart(loop.getBody());
+    Value split = loop.getInductionVar();
+    Value m = loop.getRegionIterArgs()[0];
+    Value sum = loop.getRegionIterArgs()[1];
+    Value acc = loop.getRegionIterArgs()[2];
+    Value lse = partLse(split);
+    Value part = parts(split);
+    Value mNew = map(rows(), ValueRange{m, lse}, [&](ValueRange a) -> Value {
       return arith::MaxNumFOp::create(b, a[0], a[1]);
     });
+    Value mUse = map(rows(), mNew, [&](ValueRange a) -> Value {
+      return zeroIfNegInf(a[0]);
+    });
+    // The old terms' factor exp(m - m_new), and this split's weight.
+    Value alpha = map(rows(), ValueRange{m, mUse}, [&](ValueRange a) -> Value {
+      return expMinus(a[0], a[1]);
+    });
+    Value w = map(rows(), ValueRange{lse, mUse}, [&](ValueRange a) -> Value {
+      return expMinus(a[0], a[1]);
+    });
     Value sumNew =
-        map(rows(), ValueRange{m, sum, v, mNew}, [&](ValueRange a) -> Value {
-          Value mUse = zeroIfNegInf(a[3]);
-          return arith::AddFOp::create(
-              b, arith::MulFOp::create(b, a[1], expMinus(a[0], mUse)),
-              expMinus(a[2], mUse));
+        map(rows(), ValueRange{sum, alpha, w}, [&](ValueRange a) -> Value {
+          return math::FmaOp::create(b, a[0], a[1], a[2]);
         });
-    scf::YieldOp::create(b, ValueRange{mNew, sumNew});
+    Value accNew = map(tile(f32), ValueRange{acc, alpha, part, w},
+                       [&](ValueRange a) -> Value {
+                         return math::FmaOp::create(
+                             b, a[2], a[3],
+                             arith::MulFOp::create(b, a[0], a[1]));
+                       });
+    scf::YieldOp::create(b, ValueRange{mNew, sumNew, accNew});
   }
-  Value mUse = map(rows(), lseLoop.getResult(0), [&](ValueRange a) -> Value {
+  Value mUse = map(rows(), loop.getResult(0), [&](ValueRange a) -> Value {
     return zeroIfNegInf(a[0]);
   });
-  Value total = lseLoop.getResult(1);
+  Value total = loop.getResult(1);
   // Empty rows (total = 0) give 0 and -inf; NaN (a split's NaN lse)
   // propagates.
   auto positive = [&](Value x) {
@@ -713,28 +736,11 @@ void CombineEmitter::emit() {
     return select(positive(a[0]), arith::DivFOp::create(b, f32c(1), a[0]),
                   fzero);
   });
-
-  // out = sum_s exp(lse_s - max) / sum * parts_s: a split that saw no key
-  // weighs 0.
-  auto accLoop = scf::ForOp::create(
-      b, zero, s.splits, one, ValueRange{SplatOp::create(b, tile(f32), fzero)});
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(accLoop.getBody());
-    Value split = accLoop.getInductionVar();
-    Value w = map(rows(), ValueRange{partLse(split), mUse, inv},
-                  [&](ValueRange a) -> Value {
-                    return arith::MulFOp::create(b, expMinus(a[0], a[1]),
-                                                 a[2]);
-                  });
-    Value acc = map(tile(f32),
-                    ValueRange{parts(split), w, accLoop.getRegionIterArgs()[0]},
-                    [&](ValueRange a) -> Value {
-                      return math::FmaOp::create(b, a[0], a[1], a[2]);
-                    });
-    scf::YieldOp::create(b, ValueRange{acc});
-  }
-  Value out = map(tile(s.outType), accLoop.getResult(0),
+  Value scaled = map(tile(f32), ValueRange{loop.getResult(2), inv},
+                     [&](ValueRange a) -> Value {
+                       return arith::MulFOp::create(b, a[0], a[1]);
+                     });
+  Value out = map(tile(s.outType), scaled,
                   [&](ValueRange a) -> Value {
                     if (s.outType.isF32())
                       return a[0];

@@ -239,15 +239,17 @@ func.func @decode(%q: tensor<?x4x?x64xf16>, %k: tensor<?x1x?x64xf16>,
 // DECODE: flash_tile.store %{{.+}} : !flash_tile.tile<16x64xf32, #[[FLAT]]>, memref<4x?x64xf32
 // DECODE: flash_tile.store %{{.+}} : !flash_tile.tile<16xf32, #[[FLATROWS]]>, memref<4x?x1xf32
 // The combine: a CTA of four rows (one query row of each of the 4 heads),
-// two warps of two rows, 16 lanes over each row's 64 columns; a pass over
-// the splits' log-sum-exps, then one over their weighted partials.
+// two warps of two rows, 16 lanes over each row's 64 columns; one online
+// pass over the splits: the running maximum and sum of the log-sum-exps
+// and the rescaled sum of the partials.
 // DECODE-LABEL: gpu.func @decode_combine(
 // DECODE-SAME: flash.block = 64 : i64, flash.grid = [#flash.grid_factor<B>, #flash.grid_factor<Nq>]
-// DECODE: scf.for {{.+}} -> (!flash_tile.tile<4xf32, #[[CROWS]]>, !flash_tile.tile<4xf32, #[[CROWS]]>)
+// DECODE: scf.for {{.+}} -> (!flash_tile.tile<4xf32, #[[CROWS]]>, !flash_tile.tile<4xf32, #[[CROWS]]>, !flash_tile.tile<4x64xf32, #[[CTILE]]>)
 // DECODE: flash_tile.load {{.+}} -> !flash_tile.tile<4xf32, #[[CROWS]]>
-// DECODE: scf.for {{.+}} -> (!flash_tile.tile<4x64xf32, #[[CTILE]]>)
 // DECODE: flash_tile.load {{.+}} {alignment = 16 : i64} : memref<4x?x64xf32, {{.+}}> -> !flash_tile.tile<4x64xf32, #[[CTILE]]>
 // DECODE: math.fma
+// DECODE: scf.yield
+// DECODE-NOT: scf.for
 // DECODE: flash_tile.store {{.+}} {alignment = 16 : i64} : !flash_tile.tile<4x64xf16, #[[CTILE]]>, memref<4x?x64xf16
 
 //--- gqa3.mlir
