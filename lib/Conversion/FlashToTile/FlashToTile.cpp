@@ -840,6 +840,10 @@ LogicalResult FlashToTilePass::build(TiledAttention &t,
       return static_cast<bool>(step.getMaskOffset());
     });
     StringRef order = masked ? StringRef(causalOrder) : "lightest";
+    // A split kernel serves short queries (flash-split-kv's max-seq-q,
+    // decode): auto is lightest first there, chosen when compiling.
+    if (order == "auto" && t.combine)
+      order = "lightest";
     // The tile loop's induction variables for the CTA `linear`, the Q
     // block varying slowest when `qSlowest`, reversed when `descending`.
     auto decompose = [&](bool qSlowest, bool descending) {
