@@ -2188,7 +2188,11 @@ const RunCase kRunCases[] = {
     // A decode kernel serves any Nq; only its tile is made for Nq <= 16.
     RunCase{"DecodeLongQuery", true, true, false, 1, 41, 300, Layout::Dense, 2},
     RunCase{"DecodeSequenceMajor", true, true, true, 2, 3, 555,
-            Layout::SequenceMajor, 2}};
+            Layout::SequenceMajor, 2},
+    // Seven splits of one 256-key block each (none empty): the combine's
+    // two steps of four, the second reading past the last split.
+    RunCase{"DecodeCausalLseSevenSplits", true, true, true, 1, 9, 1700,
+            Layout::Dense, 7}};
 
 std::string runCaseName(const ::testing::TestParamInfo<RunCase> &info) {
   return info.param.name;
