@@ -89,10 +89,10 @@ constexpr int64_t kBufferElements = int64_t(1) << 40;
 
 /// causal-order=auto: a causal kernel runs its heaviest CTAs first where a
 /// head (of packed query rows) has at least this many rows, its lightest
-/// first within each head below. On an H200 (docs/PERFORMANCE.md, run 5)
-/// heaviest-first was 4 - 13% faster from 2048 rows on and up to 15%
-/// slower below 2048 at D = 128, where the heads' K and V stop fitting the
-/// L2 together once every head's last block runs at once.
+/// first within each head below. On an H200 (docs/PERFORMANCE.md, "Causal
+/// CTA order", runs 6 and 7) heaviest first was 4 - 13% faster from 2048
+/// rows on, and 10 - 14% slower below at D = 128, where every head's last
+/// block runs at once and the heads' K and V stop sharing the L2.
 constexpr int64_t kHeaviestFromRows = 2048;
 
 enum class Role { Q, K, V, Out, Lse, WsOut, WsLse };
