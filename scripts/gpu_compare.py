@@ -8,9 +8,9 @@
 # round starting with the next bundle, so that drift in clocks or
 # temperature and the place in a round fall on all of them alike (a
 # bundle named twice measures that noise); each figure is the median of
-# its rounds, each round the median of gpu_check.time_cuda's samples. Every bundle's output is checked against
-# the first bundle's on each configuration (the kernels compute the same
-# thing).
+# its rounds, each round the median of gpu_check.time_cuda's samples.
+# Every bundle's output is checked against the first bundle's on each
+# configuration (the kernels compute the same thing).
 #
 #   gpu_compare.py --lib LIB --bundles DIR,DIR[,...] [--causal-only]
 #                  [--json FILE]

@@ -194,11 +194,10 @@ llvm::Error PipelineConfig::validate() const {
   if (!parseLoopOrder(loopOrder))
     return llvm::createStringError("unknown loop order '" + loopOrder +
                                    "'; expected fa2 or algorithm1");
-  if (causalOrder != "auto" && causalOrder != "lightest" &&
-      causalOrder != "heaviest" && causalOrder != "heaviest-per-head")
-    return llvm::createStringError("unknown causal order '" + causalOrder +
-                                   "'; expected auto, lightest, heaviest or "
-                                   "heaviest-per-head");
+  if (!mlir::flash::isCausalOrder(causalOrder))
+    return llvm::createStringError(
+        "unknown causal order '" + causalOrder + "'; expected " +
+        mlir::flash::getCausalOrderNames().str());
   auto check = [](int64_t v, llvm::StringRef name) -> llvm::Error {
     if (v < 0)
       return llvm::createStringError(

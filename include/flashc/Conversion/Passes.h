@@ -19,6 +19,13 @@ namespace flash {
 #define GEN_PASS_REGISTRATION
 #include "flashc/Conversion/Passes.h.inc"
 
+/// Whether `name` is a value of flash-to-tile's causal-order option (which
+/// the pipelines pass on).
+bool isCausalOrder(llvm::StringRef name);
+/// The option's values for a diagnostic: "auto, lightest, heaviest or
+/// heaviest-per-head".
+llvm::StringRef getCausalOrderNames();
+
 } // namespace flash
 } // namespace mlir
 

@@ -1126,11 +1126,10 @@ void FlashToTilePass::runOnOperation() {
                        << llvm::toString(target.takeError());
     return signalPassFailure();
   }
-  if (causalOrder != "auto" && causalOrder != "lightest" &&
-      causalOrder != "heaviest" && causalOrder != "heaviest-per-head") {
-    module.emitError() << "flash-to-tile: causal-order is auto, lightest, "
-                          "heaviest or heaviest-per-head, not '"
-                       << causalOrder << "'";
+  if (!isCausalOrder(causalOrder)) {
+    module.emitError() << "flash-to-tile: causal-order is "
+                       << getCausalOrderNames() << ", not '" << causalOrder
+                       << "'";
     return signalPassFailure();
   }
 
@@ -1206,3 +1205,14 @@ void FlashToTilePass::runOnOperation() {
 }
 
 } // namespace
+
+bool mlir::flash::isCausalOrder(StringRef name) {
+  return llvm::is_contained(
+      {StringRef("auto"), StringRef("lightest"), StringRef("heaviest"),
+       StringRef("heaviest-per-head")},
+      name);
+}
+
+StringRef mlir::flash::getCausalOrderNames() {
+  return "auto, lightest, heaviest or heaviest-per-head";
+}
