@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+# ===- scripts/capi_host_time.py - The C API's host time per call ---------===#
+#
+# The host time of one flashc_attention call through ctypes (as
+# scripts/gpu_check.py makes it): a decode call, bf16, GQA 32/8, D = 128,
+# one query, on the bundle's matching variant. Run it on the stand-in
+# driver with its launches skipped, so that the figure is the C API's and
+# the runtime's own work:
+#
+#   FLASHC_FAKE_CUDA_SKIP_LAUNCHES=1 \
+#   LD_LIBRARY_PATH=build/unittests/Runtime/fake-cuda \
+#   python3 scripts/capi_host_time.py --lib build/lib/libflashc_runtime.so \
+#     --bundle gpu-bundle [--seq-kv 32768] [--calls N]
+#
+# On a GPU machine (without the two variables) the figure also holds the
+# driver's launches, and kernels longer than a call make the host wait.
+#
+# ===----------------------------------------------------------------------===#
+
+import argparse
+import ctypes
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpu_check  # noqa: E402  pylint: disable=wrong-import-position
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--lib", required=True)
+    parser.add_argument("--bundle", required=True)
+    parser.add_argument("--seq-kv", type=int, default=32768)
+    parser.add_argument("--calls", type=int, default=2000)
+    args = parser.parse_args()
+    cuda = ctypes.CDLL("libcuda.so.1")
+    if cuda.cuInit(0) != 0:
+        sys.exit("capi_host_time: cuInit failed")
+    device = ctypes.c_int()
+    context = ctypes.c_void_p()
+    if (cuda.cuDeviceGet(ctypes.byref(device), 0) != 0 or
+            cuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), device) != 0
+            or cuda.cuCtxSetCurrent(context) != 0):
+        sys.exit("capi_host_time: no CUDA context")
+
+    def tensor(shape):
+        ptr = ctypes.c_uint64()
+        nbytes = 2 * shape[0] * shape[1] * shape[2] * shape[3]
+        if cuda.cuMemAllocAsync(ctypes.byref(ptr), ctypes.c_size_t(nbytes),
+                                None) != 0:
+            sys.exit(f"capi_host_time: cannot allocate {nbytes} bytes")
+        strides = [shape[1] * shape[2] * shape[3], shape[2] * shape[3],
+                   shape[3], 1]
+        return gpu_check.describe(ptr.value, gpu_check.FLASHC_BF16, shape,
+                                  strides)
+    fc = gpu_check.Flashc(args.lib, args.bundle)
+    q, k, v, out = (tensor(s) for s in ([1, 32, 1, 128],
+                                        [1, 8, args.seq_kv, 128],
+                                        [1, 8, args.seq_kv, 128],
+                                        [1, 32, 1, 128]))
+
+    def call():
+        fc.attention(gpu_check.DEVICE_CUDA, q, k, v, out, None, False, None)
+    for _ in range(20):
+        call()
+    runs = []
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(args.calls):
+            call()
+        runs.append((time.perf_counter() - start) / args.calls * 1e6)
+    print(f"Nk={args.seq_kv}: {statistics.median(runs):.1f} us per "
+          f"flashc_attention call through ctypes (median of 5 x "
+          f"{args.calls} calls)")
+
+
+if __name__ == "__main__":
+    main()
