@@ -394,6 +394,7 @@ def FlashTileToNVGPU : Pass<"flash-tile-to-nvgpu", "::mlir::ModuleOp"> {
     - `async_copy`: one `nvgpu.device_async_copy` per run of the blocked
       layout, reading 0 bytes (zero-filling) for rows at or past `valid`;
       16-byte runs bypass L1.
+    - `async_commit`: `cp.async.commit_group`.
     - `async_wait`: `cp.async.commit_group`, `cp.async.wait_group pending`
       and a CTA barrier.
     - `local_load`: `nvgpu.ldmatrix` of four 8 x 8 matrices (two at an odd

@@ -813,6 +813,16 @@ struct AsyncWaitLowering : TilePattern<AsyncWaitOp> {
   }
 };
 
+struct AsyncCommitLowering : TilePattern<AsyncCommitOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  lower(AsyncCommitOp op, OpAdaptor adaptor,
+        ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<NVVM::CpAsyncCommitGroupOp>(op);
+    return success();
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // local_load
 //===----------------------------------------------------------------------===//
@@ -1661,7 +1671,8 @@ struct FlashTileToNVGPUPass
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
 
     RewritePatternSet patterns(ctx);
-    patterns.add<AllocLowering, AsyncCopyLowering, AsyncWaitLowering,
+    patterns.add<AllocLowering, AsyncCopyLowering, AsyncCommitLowering,
+                 AsyncWaitLowering,
                  LocalLoadLowering, SplatLowering, ConvertLayoutLowering,
                  MmaLowering, ReduceLowering, FoldLowering,
                  BroadcastLowering, BatchReduceLowering, MapLowering,

@@ -79,6 +79,17 @@ func.func @async_copy(%src: memref<?x64xf16>, %row: index, %stage: index, %n: in
 
 // -----
 
+// async_commit closes a group and waits for nothing: no barrier.
+// CHECK-LABEL: func.func @async_commit
+// CHECK: nvvm.cp.async.commit.group
+// CHECK-NEXT: return
+func.func @async_commit() {
+  flash_tile.async_commit
+  return
+}
+
+// -----
+
 #copy = #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [4, 1]>
 #smem = #flash_tile.swizzled<vector = 8, phases = 8>
 // A constant `valid` of all 64 rows (a full block): the copies read all

@@ -35,6 +35,8 @@ func.func @step(%k: memref<?x64xf16>, %v: memref<?x64xf16>,
       : memref<?x64xf16>, !flash_tile.shared<2x64x64xf16, #smem>
   flash_tile.async_copy %v[%j], %vbuf[%stage] valid %n {layout = #copy}
       : memref<?x64xf16>, !flash_tile.shared<2x64x64xf16, #smem>
+  // CHECK: flash_tile.async_commit
+  flash_tile.async_commit
   // CHECK: flash_tile.async_wait pending 1
   flash_tile.async_wait pending 1
   // CHECK: flash_tile.local_load %{{.*}}[%{{.*}}] transpose : !flash_tile.shared<2x64x64xf16, #swizzled> -> !flash_tile.tile<64x64xf16, #mma_b>

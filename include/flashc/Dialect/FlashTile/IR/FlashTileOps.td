@@ -102,6 +102,24 @@ def FlashTile_AsyncWaitOp : FlashTile_Op<"async_wait"> {
   let assemblyFormat = "`pending` $pending attr-dict";
 }
 
+def FlashTile_AsyncCommitOp : FlashTile_Op<"async_commit"> {
+  let summary = "Close a group of copies without waiting";
+  let description = [{
+    Closes the group of the copies started since the last `async_commit` or
+    `async_wait`, so that a later `async_wait pending N` can wait for it
+    while the N groups after it stay in flight. A pipeline of `S > 2`
+    stages fills its first `S - 1` stages before the loop, one group each.
+
+    ```mlir
+    flash_tile.async_copy %k[%j0], %kbuf[%c0] valid %c64 {layout = #copy} : ...
+    flash_tile.async_commit
+    flash_tile.async_copy %k[%j1], %kbuf[%c1] valid %c64 {layout = #copy} : ...
+    flash_tile.async_wait pending 1  // the first group has landed
+    ```
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
 def FlashTile_LocalLoadOp : FlashTile_Op<"local_load"> {
   let summary = "Read one stage of a shared buffer into registers";
   let description = [{
