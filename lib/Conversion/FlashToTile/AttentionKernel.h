@@ -87,16 +87,6 @@ struct ForwardKernelSpec {
   Value splits;
 };
 
-/// Where the KV loops hand over to each other (the body prefetches the
-/// next block across loops): for loop i, the first block of the first
-/// non-empty loop after it, and the first block of all; -1 for none.
-struct LoopHandOver {
-  llvm::SmallVector<Value> nextStart;
-  Value first;
-};
-LoopHandOver getLoopHandOver(ImplicitLocOpBuilder &b,
-                             llvm::ArrayRef<KVLoop> loops);
-
 /// What of `config` the flash_tile body does not build yet, or "" when it
 /// builds it.
 std::string whyNoTileBody(const flashc::GPUTileConfig &config);

@@ -6,7 +6,7 @@
 //
 //   Q tile -> shared (async_copy) -> A operand (local_load), once
 //   for each KV loop of the tiled IR, for each block j:
-//     async_copy block j' (the next one) into the other stage
+//     async_copy block j into stage 0, async_wait
 //     S  = Q K^T                     local_load K transposed, mma
 //     S  = -inf where masked         map indices (partial / causal blocks)
 //     m' = max(m, rowmax(S) c)       reduce max, map   (c = scale log2 e)
@@ -14,7 +14,9 @@
 //     l' = 2^(m - m') l + rowsum(P)  fold sum (per thread), map; the
 //                                    threads' sums reduced after the loop
 //     O  = 2^(m - m') O + P V        map, convert_layout P to A, mma
-//     async_wait: block j' landed, everyone is done with this stage
+//     async_wait: everyone is done with the stage
+//   (flash-tile-pipeline then puts the copies of the next blocks in flight
+//   in the other stages while block j computes).
 //   O / l (and the log-sum-exp) stored by rows below the tile's valid rows.
 //
 // A GQA tile packs the rows of G query heads (group-major): Q, O and the
@@ -49,6 +51,7 @@
 
 #include "AttentionKernel.h"
 
+#include "flashc/Dialect/Flash/IR/FlashDialect.h"
 #include "flashc/Dialect/FlashTile/IR/FlashTileDialect.h"
 #include "flashc/Dialect/FlashTile/IR/FlashTileOps.h"
 
@@ -312,17 +315,15 @@ LogicalResult TileEmitter::emit(std::string &why) {
                    elt);
   vMatrix = matrix(s.vBuffer, s.vBase0, s.vRowStride, s.seqKV, c.headDimV,
                    elt);
+  // K and V get the schedule's stages; the loops below use stage 0 only,
+  // flash-tile-pipeline spreads the blocks over them.
   Value qBuffer = AllocOp::create(b, shared(1, R, D), IntegerAttr());
-  kBuffer = AllocOp::create(b, shared(2, Bc, D), IntegerAttr());
-  vBuffer = AllocOp::create(b, shared(2, Bc, Dv), IntegerAttr());
+  kBuffer = AllocOp::create(b, shared(c.stages, Bc, D), IntegerAttr());
+  vBuffer = AllocOp::create(b, shared(c.stages, Bc, Dv), IntegerAttr());
 
   size_t nLoops = s.loops.size();
-  auto [nextStart, first] = getLoopHandOver(b, s.loops);
-
-  // Prologue: Q, and the first KV block into stage 0.
   AsyncCopyOp::create(b, qMatrix, zero, qBuffer, zero, s.qRows,
                       validGroups(), copyLayout(R, D, c.headDim));
-  copyKVIfAny(first, zero);
   AsyncWaitOp::create(b, 0);
   // Q as the A operand (every kv warp's: replicated over them), once, or
   // per block where it does not fit in registers beside the loop's state.
@@ -337,31 +338,32 @@ LogicalResult TileEmitter::emit(std::string &why) {
 
   Value negInf = f32c(-std::numeric_limits<double>::infinity());
   Value fzero = f32c(0);
-  // The loop's state: O, the row maxima, the row sums and the stage. The
-  // row sums stay partial (each thread's own columns, folded to one MMA
-  // tile's 8) until the loop ends: no shuffles per block.
+  // The loop's state: O, the row maxima and the row sums. The row sums stay
+  // partial (each thread's own columns, folded to one MMA tile's 8) until
+  // the loop ends: no shuffles per block.
   SmallVector<Value> state = {
       SplatOp::create(b, acc(Dv), fzero), SplatOp::create(b, rows(), negInf),
-      SplatOp::create(b, acc(8), fzero), zero};
+      SplatOp::create(b, acc(8), fzero)};
   Value sZero = SplatOp::create(b, acc(wk), fzero);
   TileType bType = operand(OperandKind::B, {D, wk}, mma);
   TileType vType = operand(OperandKind::B, {wk, Dv}, mma);
 
+  // Each KV loop copies its block into stage 0, waits for it, computes,
+  // and waits until every thread is done with the stage:
+  // flash-tile-pipeline turns that into copies of later blocks in flight
+  // while this one computes.
+  flash::FlashDialect::KvLoopAttrHelper kvLoop(ctx);
   for (size_t i = 0; i < nLoops; ++i) {
     const KVLoop &loop = s.loops[i];
     auto forOp = scf::ForOp::create(b, loop.lower, loop.upper, idx(Bc), state);
+    kvLoop.setAttr(forOp, b.getUnitAttr());
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(forOp.getBody());
     Value j = forOp.getInductionVar();
     ValueRange in = forOp.getRegionIterArgs();
-    Value accIn = in[0], mIn = in[1], lIn = in[2], stage = in[3];
-
-    // The next block into the other stage, which every thread finished
-    // reading before the previous iteration's wait.
-    Value jn = arith::AddIOp::create(b, j, idx(Bc));
-    Value next = select(lt(jn, loop.upper), jn, nextStart[i]);
-    Value other = arith::SubIOp::create(b, one, stage);
-    copyKVIfAny(next, other);
+    Value accIn = in[0], mIn = in[1], lIn = in[2], stage = zero;
+    copyKVIfAny(j, stage);
+    AsyncWaitOp::create(b, 0);
 
     // S = Q K^T.
     Value kt = LocalLoadOp::create(b, bType, kBuffer, stage, /*transpose=*/true);
@@ -456,7 +458,7 @@ LogicalResult TileEmitter::emit(std::string &why) {
     Value v = LocalLoadOp::create(b, vType, vBuffer, stage, /*transpose=*/false);
     Value accOut = MmaOp::create(b, acc(Dv), pA, v, scaled);
     AsyncWaitOp::create(b, 0);
-    scf::YieldOp::create(b, ValueRange{accOut, mNew, lNew, other});
+    scf::YieldOp::create(b, ValueRange{accOut, mNew, lNew});
     state.assign(forOp.getResults().begin(), forOp.getResults().end());
   }
 
@@ -798,24 +800,6 @@ CombineTileShape gpu_kernel::getCombineTileShape(int64_t headDimV,
 void gpu_kernel::emitCombineTileBody(ImplicitLocOpBuilder &b,
                                      const CombineKernelSpec &spec) {
   CombineEmitter(b, spec).emit();
-}
-
-LoopHandOver gpu_kernel::getLoopHandOver(ImplicitLocOpBuilder &b,
-                                         ArrayRef<KVLoop> loops) {
-  auto startOf = [&](const KVLoop &loop, Value otherwise) -> Value {
-    Value nonEmpty = arith::CmpIOp::create(b, arith::CmpIPredicate::slt,
-                                           loop.lower, loop.upper);
-    return arith::SelectOp::create(b, nonEmpty, loop.lower, otherwise);
-  };
-  LoopHandOver h;
-  Value none = arith::ConstantIndexOp::create(b, -1);
-  h.nextStart.resize(loops.size());
-  for (size_t i = loops.size(); i-- > 0;)
-    h.nextStart[i] = i + 1 == loops.size()
-                         ? none
-                         : startOf(loops[i + 1], h.nextStart[i + 1]);
-  h.first = loops.empty() ? none : startOf(loops[0], h.nextStart[0]);
-  return h;
 }
 
 std::string gpu_kernel::whyNoTileBody(const flashc::GPUTileConfig &c) {

@@ -64,31 +64,32 @@ func.func @mha(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // MHA-DAG: #mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
 // MHA-DAG: #swizzled = #flash_tile.swizzled<vector = 8, phases = 8>
 // MHA-LABEL: gpu.func @mha_fwd(
-// The Q tile and two stages of 128-key K and V blocks.
+// The Q tile and two stages of 128-key K and V blocks (the schedule's;
+// flash-tile-pipeline uses them).
 // MHA: %[[QS:.+]] = flash_tile.alloc : !flash_tile.shared<1x64x64xf16, #swizzled>
 // MHA: %[[KS:.+]] = flash_tile.alloc : !flash_tile.shared<2x128x64xf16, #swizzled>
 // MHA: %[[VS:.+]] = flash_tile.alloc : !flash_tile.shared<2x128x64xf16, #swizzled>
 // Rows of Q and K come from the kernel's flat buffers as strided matrices.
 // MHA: flash_tile.async_copy %{{.+}}[%{{.+}}], %[[QS]][%{{.+}}] valid %{{.+}} {layout = #blocked} : memref<?x64xf16, strided<[?, 1], offset: ?>>, !flash_tile.shared<1x64x64xf16, #swizzled>
-// MHA: flash_tile.async_copy %{{.+}}, %[[KS]]
-// MHA: flash_tile.async_wait pending 0
+// MHA-NEXT: flash_tile.async_wait pending 0
 // MHA: %[[Q:.+]] = flash_tile.local_load %[[QS]][%{{.+}}] : !flash_tile.shared<1x64x64xf16, #swizzled> -> !flash_tile.tile<64x64xf16, #mma_a>
-// The KV loop carries O, the row maxima, the row sums (each thread's
-// partial sums, 8 columns of the accumulator layout) and the stage.
-// MHA: scf.for {{.+}} -> (!flash_tile.tile<64x64xf32, #mma>, !flash_tile.tile<64xf32, #slice>, !flash_tile.tile<64x8xf32, #mma>, index)
-// The next block's copies first, into the other stage: a full block's
-// with a constant count (no per-row checks), a ragged one's with the keys
-// left.
+// The KV loop carries O, the row maxima and the row sums (each thread's
+// partial sums, 8 columns of the accumulator layout).
+// MHA: scf.for %[[J:[^ ]+]] = {{.+}} -> (!flash_tile.tile<64x64xf32, #mma>, !flash_tile.tile<64xf32, #slice>, !flash_tile.tile<64x8xf32, #mma>) {
+// Its block's copies first, into stage 0: a full block's with a constant
+// count (no per-row checks), a ragged one's with the keys left; then the
+// wait for them.
 // MHA: scf.if
-// MHA: %[[LEFT:.+]] = arith.subi
+// MHA: %[[LEFT:.+]] = arith.subi %{{.+}}, %[[J]]
 // MHA: %[[FULL:.+]] = arith.cmpi sge, %[[LEFT]], %c128{{.*}} : index
 // MHA: scf.if %[[FULL]] {
-// MHA: flash_tile.async_copy %{{.+}}, %[[KS]][%{{.+}}] valid %c128
-// MHA: flash_tile.async_copy %{{.+}}, %[[VS]][%{{.+}}] valid %c128
+// MHA: flash_tile.async_copy %{{.+}}[%[[J]]], %[[KS]][%[[C0:.+]]] valid %c128
+// MHA: flash_tile.async_copy %{{.+}}[%[[J]]], %[[VS]][%[[C0]]] valid %c128
 // MHA: } else {
-// MHA-NEXT: flash_tile.async_copy %{{.+}}, %[[KS]][%{{.+}}] valid %[[LEFT]]
-// MHA-NEXT: flash_tile.async_copy %{{.+}}, %[[VS]][%{{.+}}] valid %[[LEFT]]
-// MHA: %[[KT:.+]] = flash_tile.local_load %[[KS]][%{{.+}}] transpose : !flash_tile.shared<2x128x64xf16, #swizzled> -> !flash_tile.tile<64x128xf16, #mma_b>
+// MHA-NEXT: flash_tile.async_copy %{{.+}}, %[[KS]][%[[C0]]] valid %[[LEFT]]
+// MHA-NEXT: flash_tile.async_copy %{{.+}}, %[[VS]][%[[C0]]] valid %[[LEFT]]
+// MHA: flash_tile.async_wait pending 0
+// MHA: %[[KT:.+]] = flash_tile.local_load %[[KS]][%[[C0]]] transpose : !flash_tile.shared<2x128x64xf16, #swizzled> -> !flash_tile.tile<64x128xf16, #mma_b>
 // MHA: %[[S:.+]] = flash_tile.mma %[[Q]], %[[KT]], %{{.+}} : !flash_tile.tile<64x64xf16, #mma_a>, !flash_tile.tile<64x128xf16, #mma_b>, !flash_tile.tile<64x128xf32, #mma>
 // A partial block's keys past the valid ones are -inf.
 // MHA: scf.if %{{.+}} -> (!flash_tile.tile<64x128xf32, #mma>)
@@ -105,10 +106,12 @@ func.func @mha(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // MHA: flash_tile.fold sum %{{.+}} : !flash_tile.tile<64x128xf32, #mma> -> !flash_tile.tile<64x8xf32, #mma>
 // MHA-NOT: flash_tile.reduce sum
 // MHA: %[[P:.+]] = flash_tile.convert_layout %{{.+}} : !flash_tile.tile<64x128xf16, #mma> -> !flash_tile.tile<64x128xf16, #mma_a>
-// MHA: %[[V:.+]] = flash_tile.local_load %[[VS]][%{{.+}}] : !flash_tile.shared<2x128x64xf16, #swizzled> -> !flash_tile.tile<128x64xf16, #mma_b>
+// MHA: %[[V:.+]] = flash_tile.local_load %[[VS]][%[[C0]]] : !flash_tile.shared<2x128x64xf16, #swizzled> -> !flash_tile.tile<128x64xf16, #mma_b>
 // MHA: flash_tile.mma %[[P]], %[[V]]
-// MHA: flash_tile.async_wait pending 0
-// MHA: scf.yield
+// Everyone is done with the stage before the next block's copies.
+// MHA-NEXT: flash_tile.async_wait pending 0
+// MHA-NEXT: scf.yield
+// MHA-NEXT: } {flash.kv_loop}
 // The epilogue: the row sums reduced across the quads once, O / l in f16,
 // stored by rows.
 // MHA: flash_tile.reduce sum %{{.+}} : !flash_tile.tile<64x8xf32, #mma> -> !flash_tile.tile<64xf32, #slice>
@@ -215,7 +218,7 @@ func.func @decode(%q: tensor<?x4x?x64xf16>, %k: tensor<?x1x?x64xf16>,
 // DECODE: %[[KS:.+]] = flash_tile.alloc : !flash_tile.shared<2x128x64xf16, #swizzled>
 // DECODE: %[[Q:.+]] = flash_tile.local_load {{.+}} -> !flash_tile.tile<16x64xf16,
 // DECODE: %[[QB:.+]] = flash_tile.broadcast %[[Q]] : {{.+}} -> !flash_tile.tile<4x16x64xf16,
-// DECODE: scf.for {{.+}} -> (!flash_tile.tile<4x16x64xf32, #[[BATCH]]>, !flash_tile.tile<4x16xf32, #[[ROWS]]>, !flash_tile.tile<4x16x8xf32, #[[BATCH]]>, index)
+// DECODE: scf.for {{.+}} -> (!flash_tile.tile<4x16x64xf32, #[[BATCH]]>, !flash_tile.tile<4x16xf32, #[[ROWS]]>, !flash_tile.tile<4x16x8xf32, #[[BATCH]]>)
 // DECODE: flash_tile.local_load %[[KS]][%{{.+}}] transpose : !flash_tile.shared<2x128x64xf16, #swizzled> -> !flash_tile.tile<4x64x32xf16,
 // DECODE: flash_tile.mma %[[QB]]
 // The mask's key: the kv warp's 32 keys, then the column.

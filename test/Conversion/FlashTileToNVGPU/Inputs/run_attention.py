@@ -1,7 +1,10 @@
 """Runs the PTX of Inputs/attention-block.mlir in flashc-ptxsim on fresh
 random inputs and compares O with a float64 reference.
 
-usage: run_attention.py FLASHC_PTXSIM KERNEL.ptx WORKDIR
+usage: run_attention.py FLASHC_PTXSIM KERNEL.ptx WORKDIR [STAGES]
+
+STAGES (default 2) is the stages of the kernel's K and V buffers, which
+size its shared memory.
 
 Q, K and V are N(0, 1) rounded to f16. P goes to the P V
 multiply in f16, so each term of O = sum_j p_j v_j carries a relative error
@@ -19,6 +22,7 @@ N, D = 200, 64
 
 def main():
     ptxsim, ptx, work = sys.argv[1:4]
+    stages = int(sys.argv[4]) if len(sys.argv) > 4 else 2
     seed = int.from_bytes(os.urandom(4), "little")
     print(f"seed {seed}")
     rng = np.random.default_rng(seed)
@@ -27,9 +31,11 @@ def main():
         inputs[name] = rng.standard_normal((N, D)).astype(np.float16)
         np.save(os.path.join(work, name + ".npy"), inputs[name])
     out = os.path.join(work, "o.npy")
-    # 4 CTAs of 64 rows; shared memory: the Q tile and two stages of K and V.
+    # 4 CTAs of 64 rows; shared memory: the Q tile and the stages of K and
+    # V.
+    shared = (1 + 2 * stages) * 64 * 64 * 2
     subprocess.run([ptxsim, ptx, "--kernel", "attention", "--grid", "4",
-                    "--block", "128", "--dynamic-shared", str(5 * 64 * 64 * 2),
+                    "--block", "128", "--dynamic-shared", str(shared),
                     "--param", "buf:" + os.path.join(work, "q.npy"),
                     "--param", "buf:" + os.path.join(work, "k.npy"),
                     "--param", "buf:" + os.path.join(work, "v.npy"),

@@ -35,7 +35,8 @@ def Flash_Dialect : Dialect {
 
     - `flash.kv_loop` (unit), on the sequential `scf.for` over KV blocks
       that `flash-online-softmax` and `flash-tile` create; the later passes
-      find the loop by it.
+      find the loop by it. `flash-to-tile` marks a GPU kernel's loops over
+      KV blocks with it too, for `flash-tile-pipeline`.
     - `flash.tile_loop` (unit), on the `scf.forall` over
       `(batch, kv-head, q-block[, split])` of the FA2 order.
     - `flash.split_count` (unit), on the `index` argument of a CPU kernel

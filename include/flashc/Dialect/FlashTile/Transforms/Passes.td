@@ -54,4 +54,84 @@ def FlashTileAllocateShared : Pass<"flash-tile-allocate-shared"> {
   ];
 }
 
+def FlashTilePipeline : Pass<"flash-tile-pipeline"> {
+  let summary = "Software-pipeline the copies of a kernel's KV loops";
+  let description = [{
+    Rewrites the KV loops of each function (the `scf.for` ops marked
+    `flash.kv_loop`, in one block, in order) so that the copies of the next
+    blocks are in flight while the current block computes, over the stages
+    of the buffers they fill.
+
+    A KV loop comes in as `flash-to-tile` writes it: its body starts with
+    the copies of block `j` into stage 0 of its K and V buffers (any ops
+    before the first `async_wait`, with results used there only), then
+    `async_wait pending 0`, the block's computation reading stage 0, and
+    `async_wait pending 0` last, after which every thread is done with the
+    stage. With `S` stages, the pass:
+
+    - copies the first `S - 1` blocks of the loops before the first loop,
+      one group each (`async_commit` between them), the first with the
+      copies before the `async_wait` that precedes the first loop (Q's),
+      which then waits with `pending = S - 2`;
+    - carries the stage `s` of the current block through every loop;
+    - starts each iteration with the copies of the block `S - 1` blocks on
+      into the stage the previous block used, drops the wait after them,
+      reads stage `s`, and ends with `async_wait pending S - 2`: the next
+      block has landed, and the other stages' copies stay in flight.
+
+    With 2 stages "the next block" follows from each loop's bounds: the
+    next iteration's block, or the first block of the next non-empty loop.
+    With more, the loops must continue one another (each starting where
+    the previous ends, with one step), and block `j + (S - 1) step` is
+    copied while it is below the last loop's end. A block past the end is
+    `-1`, which the copies' guard skips.
+
+    `stages` sets the stages of the K and V buffers (2 to 4); 0 keeps the
+    stages they were allocated with. Input that does not have the form
+    above is an error that names what is missing.
+
+    Example, 2 stages (the buffers hold 2):
+
+    ```mlir
+    flash_tile.async_copy %q[%c0], %qs[%c0] valid %n : ...
+    flash_tile.async_wait pending 0
+    scf.for %j = %c0 to %nk step %c64 iter_args(...) {
+      scf.if (%j >= 0) { flash_tile.async_copy %k[%j], %ks[%c0] ... }
+      flash_tile.async_wait pending 0
+      %kt = flash_tile.local_load %ks[%c0] transpose : ...
+      ...
+      flash_tile.async_wait pending 0
+    } {flash.kv_loop}
+    ```
+
+    becomes
+
+    ```mlir
+    flash_tile.async_copy %q[%c0], %qs[%c0] valid %n : ...
+    scf.if (%first >= 0) { flash_tile.async_copy %k[%first], %ks[%c0] ... }
+    flash_tile.async_wait pending 0
+    scf.for %j = %c0 to %nk step %c64 iter_args(..., %s = %c0) {
+      %other = arith.subi %c1, %s : index
+      scf.if (%next >= 0) { flash_tile.async_copy %k[%next], %ks[%other] ... }
+      %kt = flash_tile.local_load %ks[%s] transpose : ...
+      ...
+      flash_tile.async_wait pending 0
+      scf.yield ..., %other : ..., index
+    } {flash.kv_loop}
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::flash::FlashDialect",
+                           "::mlir::scf::SCFDialect"];
+  let options = [
+    Option<"stages", "stages", "int64_t", /*default=*/"0",
+           "Stages of the K and V buffers, 2 to 4 (0: as allocated)">,
+  ];
+  let statistics = [
+    Statistic<"numLoops", "num-loops", "KV loops pipelined">,
+    Statistic<"numPrologueCopies", "num-prologue-copies",
+              "Blocks copied before the first loop">,
+  ];
+}
+
 #endif // FLASHC_DIALECT_FLASHTILE_TRANSFORMS_PASSES_TD
