@@ -26,7 +26,7 @@
 #      module);
 #   7. with --compare, the causal prefill kernels of the bundle and of
 #      other bundles of the same configurations compiled with other
-#      options (--causal-order, --block-q, --block-kv), taking turns
+#      options (--causal-order, --block-q, --block-kv, --stages), taking turns
 #      (scripts/gpu_compare.py); with --compare-all, the non-causal ones
 #      too.
 #

@@ -198,6 +198,9 @@ llvm::Error PipelineConfig::validate() const {
     return llvm::createStringError(
         "unknown causal order '" + causalOrder + "'; expected " +
         mlir::flash::getCausalOrderNames().str());
+  if (stages < 2 || stages > 4)
+    return llvm::createStringError(
+        llvm::formatv("stages must be 2 to 4, got {0}", stages).str());
   auto check = [](int64_t v, llvm::StringRef name) -> llvm::Error {
     if (v < 0)
       return llvm::createStringError(
@@ -421,6 +424,7 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
     FlashToTileOptions o;
     o.target = c.target;
     o.causalOrder = c.causalOrder;
+    o.stages = c.stages;
     pm.addPass(createFlashToTile(o));
     pm.addPass(flash_tile::createFlashTilePipeline());
     flash_tile::FlashTileAllocateSharedOptions shared;

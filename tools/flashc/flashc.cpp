@@ -185,6 +185,8 @@ std::string commandHelp(llvm::StringRef command) {
            "(auto,\n"
            "                      the default) the most first from 2048 "
            "rows a head\n"
+           "  --stages N          the K and V stages each kernel's KV loop is\n"
+           "                      pipelined over, 2 to 4 (default 2)\n"
            "  --block-q N  --block-kv N  a prefill kernel's query rows and "
            "keys a block\n"
            "                      (default 0: chosen for the target's "

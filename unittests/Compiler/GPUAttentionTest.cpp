@@ -235,6 +235,58 @@ TEST(GPUKernelTest, EveryCausalOrderMatches) {
   }
 }
 
+/// Kernels pipelined over 3 and 4 stages (flash-tile-pipeline, the pipeline's
+/// stages option) give the same results: prefill with the blocks of a
+/// causal kernel's two KV loops handed over between them and a ragged last
+/// block; split decode, whose kv warps merge through the KV buffers, at 3
+/// stages on sm_90a (its tiles of 128 and 256 keys do not fit more stages,
+/// nor 3 on sm_80: flash-to-tile says so).
+TEST(GPUKernelTest, EveryStageCountMatches) {
+  for (int64_t stages : {3, 4}) {
+    SCOPED_TRACE(stages);
+    PipelineConfig config;
+    config.stages = stages;
+    checkShape({"sm_80", ElementType::F16, 64, 1, true, false},
+               {2, 2, 300, 300}, nullptr, config);
+    checkShape({"sm_80", ElementType::BF16, 128, 2, false, false},
+               {1, 1, 70, 330}, nullptr, config);
+  }
+  PipelineConfig config;
+  config.stages = 3;
+  checkShape({"sm_90a", ElementType::F16, 64, 4, true, true},
+             {2, 1, 3, 700, 2}, nullptr, config);
+  checkShape({"sm_90a", ElementType::BF16, 128, 1, false, true, true},
+             {1, 2, 1, 530}, nullptr, config);
+  // More stages than the shared memory holds is the tile's error.
+  config.stages = 4;
+  AttentionSpec spec = specOf({"sm_80", ElementType::F16, 64, 4, true, true},
+                              {2, 1, 3, 700});
+  auto kernel = Compiler::global().compile(spec, "sm_80", config);
+  ASSERT_FALSE(static_cast<bool>(kernel));
+  std::string message = llvm::toString(kernel.takeError());
+  EXPECT_NE(message.find("bytes of shared memory, the target has 166912 on "
+                         "sm_80"),
+            std::string::npos)
+      << message;
+}
+
+/// A stage count outside 2 to 4 is an error that says so.
+TEST(GPUKernelTest, StagesOutsideTwoToFourAreRefused) {
+  AttentionSpec spec = specOf({"sm_80", ElementType::F16, 64, 1, false, false},
+                              {1, 1, 64, 64});
+  for (int64_t stages : {1, 5}) {
+    PipelineConfig config;
+    config.stages = stages;
+    auto kernel = Compiler::global().compile(spec, "sm_80", config);
+    ASSERT_FALSE(static_cast<bool>(kernel));
+    std::string message = llvm::toString(kernel.takeError());
+    EXPECT_NE(message.find("stages must be 2 to 4, got " +
+                           std::to_string(stages)),
+              std::string::npos)
+        << message;
+  }
+}
+
 /// One compiled kernel serves every batch, head count of its group size and
 /// length: later calls find it in the cache.
 TEST(GPUKernelTest, OneKernelServesEveryLength) {

@@ -368,7 +368,10 @@ def FlashToTile : Pass<"flash-to-tile", "::mlir::ModuleOp"> {
            "last Q block of every head first, which shortens the grid's "
            "tail), heaviest-per-head (each head's Q blocks in reverse "
            "order, the heads in order) or auto (heaviest where a head has "
-           "2048 query rows or more, lightest below; chosen at launch)">
+           "2048 query rows or more, lightest below; chosen at launch)">,
+    Option<"stages", "stages", "int64_t", /*default=*/"2",
+           "Stages of the K and V shared buffers (2 to 4), which "
+           "flash-tile-pipeline pipelines the KV loops' copies over">
   ];
   let statistics = [
     Statistic<"numForwardKernels", "num-forward-kernels",

@@ -760,6 +760,8 @@ LogicalResult FlashToTilePass::build(TiledAttention &t,
   flashc::GPUTileConfig config = flashc::makeGPUTileConfig(
       group, headDim, headDimV, 2, blockQ, *blockKV, t.combine ? 4 : 2,
       /*wideWarps=*/true);
+  // More stages only leave the kv warps' merge more room.
+  config.stages = stages;
   if (std::string notYet = whyNoTileBody(config); !notYet.empty())
     return t.forall.emitError()
            << "flash-to-tile: the flash_tile body does not build " << notYet
@@ -1130,6 +1132,11 @@ void FlashToTilePass::runOnOperation() {
     module.emitError() << "flash-to-tile: causal-order is "
                        << getCausalOrderNames() << ", not '" << causalOrder
                        << "'";
+    return signalPassFailure();
+  }
+  if (stages < 2 || stages > 4) {
+    module.emitError() << "flash-to-tile: stages is 2 to 4, not "
+                       << stages.getValue();
     return signalPassFailure();
   }
 

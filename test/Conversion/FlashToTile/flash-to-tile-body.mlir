@@ -37,6 +37,15 @@
 // RUN:   --flash-causal-skip --canonicalize \
 // RUN:   | not flashc-opt --flash-to-tile="causal-order=middle" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BAD-ORDER
+// RUN: flashc-opt %t/mha.mlir --flash-online-softmax \
+// RUN:   --flash-tile="target=sm_80" --flash-split-kv="target=sm_80" \
+// RUN:   --flash-causal-skip --canonicalize \
+// RUN:   | flashc-opt --flash-to-tile=stages=3 | FileCheck %s --check-prefix=STAGES
+// RUN: flashc-opt %t/mha.mlir --flash-online-softmax \
+// RUN:   --flash-tile="target=sm_80" --flash-split-kv="target=sm_80" \
+// RUN:   --flash-causal-skip --canonicalize \
+// RUN:   | not flashc-opt --flash-to-tile=stages=5 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BAD-STAGES
 // RUN: flashc-opt %t/decode.mlir \
 // RUN:   --flash-attention-pipeline="target=sm_80 dynamic-splits=1 block-q=4 block-kv=128" \
 // RUN:   | flashc-opt --flash-to-tile | FileCheck %s --check-prefix=DECODE
@@ -193,6 +202,14 @@ func.func @gqa(%q: tensor<?x8x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // AUTO: %[[FIRST:.+]] = arith.cmpi uge, %[[ROWS]], %[[C2048]]
 // AUTO: arith.select %[[FIRST]], %[[DOWN]], %[[LQB]] : index
 // BAD-ORDER: error: flash-to-tile: causal-order is auto, lightest, heaviest or heaviest-per-head, not 'middle'
+
+// The stages option sizes the K and V buffers (flash-tile-pipeline then
+// pipelines over them); 2 to 4.
+// STAGES-LABEL: gpu.func @mha_fwd(
+// STAGES: flash_tile.alloc : !flash_tile.shared<1x64x64xf16, #swizzled>
+// STAGES-NEXT: flash_tile.alloc : !flash_tile.shared<3x128x64xf16, #swizzled>
+// STAGES-NEXT: flash_tile.alloc : !flash_tile.shared<3x128x64xf16, #swizzled>
+// BAD-STAGES: error: flash-to-tile: stages is 2 to 4, not 5
 
 //--- decode.mlir
 func.func @decode(%q: tensor<?x4x?x64xf16>, %k: tensor<?x1x?x64xf16>,

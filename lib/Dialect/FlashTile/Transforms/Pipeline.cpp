@@ -340,14 +340,20 @@ LogicalResult PipelinePass::pipeline(FunctionOpInterface fn) {
   prologueWait.setPending(n - 2);
   numPrologueCopies += firstBlocks.size();
 
-  // Each loop carries the stage of its block.
+  // Each loop carries the stage of its block and, with more than two
+  // stages, the stage its copies go to: the one the previous block used
+  // (two stages compute it as 1 - s).
+  SmallVector<Value> carried = {stageIn};
+  if (n > 2)
+    carried.push_back(index(n - 1));
   for (auto [i, form] : llvm::enumerate(forms)) {
     scf::ForOp old = form.loop;
+    unsigned first = old.getNumRegionIterArgs();
     rewriter.setInsertionPoint(old);
     auto grown = old.replaceWithAdditionalYields(
-        rewriter, stageIn, /*replaceInitOperandUsesInLoop=*/false,
+        rewriter, carried, /*replaceInitOperandUsesInLoop=*/false,
         [](OpBuilder &, Location, ArrayRef<BlockArgument> args) {
-          return SmallVector<Value>{args.front()};
+          return SmallVector<Value>(args.begin(), args.end());
         });
     if (failed(grown))
       return old.emitOpError("could not carry the pipeline's stage");
@@ -355,7 +361,7 @@ LogicalResult PipelinePass::pipeline(FunctionOpInterface fn) {
     kvLoop.setAttr(loop, rewriter.getUnitAttr());
     form.loop = loop;
     Location at = loop.getLoc();
-    Value s = loop.getRegionIterArgs().back();
+    Value s = loop.getRegionIterArgs()[first];
     Value j = loop.getInductionVar();
     rewriter.setInsertionPointToStart(loop.getBody());
     auto cst = [&](int64_t v) -> Value {
@@ -377,11 +383,7 @@ LogicalResult PipelinePass::pipeline(FunctionOpInterface fn) {
       Value below = arith::CmpIOp::create(
           rewriter, at, arith::CmpIPredicate::slt, a, end);
       ahead = arith::SelectOp::create(rewriter, at, below, a, cst(-1));
-      Value isFirst = arith::CmpIOp::create(
-          rewriter, at, arith::CmpIPredicate::eq, s, cst(0));
-      write = arith::SelectOp::create(
-          rewriter, at, isFirst, cst(n - 1),
-          arith::SubIOp::create(rewriter, at, s, cst(1)));
+      write = loop.getRegionIterArgs().back();
       Value up = arith::AddIOp::create(rewriter, at, s, cst(1));
       Value wraps = arith::CmpIOp::create(rewriter, at,
                                           arith::CmpIPredicate::eq, up, cst(n));
@@ -395,8 +397,11 @@ LogicalResult PipelinePass::pipeline(FunctionOpInterface fn) {
       load.getStageMutable().assign(s);
     form.release.setPending(n - 2);
     auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
-    yield->setOperand(yield->getNumOperands() - 1, nextStage);
-    stageIn = loop.getResults().back();
+    yield->setOperand(first, nextStage);
+    if (n > 2)
+      yield->setOperand(first + 1, s);
+    for (size_t c = 0; c < carried.size(); ++c)
+      carried[c] = loop.getResult(first + c);
     ++numLoops;
     LLVM_DEBUG(DBGS() << "@" << fn.getName() << ": KV loop " << i << " over "
                       << n << " stages\n");

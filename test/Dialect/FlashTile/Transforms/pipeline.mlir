@@ -67,21 +67,21 @@
 // THREE: flash_tile.async_copy %{{.+}}[%[[F0]]], %[[KS]][%[[S0]]]
 // THREE: flash_tile.async_commit
 // THREE: flash_tile.async_copy %{{.+}}[%[[F1]]], %[[KS]][%[[S1]]]
+// THREE: %[[W0:.+]] = arith.constant 2 : index
 // THREE: flash_tile.async_wait pending 1
-// THREE: scf.for %[[J:[^ ]+]] = {{.+}} iter_args(%{{.+}} = %{{.+}}, %[[S:.+]] = %[[S0]]) -> (!flash_tile.tile<64x64xf32, #mma>, index) {
+// The loop carries its block's stage and the stage the block before it
+// used, where the copies go.
+// THREE: scf.for %[[J:[^ ]+]] = {{.+}} iter_args(%{{.+}} = %{{.+}}, %[[S:.+]] = %[[S0]], %[[W:.+]] = %[[W0]]) -> (!flash_tile.tile<64x64xf32, #mma>, index, index) {
 // THREE: %[[AHEAD:.+]] = arith.addi %[[J]], %c128{{.*}} : index
 // THREE: %[[BELOW:.+]] = arith.cmpi slt, %[[AHEAD]], %[[UB]] : index
 // THREE: %[[NEXT:.+]] = arith.select %[[BELOW]], %[[AHEAD]], %{{.+}} : index
-// THREE: %[[ISFIRST:.+]] = arith.cmpi eq, %[[S]], %{{.+}} : index
-// THREE: %[[DOWN:.+]] = arith.subi %[[S]], %{{.+}} : index
-// THREE: %[[WRITE:.+]] = arith.select %[[ISFIRST]], %c2{{.*}}, %[[DOWN]] : index
 // THREE: %[[UP:.+]] = arith.addi %[[S]], %{{.+}} : index
 // THREE: %[[WRAPS:.+]] = arith.cmpi eq, %[[UP]], %c3{{.*}} : index
 // THREE: %[[SN:.+]] = arith.select %[[WRAPS]], %{{.+}}, %[[UP]] : index
-// THREE: flash_tile.async_copy %{{.+}}[%[[NEXT]]], %[[KS]][%[[WRITE]]]
+// THREE: flash_tile.async_copy %{{.+}}[%[[NEXT]]], %[[KS]][%[[W]]]
 // THREE: flash_tile.local_load %[[KS]][%[[S]]] transpose
 // THREE: flash_tile.async_wait pending 1
-// THREE-NEXT: scf.yield %{{.+}}, %[[SN]] : !flash_tile.tile<64x64xf32, #mma>, index
+// THREE-NEXT: scf.yield %{{.+}}, %[[SN]], %[[S]] : !flash_tile.tile<64x64xf32, #mma>, index, index
 
 // Four stages: three blocks before the loop, the loop waits with two groups
 // in flight.
