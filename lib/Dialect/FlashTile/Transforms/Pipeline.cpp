@@ -211,28 +211,22 @@ LogicalResult PipelinePass::pipeline(FunctionOpInterface fn) {
              << n << " stages; flash-tile-pipeline pipelines " << kMinStages
              << " to " << kMaxStages << " (give its stages option)";
   } else {
-    for (AllocOp alloc : buffers) {
-      SharedType type = alloc.getBuffer().getType();
-      if (type.getStages() == n)
-        continue;
-      // batch_reduce merges through a KV buffer after the loops: fewer
-      // stages could leave it too small.
-      if (n < type.getStages())
+    // batch_reduce merges through a KV buffer after the loops: fewer stages
+    // could leave it too small.
+    for (AllocOp alloc : buffers)
+      if (n < alloc.getBuffer().getType().getStages())
         for (Operation *user : alloc->getUsers())
           if (isa<BatchReduceOp>(user))
             return user->emitOpError("merges through a buffer that "
                                      "flash-tile-pipeline would shrink from ")
-                   << type.getStages() << " to " << n << " stages";
-      SmallVector<int64_t> shape(type.getShape());
-      shape[0] = n;
-      alloc.getBuffer().setType(SharedType::get(
-          ctx, shape, type.getElementType(), type.getLayout()));
-    }
+                   << alloc.getBuffer().getType().getStages() << " to " << n
+                   << " stages";
   }
 
   // Where the first blocks' copies go: with the copies before the last
-  // wait ahead of the first loop (Q's), or before the loop.
-  IRRewriter rewriter(ctx);
+  // wait ahead of the first loop (Q's), or, without one, before the loop
+  // with a wait of their own. Their indices are computed ahead of the
+  // copies before that wait.
   scf::ForOp firstLoop = loops.front();
   AsyncWaitOp prologueWait;
   for (Operation *op = firstLoop->getPrevNode(); op; op = op->getPrevNode())
@@ -242,16 +236,12 @@ LogicalResult PipelinePass::pipeline(FunctionOpInterface fn) {
     return prologueWait.emitOpError("waits with pending ")
            << prologueWait.getPending()
            << " before the KV loops; flash-tile-pipeline sets it, from 0";
-  if (!prologueWait) {
-    rewriter.setInsertionPoint(firstLoop);
-    prologueWait = AsyncWaitOp::create(rewriter, firstLoop.getLoc(), 0);
+  Operation *valuesAt = firstLoop;
+  if (prologueWait) {
+    valuesAt = prologueWait;
+    while (isa_and_nonnull<AsyncCopyOp>(valuesAt->getPrevNode()))
+      valuesAt = valuesAt->getPrevNode();
   }
-
-  // The first blocks' indices are computed ahead of the copies before the
-  // wait, their copies just before it.
-  Operation *valuesAt = prologueWait;
-  while (isa_and_nonnull<AsyncCopyOp>(valuesAt->getPrevNode()))
-    valuesAt = valuesAt->getPrevNode();
   // The loops' bounds are used there.
   DominanceInfo dominance(fn);
   for (scf::ForOp loop : loops)
@@ -279,6 +269,22 @@ LogicalResult PipelinePass::pipeline(FunctionOpInterface fn) {
     }
   }
 
+  // Everything is checked: the IR changes from here on.
+  for (AllocOp alloc : buffers) {
+    SharedType type = alloc.getBuffer().getType();
+    if (type.getStages() == n)
+      continue;
+    SmallVector<int64_t> shape(type.getShape());
+    shape[0] = n;
+    alloc.getBuffer().setType(
+        SharedType::get(ctx, shape, type.getElementType(), type.getLayout()));
+  }
+  IRRewriter rewriter(ctx);
+  if (!prologueWait) {
+    rewriter.setInsertionPoint(firstLoop);
+    prologueWait = AsyncWaitOp::create(rewriter, firstLoop.getLoc(), 0);
+    valuesAt = prologueWait;
+  }
   Location loc = firstLoop.getLoc();
   rewriter.setInsertionPoint(valuesAt);
   auto index = [&](int64_t v) -> Value {
