@@ -20,9 +20,7 @@
 import argparse
 import ctypes
 import os
-import statistics
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpu_check  # noqa: E402  pylint: disable=wrong-import-position
@@ -63,15 +61,8 @@ def main():
 
     def call():
         fc.attention(gpu_check.DEVICE_CUDA, q, k, v, out, None, False, None)
-    for _ in range(20):
-        call()
-    runs = []
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(args.calls):
-            call()
-        runs.append((time.perf_counter() - start) / args.calls * 1e6)
-    print(f"Nk={args.seq_kv}: {statistics.median(runs):.1f} us per "
+    us = gpu_check.host_us_per_call(call, args.calls, warmup=20)
+    print(f"Nk={args.seq_kv}: {us:.1f} us per "
           f"flashc_attention call through ctypes (median of 5 x "
           f"{args.calls} calls)")
 

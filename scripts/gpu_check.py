@@ -26,6 +26,7 @@ import argparse
 import ctypes
 import json
 import math
+import statistics
 import sys
 import time
 
@@ -458,6 +459,16 @@ def wall_clock(fn, iters):
     for _ in range(iters):
         fn()
     return (time.perf_counter() - start) / iters
+
+
+def host_us_per_call(fn, calls, warmup, runs=5):
+    """The median over `runs` runs of `calls` back-to-back calls of `fn`,
+    after `warmup` calls, in microseconds per call (the host's time where
+    the calls launch nothing or do not wait)."""
+    for _ in range(warmup):
+        fn()
+    return statistics.median(wall_clock(fn, calls) * 1e6
+                             for _ in range(runs))
 
 
 def torch_dry_run(fc):

@@ -16,13 +16,15 @@
 # ===----------------------------------------------------------------------===#
 
 import argparse
-import statistics
+import os
 import sys
-import time
 
 import numpy as np
 
 import flashc
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpu_check  # noqa: E402  pylint: disable=wrong-import-position
 
 
 class _NoLaunch:
@@ -69,16 +71,9 @@ def main():
 
     def call():
         bundle.attention(q, k, v, simulate=True, chip=chip, out=out)
-    for _ in range(200):
-        call()
-    runs = []
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(args.calls):
-            call()
-        runs.append((time.perf_counter() - start) / args.calls * 1e6)
+    us = gpu_check.host_us_per_call(call, args.calls, warmup=200)
     print(f"{'torch' if args.torch else 'numpy'} inputs: "
-          f"{statistics.median(runs):.1f} us per call (median of 5 x "
+          f"{us:.1f} us per call (median of 5 x "
           f"{args.calls} calls, launch stubbed out)")
 
 

@@ -13,6 +13,7 @@
 #include "flashc/Dialect/Flash/Transforms/Passes.h"
 #include "flashc/Dialect/FlashTile/Transforms/Passes.h"
 #include "flashc/Support/Sizes.h"
+#include "flashc/Core/GPUSchedule.h"
 #include "flashc/Core/GPUTargets.h"
 #include "flashc/Target/TargetInfo.h"
 
@@ -198,9 +199,12 @@ llvm::Error PipelineConfig::validate() const {
     return llvm::createStringError(
         "unknown causal order '" + causalOrder + "'; expected " +
         mlir::flash::getCausalOrderNames().str());
-  if (stages < 2 || stages > 4)
+  if (!flashc::isPipelineStageCount(stages))
     return llvm::createStringError(
-        llvm::formatv("stages must be 2 to 4, got {0}", stages).str());
+        llvm::formatv("stages must be {0} to {1}, got {2}",
+                      flashc::kMinPipelineStages, flashc::kMaxPipelineStages,
+                      stages)
+            .str());
   auto check = [](int64_t v, llvm::StringRef name) -> llvm::Error {
     if (v < 0)
       return llvm::createStringError(

@@ -38,6 +38,13 @@ inline constexpr int64_t kMaxGPUHeadDim = 256;
 inline constexpr int64_t kMaxGPUTileRows = 128;
 /// Rows of one MMA tile (mma.m16n8k16).
 inline constexpr int64_t kMmaRows = 16;
+/// The stages of the K and V buffers that a kernel's KV loop is pipelined
+/// over (flash-tile-pipeline): from double buffering to four.
+inline constexpr int64_t kMinPipelineStages = 2;
+inline constexpr int64_t kMaxPipelineStages = 4;
+inline bool isPipelineStageCount(int64_t stages) {
+  return stages >= kMinPipelineStages && stages <= kMaxPipelineStages;
+}
 
 /// Elements per shared-memory row holding `cols` elements of `elementBytes`:
 /// rows with a power-of-two number (at least 2) of 16-byte chunks are

@@ -1134,8 +1134,10 @@ void FlashToTilePass::runOnOperation() {
                        << "'";
     return signalPassFailure();
   }
-  if (stages < 2 || stages > 4) {
-    module.emitError() << "flash-to-tile: stages is 2 to 4, not "
+  if (!flashc::isPipelineStageCount(stages)) {
+    module.emitError() << "flash-to-tile: stages is "
+                       << flashc::kMinPipelineStages << " to "
+                       << flashc::kMaxPipelineStages << ", not "
                        << stages.getValue();
     return signalPassFailure();
   }

@@ -804,8 +804,10 @@ void gpu_kernel::emitCombineTileBody(ImplicitLocOpBuilder &b,
 
 std::string gpu_kernel::whyNoTileBody(const flashc::GPUTileConfig &c) {
   int64_t kw = c.kvWarps;
-  if (c.stages < 2 || c.stages > 4)
-    return std::to_string(c.stages) + " stages (2 to 4 are built)";
+  if (!flashc::isPipelineStageCount(c.stages))
+    return std::to_string(c.stages) + " stages (" +
+           std::to_string(flashc::kMinPipelineStages) + " to " +
+           std::to_string(flashc::kMaxPipelineStages) + " are built)";
   if (c.tileRows() != c.tileGroup * c.blockQ)
     return "a tile of " + std::to_string(c.tileGroup) + " x " +
            std::to_string(c.blockQ) +

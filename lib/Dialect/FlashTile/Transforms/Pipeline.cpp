@@ -11,6 +11,7 @@
 
 #include "flashc/Dialect/FlashTile/Transforms/Passes.h"
 
+#include "flashc/Core/GPUSchedule.h"
 #include "flashc/Dialect/FlashTile/IR/FlashTileOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -38,9 +39,6 @@ using namespace mlir::flash_tile;
 
 namespace {
 
-/// The fewest and most stages a pipeline takes.
-constexpr int64_t kMinStages = 2, kMaxStages = 4;
-
 /// One KV loop in the form flash-to-tile writes: the copies of block `j`
 /// (`prefix`, every op before the first wait), the wait for them
 /// (`acquire`), the block's work, and the wait that ends the iteration
@@ -53,11 +51,6 @@ struct KVLoopForm {
   SmallVector<AsyncCopyOp> copies;
   SmallVector<LocalLoadOp> loads;
 };
-
-bool isStageZero(Value stage) {
-  std::optional<int64_t> c = getConstantIntValue(stage);
-  return c && *c == 0;
-}
 
 /// Reads `loop` as a KVLoopForm, adding the buffers its copies fill to
 /// `buffers`; reports what does not fit on the loop.
@@ -110,7 +103,7 @@ FailureOr<KVLoopForm> matchLoop(scf::ForOp loop,
   if (form.copies.empty())
     return fail("no flash_tile.async_copy before its first wait");
   for (AsyncCopyOp copy : form.copies) {
-    if (!isStageZero(copy.getStage()))
+    if (!isConstantIntValue(copy.getStage(), 0))
       return fail("a copy of its block is not into stage 0");
     auto alloc = copy.getBuffer().getDefiningOp<AllocOp>();
     if (!alloc || loop->isAncestor(alloc))
@@ -138,21 +131,19 @@ FailureOr<KVLoopForm> matchLoop(scf::ForOp loop,
       return fail("its block's work copies or waits as well");
   }
   for (LocalLoadOp load : form.loads)
-    if (!isStageZero(load.getStage()))
+    if (!isConstantIntValue(load.getStage(), 0))
       return fail("a read of its block is not from stage 0");
   return form;
 }
 
-struct PipelinePass
-    : flash_tile::impl::FlashTilePipelineBase<PipelinePass> {
+struct PipelinePass : flash_tile::impl::FlashTilePipelineBase<PipelinePass> {
   using Base::Base;
 
   void runOnOperation() override {
-    if (stages != 0 && (stages < kMinStages || stages > kMaxStages)) {
+    if (stages != 0 && !flashc::isPipelineStageCount(stages)) {
       getOperation()->emitError()
-          << "flash-tile-pipeline: stages is " << stages.getValue()
-          << "; give "
-          << kMinStages << " to " << kMaxStages
+          << "flash-tile-pipeline: stages is " << stages.getValue() << "; give "
+          << flashc::kMinPipelineStages << " to " << flashc::kMaxPipelineStages
           << ", or 0 for the buffers' own";
       return signalPassFailure();
     }
@@ -206,10 +197,11 @@ LogicalResult PipelinePass::pipeline(FunctionOpInterface fn) {
                << alloc.getBuffer().getType().getStages()
                << " stages where the KV loops' other buffers have " << n
                << "; give flash-tile-pipeline's stages";
-    if (n < kMinStages || n > kMaxStages)
+    if (!flashc::isPipelineStageCount(n))
       return AllocOp(buffers.front()).emitOpError("has ")
-             << n << " stages; flash-tile-pipeline pipelines " << kMinStages
-             << " to " << kMaxStages << " (give its stages option)";
+             << n << " stages; flash-tile-pipeline pipelines "
+             << flashc::kMinPipelineStages << " to "
+             << flashc::kMaxPipelineStages << " (give its stages option)";
   } else {
     // batch_reduce merges through a KV buffer after the loops: fewer stages
     // could leave it too small.
@@ -310,12 +302,10 @@ LogicalResult PipelinePass::pipeline(FunctionOpInterface fn) {
               : selectBelow(loops[i + 1].getLowerBound(),
                             loops[i + 1].getUpperBound(), nextStart[i + 1]);
     firstBlocks.push_back(selectBelow(firstLoop.getLowerBound(),
-                                      firstLoop.getUpperBound(),
-                                      nextStart[0]));
+                                      firstLoop.getUpperBound(), nextStart[0]));
   } else {
     for (int64_t k = 0; k + 1 < n; ++k) {
-      Value at = arith::AddIOp::create(rewriter, loc,
-                                       firstLoop.getLowerBound(),
+      Value at = arith::AddIOp::create(rewriter, loc, firstLoop.getLowerBound(),
                                        index(k * *step));
       firstBlocks.push_back(selectBelow(at, end, none));
     }
@@ -328,9 +318,8 @@ LogicalResult PipelinePass::pipeline(FunctionOpInterface fn) {
     map.map(form.loop.getInductionVar(), block);
     for (Operation *op : form.prefix) {
       Operation *clone = rewriter.clone(*op, map);
-      clone->walk([&](AsyncCopyOp copy) {
-        copy.getStageMutable().assign(stage);
-      });
+      clone->walk(
+          [&](AsyncCopyOp copy) { copy.getStageMutable().assign(stage); });
     }
   };
   Value stageIn = index(0);
@@ -386,8 +375,8 @@ LogicalResult PipelinePass::pipeline(FunctionOpInterface fn) {
       nextStage = write;
     } else {
       Value a = arith::AddIOp::create(rewriter, at, j, cst((n - 1) * *step));
-      Value below = arith::CmpIOp::create(
-          rewriter, at, arith::CmpIPredicate::slt, a, end);
+      Value below = arith::CmpIOp::create(rewriter, at,
+                                          arith::CmpIPredicate::slt, a, end);
       ahead = arith::SelectOp::create(rewriter, at, below, a, cst(-1));
       write = loop.getRegionIterArgs().back();
       Value up = arith::AddIOp::create(rewriter, at, s, cst(1));
