@@ -348,7 +348,12 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
     split.maxSeqQ = c.maxSeqQ;
     split.dynamicSplits = c.dynamicSplits;
     pm.addPass(createFlashSplitKV(split));
-    pm.addPass(createFlashCausalSkip());
+    // The CPU's prefill step costs no more masked than unmasked on a block
+    // every row sees, so its prefill keeps one copy of the step, one masked
+    // loop; its decode step pays for a mask per score and is split.
+    FlashCausalSkipOptions skip;
+    skip.splitDiagonal = c.isGPU() ? "always" : "decode";
+    pm.addPass(createFlashCausalSkip(skip));
     // Fold the index arithmetic the three passes left, so that later passes
     // (and readers) see constant trip counts where shapes are static.
     pm.addPass(createCanonicalizerPass());

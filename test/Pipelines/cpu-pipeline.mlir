@@ -34,6 +34,8 @@
 // --flash-attention-pipeline stops at tiled tensors.
 // RUN: flashc-opt %t/tensor.mlir --flash-attention-pipeline="block-q=16 block-kv=16" \
 // RUN:   | FileCheck %s --check-prefix=TILED --implicit-check-not=memref
+// RUN: flashc-opt %t/tensor.mlir --flash-attention-pipeline="target=sm_80 block-q=16 block-kv=16" \
+// RUN:   | FileCheck %s --check-prefix=TILED-GPU --implicit-check-not=memref
 // RUN: flashc-opt %t/attention.mlir --flash-attention-pipeline="block-q=16 block-kv=32 splits=4" \
 // RUN:   | FileCheck %s --check-prefix=TILED-SPLIT
 //
@@ -220,13 +222,17 @@ func.func @naive(%qm: memref<1x2x32x16xf32, strided<[?, ?, ?, 1], offset: ?>>,
 // TILED-SPLIT: bufferization.to_tensor
 // TILED-SPLIT-NOT: memref.
 // TILED-SPLIT: scf.forall (%{{.+}}, %{{.+}}) in (2, 4)
-// TILED-SPLIT: scf.for
-// TILED-SPLIT: flash.attention_step
-// TILED-SPLIT: } {flash.kv_loop}
-// Causal skipping ran after the split: a second, masked loop.
-// TILED-SPLIT: scf.for
+// Causal skipping ran after the split: each split's KV range [S0, S1) is
+// bounded to the keys its rows see, min(S1, max(S0, 200)), in one loop of
+// masked steps.
+// TILED-SPLIT: %[[S0:.+]] = arith.muli %{{.+}}, %c64 : index
+// TILED-SPLIT: %[[S1:.+]] = arith.minsi %{{.+}}, %c200 : index
+// TILED-SPLIT: %[[REACH:.+]] = arith.maxsi %[[S0]], %c200 : index
+// TILED-SPLIT-NEXT: %[[END:.+]] = arith.minsi %[[S1]], %[[REACH]] : index
+// TILED-SPLIT-NEXT: scf.for %{{.+}} = %[[S0]] to %[[END]] step %c32
 // TILED-SPLIT: flash.attention_step {{.+}} mask(
 // TILED-SPLIT: } {flash.kv_loop}
+// TILED-SPLIT-NOT: scf.for
 // TILED-SPLIT: flash.finalize
 // TILED-SPLIT: } {flash.tile_loop}
 // TILED-SPLIT: %[[C:.+]]:2 = flash.combine
@@ -261,7 +267,9 @@ func.func @flash_attention(%qm: memref<1x4x8x32xf16, strided<[?, ?, ?, 1], offse
 // Stopping at the tiled tensor level.
 //===----------------------------------------------------------------------===//
 
-// The graph is fused, rewritten online, tiled and its causal loop split.
+// The graph is fused, rewritten online, tiled and its causal loop bounded
+// to the blocks its rows see: for the CPU one loop of masked steps, for a
+// GPU split into the blocks seen in full (unmasked) and the diagonal ones.
 // TILED-LABEL: func.func @naive
 // TILED-SAME: -> tensor<1x2x32x16xf32>
 // TILED-NOT: flash.matmul
@@ -269,15 +277,23 @@ func.func @flash_attention(%qm: memref<1x4x8x32xf16, strided<[?, ?, ?, 1], offse
 // TILED-NOT: flash.attention {{.+}}:
 // TILED: %[[R:.+]] = scf.forall (%{{.+}}, %{{.+}}) in (2, 2) shared_outs
 // TILED: scf.for
-// TILED: flash.attention_step ins({{[^)]+}}) outs(
-// TILED: } {flash.kv_loop}
-// TILED: scf.for
 // TILED: flash.attention_step {{.+}} mask(
 // TILED: } {flash.kv_loop}
+// TILED-NOT: scf.for
 // TILED: flash.finalize
 // TILED: tensor.parallel_insert_slice
 // TILED: } {flash.tile_loop}
 // TILED-NEXT: return %[[R]]
+
+// TILED-GPU-LABEL: func.func @naive
+// TILED-GPU: scf.forall
+// TILED-GPU: scf.for
+// TILED-GPU: flash.attention_step ins({{[^)]+}}) outs(
+// TILED-GPU: } {flash.kv_loop}
+// TILED-GPU: scf.for
+// TILED-GPU: flash.attention_step {{.+}} mask(
+// TILED-GPU: } {flash.kv_loop}
+// TILED-GPU: flash.finalize
 
 //--- tensor.mlir
 func.func @naive(%q: tensor<1x2x32x16xf32>, %k: tensor<1x2x48x16xf32>,

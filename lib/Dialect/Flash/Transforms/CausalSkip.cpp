@@ -11,7 +11,11 @@
 // and fullEnd = min(end, lb + max(0, c + 1 - lb) floordiv Bc * Bc), or end
 // when every key below ub is visible to the first row. Inside
 // each loop, the block size min(Bc, ub - j) is clamped to the new upper
-// bound, so no key past `end` is read.
+// bound, so no key past `end` is read. Where the `split-diagonal` option
+// says not to split (`never`, or `decode` outside functions marked
+// flash.decode: the CPU's prefill, whose masked step costs no more than its
+// unmasked one on a block every row sees), the loop is only bounded: one
+// loop over [lb, end) of masked steps, and one copy of the step's code.
 //
 // Where the bounds are constants, or functions of the induction variables
 // of the enclosing tile loop (static shapes), the pass also counts the
@@ -30,6 +34,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/CheckedArithmetic.h"
@@ -313,9 +318,11 @@ std::optional<BlockCounts> countBlocks(scf::ForOp loop, AttentionStepOp step,
 // The rewrite
 //===----------------------------------------------------------------------===//
 
-/// Splits the masked KV loop `loop`, whose step has the offset `c - j`.
+/// Bounds the masked KV loop `loop`, whose step has the offset `c - j`, to
+/// the blocks its rows see, and with `split` splits off those every row sees
+/// in full into a loop of unmasked steps.
 void skipMaskedBlocks(RewriterBase &rewriter, scf::ForOp loop,
-                      AttentionStepOp step, Value c) {
+                      AttentionStepOp step, Value c, bool split) {
   Location loc = loop.getLoc();
   rewriter.setInsertionPoint(loop);
   auto qType = cast<ShapedType>(step.getQuery().getType());
@@ -329,6 +336,12 @@ void skipMaskedBlocks(RewriterBase &rewriter, scf::ForOp loop,
 
   Value reach = arith::AddIOp::create(rewriter, loc, c, rows);
   Value end = minIndex(rewriter, loc, ub, maxIndex(rewriter, loc, lb, reach));
+  if (!split) {
+    scf::ForOp bounded = cloneWithBounds(
+        rewriter, loop, lb, end, loop.getInitArgs(), /*unmasked=*/false);
+    rewriter.replaceOp(loop, bounded.getResults());
+    return;
+  }
   Value visible = arith::SubIOp::create(
       rewriter, loc, arith::AddIOp::create(rewriter, loc, c, one), lb);
   Value fullBlocks = arith::FloorDivSIOp::create(
@@ -355,7 +368,23 @@ void skipMaskedBlocks(RewriterBase &rewriter, scf::ForOp loop,
 
 struct FlashCausalSkipPass
     : flash::impl::FlashCausalSkipBase<FlashCausalSkipPass> {
+  using Base::Base;
   void runOnOperation() override {
+    if (splitDiagonal != "always" && splitDiagonal != "decode" &&
+        splitDiagonal != "never") {
+      getOperation()->emitError()
+          << "flash-causal-skip: split-diagonal must be always, decode or "
+             "never, got '"
+          << splitDiagonal << "'";
+      return signalPassFailure();
+    }
+    FlashDialect::DecodeAttrHelper decodeAttr(&getContext());
+    auto splitsIn = [&](scf::ForOp loop) {
+      if (splitDiagonal != "decode")
+        return splitDiagonal == "always";
+      auto func = loop->getParentOfType<FunctionOpInterface>();
+      return func && decodeAttr.isAttrPresent(func);
+    };
     SmallVector<scf::ForOp> loops;
     FlashDialect::KvLoopAttrHelper kvLoop(&getContext());
     getOperation()->walk([&](scf::ForOp loop) {
@@ -375,20 +404,27 @@ struct FlashCausalSkipPass
         ++numLoopsKept;
         continue;
       }
+      bool split = splitsIn(loop);
+      StringRef what = split ? "split" : "bounded";
       if (std::optional<BlockCounts> n = countBlocks(loop, step, c)) {
-        LLVM_DEBUG(DBGS() << "loop at " << loop.getLoc()
-                          << " split: " << n->full << " full, " << n->masked
-                          << " masked, " << n->skipped << " skipped blocks\n");
-        numBlocksFull += n->full;
-        numBlocksMasked += n->masked;
+        // Unsplit, the blocks every row sees run masked too.
+        int64_t full = split ? n->full : 0;
+        int64_t masked = n->masked + (n->full - full);
+        LLVM_DEBUG(DBGS() << "loop at " << loop.getLoc() << " " << what << ": "
+                          << full << " full, " << masked << " masked, "
+                          << n->skipped << " skipped blocks\n");
+        numBlocksFull += full;
+        numBlocksMasked += masked;
         numBlocksSkipped += n->skipped;
       } else {
-        LLVM_DEBUG(DBGS() << "loop at " << loop.getLoc()
-                          << " split; its bounds are known at run time "
-                             "only\n");
+        LLVM_DEBUG(DBGS() << "loop at " << loop.getLoc() << " " << what
+                          << "; its bounds are known at run time only\n");
       }
-      skipMaskedBlocks(rewriter, loop, step, c);
-      ++numLoopsSplit;
+      skipMaskedBlocks(rewriter, loop, step, c, split);
+      if (split)
+        ++numLoopsSplit;
+      else
+        ++numLoopsBounded;
     }
   }
 };

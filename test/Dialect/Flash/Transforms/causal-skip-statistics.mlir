@@ -18,8 +18,23 @@
 // PREFILL-NEXT: (S) 12 num-blocks-full -
 // PREFILL-NEXT: (S) 8 num-blocks-masked -
 // PREFILL-NEXT: (S) 12 num-blocks-skipped -
+// PREFILL-NEXT: (S) 0 num-loops-bounded -
 // PREFILL-NEXT: (S) 0 num-loops-kept -
 // PREFILL-NEXT: (S) 1 num-loops-split -
+//
+// The same unsplit: the 12 blocks seen in full run masked too.
+// RUN: flashc-opt %t/prefill.mlir --flash-online-softmax \
+// RUN:   --flash-tile="block-q=64 block-kv=64" \
+// RUN:   --flash-causal-skip=split-diagonal=never \
+// RUN:   -mlir-pass-statistics -mlir-pass-statistics-display=list \
+// RUN:   -o /dev/null 2>&1 | FileCheck %s --check-prefix=BOUNDED
+// BOUNDED: {{^ *}}FlashCausalSkip{{$}}
+// BOUNDED-NEXT: (S) 0 num-blocks-full -
+// BOUNDED-NEXT: (S) 20 num-blocks-masked -
+// BOUNDED-NEXT: (S) 12 num-blocks-skipped -
+// BOUNDED-NEXT: (S) 1 num-loops-bounded -
+// BOUNDED-NEXT: (S) 0 num-loops-kept -
+// BOUNDED-NEXT: (S) 0 num-loops-split -
 //
 // Untiled, 64 rows against 96 keys in blocks of 32 (c = 32): [0, 32) in
 // full, [32, 96) masked.
@@ -31,6 +46,7 @@
 // UNTILED-NEXT: (S) 1 num-blocks-full -
 // UNTILED-NEXT: (S) 2 num-blocks-masked -
 // UNTILED-NEXT: (S) 0 num-blocks-skipped -
+// UNTILED-NEXT: (S) 0 num-loops-bounded -
 // UNTILED-NEXT: (S) 0 num-loops-kept -
 // UNTILED-NEXT: (S) 1 num-loops-split -
 //
@@ -44,6 +60,7 @@
 // DECODE-NEXT: (S) 16 num-blocks-full -
 // DECODE-NEXT: (S) 0 num-blocks-masked -
 // DECODE-NEXT: (S) 0 num-blocks-skipped -
+// DECODE-NEXT: (S) 0 num-loops-bounded -
 // DECODE-NEXT: (S) 0 num-loops-kept -
 // DECODE-NEXT: (S) 1 num-loops-split -
 //
@@ -57,6 +74,7 @@
 // DYNAMIC-NEXT: (S) 0 num-blocks-full -
 // DYNAMIC-NEXT: (S) 0 num-blocks-masked -
 // DYNAMIC-NEXT: (S) 0 num-blocks-skipped -
+// DYNAMIC-NEXT: (S) 0 num-loops-bounded -
 // DYNAMIC-NEXT: (S) 0 num-loops-kept -
 // DYNAMIC-NEXT: (S) 1 num-loops-split -
 //
@@ -68,5 +86,6 @@
 // UNKNOWN-NEXT: (S) 0 num-blocks-full -
 // UNKNOWN-NEXT: (S) 0 num-blocks-masked -
 // UNKNOWN-NEXT: (S) 0 num-blocks-skipped -
+// UNKNOWN-NEXT: (S) 0 num-loops-bounded -
 // UNKNOWN-NEXT: (S) 1 num-loops-kept -
 // UNKNOWN-NEXT: (S) 0 num-loops-split -

@@ -7,6 +7,25 @@
 // RUN: flashc-opt %t/prefill.mlir --flash-online-softmax \
 // RUN:   --flash-tile="block-q=64 block-kv=64" --flash-causal-skip \
 // RUN:   | FileCheck %s --check-prefix=PREFILL
+// With split-diagonal=never, or decode outside functions marked
+// flash.decode (the CPU's pipeline): one bounded loop of masked steps.
+// RUN: flashc-opt %t/prefill.mlir --flash-online-softmax \
+// RUN:   --flash-tile="block-q=64 block-kv=64" \
+// RUN:   --flash-causal-skip=split-diagonal=never \
+// RUN:   | FileCheck %s --check-prefix=BOUNDED
+// RUN: flashc-opt %t/prefill.mlir --flash-online-softmax \
+// RUN:   --flash-tile="block-q=64 block-kv=64" \
+// RUN:   --flash-causal-skip=split-diagonal=decode \
+// RUN:   | FileCheck %s --check-prefix=BOUNDED
+// A function marked flash.decode is split with split-diagonal=decode.
+// RUN: flashc-opt %t/decode-marked.mlir --flash-online-softmax \
+// RUN:   --flash-tile="block-q=16 block-kv=128" \
+// RUN:   --flash-causal-skip=split-diagonal=decode \
+// RUN:   | FileCheck %s --check-prefix=DECODE
+// RUN: not flashc-opt %t/prefill.mlir \
+// RUN:   --flash-causal-skip=split-diagonal=sometimes 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BAD-SPLIT
+// BAD-SPLIT: error: flash-causal-skip: split-diagonal must be always, decode or never, got 'sometimes'
 // The same after canonicalization: the offset is still matched.
 // RUN: flashc-opt %t/prefill.mlir --flash-online-softmax \
 // RUN:   --flash-tile="block-q=64 block-kv=64" --canonicalize --flash-causal-skip \
@@ -81,6 +100,32 @@
 // PREFILL-NOT: scf.for %
 // PREFILL: flash.finalize ins(%[[R1]]#0, %[[R1]]#1, %[[R1]]#2 :
 // PREFILL: } {flash.tile_loop}
+
+// Unsplit, the loop keeps its lower bound and its mask and ends at `end`:
+// no prefix is computed.
+// BOUNDED-LABEL: func.func @prefill
+// BOUNDED: %[[QT:.+]] = tensor.extract_slice %{{.+}} : tensor<1x2x256x32xf32> to tensor<1x?x32xf32>
+// BOUNDED: %[[ACC0:.+]] = linalg.fill
+// BOUNDED: %[[M0:.+]] = linalg.fill
+// BOUNDED: %[[L0:.+]] = linalg.fill
+// BOUNDED: %[[LB:.+]] = arith.constant 0 : index
+// BOUNDED-NEXT: %[[BC:.+]] = arith.constant 64 : index
+// BOUNDED-NEXT: %[[NK:.+]] = arith.constant 256 : index
+// BOUNDED-NEXT: %[[C:.+]] = arith.addi %{{.+}}, %{{.+}} : index
+// BOUNDED: %[[REACH:.+]] = arith.addi %[[C]], %{{.+}} : index
+// BOUNDED-NEXT: %[[REACH0:.+]] = arith.maxsi %[[LB]], %[[REACH]] : index
+// BOUNDED-NEXT: %[[END:.+]] = arith.minsi %[[NK]], %[[REACH0]] : index
+// BOUNDED-NOT: arith.floordivsi
+// BOUNDED-NEXT: %[[R:.+]]:3 = scf.for %[[J:.+]] = %[[LB]] to %[[END]] step %[[BC]] iter_args(%{{.+}} = %[[ACC0]], %{{.+}} = %[[M0]], %{{.+}} = %[[L0]])
+// BOUNDED-NEXT: %[[REST:.+]] = arith.subi %[[END]], %[[J]] : index
+// BOUNDED-NEXT: %[[N:.+]] = arith.minsi %[[BC]], %[[REST]] : index
+// BOUNDED: tensor.extract_slice %{{.+}}[%{{.+}}, %{{.+}}, %[[J]], 0] [1, 1, %[[N]], 32]
+// BOUNDED: %[[OFF:.+]] = arith.subi %[[C]], %[[J]] : index
+// BOUNDED-NEXT: flash.attention_step ins(%[[QT]], %{{.+}}, %{{.+}} : {{.+}}) mask(%[[OFF]]) outs(
+// BOUNDED: } {flash.kv_loop}
+// BOUNDED-NOT: scf.for %
+// BOUNDED: flash.finalize ins(%[[R]]#0, %[[R]]#1, %[[R]]#2 :
+// BOUNDED: } {flash.tile_loop}
 
 // CANON-LABEL: func.func @prefill
 // CANON: scf.forall
@@ -175,6 +220,16 @@ func.func @untiled(%q: tensor<1x1x64x16xf32>, %k: tensor<1x1x96x16xf32>,
 //--- decode.mlir
 func.func @decode(%q: tensor<1x8x1x64xf16>, %k: tensor<1x2x1000x64xf16>,
                   %v: tensor<1x2x1000x64xf16>) -> tensor<1x8x1x64xf16> {
+  %o = flash.attention %q, %k, %v causal
+      : tensor<1x8x1x64xf16>, tensor<1x2x1000x64xf16>, tensor<1x2x1000x64xf16>
+      -> tensor<1x8x1x64xf16>
+  return %o : tensor<1x8x1x64xf16>
+}
+
+//--- decode-marked.mlir
+func.func @decode(%q: tensor<1x8x1x64xf16>, %k: tensor<1x2x1000x64xf16>,
+                  %v: tensor<1x2x1000x64xf16>) -> tensor<1x8x1x64xf16>
+    attributes {flash.decode} {
   %o = flash.attention %q, %k, %v causal
       : tensor<1x8x1x64xf16>, tensor<1x2x1000x64xf16>, tensor<1x2x1000x64xf16>
       -> tensor<1x8x1x64xf16>

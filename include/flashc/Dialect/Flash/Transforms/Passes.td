@@ -161,11 +161,30 @@ def FlashCausalSkip : Pass<"flash-causal-skip"> {
     `Br` rows, the blocks end at `min(Nk, max(0, c + Br))` and the unmasked
     prefix at `min(that, max(0, floor((c + 1) / Bc) * Bc))`. Rows that see
     no key are left with `m = -inf`, `l = 0` and finalize to 0 and -inf.
+
+    `split-diagonal` says where the loop is split (`always`, the default).
+    Where it is not, the loop is only bounded: one loop over `[lb, end)`
+    whose steps all keep the mask, one copy of the step's code instead of
+    two. The CPU's pipeline splits in functions marked `flash.decode` only
+    (`decode`): its prefill step costs no more masked than unmasked on a
+    block every row sees, while its decode step, which reads K rows in
+    place, pays a compare and a select per score for the mask.
   }];
+  let options = [
+    Option<"splitDiagonal", "split-diagonal", "std::string",
+           /*default=*/"\"always\"",
+           "Where to split off the blocks every row sees into a loop of "
+           "unmasked steps: always, decode (in functions marked flash.decode "
+           "only) or never (one loop of masked steps over the visible "
+           "blocks)">
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"
   ];
   let statistics = [
+    Statistic<"numLoopsBounded", "num-loops-bounded",
+              "Masked KV loops bounded to the visible blocks, not split "
+              "(split-diagonal)">,
     Statistic<"numLoopsSplit", "num-loops-split",
               "Masked KV loops split into a full and a diagonal loop">,
     Statistic<"numLoopsKept", "num-loops-kept",
