@@ -162,6 +162,22 @@ private:
   }
   Value negInf() { return f32Const(-std::numeric_limits<double>::infinity()); }
 
+  /// Asks LLVM to leave `loop` as written (llvm.loop.disable_nonforced on
+  /// its back edge): no unrolling, full or partial, and no vectorization. For
+  /// loops whose body is already vector code that LLVM would only copy, at a
+  /// cost in compile time.
+  scf::ForOp asWritten(scf::ForOp loop) {
+    MLIRContext *ctx = b.getContext();
+    loop->setAttr(kLoopAnnotation,
+                  LLVM::LoopAnnotationAttr::get(
+                      ctx, /*disableNonforced=*/BoolAttr::get(ctx, true), {},
+                      {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}));
+    return loop;
+  }
+  /// scf-to-cf copies a loop's attributes to its back edge's cf.br and
+  /// cf-to-llvm those to llvm.br, where this name is its loop annotation.
+  static constexpr StringLiteral kLoopAnnotation = "loop_annotation";
+
   /// A step's scale as an f32 value: its `scale`, times its run-time
   /// `scale_factor` when it has one.
   Value stepScale(AttentionStepOp op) {
@@ -305,6 +321,7 @@ private:
   void prefetchRows(Value mem, Value first, int64_t count, uint32_t locality);
   void transposeKeys(Value k, Value kt, Value n, int64_t d,
                      ValueRange prefix = {});
+  SmallVector<Value> transposeBlock(ArrayRef<Value> rows);
 
   ImplicitLocOpBuilder &b;
   Type f32;
@@ -471,7 +488,13 @@ void Emitter::expandStep(AttentionStepOp op) {
             });
         scf::YieldOp::create(b);
       });
-  LLVM::StackRestoreOp::create(b, stack);
+  auto restore = LLVM::StackRestoreOp::create(b, stack);
+  // The step's loops are vector code blocked here already; unrolled or
+  // vectorized again by LLVM they only compile longer (a sixth of a prefill
+  // worker's LLVM time) and run no faster.
+  for (Operation *it = stack.getDefiningOp(); it != restore;
+       it = it->getNextNode())
+    it->walk([&](scf::ForOp loop) { asWritten(loop); });
 }
 
 /// Writes Kt[d, c] = K[c, d] for the n x d key block `k`, converting to
@@ -485,51 +508,84 @@ void Emitter::transposeKeys(Value k, Value kt, Value n, int64_t d,
     indices.push_back(second);
     return indices;
   };
+  // The edges that do not fill a block, element by element.
   auto scalarLoop = [&](Value cLb, Value cUb, int64_t dLb, int64_t dUb) {
-    scf::ForOp::create(b, cLb, cUb, idx(1), ValueRange{},
-                       [&](OpBuilder &, Location, Value c, ValueRange) {
-                         scf::ForOp::create(
-                             b, idx(dLb), idx(dUb), idx(1), ValueRange{},
-                             [&](OpBuilder &, Location, Value dd, ValueRange) {
-                               storeScalar(loadScalar(k, at(c, dd)), kt,
-                                           at(dd, c));
-                               scf::YieldOp::create(b);
-                             });
-                         scf::YieldOp::create(b);
-                       });
+    asWritten(scf::ForOp::create(
+        b, cLb, cUb, idx(1), ValueRange{},
+        [&](OpBuilder &, Location, Value c, ValueRange) {
+          asWritten(scf::ForOp::create(
+              b, idx(dLb), idx(dUb), idx(1), ValueRange{},
+              [&](OpBuilder &, Location, Value dd, ValueRange) {
+                storeScalar(loadScalar(k, at(c, dd)), kt, at(dd, c));
+                scf::YieldOp::create(b);
+              }));
+          scf::YieldOp::create(b);
+        }));
   };
   constexpr int64_t t = kTransposeBlock;
   Value n16 = arith::MulIOp::create(b, arith::DivSIOp::create(b, n, idx(t)),
                                     idx(t));
   int64_t d16 = d / t * t;
-  auto blockType = VectorType::get({t, t}, f32);
   // Loops, not unrolled code: the 16 x 16 block is large once lowered to
-  // shuffles, and compile time matters to a JIT.
-  scf::ForOp::create(
+  // shuffles, and compile time matters to a JIT. LLVM is asked to leave
+  // these loops and the edges' as written (asWritten): it would unroll the
+  // loop over D, a copy of the block's shuffles per copy, and vectorize the
+  // edges, which are not worth the compile time.
+  asWritten(scf::ForOp::create(
       b, idx(0), n16, idx(t), ValueRange{},
       [&](OpBuilder &, Location, Value c0, ValueRange) {
-        scf::ForOp::create(
+        asWritten(scf::ForOp::create(
             b, idx(0), idx(d16), idx(t), ValueRange{},
             [&](OpBuilder &, Location, Value d0, ValueRange) {
-              Value block = arith::ConstantOp::create(
-                  b, blockType,
-                  DenseElementsAttr::get(blockType, b.getF32FloatAttr(0.0)));
-              for (int64_t i = 0; i < t; ++i) {
-                Value row =
-                    loadVec(k, at(arith::AddIOp::create(b, c0, idx(i)), d0), t);
-                block = vector::InsertOp::create(b, row, block, i);
-              }
-              Value tr = vector::TransposeOp::create(b, block, {1, 0});
+              SmallVector<Value> rows;
+              for (int64_t i = 0; i < t; ++i)
+                rows.push_back(loadVec(
+                    k, at(arith::AddIOp::create(b, c0, idx(i)), d0), t));
+              rows = transposeBlock(rows);
               for (int64_t j = 0; j < t; ++j)
-                storeVec(vector::ExtractOp::create(b, tr, j), kt,
+                storeVec(rows[j], kt,
                          at(arith::AddIOp::create(b, d0, idx(j)), c0));
               scf::YieldOp::create(b);
-            });
+            }));
         scf::YieldOp::create(b);
-      });
+      }));
   if (d16 < d)
     scalarLoop(idx(0), n16, d16, d);
   scalarLoop(n16, n, 0, d);
+}
+
+/// The transpose of the square block whose rows are `rows` (t vectors of
+/// t lanes, t a power of two), in log2(t) rounds of two-source shuffles.
+/// The round at bit `h` swaps the off-diagonal h x h blocks of every 2h x
+/// 2h diagonal block: rows r and r + h (r without bit h) exchange the lanes
+/// j with bit h set in row r for the lanes j - h of row r + h. Together the
+/// rounds exchange every bit of the row index with that of the lane index:
+/// t log2(t) shuffles (64 for 16 x 16), each one x86 instruction. A
+/// vector.transpose of a 2-D vector lowers to t x t element moves, which
+/// LLVM takes longer to turn back into shuffles than the whole transposed
+/// copy takes to compile this way.
+SmallVector<Value> Emitter::transposeBlock(ArrayRef<Value> rows) {
+  int64_t t = rows.size();
+  assert(llvm::isPowerOf2_64(t) && "a power-of-two block");
+  SmallVector<Value> cur(rows);
+  for (int64_t h = t / 2; h >= 1; h /= 2) {
+    // Lanes of the pair (a = row r, b = row r + h) as two-source indices:
+    // a's lane j is j, b's lane j is t + j.
+    SmallVector<int64_t> low, high;
+    for (int64_t j = 0; j < t; ++j) {
+      bool upper = j & h;
+      low.push_back(upper ? t + j - h : j);
+      high.push_back(upper ? t + j : j + h);
+    }
+    for (int64_t r = 0; r < t; ++r) {
+      if (r & h)
+        continue;
+      Value a = cur[r], bRow = cur[r + h];
+      cur[r] = vector::ShuffleOp::create(b, a, bRow, low);
+      cur[r + h] = vector::ShuffleOp::create(b, a, bRow, high);
+    }
+  }
+  return cur;
 }
 
 /// Prefetches rows [first, first + count) of the [n, D] block `mem`

@@ -3,6 +3,15 @@
 //
 // RUN: split-file %s %t
 // RUN: flashc-opt %t/valid.mlir --split-input-file --flash-expand-to-cpu | FileCheck %s
+// Every loop of a step is one LLVM is asked to leave as written
+// (llvm.loop.disable_nonforced): as many loops as loop annotations.
+// RUN: flashc-opt %t/valid.mlir --split-input-file --flash-expand-to-cpu \
+// RUN:   | FileCheck %s --check-prefix=AS-WRITTEN
+// RUN: flashc-opt %t/step-loops.mlir --flash-expand-to-cpu | grep -c "scf.for" > %t.loops
+// RUN: flashc-opt %t/step-loops.mlir --flash-expand-to-cpu \
+// RUN:   | grep -c "} {loop_annotation = #loop_annotation}" > %t.annotated
+// RUN: diff %t.loops %t.annotated
+// AS-WRITTEN: #loop_annotation = #llvm.loop_annotation<disableNonforced = true>
 // RUN: flashc-opt %t/valid.mlir --split-input-file --flash-expand-to-cpu --canonicalize \
 // RUN:   | FileCheck %s --check-prefix=CANON
 // At 8 lanes (AVX2's 16 registers), the same code with half-width vectors
@@ -564,6 +573,46 @@ func.func @widen(%in: memref<?x2x?x40xbf16>, %out: memref<?x2x?x40xf32>,
   return
 }
 
+// -----
+
+// The transposed copy of K: in parallel over batch and head, blocks of 16
+// keys x 16 columns of D, each 16 row loads, a transpose in 4 rounds of 16
+// two-source shuffles (the h x h blocks swapped at h = 8, 4, 2, 1) and 16
+// row stores; the keys past the last whole block element by element. LLVM
+// is asked to leave every one of these loops as written.
+// CHECK-LABEL: func.func @key_transpose
+// CHECK-SAME: (%[[K:.+]]: memref<?x2x?x32xf32>, %[[KT:.+]]: memref<?x2x32x?xf32>)
+// CHECK-NOT: vector.transpose
+// CHECK: scf.forall (%[[B:.+]], %[[H:.+]]) in (%{{.+}}, 2)
+// CHECK: scf.for %[[C0:.+]] = %{{.+}} to %{{.+}} step %c16
+// CHECK: scf.for %[[D0:.+]] = %{{.+}} to %c32 step %c16
+// CHECK-COUNT-16: vector.load %[[K]][%[[B]], %[[H]], %{{.+}}, %[[D0]]] : memref<?x2x?x32xf32>, vector<16xf32>
+// CHECK: vector.shuffle %[[ROW0:.+]], %[[ROW8:.+]] [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23] : vector<16xf32>, vector<16xf32>
+// CHECK-NEXT: vector.shuffle %[[ROW0]], %[[ROW8]] [8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31]
+// CHECK-COUNT-14: vector.shuffle
+// CHECK-NEXT: vector.shuffle {{.+}} [0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27]
+// CHECK-COUNT-15: vector.shuffle
+// CHECK-NEXT: vector.shuffle {{.+}} [0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29]
+// CHECK-COUNT-15: vector.shuffle
+// CHECK-NEXT: vector.shuffle {{.+}} [0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30]
+// CHECK-COUNT-15: vector.shuffle
+// CHECK-NOT: vector.shuffle
+// CHECK-COUNT-16: vector.store %{{.+}}, %[[KT]][%[[B]], %[[H]], %{{.+}}, %[[C0]]] : memref<?x2x32x?xf32>, vector<16xf32>
+// CHECK-NEXT: } {loop_annotation = #[[AS_WRITTEN:.+]]}
+// CHECK-NEXT: } {loop_annotation = #[[AS_WRITTEN]]}
+// The keys past the last block of 16.
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: memref.load %[[K]]
+// CHECK: memref.store %{{.+}}, %[[KT]]
+// CHECK-NEXT: } {loop_annotation = #[[AS_WRITTEN]]}
+// CHECK-NEXT: } {loop_annotation = #[[AS_WRITTEN]]}
+func.func @key_transpose(%k: memref<?x2x?x32xf32>, %kt: memref<?x2x32x?xf32>) {
+  linalg.transpose ins(%k : memref<?x2x?x32xf32>) outs(%kt : memref<?x2x32x?xf32>)
+      permutation = [0, 1, 3, 2]
+  return
+}
+
 //--- invalid.mlir
 
 // A step on tensors has not been bufferized.
@@ -624,5 +673,15 @@ func.func @strided_innermost(%q: memref<1x16x8xf32>, %k: memref<16x8xf32, stride
   flash.attention_step ins(%q, %k, %v : memref<1x16x8xf32>, memref<16x8xf32, strided<[1, 16]>>, memref<16x8xf32>)
       outs(%acc, %m, %l : memref<1x16x8xf32>, memref<1x16xf32>, memref<1x16xf32>)
       scale = 0.125
+  return
+}
+
+//--- step-loops.mlir
+func.func @step_loops(%q: memref<2x48x32xf32>, %k: memref<32x?xf32>,
+                      %v: memref<?x32xf32>, %acc: memref<2x48x32xf32>,
+                      %m: memref<2x48xf32>, %l: memref<2x48xf32>, %off: index) {
+  flash.attention_step ins(%q, %k, %v : memref<2x48x32xf32>, memref<32x?xf32>, memref<?x32xf32>)
+      mask(%off) outs(%acc, %m, %l : memref<2x48x32xf32>, memref<2x48xf32>, memref<2x48xf32>)
+      scale = 0.125 key_transposed
   return
 }
