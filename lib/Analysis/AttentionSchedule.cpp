@@ -88,7 +88,8 @@ using flashc::ceilDiv;
 
 TileSizes mlir::flash::chooseTileSizes(const TargetInfo &target,
                                        const AttentionProblem &shape,
-                                       LoopOrder order, bool wideWarps) {
+                                       LoopOrder order, bool wideWarps,
+                                       int64_t stages) {
   int64_t bytes = target.isGPU() ? shape.elementBytes() : 4;
   int64_t m = std::max<int64_t>(target.sramBytes / bytes, 1);
   int64_t d = std::max(shape.headDim, shape.valueDim());
@@ -100,18 +101,22 @@ TileSizes mlir::flash::chooseTileSizes(const TargetInfo &target,
   } else if (target.isGPU()) {
     // The GPU kernels' own tiles (flashc/Core/GPUSchedule.h): a decode
     // tile when every query of a step fits one, halving the KV block while
-    // the shared memory does not fit. Bc is not clamped to Nk: the kernels
+    // the shared memory of its `stages` K and V buffers does not fit, down
+    // to 16 keys (makeGPUTileConfig then gives the block as many kv warps
+    // as take 16 keys each at least). Bc is not clamped to Nk: the kernels
     // mask the tail of a block.
     bool decode = shape.seqQ <= 16;
     flashc::GPUTileConfig c =
         flashc::chooseGPUTiles(shape.group(), shape.headDim,
                                shape.valueDim(), shape.elementBytes(), decode,
                                wideWarps);
-    while (c.sharedBytes() > target.sramBytes &&
-           c.blockKV >= 2 * 16 * c.kvWarps)
+    c.stages = stages;
+    while (c.sharedBytes() > target.sramBytes && c.blockKV >= 2 * 16) {
       c = flashc::makeGPUTileConfig(c.group, c.headDim, c.headDimV,
                                     c.elementBytes, c.blockQ, c.blockKV / 2,
                                     c.outputBytes, wideWarps);
+      c.stages = stages;
+    }
     tiles.blockQ = std::min(c.blockQ, shape.seqQ);
     tiles.blockKV = c.blockKV;
     return tiles;

@@ -71,7 +71,8 @@ PipelineConfig mlir::flash::detail::gpuConfig(const AttentionSpec &spec,
     llvm::Expected<TargetInfo> target = TargetInfo::get(c.target);
     AttentionProblem shape = spec.shape();
     shape.seqQ = 16;
-    TileSizes tiles = chooseTileSizes(*target, shape, LoopOrder::FA2);
+    TileSizes tiles = chooseTileSizes(*target, shape, LoopOrder::FA2,
+                                      /*wideWarps=*/true, c.stages);
     if (!g.blockQ)
       g.blockQ = tiles.blockQ;
     if (!g.blockKV)

@@ -339,6 +339,8 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
     tile.sramBytes = c.sramBytes;
     // The GPU kernels give a warp 32 rows where they can.
     tile.wideWarps = c.isGPU();
+    // Bc fits the shared memory of the kernels' K and V stages.
+    tile.stages = c.stages;
     pm.addPass(createFlashTile(tile));
     // Split before bounding: flash-causal-skip clamps whatever KV range each
     // split loop covers.

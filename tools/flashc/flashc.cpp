@@ -259,9 +259,11 @@ llvm::Expected<CostReport> costReport(const AttentionSpec &spec,
   options.blockQ = config.blockQ;
   options.blockKV = config.blockKV;
   options.splits = config.splits;
+  options.stages = config.stages;
   // Like flash-split-kv, never more splits than KV blocks.
   if (options.splits > 0) {
-    TileSizes tiles = chooseTileSizes(*target, spec.shape(), options.order);
+    TileSizes tiles = chooseTileSizes(*target, spec.shape(), options.order,
+                                      /*wideWarps=*/true, config.stages);
     int64_t blockKV = config.blockKV ? config.blockKV : tiles.blockKV;
     options.splits =
         std::min(options.splits, getMaxSplits(spec.shape(), blockKV));

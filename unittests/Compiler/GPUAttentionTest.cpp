@@ -239,8 +239,9 @@ TEST(GPUKernelTest, EveryCausalOrderMatches) {
 /// stages option) give the same results: prefill with the blocks of a
 /// causal kernel's two KV loops handed over between them and a ragged last
 /// block; split decode, whose kv warps merge through the KV buffers, at 3
-/// stages on sm_90a (its tiles of 128 and 256 keys do not fit more stages,
-/// nor 3 on sm_80: flash-to-tile says so).
+/// stages on sm_90a. Decode tiles whose stages do not fit the shared memory
+/// get half the KV block, down to 16 keys and fewer kv warps (D = 256 on
+/// sm_80: 64 keys over 4 kv warps at 2 stages, 32 over 2 at 3).
 TEST(GPUKernelTest, EveryStageCountMatches) {
   for (int64_t stages : {3, 4}) {
     SCOPED_TRACE(stages);
@@ -257,13 +258,21 @@ TEST(GPUKernelTest, EveryStageCountMatches) {
              {2, 1, 3, 700, 2}, nullptr, config);
   checkShape({"sm_90a", ElementType::BF16, 128, 1, false, true, true},
              {1, 2, 1, 530}, nullptr, config);
-  // More stages than the shared memory holds is the tile's error.
+  std::shared_ptr<const Kernel> kernel;
+  checkShape({"sm_80", ElementType::F16, 256, 1, false, true}, {1, 2, 1, 200},
+             &kernel, config);
+  EXPECT_EQ(kernel->getMetadata().tiles.blockKV, 32);
   config.stages = 4;
-  AttentionSpec spec = specOf({"sm_80", ElementType::F16, 64, 4, true, true},
-                              {2, 1, 3, 700});
-  auto kernel = Compiler::global().compile(spec, "sm_80", config);
-  ASSERT_FALSE(static_cast<bool>(kernel));
-  std::string message = llvm::toString(kernel.takeError());
+  checkShape({"sm_80", ElementType::F16, 64, 4, true, true}, {2, 1, 3, 700},
+             &kernel, config);
+  EXPECT_EQ(kernel->getMetadata().tiles.blockKV, 128);
+  // A KV block given that the stages do not fit is the tile's error.
+  config.blockKV = 256;
+  AttentionSpec spec = specOf({"sm_80", ElementType::F16, 128, 1, false, false},
+                              {1, 1, 300, 300});
+  auto refused = Compiler::global().compile(spec, "sm_80", config);
+  ASSERT_FALSE(static_cast<bool>(refused));
+  std::string message = llvm::toString(refused.takeError());
   EXPECT_NE(message.find("bytes of shared memory, the target has 166912 on "
                          "sm_80"),
             std::string::npos)

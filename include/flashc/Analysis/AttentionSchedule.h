@@ -76,9 +76,11 @@ struct TileSizes {
 /// clamped (the kernels mask a block's tail). `wideWarps` (the GPU
 /// pipeline's tiles): a warp gets 32 query rows where the kernels allow it
 /// (see `flashc::makeGPUTileConfig`); without it, 16 (flash-tile's
-/// `wide-warps=0`).
-TileSizes chooseTileSizes(const TargetInfo &target, const AttentionProblem &shape,
-                          LoopOrder order, bool wideWarps = true);
+/// `wide-warps=0`). `stages` is the GPU kernels' count of K and V buffers
+/// (the pipeline's `stages`), whose shared memory Bc is halved to fit.
+TileSizes chooseTileSizes(const TargetInfo &target,
+                          const AttentionProblem &shape, LoopOrder order,
+                          bool wideWarps = true, int64_t stages = 2);
 
 } // namespace flash
 } // namespace mlir

@@ -219,6 +219,8 @@ struct CostOptions {
   int64_t blockKV = 0;
   /// KV splits; 0: `chooseSplits` on a GPU, 1 on the CPU.
   int64_t splits = 0;
+  /// The GPU kernels' K and V stages, which the chosen KV block fits.
+  int64_t stages = 2;
 };
 
 /// The traffic of one loop order with its own tiles.

@@ -18,6 +18,7 @@
 #include "AttentionUtils.h"
 
 #include "flashc/Analysis/AttentionSchedule.h"
+#include "flashc/Core/GPUSchedule.h"
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
 #include "flashc/Dialect/Flash/Transforms/Passes.h"
 #include "flashc/Support/Sizes.h"
@@ -458,6 +459,12 @@ struct FlashTilePass : flash::impl::FlashTileBase<FlashTilePass> {
         return signalPassFailure();
       }
     }
+    if (!flashc::isPipelineStageCount(stages)) {
+      getOperation()->emitError()
+          << "flash-tile: stages is " << flashc::kMinPipelineStages << " to "
+          << flashc::kMaxPipelineStages << ", not " << stages.getValue();
+      return signalPassFailure();
+    }
     if (sramBytes > 0)
       targetInfo->sramBytes = sramBytes;
     std::optional<LoopOrder> order = parseLoopOrder(loopOrder);
@@ -492,7 +499,7 @@ struct FlashTilePass : flash::impl::FlashTileBase<FlashTilePass> {
     for (OnlineAttention &a : matches) {
       AttentionProblem shape = describe(a);
       TileSizes tiles =
-          chooseTileSizes(*targetInfo, shape, *order, wideWarps);
+          chooseTileSizes(*targetInfo, shape, *order, wideWarps, stages);
       LLVM_DEBUG(DBGS() << "loop at " << a.loop.getLoc()
                         << ": the model's shape B=" << shape.batch
                         << " Hq=" << shape.heads << " Hkv=" << shape.kvHeads

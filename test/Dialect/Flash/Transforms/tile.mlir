@@ -28,6 +28,22 @@
 // D = 64): 128 packed rows, Br = 128 / 4 = 32, Bc = 64.
 // RUN: flashc-opt %t/gqa.mlir --flash-online-softmax --flash-tile="target=sm_80 wide-warps=1" \
 // RUN:   | FileCheck %s --check-prefix=WIDE
+// sm_80, f16, D = 64, G = 4, one query: the decode tile of 4 rows a head
+// and 4 kv warps x 64 keys (Bc = 256) fits 2 stages of K and V (2 x 2 x
+// 256 x 72 x 2 bytes); 3 stages do not, and the block is halved to 128.
+// RUN: flashc-opt %t/decode.mlir --flash-online-softmax \
+// RUN:   --flash-tile="target=sm_80 wide-warps=1" \
+// RUN:   | FileCheck %s --check-prefix=DECODE2
+// RUN: flashc-opt %t/decode.mlir --flash-online-softmax \
+// RUN:   --flash-tile="target=sm_80 wide-warps=1 stages=3" \
+// RUN:   | FileCheck %s --check-prefix=DECODE3
+// RUN: not flashc-opt %t/decode.mlir --flash-tile="stages=5" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BAD-STAGES
+// BAD-STAGES: error: flash-tile: stages is 2 to 4, not 5
+// DECODE2-LABEL: func.func @decode
+// DECODE2: scf.for %{{.+}} = %c0 to %c4096 step %c256
+// DECODE3-LABEL: func.func @decode
+// DECODE3: scf.for %{{.+}} = %c0 to %c4096 step %c128
 // CPU with 64 KiB: M = 65536 / 4 = 16384 f32 elements; Br = 64;
 // Bc = (16384 - 2*64*64) / (2*64 + 64) = 42 -> 32.
 // RUN: flashc-opt %t/sram.mlir --flash-online-softmax --flash-tile="target=cpu sram-bytes=65536" \
@@ -276,6 +292,15 @@ func.func @gqa(%q: tensor<2x8x100x64xf16>, %k: tensor<2x2x1000x64xf16>,
 // DYN-NEXT: tensor.parallel_insert_slice %[[F]]#1 into %[[SLSE]]
 // DYN: } {flash.tile_loop}
 // DYN-NEXT: return %[[R]]#0, %[[R]]#1
+
+//--- decode.mlir
+func.func @decode(%q: tensor<1x8x1x64xf16>, %k: tensor<1x2x4096x64xf16>,
+                  %v: tensor<1x2x4096x64xf16>) -> tensor<1x8x1x64xf16> {
+  %o = flash.attention %q, %k, %v
+      : tensor<1x8x1x64xf16>, tensor<1x2x4096x64xf16>, tensor<1x2x4096x64xf16>
+      -> tensor<1x8x1x64xf16>
+  return %o : tensor<1x8x1x64xf16>
+}
 
 //--- dynamic.mlir
 func.func @dynamic_lse(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>,

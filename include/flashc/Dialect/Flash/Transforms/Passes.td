@@ -140,7 +140,10 @@ def FlashTile : Pass<"flash-tile"> {
            "Override the target's SRAM capacity in bytes (0: the target's)">,
     Option<"wideWarps", "wide-warps", "bool", /*default=*/"false",
            "GPU: tiles for kernels that give a warp 32 query rows where "
-           "registers allow (the flash_tile path)">
+           "registers allow (the flash_tile path)">,
+    Option<"stages", "stages", "int64_t", /*default=*/"2",
+           "GPU: the stages of the kernels' K and V buffers (2 to 4) whose "
+           "shared memory the KV block is sized to fit">
   ];
   let statistics = [
     Statistic<"numTiledFA2", "num-tiled-fa2",
