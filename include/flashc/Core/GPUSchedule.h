@@ -45,6 +45,14 @@ inline constexpr int64_t kMaxPipelineStages = 4;
 inline bool isPipelineStageCount(int64_t stages) {
   return stages >= kMinPipelineStages && stages <= kMaxPipelineStages;
 }
+/// Why `stages` is not a stage count ("stages is 2 to 4, not 5"), or an
+/// empty string when it is one: the `stages` options' message.
+inline std::string whyNotPipelineStageCount(int64_t stages) {
+  if (isPipelineStageCount(stages))
+    return "";
+  return "stages is " + std::to_string(kMinPipelineStages) + " to " +
+         std::to_string(kMaxPipelineStages) + ", not " + std::to_string(stages);
+}
 
 /// Elements per shared-memory row holding `cols` elements of `elementBytes`:
 /// rows with a power-of-two number (at least 2) of 16-byte chunks are

@@ -162,17 +162,18 @@ private:
   }
   Value negInf() { return f32Const(-std::numeric_limits<double>::infinity()); }
 
-  /// Asks LLVM to leave `loop` as written (llvm.loop.disable_nonforced on
-  /// its back edge): no unrolling, full or partial, and no vectorization. For
-  /// loops whose body is already vector code that LLVM would only copy, at a
+  /// Asks LLVM to leave every loop in `root` as written
+  /// (llvm.loop.disable_nonforced on its back edge): no unrolling, full or
+  /// partial, and no vectorization. For the loops this pass writes, whose
+  /// bodies are vector code blocked already, which LLVM would only copy at a
   /// cost in compile time.
-  scf::ForOp asWritten(scf::ForOp loop) {
+  void leaveLoopsAsWritten(Operation *root) {
     MLIRContext *ctx = b.getContext();
-    loop->setAttr(kLoopAnnotation,
-                  LLVM::LoopAnnotationAttr::get(
-                      ctx, /*disableNonforced=*/BoolAttr::get(ctx, true), {},
-                      {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}));
-    return loop;
+    auto asWritten = LLVM::LoopAnnotationAttr::get(
+        ctx, /*disableNonforced=*/BoolAttr::get(ctx, true), {}, {}, {}, {}, {},
+        {}, {}, {}, {}, {}, {}, {}, {}, {});
+    root->walk(
+        [&](scf::ForOp loop) { loop->setAttr(kLoopAnnotation, asWritten); });
   }
   /// scf-to-cf copies a loop's attributes to its back edge's cf.br and
   /// cf-to-llvm those to llvm.br, where this name is its loop annotation.
@@ -494,7 +495,7 @@ void Emitter::expandStep(AttentionStepOp op) {
   // worker's LLVM time) and run no faster.
   for (Operation *it = stack.getDefiningOp(); it != restore;
        it = it->getNextNode())
-    it->walk([&](scf::ForOp loop) { asWritten(loop); });
+    leaveLoopsAsWritten(it);
 }
 
 /// Writes Kt[d, c] = K[c, d] for the n x d key block `k`, converting to
@@ -510,31 +511,31 @@ void Emitter::transposeKeys(Value k, Value kt, Value n, int64_t d,
   };
   // The edges that do not fill a block, element by element.
   auto scalarLoop = [&](Value cLb, Value cUb, int64_t dLb, int64_t dUb) {
-    asWritten(scf::ForOp::create(
-        b, cLb, cUb, idx(1), ValueRange{},
-        [&](OpBuilder &, Location, Value c, ValueRange) {
-          asWritten(scf::ForOp::create(
-              b, idx(dLb), idx(dUb), idx(1), ValueRange{},
-              [&](OpBuilder &, Location, Value dd, ValueRange) {
-                storeScalar(loadScalar(k, at(c, dd)), kt, at(dd, c));
-                scf::YieldOp::create(b);
-              }));
-          scf::YieldOp::create(b);
-        }));
+    scf::ForOp::create(b, cLb, cUb, idx(1), ValueRange{},
+                       [&](OpBuilder &, Location, Value c, ValueRange) {
+                         scf::ForOp::create(
+                             b, idx(dLb), idx(dUb), idx(1), ValueRange{},
+                             [&](OpBuilder &, Location, Value dd, ValueRange) {
+                               storeScalar(loadScalar(k, at(c, dd)), kt,
+                                           at(dd, c));
+                               scf::YieldOp::create(b);
+                             });
+                         scf::YieldOp::create(b);
+                       });
   };
   constexpr int64_t t = kTransposeBlock;
   Value n16 = arith::MulIOp::create(b, arith::DivSIOp::create(b, n, idx(t)),
                                     idx(t));
   int64_t d16 = d / t * t;
   // Loops, not unrolled code: the 16 x 16 block is large once lowered to
-  // shuffles, and compile time matters to a JIT. LLVM is asked to leave
-  // these loops and the edges' as written (asWritten): it would unroll the
-  // loop over D, a copy of the block's shuffles per copy, and vectorize the
-  // edges, which are not worth the compile time.
-  asWritten(scf::ForOp::create(
+  // shuffles, and compile time matters to a JIT. expandKeyTranspose asks
+  // LLVM to leave these loops and the edges' as written: it would unroll
+  // the loop over D, a copy of the block's shuffles per copy, and vectorize
+  // the edges, which are not worth the compile time.
+  scf::ForOp::create(
       b, idx(0), n16, idx(t), ValueRange{},
       [&](OpBuilder &, Location, Value c0, ValueRange) {
-        asWritten(scf::ForOp::create(
+        scf::ForOp::create(
             b, idx(0), idx(d16), idx(t), ValueRange{},
             [&](OpBuilder &, Location, Value d0, ValueRange) {
               SmallVector<Value> rows;
@@ -546,9 +547,9 @@ void Emitter::transposeKeys(Value k, Value kt, Value n, int64_t d,
                 storeVec(rows[j], kt,
                          at(arith::AddIOp::create(b, d0, idx(j)), c0));
               scf::YieldOp::create(b);
-            }));
+            });
         scf::YieldOp::create(b);
-      }));
+      });
   if (d16 < d)
     scalarLoop(idx(0), n16, d16, d);
   scalarLoop(n16, n, 0, d);
@@ -1538,6 +1539,7 @@ void Emitter::expandKeyTranspose(linalg::TransposeOp op) {
   b.setInsertionPoint(forall.getTerminator());
   SmallVector<Value> ivs = forall.getInductionVars();
   transposeKeys(in, out, n, d, ivs);
+  leaveLoopsAsWritten(forall);
 }
 
 /// Returns true for the f16/bf16 -> f32 memref copies that

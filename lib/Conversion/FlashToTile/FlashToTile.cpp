@@ -1134,11 +1134,9 @@ void FlashToTilePass::runOnOperation() {
                        << "'";
     return signalPassFailure();
   }
-  if (!flashc::isPipelineStageCount(stages)) {
-    module.emitError() << "flash-to-tile: stages is "
-                       << flashc::kMinPipelineStages << " to "
-                       << flashc::kMaxPipelineStages << ", not "
-                       << stages.getValue();
+  if (std::string why = flashc::whyNotPipelineStageCount(stages);
+      !why.empty()) {
+    module.emitError() << "flash-to-tile: " << why;
     return signalPassFailure();
   }
 

@@ -459,10 +459,9 @@ struct FlashTilePass : flash::impl::FlashTileBase<FlashTilePass> {
         return signalPassFailure();
       }
     }
-    if (!flashc::isPipelineStageCount(stages)) {
-      getOperation()->emitError()
-          << "flash-tile: stages is " << flashc::kMinPipelineStages << " to "
-          << flashc::kMaxPipelineStages << ", not " << stages.getValue();
+    if (std::string why = flashc::whyNotPipelineStageCount(stages);
+        !why.empty()) {
+      getOperation()->emitError() << "flash-tile: " << why;
       return signalPassFailure();
     }
     if (sramBytes > 0)
