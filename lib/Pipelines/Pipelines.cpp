@@ -430,13 +430,15 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
         "the GPU kernels are built in the fa2 loop order; loop-order "
         "algorithm1 is for the CPU backend and the cost model");
   if (stage == "tile") {
-    // The kernels as flash_tile ops, their KV copies pipelined over the
-    // buffers' stages, their shared memory placed.
+    // The kernels as flash_tile ops, their warps and layouts chosen, their
+    // KV copies pipelined over the buffers' stages, their shared memory
+    // placed.
     FlashToTileOptions o;
     o.target = c.target;
     o.causalOrder = c.causalOrder;
     o.stages = c.stages;
     pm.addPass(createFlashToTile(o));
+    pm.addPass(flash_tile::createFlashTileAssignLayouts());
     pm.addPass(flash_tile::createFlashTilePipeline());
     flash_tile::FlashTileAllocateSharedOptions shared;
     shared.chip = c.target;

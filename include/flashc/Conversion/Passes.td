@@ -310,25 +310,27 @@ def FlashToTile : Pass<"flash-to-tile", "::mlir::ModuleOp"> {
       product of its bounds). The CTA evaluates the tiled IR's own index
       arithmetic (tile offsets, the bounds of the unmasked and masked KV
       loops, the causal mask offsets, the split ranges), cloned into the
-      kernel, and writes the block-level ops as flash_tile ops whose types
-      carry their layouts: Q and double-buffered K and V blocks copied
+      kernel, and writes the block-level ops as flash_tile ops (without
+      layouts: `flash-tile-assign-layouts` chooses the warps and them): Q
+      and double-buffered K and V blocks copied
       into shared memory (`flash_tile.async_copy`, zero-filling rows past
       the sequence and the head dims' padding to 16), the operands
       read from shared memory into MMA operand layouts
       (`flash_tile.local_load`),
       `flash_tile.mma` for S = Q K^T and O += P V with f32 accumulation,
-      the online softmax as row reductions and maps in the accumulator
-      layout, P converted from the S accumulator to the A operand of P V,
-      and the deferred normalisation, log-sum-exp and stores in the
-      epilogue. Each warp owns one or two 16-row MMA tiles (split-Q);
-      decode tiles split a KV block between warps and merge their states
-      through shared memory (`flash_tile.batch_reduce`).
+      the online softmax as row reductions and maps of the scores, P
+      rounded to the operands' type as the A operand of P V, and the
+      deferred normalisation, log-sum-exp and stores in the epilogue.
+      Decode tiles split a KV block between kv warps (a batch of matrices,
+      each kv warp's keys and state) and merge their states through
+      shared memory (`flash_tile.batch_reduce`).
     - `<func>_combine`, when the KV loop was split: the log-sum-exp merge
       of the f32 partials, loads of the partials and their log-sum-exps
       (`flash_tile.load`), maps and stores in a blocked layout, CTAs of a
       few rows of a few heads, a warp's lanes over a row's columns.
 
-    flash-tile-allocate-shared then places the shared buffers and
+    flash-tile-assign-layouts then chooses the warps and layouts,
+    flash-tile-allocate-shared places the shared buffers and
     flash-tile-to-nvgpu lowers the ops to NVGPU/NVVM.
 
     Every kernel takes the same arguments: `q, k, v, out` (element type of
@@ -337,8 +339,9 @@ def FlashToTile : Pass<"flash-to-tile", "::mlir::ModuleOp"> {
     pointers are bare, and 16-byte aligned where rows are multiples of 16
     bytes. Each carries `flash.grid` (its CTA
     count as `#flash.grid_factor`s over `B`, `Nq`, `Nk` and `splits`, the
-    `flash.param` names of its size arguments), `flash.block`,
-    `flash.shared_bytes` and `flash.tile` for the runtime. The host function
+    `flash.param` names of its size arguments), `flash.shared_bytes` and
+    `flash.tile` for the runtime, and the combine kernel its `flash.block`
+    (the forward kernel's comes with its layouts). The host function
     is erased.
 
     Every head dim up to 256 is built: the MMAs run over the head dims
@@ -422,7 +425,10 @@ def FlashTileToNVGPU : Pass<"flash-tile-to-nvgpu", "::mlir::ModuleOp"> {
 
     What needs values to move between threads (other layout conversions,
     reductions across warps) or an instruction shape other than m16n8k16
-    is reported as an error on the op.
+    is reported as an error on the op, and so is a tile or a copy without
+    a layout (`flash-tile-assign-layouts` gives them theirs). A kernel's
+    `flash.block` becomes its `nvvm.reqntid`: it runs with exactly the
+    threads its layouts spread the tiles over.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",

@@ -159,6 +159,22 @@ inline int64_t ceilPowerOf2(int64_t v) {
 /// in 255 registers without spilling for D <= 64 (in blocks of 64 keys).
 inline constexpr int64_t kMaxWideWarpHeadDim = 64;
 
+/// The 16-row MMA tiles one warp owns (1 or 2) of a CTA's tile of
+/// `tileRows` rows split between `kvWarps` kv warps, whose MMA operands and
+/// accumulators have at most `widestColumns` columns (the padded head dims
+/// and the keys of a block): 2 ("wide warps", 32 rows) for a prefill tile
+/// of 128 rows whose every matrix is at most kMaxWideWarpHeadDim wide, so
+/// that a warp reads each K and V fragment for two row tiles; 1 otherwise.
+/// flash-tile-assign-layouts chooses the warps of a kernel by this rule
+/// and the cost model counts them by it.
+inline int64_t chooseRowTilesPerWarp(int64_t tileRows, int64_t kvWarps,
+                                     int64_t widestColumns) {
+  return kvWarps == 1 && tileRows == kMaxGPUTileRows &&
+                 widestColumns <= kMaxWideWarpHeadDim
+             ? 2
+             : 1;
+}
+
 /// Completes a configuration from its block sizes: the row tiles, the kv
 /// warps (the largest power of two that keeps at most 4 warps busy, divides
 /// Bc into multiples of 16 and Dv into multiples of 8, and whose f32
@@ -204,10 +220,9 @@ inline GPUTileConfig makeGPUTileConfig(int64_t group, int64_t headDim,
   }
   c.qInRegisters = c.paddedHeadDim <= 128;
   if (wideWarps) {
-    bool wide =
-        c.kvWarps == 1 && c.tileRows() == kMaxGPUTileRows &&
-        std::max(c.paddedHeadDim, c.paddedHeadDimV) <= kMaxWideWarpHeadDim;
-    c.rowTilesPerWarp = wide ? 2 : 1;
+    c.rowTilesPerWarp = chooseRowTilesPerWarp(
+        c.tileRows(), c.kvWarps,
+        std::max({c.paddedHeadDim, c.paddedHeadDimV, blockKV}));
     // A decode tile's kv warps each hold all of Dv's accumulators and
     // their share of K and V: beyond D = 128 Q does not fit beside them.
     c.qInRegisters = c.kvWarps == 1 || c.paddedHeadDim <= 128;

@@ -18,6 +18,7 @@
 
 #include "flashc/Conversion/MmaSync.h"
 #include "flashc/Conversion/Passes.h"
+#include "flashc/Dialect/Flash/IR/FlashDialect.h"
 #include "flashc/Dialect/FlashTile/IR/FlashTileDialect.h"
 #include "flashc/Dialect/FlashTile/IR/FlashTileOps.h"
 #include "flashc/Dialect/FlashTile/IR/LayoutUtils.h"
@@ -530,7 +531,7 @@ struct AsyncCopyLowering : TilePattern<AsyncCopyOp> {
         ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto buffer = kv.operandType<SharedType>(op, 2);
-    BlockedLayoutAttr layout = op.getLayout();
+    BlockedLayoutAttr layout = op.getLayoutAttr();
     SmallVector<int64_t> shape = {buffer.getRows(), buffer.getColumns()};
     int64_t run = layout.getSize()[1];
     int64_t values = layout.getElementsPerThread(shape);
@@ -741,9 +742,9 @@ private:
   ThreadSource threadSource(AsyncCopyOp op, Value source, ArrayRef<Value> tv,
                             bool rowInStart,
                             ConversionPatternRewriter &rewriter) const {
-    auto key = std::make_tuple(source, Attribute(op.getLayout()),
-                               Type(op.getBuffer().getType()),
-                               unsigned(rowInStart));
+    auto key =
+        std::make_tuple(source, Attribute(op.getLayoutAttr()),
+                        Type(op.getBuffer().getType()), unsigned(rowInStart));
     auto it = sources.find(key);
     if (it != sources.end())
       return it->second;
@@ -1640,6 +1641,35 @@ struct FlashTileToNVGPUPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
+    // Every tile and copy has its layout: flash-tile-assign-layouts chose
+    // them.
+    WalkResult unplaced = module.walk([&](Operation *op) {
+      auto copy = dyn_cast<AsyncCopyOp>(op);
+      bool tile = llvm::any_of(op->getResultTypes(), [](Type t) {
+        auto tile = dyn_cast<TileType>(t);
+        return tile && !tile.hasLayout();
+      });
+      if (!tile && !(copy && !copy.getLayoutAttr()))
+        return WalkResult::advance();
+      op->emitError() << "flash-tile-to-nvgpu: " << (tile ? "a tile" : "a copy")
+                      << " without a layout; run flash-tile-assign-layouts "
+                         "first";
+      return WalkResult::interrupt();
+    });
+    if (unplaced.wasInterrupted())
+      return signalPassFailure();
+    // `.reqntid`: a kernel runs with exactly the block its layouts were
+    // chosen for (a launch with another is refused), which the runtime
+    // checks a manifest against. LLVM bounds %tid from it as it would from
+    // known_block_size's `.maxntid`, and PTX allows only one of the two.
+    flash::FlashDialect::BlockAttrHelper block(ctx);
+    module.walk([&](gpu::GPUFuncOp fn) {
+      IntegerAttr threads = block.getAttr(fn);
+      if (threads && !fn->hasAttr(NVVM::NVVMDialect::getReqntidAttrName()))
+        fn->setAttr(NVVM::NVVMDialect::getReqntidAttrName(),
+                    DenseI32ArrayAttr::get(
+                        ctx, {static_cast<int32_t>(threads.getInt()), 1, 1}));
+    });
     KernelValues kv;
     kv.prepare(module);
 

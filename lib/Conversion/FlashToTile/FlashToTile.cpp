@@ -22,8 +22,9 @@
 // split ranges and the tile offsets are the tiled IR's scalar arithmetic,
 // cloned into the kernel with the forall's induction variables bound to the
 // block index and the tensor sizes bound to kernel arguments. Only the
-// block-level ops become flash_tile ops (TileKernel.cpp), which
-// flash-tile-allocate-shared places and flash-tile-to-nvgpu lowers.
+// block-level ops become flash_tile ops (TileKernel.cpp), whose warps and
+// layouts flash-tile-assign-layouts chooses, whose buffers
+// flash-tile-allocate-shared places and which flash-tile-to-nvgpu lowers.
 //
 // Every kernel has the same arguments, so that the runtime passes one list
 // to all of them:
@@ -34,8 +35,9 @@
 //   strides (batch, head, row) of q, k, v, out : 12 x i64  (unit innermost)
 //
 // and carries its launch in attributes: `flash.grid` (the CTA count, as
-// factors over the sizes B, Nq, Nk and splits), `flash.block` threads and
-// `flash.shared_bytes`.
+// factors over the sizes B, Nq, Nk and splits), `flash.block` threads
+// (the forward kernel's once flash-tile-assign-layouts has chosen its
+// warps) and `flash.shared_bytes`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -677,17 +679,15 @@ FunctionType kernelType(MLIRContext *ctx, Type elt) {
   return FunctionType::get(ctx, inputs, {});
 }
 
+/// A kernel of the common signature. Its `flash.block` (threads) is set
+/// by the caller for the combine kernel and by flash-tile-assign-layouts
+/// for the forward one; flash-tile-to-nvgpu makes it the kernel's
+/// `.reqntid`.
 gpu::GPUFuncOp createKernel(OpBuilder &b, Location loc, StringRef name,
-                            Type elt, int64_t threads) {
+                            Type elt) {
   auto fn = gpu::GPUFuncOp::create(b, loc, name,
                                    kernelType(b.getContext(), elt));
   fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  // `.reqntid`: the kernel runs with exactly this block (a launch with
-  // another is refused), which the runtime checks a manifest against.
-  // LLVM bounds %tid from it as it would from known_block_size's
-  // `.maxntid`, and PTX allows only one of the two.
-  fn->setAttr(NVVM::NVVMDialect::getReqntidAttrName(),
-              b.getDenseI32ArrayAttr({static_cast<int32_t>(threads), 1, 1}));
   StringAttr param = FlashDialect::ParamAttrHelper(b.getContext()).getName();
   for (auto [i, p] : llvm::enumerate(kKernelParams))
     fn.setArgAttr(i, param,
@@ -796,13 +796,11 @@ LogicalResult FlashToTilePass::build(TiledAttention &t,
   ob.setInsertionPointToEnd(gpuModule.getBody());
   Location loc = t.forall.getLoc();
   std::string name = t.func.getSymName().str();
-  gpu::GPUFuncOp fwd = createKernel(ob, loc, name + "_fwd", elt,
-                                    config.threads());
+  gpu::GPUFuncOp fwd = createKernel(ob, loc, name + "_fwd", elt);
   FlashDialect::GridAttrHelper gridAttr(ctx);
   FlashDialect::BlockAttrHelper blockAttr(ctx);
   FlashDialect::SharedBytesAttrHelper sharedBytesAttr(ctx);
   gridAttr.setAttr(fwd, grid);
-  blockAttr.setAttr(fwd, ob.getI64IntegerAttr(config.threads()));
   sharedBytesAttr.setAttr(fwd, ob.getI64IntegerAttr(config.sharedBytes()));
   FlashDialect::TileAttrHelper(ctx).setAttr(
       fwd, ob.getDenseI64ArrayAttr({config.group, config.blockQ, config.blockKV,
@@ -1080,8 +1078,7 @@ LogicalResult FlashToTilePass::build(TiledAttention &t,
         1));
   combineGrid.push_back(GridFactorAttr::get(
       ctx, ob.getArrayAttr({rowSize(2, "Nq")}), shape.rowsPerGroup));
-  gpu::GPUFuncOp comb = createKernel(ob, loc, name + "_combine", elt,
-                                     combineThreads);
+  gpu::GPUFuncOp comb = createKernel(ob, loc, name + "_combine", elt);
   gridAttr.setAttr(comb, ob.getArrayAttr(combineGrid));
   blockAttr.setAttr(comb, ob.getI64IntegerAttr(combineThreads));
   sharedBytesAttr.setAttr(comb, ob.getI64IntegerAttr(0));

@@ -1,8 +1,9 @@
 //===- TileKernel.cpp - The forward CTA as flash_tile ops -----------------===//
 //
 // The forward kernel's body written with flash_tile ops instead of warp-level
-// code: flash-tile-allocate-shared places its buffers and
-// flash-tile-to-nvgpu lowers it. Per CTA:
+// code: flash-tile-assign-layouts chooses the warps and the tiles' layouts,
+// flash-tile-allocate-shared places the buffers and flash-tile-to-nvgpu
+// lowers it. Per CTA:
 //
 //   Q tile -> shared (async_copy) -> A operand (local_load), once
 //   for each KV loop of the tiled IR, for each block j:
@@ -13,7 +14,7 @@
 //     P  = exp2(S c - m')            map: one FMA and one EX2 per score
 //     l' = 2^(m - m') l + rowsum(P)  fold sum (per thread), map; the
 //                                    threads' sums reduced after the loop
-//     O  = 2^(m - m') O + P V        map, convert_layout P to A, mma
+//     O  = 2^(m - m') O + P V        map, P in f16, mma
 //     async_wait: everyone is done with the stage
 //   (flash-tile-pipeline then puts the copies of the next blocks in flight
 //   in the other stages while block j computes).
@@ -39,13 +40,15 @@
 // splits' log-sum-exps gives each row's total, a second adds the weighted
 // partials.
 //
-// The layouts are fixed here for now: one MMA layout of warps stacked over
-// the rows (16 rows each, or 32 with wide warps: GPUTileConfig's
-// rowTilesPerWarp), batched over the kv warps, 16-byte copies (8 or 4
-// where 16 do not spread over every thread), 16-byte swizzle chunks (rows
-// of a chunk count that is not a power of two padded by a chunk instead).
-// Choosing them is flash-tile-assign-layouts' job. Q stays in registers as the A operand
-// (a decode tile beyond D = 128 reads it again per block).
+// The forward kernel's register tiles and copies come without layouts:
+// flash-tile-assign-layouts chooses the warps (16 or 32 rows each, times
+// the kv warps) and the MMA, operand and slice layouts, and repacks P as
+// PV's A operand. What stays here is what the algorithm decides: the
+// batch of kv warps, Q in registers or re-read (a decode tile beyond
+// D = 128 reads it again per block), and the shared buffers' 16-byte
+// swizzle chunks (rows of a chunk count that is not a power of two padded
+// by a chunk instead). The combine kernel's blocked layout is tied to its
+// tile's padded shape (getCombineTileShape) and is written here.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,6 +57,7 @@
 #include "flashc/Dialect/Flash/IR/FlashDialect.h"
 #include "flashc/Dialect/FlashTile/IR/FlashTileDialect.h"
 #include "flashc/Dialect/FlashTile/IR/FlashTileOps.h"
+#include "flashc/Dialect/FlashTile/IR/LayoutUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -72,15 +76,6 @@ using namespace mlir::flash::gpu_kernel;
 using namespace mlir::flash_tile;
 
 namespace {
-
-/// The largest power of two, up to a warp's 32 lanes, that divides `runs`:
-/// the lanes a warp spreads over a row's runs.
-int64_t lanesOver(int64_t runs) {
-  int64_t lanes = 1;
-  while (lanes < 32 && runs % (2 * lanes) == 0)
-    lanes *= 2;
-  return lanes;
-}
 
 /// The alignment a store of rows of `cols` elements of `type` may assume:
 /// 16 bytes for rows of a multiple of 16 bytes (the runtime checks it of
@@ -132,19 +127,10 @@ protected:
 
 class TileEmitter : TileBuilder {
 public:
+  // With kv warps the loop runs on a batch of kw matrices (each kv warp's
+  // own keys, scores and state), merged after it.
   TileEmitter(ImplicitLocOpBuilder &b, const ForwardKernelSpec &s)
-      : TileBuilder(b), s(s), c(s.config) {
-    kw = c.kvWarps;
-    int64_t rowWarps = c.rowTiles / c.rowTilesPerWarp;
-    // The loop's layout: warps stacked over the rows, or with kv warps a
-    // batch of kw matrices (each kv warp's own scores and state); the
-    // states meet in `outMma`, whose column warps are the kv warps.
-    outMma = MmaLayoutAttr::get(ctx, {rowWarps, kw}, {16, 8, 16});
-    mma = kw > 1 ? MmaLayoutAttr::get(ctx, {kw, rowWarps, 1}, {16, 8, 16})
-                 : outMma;
-    rowLayout = SliceLayoutAttr::get(ctx, kw > 1 ? 2 : 1, mma);
-    outRowLayout = SliceLayoutAttr::get(ctx, 1, outMma);
-  }
+      : TileBuilder(b), s(s), c(s.config), kw(c.kvWarps) {}
 
   LogicalResult emit(std::string &why);
 
@@ -152,15 +138,14 @@ private:
   const ForwardKernelSpec &s;
   const flashc::GPUTileConfig &c;
   int64_t kw = 1;
-  MmaLayoutAttr mma, outMma;
-  SliceLayoutAttr rowLayout, outRowLayout;
 
   Value lt(Value x, Value y) {
     return arith::CmpIOp::create(b, arith::CmpIPredicate::slt, x, y);
   }
 
-  TileType tile(ArrayRef<int64_t> shape, Type elt, Attribute layout) {
-    return TileType::get(ctx, shape, elt, layout);
+  /// A tile without a layout: flash-tile-assign-layouts chooses them.
+  TileType tile(ArrayRef<int64_t> shape, Type elt) {
+    return TileType::get(ctx, shape, elt, Attribute());
   }
   /// A matrix shape, with the batch of kv warps in front when there is one.
   SmallVector<int64_t> batched(ArrayRef<int64_t> shape) {
@@ -170,13 +155,13 @@ private:
     return out;
   }
   TileType acc(int64_t cols) {
-    return tile(batched({c.tileRows(), cols}), f32, mma);
+    return tile(batched({c.tileRows(), cols}), f32);
   }
-  TileType rows() { return tile(batched({c.tileRows()}), f32, rowLayout); }
-  TileType operand(OperandKind kind, ArrayRef<int64_t> shape,
-                   MmaLayoutAttr parent) {
-    return tile(parent == mma ? batched(shape) : SmallVector<int64_t>(shape),
-                s.elementType, OperandLayoutAttr::get(ctx, kind, parent));
+  TileType rows() { return tile(batched({c.tileRows()}), f32); }
+  /// An MMA operand of `shape`, a batch of them with `batch`.
+  TileType operand(ArrayRef<int64_t> shape, bool batch = true) {
+    return tile(batch ? batched(shape) : SmallVector<int64_t>(shape),
+                s.elementType);
   }
 
   /// A shared buffer of `stages` stages of `r x cols` elements, in 16-byte
@@ -188,31 +173,6 @@ private:
     int64_t phases = padding ? 1 : std::min<int64_t>(8, cols / vec);
     return SharedType::get(ctx, {stages, r, cols}, s.elementType,
                            SwizzledLayoutAttr::get(ctx, vec, phases, padding));
-  }
-
-  /// The copy of an `rows x cols` stage: runs of 16 bytes, a warp's lanes
-  /// over a row's runs first (as many as a power of two of them divides),
-  /// or of 8 or 4 bytes where 16-byte runs do not spread evenly over every
-  /// thread (16 rows of 12 chunks are 1.5 chunks a thread of 4 warps).
-  /// Rows of `sourceCols` that are not whole 16-byte chunks (the runtime
-  /// aligns only those) go element by element.
-  BlockedLayoutAttr copyLayout(int64_t rows, int64_t cols,
-                               int64_t sourceCols) {
-    if ((sourceCols * c.elementBytes) % 16 != 0) {
-      int64_t across = lanesOver(cols);
-      return BlockedLayoutAttr::get(ctx, {1, 1}, {32 / across, across},
-                                    {c.warps(), 1});
-    }
-    for (int64_t bytes : {16, 8, 4}) {
-      int64_t vec = bytes / c.elementBytes;
-      if (vec < 1 || cols % vec != 0)
-        continue;
-      int64_t across = lanesOver(cols / vec);
-      if (rows % (32 / across * c.warps()) == 0 || bytes == 4)
-        return BlockedLayoutAttr::get(ctx, {1, vec}, {32 / across, across},
-                                      {c.warps(), 1});
-    }
-    llvm_unreachable("a 4-byte run fits every tile-path row");
   }
 
   /// The rows of a flat kernel buffer from `base` on, `rowStride` apart, as
@@ -276,9 +236,9 @@ void TileEmitter::copyKVIfAny(Value j, Value stage) {
       /*withElse=*/true);
   auto copies = [&](Value valid) {
     AsyncCopyOp::create(b, kMatrix, j, kBuffer, stage, valid, Value(),
-                        copyLayout(c.blockKV, c.paddedHeadDim, c.headDim));
+                        BlockedLayoutAttr());
     AsyncCopyOp::create(b, vMatrix, j, vBuffer, stage, valid, Value(),
-                        copyLayout(c.blockKV, c.paddedHeadDimV, c.headDimV));
+                        BlockedLayoutAttr());
   };
   b.setInsertionPointToStart(ifFull.thenBlock());
   copies(idx(c.blockKV));
@@ -322,16 +282,16 @@ LogicalResult TileEmitter::emit(std::string &why) {
   vBuffer = AllocOp::create(b, shared(c.stages, Bc, Dv), IntegerAttr());
 
   size_t nLoops = s.loops.size();
-  AsyncCopyOp::create(b, qMatrix, zero, qBuffer, zero, s.qRows,
-                      validGroups(), copyLayout(R, D, c.headDim));
+  AsyncCopyOp::create(b, qMatrix, zero, qBuffer, zero, s.qRows, validGroups(),
+                      BlockedLayoutAttr());
   AsyncWaitOp::create(b, 0);
   // Q as the A operand (every kv warp's: replicated over them), once, or
   // per block where it does not fit in registers beside the loop's state.
   auto loadQ = [&]() {
-    Value q = LocalLoadOp::create(b, operand(OperandKind::A, {R, D}, outMma),
-                                  qBuffer, zero, /*transpose=*/false);
+    Value q = LocalLoadOp::create(b, operand({R, D}, /*batch=*/false), qBuffer,
+                                  zero, /*transpose=*/false);
     if (kw > 1)
-      q = BroadcastOp::create(b, operand(OperandKind::A, {R, D}, mma), q);
+      q = BroadcastOp::create(b, operand({R, D}), q);
     return q;
   };
   Value qOnce = c.qInRegisters ? loadQ() : Value();
@@ -345,8 +305,8 @@ LogicalResult TileEmitter::emit(std::string &why) {
       SplatOp::create(b, acc(Dv), fzero), SplatOp::create(b, rows(), negInf),
       SplatOp::create(b, acc(8), fzero)};
   Value sZero = SplatOp::create(b, acc(wk), fzero);
-  TileType bType = operand(OperandKind::B, {D, wk}, mma);
-  TileType vType = operand(OperandKind::B, {wk, Dv}, mma);
+  TileType bType = operand({D, wk});
+  TileType vType = operand({wk, Dv});
 
   // Each KV loop copies its block into stage 0, waits for it, computes,
   // and waits until every thread is done with the stage:
@@ -448,13 +408,10 @@ LogicalResult TileEmitter::emit(std::string &why) {
                          return arith::MulFOp::create(b, a[0], a[1]);
                        });
 
-    // O += P V, P repacked as the A operand.
-    Value pHalf =
-        map(tile(batched({R, wk}), elt, mma), p, [&](ValueRange a) -> Value {
-          return arith::TruncFOp::create(b, elt, a[0]);
-        });
-    Value pA = ConvertLayoutOp::create(
-        b, operand(OperandKind::A, {R, wk}, mma), pHalf);
+    // O += P V (flash-tile-assign-layouts repacks P as the A operand).
+    Value pA = map(operand({R, wk}), p, [&](ValueRange a) -> Value {
+      return arith::TruncFOp::create(b, elt, a[0]);
+    });
     Value v = LocalLoadOp::create(b, vType, vBuffer, stage, /*transpose=*/false);
     Value accOut = MmaOp::create(b, acc(Dv), pA, v, scaled);
     AsyncWaitOp::create(b, 0);
@@ -465,7 +422,7 @@ LogicalResult TileEmitter::emit(std::string &why) {
   // The epilogue: O / l (0 for a row without keys), in the output's type.
   Value accFinal = state[0], mFinal = state[1];
   Value lFinal = ReduceOp::create(b, rows(), ReduceKind::Sum, state[2]);
-  TileType outRows = tile({R}, f32, outRowLayout);
+  TileType outRows = tile({R}, f32);
   if (kw > 1) {
     // The kv warps' states merge as split-KV partials do: M = max m_w,
     // s_w = 2^(m_w - M) (0 for a warp without keys), l = sum s_w l_w,
@@ -494,7 +451,7 @@ LogicalResult TileEmitter::emit(std::string &why) {
                                    map(rows(), ValueRange{lFinal, weight}, times),
                                    scratch);
     accFinal = BatchReduceOp::create(
-        b, tile({R, Dv}, f32, outMma), ReduceKind::Sum,
+        b, tile({R, Dv}, f32), ReduceKind::Sum,
         map(acc(Dv), ValueRange{accFinal, weight}, times), scratch);
     mFinal = mAll;
   }
@@ -506,7 +463,7 @@ LogicalResult TileEmitter::emit(std::string &why) {
   // O / l into `out` in `outType`, and the log-sum-exp into `lse`.
   auto storeResults = [&](const TileAddress &out, Type outType,
                           const TileAddress &lseAt) {
-    Value o = map(tile({R, Dv}, outType, outMma), ValueRange{accFinal, inv},
+    Value o = map(tile({R, Dv}, outType), ValueRange{accFinal, inv},
                   [&](ValueRange a) -> Value {
                     Value x = arith::MulFOp::create(b, a[0], a[1]);
                     if (outType.isF32())
@@ -774,7 +731,7 @@ CombineTileShape gpu_kernel::getCombineTileShape(int64_t headDimV,
   // a row's runs (a power of two of them), the rest over rows.
   shape.run = headDimV % 4 == 0 ? 4 : headDimV % 2 == 0 ? 2 : 1;
   int64_t runs = headDimV / shape.run;
-  shape.threadColumns = lanesOver(runs);
+  shape.threadColumns = getLanesOver(runs);
   // Where fewer than 4 lanes would share a row (Dv = 61: one), the tile
   // is padded to a whole number of a warp's runs instead (64 columns);
   // the loads and the store leave the padding alone.

@@ -115,3 +115,24 @@ func.func @broadcast_between_warps(%x: !flash_tile.tile<64x8xf32, #flat>) {
   %b = flash_tile.broadcast %x : !flash_tile.tile<64x8xf32, #flat> -> !flash_tile.tile<4x64x8xf32, #mma>
   return
 }
+
+// -----
+
+// The lowering takes tiles with layouts only: flash-tile-assign-layouts
+// chooses them.
+func.func @unassigned(%x: f32) {
+  // expected-error @below {{flash-tile-to-nvgpu: a tile without a layout; run flash-tile-assign-layouts first}}
+  %t = flash_tile.splat %x : !flash_tile.tile<64x64xf32>
+  return
+}
+
+// -----
+
+#sw = #flash_tile.swizzled<vector = 8, phases = 8>
+func.func @unassigned_copy(%k: memref<?x64xf16>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %ks = flash_tile.alloc {offset = 0} : !flash_tile.shared<2x64x64xf16, #sw>
+  // expected-error @below {{flash-tile-to-nvgpu: a copy without a layout; run flash-tile-assign-layouts first}}
+  flash_tile.async_copy %k[%c0], %ks[%c0] valid %n : memref<?x64xf16>, !flash_tile.shared<2x64x64xf16, #sw>
+  return
+}

@@ -2,36 +2,36 @@
 // RUN: flashc-opt %t/mha.mlir --flash-online-softmax \
 // RUN:   --flash-tile="target=sm_80" --flash-split-kv="target=sm_80" \
 // RUN:   --flash-causal-skip --canonicalize \
-// RUN:   | flashc-opt --flash-to-tile | FileCheck %s --check-prefix=MHA
+// RUN:   | flashc-opt --flash-to-tile --flash-tile-assign-layouts | FileCheck %s --check-prefix=MHA
 // RUN: flashc-opt %t/mha.mlir --flash-online-softmax \
 // RUN:   --flash-tile="target=sm_80" --flash-split-kv="target=sm_80" \
 // RUN:   --flash-causal-skip --canonicalize \
-// RUN:   | flashc-opt --flash-to-tile --flash-tile-allocate-shared \
+// RUN:   | flashc-opt --flash-to-tile --flash-tile-assign-layouts --flash-tile-allocate-shared \
 // RUN:     --flash-tile-to-nvgpu | FileCheck %s --check-prefix=LOWERED
 // Tiles for wide warps (flash-tile's wide-warps, as the GPU pipeline sets
 // it): 128 rows, 4 warps of 32.
 // RUN: flashc-opt %t/mha.mlir --flash-online-softmax \
 // RUN:   --flash-tile="target=sm_80 wide-warps=1" --flash-split-kv="target=sm_80" \
 // RUN:   --flash-causal-skip --canonicalize \
-// RUN:   | flashc-opt --flash-to-tile | FileCheck %s --check-prefix=WIDE
+// RUN:   | flashc-opt --flash-to-tile --flash-tile-assign-layouts | FileCheck %s --check-prefix=WIDE
 // RUN: flashc-opt %t/gqa.mlir --flash-online-softmax \
 // RUN:   --flash-tile="target=sm_80" --flash-split-kv="target=sm_80" \
 // RUN:   --flash-causal-skip --canonicalize \
-// RUN:   | flashc-opt --flash-to-tile | FileCheck %s --check-prefix=GQA
+// RUN:   | flashc-opt --flash-to-tile --flash-tile-assign-layouts | FileCheck %s --check-prefix=GQA
 // RUN: flashc-opt %t/gqa.mlir --flash-online-softmax \
 // RUN:   --flash-tile="target=sm_80" --flash-split-kv="target=sm_80" \
 // RUN:   --flash-causal-skip --canonicalize \
-// RUN:   | flashc-opt --flash-to-tile=causal-order=heaviest \
+// RUN:   | flashc-opt --flash-to-tile=causal-order=heaviest --flash-tile-assign-layouts \
 // RUN:   | FileCheck %s --check-prefix=HEAVY
 // RUN: flashc-opt %t/gqa.mlir --flash-online-softmax \
 // RUN:   --flash-tile="target=sm_80" --flash-split-kv="target=sm_80" \
 // RUN:   --flash-causal-skip --canonicalize \
-// RUN:   | flashc-opt --flash-to-tile=causal-order=heaviest-per-head \
+// RUN:   | flashc-opt --flash-to-tile=causal-order=heaviest-per-head --flash-tile-assign-layouts \
 // RUN:   | FileCheck %s --check-prefix=PER-HEAD
 // RUN: flashc-opt %t/gqa.mlir --flash-online-softmax \
 // RUN:   --flash-tile="target=sm_80" --flash-split-kv="target=sm_80" \
 // RUN:   --flash-causal-skip --canonicalize \
-// RUN:   | flashc-opt --flash-to-tile | FileCheck %s --check-prefix=AUTO
+// RUN:   | flashc-opt --flash-to-tile --flash-tile-assign-layouts | FileCheck %s --check-prefix=AUTO
 // RUN: flashc-opt %t/gqa.mlir --flash-online-softmax \
 // RUN:   --flash-tile="target=sm_80" --flash-split-kv="target=sm_80" \
 // RUN:   --flash-causal-skip --canonicalize \
@@ -40,7 +40,7 @@
 // RUN: flashc-opt %t/mha.mlir --flash-online-softmax \
 // RUN:   --flash-tile="target=sm_80" --flash-split-kv="target=sm_80" \
 // RUN:   --flash-causal-skip --canonicalize \
-// RUN:   | flashc-opt --flash-to-tile=stages=3 | FileCheck %s --check-prefix=STAGES
+// RUN:   | flashc-opt --flash-to-tile=stages=3 --flash-tile-assign-layouts | FileCheck %s --check-prefix=STAGES
 // RUN: flashc-opt %t/mha.mlir --flash-online-softmax \
 // RUN:   --flash-tile="target=sm_80" --flash-split-kv="target=sm_80" \
 // RUN:   --flash-causal-skip --canonicalize \
@@ -48,17 +48,17 @@
 // RUN:   | FileCheck %s --check-prefix=BAD-STAGES
 // RUN: flashc-opt %t/decode.mlir \
 // RUN:   --flash-attention-pipeline="target=sm_80 dynamic-splits=1 block-q=4 block-kv=128" \
-// RUN:   | flashc-opt --flash-to-tile | FileCheck %s --check-prefix=DECODE
+// RUN:   | flashc-opt --flash-to-tile --flash-tile-assign-layouts | FileCheck %s --check-prefix=DECODE
 // RUN: flashc-opt %t/gqa3.mlir --flash-attention-pipeline="target=sm_80" \
-// RUN:   | flashc-opt --flash-to-tile | FileCheck %s --check-prefix=GQA3
+// RUN:   | flashc-opt --flash-to-tile --flash-tile-assign-layouts | FileCheck %s --check-prefix=GQA3
 // RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80 block-q=40" \
 // RUN:   | not flashc-opt --flash-to-tile 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=NOT-BUILT
 
-// flash-to-tile: the forward kernel's body as flash_tile ops, its layouts
-// explicit. The MHA and GQA runs take 16-row warps (flash-tile without
-// wide-warps): 4 warps stacked over the 64 query rows, 16-byte copies,
-// swizzled buffers.
+// flash-to-tile: the forward kernel's body as flash_tile ops, with the
+// layouts flash-tile-assign-layouts gives it. The MHA and GQA runs take
+// 16-row warps (flash-tile without wide-warps, 64-row tiles): 4 warps
+// stacked over the 64 query rows, 16-byte copies, swizzled buffers.
 
 //--- mha.mlir
 func.func @mha(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,

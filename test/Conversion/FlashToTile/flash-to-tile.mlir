@@ -85,7 +85,7 @@
 // 16-row MMA tiles each, K and V blocks of 64 keys double-buffered
 // (2 x 2 x 8 KB) after the 16 KB Q tile, which is also the f16 output's
 // staging area.
-// MHA-SAME: attributes {flash.block = 128 : i64, flash.grid = [#flash.grid_factor<B>, #flash.grid_factor<2>, #flash.grid_factor<ceildiv(Nq, 128)>], flash.shared_bytes = 49152 : i64, flash.tile = array<i64: 1, 128, 64, 8, 1>, nvvm.reqntid = array<i32: 128, 1, 1>} {
+// MHA-SAME: attributes {flash.grid = [#flash.grid_factor<B>, #flash.grid_factor<2>, #flash.grid_factor<ceildiv(Nq, 128)>], flash.shared_bytes = 49152 : i64, flash.tile = array<i64: 1, 128, 64, 8, 1>} {
 // MHA: arith.index_cast %[[NQ]] : i64 to index
 // MHA: gpu.block_id x
 // Q, K and V in swizzled shared memory, filled by asynchronous copies.
@@ -94,8 +94,9 @@
 // MHA-NEXT: %[[VS:.+]] = flash_tile.alloc : !flash_tile.shared<2x64x64xf16, #swizzled>
 // MHA: flash_tile.async_copy %{{.+}}, %[[QS]][%{{.+}}] valid
 // MHA: flash_tile.async_wait pending 0
-// Q as the A operand, once; then the KV loop over the runtime's Nk.
-// MHA: flash_tile.local_load %[[QS]][%{{.+}}] : !flash_tile.shared<1x128x64xf16, #swizzled> -> !flash_tile.tile<128x64xf16, #mma_a>
+// Q as the A operand, once; then the KV loop over the runtime's Nk. The
+// tiles and copies have no layouts yet (flash-tile-assign-layouts).
+// MHA: flash_tile.local_load %[[QS]][%{{.+}}] : !flash_tile.shared<1x128x64xf16, #swizzled> -> !flash_tile.tile<128x64xf16>
 // MHA: scf.for
 // The next K and V blocks are in flight while this one is used.
 // MHA: flash_tile.async_copy %{{.+}}, %[[KS]]
@@ -104,12 +105,14 @@
 // MHA: flash_tile.local_load %[[KS]][%{{.+}}] transpose
 // MHA-NEXT: flash_tile.mma
 // MHA: flash_tile.reduce max
-// MHA: flash_tile.convert_layout
-// MHA-NEXT: flash_tile.local_load %[[VS]]
-// MHA-NEXT: flash_tile.mma
+// P in f16 is PV's A operand as it is: the layouts convert it later.
+// MHA: %[[P:.+]] = flash_tile.map %{{.+}} : !flash_tile.tile<128x64xf32> -> !flash_tile.tile<128x64xf16>
+// MHA-NOT: flash_tile.convert_layout
+// MHA: %[[V:.+]] = flash_tile.local_load %[[VS]]
+// MHA-NEXT: flash_tile.mma %[[P]], %[[V]]
 // The epilogue stores the rows of the output below the tile's valid rows.
 // MHA: memref.reinterpret_cast %[[O]]
-// MHA-NEXT: flash_tile.store {{.+}} {alignment = 16 : i64} : !flash_tile.tile<128x64xf16, #mma>
+// MHA-NEXT: flash_tile.store {{.+}} {alignment = 16 : i64} : !flash_tile.tile<128x64xf16>
 // MHA: gpu.return
 // One kernel only.
 // MHA-NOT: gpu.func
@@ -141,7 +144,7 @@ func.func @mha(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // The four heads' 16 rows each: a 3-D Q matrix, one 64-row tile.
 // BF16: flash_tile.async_copy {{.+}} : memref<4x?x128xbf16, strided<[?, ?, 1], offset: ?>>, !flash_tile.shared<1x64x128xbf16, #swizzled>
 // The causal diagonal block masks its scores by their indices.
-// BF16: flash_tile.mma {{.+}} : !flash_tile.tile<64x128xbf16, #mma_a>, !flash_tile.tile<128x64xbf16, #mma_b>, !flash_tile.tile<64x64xf32, #mma>
+// BF16: flash_tile.mma {{.+}} : !flash_tile.tile<64x128xbf16>, !flash_tile.tile<128x64xbf16>, !flash_tile.tile<64x64xf32>
 // BF16: flash_tile.map indices
 // BF16: gpu.return
 // BF16-NOT: gpu.func
@@ -166,7 +169,7 @@ func.func @gqa_bf16(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>,
 // LSE-SAME: flash.grid = [#flash.grid_factor<B>, #flash.grid_factor<2>, #flash.grid_factor<ceildiv(Nq, 128)>]
 // The row's log-sum-exp, one per row (the accumulator's row slice).
 // LSE: memref.reinterpret_cast %[[LSE]]
-// LSE-NEXT: flash_tile.store {{.+}} : !flash_tile.tile<128xf32, #slice>
+// LSE-NEXT: flash_tile.store {{.+}} : !flash_tile.tile<128xf32>
 // LSE: gpu.return
 
 //--- lse.mlir
@@ -200,7 +203,7 @@ func.func @prefill_lse(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // DECODE: flash_tile.batch_reduce sum
 // The split's f32 partial rows and their log-sum-exps.
 // DECODE: memref.reinterpret_cast %[[WSO]]
-// DECODE-NEXT: flash_tile.store {{.+}} : !flash_tile.tile<16x64xf32, #mma>
+// DECODE-NEXT: flash_tile.store {{.+}} : !flash_tile.tile<16x64xf32>
 // DECODE: memref.reinterpret_cast %[[WSL]]
 // DECODE-NEXT: flash_tile.store
 // DECODE: gpu.return
@@ -209,13 +212,13 @@ func.func @prefill_lse(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // DECODE-SAME: %[[CO:[a-z0-9]+]]: memref<1099511627776xf16> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias},
 // DECODE-SAME: %[[CL:[a-z0-9]+]]: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias},
 // DECODE-SAME: %[[CWSO:[a-z0-9]+]]: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias}, %[[CWSL:[a-z0-9]+]]: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias},
-// DECODE-SAME: attributes {flash.block = 64 : i64, flash.grid = [#flash.grid_factor<B>, #flash.grid_factor<Nq>], flash.shared_bytes = 0 : i64, nvvm.reqntid = array<i32: 64, 1, 1>}
+// DECODE-SAME: attributes {flash.block = 64 : i64, flash.grid = [#flash.grid_factor<B>, #flash.grid_factor<Nq>], flash.shared_bytes = 0 : i64}
 // DECODE: memref.reinterpret_cast %[[CWSL]]
 // DECODE: flash_tile.load
 // DECODE: memref.reinterpret_cast %[[CWSO]]
 // DECODE: flash_tile.load {{.+}} {alignment = 16 : i64}
 // DECODE: memref.reinterpret_cast %[[CO]]
-// DECODE-NEXT: flash_tile.store {{.+}} {alignment = 16 : i64} : !flash_tile.tile<4x64xf16, #blocked1>
+// DECODE-NEXT: flash_tile.store {{.+}} {alignment = 16 : i64} : !flash_tile.tile<4x64xf16, #blocked>
 // DECODE: memref.reinterpret_cast %[[CL]]
 // DECODE-NEXT: flash_tile.store
 // DECODE: gpu.return

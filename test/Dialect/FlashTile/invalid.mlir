@@ -776,3 +776,63 @@ func.func @f(%src: memref<?x64xf16>, %i: index) {
       : memref<?x64xf16>, !flash_tile.shared<1x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
   return
 }
+
+// -----
+
+// Tiles without layouts (before flash-tile-assign-layouts): shapes and
+// element types are still checked.
+// mma: ranks
+func.func @f(%a: !flash_tile.tile<64x64xf16>, %b: !flash_tile.tile<4x64x64xf16>,
+             %c: !flash_tile.tile<64x64xf32>) {
+  // expected-error @+1 {{'flash_tile.mma' op multiplies 64x64 by 4x64x64 into 64x64: the tiles are matrices, or batches of as many matrices each}}
+  %d = flash_tile.mma %a, %b, %c : !flash_tile.tile<64x64xf16>, !flash_tile.tile<4x64x64xf16>, !flash_tile.tile<64x64xf32>
+  return
+}
+
+// -----
+
+// mma without layouts: the shapes chain
+func.func @f(%a: !flash_tile.tile<64x32xf16>, %b: !flash_tile.tile<64x64xf16>,
+             %c: !flash_tile.tile<64x64xf32>) {
+  // expected-error @+1 {{'flash_tile.mma' op multiplies 64x32 by 64x64 into 64x64: the shapes do not chain (M x K, K x N, M x N)}}
+  %d = flash_tile.mma %a, %b, %c : !flash_tile.tile<64x32xf16>, !flash_tile.tile<64x64xf16>, !flash_tile.tile<64x64xf32>
+  return
+}
+
+// -----
+
+// reduce without layouts: along the last dimension
+func.func @f(%s: !flash_tile.tile<64x32xf32>) {
+  // expected-error @+1 {{'flash_tile.reduce' op reduces a tile without a layout along its last dimension, 64x32 to 64, not 32}}
+  %m = flash_tile.reduce max %s : !flash_tile.tile<64x32xf32> -> !flash_tile.tile<32xf32>
+  return
+}
+
+// -----
+
+// map without layouts: an input of the result's shape, or of its rows
+func.func @f(%s: !flash_tile.tile<64x32xf32>, %c: !flash_tile.tile<32xf32>) {
+  // expected-error @+1 {{'flash_tile.map' op input 1 ('!flash_tile.tile<32xf32>') has neither the result's shape nor its shape without the last dimension}}
+  %r = flash_tile.map %s, %c : !flash_tile.tile<64x32xf32>, !flash_tile.tile<32xf32> -> !flash_tile.tile<64x32xf32> {
+  ^bb0(%x: f32, %y: f32):
+    %z = arith.addf %x, %y : f32
+    flash_tile.yield %z : f32
+  }
+  return
+}
+
+// -----
+
+// batch_reduce without layouts: a batch of tiles
+#sw = #flash_tile.swizzled<vector = 8, phases = 8>
+func.func @f(%s: !flash_tile.tile<4xf32>, %k: !flash_tile.shared<2x64x64xf16, #sw>) {
+  // expected-error @+1 {{'flash_tile.batch_reduce' op reduces '!flash_tile.tile<4xf32>' over its batch}}
+  %r = flash_tile.batch_reduce max %s, %k : !flash_tile.tile<4xf32>, !flash_tile.shared<2x64x64xf16, #sw> -> !flash_tile.tile<4xf32>
+  return
+}
+
+// -----
+
+// A shared buffer always has its placement.
+// expected-error @+1 {{a shared buffer's layout is a #flash_tile.swizzled, not missing}}
+func.func private @f(%a: !flash_tile.shared<2x64x64xf16>)

@@ -239,3 +239,37 @@ func.func @padded_groups(%q: memref<4x?x64xf16, strided<[?, ?, 1], offset: ?>>,
       : memref<4x?x64xf16, strided<[?, ?, 1], offset: ?>>, !flash_tile.shared<1x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
   return
 }
+
+// -----
+
+// Tiles and copies without layouts, as flash-to-tile writes a kernel for
+// flash-tile-assign-layouts: a decode step's batch of 4 kv warps.
+// CHECK-LABEL: func.func @unassigned
+// CHECK: flash_tile.async_copy %{{.*}}[%{{.*}}], %{{.*}}[%{{.*}}] valid %{{.*}} : memref<?x64xf16>, !flash_tile.shared<2x64x64xf16, #swizzled>
+// CHECK: flash_tile.broadcast %{{.*}} : !flash_tile.tile<16x64xf16> -> !flash_tile.tile<4x16x64xf16>
+// CHECK: flash_tile.mma %{{.*}}, %{{.*}}, %{{.*}} : !flash_tile.tile<4x16x64xf16>, !flash_tile.tile<4x64x16xf16>, !flash_tile.tile<4x16x16xf32>
+// CHECK: flash_tile.reduce max %{{.*}} : !flash_tile.tile<4x16x16xf32> -> !flash_tile.tile<4x16xf32>
+// CHECK: flash_tile.map %{{.*}}, %{{.*}} : !flash_tile.tile<4x16x16xf32>, !flash_tile.tile<4x16xf32> -> !flash_tile.tile<4x16x16xf32>
+// CHECK: flash_tile.batch_reduce sum %{{.*}}, %{{.*}} : !flash_tile.tile<4x16x16xf32>, !flash_tile.shared<2x64x64xf16, #swizzled> -> !flash_tile.tile<16x16xf32>
+func.func @unassigned(%k: memref<?x64xf16>, %n: index,
+                      %q: !flash_tile.tile<16x64xf16>) -> !flash_tile.tile<16x16xf32> {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %ks = flash_tile.alloc : !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+  flash_tile.async_copy %k[%c0], %ks[%c0] valid %n
+      : memref<?x64xf16>, !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+  %qb = flash_tile.broadcast %q : !flash_tile.tile<16x64xf16> -> !flash_tile.tile<4x16x64xf16>
+  %kt = flash_tile.local_load %ks[%c0] transpose
+      : !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>> -> !flash_tile.tile<4x64x16xf16>
+  %s0 = flash_tile.splat %zero : !flash_tile.tile<4x16x16xf32>
+  %s = flash_tile.mma %qb, %kt, %s0 : !flash_tile.tile<4x16x64xf16>, !flash_tile.tile<4x64x16xf16>, !flash_tile.tile<4x16x16xf32>
+  %m = flash_tile.reduce max %s : !flash_tile.tile<4x16x16xf32> -> !flash_tile.tile<4x16xf32>
+  %p = flash_tile.map %s, %m : !flash_tile.tile<4x16x16xf32>, !flash_tile.tile<4x16xf32> -> !flash_tile.tile<4x16x16xf32> {
+  ^bb0(%x: f32, %y: f32):
+    %d = arith.subf %x, %y : f32
+    flash_tile.yield %d : f32
+  }
+  %o = flash_tile.batch_reduce sum %p, %ks : !flash_tile.tile<4x16x16xf32>,
+      !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>> -> !flash_tile.tile<16x16xf32>
+  return %o : !flash_tile.tile<16x16xf32>
+}

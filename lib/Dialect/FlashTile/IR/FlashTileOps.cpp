@@ -19,6 +19,19 @@ using namespace mlir::flash_tile;
 #define GET_OP_CLASSES
 #include "flashc/Dialect/FlashTile/IR/FlashTileOps.cpp.inc"
 
+/// Whether every tile among `types` has its layout: an op whose tiles have
+/// none yet (flash-to-tile's output, before flash-tile-assign-layouts)
+/// checks shapes and element types only.
+static bool allHaveLayouts(std::initializer_list<TileType> types) {
+  return llvm::all_of(types, [](TileType t) { return t.hasLayout(); });
+}
+
+/// `shape` without its last dimension: what reducing a tile without a
+/// layout along its rows leaves (a value per row).
+static SmallVector<int64_t> dropLast(ArrayRef<int64_t> shape) {
+  return llvm::to_vector(shape.drop_back());
+}
+
 /// Checks that a global matrix has `columns` static columns of
 /// `elementType` (with `atMost`, 1 to `columns`: a tile whose last columns
 /// are padding) and, when it is 3-D (groups of rows), a static number of
@@ -76,7 +89,14 @@ LogicalResult AsyncCopyOp::verify() {
                                 buffer.getRows(), buffer.getColumns(),
                                 element, /*atMost=*/true)))
     return failure();
-  BlockedLayoutAttr layout = getLayout();
+  if (getGroups() && getSource().getType().getRank() != 3)
+    return emitOpError() << "counts valid groups of a 3-D source; the "
+                            "source is "
+                         << getSource().getType();
+  // Without a layout, flash-tile-assign-layouts spreads the copy.
+  BlockedLayoutAttr layout = getLayoutAttr();
+  if (!layout)
+    return success();
   if (layout.getSize().size() != 2 || layout.getSize()[0] != 1)
     return emitOpError() << "copies runs within one row: its layout's size "
                             "is [1, n]";
@@ -97,10 +117,6 @@ LogicalResult AsyncCopyOp::verify() {
                          << " elements, longer than the buffer's swizzled "
                             "chunks of "
                          << buffer.getLayout().getVector();
-  if (getGroups() && getSource().getType().getRank() != 3)
-    return emitOpError() << "counts valid groups of a 3-D source; the "
-                            "source is "
-                         << getSource().getType();
   return layout.verifyShape([&] { return emitOpError(); },
                             {buffer.getRows(), buffer.getColumns()});
 }
@@ -171,6 +187,8 @@ OpFoldResult ConvertLayoutOp::fold(FoldAdaptor) {
 
 LogicalResult MmaOp::verify() {
   TileType a = getA().getType(), b = getB().getType(), acc = getAcc().getType();
+  if (!allHaveLayouts({a, b, acc}))
+    return verifyShapes();
   auto mma = dyn_cast<MmaLayoutAttr>(acc.getLayout());
   if (!mma)
     return emitOpError() << "accumulates in a #flash_tile.mma layout, not "
@@ -185,7 +203,20 @@ LogicalResult MmaOp::verify() {
       bLayout.getParent() != mma)
     return emitOpError() << "needs B in #flash_tile.operand<b, " << mma
                          << ">, not " << b.getLayout();
+  return verifyShapes();
+}
+
+LogicalResult MmaOp::verifyShapes() {
+  TileType a = getA().getType(), b = getB().getType(), acc = getAcc().getType();
   ArrayRef<int64_t> as = a.getShape(), bs = b.getShape(), cs = acc.getShape();
+  // Without layouts, the ranks and a batch's extents are checked here (a
+  // batched layout checks them otherwise).
+  if (as.size() != cs.size() || bs.size() != cs.size() || cs.size() < 2 ||
+      (cs.size() == 3 && (as[0] != cs[0] || bs[0] != cs[0])))
+    return emitOpError() << "multiplies " << formatShape(as) << " by "
+                         << formatShape(bs) << " into " << formatShape(cs)
+                         << ": the tiles are matrices, or batches of as "
+                            "many matrices each";
   // A batch's leading extents are equal (the layouts check them).
   auto m = [](ArrayRef<int64_t> shape) { return shape.take_back(2); };
   if (m(as)[1] != m(bs)[0] || m(as)[0] != m(cs)[0] || m(bs)[1] != m(cs)[1])
@@ -209,6 +240,20 @@ LogicalResult MmaOp::verify() {
 LogicalResult ReduceOp::verify() {
   TileType source = getSource().getType();
   TileType result = getResult().getType();
+  if (source.getElementType() != result.getElementType())
+    return emitOpError() << "keeps the element type " << source.getElementType()
+                         << ", not " << result.getElementType();
+  if (!allHaveLayouts({source, result})) {
+    // Without layouts, along the last dimension (a value per row).
+    if (source.getRank() < 2 ||
+        result.getShape() != ArrayRef<int64_t>(dropLast(source.getShape())))
+      return emitOpError() << "reduces a tile without a layout along its "
+                              "last dimension, "
+                           << formatShape(source.getShape()) << " to "
+                           << formatShape(dropLast(source.getShape()))
+                           << ", not " << formatShape(result.getShape());
+    return success();
+  }
   auto slice = dyn_cast<SliceLayoutAttr>(result.getLayout());
   if (!slice || slice.getParent() != source.getLayout())
     return emitOpError() << "leaves a #flash_tile.slice of the source's "
@@ -222,9 +267,6 @@ LogicalResult ReduceOp::verify() {
                          << formatShape(source.getShape()) << " to "
                          << formatShape(kept) << ", not "
                          << formatShape(result.getShape());
-  if (source.getElementType() != result.getElementType())
-    return emitOpError() << "keeps the element type " << source.getElementType()
-                         << ", not " << result.getElementType();
   return success();
 }
 
@@ -263,6 +305,8 @@ LogicalResult BroadcastOp::verify() {
                             "Bx"
                          << formatShape(source.getShape()) << ", not "
                          << result;
+  if (!allHaveLayouts({source, result}))
+    return success();
   auto from = source.getLayoutInterface(), to = result.getLayoutInterface();
   if (from.getNumWarps() != to.getNumWarps())
     return emitOpError() << "keeps the tile on its " << from.getNumWarps()
@@ -285,7 +329,8 @@ LogicalResult BatchReduceOp::verify() {
       return slice.isBatched();
     return false;
   };
-  if (!batched(source.getLayout()))
+  bool assigned = allHaveLayouts({source, result});
+  if (assigned && !batched(source.getLayout()))
     return emitOpError() << "reduces a batched accumulator or slice, not a "
                             "tile in "
                          << source.getLayout();
@@ -299,11 +344,16 @@ LogicalResult BatchReduceOp::verify() {
   if (!result.getElementType().isF32())
     return emitOpError() << "reduces f32 tiles, not "
                          << result.getElementType();
-  auto from = source.getLayoutInterface(), to = result.getLayoutInterface();
-  if (from.getNumWarps() != to.getNumWarps())
-    return emitOpError() << "keeps the tile on its " << from.getNumWarps()
-                         << " warps; the result's layout spreads it over "
-                         << to.getNumWarps();
+  if (source.getRank() < 2)
+    return emitOpError() << "reduces a batch of tiles, not "
+                         << formatShape(source.getShape());
+  if (assigned) {
+    auto from = source.getLayoutInterface(), to = result.getLayoutInterface();
+    if (from.getNumWarps() != to.getNumWarps())
+      return emitOpError() << "keeps the tile on its " << from.getNumWarps()
+                           << " warps; the result's layout spreads it over "
+                           << to.getNumWarps();
+  }
   int64_t bytes = 4;
   for (int64_t extent : source.getShape())
     bytes *= extent;
@@ -327,6 +377,15 @@ LogicalResult MapOp::verify() {
     if (type.getShape() == result.getShape() &&
         type.getLayout() == result.getLayout())
       continue;
+    // Without layouts, a value per row broadcasts along the last dimension.
+    if (!allHaveLayouts({type, result})) {
+      if (type.getShape() == result.getShape() ||
+          type.getShape() == ArrayRef<int64_t>(dropLast(result.getShape())))
+        continue;
+      return emitOpError() << "input " << i << " (" << type
+                           << ") has neither the result's shape nor its "
+                              "shape without the last dimension";
+    }
     auto slice = dyn_cast<SliceLayoutAttr>(type.getLayout());
     if (slice && slice.getParent() == result.getLayout()) {
       SmallVector<int64_t> kept = llvm::to_vector(result.getShape());

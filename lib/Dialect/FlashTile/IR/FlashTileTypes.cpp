@@ -25,17 +25,19 @@ void FlashTileDialect::registerTypes() {
       >();
 }
 
-/// Parses `<` dims `x` element-type `,` attribute `>`.
+/// Parses `<` dims `x` element-type (`,` attribute)? `>`; without the
+/// attribute, `layout` is null.
 static ParseResult parseShapedBody(AsmParser &parser,
                                    SmallVectorImpl<int64_t> &shape,
                                    Type &elementType, Attribute &layout) {
   if (parser.parseLess() ||
       parser.parseDimensionList(shape, /*allowDynamic=*/false,
                                 /*withTrailingX=*/true) ||
-      parser.parseType(elementType) || parser.parseComma() ||
-      parser.parseAttribute(layout) || parser.parseGreater())
+      parser.parseType(elementType))
     return failure();
-  return success();
+  if (succeeded(parser.parseOptionalComma()) && parser.parseAttribute(layout))
+    return failure();
+  return parser.parseGreater();
 }
 
 static void printShapedBody(AsmPrinter &printer, ArrayRef<int64_t> shape,
@@ -43,7 +45,10 @@ static void printShapedBody(AsmPrinter &printer, ArrayRef<int64_t> shape,
   printer << "<";
   for (int64_t d : shape)
     printer << d << "x";
-  printer << elementType << ", " << layout << ">";
+  printer << elementType;
+  if (layout)
+    printer << ", " << layout;
+  printer << ">";
 }
 
 /// Checks the extents and the element type shared by both types.
@@ -87,6 +92,10 @@ LogicalResult TileType::verify(function_ref<InFlightDiagnostic()> emitError,
                        << shape.size() << "-D";
   if (failed(verifyShapeAndElement(emitError, "a tile", shape, elementType)))
     return failure();
+  // A tile without a layout is one flash-tile-assign-layouts has still to
+  // place.
+  if (!layout)
+    return success();
   auto interface = dyn_cast<LayoutAttrInterface>(layout);
   if (!interface)
     return emitError() << "a tile's layout is a flash_tile register layout "
@@ -113,11 +122,15 @@ Type SharedType::parse(AsmParser &parser) {
   SMLoc loc = parser.getCurrentLocation();
   if (parseShapedBody(parser, shape, elementType, layout))
     return {};
-  auto swizzled = dyn_cast<SwizzledLayoutAttr>(layout);
+  auto swizzled = dyn_cast_if_present<SwizzledLayoutAttr>(layout);
   if (!swizzled) {
-    parser.emitError(loc) << "a shared buffer's layout is a "
-                             "#flash_tile.swizzled, not "
-                          << layout;
+    InFlightDiagnostic diag = parser.emitError(loc)
+                              << "a shared buffer's layout is a "
+                                 "#flash_tile.swizzled, not ";
+    if (layout)
+      diag << layout;
+    else
+      diag << "missing";
     return {};
   }
   return parser.getChecked<SharedType>(parser.getContext(), shape,

@@ -1,7 +1,8 @@
 //===- LayoutUtils.cpp - Questions about pairs of layouts -----------------===//
 //
 // Implements getInThreadPermutation and getFoldTargets from the layouts'
-// coordinates, getThreadOffsets, getOwnerConditions and formatShape.
+// coordinates, getThreadOffsets, getOwnerConditions, formatShape and the
+// copy layouts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -245,4 +246,35 @@ std::string mlir::flash_tile::formatShape(ArrayRef<int64_t> shape) {
   llvm::raw_string_ostream os(s);
   llvm::interleave(shape, os, "x");
   return s;
+}
+
+int64_t mlir::flash_tile::getLanesOver(int64_t runs) {
+  int64_t lanes = 1;
+  while (lanes < 32 && runs % (2 * lanes) == 0)
+    lanes *= 2;
+  return lanes;
+}
+
+BlockedLayoutAttr mlir::flash_tile::getCopyLayout(MLIRContext *ctx,
+                                                  int64_t rows, int64_t cols,
+                                                  int64_t sourceCols,
+                                                  int64_t elementBytes,
+                                                  int64_t warps) {
+  if ((sourceCols * elementBytes) % 16 != 0) {
+    int64_t across = getLanesOver(cols);
+    return BlockedLayoutAttr::get(ctx, {1, 1}, {32 / across, across},
+                                  {warps, 1});
+  }
+  for (int64_t bytes : {16, 8, 4}) {
+    int64_t vec = bytes / elementBytes;
+    if (vec < 1 || cols % vec != 0)
+      continue;
+    int64_t across = getLanesOver(cols / vec);
+    if (rows % (32 / across * warps) == 0 || bytes == 4)
+      return BlockedLayoutAttr::get(ctx, {1, vec}, {32 / across, across},
+                                    {warps, 1});
+  }
+  // Rows of an odd number of 2-byte elements: one element a run.
+  int64_t across = getLanesOver(cols);
+  return BlockedLayoutAttr::get(ctx, {1, 1}, {32 / across, across}, {warps, 1});
 }

@@ -60,7 +60,9 @@ def FlashTile_AsyncCopyOp : FlashTile_Op<"async_copy"> {
     padding adds nothing to a product. The copy is spread over the CTA's
     threads as `layout` says; each thread's run (`size` of the blocked
     layout: one row, 4, 8 or 16 bytes) is one copy instruction, and the
-    runs divide the source's columns. A run of one element (rows that are
+    runs divide the source's columns (without `layout`, as `flash-to-tile`
+    writes it, `flash-tile-assign-layouts` chooses it once the CTA's warps
+    are known). A run of one element (rows that are
     not whole 4-byte units, which `cp.async` cannot copy) is a plain load
     and store instead. The copies of one stage form a group with
     `flash_tile.async_wait`, which waits for them (and orders the plain
@@ -75,7 +77,7 @@ def FlashTile_AsyncCopyOp : FlashTile_Op<"async_copy"> {
   let arguments = (ins FlashTile_GlobalMatrix:$source, Index:$row,
                        FlashTile_Shared:$buffer, Index:$stage, Index:$valid,
                        Optional<Index>:$groups,
-                       FlashTile_BlockedLayoutAttr:$layout);
+                       OptionalAttr<FlashTile_BlockedLayoutAttr>:$layout);
   let assemblyFormat = [{
     $source `[` $row `]` `,` $buffer `[` $stage `]` `valid` $valid
     (`groups` $groups^)?
@@ -216,6 +218,11 @@ def FlashTile_MmaOp : FlashTile_Op<"mma", [Pure,
     $a `,` $b `,` $acc attr-dict `:` qualified(type($a)) `,` qualified(type($b)) `,` qualified(type($acc))
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The checks of shapes and element types, which tiles without layouts
+    /// get too.
+    ::llvm::LogicalResult verifyShapes();
+  }];
 }
 
 def FlashTile_ReduceKind : I32EnumAttr<"ReduceKind",

@@ -44,9 +44,16 @@ def FlashTile_TileType : FlashTile_Type<"Tile", "tile",
     bool hasRank() const { return true; }
     ::mlir::ShapedType cloneWith(std::optional<::llvm::ArrayRef<int64_t>> shape,
                                  ::mlir::Type elementType) const;
-    /// The layout, through its interface.
+    /// The layout, through its interface (null for a tile without one).
     ::mlir::flash_tile::LayoutAttrInterface getLayoutInterface() const {
-      return ::llvm::cast<::mlir::flash_tile::LayoutAttrInterface>(getLayout());
+      return ::llvm::cast_if_present<::mlir::flash_tile::LayoutAttrInterface>(
+          getLayout());
+    }
+    /// Whether the tile has its layout yet.
+    bool hasLayout() const { return static_cast<bool>(getLayout()); }
+    /// The same tile in `layout`.
+    TileType withLayout(::mlir::Attribute layout) const {
+      return TileType::get(getContext(), getShape(), getElementType(), layout);
     }
   }];
 }

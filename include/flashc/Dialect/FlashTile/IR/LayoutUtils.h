@@ -74,6 +74,21 @@ int64_t linearize(llvm::ArrayRef<int64_t> coords,
 /// A shape as the dialect's diagnostics print it: "64x8".
 std::string formatShape(llvm::ArrayRef<int64_t> shape);
 
+/// The largest power of two, up to a warp's 32 lanes, that divides `runs`:
+/// the lanes a warp spreads over a row's runs in a blocked layout.
+int64_t getLanesOver(int64_t runs);
+
+/// The blocked layout that copies an `rows x cols` stage of
+/// `elementBytes`-byte elements with `warps` warps: runs of 16 bytes, a
+/// warp's lanes over a row's runs first (as many as a power of two of them
+/// divides), or of 8 or 4 bytes where 16-byte runs do not spread evenly
+/// over every thread (16 rows of 12 chunks are 1.5 chunks a thread of 4
+/// warps). Rows of `sourceCols` that are not whole 16-byte chunks go
+/// element by element.
+BlockedLayoutAttr getCopyLayout(MLIRContext *ctx, int64_t rows, int64_t cols,
+                                int64_t sourceCols, int64_t elementBytes,
+                                int64_t warps);
+
 } // namespace flash_tile
 } // namespace mlir
 

@@ -9,6 +9,83 @@
 
 include "mlir/Pass/PassBase.td"
 
+def FlashTileAssignLayouts : Pass<"flash-tile-assign-layouts"> {
+  let summary = "Choose a kernel's warps and the layouts of its tiles";
+  let description = [{
+    `flash-to-tile` writes a kernel's register tiles without layouts
+    (`!flash_tile.tile<64x64xf32>`) and its copies without a blocked
+    layout. For every function (a `func.func` or a `gpu.func`) holding
+    such tiles, this pass chooses how the CTA's warps share the work and
+    where every tile lives on them:
+
+    - **Warps.** The kernel's `flash_tile.mma` ops give the tile's rows
+      `R`, its batch `B` of matrices (3-D tiles: the kv warps of a decode
+      tile, each with its own share of a KV block) and the widest operand
+      or accumulator. A warp owns 32 rows where the tile has 128 rows, no
+      batch, and no matrix wider than 64 columns (it then reads each K
+      and V fragment once for two row tiles), else 16; `rows-per-warp`
+      overrides the choice. The CTA has `R / rows-per-warp x B` warps, a
+      power of two, recorded on the function as `flash.block` (threads).
+    - **MMA layouts.** Every accumulator gets `#flash_tile.mma<warps =
+      [R / rows-per-warp, B], instr = [16, 8, 16]>` (2-D: a batch's
+      merged result spreads its columns over the kv warps) or `<warps =
+      [B, R / rows-per-warp, 1]>` (a batch), its operands the A and B
+      operand layouts of it; shared-memory reads, splats and broadcasts
+      feeding an MMA take the layout it needs.
+    - **The rest** follows to a fixed point: a reduction leaves a
+      `#flash_tile.slice` of its source's layout, a fold keeps it, a map
+      takes its inputs', a batch reduction leaves the 2-D layout and a
+      broadcast the batched one, loop-carried values and branch results
+      the layout that reaches them, a splat its users'.
+    - **Conversions.** Where a value's layout is not what its user needs
+      (the S accumulator, rounded to f16, as the A operand of P V), a
+      `flash_tile.convert_layout` is inserted after the value.
+    - **Copies** without a layout get the blocked copy layout: 16-byte
+      runs (8 or 4 where 16 do not spread over every thread, single
+      elements for rows that are not whole 16-byte chunks), a warp's
+      lanes over a row's runs first.
+
+    Tiles that already have layouts keep them (the combine kernel's
+    blocked tiles are written with theirs). A kernel whose MMAs disagree
+    on the tile, whose warps are not a power of two, or one of whose
+    tiles no rule reaches is an error that says so.
+
+    Example (4 warps of 16 rows):
+
+    ```mlir
+    %q = flash_tile.local_load %qs[%c0] : !flash_tile.shared<1x64x64xf16, #sw> -> !flash_tile.tile<64x64xf16>
+    %kt = flash_tile.local_load %ks[%c0] transpose : !flash_tile.shared<2x64x64xf16, #sw> -> !flash_tile.tile<64x64xf16>
+    %s0 = flash_tile.splat %zero : !flash_tile.tile<64x64xf32>
+    %s = flash_tile.mma %q, %kt, %s0 : !flash_tile.tile<64x64xf16>, !flash_tile.tile<64x64xf16>, !flash_tile.tile<64x64xf32>
+    %m = flash_tile.reduce max %s : !flash_tile.tile<64x64xf32> -> !flash_tile.tile<64xf32>
+    ```
+
+    becomes
+
+    ```mlir
+    %q = flash_tile.local_load %qs[%c0] : ... -> !flash_tile.tile<64x64xf16, #flash_tile.operand<a, #mma>>
+    %kt = flash_tile.local_load %ks[%c0] transpose : ... -> !flash_tile.tile<64x64xf16, #flash_tile.operand<b, #mma>>
+    %s0 = flash_tile.splat %zero : !flash_tile.tile<64x64xf32, #mma>
+    %s = flash_tile.mma %q, %kt, %s0 : ...
+    %m = flash_tile.reduce max %s : !flash_tile.tile<64x64xf32, #mma> -> !flash_tile.tile<64xf32, #flash_tile.slice<1, #mma>>
+    // #mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>,
+    // and on the function: flash.block = 128 : i64
+    ```
+  }];
+  let dependentDialects = ["::mlir::flash::FlashDialect"];
+  let options = [
+    Option<"rowsPerWarp", "rows-per-warp", "int64_t", /*default=*/"0",
+           "Query rows each warp owns: 16, 32, or 0 for the schedule's "
+           "choice">,
+  ];
+  let statistics = [
+    Statistic<"numKernels", "num-kernels", "Kernels given layouts">,
+    Statistic<"numTiles", "num-tiles", "Tiles given a layout">,
+    Statistic<"numConversions", "num-conversions",
+              "Layout conversions inserted">,
+  ];
+}
+
 def FlashTileAllocateShared : Pass<"flash-tile-allocate-shared"> {
   let summary = "Place a kernel's shared buffers and check the budget";
   let description = [{
