@@ -205,6 +205,9 @@ llvm::Error PipelineConfig::validate() const {
                       flashc::kMinPipelineStages, flashc::kMaxPipelineStages,
                       stages)
             .str());
+  if (std::string why = flashc::whyNotRescaleThreshold(rescaleThreshold);
+      !why.empty())
+    return llvm::createStringError(why);
   auto check = [](int64_t v, llvm::StringRef name) -> llvm::Error {
     if (v < 0)
       return llvm::createStringError(
@@ -437,6 +440,7 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
     o.target = c.target;
     o.causalOrder = c.causalOrder;
     o.stages = c.stages;
+    o.rescaleThreshold = c.rescaleThreshold;
     pm.addPass(createFlashToTile(o));
     pm.addPass(flash_tile::createFlashTileAssignLayouts());
     pm.addPass(flash_tile::createFlashTilePipeline());

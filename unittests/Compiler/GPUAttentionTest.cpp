@@ -23,6 +23,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <ostream>
 #include <random>
 
@@ -80,10 +81,13 @@ AttentionSpec specOf(const Config &c, const Shape &s) {
 }
 
 /// Compiles (or finds) the kernel of `c` and runs it on `s` in the
-/// simulator; checks the outputs against float64.
+/// simulator; checks the outputs against float64. `shapeInputs`, when
+/// given, rewrites the random inputs first.
 void checkShape(const Config &c, const Shape &s,
                 std::shared_ptr<const Kernel> *kernelOut = nullptr,
-                const PipelineConfig &config = PipelineConfig()) {
+                const PipelineConfig &config = PipelineConfig(),
+                const std::function<void(flashc_test::AttentionBuffers &)>
+                    &shapeInputs = nullptr) {
   AttentionSpec spec = specOf(c, s);
   ASSERT_EQ(spec.isDecode(), c.decode) << "the shape must pick the variant";
   auto kernel = Compiler::global().compile(spec, c.target, config);
@@ -98,6 +102,8 @@ void checkShape(const Config &c, const Shape &s,
   std::mt19937 rng(seed);
   SCOPED_TRACE(spec.str());
   flashc_test::AttentionBuffers b(spec, rng);
+  if (shapeInputs)
+    shapeInputs(b);
   RunOptions options;
   options.simulate = true;
   options.splits = s.splits;
@@ -277,6 +283,59 @@ TEST(GPUKernelTest, EveryStageCountMatches) {
                          "sm_80"),
             std::string::npos)
       << message;
+}
+
+/// Scores that grow along the keys, so that a row's maximum moves in every
+/// KV block: by far more than 2^8 (growth 1: O is rescaled every block),
+/// or by a little (growth 0.02: P grows past 1 while the maximum O is kept
+/// against stays). Q's and K's elements are positive, K's row n scaled by
+/// growth x (1 + n / 16). With the rescale threshold at its default (8)
+/// and at 0 (rescale whenever the maximum grows), prefill, causal and
+/// decode kernels match float64.
+TEST(GPUKernelTest, RowMaximaThatGrowMatch) {
+  for (int64_t threshold : {8, 0}) {
+    for (double growth : {1.0, 0.02}) {
+      SCOPED_TRACE("rescale-threshold " + std::to_string(threshold) +
+                   ", growth " + std::to_string(growth));
+      PipelineConfig config;
+      config.rescaleThreshold = threshold;
+      auto grow = [growth](flashc_test::AttentionBuffers &b) {
+        for (int64_t i = 0; i < b.q.getNumElements(); ++i)
+          b.q.set(i, std::fabs(b.q.get(i)));
+        int64_t seqKV = b.k.getSizes()[2], d = b.k.getSizes()[3];
+        for (int64_t i = 0; i < b.k.getNumElements(); ++i) {
+          int64_t n = (i / d) % seqKV;
+          b.k.set(i, std::fabs(b.k.get(i)) * growth * (1.0 + n / 16.0));
+        }
+      };
+      checkShape({"sm_80", ElementType::F16, 64, 1, false, false},
+                 {1, 2, 40, 300}, nullptr, config, grow);
+      checkShape({"sm_80", ElementType::BF16, 128, 4, true, false, true},
+                 {1, 1, 70, 260}, nullptr, config, grow);
+      checkShape({"sm_90a", ElementType::F16, 256, 1, false, false},
+                 {1, 1, 20, 100}, nullptr, config, grow);
+      checkShape({"sm_80", ElementType::F16, 128, 4, false, true, true},
+                 {1, 2, 1, 600, 2}, nullptr, config, grow);
+    }
+  }
+}
+
+/// A rescale threshold outside 0 to 15 is an error that says so.
+TEST(GPUKernelTest, RescaleThresholdOutsideZeroToFifteenIsRefused) {
+  AttentionSpec spec =
+      specOf({"sm_80", ElementType::F16, 64, 1, false, false}, {1, 1, 64, 64});
+  for (int64_t threshold : {-1, 16}) {
+    PipelineConfig config;
+    config.rescaleThreshold = threshold;
+    auto kernel = Compiler::global().compile(spec, "sm_80", config);
+    ASSERT_FALSE(static_cast<bool>(kernel));
+    std::string message = llvm::toString(kernel.takeError());
+    EXPECT_NE(message.find("rescale-threshold is 0 to 15 (log2 of how far P "
+                           "may grow past 1 before O is rescaled), not " +
+                           std::to_string(threshold)),
+              std::string::npos)
+        << message;
+  }
 }
 
 /// A stage count outside 2 to 4 is an error that says so.

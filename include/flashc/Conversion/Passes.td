@@ -374,7 +374,12 @@ def FlashToTile : Pass<"flash-to-tile", "::mlir::ModuleOp"> {
            "2048 query rows or more, lightest below; chosen at launch)">,
     Option<"stages", "stages", "int64_t", /*default=*/"2",
            "Stages of the K and V shared buffers (2 to 4), which "
-           "flash-tile-pipeline pipelines the KV loops' copies over">
+           "flash-tile-pipeline pipelines the KV loops' copies over">,
+    Option<"rescaleThreshold", "rescale-threshold", "int64_t",
+           /*default=*/"8",
+           "How far (log2, 0 to 15) a row's maximum may grow past the one "
+           "its P and O are kept against before they are rescaled to it; "
+           "0 rescales whenever it grows">
   ];
   let statistics = [
     Statistic<"numForwardKernels", "num-forward-kernels",

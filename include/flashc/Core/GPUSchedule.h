@@ -54,6 +54,20 @@ inline std::string whyNotPipelineStageCount(int64_t stages) {
          std::to_string(kMaxPipelineStages) + ", not " + std::to_string(stages);
 }
 
+/// How far (in log2 units) the GPU kernels let a row's running maximum
+/// grow past the maximum its P and O are kept against before rescaling
+/// them: P = 2^(s - m) then stays below 2^threshold, which f16 holds up
+/// to 2^15. 0 rescales whenever the maximum grows.
+inline constexpr int64_t kMaxRescaleThreshold = 15;
+/// Why `threshold` is not a rescale threshold, or an empty string.
+inline std::string whyNotRescaleThreshold(int64_t threshold) {
+  if (threshold >= 0 && threshold <= kMaxRescaleThreshold)
+    return "";
+  return "rescale-threshold is 0 to " + std::to_string(kMaxRescaleThreshold) +
+         " (log2 of how far P may grow past 1 before O is rescaled), not " +
+         std::to_string(threshold);
+}
+
 /// Elements per shared-memory row holding `cols` elements of `elementBytes`:
 /// rows with a power-of-two number (at least 2) of 16-byte chunks are
 /// XOR-swizzled and keep their width; others are padded by one chunk. Both

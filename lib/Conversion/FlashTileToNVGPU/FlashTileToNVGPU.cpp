@@ -1327,6 +1327,54 @@ struct MapLowering : TilePattern<MapOp> {
   }
 };
 
+/// `rescale`: each value times its row's factor, in a branch that a thread
+/// whose factors are all 1 skips (its values stay as they are).
+struct RescaleLowering : TilePattern<RescaleOp> {
+  using TilePattern::TilePattern;
+  LogicalResult lower(RescaleOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    TileType acc = op.getAcc().getType();
+    auto factor = kv.operandType<TileType>(op, 1);
+    SmallVector<int64_t> pick;
+    if (failed(getSliceSlots(acc, factor, acc.getRank() - 1, pick)))
+      return op.emitOpError() << "takes factors that do not hold the rows of "
+                                 "its accumulator's values";
+    VectorType type = convertTile(acc);
+    Value one = arith::ConstantOp::create(rewriter, loc,
+                                          rewriter.getF32FloatAttr(1.0f));
+    // The thread's factors, and whether any of them is not 1.
+    SmallVector<Value> factors;
+    Value any;
+    for (int64_t i = 0, n = convertTile(factor).getNumElements(); i < n; ++i) {
+      factors.push_back(vector::ExtractOp::create(
+          rewriter, loc, adaptor.getFactor(), ArrayRef<int64_t>{i}));
+      Value notOne = arith::CmpFOp::create(
+          rewriter, loc, arith::CmpFPredicate::UNE, factors.back(), one);
+      any = any ? arith::OrIOp::create(rewriter, loc, any, notOne) : notOne;
+    }
+    auto ifAny = scf::IfOp::create(rewriter, loc, TypeRange{type}, any,
+                                   /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(ifAny.thenBlock());
+    SmallVector<Value> values;
+    for (int64_t e = 0, n = type.getNumElements(); e < n; ++e)
+      values.push_back(arith::MulFOp::create(
+          rewriter, loc,
+          vector::ExtractOp::create(rewriter, loc, adaptor.getAcc(),
+                                    ArrayRef<int64_t>{e}),
+          factors[pick[e]]));
+    scf::YieldOp::create(
+        rewriter, loc,
+        ValueRange{vector::FromElementsOp::create(rewriter, loc, type, values)
+                       .getResult()});
+    rewriter.setInsertionPointToStart(ifAny.elseBlock());
+    scf::YieldOp::create(rewriter, loc, ValueRange{adaptor.getAcc()});
+    rewriter.replaceOp(op, ifAny.getResults());
+    return success();
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // load and store
 //===----------------------------------------------------------------------===//
@@ -1702,11 +1750,10 @@ struct FlashTileToNVGPUPass
 
     RewritePatternSet patterns(ctx);
     patterns.add<AllocLowering, AsyncCopyLowering, AsyncCommitLowering,
-                 AsyncWaitLowering,
-                 LocalLoadLowering, SplatLowering, ConvertLayoutLowering,
-                 MmaLowering, ReduceLowering, FoldLowering,
-                 BroadcastLowering, BatchReduceLowering, MapLowering,
-                 LoadLowering, StoreLowering>(
+                 AsyncWaitLowering, LocalLoadLowering, SplatLowering,
+                 ConvertLayoutLowering, MmaLowering, ReduceLowering,
+                 FoldLowering, BroadcastLowering, BatchReduceLowering,
+                 MapLowering, RescaleLowering, LoadLowering, StoreLowering>(
         converter, ctx, kv);
     patterns.add<ApproxLowering<math::Exp2Op>>(ctx,
                                                "llvm.nvvm.ex2.approx.ftz.f32");

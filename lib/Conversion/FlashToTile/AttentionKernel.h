@@ -60,6 +60,10 @@ struct ForwardKernelSpec {
   double scale = 1.0;
   /// The kernel's f32 scale argument, multiplying `scale` (null: none).
   Value scaleFactor;
+  /// How far (log2) a row's maximum may grow past the one its P and O are
+  /// kept against before they are rescaled to the new one (0: whenever it
+  /// grows).
+  int64_t rescaleThreshold = 0;
 
   TileAddress q;
   Value qRows; // valid rows per head of the Q tile

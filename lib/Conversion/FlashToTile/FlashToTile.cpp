@@ -886,6 +886,7 @@ LogicalResult FlashToTilePass::build(TiledAttention &t,
     ForwardKernelSpec spec;
     spec.config = config;
     spec.elementType = elt;
+    spec.rescaleThreshold = rescaleThreshold;
     spec.scale = t.steps[0].getScale().convertToDouble();
     // A run-time factor of the scale is the kernel's scale argument: it
     // must be an argument of the host function, the same for every step.
@@ -1132,6 +1133,11 @@ void FlashToTilePass::runOnOperation() {
     return signalPassFailure();
   }
   if (std::string why = flashc::whyNotPipelineStageCount(stages);
+      !why.empty()) {
+    module.emitError() << "flash-to-tile: " << why;
+    return signalPassFailure();
+  }
+  if (std::string why = flashc::whyNotRescaleThreshold(rescaleThreshold);
       !why.empty()) {
     module.emitError() << "flash-to-tile: " << why;
     return signalPassFailure();

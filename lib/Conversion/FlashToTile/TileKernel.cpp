@@ -10,11 +10,13 @@
 //     async_copy block j into stage 0, async_wait
 //     S  = Q K^T                     local_load K transposed, mma
 //     S  = -inf where masked         map indices (partial / causal blocks)
-//     m' = max(m, rowmax(S) c)       reduce max, map   (c = scale log2 e)
+//     m' = rowmax(S) c if it is above m + t, else m
+//                                    reduce max, map   (c = scale log2 e)
 //     P  = exp2(S c - m')            map: one FMA and one EX2 per score
 //     l' = 2^(m - m') l + rowsum(P)  fold sum (per thread), map; the
 //                                    threads' sums reduced after the loop
-//     O  = 2^(m - m') O + P V        map, P in f16, mma
+//     O  = 2^(m - m') O + P V        rescale (skipped by a thread whose
+//                                    rows' m did not move), P in f16, mma
 //     async_wait: everyone is done with the stage
 //   (flash-tile-pipeline then puts the copies of the next blocks in flight
 //   in the other stages while block j computes).
@@ -375,12 +377,26 @@ LogicalResult TileEmitter::emit(std::string &why) {
       sc = ifPartial.getResult(0);
     }
 
-    // The online softmax.
+    // The online softmax. m is the maximum a row's P and O are kept
+    // against: it moves to the block's maximum only where that is more
+    // than the threshold t above it (any growth with t = 0), so that
+    // P = 2^(s - m) < 2^t and, in most blocks, no row's O is rescaled
+    // (alpha = 1, which flash_tile.rescale skips). The first block with a
+    // valid key sets it (m = -inf before).
     Value mx = ReduceOp::create(b, rows(), ReduceKind::Max, sc);
+    Value threshold = f32c(static_cast<double>(s.rescaleThreshold));
+    auto moves = [&](Value mOld, Value blockMax) -> Value {
+      Value m = scaleFirst
+                    ? blockMax
+                    : arith::MulFOp::create(b, blockMax, scaleLog2).getResult();
+      return arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, m,
+                                   arith::AddFOp::create(b, mOld, threshold));
+    };
     Value mNew = map(rows(), ValueRange{mIn, mx}, [&](ValueRange a) -> Value {
-      return maxNum(a[0], scaleFirst ? a[1]
-                                     : arith::MulFOp::create(b, a[1], scaleLog2)
-                                           .getResult());
+      Value m = scaleFirst
+                    ? a[1]
+                    : arith::MulFOp::create(b, a[1], scaleLog2).getResult();
+      return select(moves(a[0], a[1]), m, a[0]);
     });
     // A row that has seen only masked keys keeps m = -inf: subtract 0
     // instead, so that exp2 gives 0, not NaN.
@@ -389,9 +405,13 @@ LogicalResult TileEmitter::emit(std::string &why) {
                                           negInf);
       return arith::NegFOp::create(b, select(isInf, fzero, a[0]));
     });
+    // O's and l's factor: 2^(m_old - m_new) where m moved, else exactly 1.
     Value alpha =
-        map(rows(), ValueRange{mIn, negM}, [&](ValueRange a) -> Value {
-          return math::Exp2Op::create(b, arith::AddFOp::create(b, a[0], a[1]));
+        map(rows(), ValueRange{mIn, mx, negM}, [&](ValueRange a) -> Value {
+          return select(
+              moves(a[0], a[1]),
+              math::Exp2Op::create(b, arith::AddFOp::create(b, a[0], a[2])),
+              f32c(1));
         });
     Value factor = scaleFirst ? f32c(1) : scaleLog2;
     Value p = map(acc(wk), ValueRange{sc, negM}, [&](ValueRange a) -> Value {
@@ -403,10 +423,7 @@ LogicalResult TileEmitter::emit(std::string &why) {
                      [&](ValueRange a) -> Value {
                        return math::FmaOp::create(b, a[0], a[1], a[2]);
                      });
-    Value scaled = map(acc(Dv), ValueRange{accIn, alpha},
-                       [&](ValueRange a) -> Value {
-                         return arith::MulFOp::create(b, a[0], a[1]);
-                       });
+    Value scaled = RescaleOp::create(b, acc(Dv), accIn, alpha);
 
     // O += P V (flash-tile-assign-layouts repacks P as the A operand).
     Value pA = map(operand({R, wk}), p, [&](ValueRange a) -> Value {

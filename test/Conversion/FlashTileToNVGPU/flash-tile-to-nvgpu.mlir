@@ -291,6 +291,26 @@ func.func @reduce(%s: !flash_tile.tile<64x32xf32, #mma>) -> !flash_tile.tile<64x
   %m = flash_tile.reduce max %s : !flash_tile.tile<64x32xf32, #mma> -> !flash_tile.tile<64xf32, #row>
   return %m : !flash_tile.tile<64xf32, #row>
 }
+// The rescale of O: each value times its row's factor, in a branch that a
+// thread whose 2 factors are both 1 skips (its values stay as they are).
+// CHECK-LABEL: func.func @rescale
+// CHECK-SAME: (%[[ACC:.+]]: vector<16xf32>, %[[F:.+]]: vector<2xf32>) -> vector<16xf32>
+// CHECK: %[[ONE:.+]] = arith.constant 1.000000e+00 : f32
+// CHECK: %[[F0:.+]] = vector.extract %[[F]][0]
+// CHECK: %[[N0:.+]] = arith.cmpf une, %[[F0]], %[[ONE]]
+// CHECK: %[[F1:.+]] = vector.extract %[[F]][1]
+// CHECK: %[[N1:.+]] = arith.cmpf une, %[[F1]], %[[ONE]]
+// CHECK: %[[ANY:.+]] = arith.ori %[[N0]], %[[N1]]
+// CHECK: %[[R:.+]] = scf.if %[[ANY]] -> (vector<16xf32>) {
+// CHECK-COUNT-16: arith.mulf
+// CHECK: scf.yield %{{.+}} : vector<16xf32>
+// CHECK: } else {
+// CHECK-NEXT: scf.yield %[[ACC]] : vector<16xf32>
+// CHECK: return %[[R]]
+func.func @rescale(%o: !flash_tile.tile<64x32xf32, #mma>, %alpha: !flash_tile.tile<64xf32, #row>) -> !flash_tile.tile<64x32xf32, #mma> {
+  %r = flash_tile.rescale %o by %alpha : !flash_tile.tile<64x32xf32, #mma>, !flash_tile.tile<64xf32, #row>
+  return %r : !flash_tile.tile<64x32xf32, #mma>
+}
 // CHECK-LABEL: func.func @reduce_sum
 // CHECK: arith.addf
 // CHECK: gpu.shuffle  xor

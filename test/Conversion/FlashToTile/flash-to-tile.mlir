@@ -14,6 +14,17 @@
 // sm_90a has the same shared-memory budget for this tile.
 // RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80" \
 // RUN:   | flashc-opt --flash-to-tile=target=sm_90a | FileCheck %s --check-prefix=SM90
+// The rescale threshold: 0 moves the maximum whenever it grows; it is 0 to
+// 15.
+// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN:   | flashc-opt --flash-to-tile=rescale-threshold=0 | FileCheck %s --check-prefix=EXACT
+// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN:   | not flashc-opt --flash-to-tile=rescale-threshold=16 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BAD-THRESHOLD
+// EXACT: flash_tile.reduce max
+// EXACT-NEXT: arith.constant 0.000000e+00 : f32
+// EXACT: flash_tile.rescale
+// BAD-THRESHOLD: error: flash-to-tile: rescale-threshold is 0 to 15 (log2 of how far P may grow past 1 before O is rescaled), not 16
 //
 // bf16, causal GQA (8 query heads over 2 KV heads, D = 128).
 // RUN: flashc-opt %t/gqa-bf16.mlir --flash-attention-pipeline="target=sm_80" \
@@ -105,6 +116,11 @@
 // MHA: flash_tile.local_load %[[KS]][%{{.+}}] transpose
 // MHA-NEXT: flash_tile.mma
 // MHA: flash_tile.reduce max
+// A row's maximum moves where the block's is more than 8 (log2) above it;
+// O is rescaled by the factor (1 where it did not move).
+// MHA-NEXT: arith.constant 8.000000e+00 : f32
+// MHA: arith.cmpf ogt
+// MHA: flash_tile.rescale
 // P in f16 is PV's A operand as it is: the layouts convert it later.
 // MHA: %[[P:.+]] = flash_tile.map %{{.+}} : !flash_tile.tile<128x64xf32> -> !flash_tile.tile<128x64xf16>
 // MHA-NOT: flash_tile.convert_layout

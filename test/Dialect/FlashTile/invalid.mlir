@@ -836,3 +836,40 @@ func.func @f(%s: !flash_tile.tile<4xf32>, %k: !flash_tile.shared<2x64x64xf16, #s
 // A shared buffer always has its placement.
 // expected-error @+1 {{a shared buffer's layout is a #flash_tile.swizzled, not missing}}
 func.func private @f(%a: !flash_tile.shared<2x64x64xf16>)
+
+// -----
+
+// rescale: the rows of a matrix
+func.func @f(%o: !flash_tile.tile<64xf32>, %a: !flash_tile.tile<64xf32>) {
+  // expected-error @+1 {{'flash_tile.rescale' op scales the rows of a matrix or a batch of them, not a tile of 64}}
+  %r = flash_tile.rescale %o by %a : !flash_tile.tile<64xf32>, !flash_tile.tile<64xf32>
+  return
+}
+
+// -----
+
+// rescale: f32
+func.func @f(%o: !flash_tile.tile<64x64xf16>, %a: !flash_tile.tile<64xf32>) {
+  // expected-error @+1 {{'flash_tile.rescale' op scales f32 accumulators by f32 factors, not 'f16' by 'f32'}}
+  %r = flash_tile.rescale %o by %a : !flash_tile.tile<64x64xf16>, !flash_tile.tile<64xf32>
+  return
+}
+
+// -----
+
+// rescale: a factor per row
+func.func @f(%o: !flash_tile.tile<64x64xf32>, %a: !flash_tile.tile<32xf32>) {
+  // expected-error @+1 {{'flash_tile.rescale' op takes a factor per row of 64x64, a tile of 64, not 32}}
+  %r = flash_tile.rescale %o by %a : !flash_tile.tile<64x64xf32>, !flash_tile.tile<32xf32>
+  return
+}
+
+// -----
+
+// rescale: the factors in the accumulator's row slice
+#mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+func.func @f(%o: !flash_tile.tile<64x64xf32, #mma>, %a: !flash_tile.tile<64xf32, #flash_tile.slice<0, #mma>>) {
+  // expected-error @+1 {{'flash_tile.rescale' op takes its factors in the #flash_tile.slice of the accumulator's layout without its columns, not #flash_tile.slice<0, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>}}
+  %r = flash_tile.rescale %o by %a : !flash_tile.tile<64x64xf32, #mma>, !flash_tile.tile<64xf32, #flash_tile.slice<0, #mma>>
+  return
+}

@@ -273,3 +273,18 @@ func.func @unassigned(%k: memref<?x64xf16>, %n: index,
       !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>> -> !flash_tile.tile<16x16xf32>
   return %o : !flash_tile.tile<16x16xf32>
 }
+
+// -----
+
+// The online softmax's rescale of O by a factor per row.
+// CHECK-LABEL: func.func @rescale
+// CHECK: flash_tile.rescale %{{.*}} by %{{.*}} : !flash_tile.tile<64x64xf32, #mma>, !flash_tile.tile<64xf32, #slice>
+// CHECK: flash_tile.rescale %{{.*}} by %{{.*}} : !flash_tile.tile<4x16x64xf32>, !flash_tile.tile<4x16xf32>
+#mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+func.func @rescale(%o: !flash_tile.tile<64x64xf32, #mma>,
+                   %alpha: !flash_tile.tile<64xf32, #flash_tile.slice<1, #mma>>,
+                   %ob: !flash_tile.tile<4x16x64xf32>, %ab: !flash_tile.tile<4x16xf32>) {
+  %r = flash_tile.rescale %o by %alpha : !flash_tile.tile<64x64xf32, #mma>, !flash_tile.tile<64xf32, #flash_tile.slice<1, #mma>>
+  %rb = flash_tile.rescale %ob by %ab : !flash_tile.tile<4x16x64xf32>, !flash_tile.tile<4x16xf32>
+  return
+}

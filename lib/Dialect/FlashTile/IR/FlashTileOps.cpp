@@ -291,6 +291,38 @@ LogicalResult FoldOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// RescaleOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RescaleOp::verify() {
+  TileType acc = getAcc().getType();
+  TileType factor = getFactor().getType();
+  if (acc.getRank() < 2)
+    return emitOpError() << "scales the rows of a matrix or a batch of "
+                            "them, not a tile of "
+                         << formatShape(acc.getShape());
+  if (!acc.getElementType().isF32() || !factor.getElementType().isF32())
+    return emitOpError() << "scales f32 accumulators by f32 factors, not "
+                         << acc.getElementType() << " by "
+                         << factor.getElementType();
+  if (factor.getShape() != ArrayRef<int64_t>(dropLast(acc.getShape())))
+    return emitOpError() << "takes a factor per row of "
+                         << formatShape(acc.getShape()) << ", a tile of "
+                         << formatShape(dropLast(acc.getShape())) << ", not "
+                         << formatShape(factor.getShape());
+  if (!allHaveLayouts({acc, factor}))
+    return success();
+  auto slice = dyn_cast<SliceLayoutAttr>(factor.getLayout());
+  if (!slice || slice.getParent() != acc.getLayout() ||
+      slice.getDim() != acc.getRank() - 1)
+    return emitOpError() << "takes its factors in the #flash_tile.slice of "
+                            "the accumulator's layout without its columns, "
+                            "not "
+                         << factor.getLayout();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // BroadcastOp
 //===----------------------------------------------------------------------===//
 

@@ -241,6 +241,13 @@ Attribute Assignment::fromUse(OpOperand &use) const {
     return i == mma.getAccMutable().getOperandNumber()
                ? Attribute(acc(mma.getAcc().getType().getRank()))
                : Attribute();
+  if (auto rescale = dyn_cast<RescaleOp>(user)) {
+    Attribute result = known(rescale.getResult());
+    if (!result || i == 0)
+      return result;
+    return SliceLayoutAttr::get(ctx, rescale.getFactor().getType().getRank(),
+                                cast<LayoutAttrInterface>(result));
+  }
   if (auto map = dyn_cast<MapOp>(user)) {
     Attribute result = known(map.getResult());
     if (!result)
@@ -275,7 +282,12 @@ void Assignment::propagate() {
                    SliceLayoutAttr::get(ctx, reduce.getResult().getType().getRank(),
                                         cast<LayoutAttrInterface>(src)));
         })
-        .Case([&](FoldOp fold) { assign(fold.getResult(), known(fold.getSource())); })
+        .Case([&](FoldOp fold) {
+          assign(fold.getResult(), known(fold.getSource()));
+        })
+        .Case([&](RescaleOp rescale) {
+          assign(rescale.getResult(), known(rescale.getAcc()));
+        })
         .Case([&](BatchReduceOp reduce) {
           if (Attribute src = known(reduce.getSource()))
             assign(reduce.getResult(), rebatch(src, /*toBatch=*/false));
@@ -400,6 +412,12 @@ LogicalResult Assignment::apply() {
                     ctx, type.getRank(),
                     cast<LayoutAttrInterface>(result.getLayout())));
     }
+  });
+  forEach<RescaleOp>([&](RescaleOp rescale) {
+    auto acc = rescale.getAcc().getType();
+    fix(rescale, rescale.getFactorMutable(),
+        SliceLayoutAttr::get(ctx, acc.getRank() - 1,
+                             cast<LayoutAttrInterface>(acc.getLayout())));
   });
   forEach<scf::ForOp>([&](scf::ForOp loop) {
     for (auto [i, use] : llvm::enumerate(loop.getInitArgsMutable()))

@@ -36,6 +36,7 @@
 // CHECK: flash_tile.yield
 // CHECK-NEXT: }
 // CHECK-NEXT: %[[PA:.+]] = flash_tile.convert_layout %[[P]] : !flash_tile.tile<64x64xf16, #[[MMA]]> -> !flash_tile.tile<64x64xf16, #[[A]]>
+// CHECK: flash_tile.rescale {{.+}} : !flash_tile.tile<64x64xf32, #[[MMA]]>, !flash_tile.tile<64xf32, #[[ROW]]>
 // CHECK: flash_tile.mma %[[PA]], {{.+}} : !flash_tile.tile<64x64xf16, #[[A]]>, !flash_tile.tile<64x64xf16, #[[B]]>
 // CHECK: scf.yield {{.+}} : !flash_tile.tile<64x64xf32, #[[MMA]]>, !flash_tile.tile<64xf32, #[[ROW]]>, !flash_tile.tile<64x8xf32, #[[MMA]]>
 // CHECK: flash_tile.reduce sum {{.+}} -> !flash_tile.tile<64xf32, #[[ROW]]>
@@ -104,7 +105,9 @@ func.func @step(%qg: memref<?x64xf16>, %kg: memref<?x64xf16>,
     }
     %v = flash_tile.local_load %vs[%c0]
         : !flash_tile.shared<2x64x64xf16, #sw> -> !flash_tile.tile<64x64xf16>
-    %on = flash_tile.mma %ph, %v, %o : !flash_tile.tile<64x64xf16>,
+    %os = flash_tile.rescale %o by %mn : !flash_tile.tile<64x64xf32>,
+        !flash_tile.tile<64xf32>
+    %on = flash_tile.mma %ph, %v, %os : !flash_tile.tile<64x64xf16>,
         !flash_tile.tile<64x64xf16>, !flash_tile.tile<64x64xf32>
     flash_tile.async_wait pending 0
     scf.yield %on, %mn, %ln : !flash_tile.tile<64x64xf32>,

@@ -282,6 +282,35 @@ def FlashTile_FoldOp : FlashTile_Op<"fold", [Pure]> {
   let hasVerifier = 1;
 }
 
+def FlashTile_RescaleOp : FlashTile_Op<"rescale", [Pure,
+    AllTypesMatch<["acc", "result"]>]> {
+  let summary = "Scale each row of an accumulator by a factor of the row";
+  let description = [{
+    `result[r][c] = acc[r][c] * factor[r]` (`result[b][r][c] = acc[b][r][c]
+    * factor[b][r]` of a batch): the online softmax's rescale of O by
+    `2^(m_old - m_new)` when a row's running maximum moves. `factor` is a
+    value per row of `acc`, its shape without the last dimension, f32 (in
+    the `#flash_tile.slice` of the accumulator's layout that removes the
+    columns, where the tiles have layouts).
+
+    A thread whose factors are all 1 keeps its values as they are (`x * 1
+    = x`, NaN and infinities included): it branches around the
+    multiplications, so that a block that moves no maximum it holds costs
+    it a comparison per row instead of a multiplication per value.
+
+    ```mlir
+    %o = flash_tile.rescale %acc by %alpha
+        : !flash_tile.tile<64x64xf32, #mma>, !flash_tile.tile<64xf32, #flash_tile.slice<1, #mma>>
+    ```
+  }];
+  let arguments = (ins FlashTile_Tile:$acc, FlashTile_Tile:$factor);
+  let results = (outs FlashTile_Tile:$result);
+  let assemblyFormat = [{
+    $acc `by` $factor attr-dict `:` qualified(type($acc)) `,` qualified(type($factor))
+  }];
+  let hasVerifier = 1;
+}
+
 def FlashTile_BroadcastOp : FlashTile_Op<"broadcast", [Pure]> {
   let summary = "A batch of copies of a tile";
   let description = [{
