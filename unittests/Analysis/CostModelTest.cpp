@@ -204,11 +204,27 @@ TEST(CostModelTest, WideWarpsOnTheTilePath) {
   EXPECT_EQ(chooseTileSizes(*sm80, s, LoopOrder::FA2, false).blockQ, 21);
   EXPECT_EQ(flashc::makeGPUTileConfig(3, 64, 64, 2, 21, 128, 2).tileRows(),
             64);
-  // Beyond D = 64 the tile path keeps 16-row warps, and Q in registers
-  // at every head dim (without wide warps it is re-read beyond 128).
+  // Up to D = 128 too: 128 rows in blocks of 32 keys (32 + 128
+  // accumulator columns a warp), Q read again per block.
   s.heads = s.kvHeads = 8;
   s.headDim = s.headDimV = 128;
-  EXPECT_EQ(chooseTileSizes(*sm80, s, LoopOrder::FA2, true).blockQ, 64);
+  TileSizes d128 = chooseTileSizes(*sm80, s, LoopOrder::FA2, true);
+  EXPECT_EQ(d128.blockQ, 128);
+  EXPECT_EQ(d128.blockKV, 32);
+  flashc::GPUTileConfig wide128 =
+      flashc::makeGPUTileConfig(1, 128, 128, 2, 128, 32, 2, true);
+  EXPECT_EQ(wide128.rowTilesPerWarp, 2);
+  EXPECT_EQ(wide128.warps(), 4);
+  EXPECT_FALSE(wide128.qInRegisters);
+  // 64 keys at D = 128 (192 accumulator columns) keep 16-row warps, Q in
+  // registers.
+  flashc::GPUTileConfig narrow128 =
+      flashc::makeGPUTileConfig(1, 128, 128, 2, 128, 64, 2, true);
+  EXPECT_EQ(narrow128.rowTilesPerWarp, 1);
+  EXPECT_EQ(narrow128.warps(), 8);
+  EXPECT_TRUE(narrow128.qInRegisters);
+  // Beyond D = 128 the tile path keeps 16-row warps, and Q in registers
+  // (without wide warps it is re-read beyond 128).
   flashc::GPUTileConfig d256 =
       flashc::makeGPUTileConfig(1, 256, 256, 2, 64, 16, 2, true);
   EXPECT_EQ(d256.rowTilesPerWarp, 1);

@@ -167,24 +167,31 @@ inline int64_t ceilPowerOf2(int64_t v) {
   return p;
 }
 
-/// The largest padded head dim (D or Dv) whose prefill tiles give a warp
-/// 32 rows where wide warps are allowed: a thread then holds the scores of
-/// 32 rows, their 32 x Dv accumulators and Q's fragments, which ptxas fits
-/// in 255 registers without spilling for D <= 64 (in blocks of 64 keys).
-inline constexpr int64_t kMaxWideWarpHeadDim = 64;
+/// The widest matrix (padded head dim or keys of a block) of a prefill
+/// tile that gives a warp 32 rows ("wide warps").
+inline constexpr int64_t kMaxWideWarpHeadDim = 128;
+/// The most f32 accumulator columns, S's keys and O's Dv, of a wide warp:
+/// a thread holds (keys + Dv) of them for 32 rows. ptxas fits 64 + 64
+/// (D = 64, Q in registers) and 32 + 128 (D = 128, Q re-read per block) in
+/// 255 registers without spilling; 64 + 128 and 128 + 64 spill.
+inline constexpr int64_t kMaxWideWarpAccumulatorColumns = 160;
 
 /// The 16-row MMA tiles one warp owns (1 or 2) of a CTA's tile of
 /// `tileRows` rows split between `kvWarps` kv warps, whose MMA operands and
 /// accumulators have at most `widestColumns` columns (the padded head dims
-/// and the keys of a block): 2 ("wide warps", 32 rows) for a prefill tile
-/// of 128 rows whose every matrix is at most kMaxWideWarpHeadDim wide, so
-/// that a warp reads each K and V fragment for two row tiles; 1 otherwise.
-/// flash-tile-assign-layouts chooses the warps of a kernel by this rule
-/// and the cost model counts them by it.
+/// and the keys of a block) and whose S and O accumulators have
+/// `accumulatorColumns` columns together (keys + Dv): 2 ("wide warps", 32
+/// rows) for a prefill tile of 128 rows within kMaxWideWarpHeadDim and
+/// kMaxWideWarpAccumulatorColumns, so that a warp reads each K and V
+/// fragment for two row tiles; 1 otherwise. flash-tile-assign-layouts
+/// chooses the warps of a kernel by this rule and the cost model counts
+/// them by it.
 inline int64_t chooseRowTilesPerWarp(int64_t tileRows, int64_t kvWarps,
-                                     int64_t widestColumns) {
+                                     int64_t widestColumns,
+                                     int64_t accumulatorColumns) {
   return kvWarps == 1 && tileRows == kMaxGPUTileRows &&
-                 widestColumns <= kMaxWideWarpHeadDim
+                 widestColumns <= kMaxWideWarpHeadDim &&
+                 accumulatorColumns <= kMaxWideWarpAccumulatorColumns
              ? 2
              : 1;
 }
@@ -197,10 +204,12 @@ inline int64_t chooseRowTilesPerWarp(int64_t tileRows, int64_t kvWarps,
 /// forward kernel's output element (4 for split partials, else
 /// `elementBytes`). With `wideWarps` (the flash_tile path's schedule, which
 /// builds every head dim), a
-/// prefill tile of 128 rows and head dims up to kMaxWideWarpHeadDim gives
+/// prefill tile of 128 rows within chooseRowTilesPerWarp's limits gives
 /// each of its 4 warps two row tiles, and Q stays in registers at every
 /// head dim of a prefill tile (at D = 256 too, where ptxas fits Q's
-/// fragments without spilling; the builder re-reads Q there).
+/// fragments without spilling; the builder re-reads Q there) but that of
+/// wide warps beyond D = 64, whose 32 rows of Q are read again from
+/// shared memory per block.
 inline GPUTileConfig makeGPUTileConfig(int64_t group, int64_t headDim,
                                        int64_t headDimV, int64_t elementBytes,
                                        int64_t blockQ, int64_t blockKV,
@@ -236,10 +245,13 @@ inline GPUTileConfig makeGPUTileConfig(int64_t group, int64_t headDim,
   if (wideWarps) {
     c.rowTilesPerWarp = chooseRowTilesPerWarp(
         c.tileRows(), c.kvWarps,
-        std::max({c.paddedHeadDim, c.paddedHeadDimV, blockKV}));
+        std::max({c.paddedHeadDim, c.paddedHeadDimV, blockKV}),
+        blockKV + c.paddedHeadDimV);
     // A decode tile's kv warps each hold all of Dv's accumulators and
     // their share of K and V: beyond D = 128 Q does not fit beside them.
-    c.qInRegisters = c.kvWarps == 1 || c.paddedHeadDim <= 128;
+    // Nor do 32 rows of Q beyond D = 64 beside a wide warp's accumulators.
+    c.qInRegisters = (c.kvWarps == 1 || c.paddedHeadDim <= 128) &&
+                     !(c.rowTilesPerWarp == 2 && c.paddedHeadDim > 64);
   }
   return c;
 }
@@ -251,10 +263,13 @@ inline GPUTileConfig makeGPUTileConfig(int64_t group, int64_t headDim,
 ///
 /// Prefill KV blocks: 128 keys up to D = 64, 64 up to 128, and 16 beyond.
 /// With `wideWarps` (the flash_tile path, see makeGPUTileConfig), up to
-/// D = 64 a group that divides 128 gets 128 rows in blocks of 64 keys: the
-/// 32 x 64 scores, 32 x 64 accumulators, Q and the fragments fit 255
-/// registers without spilling (96 and 128 keys spill in the causal,
-/// log-sum-exp and GQA variants).
+/// D = 128 a group that divides 128 gets 128 rows, 4 warps of 32: in
+/// blocks of 64 keys up to D = 64 (the 32 x 64 scores, 32 x 64
+/// accumulators, Q and the fragments fit 255 registers without spilling;
+/// 96 and 128 keys spill in the causal, log-sum-exp and GQA variants),
+/// of 32 keys up to 128 (32 x 32 scores and 32 x 128 accumulators, Q
+/// re-read per block; 64 keys spill, and their 96 KB of shared memory at
+/// D = 128 would leave one CTA per sm_80 SM).
 /// Beyond 128 a thread holds 128 f32 accumulators for Dv = 256; with 32
 /// keys ptxas used all 255 registers and spilled in some variants (8 bytes
 /// in sm_90a causal GQA kernels with the log-sum-exp), with 16 it uses 228
@@ -292,7 +307,7 @@ inline GPUTileConfig chooseGPUTiles(int64_t group, int64_t headDim,
     if (wideWarps && maxD <= kMaxWideWarpHeadDim &&
         kMaxGPUTileRows % tg == 0) {
       rows = kMaxGPUTileRows;
-      blockKV = 64;
+      blockKV = maxD <= 64 ? 64 : 32;
     }
     blockQ = std::max<int64_t>(1, rows / tg);
   }

@@ -302,9 +302,14 @@ LogicalResult TileEmitter::emit(std::string &why) {
   Value fzero = f32c(0);
   // The loop's state: O, the row maxima and the row sums. The row sums stay
   // partial (each thread's own columns, folded to one MMA tile's 8) until
-  // the loop ends: no shuffles per block.
+  // the loop ends: no shuffles per block. The maxima start at the lowest
+  // finite float, not -inf: the first block with a valid key moves them
+  // (any finite score is above it), a fully masked block (-inf scores)
+  // does not, and P = 2^(s - m) and 2^(m_old - m_new) never meet
+  // -inf - -inf.
   SmallVector<Value> state = {
-      SplatOp::create(b, acc(Dv), fzero), SplatOp::create(b, rows(), negInf),
+      SplatOp::create(b, acc(Dv), fzero),
+      SplatOp::create(b, rows(), f32c(-std::numeric_limits<float>::max())),
       SplatOp::create(b, acc(8), fzero)};
   Value sZero = SplatOp::create(b, acc(wk), fzero);
   TileType bType = operand({D, wk});
@@ -382,7 +387,7 @@ LogicalResult TileEmitter::emit(std::string &why) {
     // than the threshold t above it (any growth with t = 0), so that
     // P = 2^(s - m) < 2^t and, in most blocks, no row's O is rescaled
     // (alpha = 1, which flash_tile.rescale skips). The first block with a
-    // valid key sets it (m = -inf before).
+    // valid key sets it.
     Value mx = ReduceOp::create(b, rows(), ReduceKind::Max, sc);
     Value threshold = f32c(static_cast<double>(s.rescaleThreshold));
     auto moves = [&](Value mOld, Value blockMax) -> Value {
@@ -398,20 +403,14 @@ LogicalResult TileEmitter::emit(std::string &why) {
                     : arith::MulFOp::create(b, a[1], scaleLog2).getResult();
       return select(moves(a[0], a[1]), m, a[0]);
     });
-    // A row that has seen only masked keys keeps m = -inf: subtract 0
-    // instead, so that exp2 gives 0, not NaN.
     Value negM = map(rows(), mNew, [&](ValueRange a) -> Value {
-      Value isInf = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, a[0],
-                                          negInf);
-      return arith::NegFOp::create(b, select(isInf, fzero, a[0]));
+      return arith::NegFOp::create(b, a[0]);
     });
-    // O's and l's factor: 2^(m_old - m_new) where m moved, else exactly 1.
+    // O's and l's factor 2^(m_old - m_new): exactly 2^0 = 1 where m did not
+    // move.
     Value alpha =
-        map(rows(), ValueRange{mIn, mx, negM}, [&](ValueRange a) -> Value {
-          return select(
-              moves(a[0], a[1]),
-              math::Exp2Op::create(b, arith::AddFOp::create(b, a[0], a[2])),
-              f32c(1));
+        map(rows(), ValueRange{mIn, negM}, [&](ValueRange a) -> Value {
+          return math::Exp2Op::create(b, arith::AddFOp::create(b, a[0], a[1]));
         });
     Value factor = scaleFirst ? f32c(1) : scaleLog2;
     Value p = map(acc(wk), ValueRange{sc, negM}, [&](ValueRange a) -> Value {
@@ -442,9 +441,10 @@ LogicalResult TileEmitter::emit(std::string &why) {
   TileType outRows = tile({R}, f32);
   if (kw > 1) {
     // The kv warps' states merge as split-KV partials do: M = max m_w,
-    // s_w = 2^(m_w - M) (0 for a warp without keys), l = sum s_w l_w,
-    // O = sum s_w O_w, through the K (or V) buffer, which the loop is done
-    // with.
+    // s_w = 2^(m_w - M), l = sum s_w l_w, O = sum s_w O_w, through the K
+    // (or V) buffer, which the loop is done with. A warp without keys has
+    // l_w = 0 and O_w = 0 (and m_w the lowest float, so s_w = 0 unless no
+    // warp had a key).
     // (whyNoTileBody checked that one of them is large enough.)
     int64_t need = kw * R * Dv * 4;
     Value scratch = cast<SharedType>(kBuffer.getType()).getSizeInBytes() >= need
@@ -455,11 +455,7 @@ LogicalResult TileEmitter::emit(std::string &why) {
     Value mEach = BroadcastOp::create(b, rows(), mAll);
     Value weight =
         map(rows(), ValueRange{mFinal, mEach}, [&](ValueRange a) -> Value {
-          Value isInf = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ,
-                                              a[0], negInf);
-          return select(isInf, fzero,
-                        math::Exp2Op::create(
-                            b, arith::SubFOp::create(b, a[0], a[1])));
+          return math::Exp2Op::create(b, arith::SubFOp::create(b, a[0], a[1]));
         });
     auto times = [&](ValueRange a) -> Value {
       return arith::MulFOp::create(b, a[0], a[1]);

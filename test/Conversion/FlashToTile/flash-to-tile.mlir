@@ -154,13 +154,17 @@ func.func @mha(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // BF16-NOT: func.func
 // BF16-LABEL: gpu.func @gqa_bf16_fwd(
 // BF16-SAME: %{{[a-z0-9]+}}: memref<1099511627776xbf16> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias, llvm.readonly},
-// The four query heads of a KV head share one CTA: 4 x 16 rows of Q.
-// BF16-SAME: flash.grid = [#flash.grid_factor<B>, #flash.grid_factor<2>, #flash.grid_factor<ceildiv(Nq, 16)>]
-// BF16-SAME: flash.tile = array<i64: 4, 16, 64, 4, 1>
-// The four heads' 16 rows each: a 3-D Q matrix, one 64-row tile.
-// BF16: flash_tile.async_copy {{.+}} : memref<4x?x128xbf16, strided<[?, ?, 1], offset: ?>>, !flash_tile.shared<1x64x128xbf16, #swizzled>
-// The causal diagonal block masks its scores by their indices.
-// BF16: flash_tile.mma {{.+}} : !flash_tile.tile<64x128xbf16>, !flash_tile.tile<128x64xbf16>, !flash_tile.tile<64x64xf32>
+// The four query heads of a KV head share one CTA: 4 x 32 rows of Q, in
+// blocks of 32 keys (the D = 128 prefill tile of 128 rows).
+// BF16-SAME: flash.grid = [#flash.grid_factor<B>, #flash.grid_factor<2>, #flash.grid_factor<ceildiv(Nq, 32)>]
+// BF16-SAME: flash.tile = array<i64: 4, 32, 32, 8, 1>
+// The four heads' 32 rows each: a 3-D Q matrix, one 128-row tile.
+// BF16: flash_tile.async_copy {{.+}} : memref<4x?x128xbf16, strided<[?, ?, 1], offset: ?>>, !flash_tile.shared<1x128x128xbf16, #swizzled>
+// Q is read from shared memory for each block; the causal diagonal block
+// masks its scores by their indices.
+// BF16: scf.for
+// BF16: flash_tile.local_load {{.+}} -> !flash_tile.tile<128x128xbf16>
+// BF16: flash_tile.mma {{.+}} : !flash_tile.tile<128x128xbf16>, !flash_tile.tile<128x32xbf16>, !flash_tile.tile<128x32xf32>
 // BF16: flash_tile.map indices
 // BF16: gpu.return
 // BF16-NOT: gpu.func

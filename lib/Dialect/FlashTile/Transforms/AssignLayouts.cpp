@@ -141,7 +141,9 @@ private:
 };
 
 LogicalResult Assignment::chooseWarps() {
-  int64_t widest = 0;
+  // The widest operand or accumulator, and the narrowest and widest
+  // accumulators (S's keys and O's Dv in an attention kernel).
+  int64_t widest = 0, minAcc = 0, maxAcc = 0;
   std::optional<int64_t> mmaRows, mmaBatch;
   MmaOp first;
   WalkResult walk = fn->walk([&](MmaOp op) {
@@ -165,6 +167,8 @@ LogicalResult Assignment::chooseWarps() {
       return WalkResult::interrupt();
     }
     widest = std::max({widest, a.back(), c.back()});
+    minAcc = minAcc ? std::min(minAcc, c.back()) : c.back();
+    maxAcc = std::max(maxAcc, c.back());
     return WalkResult::advance();
   });
   if (walk.wasInterrupted())
@@ -180,8 +184,9 @@ LogicalResult Assignment::chooseWarps() {
            << "flash-tile-assign-layouts: the MMAs accumulate " << rows
            << " rows, not whole 16-row MMA tiles";
   int64_t perWarp =
-      rowsPerWarp ? rowsPerWarp / 16
-                  : flashc::chooseRowTilesPerWarp(rows, batch, widest);
+      rowsPerWarp
+          ? rowsPerWarp / 16
+          : flashc::chooseRowTilesPerWarp(rows, batch, widest, minAcc + maxAcc);
   if (rows % (16 * perWarp) != 0)
     return first.emitError()
            << "flash-tile-assign-layouts: " << rowsPerWarp

@@ -20,11 +20,14 @@ def FlashTileAssignLayouts : Pass<"flash-tile-assign-layouts"> {
 
     - **Warps.** The kernel's `flash_tile.mma` ops give the tile's rows
       `R`, its batch `B` of matrices (3-D tiles: the kv warps of a decode
-      tile, each with its own share of a KV block) and the widest operand
-      or accumulator. A warp owns 32 rows where the tile has 128 rows, no
-      batch, and no matrix wider than 64 columns (it then reads each K
-      and V fragment once for two row tiles), else 16; `rows-per-warp`
-      overrides the choice. The CTA has `R / rows-per-warp x B` warps, a
+      tile, each with its own share of a KV block), the widest operand or
+      accumulator and the narrowest and widest accumulators (S's keys
+      and O's Dv). A warp owns 32 rows where the tile has 128 rows, no
+      batch, no matrix wider than 128 columns and at most 160
+      accumulator columns (keys + Dv: what 255 registers hold for 32
+      rows; a warp then reads each K and V fragment once for two row
+      tiles), else 16 (GPUSchedule's `chooseRowTilesPerWarp`, which the
+      cost model counts by too); `rows-per-warp` overrides the choice. The CTA has `R / rows-per-warp x B` warps, a
       power of two, recorded on the function as `flash.block` (threads).
     - **MMA layouts.** Every accumulator gets `#flash_tile.mma<warps =
       [R / rows-per-warp, B], instr = [16, 8, 16]>` (2-D: a batch's
