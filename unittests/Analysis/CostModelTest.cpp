@@ -165,22 +165,28 @@ TEST(CostModelTest, WideWarpsOnTheTilePath) {
   s.seqQ = s.seqKV = 4096;
   s.headDim = s.headDimV = 64;
   s.dtype = flashc::ElementType::F16;
+  // A tile's Br and Bc; a kernel's row tiles per warp, warps and Q.
+  auto expectTile = [&](bool wide, int64_t blockQ, int64_t blockKV) {
+    TileSizes t = chooseTileSizes(*sm80, s, LoopOrder::FA2, wide);
+    EXPECT_EQ(t.blockQ, blockQ);
+    EXPECT_EQ(t.blockKV, blockKV);
+  };
+  auto expectWarps = [](const flashc::GPUTileConfig &c, int64_t perWarp,
+                        int64_t warps, bool qInRegisters) {
+    EXPECT_EQ(c.rowTilesPerWarp, perWarp);
+    EXPECT_EQ(c.warps(), warps);
+    EXPECT_EQ(c.qInRegisters, qInRegisters);
+  };
   // Without wide warps: 64 rows in 4 warps of 16, blocks of 128 keys.
-  TileSizes narrow = chooseTileSizes(*sm80, s, LoopOrder::FA2, false);
-  EXPECT_EQ(narrow.blockQ, 64);
-  EXPECT_EQ(narrow.blockKV, 128);
+  expectTile(false, 64, 128);
   // With them, up to D = 64: 128 rows and blocks of 64 keys ...
-  TileSizes wide = chooseTileSizes(*sm80, s, LoopOrder::FA2, true);
-  EXPECT_EQ(wide.blockQ, 128);
-  EXPECT_EQ(wide.blockKV, 64);
+  expectTile(true, 128, 64);
   // ... which the kernel gives 4 warps of two row tiles, Q in registers.
   flashc::GPUTileConfig c =
       flashc::makeGPUTileConfig(1, 64, 64, 2, 128, 64, 2, true);
   EXPECT_EQ(c.rowTiles, 8);
-  EXPECT_EQ(c.rowTilesPerWarp, 2);
-  EXPECT_EQ(c.warps(), 4);
+  expectWarps(c, 2, 4, true);
   EXPECT_EQ(c.threads(), 128);
-  EXPECT_TRUE(c.qInRegisters);
   // The same block without wide warps: 8 warps of one row tile.
   flashc::GPUTileConfig eight =
       flashc::makeGPUTileConfig(1, 64, 64, 2, 128, 64, 2, false);
@@ -208,21 +214,13 @@ TEST(CostModelTest, WideWarpsOnTheTilePath) {
   // accumulator columns a warp), Q read again per block.
   s.heads = s.kvHeads = 8;
   s.headDim = s.headDimV = 128;
-  TileSizes d128 = chooseTileSizes(*sm80, s, LoopOrder::FA2, true);
-  EXPECT_EQ(d128.blockQ, 128);
-  EXPECT_EQ(d128.blockKV, 32);
-  flashc::GPUTileConfig wide128 =
-      flashc::makeGPUTileConfig(1, 128, 128, 2, 128, 32, 2, true);
-  EXPECT_EQ(wide128.rowTilesPerWarp, 2);
-  EXPECT_EQ(wide128.warps(), 4);
-  EXPECT_FALSE(wide128.qInRegisters);
+  expectTile(true, 128, 32);
+  expectWarps(flashc::makeGPUTileConfig(1, 128, 128, 2, 128, 32, 2, true), 2, 4,
+              false);
   // 64 keys at D = 128 (192 accumulator columns) keep 16-row warps, Q in
   // registers.
-  flashc::GPUTileConfig narrow128 =
-      flashc::makeGPUTileConfig(1, 128, 128, 2, 128, 64, 2, true);
-  EXPECT_EQ(narrow128.rowTilesPerWarp, 1);
-  EXPECT_EQ(narrow128.warps(), 8);
-  EXPECT_TRUE(narrow128.qInRegisters);
+  expectWarps(flashc::makeGPUTileConfig(1, 128, 128, 2, 128, 64, 2, true), 1, 8,
+              true);
   // Beyond D = 128 the tile path keeps 16-row warps, and Q in registers
   // (without wide warps it is re-read beyond 128).
   flashc::GPUTileConfig d256 =

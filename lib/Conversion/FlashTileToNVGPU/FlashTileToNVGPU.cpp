@@ -1691,12 +1691,27 @@ struct FlashTileToNVGPUPass
     MLIRContext *ctx = &getContext();
     // Every tile and copy has its layout: flash-tile-assign-layouts chose
     // them.
+    // Every shared buffer has its placement: flash-tile-allocate-shared
+    // chose it.
     WalkResult unplaced = module.walk([&](Operation *op) {
       auto copy = dyn_cast<AsyncCopyOp>(op);
-      bool tile = llvm::any_of(op->getResultTypes(), [](Type t) {
+      SmallVector<Type> types = llvm::to_vector(op->getResultTypes());
+      if (auto fn = dyn_cast<FunctionOpInterface>(op))
+        llvm::append_range(types, fn.getArgumentTypes());
+      bool tile = llvm::any_of(types, [](Type t) {
         auto tile = dyn_cast<TileType>(t);
         return tile && !tile.hasLayout();
       });
+      bool buffer = llvm::any_of(types, [](Type t) {
+        auto shared = dyn_cast<SharedType>(t);
+        return shared && !shared.hasLayout();
+      });
+      if (buffer) {
+        op->emitError() << "flash-tile-to-nvgpu: a shared buffer without the "
+                           "placement of its rows; run "
+                           "flash-tile-allocate-shared first";
+        return WalkResult::interrupt();
+      }
       if (!tile && !(copy && !copy.getLayoutAttr()))
         return WalkResult::advance();
       op->emitError() << "flash-tile-to-nvgpu: " << (tile ? "a tile" : "a copy")

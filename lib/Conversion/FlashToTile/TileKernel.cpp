@@ -42,14 +42,14 @@
 // splits' log-sum-exps gives each row's total, a second adds the weighted
 // partials.
 //
-// The forward kernel's register tiles and copies come without layouts:
-// flash-tile-assign-layouts chooses the warps (16 or 32 rows each, times
-// the kv warps) and the MMA, operand and slice layouts, and repacks P as
-// PV's A operand. What stays here is what the algorithm decides: the
-// batch of kv warps, Q in registers or re-read (a decode tile beyond
-// D = 128 reads it again per block), and the shared buffers' 16-byte
-// swizzle chunks (rows of a chunk count that is not a power of two padded
-// by a chunk instead). The combine kernel's blocked layout is tied to its
+// The forward kernel's register tiles, copies and shared buffers come
+// without layouts: flash-tile-assign-layouts chooses the warps (16 or 32
+// rows each, times the kv warps) and the MMA, operand and slice layouts,
+// and repacks P as PV's A operand; flash-tile-allocate-shared places the
+// buffers' rows (swizzled, or padded by a chunk). What stays here is what
+// the algorithm decides: the batch of kv warps, Q in registers or re-read
+// (a decode tile beyond D = 128 and a wide warp beyond D = 64 read it
+// again per block). The combine kernel's blocked layout is tied to its
 // tile's padded shape (getCombineTileShape) and is written here.
 //
 //===----------------------------------------------------------------------===//
@@ -166,15 +166,11 @@ private:
                 s.elementType);
   }
 
-  /// A shared buffer of `stages` stages of `r x cols` elements, in 16-byte
-  /// chunks swizzled over up to 8 rows, or, where a row's chunks are not a
-  /// power of two, padded by a chunk (flashc::getSharedRowElements).
+  /// A shared buffer of `stages` stages of `r x cols` elements, whose
+  /// placement (swizzle or padding) flash-tile-allocate-shared chooses.
   SharedType shared(int64_t stages, int64_t r, int64_t cols) {
-    int64_t vec = 16 / c.elementBytes;
-    int64_t padding = flashc::getSharedRowElements(cols, c.elementBytes) - cols;
-    int64_t phases = padding ? 1 : std::min<int64_t>(8, cols / vec);
     return SharedType::get(ctx, {stages, r, cols}, s.elementType,
-                           SwizzledLayoutAttr::get(ctx, vec, phases, padding));
+                           SwizzledLayoutAttr());
   }
 
   /// The rows of a flat kernel buffer from `base` on, `rowStride` apart, as

@@ -136,3 +136,11 @@ func.func @unassigned_copy(%k: memref<?x64xf16>, %n: index) {
   flash_tile.async_copy %k[%c0], %ks[%c0] valid %n : memref<?x64xf16>, !flash_tile.shared<2x64x64xf16, #sw>
   return
 }
+
+// -----
+
+func.func @unplaced_buffer() {
+  // expected-error @below {{flash-tile-to-nvgpu: a shared buffer without the placement of its rows; run flash-tile-allocate-shared first}}
+  %k = flash_tile.alloc {offset = 0} : !flash_tile.shared<2x64x64xf16>
+  return
+}

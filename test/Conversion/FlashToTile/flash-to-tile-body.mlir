@@ -71,17 +71,16 @@ func.func @mha(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 
 // MHA-DAG: #blocked = #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [4, 1]>
 // MHA-DAG: #mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
-// MHA-DAG: #swizzled = #flash_tile.swizzled<vector = 8, phases = 8>
 // MHA-LABEL: gpu.func @mha_fwd(
 // The Q tile and two stages of 128-key K and V blocks (the schedule's;
 // flash-tile-pipeline uses them).
-// MHA: %[[QS:.+]] = flash_tile.alloc : !flash_tile.shared<1x64x64xf16, #swizzled>
-// MHA: %[[KS:.+]] = flash_tile.alloc : !flash_tile.shared<2x128x64xf16, #swizzled>
-// MHA: %[[VS:.+]] = flash_tile.alloc : !flash_tile.shared<2x128x64xf16, #swizzled>
+// MHA: %[[QS:.+]] = flash_tile.alloc : !flash_tile.shared<1x64x64xf16>
+// MHA: %[[KS:.+]] = flash_tile.alloc : !flash_tile.shared<2x128x64xf16>
+// MHA: %[[VS:.+]] = flash_tile.alloc : !flash_tile.shared<2x128x64xf16>
 // Rows of Q and K come from the kernel's flat buffers as strided matrices.
-// MHA: flash_tile.async_copy %{{.+}}[%{{.+}}], %[[QS]][%{{.+}}] valid %{{.+}} {layout = #blocked} : memref<?x64xf16, strided<[?, 1], offset: ?>>, !flash_tile.shared<1x64x64xf16, #swizzled>
+// MHA: flash_tile.async_copy %{{.+}}[%{{.+}}], %[[QS]][%{{.+}}] valid %{{.+}} {layout = #blocked} : memref<?x64xf16, strided<[?, 1], offset: ?>>, !flash_tile.shared<1x64x64xf16>
 // MHA-NEXT: flash_tile.async_wait pending 0
-// MHA: %[[Q:.+]] = flash_tile.local_load %[[QS]][%{{.+}}] : !flash_tile.shared<1x64x64xf16, #swizzled> -> !flash_tile.tile<64x64xf16, #mma_a>
+// MHA: %[[Q:.+]] = flash_tile.local_load %[[QS]][%{{.+}}] : !flash_tile.shared<1x64x64xf16> -> !flash_tile.tile<64x64xf16, #mma_a>
 // The KV loop carries O, the row maxima and the row sums (each thread's
 // partial sums, 8 columns of the accumulator layout).
 // MHA: scf.for %[[J:[^ ]+]] = {{.+}} -> (!flash_tile.tile<64x64xf32, #mma>, !flash_tile.tile<64xf32, #slice>, !flash_tile.tile<64x8xf32, #mma>) {
@@ -98,7 +97,7 @@ func.func @mha(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // MHA-NEXT: flash_tile.async_copy %{{.+}}, %[[KS]][%[[C0]]] valid %[[LEFT]]
 // MHA-NEXT: flash_tile.async_copy %{{.+}}, %[[VS]][%[[C0]]] valid %[[LEFT]]
 // MHA: flash_tile.async_wait pending 0
-// MHA: %[[KT:.+]] = flash_tile.local_load %[[KS]][%[[C0]]] transpose : !flash_tile.shared<2x128x64xf16, #swizzled> -> !flash_tile.tile<64x128xf16, #mma_b>
+// MHA: %[[KT:.+]] = flash_tile.local_load %[[KS]][%[[C0]]] transpose : !flash_tile.shared<2x128x64xf16> -> !flash_tile.tile<64x128xf16, #mma_b>
 // MHA: %[[S:.+]] = flash_tile.mma %[[Q]], %[[KT]], %{{.+}} : !flash_tile.tile<64x64xf16, #mma_a>, !flash_tile.tile<64x128xf16, #mma_b>, !flash_tile.tile<64x128xf32, #mma>
 // A partial block's keys past the valid ones are -inf.
 // MHA: scf.if %{{.+}} -> (!flash_tile.tile<64x128xf32, #mma>)
@@ -115,7 +114,7 @@ func.func @mha(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // MHA: flash_tile.fold sum %{{.+}} : !flash_tile.tile<64x128xf32, #mma> -> !flash_tile.tile<64x8xf32, #mma>
 // MHA-NOT: flash_tile.reduce sum
 // MHA: %[[P:.+]] = flash_tile.convert_layout %{{.+}} : !flash_tile.tile<64x128xf16, #mma> -> !flash_tile.tile<64x128xf16, #mma_a>
-// MHA: %[[V:.+]] = flash_tile.local_load %[[VS]][%[[C0]]] : !flash_tile.shared<2x128x64xf16, #swizzled> -> !flash_tile.tile<128x64xf16, #mma_b>
+// MHA: %[[V:.+]] = flash_tile.local_load %[[VS]][%[[C0]]] : !flash_tile.shared<2x128x64xf16> -> !flash_tile.tile<128x64xf16, #mma_b>
 // MHA: flash_tile.mma %[[P]], %[[V]]
 // Everyone is done with the stage before the next block's copies.
 // MHA-NEXT: flash_tile.async_wait pending 0
@@ -134,11 +133,11 @@ func.func @mha(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // WIDE-SAME: flash.block = 128 : i64
 // WIDE-SAME: flash.grid_factor<ceildiv(Nq, 128)>
 // WIDE-SAME: flash.tile = array<i64: 1, 128, 64, 8, 1>
-// WIDE: %[[QS:.+]] = flash_tile.alloc : !flash_tile.shared<1x128x64xf16, #swizzled>
+// WIDE: %[[QS:.+]] = flash_tile.alloc : !flash_tile.shared<1x128x64xf16>
 // WIDE: flash_tile.async_wait pending 0
-// WIDE: %[[Q:.+]] = flash_tile.local_load %[[QS]][%{{.+}}] : !flash_tile.shared<1x128x64xf16, #swizzled> -> !flash_tile.tile<128x64xf16, #mma_a>
+// WIDE: %[[Q:.+]] = flash_tile.local_load %[[QS]][%{{.+}}] : !flash_tile.shared<1x128x64xf16> -> !flash_tile.tile<128x64xf16, #mma_a>
 // WIDE: scf.for {{.+}} -> (!flash_tile.tile<128x64xf32, #mma>
-// WIDE: flash_tile.local_load %{{.+}} transpose : !flash_tile.shared<2x64x64xf16, #swizzled> -> !flash_tile.tile<64x64xf16, #mma_b>
+// WIDE: flash_tile.local_load %{{.+}} transpose : !flash_tile.shared<2x64x64xf16> -> !flash_tile.tile<64x64xf16, #mma_b>
 // WIDE-NEXT: flash_tile.mma %[[Q]]
 
 // After allocation and lowering, no flash_tile op is left.
@@ -164,7 +163,7 @@ func.func @gqa(%q: tensor<?x8x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // 3-D matrices of 4 groups of rows, and the causal mask takes the row
 // within its head.
 // GQA-LABEL: gpu.func @gqa_fwd(
-// GQA: flash_tile.async_copy %{{.+}}[%{{.+}}], %{{.+}}[%{{.+}}] valid %{{.+}} {layout = #blocked} : memref<4x?x64xf16, strided<[?, ?, 1], offset: ?>>, !flash_tile.shared<1x64x64xf16, #swizzled>
+// GQA: flash_tile.async_copy %{{.+}}[%{{.+}}], %{{.+}}[%{{.+}}] valid %{{.+}} {layout = #blocked} : memref<4x?x64xf16, strided<[?, ?, 1], offset: ?>>, !flash_tile.shared<1x64x64xf16>
 // The unmasked loop's partial blocks, then the diagonal loop's.
 // GQA: flash_tile.map indices
 // GQA: flash_tile.map indices
@@ -206,9 +205,9 @@ func.func @gqa(%q: tensor<?x8x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // The stages option sizes the K and V buffers (flash-tile-pipeline then
 // pipelines over them); 2 to 4.
 // STAGES-LABEL: gpu.func @mha_fwd(
-// STAGES: flash_tile.alloc : !flash_tile.shared<1x64x64xf16, #swizzled>
-// STAGES-NEXT: flash_tile.alloc : !flash_tile.shared<3x128x64xf16, #swizzled>
-// STAGES-NEXT: flash_tile.alloc : !flash_tile.shared<3x128x64xf16, #swizzled>
+// STAGES: flash_tile.alloc : !flash_tile.shared<1x64x64xf16>
+// STAGES-NEXT: flash_tile.alloc : !flash_tile.shared<3x128x64xf16>
+// STAGES-NEXT: flash_tile.alloc : !flash_tile.shared<3x128x64xf16>
 // BAD-STAGES: error: flash-to-tile: stages is 2 to 4, not 5
 
 //--- decode.mlir
@@ -232,11 +231,11 @@ func.func @decode(%q: tensor<?x4x?x64xf16>, %k: tensor<?x1x?x64xf16>,
 // DECODE-DAG: #[[CROWS:.+]] = #flash_tile.slice<1, #[[CTILE]]>
 // DECODE-LABEL: gpu.func @decode_fwd(
 // DECODE-SAME: flash.final_at_one_split
-// DECODE: %[[KS:.+]] = flash_tile.alloc : !flash_tile.shared<2x128x64xf16, #swizzled>
+// DECODE: %[[KS:.+]] = flash_tile.alloc : !flash_tile.shared<2x128x64xf16>
 // DECODE: %[[Q:.+]] = flash_tile.local_load {{.+}} -> !flash_tile.tile<16x64xf16,
 // DECODE: %[[QB:.+]] = flash_tile.broadcast %[[Q]] : {{.+}} -> !flash_tile.tile<4x16x64xf16,
 // DECODE: scf.for {{.+}} -> (!flash_tile.tile<4x16x64xf32, #[[BATCH]]>, !flash_tile.tile<4x16xf32, #[[ROWS]]>, !flash_tile.tile<4x16x8xf32, #[[BATCH]]>)
-// DECODE: flash_tile.local_load %[[KS]][%{{.+}}] transpose : !flash_tile.shared<2x128x64xf16, #swizzled> -> !flash_tile.tile<4x64x32xf16,
+// DECODE: flash_tile.local_load %[[KS]][%{{.+}}] transpose : !flash_tile.shared<2x128x64xf16> -> !flash_tile.tile<4x64x32xf16,
 // DECODE: flash_tile.mma %[[QB]]
 // The mask's key: the kv warp's 32 keys, then the column.
 // DECODE: flash_tile.map indices
@@ -284,7 +283,7 @@ func.func @gqa3(%q: tensor<?x6x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // O are 3-D matrices of 4 groups, the fourth zero-filled on the copy and
 // not stored; the causal mask takes the row within its head (of 32).
 // GQA3-LABEL: gpu.func @gqa3_fwd(
-// GQA3: flash_tile.async_copy %{{.+}}[%{{.+}}], %{{.+}}[%{{.+}}] valid %{{.+}} groups %c3{{.*}} {layout = #blocked} : memref<4x?x64xf16, strided<[?, ?, 1], offset: ?>>, !flash_tile.shared<1x128x64xf16, #swizzled>
+// GQA3: flash_tile.async_copy %{{.+}}[%{{.+}}], %{{.+}}[%{{.+}}] valid %{{.+}} groups %c3{{.*}} {layout = #blocked} : memref<4x?x64xf16, strided<[?, ?, 1], offset: ?>>, !flash_tile.shared<1x128x64xf16>
 // GQA3: flash_tile.map indices
 // GQA3: arith.remui %{{.+}}, %c32
 // GQA3: flash_tile.store %{{.+}} valid %{{.+}} groups %c3{{.*}} {alignment = 16 : i64} : !flash_tile.tile<128x64xf16, #mma>, memref<4x?x64xf16, strided<[?, ?, 1], offset: ?>>

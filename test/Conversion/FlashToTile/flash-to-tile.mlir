@@ -100,14 +100,14 @@
 // MHA: arith.index_cast %[[NQ]] : i64 to index
 // MHA: gpu.block_id x
 // Q, K and V in swizzled shared memory, filled by asynchronous copies.
-// MHA: %[[QS:.+]] = flash_tile.alloc : !flash_tile.shared<1x128x64xf16, #swizzled>
-// MHA-NEXT: %[[KS:.+]] = flash_tile.alloc : !flash_tile.shared<2x64x64xf16, #swizzled>
-// MHA-NEXT: %[[VS:.+]] = flash_tile.alloc : !flash_tile.shared<2x64x64xf16, #swizzled>
+// MHA: %[[QS:.+]] = flash_tile.alloc : !flash_tile.shared<1x128x64xf16>
+// MHA-NEXT: %[[KS:.+]] = flash_tile.alloc : !flash_tile.shared<2x64x64xf16>
+// MHA-NEXT: %[[VS:.+]] = flash_tile.alloc : !flash_tile.shared<2x64x64xf16>
 // MHA: flash_tile.async_copy %{{.+}}, %[[QS]][%{{.+}}] valid
 // MHA: flash_tile.async_wait pending 0
 // Q as the A operand, once; then the KV loop over the runtime's Nk. The
 // tiles and copies have no layouts yet (flash-tile-assign-layouts).
-// MHA: flash_tile.local_load %[[QS]][%{{.+}}] : !flash_tile.shared<1x128x64xf16, #swizzled> -> !flash_tile.tile<128x64xf16>
+// MHA: flash_tile.local_load %[[QS]][%{{.+}}] : !flash_tile.shared<1x128x64xf16> -> !flash_tile.tile<128x64xf16>
 // MHA: scf.for
 // The next K and V blocks are in flight while this one is used.
 // MHA: flash_tile.async_copy %{{.+}}, %[[KS]]
@@ -159,7 +159,7 @@ func.func @mha(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // BF16-SAME: flash.grid = [#flash.grid_factor<B>, #flash.grid_factor<2>, #flash.grid_factor<ceildiv(Nq, 32)>]
 // BF16-SAME: flash.tile = array<i64: 4, 32, 32, 8, 1>
 // The four heads' 32 rows each: a 3-D Q matrix, one 128-row tile.
-// BF16: flash_tile.async_copy {{.+}} : memref<4x?x128xbf16, strided<[?, ?, 1], offset: ?>>, !flash_tile.shared<1x128x128xbf16, #swizzled>
+// BF16: flash_tile.async_copy {{.+}} : memref<4x?x128xbf16, strided<[?, ?, 1], offset: ?>>, !flash_tile.shared<1x128x128xbf16>
 // Q is read from shared memory for each block; the causal diagonal block
 // masks its scores by their indices.
 // BF16: scf.for

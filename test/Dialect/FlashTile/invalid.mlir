@@ -833,12 +833,6 @@ func.func @f(%s: !flash_tile.tile<4xf32>, %k: !flash_tile.shared<2x64x64xf16, #s
 
 // -----
 
-// A shared buffer always has its placement.
-// expected-error @+1 {{a shared buffer's layout is a #flash_tile.swizzled, not missing}}
-func.func private @f(%a: !flash_tile.shared<2x64x64xf16>)
-
-// -----
-
 // rescale: the rows of a matrix
 func.func @f(%o: !flash_tile.tile<64xf32>, %a: !flash_tile.tile<64xf32>) {
   // expected-error @+1 {{'flash_tile.rescale' op scales the rows of a matrix or a batch of them, not a tile of 64}}

@@ -245,6 +245,7 @@ func.func @padded_groups(%q: memref<4x?x64xf16, strided<[?, ?, 1], offset: ?>>,
 // Tiles and copies without layouts, as flash-to-tile writes a kernel for
 // flash-tile-assign-layouts: a decode step's batch of 4 kv warps.
 // CHECK-LABEL: func.func @unassigned
+// CHECK: flash_tile.alloc : !flash_tile.shared<1x16x64xf16>
 // CHECK: flash_tile.async_copy %{{.*}}[%{{.*}}], %{{.*}}[%{{.*}}] valid %{{.*}} : memref<?x64xf16>, !flash_tile.shared<2x64x64xf16, #swizzled>
 // CHECK: flash_tile.broadcast %{{.*}} : !flash_tile.tile<16x64xf16> -> !flash_tile.tile<4x16x64xf16>
 // CHECK: flash_tile.mma %{{.*}}, %{{.*}}, %{{.*}} : !flash_tile.tile<4x16x64xf16>, !flash_tile.tile<4x64x16xf16>, !flash_tile.tile<4x16x16xf32>
@@ -255,6 +256,7 @@ func.func @unassigned(%k: memref<?x64xf16>, %n: index,
                       %q: !flash_tile.tile<16x64xf16>) -> !flash_tile.tile<16x16xf32> {
   %c0 = arith.constant 0 : index
   %zero = arith.constant 0.0 : f32
+  %qs = flash_tile.alloc : !flash_tile.shared<1x16x64xf16>
   %ks = flash_tile.alloc : !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
   flash_tile.async_copy %k[%c0], %ks[%c0] valid %n
       : memref<?x64xf16>, !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>

@@ -112,7 +112,7 @@ LogicalResult AsyncCopyOp::verify() {
     return emitOpError() << "copies runs of " << run
                          << " elements, which do not divide the source's "
                          << sourceColumns << " columns";
-  if (run > buffer.getLayout().getVector())
+  if (buffer.hasLayout() && run > buffer.getLayout().getVector())
     return emitOpError() << "copies runs of " << run
                          << " elements, longer than the buffer's swizzled "
                             "chunks of "

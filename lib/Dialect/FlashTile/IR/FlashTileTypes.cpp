@@ -122,15 +122,12 @@ Type SharedType::parse(AsmParser &parser) {
   SMLoc loc = parser.getCurrentLocation();
   if (parseShapedBody(parser, shape, elementType, layout))
     return {};
+  // Without a layout, flash-tile-allocate-shared places the rows.
   auto swizzled = dyn_cast_if_present<SwizzledLayoutAttr>(layout);
-  if (!swizzled) {
-    InFlightDiagnostic diag = parser.emitError(loc)
-                              << "a shared buffer's layout is a "
-                                 "#flash_tile.swizzled, not ";
-    if (layout)
-      diag << layout;
-    else
-      diag << "missing";
+  if (layout && !swizzled) {
+    parser.emitError(loc) << "a shared buffer's layout is a "
+                             "#flash_tile.swizzled, not "
+                          << layout;
     return {};
   }
   return parser.getChecked<SharedType>(parser.getContext(), shape,
@@ -150,6 +147,8 @@ LogicalResult SharedType::verify(function_ref<InFlightDiagnostic()> emitError,
   if (failed(verifyShapeAndElement(emitError, "a shared buffer", shape,
                                    elementType)))
     return failure();
+  if (!layout)
+    return success();
   int64_t vector = layout.getVector();
   int64_t chunkBits = vector * elementType.getIntOrFloatBitWidth();
   if (chunkBits != 32 && chunkBits != 64 && chunkBits != 128)

@@ -8,6 +8,8 @@
 
 #include "flashc/Dialect/FlashTile/IR/LayoutUtils.h"
 
+#include "flashc/Core/GPUSchedule.h"
+
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"
@@ -277,4 +279,17 @@ BlockedLayoutAttr mlir::flash_tile::getCopyLayout(MLIRContext *ctx,
   // Rows of an odd number of 2-byte elements: one element a run.
   int64_t across = getLanesOver(cols);
   return BlockedLayoutAttr::get(ctx, {1, 1}, {32 / across, across}, {warps, 1});
+}
+
+SwizzledLayoutAttr mlir::flash_tile::getSharedPlacement(MLIRContext *ctx,
+                                                        int64_t cols,
+                                                        int64_t elementBytes) {
+  if (elementBytes < 1 || 16 % elementBytes != 0)
+    return {};
+  int64_t vec = 16 / elementBytes;
+  if (cols < 1 || cols % vec != 0)
+    return {};
+  int64_t padding = flashc::getSharedRowElements(cols, elementBytes) - cols;
+  int64_t phases = padding ? 1 : std::min<int64_t>(8, cols / vec);
+  return SwizzledLayoutAttr::get(ctx, vec, phases, padding);
 }

@@ -1,15 +1,18 @@
 //===- AllocateShared.cpp - Place a kernel's shared buffers ---------------===//
 //
 // Implements `flash-tile-allocate-shared`: every flash_tile.alloc of a
-// function gets its byte offset in the CTA's dynamic shared memory, 128-byte
-// aligned, in program order; the function records the total as
-// flash.shared_bytes, which must fit the chip's (or the given) budget.
+// function gets the placement of its rows where it has none (swizzled
+// 16-byte chunks, or rows padded by a chunk: getSharedPlacement) and its
+// byte offset in the CTA's dynamic shared memory, 128-byte aligned, in
+// program order; the function records the total as flash.shared_bytes,
+// which must fit the chip's (or the given) budget.
 //
 //===----------------------------------------------------------------------===//
 
 #include "flashc/Dialect/FlashTile/Transforms/Passes.h"
 
 #include "flashc/Dialect/FlashTile/IR/FlashTileOps.h"
+#include "flashc/Dialect/FlashTile/IR/LayoutUtils.h"
 #include "flashc/Target/TargetInfo.h"
 
 #include "mlir/IR/Builders.h"
@@ -83,6 +86,24 @@ struct AllocateSharedPass
     if (allocs.empty())
       return success();
     Builder b(&getContext());
+    // The rows' placement first: it decides the sizes.
+    for (AllocOp alloc : allocs) {
+      SharedType type = alloc.getBuffer().getType();
+      if (type.hasLayout())
+        continue;
+      SwizzledLayoutAttr placement =
+          getSharedPlacement(&getContext(), type.getColumns(),
+                             type.getElementType().getIntOrFloatBitWidth() / 8);
+      if (!placement)
+        return alloc.emitError()
+               << "flash-tile-allocate-shared: rows of " << type.getColumns()
+               << " x " << type.getElementType()
+               << " are not whole 16-byte chunks, which a buffer's placement "
+                  "swizzles or pads";
+      alloc.getBuffer().setType(SharedType::get(
+          &getContext(), type.getShape(), type.getElementType(), placement));
+      ++numPlacements;
+    }
     int64_t offset = 0;
     for (AllocOp alloc : allocs) {
       offset = llvm::alignTo(offset, kAlignment);

@@ -13,10 +13,10 @@
 //     operand layouts of it. Operands read from shared memory (local_load),
 //     splats and broadcasts take the layout their MMA needs.
 //  3. The other tiles follow, to a fixed point: a reduction leaves a slice
-//     of its source's layout, a fold keeps it, a map takes its inputs',
-//     a batch reduction leaves the 2-D layout of its batch, a broadcast the
-//     batched one; loop-carried values and branch results take the layout
-//     that reaches them; a splat takes its users'.
+//     of its source's layout, a fold and a rescale keep it, a map takes
+//     its inputs', a batch reduction leaves the 2-D layout of its batch, a
+//     broadcast the batched one; loop-carried values and branch results
+//     take the layout that reaches them; a splat takes its users'.
 //  4. Where a value's layout is not the one its user needs (an S
 //     accumulator used as P's A operand), a `flash_tile.convert_layout` is
 //     inserted.

@@ -82,3 +82,33 @@ func.func @too_big() {
   %v = flash_tile.alloc : !flash_tile.shared<4x128x128xf16, #sw>
   return
 }
+
+// -----
+
+// Buffers without a placement (as flash-to-tile writes them) get theirs
+// before their sizes count: 64 f16 columns are 8 chunks, swizzled over 8
+// rows; 96 are 12, not a power of two, so each row is padded by a chunk
+// (2 x 64 x 104 f16); 16 f32 columns are 4 chunks, swizzled over 4 rows.
+// CHECK-DAG: #[[SW8:.+]] = #flash_tile.swizzled<vector = 8, phases = 8>
+// CHECK-DAG: #[[PAD:.+]] = #flash_tile.swizzled<vector = 8, phases = 1, padding = 8>
+// CHECK-DAG: #[[SW4:.+]] = #flash_tile.swizzled<vector = 4, phases = 4>
+// CHECK-LABEL: func.func @placement
+// CHECK-SAME: flash.shared_bytes = 35840 : i64
+// CHECK: flash_tile.alloc {offset = 0 : i64} : !flash_tile.shared<1x64x64xf16, #[[SW8]]>
+// CHECK: flash_tile.alloc {offset = 8192 : i64} : !flash_tile.shared<2x64x96xf16, #[[PAD]]>
+// CHECK: flash_tile.alloc {offset = 34816 : i64} : !flash_tile.shared<1x16x16xf32, #[[SW4]]>
+func.func @placement() {
+  %q = flash_tile.alloc : !flash_tile.shared<1x64x64xf16>
+  %k = flash_tile.alloc : !flash_tile.shared<2x64x96xf16>
+  %f = flash_tile.alloc : !flash_tile.shared<1x16x16xf32>
+  return
+}
+
+// -----
+
+// Rows of 12 f16 (24 bytes) are not whole 16-byte chunks.
+func.func @odd_rows() {
+  // expected-error @+1 {{flash-tile-allocate-shared: rows of 12 x 'f16' are not whole 16-byte chunks, which a buffer's placement swizzles or pads}}
+  %q = flash_tile.alloc : !flash_tile.shared<1x16x12xf16>
+  return
+}

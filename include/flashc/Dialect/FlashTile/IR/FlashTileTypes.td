@@ -66,10 +66,13 @@ def FlashTile_SharedType : FlashTile_Type<"Shared", "shared",
     `rows x columns`, one per stage of a software pipeline, whose rows are
     placed as the `#flash_tile.swizzled` layout says (swizzled, or padded
     to a wider row). The columns are a whole number of the layout's chunks,
-    and the swizzle's phases divide a row's chunks.
+    and the swizzle's phases divide a row's chunks. Without a layout, as
+    `flash-to-tile` writes a kernel's buffers, `flash-tile-allocate-shared`
+    chooses it (until then the buffer's rows count as unpadded).
 
     ```mlir
     !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+    !flash_tile.shared<2x64x64xf16>
     ```
   }];
   let parameters = (ins ArrayRefParameter<"int64_t">:$shape,
@@ -85,10 +88,13 @@ def FlashTile_SharedType : FlashTile_Type<"Shared", "shared",
     int64_t getStages() const { return getShape()[0]; }
     int64_t getRows() const { return getShape()[1]; }
     int64_t getColumns() const { return getShape()[2]; }
-    /// The elements a row occupies: its columns and the layout's padding.
+    /// The elements a row occupies: its columns and the layout's padding
+    /// (none without a layout yet).
     int64_t getRowElements() const {
-      return getColumns() + getLayout().getPadding();
+      return getColumns() + (getLayout() ? getLayout().getPadding() : 0);
     }
+    /// Whether the buffer has its placement yet.
+    bool hasLayout() const { return static_cast<bool>(getLayout()); }
     /// The bytes the buffer occupies.
     int64_t getSizeInBytes() const;
   }];

@@ -89,6 +89,15 @@ BlockedLayoutAttr getCopyLayout(MLIRContext *ctx, int64_t rows, int64_t cols,
                                 int64_t sourceCols, int64_t elementBytes,
                                 int64_t warps);
 
+/// The placement of a shared buffer's rows of `cols` elements of
+/// `elementBytes` bytes: 16-byte chunks, XOR-swizzled over up to 8 rows
+/// where a row has a power of two (at least 2) of them, else each row
+/// padded by a chunk (flashc::getSharedRowElements); both put the 8 rows
+/// an ldmatrix reads in 8 different bank groups. Null where the rows are
+/// not whole 16-byte chunks.
+SwizzledLayoutAttr getSharedPlacement(MLIRContext *ctx, int64_t cols,
+                                      int64_t elementBytes);
+
 } // namespace flash_tile
 } // namespace mlir
 

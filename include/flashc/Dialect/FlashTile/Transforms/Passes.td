@@ -93,8 +93,14 @@ def FlashTileAllocateShared : Pass<"flash-tile-allocate-shared"> {
   let summary = "Place a kernel's shared buffers and check the budget";
   let description = [{
     Gives every `flash_tile.alloc` of a function (a `func.func` or a
-    `gpu.func`) its byte offset in the CTA's dynamic shared memory, in the
-    order the allocations appear, each aligned to 128 bytes (so that a
+    `gpu.func`) without a placement its `#flash_tile.swizzled` layout:
+    16-byte chunks XOR-swizzled over up to 8 rows where a row has a power
+    of two (at least 2) of them, else rows padded by a chunk (48, 80, 96,
+    112, 160, 192 or 224 f16 columns), which also puts the 8 rows an
+    ldmatrix reads in 8 different bank groups; rows that are not whole
+    16-byte chunks are an error. Then every allocation gets its byte
+    offset in the CTA's dynamic shared memory, in the order the
+    allocations appear, each aligned to 128 bytes (so that a
     swizzled buffer's rows start on the bank pattern the swizzle assumes),
     and records the total on the function as `flash.shared_bytes`. Every
     buffer lives until the kernel ends: no two share memory.
@@ -107,16 +113,18 @@ def FlashTileAllocateShared : Pass<"flash-tile-allocate-shared"> {
     Example:
 
     ```mlir
-    %q = flash_tile.alloc : !flash_tile.shared<1x64x64xf16, #swizzled>
-    %k = flash_tile.alloc : !flash_tile.shared<2x64x64xf16, #swizzled>
+    %q = flash_tile.alloc : !flash_tile.shared<1x64x64xf16>
+    %k = flash_tile.alloc : !flash_tile.shared<2x64x96xf16>
     ```
 
     becomes
 
     ```mlir
-    %q = flash_tile.alloc {offset = 0 : i64} : !flash_tile.shared<1x64x64xf16, #swizzled>
-    %k = flash_tile.alloc {offset = 8192 : i64} : !flash_tile.shared<2x64x64xf16, #swizzled>
-    // and on the function: flash.shared_bytes = 24576 : i64
+    %q = flash_tile.alloc {offset = 0 : i64}
+        : !flash_tile.shared<1x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+    %k = flash_tile.alloc {offset = 8192 : i64}
+        : !flash_tile.shared<2x64x96xf16, #flash_tile.swizzled<vector = 8, phases = 1, padding = 8>>
+    // and on the function: flash.shared_bytes = 34816 : i64
     ```
   }];
   let dependentDialects = ["::mlir::flash::FlashDialect"];
@@ -129,6 +137,8 @@ def FlashTileAllocateShared : Pass<"flash-tile-allocate-shared"> {
   ];
   let statistics = [
     Statistic<"numBuffers", "num-buffers", "Shared buffers placed">,
+    Statistic<"numPlacements", "num-placements",
+              "Buffers given the placement of their rows">,
     Statistic<"numBytes", "num-bytes",
               "Bytes of shared memory placed, alignment included">,
   ];
