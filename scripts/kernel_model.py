@@ -27,8 +27,9 @@
 # A forward branch inside the body that skips
 # a region with no MMA, ldmatrix, shared or global memory access is a
 # fix-up taken only by some blocks (the mask of a ragged or diagonal
-# block); its instructions are counted apart (`fixup`), not in the
-# iteration. So is the longer arm of an if/else whose arms both move data:
+# block, the rescale of O where a row's maximum moved by more than the
+# rescale threshold: scripts/rescale-frequency.py estimates how often);
+# its instructions are counted apart (`fixup`), not in the iteration. So is the longer arm of an if/else whose arms both move data:
 # flashc's kernels branch so between a full block's copies and a ragged
 # last block's checked ones, and the shorter arm is the steady state.
 #

@@ -56,7 +56,7 @@ inline std::string whyNotPipelineStageCount(int64_t stages) {
 
 /// How far (in log2 units) the GPU kernels let a row's running maximum
 /// grow past the maximum its P and O are kept against before rescaling
-/// them: P = 2^(s - m) then stays below 2^threshold, which f16 holds up
+/// them: P = 2^(s - m) then stays at most 2^threshold, which f16 holds up
 /// to 2^15. 0 rescales whenever the maximum grows.
 inline constexpr int64_t kMaxRescaleThreshold = 15;
 /// Why `threshold` is not a rescale threshold, or an empty string.
@@ -169,7 +169,7 @@ inline int64_t ceilPowerOf2(int64_t v) {
 
 /// The widest matrix (padded head dim or keys of a block) of a prefill
 /// tile that gives a warp 32 rows ("wide warps").
-inline constexpr int64_t kMaxWideWarpHeadDim = 128;
+inline constexpr int64_t kMaxWideWarpColumns = 128;
 /// The most f32 accumulator columns, S's keys and O's Dv, of a wide warp:
 /// a thread holds (keys + Dv) of them for 32 rows. ptxas fits 64 + 64
 /// (D = 64, Q in registers) and 32 + 128 (D = 128, Q re-read per block) in
@@ -181,7 +181,7 @@ inline constexpr int64_t kMaxWideWarpAccumulatorColumns = 160;
 /// accumulators have at most `widestColumns` columns (the padded head dims
 /// and the keys of a block) and whose S and O accumulators have
 /// `accumulatorColumns` columns together (keys + Dv): 2 ("wide warps", 32
-/// rows) for a prefill tile of 128 rows within kMaxWideWarpHeadDim and
+/// rows) for a prefill tile of 128 rows within kMaxWideWarpColumns and
 /// kMaxWideWarpAccumulatorColumns, so that a warp reads each K and V
 /// fragment for two row tiles; 1 otherwise. flash-tile-assign-layouts
 /// chooses the warps of a kernel by this rule and the cost model counts
@@ -190,7 +190,7 @@ inline int64_t chooseRowTilesPerWarp(int64_t tileRows, int64_t kvWarps,
                                      int64_t widestColumns,
                                      int64_t accumulatorColumns) {
   return kvWarps == 1 && tileRows == kMaxGPUTileRows &&
-                 widestColumns <= kMaxWideWarpHeadDim &&
+                 widestColumns <= kMaxWideWarpColumns &&
                  accumulatorColumns <= kMaxWideWarpAccumulatorColumns
              ? 2
              : 1;
@@ -304,8 +304,7 @@ inline GPUTileConfig chooseGPUTiles(int64_t group, int64_t headDim,
   } else {
     int64_t rows = tg <= 64 ? 64 : roundUpTo(tg, kMmaRows);
     blockKV = maxD <= 64 ? 128 : maxD <= 128 ? 64 : 16;
-    if (wideWarps && maxD <= kMaxWideWarpHeadDim &&
-        kMaxGPUTileRows % tg == 0) {
+    if (wideWarps && maxD <= kMaxWideWarpColumns && kMaxGPUTileRows % tg == 0) {
       rows = kMaxGPUTileRows;
       blockKV = maxD <= 64 ? 64 : 32;
     }

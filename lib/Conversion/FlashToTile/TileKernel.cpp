@@ -381,9 +381,11 @@ LogicalResult TileEmitter::emit(std::string &why) {
     // The online softmax. m is the maximum a row's P and O are kept
     // against: it moves to the block's maximum only where that is more
     // than the threshold t above it (any growth with t = 0), so that
-    // P = 2^(s - m) < 2^t and, in most blocks, no row's O is rescaled
+    // P = 2^(s - m) <= 2^t and, in most blocks, no row's O is rescaled
     // (alpha = 1, which flash_tile.rescale skips). The first block with a
-    // valid key sets it.
+    // valid key sets it. (Where |m| is beyond 2^24, m + t and m itself
+    // round by more than 1: P's bound then loosens by as much, as a
+    // rounded m loosened it before the threshold.)
     Value mx = ReduceOp::create(b, rows(), ReduceKind::Max, sc);
     Value threshold = f32c(static_cast<double>(s.rescaleThreshold));
     auto moves = [&](Value mOld, Value blockMax) -> Value {

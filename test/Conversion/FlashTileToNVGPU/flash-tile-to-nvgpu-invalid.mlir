@@ -144,3 +144,10 @@ func.func @unplaced_buffer() {
   %k = flash_tile.alloc {offset = 0} : !flash_tile.shared<2x64x64xf16>
   return
 }
+
+// -----
+
+// expected-error @below {{flash-tile-to-nvgpu: a tile without a layout; run flash-tile-assign-layouts first}}
+func.func @unassigned_argument(%t: !flash_tile.tile<64x64xf32>) {
+  return
+}

@@ -105,7 +105,9 @@ func.func @mha(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // MHA: arith.cmpi slt
 // MHA: arith.select
 // MHA: flash_tile.reduce max
-// The exponent: one FMA of the unscaled score with the scale.
+// The maximum moves where the block's, times the scale, is more than 8
+// above it. The exponent: one FMA of the unscaled score with the scale.
+// MHA: arith.cmpf ogt
 // MHA: math.fma
 // MHA-NEXT: math.exp2
 // The row sums: each thread folds its own columns; no reduction in the

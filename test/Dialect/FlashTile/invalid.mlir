@@ -39,13 +39,13 @@ func.func private @f(%a: !flash_tile.tile<64x64xf16, #flash_tile.blocked<size = 
 // -----
 
 // blocked: 32 threads
-// expected-error @+1 {{#flash_tile.blocked's threads per warp multiply to 32, not 16}}
+// expected-error @+1 {{#flash_tile.blocked's threads per warp multiply to 32, not [4, 4]}}
 func.func private @f(%a: !flash_tile.tile<64x64xf16, #flash_tile.blocked<size = [1, 8], threads = [4, 4], warps = [4, 1]>>)
 
 // -----
 
 // swizzled: vector
-// expected-error @+1 {{#flash_tile.swizzled's vector is a power of two, not 6}}
+// expected-error @+1 {{#flash_tile.swizzled's vector is a power of two up to 64, not 6}}
 func.func private @f(%a: !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 6, phases = 8>>)
 
 // -----
@@ -867,3 +867,40 @@ func.func @f(%o: !flash_tile.tile<64x64xf32, #mma>, %a: !flash_tile.tile<64xf32,
   %r = flash_tile.rescale %o by %a : !flash_tile.tile<64x64xf32, #mma>, !flash_tile.tile<64xf32, #flash_tile.slice<0, #mma>>
   return
 }
+
+// -----
+
+// mma: at most 32 warps (a CTA's 1024 threads); counts that would overflow
+// a product are refused, not wrapped.
+// expected-error @+1 {{#flash_tile.mma spreads a tile over at most 32 warps (1024 threads), not [4, 9223372036854775807]}}
+func.func private @f(%a: !flash_tile.tile<64x32xf32, #flash_tile.mma<warps = [4, 9223372036854775807], instr = [16, 8, 16]>>)
+
+// -----
+
+// blocked: at most 32 warps
+// expected-error @+1 {{#flash_tile.blocked spreads a tile over at most 32 warps (1024 threads), not [8, 8]}}
+func.func private @f(%a: !flash_tile.tile<64x64xf16, #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [8, 8]>>)
+
+// -----
+
+// blocked: runs of at most 65536 elements a thread
+// expected-error @+1 {{#flash_tile.blocked's runs are at most 65536 elements a thread, not [1, 131072]}}
+func.func private @f(%a: !flash_tile.tile<64x64xf16, #flash_tile.blocked<size = [1, 131072], threads = [4, 8], warps = [4, 1]>>)
+
+// -----
+
+// tile: at most 2^24 elements
+// expected-error @+1 {{a tile holds at most 16777216 elements}}
+func.func private @f(%a: !flash_tile.tile<4096x8192xf32>)
+
+// -----
+
+// shared: at most 2^24 elements
+// expected-error @+1 {{a shared buffer holds at most 16777216 elements}}
+func.func private @f(%a: !flash_tile.shared<2x4096x4096xf16>)
+
+// -----
+
+// swizzled: padding of at most 16 chunks
+// expected-error @+1 {{#flash_tile.swizzled pads a row by at most 16 chunks, not 256 elements}}
+func.func private @f(%a: !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 1, padding = 256>>)

@@ -31,6 +31,25 @@ void FlashTileDialect::registerAttributes() {
       >();
 }
 
+/// The warps of a CTA: 1024 threads.
+static constexpr int64_t kMaxWarps = 32;
+/// A thread's run of a blocked layout: far beyond any register budget.
+static constexpr int64_t kMaxRun = 1 << 16;
+
+/// Whether positive warp counts fit a CTA (their product, computed without
+/// overflowing, is at most kMaxWarps).
+static bool fitsInACTA(ArrayRef<int64_t> warps) {
+  int64_t p = 1;
+  for (int64_t w : warps) {
+    if (w > kMaxWarps)
+      return false;
+    p *= w;
+    if (p > kMaxWarps)
+      return false;
+  }
+  return true;
+}
+
 static int64_t product(ArrayRef<int64_t> values) {
   int64_t p = 1;
   for (int64_t v : values)
@@ -101,6 +120,10 @@ LogicalResult MmaLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError
                           "(rows, columns), or three (batch, rows, columns), "
                           "not ["
                        << warps << "]";
+  if (!fitsInACTA(warps))
+    return emitError() << "#flash_tile.mma spreads a tile over at most "
+                       << kMaxWarps << " warps (1024 threads), not [" << warps
+                       << "]";
   if (instr.size() != 3 || instr[0] != 16 || instr[1] != 8 ||
       (instr[2] != 16 && instr[2] != 8))
     return emitError() << "#flash_tile.mma's instruction shape is [16, 8, "
@@ -361,10 +384,18 @@ BlockedLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     if (llvm::any_of(list, [](int64_t v) { return v < 1; }))
       return emitError() << "#flash_tile.blocked's sizes and counts are "
                             "positive";
-  if (product(threads) != 32)
+  if (llvm::any_of(threads, [](int64_t t) { return t > 32; }) ||
+      product(threads) != 32)
     return emitError() << "#flash_tile.blocked's threads per warp multiply "
-                          "to 32, not "
-                       << product(threads);
+                          "to 32, not ["
+                       << threads << "]";
+  if (!fitsInACTA(warps))
+    return emitError() << "#flash_tile.blocked spreads a tile over at most "
+                       << kMaxWarps << " warps (1024 threads), not [" << warps
+                       << "]";
+  if (llvm::any_of(size, [](int64_t s) { return s > kMaxRun; }))
+    return emitError() << "#flash_tile.blocked's runs are at most " << kMaxRun
+                       << " elements a thread, not [" << size << "]";
   return success();
 }
 
@@ -426,10 +457,14 @@ SwizzledLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "#flash_tile.swizzled pads rows or swizzles "
                           "them, not both: "
                        << phases << " phases and a padding of " << padding;
-  if (vector < 1 || !llvm::isPowerOf2_64(vector))
-    return emitError() << "#flash_tile.swizzled's vector is a power of two, "
-                          "not "
+  if (vector < 1 || vector > 64 || !llvm::isPowerOf2_64(vector))
+    return emitError() << "#flash_tile.swizzled's vector is a power of two "
+                          "up to 64, not "
                        << vector;
+  if (padding > 16 * vector)
+    return emitError() << "#flash_tile.swizzled pads a row by at most 16 "
+                          "chunks, not "
+                       << padding << " elements";
   if (phases < 1 || phases > 8 || !llvm::isPowerOf2_64(phases))
     return emitError() << "#flash_tile.swizzled's phases are 1, 2, 4 or 8, "
                           "not "

@@ -376,9 +376,6 @@ LogicalResult BatchReduceOp::verify() {
   if (!result.getElementType().isF32())
     return emitOpError() << "reduces f32 tiles, not "
                          << result.getElementType();
-  if (source.getRank() < 2)
-    return emitOpError() << "reduces a batch of tiles, not "
-                         << formatShape(source.getShape());
   if (assigned) {
     auto from = source.getLayoutInterface(), to = result.getLayoutInterface();
     if (from.getNumWarps() != to.getNumWarps())

@@ -51,6 +51,11 @@ static void printShapedBody(AsmPrinter &printer, ArrayRef<int64_t> shape,
   printer << ">";
 }
 
+/// The most elements a tile or a buffer holds: a CTA's registers hold 2^18
+/// 32-bit values and its shared memory 227 KB, so no real one comes near,
+/// and sizes computed from the extents stay far from overflowing.
+static constexpr int64_t kMaxElements = int64_t(1) << 24;
+
 /// Checks the extents and the element type shared by both types.
 static LogicalResult
 verifyShapeAndElement(function_ref<InFlightDiagnostic()> emitError,
@@ -58,6 +63,13 @@ verifyShapeAndElement(function_ref<InFlightDiagnostic()> emitError,
                       Type elementType) {
   if (llvm::any_of(shape, [](int64_t d) { return d < 1; }))
     return emitError() << what << "'s extents are positive";
+  int64_t elements = 1;
+  for (int64_t d : shape) {
+    if (d > kMaxElements || elements * d > kMaxElements)
+      return emitError() << what << " holds at most " << kMaxElements
+                         << " elements";
+    elements *= d;
+  }
   if (!elementType.isIntOrFloat() || elementType.getIntOrFloatBitWidth() % 8)
     return emitError() << what << "'s elements are integers or floats of "
                           "whole bytes, not "

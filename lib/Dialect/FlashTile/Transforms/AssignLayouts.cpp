@@ -112,6 +112,20 @@ private:
   /// layouts outside the kernel's MMA family.
   Attribute rebatch(Attribute layout, bool toBatch) const;
 
+  /// The layout of what is left of a tile of `parent`'s layout without its
+  /// dimension `dim` (its rows' values), or null where `parent` has no such
+  /// slice (an operand layout).
+  Attribute sliceOf(int64_t dim, Attribute parent) const {
+    auto layout = dyn_cast_or_null<LayoutAttrInterface>(parent);
+    if (!layout)
+      return {};
+    auto blocked = dyn_cast<BlockedLayoutAttr>(parent);
+    if (!isa<MmaLayoutAttr>(parent) &&
+        !(blocked && blocked.getSize().size() == 2))
+      return {};
+    return SliceLayoutAttr::get(ctx, dim, layout);
+  }
+
   /// The layout `v` has or was given, or null.
   Attribute known(Value v) const {
     if (auto tile = dyn_cast<TileType>(v.getType()); tile && tile.hasLayout())
@@ -166,6 +180,15 @@ LogicalResult Assignment::chooseWarps() {
                      << "; one layout serves one tile of rows";
       return WalkResult::interrupt();
     }
+    // The layouts are of mma.sync.m16n8k16: K in steps of 16, N of 8.
+    if (a.back() % 16 != 0 || c.back() % 8 != 0) {
+      op.emitError() << "flash-tile-assign-layouts: an MMA of "
+                     << formatShape(a.take_back(2)) << " by "
+                     << formatShape(op.getB().getType().getShape().take_back(2))
+                     << " does not split into m16n8k16 instructions (K a "
+                        "multiple of 16, N of 8)";
+      return WalkResult::interrupt();
+    }
     widest = std::max({widest, a.back(), c.back()});
     minAcc = minAcc ? std::min(minAcc, c.back()) : c.back();
     maxAcc = std::max(maxAcc, c.back());
@@ -189,7 +212,7 @@ LogicalResult Assignment::chooseWarps() {
           : flashc::chooseRowTilesPerWarp(rows, batch, widest, minAcc + maxAcc);
   if (rows % (16 * perWarp) != 0)
     return first.emitError()
-           << "flash-tile-assign-layouts: " << rowsPerWarp
+           << "flash-tile-assign-layouts: " << 16 * perWarp
            << " rows per warp do not divide the tile's " << rows << " rows";
   rowWarps = rows / (16 * perWarp);
   warps = rowWarps * batch;
@@ -250,8 +273,7 @@ Attribute Assignment::fromUse(OpOperand &use) const {
     Attribute result = known(rescale.getResult());
     if (!result || i == 0)
       return result;
-    return SliceLayoutAttr::get(ctx, rescale.getFactor().getType().getRank(),
-                                cast<LayoutAttrInterface>(result));
+    return sliceOf(rescale.getFactor().getType().getRank(), result);
   }
   if (auto map = dyn_cast<MapOp>(user)) {
     Attribute result = known(map.getResult());
@@ -260,8 +282,7 @@ Attribute Assignment::fromUse(OpOperand &use) const {
     auto type = cast<TileType>(use.get().getType());
     if (type.getRank() == map.getResult().getType().getRank())
       return result;
-    return SliceLayoutAttr::get(ctx, type.getRank(),
-                                cast<LayoutAttrInterface>(result));
+    return sliceOf(type.getRank(), result);
   }
   if (auto loop = dyn_cast<scf::ForOp>(user)) {
     if (i < loop.getNumControlOperands())
@@ -284,8 +305,7 @@ void Assignment::propagate() {
         .Case([&](ReduceOp reduce) {
           if (Attribute src = known(reduce.getSource()))
             assign(reduce.getResult(),
-                   SliceLayoutAttr::get(ctx, reduce.getResult().getType().getRank(),
-                                        cast<LayoutAttrInterface>(src)));
+                   sliceOf(reduce.getResult().getType().getRank(), src));
         })
         .Case([&](FoldOp fold) {
           assign(fold.getResult(), known(fold.getSource()));
@@ -413,16 +433,13 @@ LogicalResult Assignment::apply() {
       fix(map, use,
           type.getRank() == result.getRank()
               ? result.getLayout()
-              : SliceLayoutAttr::get(
-                    ctx, type.getRank(),
-                    cast<LayoutAttrInterface>(result.getLayout())));
+              : sliceOf(type.getRank(), result.getLayout()));
     }
   });
   forEach<RescaleOp>([&](RescaleOp rescale) {
     auto acc = rescale.getAcc().getType();
     fix(rescale, rescale.getFactorMutable(),
-        SliceLayoutAttr::get(ctx, acc.getRank() - 1,
-                             cast<LayoutAttrInterface>(acc.getLayout())));
+        sliceOf(acc.getRank() - 1, acc.getLayout()));
   });
   forEach<scf::ForOp>([&](scf::ForOp loop) {
     for (auto [i, use] : llvm::enumerate(loop.getInitArgsMutable()))

@@ -78,6 +78,55 @@ func.func @unreached(%qs: !flash_tile.shared<1x64x64xf16, #sw>,
   return
 }
 
+// -----
+
+#sw = #flash_tile.swizzled<vector = 8, phases = 8>
+// 40 rows are not whole 16-row MMA tiles.
+func.func @ragged_rows(%qs: !flash_tile.shared<1x40x64xf16, #sw>,
+                       %ks: !flash_tile.shared<1x64x64xf16, #sw>) {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %q = flash_tile.local_load %qs[%c0] : !flash_tile.shared<1x40x64xf16, #sw> -> !flash_tile.tile<40x64xf16>
+  %kt = flash_tile.local_load %ks[%c0] transpose : !flash_tile.shared<1x64x64xf16, #sw> -> !flash_tile.tile<64x64xf16>
+  %s0 = flash_tile.splat %zero : !flash_tile.tile<40x64xf32>
+  // expected-error@+1 {{flash-tile-assign-layouts: the MMAs accumulate 40 rows, not whole 16-row MMA tiles}}
+  %s = flash_tile.mma %q, %kt, %s0 : !flash_tile.tile<40x64xf16>, !flash_tile.tile<64x64xf16>, !flash_tile.tile<40x64xf32>
+  return
+}
+
+// -----
+
+#sw = #flash_tile.swizzled<vector = 8, phases = 8>
+// K = 24 is not whole steps of 16.
+func.func @short_k(%qs: !flash_tile.shared<1x64x24xf16>,
+                   %ks: !flash_tile.shared<1x64x24xf16>) {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %q = flash_tile.local_load %qs[%c0] : !flash_tile.shared<1x64x24xf16> -> !flash_tile.tile<64x24xf16>
+  %kt = flash_tile.local_load %ks[%c0] transpose : !flash_tile.shared<1x64x24xf16> -> !flash_tile.tile<24x64xf16>
+  %s0 = flash_tile.splat %zero : !flash_tile.tile<64x64xf32>
+  // expected-error@+1 {{flash-tile-assign-layouts: an MMA of 64x24 by 24x64 does not split into m16n8k16 instructions (K a multiple of 16, N of 8)}}
+  %s = flash_tile.mma %q, %kt, %s0 : !flash_tile.tile<64x24xf16>, !flash_tile.tile<24x64xf16>, !flash_tile.tile<64x64xf32>
+  return
+}
+
+// -----
+
+#sw = #flash_tile.swizzled<vector = 8, phases = 8>
+// An operand has no row slice: a reduction of Q gets no layout.
+func.func @operand_rows(%qs: !flash_tile.shared<1x64x64xf16, #sw>,
+                        %ks: !flash_tile.shared<1x64x64xf16, #sw>) {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %q = flash_tile.local_load %qs[%c0] : !flash_tile.shared<1x64x64xf16, #sw> -> !flash_tile.tile<64x64xf16>
+  %kt = flash_tile.local_load %ks[%c0] transpose : !flash_tile.shared<1x64x64xf16, #sw> -> !flash_tile.tile<64x64xf16>
+  %s0 = flash_tile.splat %zero : !flash_tile.tile<64x64xf32>
+  %s = flash_tile.mma %q, %kt, %s0 : !flash_tile.tile<64x64xf16>, !flash_tile.tile<64x64xf16>, !flash_tile.tile<64x64xf32>
+  // expected-error@+1 {{flash-tile-assign-layouts: no layout follows for a tile of 64 from the kernel's MMAs}}
+  %m = flash_tile.reduce max %q : !flash_tile.tile<64x64xf16> -> !flash_tile.tile<64xf16>
+  return
+}
+
 //--- narrow.mlir
 #sw = #flash_tile.swizzled<vector = 8, phases = 8>
 // 32 rows per warp do not divide a tile of 16.

@@ -160,11 +160,11 @@ def FlashTile_SplatOp : FlashTile_Op<"splat", [Pure,
   let summary = "A tile holding one value everywhere";
   let description = [{
     A tile whose every element is `value`: the zero accumulator of a
-    multiply, the running maxima's start at -inf.
+    multiply, the running maxima's start at the lowest float.
 
     ```mlir
-    %ninf = arith.constant 0xFF800000 : f32
-    %m0 = flash_tile.splat %ninf : !flash_tile.tile<64xf32, #flash_tile.slice<1, #mma>>
+    %lowest = arith.constant -3.40282347E+38 : f32
+    %m0 = flash_tile.splat %lowest : !flash_tile.tile<64xf32, #flash_tile.slice<1, #mma>>
     ```
   }];
   let arguments = (ins AnyType:$value);

@@ -36,8 +36,8 @@ def FlashTileAssignLayouts : Pass<"flash-tile-assign-layouts"> {
       operand layouts of it; shared-memory reads, splats and broadcasts
       feeding an MMA take the layout it needs.
     - **The rest** follows to a fixed point: a reduction leaves a
-      `#flash_tile.slice` of its source's layout, a fold keeps it, a map
-      takes its inputs', a batch reduction leaves the 2-D layout and a
+      `#flash_tile.slice` of its source's layout, a fold and a rescale
+      keep it, a map takes its inputs', a batch reduction leaves the 2-D layout and a
       broadcast the batched one, loop-carried values and branch results
       the layout that reaches them, a splat its users'.
     - **Conversions.** Where a value's layout is not what its user needs
@@ -50,8 +50,10 @@ def FlashTileAssignLayouts : Pass<"flash-tile-assign-layouts"> {
 
     Tiles that already have layouts keep them (the combine kernel's
     blocked tiles are written with theirs). A kernel whose MMAs disagree
-    on the tile, whose warps are not a power of two, or one of whose
-    tiles no rule reaches is an error that says so.
+    on the tile or do not split into m16n8k16 instructions, whose warps
+    are not a power of two, or one of whose tiles no rule reaches (a
+    reduction of an operand, say, which has no row slice) is an error
+    that says so.
 
     Example (4 warps of 16 rows):
 
