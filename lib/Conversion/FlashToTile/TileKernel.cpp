@@ -388,18 +388,15 @@ LogicalResult TileEmitter::emit(std::string &why) {
     // rounded m loosened it before the threshold.)
     Value mx = ReduceOp::create(b, rows(), ReduceKind::Max, sc);
     Value threshold = f32c(static_cast<double>(s.rescaleThreshold));
-    auto moves = [&](Value mOld, Value blockMax) -> Value {
-      Value m = scaleFirst
-                    ? blockMax
-                    : arith::MulFOp::create(b, blockMax, scaleLog2).getResult();
-      return arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, m,
-                                   arith::AddFOp::create(b, mOld, threshold));
-    };
     Value mNew = map(rows(), ValueRange{mIn, mx}, [&](ValueRange a) -> Value {
+      Value mOld = a[0];
       Value m = scaleFirst
                     ? a[1]
                     : arith::MulFOp::create(b, a[1], scaleLog2).getResult();
-      return select(moves(a[0], a[1]), m, a[0]);
+      Value moves =
+          arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, m,
+                                arith::AddFOp::create(b, mOld, threshold));
+      return select(moves, m, mOld);
     });
     Value negM = map(rows(), mNew, [&](ValueRange a) -> Value {
       return arith::NegFOp::create(b, a[0]);

@@ -36,18 +36,19 @@ static constexpr int64_t kMaxWarps = 32;
 /// A thread's run of a blocked layout: far beyond any register budget.
 static constexpr int64_t kMaxRun = 1 << 16;
 
-/// Whether positive warp counts fit a CTA (their product, computed without
-/// overflowing, is at most kMaxWarps).
-static bool fitsInACTA(ArrayRef<int64_t> warps) {
+/// Checks that the positive warp counts of layout `name` fit a CTA: their
+/// product, computed without overflowing, is at most kMaxWarps.
+static LogicalResult
+verifyWarpsFitACTA(function_ref<InFlightDiagnostic()> emitError, StringRef name,
+                   ArrayRef<int64_t> warps) {
   int64_t p = 1;
   for (int64_t w : warps) {
-    if (w > kMaxWarps)
-      return false;
-    p *= w;
+    p = w > kMaxWarps ? kMaxWarps + 1 : p * w;
     if (p > kMaxWarps)
-      return false;
+      return emitError() << name << " spreads a tile over at most " << kMaxWarps
+                         << " warps (1024 threads), not [" << warps << "]";
   }
-  return true;
+  return success();
 }
 
 static int64_t product(ArrayRef<int64_t> values) {
@@ -120,10 +121,8 @@ LogicalResult MmaLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError
                           "(rows, columns), or three (batch, rows, columns), "
                           "not ["
                        << warps << "]";
-  if (!fitsInACTA(warps))
-    return emitError() << "#flash_tile.mma spreads a tile over at most "
-                       << kMaxWarps << " warps (1024 threads), not [" << warps
-                       << "]";
+  if (failed(verifyWarpsFitACTA(emitError, "#flash_tile.mma", warps)))
+    return failure();
   if (instr.size() != 3 || instr[0] != 16 || instr[1] != 8 ||
       (instr[2] != 16 && instr[2] != 8))
     return emitError() << "#flash_tile.mma's instruction shape is [16, 8, "
@@ -389,10 +388,8 @@ BlockedLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "#flash_tile.blocked's threads per warp multiply "
                           "to 32, not ["
                        << threads << "]";
-  if (!fitsInACTA(warps))
-    return emitError() << "#flash_tile.blocked spreads a tile over at most "
-                       << kMaxWarps << " warps (1024 threads), not [" << warps
-                       << "]";
+  if (failed(verifyWarpsFitACTA(emitError, "#flash_tile.blocked", warps)))
+    return failure();
   if (llvm::any_of(size, [](int64_t s) { return s > kMaxRun; }))
     return emitError() << "#flash_tile.blocked's runs are at most " << kMaxRun
                        << " elements a thread, not [" << size << "]";

@@ -416,35 +416,34 @@ LogicalResult Assignment::apply() {
   }
 
   // Conversions where a user needs another layout than its operand has.
-  auto fix = [&](Operation *, OpOperand &use, Attribute layout) {
+  auto fix = [&](OpOperand &use, Attribute layout) {
     if (layout)
       use.set(convertTo(use.get(), layout));
   };
   forEach<MmaOp>([&](MmaOp mma) {
     int64_t rank = mma.getAcc().getType().getRank();
-    fix(mma, mma.getAMutable(), operand(OperandKind::A, rank));
-    fix(mma, mma.getBMutable(), operand(OperandKind::B, rank));
-    fix(mma, mma.getAccMutable(), acc(rank));
+    fix(mma.getAMutable(), operand(OperandKind::A, rank));
+    fix(mma.getBMutable(), operand(OperandKind::B, rank));
+    fix(mma.getAccMutable(), acc(rank));
   });
   forEach<MapOp>([&](MapOp map) {
     auto result = map.getResult().getType();
     for (OpOperand &use : map.getInputsMutable()) {
       auto type = cast<TileType>(use.get().getType());
-      fix(map, use,
-          type.getRank() == result.getRank()
-              ? result.getLayout()
-              : sliceOf(type.getRank(), result.getLayout()));
+      fix(use, type.getRank() == result.getRank()
+                   ? result.getLayout()
+                   : sliceOf(type.getRank(), result.getLayout()));
     }
   });
   forEach<RescaleOp>([&](RescaleOp rescale) {
     auto acc = rescale.getAcc().getType();
-    fix(rescale, rescale.getFactorMutable(),
+    fix(rescale.getFactorMutable(),
         sliceOf(acc.getRank() - 1, acc.getLayout()));
   });
   forEach<scf::ForOp>([&](scf::ForOp loop) {
     for (auto [i, use] : llvm::enumerate(loop.getInitArgsMutable()))
       if (auto tile = dyn_cast<TileType>(loop.getRegionIterArgs()[i].getType()))
-        fix(loop, use, tile.getLayout());
+        fix(use, tile.getLayout());
   });
   forEach<scf::YieldOp>([&](scf::YieldOp yield) {
     Operation *parent = yield->getParentOp();
@@ -453,7 +452,7 @@ LogicalResult Assignment::apply() {
     for (OpOperand &use : yield->getOpOperands())
       if (auto tile = dyn_cast<TileType>(
               parent->getResult(use.getOperandNumber()).getType()))
-        fix(yield, use, tile.getLayout());
+        fix(use, tile.getLayout());
   });
   return success();
 }
