@@ -34,6 +34,7 @@ struct Driver {
 #define FLASHC_CUDA_DECLARE_POINTER(name, symbol, type)                        \
   name##Fn *name = nullptr;
   FLASHC_CUDA_DRIVER_FUNCTIONS(FLASHC_CUDA_DECLARE_POINTER)
+  FLASHC_CUDA_DRIVER_OPTIONAL_FUNCTIONS(FLASHC_CUDA_DECLARE_POINTER)
 #undef FLASHC_CUDA_DECLARE_POINTER
 
   std::string error(CUresult r) const {
@@ -65,6 +66,11 @@ const Driver &getDriver(Status &status) {
 #define FLASHC_CUDA_RESOLVE(name, symbol, type) sym(d.name, symbol);
     FLASHC_CUDA_DRIVER_FUNCTIONS(FLASHC_CUDA_RESOLVE)
 #undef FLASHC_CUDA_RESOLVE
+    // Optional: null where the driver lacks them.
+#define FLASHC_CUDA_RESOLVE_OPTIONAL(name, symbol, type)                       \
+  d.name = reinterpret_cast<name##Fn *>(dlsym(d.handle, symbol));
+    FLASHC_CUDA_DRIVER_OPTIONAL_FUNCTIONS(FLASHC_CUDA_RESOLVE_OPTIONAL)
+#undef FLASHC_CUDA_RESOLVE_OPTIONAL
     if (!ok) {
       loadStatus = Status::error("the CUDA driver is too old: it lacks "
                                  "entry points flashc needs (CUDA 11.2+)");

@@ -89,6 +89,33 @@ enum CUjit_option : int {
   CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
 };
 
+/// Tensor maps (cuTensorMapEncodeTiled, CUDA 12.0+): 128 opaque bytes
+/// that a TMA copy reads, and the values of the enums flashc passes.
+struct alignas(64) CUtensorMap {
+  unsigned long long opaque[16];
+};
+enum CUtensorMapDataType : int {
+  CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6,
+  CU_TENSOR_MAP_DATA_TYPE_FLOAT32 = 7,
+  CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9,
+};
+enum CUtensorMapInterleave : int {
+  CU_TENSOR_MAP_INTERLEAVE_NONE = 0,
+};
+enum CUtensorMapSwizzle : int {
+  CU_TENSOR_MAP_SWIZZLE_NONE = 0,
+  CU_TENSOR_MAP_SWIZZLE_32B = 1,
+  CU_TENSOR_MAP_SWIZZLE_64B = 2,
+  CU_TENSOR_MAP_SWIZZLE_128B = 3,
+};
+enum CUtensorMapL2promotion : int {
+  CU_TENSOR_MAP_L2_PROMOTION_NONE = 0,
+  CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2,
+};
+enum CUtensorMapFloatOOBfill : int {
+  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0,
+};
+
 /// A device ordinal's handle, and device addresses (64 bits on every
 /// platform flashc builds for).
 using CUdevice = int;
@@ -146,10 +173,22 @@ using CUmemoryPool = CUmemPoolHandle_st *;
     CUresult(void *, CUdeviceptr, size_t, CUstream))                           \
   X(cuStreamSynchronize, "cuStreamSynchronize", CUresult(CUstream))
 
+/// Entry points that only some drivers have, resolved when present: the
+/// runtime checks for null before a call that needs one (tensor maps need
+/// a CUDA 12 driver; everything else works with CUDA 11.2).
+#define FLASHC_CUDA_DRIVER_OPTIONAL_FUNCTIONS(X)                               \
+  X(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled",                          \
+    CUresult(CUtensorMap *, CUtensorMapDataType, unsigned, void *,             \
+             const unsigned long long *, const unsigned long long *,           \
+             const unsigned *, const unsigned *, CUtensorMapInterleave,        \
+             CUtensorMapSwizzle, CUtensorMapL2promotion,                       \
+             CUtensorMapFloatOOBfill))
+
 /// `cuInitFn` and so on: the function type of each entry point.
 #define FLASHC_CUDA_DECLARE_FUNCTION_TYPE(name, symbol, type)                  \
   using name##Fn = type;
 FLASHC_CUDA_DRIVER_FUNCTIONS(FLASHC_CUDA_DECLARE_FUNCTION_TYPE)
+FLASHC_CUDA_DRIVER_OPTIONAL_FUNCTIONS(FLASHC_CUDA_DECLARE_FUNCTION_TYPE)
 #undef FLASHC_CUDA_DECLARE_FUNCTION_TYPE
 
 } // namespace flashc::cuda

@@ -32,6 +32,10 @@
 //   all (it cannot run SASS): CUDA_ERROR_NO_BINARY_FOR_GPU, with a line in
 //   the JIT error log.
 //
+// cuTensorMapEncodeTiled writes the simulator's own tensor-map format
+// (flashc/Simulator/TensorMap.h), which the simulator's TMA reads, after
+// the checks cuda.h documents; it prints why it refuses a map.
+//
 // FLASHC_FAKE_CUDA_CC ("8.0" or "9.0", default 9.0) picks the chip it
 // claims to be. FLASHC_FAKE_CUDA_SKIP_LAUNCHES=1 checks each launch and
 // its arguments but runs nothing (for timing the runtime's own host work,
@@ -42,6 +46,7 @@
 #include "CudaDriverApi.h"
 
 #include "flashc/Simulator/Simulator.h"
+#include "flashc/Simulator/TensorMap.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -502,6 +507,36 @@ CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t bytes, CUstream) {
 CUresult cuStreamSynchronize(CUstream) {
   // Launches and copies run to completion when made.
   return hasContext() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+CUresult cuTensorMapEncodeTiled(
+    CUtensorMap *map, CUtensorMapDataType type, unsigned rank, void *address,
+    const unsigned long long *dims, const unsigned long long *strides,
+    const unsigned *box, const unsigned *elementStrides,
+    CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
+    CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oobFill) {
+  // The simulator's own encoding (flashc/Simulator/TensorMap.h), which its
+  // TMA reads. Like the real driver, this needs no context and does not
+  // check that the address is an allocation.
+  static_assert(sizeof(unsigned long long) == sizeof(uint64_t));
+  sim::TensorMapTiledArgs args;
+  args.dataType = static_cast<uint32_t>(type);
+  args.rank = rank;
+  args.globalAddress = reinterpret_cast<uint64_t>(address);
+  args.globalDim = reinterpret_cast<const uint64_t *>(dims);
+  args.globalStrides = reinterpret_cast<const uint64_t *>(strides);
+  args.boxDim = box;
+  args.elementStrides = elementStrides;
+  args.interleave = static_cast<uint32_t>(interleave);
+  args.swizzle = static_cast<uint32_t>(swizzle);
+  args.l2Promotion = static_cast<uint32_t>(l2);
+  args.oobFill = static_cast<uint32_t>(oobFill);
+  if (flashc::Status e = sim::encodeTensorMapTiled(map, args)) {
+    std::fprintf(stderr, "fake CUDA driver: cuTensorMapEncodeTiled: %s\n",
+                 e.message().c_str());
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
 }
 
 CUresult cuGetErrorString(CUresult error, const char **text) {
