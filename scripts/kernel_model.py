@@ -10,11 +10,16 @@
 #
 #   tensor  HMMA.16816 occupies the sub-partition's tensor pipe for 8
 #           cycles on sm_80 (4 on sm_90a, whose SM does twice the work per
-#           cycle); HMMA.1688 half of that
+#           cycle); HMMA.1688 half of that. A warpgroup's HGMMA.64xNx16
+#           (wgmma) is 64 x N x 16 multiply-accumulates on the SM's four
+#           tensor pipes, a quarter of them each warp's, at sm_90a's rate
+#           (2048 per cycle per SM, 512 per sub-partition)
 #   mufu    a warp's MUFU op takes 8 cycles (16 lanes per cycle per SM)
 #   issue   one instruction per cycle
-#   smem    the bytes that ldmatrix and shared loads read, at 128 bytes per
-#           cycle per SM, a quarter of it per sub-partition
+#   smem    the bytes that ldmatrix and shared loads read, and that HGMMA
+#           reads of its shared-memory operands (B, and A unless A comes
+#           from registers), at 128 bytes per cycle per SM, a quarter of it
+#           per sub-partition
 #
 # and predicts the fraction of tensor peak as tensor / max(the four). It is
 # an upper bound: latencies, dependencies, bank conflicts and the
@@ -139,8 +144,10 @@ def category(op):
         return "mufu"
     if base == "SHFL":
         return "shfl"
-    if base in ("BAR", "BARRIER"):
+    if base in ("BAR", "BARRIER", "SYNCS", "WARPGROUP", "WARPSYNC"):
         return "bar"
+    if base in ("UTMALDG", "UTMASTG", "UBLKCP", "UTMAPF"):
+        return "ldgsts"
     if base in FP_OPS:
         return "fp32"
     if base in INT_OPS or base.startswith("U") or base.startswith("ISETP"):
@@ -150,9 +157,28 @@ def category(op):
     return "other"
 
 
-def mma_macs(op):
-    """Multiply-accumulates of one MMA instruction (0 for anything else)."""
+HGMMA_SHAPE = re.compile(r"^(\d+)x(\d+)x(\d+)$")
+
+
+def hgmma_shape(op):
+    """(M, N, K) of a warpgroup MMA opcode ('HGMMA.64x128x16.F32'), or None."""
     parts = op.split(".")
+    if parts[0] != "HGMMA" or len(parts) < 2:
+        return None
+    m = HGMMA_SHAPE.match(parts[1])
+    if not m:
+        raise ModelError(f"unknown warpgroup MMA shape in {op}")
+    return tuple(int(g) for g in m.groups())
+
+
+def mma_macs(op):
+    """Multiply-accumulates of one MMA instruction per warp (0 for anything
+    else); a warpgroup MMA's are shared by the group's four warps."""
+    parts = op.split(".")
+    shape = hgmma_shape(op)
+    if shape is not None:
+        m, n, k = shape
+        return m * n * k // 4
     if parts[0] != "HMMA":
         return 0
     for p in parts[1:]:
@@ -161,9 +187,19 @@ def mma_macs(op):
     raise ModelError(f"unknown MMA shape in {op}")
 
 
-def smem_read_bytes(op):
-    """Bytes a warp's shared-memory read of this opcode moves."""
+def smem_read_bytes(op, instruction=""):
+    """Bytes a warp's shared-memory read of this opcode moves. For a
+    warpgroup MMA, a quarter of its shared operands' bytes (16-bit
+    elements): B always, A when its operand is a descriptor (`gdesc`)
+    rather than registers."""
     parts = op.split(".")
+    shape = hgmma_shape(op)
+    if shape is not None:
+        m, n, k = shape
+        operands = PREDICATE.sub("", instruction).split(None, 1)
+        operands = operands[1].split(",") if len(operands) > 1 else []
+        a_in_smem = len(operands) > 1 and "gdesc" in operands[1]
+        return ((m * k if a_in_smem else 0) + n * k) * 2 // 4
     if parts[0] == "LDSM":
         # LDSM.16.M88[.2|.4], LDSM.16.MT88[.2|.4]: 1, 2 or 4 8x8 matrices of
         # 16-bit elements.
@@ -188,7 +224,8 @@ def is_data_work(op):
     """Does an instruction move data or multiply matrices (never a fix-up)?"""
     base = op.split(".")[0]
     return base in ("HMMA", "HGMMA", "LDSM", "LDGSTS", "LDS", "STS", "LDG",
-                    "STG", "BAR")
+                    "STG", "BAR", "UTMALDG", "UTMASTG", "UBLKCP", "SYNCS",
+                    "WARPGROUP")
 
 
 def main_loop(kernel):
@@ -281,7 +318,7 @@ def model_kernel(kernel, target, head_dim, head_dim_v):
         m = mma_macs(op)
         macs += m
         hmma_cycles += cycles_16816 * m / MMA_MACS["16816"]
-        smem += smem_read_bytes(op)
+        smem += smem_read_bytes(op, instructions[i][1])
     units = macs / (16 * 64 * (head_dim + head_dim_v))
     if units <= 0:
         return None
@@ -377,7 +414,8 @@ def format_model(name, m):
         f"  cycles per unit: tensor {c['tensor']:.0f}, mufu {c['mufu']:.0f}, "
         f"issue {c['issue']:.0f}, smem {c['smem']:.0f} "
         f"({m['smem_bytes_per_unit']:.0f} bytes read); bound: {m['bound']}; "
-        f"at most {100 * m['tensor_fraction']:.0f}% of tensor peak",
+        f"at most {100 * m['tensor_fraction']:.0f}% of tensor peak; "
+        f"issue:tensor {100 * c['issue'] / c['tensor']:.0f}%",
     ]
     if "ctas_per_sm" in m:
         lines.append(f"  CTAs per SM: {m['ctas_per_sm']}")
