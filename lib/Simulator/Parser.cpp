@@ -8,15 +8,17 @@
 // Debug directives (`.loc`, `.file`, `.section`) are skipped; `.func`
 // definitions are skipped (calls are not supported).
 //
-// Each instruction is decoded on the spot: its opcode's modifiers into the
-// fields of `Inst`, its operands into pre-classified `Operand`s. Anything
-// not implemented is an Unsupported error naming the opcode and its line.
+// Each instruction is decoded on the spot by its description (the registry
+// Instructions.def): its opcode's modifiers into the fields of `Inst`, its
+// operands into pre-classified `Operand`s. Anything not implemented is an
+// Unsupported error naming the opcode and its line.
 //
 //===----------------------------------------------------------------------===//
 
-#include "Program.h"
+#include "Instructions.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
@@ -57,25 +59,6 @@ const char *detail::stringify(Ty t) {
   case Ty::F64: return "f64";
   }
   return "?";
-}
-
-static std::optional<Ty> parseType(std::string_view s) {
-  static const std::pair<const char *, Ty> table[] = {
-      {"pred", Ty::Pred}, {"b8", Ty::B8},       {"b16", Ty::B16},
-      {"b32", Ty::B32},   {"b64", Ty::B64},     {"u8", Ty::U8},
-      {"u16", Ty::U16},   {"u32", Ty::U32},     {"u64", Ty::U64},
-      {"s8", Ty::S8},     {"s16", Ty::S16},     {"s32", Ty::S32},
-      {"s64", Ty::S64},   {"f16", Ty::F16},     {"f16x2", Ty::F16x2},
-      {"bf16", Ty::BF16}, {"bf16x2", Ty::BF16x2}, {"f32", Ty::F32},
-      {"f64", Ty::F64}};
-  for (auto &[name, ty] : table)
-    if (s == name)
-      return ty;
-  return std::nullopt;
-}
-
-static bool isIntType(Ty t) {
-  return t != Ty::None && t != Ty::Pred && !isFloat(t);
 }
 
 //===----------------------------------------------------------------------===//
@@ -257,552 +240,63 @@ std::vector<std::string_view> splitOpcode(std::string_view op) {
   return parts;
 }
 
-std::optional<Round> parseRound(std::string_view s) {
-  static const std::pair<const char *, Round> table[] = {
-      {"rn", Round::RN},   {"rz", Round::RZ},   {"rm", Round::RM},
-      {"rp", Round::RP},   {"rni", Round::RNI}, {"rzi", Round::RZI},
-      {"rmi", Round::RMI}, {"rpi", Round::RPI}};
-  for (auto &[name, r] : table)
-    if (s == name)
-      return r;
-  return std::nullopt;
-}
+/// A description's decoder (Instructions.def).
+using DecodeFn = std::string (*)(const OpcodeParts &, Inst &);
 
-std::optional<Cmp> parseCmp(std::string_view s) {
-  static const std::pair<const char *, Cmp> table[] = {
-      {"eq", Cmp::EQ},   {"ne", Cmp::NE},   {"lt", Cmp::LT},
-      {"le", Cmp::LE},   {"gt", Cmp::GT},   {"ge", Cmp::GE},
-      {"lo", Cmp::LO},   {"ls", Cmp::LS},   {"hi", Cmp::HI},
-      {"hs", Cmp::HS},   {"equ", Cmp::EQU}, {"neu", Cmp::NEU},
-      {"ltu", Cmp::LTU}, {"leu", Cmp::LEU}, {"gtu", Cmp::GTU},
-      {"geu", Cmp::GEU}, {"num", Cmp::NUM}, {"nan", Cmp::NAN_}};
-  for (auto &[name, c] : table)
-    if (s == name)
-      return c;
-  return std::nullopt;
-}
+/// The decoders of the descriptions in Instructions.def by spelling, and
+/// the most components of a spelling.
+struct SpellingTable {
+  std::unordered_map<std::string_view, DecodeFn> decoders;
+  size_t maxComponents = 0;
 
-std::optional<Space> parseSpace(std::string_view s) {
-  if (s == "global")
-    return Space::Global;
-  if (s == "shared" || s == "shared::cta")
-    return Space::Shared;
-  if (s == "local")
-    return Space::Local;
-  if (s == "param")
-    return Space::Param;
-  if (s == "const")
-    return Space::Const;
-  return std::nullopt;
-}
-
-/// Modifiers that only carry cache or ordering hints.
-bool isHint(std::string_view s) {
-  static const char *hints[] = {
-      "ca",      "cg",     "cs",      "lu",       "cv",  "wb",   "wt",
-      "nc",      "volatile", "relaxed", "acquire", "release", "weak",
-      "sys",     "gpu",    "cta",     "uni",      "sync", "aligned",
-      "acq_rel", "sc",     "mmio"};
-  for (const char *h : hints)
-    if (s == h)
-      return true;
-  return s.rfind("L1::", 0) == 0 || s.rfind("L2::", 0) == 0 ||
-         s.rfind("level::", 0) == 0;
-}
-
-/// The modifiers of a warp collective: `.sync` and exactly one of `modes`
-/// (stored in `inst.mode`); false on anything else.
-template <typename Mode>
-bool decodeCollectiveModifiers(
-    const std::vector<std::string_view> &rest,
-    std::initializer_list<std::pair<std::string_view, Mode>> modes,
-    Inst &inst) {
-  bool sync = false, haveMode = false;
-  for (std::string_view m : rest) {
-    if (m == "sync") {
-      sync = true;
-      continue;
-    }
-    auto it = std::find_if(modes.begin(), modes.end(),
-                           [&](const auto &mode) { return mode.first == m; });
-    if (it == modes.end() || haveMode)
-      return false;
-    inst.mode = static_cast<uint8_t>(it->second);
-    haveMode = true;
+  SpellingTable() {
+#define FLASHC_SIM_OP(Name, Description)                                       \
+  add(Description::spellings, &Description::decode);
+#include "Instructions.def"
   }
-  return sync && haveMode;
-}
 
-/// Decodes the opcode spelling into `inst` (everything but the operands).
-/// Returns an empty string on success, else why the opcode is unsupported.
+  template <size_t N>
+  void add(const std::string_view (&spellings)[N], DecodeFn decode) {
+    for (std::string_view spelling : spellings) {
+      // A description that owns several operations comes once per
+      // operation.
+      auto [it, fresh] = decoders.emplace(spelling, decode);
+      assert((fresh || it->second == decode) &&
+             "two descriptions share a spelling");
+      (void)it;
+      (void)fresh;
+      maxComponents = std::max<size_t>(
+          maxComponents, std::count(spelling.begin(), spelling.end(), '.') + 1);
+    }
+  }
+};
+
+/// Decodes the opcode spelling into `inst` (everything but the operands)
+/// with the description whose spelling matches the most leading components
+/// of it. Returns an empty string on success, else why the opcode is
+/// unsupported.
 std::string decodeOpcode(std::string_view opcode, Inst &inst) {
+  static const SpellingTable table;
   std::vector<std::string_view> p = splitOpcode(opcode);
-  std::string_view base = p[0];
-  std::vector<std::string_view> mods(p.begin() + 1, p.end());
-  // Collect the type suffixes in order; the rest are handled per opcode.
-  std::vector<Ty> types;
-  std::vector<std::string_view> rest;
-  for (std::string_view m : mods) {
-    if (std::optional<Ty> t = parseType(m))
-      types.push_back(*t);
-    else
-      rest.push_back(m);
-  }
-  auto oneType = [&]() -> bool {
-    if (types.size() != 1)
-      return false;
-    inst.type = types[0];
-    return true;
-  };
-  auto takeCommonFloatMods = [&](std::string_view m) {
-    if (m == "ftz") {
-      inst.flags |= kFtz;
-      return true;
-    }
-    if (m == "sat") {
-      inst.flags |= kSat;
-      return true;
-    }
-    if (m == "approx" || m == "full") {
-      inst.flags |= kApprox;
-      return true;
-    }
-    if (std::optional<Round> r = parseRound(m)) {
-      inst.round = *r;
-      return true;
-    }
-    return false;
-  };
-  const std::string unsupported = "unsupported instruction";
-
-  if (base == "mov") {
-    inst.op = Op::Mov;
-    return rest.empty() && oneType() ? "" : unsupported;
-  }
-  if (base == "ld" || base == "st") {
-    inst.op = base == "ld" ? Op::Ld : Op::St;
-    for (std::string_view m : rest) {
-      if (std::optional<Space> s = parseSpace(m))
-        inst.space = *s;
-      else if (m == "v2" || m == "v4" || m == "v8")
-        inst.vec = static_cast<uint8_t>(m[1] - '0');
-      else if (!isHint(m))
-        return unsupported;
-    }
-    return oneType() ? "" : unsupported;
-  }
-  if (base == "add" || base == "sub" || base == "mul" || base == "mad" ||
-      base == "fma" || base == "div" || base == "rem" || base == "abs" ||
-      base == "neg" || base == "min" || base == "max") {
-    static const std::pair<const char *, Op> ops[] = {
-        {"add", Op::Add}, {"sub", Op::Sub}, {"mul", Op::Mul},
-        {"mad", Op::Mad}, {"fma", Op::Fma}, {"div", Op::Div},
-        {"rem", Op::Rem}, {"abs", Op::Abs}, {"neg", Op::Neg},
-        {"min", Op::Min}, {"max", Op::Max}};
-    for (auto &[name, op] : ops)
-      if (base == name)
-        inst.op = op;
-    for (std::string_view m : rest) {
-      if (takeCommonFloatMods(m))
-        continue;
-      if (m == "lo")
-        continue;
-      if (m == "hi") {
-        inst.flags |= kHi;
-        continue;
-      }
-      if (m == "wide") {
-        inst.flags |= kWide;
-        continue;
-      }
-      if (m == "NaN") {
-        inst.flags |= kPropagateNaN;
-        continue;
-      }
-      if (m == "relu") {
-        inst.flags |= kRelu;
-        continue;
-      }
-      return unsupported;
-    }
-    if (!oneType())
-      return unsupported;
-    Ty t = inst.type;
-    bool half = t == Ty::F16 || t == Ty::F16x2 || t == Ty::BF16 ||
-                t == Ty::BF16x2;
-    if (half && !(inst.op == Op::Add || inst.op == Op::Sub ||
-                  inst.op == Op::Mul || inst.op == Op::Fma ||
-                  inst.op == Op::Neg || inst.op == Op::Min ||
-                  inst.op == Op::Max || inst.op == Op::Abs))
-      return unsupported;
-    if ((inst.op == Op::Rem) && !isIntType(t))
-      return unsupported;
-    if ((inst.op == Op::Fma) && !isFloat(t))
-      return unsupported;
-    if (inst.flags & (kWide | kHi)) {
-      if (!(inst.op == Op::Mul || inst.op == Op::Mad) || !isIntType(t))
-        return unsupported;
-      if ((inst.flags & kWide) && sizeOf(t) == 8)
-        return unsupported;
-    }
-    if (inst.op == Op::Mad && isFloat(t))
-      inst.op = Op::Fma; // mad.rn.f32 is fused
-    return "";
-  }
-  if (base == "and" || base == "or" || base == "xor" || base == "not" ||
-      base == "cnot" || base == "shl" || base == "shr" || base == "popc" ||
-      base == "clz" || base == "brev" || base == "bfe" || base == "bfi" ||
-      base == "copysign") {
-    static const std::pair<const char *, Op> ops[] = {
-        {"and", Op::And},   {"or", Op::Or},     {"xor", Op::Xor},
-        {"not", Op::Not},   {"cnot", Op::Cnot}, {"shl", Op::Shl},
-        {"shr", Op::Shr},   {"popc", Op::Popc}, {"clz", Op::Clz},
-        {"brev", Op::Brev}, {"bfe", Op::Bfe},   {"bfi", Op::Bfi},
-        {"copysign", Op::Copysign}};
-    for (auto &[name, op] : ops)
-      if (base == name)
-        inst.op = op;
-    if (!rest.empty() || !oneType())
-      return unsupported;
-    if (inst.op == Op::Copysign && !(inst.type == Ty::F32 || inst.type == Ty::F64))
-      return unsupported;
-    if (inst.op != Op::Copysign && isFloat(inst.type))
-      return unsupported;
-    return "";
-  }
-  if (base == "prmt") {
-    inst.op = Op::Prmt;
-    return rest.empty() && oneType() && inst.type == Ty::B32 ? "" : unsupported;
-  }
-  if (base == "setp") {
-    inst.op = Op::Setp;
-    bool haveCmp = false;
-    for (std::string_view m : rest) {
-      if (std::optional<Cmp> c = parseCmp(m); c && !haveCmp) {
-        inst.cmp = *c;
-        haveCmp = true;
-      } else if (m == "and") {
-        inst.boolOp = BoolOp::And;
-      } else if (m == "or") {
-        inst.boolOp = BoolOp::Or;
-      } else if (m == "xor") {
-        inst.boolOp = BoolOp::Xor;
-      } else if (m == "ftz") {
-        inst.flags |= kFtz;
-      } else {
-        return unsupported;
-      }
-    }
-    if (!haveCmp || !oneType())
-      return unsupported;
-    if (inst.type == Ty::F16x2 || inst.type == Ty::BF16x2)
-      return unsupported;
-    return "";
-  }
-  if (base == "selp") {
-    inst.op = Op::Selp;
-    return rest.empty() && oneType() ? "" : unsupported;
-  }
-  if (base == "cvt") {
-    inst.op = Op::Cvt;
-    for (std::string_view m : rest) {
-      if (takeCommonFloatMods(m))
-        continue;
-      if (m == "relu") {
-        inst.flags |= kRelu;
-        continue;
-      }
-      if (m == "satfinite") {
-        inst.flags |= kSatFinite;
-        continue;
-      }
-      return unsupported;
-    }
-    if (types.size() != 2)
-      return unsupported;
-    inst.type = types[0];
-    inst.type2 = types[1];
-    if (inst.type == Ty::F16x2 || inst.type == Ty::BF16x2) {
-      if (inst.type2 != Ty::F32)
-        return unsupported;
-      inst.op = Op::CvtPack;
-    } else if (inst.type2 == Ty::F16x2 || inst.type2 == Ty::BF16x2 ||
-               inst.type == Ty::Pred || inst.type2 == Ty::Pred) {
-      return unsupported;
-    }
-    return "";
-  }
-  if (base == "cvta") {
-    inst.op = Op::Cvta;
-    bool to = false;
-    for (std::string_view m : rest) {
-      if (m == "to")
-        to = true;
-      else if (std::optional<Space> s = parseSpace(m))
-        inst.space = *s;
+  for (size_t n = std::min(p.size(), table.maxComponents); n > 0; --n) {
+    std::string_view spelling =
+        opcode.substr(0, p[n - 1].data() + p[n - 1].size() - opcode.data());
+    auto it = table.decoders.find(spelling);
+    if (it == table.decoders.end())
+      continue;
+    // Collect the type suffixes in order; the description handles the rest.
+    OpcodeParts parts;
+    parts.opcode = opcode;
+    parts.spelling = spelling;
+    for (size_t i = n; i < p.size(); ++i) {
+      if (std::optional<Ty> t = parseType(p[i]))
+        parts.types.push_back(*t);
       else
-        return unsupported;
+        parts.rest.push_back(p[i]);
     }
-    // mode 1: generic -> space; 0: space -> generic.
-    inst.mode = to ? 1 : 0;
-    if (inst.space == Space::Generic || inst.space == Space::Param)
-      return unsupported;
-    return oneType() && (inst.type == Ty::U64 || inst.type == Ty::U32 ||
-                         inst.type == Ty::B64)
-               ? ""
-               : unsupported;
+    return it->second(parts, inst);
   }
-  if (base == "bra") {
-    inst.op = Op::Bra;
-    for (std::string_view m : rest)
-      if (m != "uni")
-        return unsupported;
-    return types.empty() ? "" : unsupported;
-  }
-  if (base == "ret" || base == "exit" || base == "trap") {
-    inst.op = base == "trap" ? Op::Trap : (base == "ret" ? Op::Ret : Op::Exit);
-    for (std::string_view m : rest)
-      if (m != "uni")
-        return unsupported;
-    return types.empty() ? "" : unsupported;
-  }
-  if (base == "membar" || base == "fence" || base == "nanosleep" ||
-      base == "prefetch" || base == "prefetchu") {
-    inst.op = Op::Nop;
-    return "";
-  }
-  if (base == "bar" || base == "barrier") {
-    // bar.sync, bar.sync.aligned, barrier.sync, barrier.sync.aligned,
-    // bar.warp.sync.
-    if (!rest.empty() && rest[0] == "warp") {
-      inst.op = Op::BarWarpSync;
-      return rest.size() == 2 && rest[1] == "sync" && types.empty()
-                 ? ""
-                 : unsupported;
-    }
-    inst.op = Op::BarSync;
-    if (rest.empty() || rest[0] != "sync")
-      return unsupported; // bar.arrive, bar.red: not implemented
-    for (size_t i = 1; i < rest.size(); ++i)
-      if (rest[i] != "aligned")
-        return unsupported;
-    return types.empty() ? "" : unsupported;
-  }
-  if (base == "shfl") {
-    inst.op = Op::Shfl;
-    bool ok = decodeCollectiveModifiers<ShflMode>(
-        rest,
-        {{"up", ShflMode::Up}, {"down", ShflMode::Down},
-         {"bfly", ShflMode::Bfly}, {"idx", ShflMode::Idx}},
-        inst);
-    return ok && oneType() && inst.type == Ty::B32 ? "" : unsupported;
-  }
-  if (base == "vote") {
-    inst.op = Op::Vote;
-    bool ok = decodeCollectiveModifiers<VoteMode>(
-        rest,
-        {{"all", VoteMode::All}, {"any", VoteMode::Any},
-         {"uni", VoteMode::Uni}, {"ballot", VoteMode::Ballot}},
-        inst);
-    if (!ok || !oneType())
-      return unsupported;
-    bool ballot = inst.mode == static_cast<uint8_t>(VoteMode::Ballot);
-    return (ballot ? inst.type == Ty::B32 : inst.type == Ty::Pred)
-               ? ""
-               : unsupported;
-  }
-  if (base == "activemask") {
-    inst.op = Op::Activemask;
-    return rest.empty() && oneType() && inst.type == Ty::B32 ? ""
-                                                             : unsupported;
-  }
-  if (base == "redux") {
-    inst.op = Op::Redux;
-    bool ok = decodeCollectiveModifiers<AtomOp>(
-        rest,
-        {{"add", AtomOp::Add}, {"min", AtomOp::Min}, {"max", AtomOp::Max},
-         {"and", AtomOp::And}, {"or", AtomOp::Or}, {"xor", AtomOp::Xor}},
-        inst);
-    return ok && oneType() &&
-                   (inst.type == Ty::U32 || inst.type == Ty::S32 ||
-                    inst.type == Ty::B32)
-               ? ""
-               : unsupported;
-  }
-  if (base == "mma") {
-    // mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 (and bf16, m16n8k8)
-    inst.op = Op::Mma;
-    bool sync = false, aligned = false, row = false, col = false,
-         shape = false;
-    for (std::string_view m : rest) {
-      if (m == "sync") {
-        sync = true;
-      } else if (m == "aligned") {
-        aligned = true;
-      } else if (m == "row") {
-        row = true;
-      } else if (m == "col") {
-        col = true;
-      } else if (m == "m16n8k16") {
-        inst.mode = M16N8K16;
-        shape = true;
-      } else if (m == "m16n8k8") {
-        inst.mode = M16N8K8;
-        shape = true;
-      } else {
-        return unsupported;
-      }
-    }
-    if (!sync || !aligned || !row || !col || !shape || types.size() != 4)
-      return unsupported;
-    // D, A, B, C types: f32 accumulate over f16 or bf16 inputs.
-    if (types[0] != Ty::F32 || types[3] != Ty::F32 || types[1] != types[2] ||
-        !(types[1] == Ty::F16 || types[1] == Ty::BF16))
-      return unsupported;
-    inst.type = Ty::F32;
-    inst.type2 = types[1];
-    return "";
-  }
-  if (base == "ldmatrix") {
-    inst.op = Op::Ldmatrix;
-    bool sync = false, aligned = false, shape = false, num = false;
-    inst.space = Space::Generic;
-    for (std::string_view m : rest) {
-      if (m == "sync") {
-        sync = true;
-      } else if (m == "aligned") {
-        aligned = true;
-      } else if (m == "m8n8") {
-        shape = true;
-      } else if (m == "x1" || m == "x2" || m == "x4") {
-        inst.vec = static_cast<uint8_t>(m[1] - '0');
-        num = true;
-      } else if (m == "trans") {
-        inst.flags |= kTrans;
-      } else if (std::optional<Space> s = parseSpace(m);
-                 s && *s == Space::Shared) {
-        inst.space = Space::Shared;
-      } else {
-        return unsupported;
-      }
-    }
-    return sync && aligned && shape && num && oneType() &&
-                   inst.type == Ty::B16
-               ? ""
-               : unsupported;
-  }
-  if (base == "cp") {
-    if (rest.empty() || rest[0] != "async")
-      return unsupported;
-    if (rest.size() == 2 && rest[1] == "commit_group" && types.empty()) {
-      inst.op = Op::CpAsyncCommit;
-      return "";
-    }
-    if (rest.size() == 2 && rest[1] == "wait_group" && types.empty()) {
-      inst.op = Op::CpAsyncWait;
-      return "";
-    }
-    if (rest.size() == 2 && rest[1] == "wait_all" && types.empty()) {
-      inst.op = Op::CpAsyncWait;
-      inst.target = 0;
-      inst.mode = 1; // wait_all: no operand
-      return "";
-    }
-    inst.op = Op::CpAsync;
-    bool dstShared = false, srcGlobal = false;
-    for (size_t i = 1; i < rest.size(); ++i) {
-      std::string_view m = rest[i];
-      if (m == "ca" || m == "cg")
-        continue;
-      if (std::optional<Space> s = parseSpace(m)) {
-        if (*s == Space::Shared && !dstShared)
-          dstShared = true;
-        else if (*s == Space::Global && dstShared)
-          srcGlobal = true;
-        else
-          return unsupported;
-        continue;
-      }
-      if (isHint(m))
-        continue;
-      return unsupported;
-    }
-    return dstShared && srcGlobal && types.empty() ? "" : unsupported;
-  }
-  if (base == "ex2" || base == "lg2" || base == "rcp" || base == "sqrt" ||
-      base == "rsqrt" || base == "sin" || base == "cos" || base == "tanh") {
-    static const std::pair<const char *, Op> ops[] = {
-        {"ex2", Op::Ex2},   {"lg2", Op::Lg2},     {"rcp", Op::Rcp},
-        {"sqrt", Op::Sqrt}, {"rsqrt", Op::Rsqrt}, {"sin", Op::Sin},
-        {"cos", Op::Cos},   {"tanh", Op::Tanh}};
-    for (auto &[name, op] : ops)
-      if (base == name)
-        inst.op = op;
-    for (std::string_view m : rest)
-      if (!takeCommonFloatMods(m))
-        return unsupported;
-    if (!oneType() || !(inst.type == Ty::F32 || inst.type == Ty::F64))
-      return unsupported;
-    return "";
-  }
-  if (base == "testp") {
-    inst.op = Op::Testp;
-    static const char *classes[] = {"finite",     "infinite", "number",
-                                    "notanumber", "normal",   "subnormal"};
-    bool have = false;
-    for (std::string_view m : rest) {
-      bool found = false;
-      for (uint8_t c = 0; c < 6; ++c)
-        if (m == classes[c]) {
-          inst.mode = c;
-          found = have = true;
-        }
-      if (!found)
-        return unsupported;
-    }
-    return have && oneType() && (inst.type == Ty::F32 || inst.type == Ty::F64)
-               ? ""
-               : unsupported;
-  }
-  if (base == "atom" || base == "red") {
-    inst.op = Op::Atom;
-    inst.flags |= base == "red" ? kAligned : 0; // kAligned marks `red`
-    bool haveOp = false;
-    for (std::string_view m : rest) {
-      static const std::pair<const char *, AtomOp> ops[] = {
-          {"add", AtomOp::Add}, {"min", AtomOp::Min}, {"max", AtomOp::Max},
-          {"inc", AtomOp::Inc}, {"dec", AtomOp::Dec}, {"and", AtomOp::And},
-          {"or", AtomOp::Or},   {"xor", AtomOp::Xor}, {"exch", AtomOp::Exch},
-          {"cas", AtomOp::Cas}};
-      bool found = false;
-      for (auto &[name, op] : ops)
-        if (m == name) {
-          inst.mode = static_cast<uint8_t>(op);
-          found = haveOp = true;
-        }
-      if (found)
-        continue;
-      if (std::optional<Space> s = parseSpace(m)) {
-        inst.space = *s;
-        continue;
-      }
-      if (isHint(m))
-        continue;
-      return unsupported;
-    }
-    if (!haveOp || !oneType())
-      return unsupported;
-    Ty t = inst.type;
-    if (t == Ty::F32 && inst.mode != static_cast<uint8_t>(AtomOp::Add) &&
-        inst.mode != static_cast<uint8_t>(AtomOp::Exch))
-      return unsupported;
-    if (isFloat(t) && t != Ty::F32)
-      return unsupported;
-    if (sizeOf(t) < 4)
-      return unsupported;
-    return "";
-  }
-  return unsupported;
+  return kUnsupported;
 }
 
 //===----------------------------------------------------------------------===//
@@ -1056,6 +550,14 @@ struct FunctionScope {
     return std::nullopt;
   }
 };
+
+} // namespace
+
+// The operands of an instruction as written, and the parser of a function
+// body: named in Decode.h, since OperandReader reads through them.
+namespace flashc {
+namespace sim {
+namespace detail {
 
 struct RawOperand {
   // One of: a token sequence for a scalar, or a vector of scalars, or an
@@ -1319,6 +821,12 @@ public:
                      const std::vector<RawOperand> &raw, int32_t guard,
                      bool guardNeg, uint32_t line);
 };
+
+} // namespace detail
+} // namespace sim
+} // namespace flashc
+
+namespace {
 
 /// Reads the operands of an instruction up to `;`.
 Status readOperands(Parser &, std::vector<Token> &toks, size_t &pos,
@@ -1724,9 +1232,108 @@ Status Parser::parseEntry() {
   return Status::success();
 }
 
+} // namespace
+
 //===----------------------------------------------------------------------===//
-// Operand decoding per opcode
+// Operand decoding
 //===----------------------------------------------------------------------===//
+
+OperandReader::OperandReader(FunctionParser &parser, const std::string &opcode,
+                             const std::vector<RawOperand> &raw, uint32_t line)
+    : parser(parser), op(opcode), raw(raw), line(line) {}
+
+size_t OperandReader::size() const { return raw.size(); }
+
+bool OperandReader::isScalar(size_t i) const {
+  return raw[i].kind == RawOperand::Scalar;
+}
+
+bool OperandReader::isVector(size_t i) const {
+  return raw[i].kind == RawOperand::Vector;
+}
+
+size_t OperandReader::vectorSize(size_t i) const { return raw[i].parts.size(); }
+
+Status OperandReader::count(size_t lo, size_t hi) const {
+  if (raw.size() < lo || raw.size() > hi)
+    return bad("expected " + std::to_string(lo) +
+               (hi != lo ? "-" + std::to_string(hi) : std::string()) +
+               " operands, found " + std::to_string(raw.size()));
+  return Status::success();
+}
+
+Status OperandReader::bad(const std::string &what) const {
+  return parser.failAt(line, "'" + op + "': " + what);
+}
+
+Status OperandReader::addScalar(size_t i, Ty type) {
+  const RawOperand &r = raw[i];
+  if (r.kind != RawOperand::Scalar || r.parts.size() != 1)
+    return bad("expected a scalar operand");
+  Operand o;
+  if (Status e = parser.scalar(r.parts[0], type, o, line))
+    return e;
+  ops.push_back(o);
+  return Status::success();
+}
+
+Status OperandReader::addReg(size_t i, Ty type) {
+  if (Status e = addScalar(i, type))
+    return e;
+  if (ops.back().kind != OperandKind::Reg &&
+      ops.back().kind != OperandKind::Sink)
+    return bad("expected a register destination");
+  return Status::success();
+}
+
+Status OperandReader::addVector(size_t i, Ty type, size_t n, bool dest) {
+  const RawOperand &r = raw[i];
+  if (r.kind != RawOperand::Vector || r.parts.size() != n)
+    return bad("expected a vector of " + std::to_string(n) + " operands");
+  for (auto &part : r.parts) {
+    Operand o;
+    if (Status e = parser.scalar(part, type, o, line))
+      return e;
+    if (dest && o.kind != OperandKind::Reg && o.kind != OperandKind::Sink)
+      return bad("expected registers in a destination vector");
+    ops.push_back(o);
+  }
+  return Status::success();
+}
+
+Status OperandReader::addAddr(size_t i, Space space) {
+  const RawOperand &r = raw[i];
+  if (r.kind != RawOperand::Address || r.parts.size() != 1)
+    return bad("expected an address operand");
+  Operand o;
+  if (Status e = parser.address(r.parts[0], space, o, line))
+    return e;
+  ops.push_back(o);
+  return Status::success();
+}
+
+void OperandReader::addSink() {
+  Operand sink;
+  sink.kind = OperandKind::Sink;
+  ops.push_back(sink);
+}
+
+Status OperandReader::readScalar(size_t i, Ty type, Operand &out) const {
+  return parser.scalar(raw[i].parts[0], type, out, line);
+}
+
+Status OperandReader::addLabel(size_t i) {
+  const RawOperand &r = raw[i];
+  if (r.kind != RawOperand::Scalar || r.parts[0].size() != 1)
+    return bad("expected a label");
+  parser.scope.pendingBranches.emplace_back(
+      parser.kernel.code.size(), std::string(r.parts[0][0]->text), line);
+  return Status::success();
+}
+
+bool OperandReader::isPredicate(const Operand &o) const {
+  return o.kind == OperandKind::Reg && parser.scope.regTypes[o.reg] == Ty::Pred;
+}
 
 Status FunctionParser::instruction(const std::string &opcode,
                                    const std::vector<RawOperand> &raw,
@@ -1749,392 +1356,24 @@ Status FunctionParser::instruction(const std::string &opcode,
   if (found == kernel.opcodeNames.end())
     kernel.opcodeNames.push_back(opcode);
 
-  auto bad = [&](const std::string &what) {
-    return failAt(line, "'" + opcode + "': " + what);
-  };
-  std::vector<Operand> ops;
-  auto addScalar = [&](const RawOperand &r, Ty type) -> Status {
-    if (r.kind != RawOperand::Scalar || r.parts.size() != 1)
-      return bad("expected a scalar operand");
-    Operand o;
-    if (Status e = scalar(r.parts[0], type, o, line))
-      return e;
-    ops.push_back(o);
-    return Status::success();
-  };
-  auto addReg = [&](const RawOperand &r, Ty type) -> Status {
-    if (Status e = addScalar(r, type))
-      return e;
-    if (ops.back().kind != OperandKind::Reg &&
-        ops.back().kind != OperandKind::Sink)
-      return bad("expected a register destination");
-    return Status::success();
-  };
-  auto addVector = [&](const RawOperand &r, Ty type, size_t n,
-                       bool dest) -> Status {
-    if (r.kind != RawOperand::Vector || r.parts.size() != n)
-      return bad("expected a vector of " + std::to_string(n) + " operands");
-    for (auto &part : r.parts) {
-      Operand o;
-      if (Status e = scalar(part, type, o, line))
-        return e;
-      if (dest && o.kind != OperandKind::Reg && o.kind != OperandKind::Sink)
-        return bad("expected registers in a destination vector");
-      ops.push_back(o);
-    }
-    return Status::success();
-  };
-  auto addAddr = [&](const RawOperand &r, Space space) -> Status {
-    if (r.kind != RawOperand::Address || r.parts.size() != 1)
-      return bad("expected an address operand");
-    Operand o;
-    if (Status e = address(r.parts[0], space, o, line))
-      return e;
-    ops.push_back(o);
-    return Status::success();
-  };
-  auto count = [&](size_t lo, size_t hi) -> Status {
-    if (raw.size() < lo || raw.size() > hi)
-      return bad("expected " + std::to_string(lo) +
-                 (hi != lo ? "-" + std::to_string(hi) : std::string()) +
-                 " operands, found " + std::to_string(raw.size()));
-    return Status::success();
-  };
-#define TRY(x)                                                                 \
-  do {                                                                         \
-    if (Status e = (x))                                                        \
-      return e;                                                                \
-  } while (false)
-
-  Ty t = inst.type;
+  OperandReader reader(*this, opcode, raw, line);
+  Status e;
   switch (inst.op) {
-  case Op::Mov:
-    TRY(count(2, 2));
-    if (raw[0].kind == RawOperand::Vector) {
-      inst.op = Op::MovUnpack;
-      size_t n = raw[0].parts.size();
-      if (n != 2 && n != 4)
-        return bad("unpacking needs 2 or 4 destinations");
-      Ty part = sizeOf(t) / n == 2 ? Ty::B16 : sizeOf(t) / n == 4 ? Ty::B32 : Ty::B8;
-      inst.type2 = part;
-      inst.vec = static_cast<uint8_t>(n);
-      TRY(addVector(raw[0], part, n, true));
-      TRY(addScalar(raw[1], t));
-    } else if (raw[1].kind == RawOperand::Vector) {
-      inst.op = Op::MovPack;
-      size_t n = raw[1].parts.size();
-      if (n != 2 && n != 4)
-        return bad("packing needs 2 or 4 sources");
-      Ty part = sizeOf(t) / n == 2 ? Ty::B16 : sizeOf(t) / n == 4 ? Ty::B32 : Ty::B8;
-      inst.type2 = part;
-      inst.vec = static_cast<uint8_t>(n);
-      TRY(addReg(raw[0], t));
-      TRY(addVector(raw[1], part, n, false));
-    } else {
-      TRY(addReg(raw[0], t));
-      TRY(addScalar(raw[1], t));
-    }
+#define FLASHC_SIM_OP(Name, Description)                                       \
+  case Op::Name:                                                               \
+    e = Description::operands(reader, inst);                                   \
     break;
-  case Op::Ld: {
-    TRY(count(2, 3)); // an optional cache policy operand is ignored;
-    if (inst.vec > 1)
-      TRY(addVector(raw[0], t, inst.vec, true));
-    else
-      TRY(addReg(raw[0], t));
-    TRY(addAddr(raw[1], inst.space));
-    break;
+#include "Instructions.def"
   }
-  case Op::St:
-    TRY(count(2, 3));
-    TRY(addAddr(raw[0], inst.space));
-    if (inst.vec > 1)
-      TRY(addVector(raw[1], t, inst.vec, false));
-    else
-      TRY(addScalar(raw[1], t));
-    break;
-  case Op::Abs:
-  case Op::Neg:
-  case Op::Not:
-  case Op::Cnot:
-  case Op::Popc:
-  case Op::Clz:
-  case Op::Brev:
-  case Op::Ex2:
-  case Op::Lg2:
-  case Op::Rcp:
-  case Op::Sqrt:
-  case Op::Rsqrt:
-  case Op::Sin:
-  case Op::Cos:
-  case Op::Tanh:
-    TRY(count(2, 2));
-    TRY(addReg(raw[0], (inst.op == Op::Popc || inst.op == Op::Clz) ? Ty::U32 : t));
-    TRY(addScalar(raw[1], t));
-    break;
-  case Op::Add:
-  case Op::Sub:
-  case Op::Div:
-  case Op::Rem:
-  case Op::Min:
-  case Op::Max:
-  case Op::And:
-  case Op::Or:
-  case Op::Xor:
-  case Op::Copysign:
-    TRY(count(3, 3));
-    TRY(addReg(raw[0], t));
-    TRY(addScalar(raw[1], t));
-    TRY(addScalar(raw[2], t));
-    break;
-  case Op::Shl:
-  case Op::Shr:
-    TRY(count(3, 3));
-    TRY(addReg(raw[0], t));
-    TRY(addScalar(raw[1], t));
-    TRY(addScalar(raw[2], Ty::U32));
-    break;
-  case Op::Mul: {
-    TRY(count(3, 3));
-    Ty dt = t;
-    if (inst.flags & kWide)
-      dt = sizeOf(t) == 2 ? (isSigned(t) ? Ty::S32 : Ty::U32)
-                          : (isSigned(t) ? Ty::S64 : Ty::U64);
-    TRY(addReg(raw[0], dt));
-    TRY(addScalar(raw[1], t));
-    TRY(addScalar(raw[2], t));
-    break;
-  }
-  case Op::Mad:
-  case Op::Fma: {
-    TRY(count(4, 4));
-    Ty dt = t;
-    if (inst.flags & kWide)
-      dt = sizeOf(t) == 2 ? (isSigned(t) ? Ty::S32 : Ty::U32)
-                          : (isSigned(t) ? Ty::S64 : Ty::U64);
-    TRY(addReg(raw[0], dt));
-    TRY(addScalar(raw[1], t));
-    TRY(addScalar(raw[2], t));
-    TRY(addScalar(raw[3], dt));
-    break;
-  }
-  case Op::Bfe:
-    TRY(count(4, 4));
-    TRY(addReg(raw[0], t));
-    TRY(addScalar(raw[1], t));
-    TRY(addScalar(raw[2], Ty::U32));
-    TRY(addScalar(raw[3], Ty::U32));
-    break;
-  case Op::Bfi:
-    TRY(count(5, 5));
-    TRY(addReg(raw[0], t));
-    TRY(addScalar(raw[1], t));
-    TRY(addScalar(raw[2], t));
-    TRY(addScalar(raw[3], Ty::U32));
-    TRY(addScalar(raw[4], Ty::U32));
-    break;
-  case Op::Prmt:
-    TRY(count(4, 4));
-    TRY(addReg(raw[0], t));
-    TRY(addScalar(raw[1], t));
-    TRY(addScalar(raw[2], t));
-    TRY(addScalar(raw[3], t));
-    break;
-  case Op::Setp: {
-    TRY(count(3, 4));
-    if (raw[0].kind == RawOperand::Vector) {
-      TRY(addVector(raw[0], Ty::Pred, 2, true));
-      inst.flags |= kHasPred;
-    } else {
-      TRY(addReg(raw[0], Ty::Pred));
-      Operand sink;
-      sink.kind = OperandKind::Sink;
-      ops.push_back(sink);
-    }
-    TRY(addScalar(raw[1], t));
-    TRY(addScalar(raw[2], t));
-    if (raw.size() == 4) {
-      if (inst.boolOp == BoolOp::None)
-        return bad("a fourth operand needs .and, .or or .xor");
-      TRY(addScalar(raw[3], Ty::Pred));
-    } else if (inst.boolOp != BoolOp::None) {
-      return bad("missing the predicate operand of the boolean combiner");
-    }
-    break;
-  }
-  case Op::Selp:
-    TRY(count(4, 4));
-    TRY(addReg(raw[0], t));
-    TRY(addScalar(raw[1], t));
-    TRY(addScalar(raw[2], t));
-    TRY(addScalar(raw[3], Ty::Pred));
-    break;
-  case Op::Cvt:
-    TRY(count(2, 2));
-    TRY(addReg(raw[0], inst.type));
-    TRY(addScalar(raw[1], inst.type2));
-    break;
-  case Op::CvtPack:
-    TRY(count(3, 3));
-    TRY(addReg(raw[0], Ty::B32));
-    TRY(addScalar(raw[1], Ty::F32));
-    TRY(addScalar(raw[2], Ty::F32));
-    break;
-  case Op::Cvta:
-    TRY(count(2, 2));
-    TRY(addReg(raw[0], t));
-    TRY(addScalar(raw[1], t));
-    break;
-  case Op::Bra: {
-    TRY(count(1, 1));
-    if (raw[0].kind != RawOperand::Scalar || raw[0].parts[0].size() != 1)
-      return bad("expected a label");
-    scope.pendingBranches.emplace_back(
-        kernel.code.size(), std::string(raw[0].parts[0][0]->text), line);
-    break;
-  }
-  case Op::Ret:
-  case Op::Exit:
-  case Op::Trap:
-  case Op::CpAsyncCommit:
-    TRY(count(0, 0));
-    break;
-  case Op::Nop:
-    break; // membar.gl, fence.acq_rel.gpu, nanosleep r: operands ignored
-  case Op::CpAsyncWait:
-    if (inst.mode == 1) {
-      TRY(count(0, 0));
-    } else {
-      TRY(count(1, 1));
-      Operand n;
-      TRY(scalar(raw[0].parts[0], Ty::U32, n, line));
-      if (n.kind != OperandKind::Imm)
-        return bad("the group count must be an immediate");
-      inst.target = static_cast<uint32_t>(n.imm);
-    }
-    break;
-  case Op::BarSync:
-    TRY(count(1, 2));
-    TRY(addScalar(raw[0], Ty::U32));
-    if (raw.size() == 2)
-      TRY(addScalar(raw[1], Ty::U32));
-    break;
-  case Op::BarWarpSync:
-    TRY(count(1, 1));
-    TRY(addScalar(raw[0], Ty::U32));
-    break;
-  case Op::Activemask:
-    TRY(count(1, 1));
-    TRY(addReg(raw[0], Ty::B32));
-    break;
-  case Op::Shfl: {
-    TRY(count(5, 5));
-    if (raw[0].kind == RawOperand::Vector) {
-      TRY(addVector(raw[0], Ty::B32, 2, true));
-      inst.flags |= kHasPred;
-    } else {
-      TRY(addReg(raw[0], Ty::B32));
-      Operand sink;
-      sink.kind = OperandKind::Sink;
-      ops.push_back(sink);
-    }
-    for (int i = 1; i < 5; ++i)
-      TRY(addScalar(raw[i], Ty::B32));
-    break;
-  }
-  case Op::Vote:
-    TRY(count(3, 3));
-    TRY(addReg(raw[0], t));
-    TRY(addScalar(raw[1], Ty::Pred));
-    TRY(addScalar(raw[2], Ty::B32));
-    break;
-  case Op::Redux:
-    TRY(count(3, 3));
-    TRY(addReg(raw[0], t));
-    TRY(addScalar(raw[1], t));
-    TRY(addScalar(raw[2], Ty::B32));
-    break;
-  case Op::Mma: {
-    TRY(count(4, 4));
-    size_t na = inst.mode == M16N8K16 ? 4 : 2;
-    size_t nb = inst.mode == M16N8K16 ? 2 : 1;
-    TRY(addVector(raw[0], Ty::F32, 4, true));
-    TRY(addVector(raw[1], Ty::B32, na, false));
-    TRY(addVector(raw[2], Ty::B32, nb, false));
-    TRY(addVector(raw[3], Ty::F32, 4, false));
-    break;
-  }
-  case Op::Ldmatrix:
-    TRY(count(2, 2));
-    if (inst.vec == 1 && raw[0].kind == RawOperand::Scalar)
-      TRY(addReg(raw[0], Ty::B32));
-    else
-      TRY(addVector(raw[0], Ty::B32, inst.vec, true));
-    TRY(addAddr(raw[1], inst.space == Space::Shared ? Space::Shared
-                                                     : Space::Generic));
-    break;
-  case Op::CpAsync: {
-    TRY(count(3, 5));
-    TRY(addAddr(raw[0], Space::Shared));
-    TRY(addAddr(raw[1], Space::Global));
-    Operand size;
-    TRY(scalar(raw[2].parts[0], Ty::U32, size, line));
-    if (size.kind != OperandKind::Imm ||
-        !(size.imm == 4 || size.imm == 8 || size.imm == 16))
-      return bad("cp-size must be 4, 8 or 16");
-    inst.target = static_cast<uint32_t>(size.imm);
-    if (raw.size() >= 4) {
-      // src-size (an integer) or ignore-src (a predicate); a trailing cache
-      // policy is ignored.
-      Operand extra;
-      TRY(scalar(raw[3].parts[0], Ty::U32, extra, line));
-      bool isPred = extra.kind == OperandKind::Reg &&
-                    scope.regTypes[extra.reg] == Ty::Pred;
-      if (opcode.find("cache_hint") != std::string::npos && raw.size() == 4) {
-        // [dst], [src], size, policy
-      } else {
-        inst.flags |= isPred ? kIgnoreSrc : kSrcSize;
-        ops.push_back(extra);
-      }
-    }
-    break;
-  }
-  case Op::Testp:
-    TRY(count(2, 2));
-    TRY(addReg(raw[0], Ty::Pred));
-    TRY(addScalar(raw[1], t));
-    break;
-  case Op::Atom: {
-    bool isRed = inst.flags & kAligned;
-    bool cas = inst.mode == static_cast<uint8_t>(AtomOp::Cas);
-    size_t want = (isRed ? 2 : 3) + (cas ? 1 : 0);
-    TRY(count(want, want));
-    size_t i = 0;
-    if (!isRed)
-      TRY(addReg(raw[i++], t));
-    else {
-      Operand sink;
-      sink.kind = OperandKind::Sink;
-      ops.push_back(sink);
-    }
-    TRY(addAddr(raw[i++], inst.space));
-    for (; i < raw.size(); ++i)
-      TRY(addScalar(raw[i], t));
-    break;
-  }
-  default:
-    return bad("internal: no operand rule");
-  }
-#undef TRY
-  // Type checks of register operands: a register must be at least as wide
-  // as the access (PTX allows wider registers for narrower types).
+  if (e)
+    return e;
+  const std::vector<Operand> &ops = reader.operands();
   inst.firstOp = static_cast<uint32_t>(kernel.operands.size());
   inst.numOps = static_cast<uint8_t>(ops.size());
   kernel.operands.insert(kernel.operands.end(), ops.begin(), ops.end());
   kernel.code.push_back(inst);
   return Status::success();
 }
-
-} // namespace
 
 //===----------------------------------------------------------------------===//
 // Public entry points

@@ -118,68 +118,11 @@ struct Operand {
   uint64_t imm = 0;
 };
 
+/// The decoded operations: one per line of Instructions.def, which names
+/// the description (decoding, operands, executor) that owns each.
 enum class Op : uint8_t {
-  Mov,
-  MovPack,   // mov.bN d, {a, b, ...}
-  MovUnpack, // mov.bN {a, b, ...}, d
-  Ld,
-  St,
-  Add,
-  Sub,
-  Mul,
-  Mad,
-  Fma,
-  Div,
-  Rem,
-  Abs,
-  Neg,
-  Min,
-  Max,
-  And,
-  Or,
-  Xor,
-  Not,
-  Cnot,
-  Shl,
-  Shr,
-  Setp,
-  Selp,
-  Cvt,
-  CvtPack, // cvt.rn.f16x2.f32 d, a, b
-  Cvta,
-  Bra,
-  Ret,
-  Exit,
-  Trap,
-  Nop,
-  BarSync,
-  BarWarpSync,
-  Shfl,
-  Vote,
-  Activemask,
-  Mma,
-  Ldmatrix,
-  CpAsync,
-  CpAsyncCommit,
-  CpAsyncWait,
-  Ex2,
-  Lg2,
-  Rcp,
-  Sqrt,
-  Rsqrt,
-  Sin,
-  Cos,
-  Tanh,
-  Copysign,
-  Popc,
-  Clz,
-  Brev,
-  Bfe,
-  Bfi,
-  Prmt,
-  Testp,
-  Atom,
-  Redux,
+#define FLASHC_SIM_OP(Name, Description) Name,
+#include "Instructions.def"
 };
 
 /// Instruction flags.
