@@ -20,12 +20,11 @@ std::string AsyncExecutor::hex(uint64_t v) const {
   return buf;
 }
 
-void AsyncExecutor::reset(uint32_t warps, uint8_t *sharedMemory, uint32_t bytes,
-                          Hooks h) {
+void AsyncExecutor::reset(uint32_t warps, uint8_t *sharedMemory,
+                          uint32_t bytes) {
   nwarps = warps;
   shared = sharedMemory;
   sharedBytes = bytes;
-  hooks = std::move(h);
   if (used) {
     barriers.clear();
     inflight.clear();
@@ -111,6 +110,14 @@ std::string AsyncExecutor::mbarrierArrive(uint32_t off, uint64_t count,
   Barrier *b = findBarrier(off);
   if (!b)
     return noBarrier(off, "mbarrier.arrive");
+  // A phase whose arrivals are all in waits for bytes only: an arrival for
+  // the next phase needs them landed (as they would be by now).
+  if (b->state.pendingArrivals() < count && b->state.txCount() > 0) {
+    bool any = false;
+    if (std::string why = landFor(off, any); !why.empty())
+      return why;
+    b = findBarrier(off);
+  }
   if (txBytes)
     if (std::string why = b->state.expectTx(txBytes); !why.empty())
       return why;
@@ -172,21 +179,26 @@ std::string AsyncExecutor::describeMbarrier(uint32_t off) const {
 
 std::string AsyncExecutor::issueTensorLoad(const TensorMap &map,
                                            const int32_t *coords, uint32_t dst,
-                                           uint32_t mbar, const AsyncSite &s) {
+                                           uint32_t mbar, const AsyncSite &s,
+                                           ErrorCode &code) {
   activate();
   uint64_t bytes = map.boxBytes();
   std::string what = "cp.async.bulk.tensor into shared address " + hex(dst);
+  code = ErrorCode::Misaligned;
   if (dst % 128)
     return what + ": the destination is not 128-byte aligned";
+  code = ErrorCode::OutOfBounds;
   if (dst > sharedBytes || bytes > sharedBytes - dst)
     return what + ": the box's " + std::to_string(bytes) +
            " bytes extend past the CTA's " + std::to_string(sharedBytes) +
            " bytes of shared memory";
+  code = ErrorCode::Unsupported;
   if (map.swizzle != 0 && map.boxRowBytes() != (16u << map.swizzle))
     return what + ": a swizzled box whose rows (" +
            std::to_string(map.boxRowBytes()) +
            " bytes) are not the swizzle's span is not implemented by the "
            "simulator";
+  code = ErrorCode::Trap;
   if (!findBarrier(mbar))
     return noBarrier(mbar, "cp.async.bulk.tensor's complete_tx");
   if (overlapsMbarrier(dst, static_cast<uint32_t>(bytes)))
@@ -194,11 +206,14 @@ std::string AsyncExecutor::issueTensorLoad(const TensorMap &map,
   if (inflight.size() >= kMaxCopiesInFlight)
     return what + ": more than " + std::to_string(kMaxCopiesInFlight) +
            " TMA copies in flight";
+  code = ErrorCode::Race;
   const VectorClock &me = clocks[s.warp];
   uint32_t first = dst / kChunkBytes;
   uint32_t last = static_cast<uint32_t>((dst + bytes - 1) / kChunkBytes);
   // A copy in flight, then reads, then writes not ordered before this
-  // copy: the first found of the most telling kind is reported.
+  // copy: the first found of the most telling kind is reported. (Two
+  // copies in flight into the same bytes are refused even when the order
+  // is not checked: a chunk keeps one copy.)
   for (uint32_t c = first; c <= last; ++c) {
     const Chunk &ch = chunks[c];
     if (ch.inflightCopy == kNone)
@@ -211,7 +226,7 @@ std::string AsyncExecutor::issueTensorLoad(const TensorMap &map,
                hooks.thread(o.site.thread) + ", which is still in flight";
     return what + " overlaps a TMA copy in flight at " + hex(addr);
   }
-  for (uint32_t c = first; c <= last; ++c)
+  for (uint32_t c = first; c <= last && checking; ++c)
     for (uint32_t r = 0; r < nwarps; ++r) {
       uint32_t rc = readClocks[size_t(c) * nwarps + r];
       if (r != s.warp && rc > me[r])
@@ -221,15 +236,19 @@ std::string AsyncExecutor::issueTensorLoad(const TensorMap &map,
                " and has not released to the issuing thread (a stage "
                "still being consumed)";
     }
-  for (uint32_t c = first; c <= last; ++c) {
+  for (uint32_t c = first; c <= last && checking; ++c) {
     const Chunk &ch = chunks[c];
     if (ch.writer != kNone && ch.writer != s.warp &&
         me[ch.writer] < ch.writeClock)
-      return what + " overwrites, at " + hex(c * kChunkBytes) + ", data " +
-             (ch.writer == tmaSlot() ? std::string("a TMA copy")
-                                     : "warp " + std::to_string(ch.writer)) +
-             " wrote at " + hooks.at(ch.writeLine) +
-             " that the issuing thread has not waited for";
+      return what + " overwrites, at " + hex(c * kChunkBytes) +
+             (ch.writer == tmaSlot()
+                  ? ", the data of the TMA copy issued at " +
+                        hooks.at(ch.writeLine) +
+                        ", which the issuing thread has not seen consumed "
+                        "(no wait on a release by its readers)"
+                  : ", data warp " + std::to_string(ch.writer) + " wrote at " +
+                        hooks.at(ch.writeLine) +
+                        " that the issuing thread has not waited for");
   }
   Copy copy;
   copy.id = nextCopyId++;
@@ -339,7 +358,7 @@ bool AsyncExecutor::landAll(std::string &error) {
 
 std::string AsyncExecutor::onAccess(uint32_t off, uint32_t size, bool write,
                                     const AsyncSite &s) {
-  if (!used || size == 0)
+  if (!used || !checking || size == 0)
     return "";
   const char *kind = write ? "write of" : "read of";
   VectorClock &me = clocks[s.warp];

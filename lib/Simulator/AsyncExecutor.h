@@ -107,10 +107,15 @@ public:
     std::function<void(uint32_t off, uint32_t bytes)> landed;
   };
 
+  /// Sets the hooks, and whether the order of accesses is checked (the
+  /// launch's race checking): once, before the first CTA.
+  void configure(Hooks h, bool checkOrder) {
+    hooks = std::move(h);
+    checking = checkOrder;
+  }
   /// Starts a CTA of `nwarps` warps over `sharedBytes` of shared memory at
   /// `shared`.
-  void reset(uint32_t nwarps, uint8_t *shared, uint32_t sharedBytes,
-             Hooks hooks);
+  void reset(uint32_t nwarps, uint8_t *shared, uint32_t sharedBytes);
 
   /// Whether the CTA has used anything this executor tracks (so that the
   /// interpreter can skip it for kernels that do not).
@@ -145,9 +150,11 @@ public:
   /// A tensor copy global -> shared of `map`'s box at `coords` into shared
   /// offset `dst`, completing on the mbarrier at `mbar`. Checks the
   /// destination and the order of the chunks it overwrites now; the data
-  /// moves when the copy lands.
+  /// moves when the copy lands. On a fault, `code` says its kind
+  /// (Misaligned, OutOfBounds, Unsupported, Race or Trap).
   std::string issueTensorLoad(const TensorMap &map, const int32_t *coords,
-                              uint32_t dst, uint32_t mbar, const AsyncSite &s);
+                              uint32_t dst, uint32_t mbar, const AsyncSite &s,
+                              ErrorCode &code);
   /// Lands every copy in flight (the scheduler's last resort before it
   /// declares a deadlock). Returns whether any landed; `error` gets why a
   /// landing faulted.
@@ -211,6 +218,7 @@ private:
   uint8_t *shared = nullptr;
   uint32_t sharedBytes = 0;
   Hooks hooks;
+  bool checking = true;
   bool used = false;
   std::vector<VectorClock> clocks; // per warp, and the TMA unit's
   std::vector<Chunk> chunks;

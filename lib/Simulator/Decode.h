@@ -76,7 +76,8 @@ inline std::optional<Cmp> parseCmp(std::string_view s) {
 inline std::optional<Space> parseSpace(std::string_view s) {
   if (s == "global")
     return Space::Global;
-  if (s == "shared" || s == "shared::cta")
+  // A CTA is a cluster of one: its shared::cluster window is its own.
+  if (s == "shared" || s == "shared::cta" || s == "shared::cluster")
     return Space::Shared;
   if (s == "local")
     return Space::Local;
@@ -208,6 +209,11 @@ public:
   Status addVector(size_t i, Ty type, size_t n, bool dest);
   /// Adds operand `i`, an address in `space`.
   Status addAddr(size_t i, Space space);
+  /// Whether operand `i` is a tensor operand `[map, {c0, ...}]`.
+  bool isTensorAddress(size_t i) const;
+  /// Adds tensor operand `i`: the map's generic address (an address
+  /// operand), then its `rank` s32 coordinates.
+  Status addTensorAddress(size_t i, size_t rank);
   /// Adds a destination that discards its value.
   void addSink();
   /// Adds an operand read with readScalar.

@@ -40,12 +40,16 @@ namespace detail {
 /// space pointer, so that they never collide with global (host) memory.
 constexpr uint64_t kSharedWindow = 0xfe00000000000000ull;
 constexpr uint64_t kLocalWindow = 0xfd00000000000000ull;
+/// The kernel parameters (cvta.param), read-only.
+constexpr uint64_t kParamWindow = 0xfc00000000000000ull;
 constexpr uint64_t kWindowSize = 1ull << 40;
 /// cp.async copies one CTA may have in flight (issued, not yet landed by a
 /// wait): a bound on the memory they hold.
 constexpr uint64_t kMaxCopiesInFlight = 1u << 16;
 
-enum class State : uint8_t { Ready, AtWarpOp, AtBarrier, Exited };
+/// Where a thread is: running, waiting at a warp collective, a barrier or
+/// an mbarrier's phase (mbarrier.try_wait), or gone.
+enum class State : uint8_t { Ready, AtWarpOp, AtBarrier, AtMbarrier, Exited };
 
 struct PendingCopy {
   uint32_t dst = 0;
@@ -65,6 +69,9 @@ struct Thread {
   uint32_t exitLine = 0;
   uint32_t barrierId = 0;
   uint32_t barrierCount = 0;
+  /// AtMbarrier: the mbarrier's shared address and the phase parity.
+  uint32_t mbarrier = 0;
+  uint32_t mbarrierParity = 0;
   uint32_t groupsCommitted = 0;
   std::vector<PendingCopy> pending;
 };

@@ -11,6 +11,7 @@
 
 #include "Instructions/Arith.h"
 #include "Instructions/Async.h"
+#include "Instructions/Bulk.h"
 #include "Instructions/Control.h"
 #include "Instructions/Convert.h"
 #include "Instructions/Math.h"

@@ -123,6 +123,9 @@ bool CTARunner::run(uint64_t index) {
   std::fill(shared.begin(), shared.end(), 0xff);
   std::fill(warpSync.begin(), warpSync.end(), 0);
   std::fill(regs.begin(), regs.end(), 0);
+  async.reset(nwarps, shared.data(), sharedSize);
+  setmaxnregHistory.assign((nwarps + 3) / 4, {});
+  setmaxnregExecuted.assign(nwarps, 0);
   for (uint32_t i = 0; i < nthreads; ++i) {
     Thread &t = threads[i];
     t = Thread();
@@ -159,12 +162,30 @@ bool CTARunner::run(uint64_t index) {
       break;
     if (tryBarriers())
       continue;
+    if (async.active() && retryMbarrierWaits())
+      continue;
+    if (error)
+      break;
     bool allExited = std::all_of(threads.begin(), threads.end(), [](auto &t) {
       return t.state == State::Exited;
     });
     if (allExited)
       break;
     if (!progress) {
+      // Nothing runs: the TMA copies in flight land now, as a last resort,
+      // and may complete the phases that threads wait for.
+      if (async.copiesInFlight() > 0) {
+        std::string why;
+        async.landAll(why);
+        if (!why.empty()) {
+          fail(ErrorCode::OutOfBounds, why);
+          break;
+        }
+        if (retryMbarrierWaits())
+          continue;
+        if (error)
+          break;
+      }
       fail(ErrorCode::Deadlock, describeDeadlock());
       break;
     }
@@ -198,10 +219,14 @@ std::string CTARunner::describeDeadlock() {
   }
   bool first = true;
   for (auto &[key, members] : groups) {
-    const Inst &inst = k.code[threads[members[0]].pc];
+    const Thread &t = threads[members[0]];
+    const Inst &inst = k.code[t.pc];
     os << (first ? " " : "; ") << members.size() << " thread(s) wait at '"
        << k.opcodeNames[inst.opcodeIndex] << "' (" << at(key.second)
        << ", e.g. " << threadName(members[0]) << ")";
+    if (t.state == State::AtMbarrier)
+      os << " for the phase of parity " << t.mbarrierParity << " of "
+         << async.describeMbarrier(t.mbarrier);
     first = false;
   }
   if (exited)
@@ -233,19 +258,73 @@ bool CTARunner::tryBarriers() {
     if (!waiting[id] || waiting[id] < expected[id])
       continue;
     uint32_t count = 0;
+    std::vector<uint32_t> warps;
     for (Thread &t : threads) {
       if (t.state == State::AtBarrier && t.barrierId == id &&
           count < expected[id]) {
         t.state = State::Ready;
         t.pc++;
         ++count;
+        if (warps.empty() || warps.back() != t.warp)
+          warps.push_back(t.warp);
       }
     }
+    async.barrier(warps);
     released = true;
   }
   if (released)
     advanceEpoch(1); // accesses after the barrier are ordered after those before
   return released;
+}
+
+bool CTARunner::retryMbarrierWaits() {
+  bool released = false;
+  for (Thread &t : threads) {
+    if (t.state != State::AtMbarrier)
+      continue;
+    const Inst &inst = k.code[t.pc];
+    AsyncSite site;
+    site.line = inst.line;
+    site.thread = t.linear;
+    site.warp = t.warp;
+    bool complete = false;
+    std::string why = async.mbarrierTryWaitParity(t.mbarrier, t.mbarrierParity,
+                                                  site, complete);
+    if (!why.empty())
+      return fault(ErrorCode::Trap, inst, t, why);
+    if (!complete)
+      continue;
+    set(opnd(inst, 0), regsOf(t), 1); // the try_wait's predicate
+    t.state = State::Ready;
+    t.pc++;
+    released = true;
+  }
+  return released;
+}
+
+void CTARunner::configureAsync() {
+  AsyncExecutor::Hooks hooks;
+  hooks.at = [this](uint32_t line) { return at(line); };
+  hooks.thread = [this](uint32_t linear) { return threadName(linear); };
+  hooks.readGlobal = [this](uint64_t address, uint32_t bytes,
+                            void *out) -> std::string {
+    const Buffer *buf = findGlobal(address, bytes);
+    if (!buf)
+      return "it reads " + std::to_string(bytes) + " bytes at global address " +
+             hex(address) + " outside every registered buffer" +
+             nearestBuffer(address);
+    std::memcpy(out, buf->translate(address), bytes);
+    return "";
+  };
+  hooks.landed = [this](uint32_t off, uint32_t bytes) {
+    // The copy's bytes have no thread as their writer: the executor orders
+    // them. (Records of earlier plain accesses would be stale.)
+    if (!env.checkRaces)
+      return;
+    for (uint32_t b = off; b < off + bytes && b < shadow.size(); ++b)
+      shadow[b] = ShadowByte();
+  };
+  async.configure(std::move(hooks), env.checkRaces);
 }
 
 bool CTARunner::execWarpOp(uint32_t w) {

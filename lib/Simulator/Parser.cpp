@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <map>
 #include <optional>
 #include <unordered_map>
 #include <utility>
@@ -519,9 +520,16 @@ struct FunctionScope {
   /// `%r<40>` style families: prefix -> (first index, count), per scope.
   std::vector<std::unordered_map<std::string, std::pair<int32_t, int32_t>>>
       familyScopes;
-  std::unordered_map<std::string, uint32_t> labels;
-  /// (instruction index, label, line) of branches to resolve.
-  std::vector<std::tuple<size_t, std::string, uint32_t>> pendingBranches;
+  /// Labels by (block, name): a label is visible in its `{ }` block and
+  /// the blocks inside it (inline assembly repeats its local labels in
+  /// blocks of its own). Blocks are numbered as they open; `blockParent`
+  /// gives each one's enclosing block, `openBlocks` the chain now open.
+  std::map<std::pair<uint32_t, std::string>, uint32_t> labels;
+  std::vector<uint32_t> blockParent{0};
+  std::vector<uint32_t> openBlocks{0};
+  /// (instruction index, label, line, block) of branches to resolve.
+  std::vector<std::tuple<size_t, std::string, uint32_t, uint32_t>>
+      pendingBranches;
   std::unordered_map<std::string, uint64_t> sharedSymbols; // -> address
   std::unordered_map<std::string, uint64_t> localSymbols;
   std::unordered_map<std::string, uint32_t> paramSymbols;  // -> offset
@@ -562,7 +570,9 @@ namespace detail {
 struct RawOperand {
   // One of: a token sequence for a scalar, or a vector of scalars, or an
   // address.
-  enum Kind { Scalar, Vector, Address } kind = Scalar;
+  // address, or a tensor operand `[map, {c0, c1, ...}]` (parts: the map's
+  // address, then the coordinates).
+  enum Kind { Scalar, Vector, Address, TensorAddress } kind = Scalar;
   std::vector<std::vector<const Token *>> parts; // scalars (vector: each)
   uint32_t line = 0;
 };
@@ -615,13 +625,13 @@ public:
       out.kind = OperandKind::Sink;
       return Status::success();
     }
+    if (std::optional<int32_t> r = scope.lookupReg(name)) {
+      out.kind = OperandKind::Reg;
+      out.reg = *r;
+      out.negate = negate;
+      return Status::success();
+    }
     if (name[0] == '%') {
-      if (std::optional<int32_t> r = scope.lookupReg(name)) {
-        out.kind = OperandKind::Reg;
-        out.reg = *r;
-        out.negate = negate;
-        return Status::success();
-      }
       if (std::optional<Special> s = special(name)) {
         out.kind = OperandKind::Special;
         out.special = *s;
@@ -641,9 +651,15 @@ public:
       out.imm = it->second;
       return Status::success();
     }
-    if (scope.paramSymbols.count(name))
-      return failAt(line, "taking the address of parameter '" + name +
-                              "' is not supported");
+    // A parameter's name is its address in the parameter space (nvcc's
+    // `mov.b64 %rd, k_param_0` before `cvta.param` for a __grid_constant__
+    // parameter).
+    if (auto it = scope.paramSymbols.find(name);
+        it != scope.paramSymbols.end()) {
+      out.kind = OperandKind::Imm;
+      out.imm = it->second;
+      return Status::success();
+    }
     return failAt(line, "unknown symbol '" + name + "'");
   }
 
@@ -783,8 +799,8 @@ public:
         out.imm += static_cast<uint64_t>(negative ? -*v : *v);
       } else if (t.kind == Tok::Ident && !negative) {
         std::string name(t.text);
-        if (name[0] == '%') {
-          std::optional<int32_t> r = scope.lookupReg(name);
+        std::optional<int32_t> r = scope.lookupReg(name);
+        if (name[0] == '%' || r) {
           if (!r || out.reg >= 0)
             return failAt(line, "bad address register '" + name + "'");
           out.reg = *r;
@@ -880,6 +896,7 @@ Status readOperands(Parser &, std::vector<Token> &toks, size_t &pos,
     if (t.is("[")) {
       ++pos;
       cur.kind = RawOperand::Address;
+      bool inVector = false;
       while (true) {
         const Token &u = toks[pos];
         if (u.kind == Tok::End)
@@ -887,8 +904,28 @@ Status readOperands(Parser &, std::vector<Token> &toks, size_t &pos,
         ++pos;
         if (u.is("]"))
           break;
+        // `[map, {c0, c1}]`: a tensor operand.
+        if (u.is(",")) {
+          if (scalar.empty())
+            return fail(u.line, "empty element in an address operand");
+          flushScalar();
+          cur.kind = RawOperand::TensorAddress;
+          continue;
+        }
+        if (u.is("{") && cur.kind == RawOperand::TensorAddress && !inVector &&
+            scalar.empty()) {
+          inVector = true;
+          continue;
+        }
+        if (u.is("}") && inVector) {
+          inVector = false;
+          continue;
+        }
         scalar.push_back(&u);
       }
+      if (cur.kind == RawOperand::TensorAddress && inVector)
+        return fail(t.line, "unterminated coordinate vector in a tensor "
+                            "operand");
       flushScalar();
       continue;
     }
@@ -1074,6 +1111,9 @@ Status Parser::parseEntry() {
       if (depth > 1) {
         scope.regScopes.emplace_back();
         scope.familyScopes.emplace_back();
+        scope.blockParent.push_back(scope.openBlocks.back());
+        scope.openBlocks.push_back(
+            static_cast<uint32_t>(scope.blockParent.size() - 1));
       }
       continue;
     }
@@ -1084,6 +1124,7 @@ Status Parser::parseEntry() {
         break;
       scope.regScopes.pop_back();
       scope.familyScopes.pop_back();
+      scope.openBlocks.pop_back();
       continue;
     }
     if (t.is(".loc") || t.is(".file")) {
@@ -1112,7 +1153,9 @@ Status Parser::parseEntry() {
         return fail(t, ".reg without a type");
       while (true) {
         const Token &name = next();
-        if (name.kind != Tok::Ident || name.text[0] != '%')
+        // Inline assembly declares names without `%` (`.reg .pred p;`).
+        if (name.kind != Tok::Ident || name.text[0] == '.' ||
+            name.text[0] == '$')
           return fail(name, "expected a register name in .reg");
         std::string n(name.text);
         int64_t count = 1;
@@ -1181,9 +1224,10 @@ Status Parser::parseEntry() {
       std::string label(t.text);
       next();
       next();
-      if (scope.labels.count(label))
+      auto key = std::make_pair(scope.openBlocks.back(), label);
+      if (scope.labels.count(key))
         return fail(t, "label '" + label + "' defined twice");
-      scope.labels[label] = static_cast<uint32_t>(kernel.code.size());
+      scope.labels[key] = static_cast<uint32_t>(kernel.code.size());
       continue;
     }
     // An instruction, maybe guarded.
@@ -1214,8 +1258,14 @@ Status Parser::parseEntry() {
   if (Status e = freezeLayout(peek()))
     return e;
   // Resolve branches.
-  for (auto &[index, label, line] : scope.pendingBranches) {
-    auto it = scope.labels.find(label);
+  for (auto &[index, label, line, block] : scope.pendingBranches) {
+    // The innermost enclosing block that defines the label.
+    auto it = scope.labels.end();
+    for (uint32_t b = block;; b = scope.blockParent[b]) {
+      it = scope.labels.find({b, label});
+      if (it != scope.labels.end() || b == 0)
+        break;
+    }
     if (it == scope.labels.end())
       return Status::make(ErrorCode::Parse,
                           prog.sourceName + ":" + std::to_string(line) +
@@ -1312,6 +1362,29 @@ Status OperandReader::addAddr(size_t i, Space space) {
   return Status::success();
 }
 
+bool OperandReader::isTensorAddress(size_t i) const {
+  return raw[i].kind == RawOperand::TensorAddress;
+}
+
+Status OperandReader::addTensorAddress(size_t i, size_t rank) {
+  const RawOperand &r = raw[i];
+  if (r.kind != RawOperand::TensorAddress || r.parts.size() != rank + 1)
+    return bad("expected a tensor operand [map, {" + std::to_string(rank) +
+               " coordinates}]");
+  Operand map;
+  Space generic = Space::Generic;
+  if (Status e = parser.address(r.parts[0], generic, map, line))
+    return e;
+  ops.push_back(map);
+  for (size_t c = 1; c <= rank; ++c) {
+    Operand o;
+    if (Status e = parser.scalar(r.parts[c], Ty::S32, o, line))
+      return e;
+    ops.push_back(o);
+  }
+  return Status::success();
+}
+
 void OperandReader::addSink() {
   Operand sink;
   sink.kind = OperandKind::Sink;
@@ -1327,7 +1400,8 @@ Status OperandReader::addLabel(size_t i) {
   if (r.kind != RawOperand::Scalar || r.parts[0].size() != 1)
     return bad("expected a label");
   parser.scope.pendingBranches.emplace_back(
-      parser.kernel.code.size(), std::string(r.parts[0][0]->text), line);
+      parser.kernel.code.size(), std::string(r.parts[0][0]->text), line,
+      parser.scope.openBlocks.back());
   return Status::success();
 }
 

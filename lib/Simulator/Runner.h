@@ -13,6 +13,7 @@
 #ifndef FLASHC_LIB_SIMULATOR_RUNNER_H
 #define FLASHC_LIB_SIMULATOR_RUNNER_H
 
+#include "AsyncExecutor.h"
 #include "Exec.h"
 
 #include <algorithm>
@@ -173,6 +174,7 @@ public:
     }
     local.assign(static_cast<size_t>(nthreads) * k.localBytes, 0);
     warpSync.assign(nwarps, 0);
+    configureAsync();
   }
 
   /// Runs one CTA. Returns false (after reporting) on an error.
@@ -197,6 +199,12 @@ public:
   std::vector<uint32_t> warpSync;
   uint16_t epoch = 0;
   uint64_t copiesInFlight = 0;
+  /// mbarriers and TMA copies (Instructions/Bulk.h).
+  AsyncExecutor async;
+  /// setmaxnreg (Instructions/Warp.h): per warpgroup, the sequence of
+  /// (count << 1 | inc) its warps execute; per warp, how many it executed.
+  std::vector<std::vector<uint32_t>> setmaxnregHistory;
+  std::vector<uint32_t> setmaxnregExecuted;
   Dim3 ctaid;
   uint64_t ctaIndex = 0;
   Status error;
@@ -273,6 +281,9 @@ public:
       } else if (addr >= kLocalWindow && addr < kLocalWindow + kWindowSize) {
         space = Space::Local;
         addr -= kLocalWindow;
+      } else if (addr >= kParamWindow && addr < kParamWindow + kWindowSize) {
+        space = Space::Param;
+        addr -= kParamWindow;
       } else {
         space = Space::Global;
       }
@@ -308,6 +319,9 @@ public:
       }
       if (checkRace &&
           !checkShared(static_cast<uint32_t>(addr), size, write, inst, t))
+        return nullptr;
+      if (async.active() &&
+          !checkAsyncOrder(static_cast<uint32_t>(addr), size, write, inst, t))
         return nullptr;
       return shared.data() + addr;
     case Space::Local:
@@ -499,6 +513,27 @@ public:
     }
     copiesInFlight -= t.pending.size() - keep;
     t.pending.resize(keep);
+  }
+
+  /// Checks a plain access to shared bytes [off, off + size) against the
+  /// asynchronous executor: never to an mbarrier, and ordered with its TMA
+  /// copies.
+  bool checkAsyncOrder(uint32_t off, uint32_t size, bool write,
+                       const Inst &inst, const Thread &t) {
+    if (async.overlapsMbarrier(off, size))
+      return fault(ErrorCode::Trap, inst, t,
+                   std::string(write ? "a store to" : "a load of") +
+                       " shared address " + hex(off) +
+                       ", which holds an mbarrier (only mbarrier instructions "
+                       "may access one)");
+    AsyncSite site;
+    site.line = inst.line;
+    site.thread = t.linear;
+    site.warp = t.warp;
+    std::string why = async.onAccess(off, size, write, site);
+    if (!why.empty())
+      return fault(ErrorCode::Race, inst, t, why);
+    return true;
   }
 
   // Threads ----------------------------------------------------------------
@@ -712,7 +747,12 @@ private:
   /// member mask waits at one. Returns true when it did.
   bool execWarpOp(uint32_t warp);
   bool tryBarriers();
+  /// Releases the threads waiting at an mbarrier whose phase completed.
+  /// Returns true when one was.
+  bool retryMbarrierWaits();
   std::string describeDeadlock();
+  /// Gives the asynchronous executor its hooks (once).
+  void configureAsync();
 };
 
 } // namespace detail

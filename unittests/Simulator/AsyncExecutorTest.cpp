@@ -58,7 +58,8 @@ struct Fixture {
     hooks.landed = [this](uint32_t off, uint32_t bytes) {
       landed.push_back({off, bytes});
     };
-    x.reset(warps, shared.data(), static_cast<uint32_t>(shared.size()), hooks);
+    x.configure(hooks, /*checkOrder=*/true);
+    x.reset(warps, shared.data(), static_cast<uint32_t>(shared.size()));
     uint64_t dims[2] = {kCols, kRows}, strides[1] = {kCols * 2};
     uint32_t box[2] = {64, 16}, steps[2] = {1, 1};
     TensorMapTiledArgs args;
@@ -85,6 +86,8 @@ AsyncSite site(uint32_t warp, uint32_t line) {
 }
 
 constexpr uint32_t kFull = 0, kEmpty = 8, kStage = 1024;
+/// The kind of the last fault issueTensorLoad reported.
+ErrorCode code = ErrorCode::Success;
 constexpr uint32_t kStageBytes = 64 * 16 * 2;
 
 /// Sets up the two mbarriers; the producer (warp 0) fills the stage with
@@ -95,7 +98,8 @@ void produce(Fixture &f, int32_t row, bool expectTx = true) {
                                site(0, 10), state),
             "");
   int32_t coords[2] = {0, row};
-  ASSERT_EQ(f.x.issueTensorLoad(f.map, coords, kStage, kFull, site(0, 11)), "");
+  ASSERT_EQ(
+      f.x.issueTensorLoad(f.map, coords, kStage, kFull, site(0, 11), code), "");
 }
 
 void init(Fixture &f) {
@@ -203,7 +207,7 @@ TEST(AsyncExecutorTest, RefillingAStageStillBeingConsumedIsCaught) {
   ASSERT_EQ(f.x.mbarrierArrive(kFull, 1, kStageBytes, site(0, 10), state), "");
   int32_t coords[2] = {0, 8};
   std::string why =
-      f.x.issueTensorLoad(f.map, coords, kStage, kFull, site(0, 11));
+      f.x.issueTensorLoad(f.map, coords, kStage, kFull, site(0, 11), code);
   EXPECT_NE(why.find("bytes that warp 1 read at line 21 and has not released "
                      "to the issuing thread (a stage still being consumed)"),
             std::string::npos)
@@ -213,7 +217,7 @@ TEST(AsyncExecutorTest, RefillingAStageStillBeingConsumedIsCaught) {
   Fixture g;
   init(g);
   produce(g, 0);
-  why = g.x.issueTensorLoad(g.map, coords, kStage, kFull, site(0, 13));
+  why = g.x.issueTensorLoad(g.map, coords, kStage, kFull, site(0, 13), code);
   EXPECT_NE(why.find("which is still in flight"), std::string::npos) << why;
 }
 
@@ -242,16 +246,18 @@ TEST(AsyncExecutorTest, ReportsMisuse) {
             std::string::npos);
   ASSERT_EQ(f.x.mbarrierInit(kFull, 1, s), "");
   int32_t coords[2] = {0, 0};
-  EXPECT_NE(f.x.issueTensorLoad(f.map, coords, kStage + 16, kFull, s)
+  EXPECT_NE(f.x.issueTensorLoad(f.map, coords, kStage + 16, kFull, s, code)
                 .find("not 128-byte aligned"),
             std::string::npos);
-  EXPECT_NE(f.x.issueTensorLoad(f.map, coords, 16384 - 1024, kFull, s)
+  EXPECT_EQ(code, ErrorCode::Misaligned);
+  EXPECT_NE(f.x.issueTensorLoad(f.map, coords, 16384 - 1024, kFull, s, code)
                 .find("extend past"),
             std::string::npos);
-  EXPECT_NE(f.x.issueTensorLoad(f.map, coords, kStage, 512, s)
+  EXPECT_EQ(code, ErrorCode::OutOfBounds);
+  EXPECT_NE(f.x.issueTensorLoad(f.map, coords, kStage, 512, s, code)
                 .find("holds no mbarrier"),
             std::string::npos);
-  EXPECT_NE(f.x.issueTensorLoad(f.map, coords, 0, kFull, s)
+  EXPECT_NE(f.x.issueTensorLoad(f.map, coords, 0, kFull, s, code)
                 .find("overlaps an mbarrier"),
             std::string::npos);
   EXPECT_TRUE(f.x.overlapsMbarrier(4, 8));
@@ -265,7 +271,8 @@ TEST(AsyncExecutorTest, LandsTheBoxWithItsFillAndSwizzle) {
   ASSERT_EQ(f.x.mbarrierArrive(kFull, 1, kStageBytes, site(0, 10), state), "");
   // Rows 30 .. 45 of a 40-row tensor: the last 6 rows are out of bounds.
   int32_t coords[2] = {0, 30};
-  ASSERT_EQ(f.x.issueTensorLoad(f.map, coords, kStage, kFull, site(0, 11)), "");
+  ASSERT_EQ(
+      f.x.issueTensorLoad(f.map, coords, kStage, kFull, site(0, 11), code), "");
   bool done = false;
   ASSERT_EQ(f.x.mbarrierTryWaitParity(kFull, 0, site(1, 20), done), "");
   ASSERT_TRUE(done);

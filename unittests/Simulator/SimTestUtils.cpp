@@ -76,32 +76,47 @@ Result<std::vector<uint64_t>> runBody(const std::string &body,
   return output;
 }
 
-const NvccKernels &nvccKernels() {
-  static const NvccKernels kernels = [] {
-    NvccKernels k;
-    std::string path = FLASHC_SIM_KERNELS_PTX;
-    if (path.empty()) {
-      k.skip = "nvcc was not found when the build was configured, so "
-               "kernels/SimTestKernels.cu was not compiled to PTX";
-      return k;
-    }
-    std::ifstream file(path, std::ios::binary);
-    if (!file) {
-      k.error = "cannot read the nvcc-compiled kernels at '" + path + "'";
-      return k;
-    }
-    k.text.assign(std::istreambuf_iterator<char>(file),
-                  std::istreambuf_iterator<char>());
-    static std::shared_ptr<const Module> module;
-    auto parsed = Module::parse(k.text, "SimTestKernels.ptx");
-    if (!parsed) {
-      k.error = parsed.status().message();
-      return k;
-    }
-    module = *parsed;
-    k.module = module.get();
+namespace {
+
+/// Reads and parses the nvcc-compiled PTX at `path` (empty without nvcc).
+NvccKernels loadNvccKernels(const std::string &path, const char *source,
+                            const char *name) {
+  NvccKernels k;
+  if (path.empty()) {
+    k.skip = std::string("nvcc was not found when the build was configured, "
+                         "so kernels/") +
+             source + " was not compiled to PTX";
     return k;
-  }();
+  }
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    k.error = "cannot read the nvcc-compiled kernels at '" + path + "'";
+    return k;
+  }
+  k.text.assign(std::istreambuf_iterator<char>(file),
+                std::istreambuf_iterator<char>());
+  auto parsed = Module::parse(k.text, name);
+  if (!parsed) {
+    k.error = parsed.status().message();
+    return k;
+  }
+  k.owner = *parsed;
+  k.module = k.owner.get();
+  return k;
+}
+
+} // namespace
+
+const NvccKernels &nvccKernels() {
+  static const NvccKernels kernels = loadNvccKernels(
+      FLASHC_SIM_KERNELS_PTX, "SimTestKernels.cu", "SimTestKernels.ptx");
+  return kernels;
+}
+
+const NvccKernels &nvccKernelsSm90() {
+  static const NvccKernels kernels =
+      loadNvccKernels(FLASHC_SIM_KERNELS_SM90_PTX, "SimTestKernelsSm90.cu",
+                      "SimTestKernelsSm90.ptx");
   return kernels;
 }
 

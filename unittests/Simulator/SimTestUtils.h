@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -59,18 +60,29 @@ Result<std::vector<uint64_t>> runBody(const std::string &body,
 /// was not found at configure time; `error` when the file cannot be read or
 /// parsed (a failure, not a skip).
 struct NvccKernels {
+  std::shared_ptr<const Module> owner;
   const Module *module = nullptr;
   std::string text;
   std::string skip;
   std::string error;
 };
 const NvccKernels &nvccKernels();
+/// The sm_90a kernels of SimTestKernelsSm90.ptx, likewise.
+const NvccKernels &nvccKernelsSm90();
 
 /// Declares `const sim::Module *VAR` for the nvcc kernels, skipping the test
 /// without nvcc and failing it when the PTX is unusable.
 #define FLASHC_REQUIRE_NVCC_KERNELS(VAR)                                       \
   const ::flashc::sim::test::NvccKernels &VAR##Kernels_ =                      \
       ::flashc::sim::test::nvccKernels();                                      \
+  if (!VAR##Kernels_.skip.empty())                                             \
+    GTEST_SKIP() << VAR##Kernels_.skip;                                        \
+  ASSERT_TRUE(VAR##Kernels_.error.empty()) << VAR##Kernels_.error;             \
+  const ::flashc::sim::Module *VAR = VAR##Kernels_.module
+/// The same for the sm_90a kernels.
+#define FLASHC_REQUIRE_NVCC_SM90_KERNELS(VAR)                                  \
+  const ::flashc::sim::test::NvccKernels &VAR##Kernels_ =                      \
+      ::flashc::sim::test::nvccKernelsSm90();                                  \
   if (!VAR##Kernels_.skip.empty())                                             \
     GTEST_SKIP() << VAR##Kernels_.skip;                                        \
   ASSERT_TRUE(VAR##Kernels_.error.empty()) << VAR##Kernels_.error;             \

@@ -28,6 +28,14 @@
 // global bytes stored to by two CTAs of one launch, and barrier deadlocks as
 // errors naming the kernel, the PTX line, the thread and the address.
 //
+// Hopper's mbarriers and TMA tensor loads (cp.async.bulk.tensor, with
+// tensor maps in the format of flashc/Simulator/TensorMap.h) run on an
+// asynchronous executor beside the threads, which orders warps through
+// their mbarrier arrivals and waits (lib/Simulator/AsyncExecutor.h). A read
+// of a TMA destination before the mbarrier phase that covers it, a copy
+// into a stage whose readers have not released it, and a wait that can
+// never complete are reported as races and deadlocks like the others.
+//
 // Input is untrusted: PTX text, launch shapes and arguments never crash the
 // simulator or exhaust memory. Sizes, offsets and alignments from the text
 // are checked in 64 bits against the parser's limits (below); a launch's

@@ -80,8 +80,9 @@ struct LdStInst : ThreadInst {
   }
 };
 
-/// cvta: a shared or local address to a generic one (Inst::mode 0), or
-/// with `.to` a generic one to the state space's (mode 1).
+/// cvta: a shared, local or parameter address to a generic one (Inst::mode
+/// 0), or with `.to` a generic one to the state space's (mode 1).
+/// Parameters are read-only through their generic addresses.
 struct CvtaInst : ThreadInst {
   static constexpr std::string_view spellings[] = {"cvta"};
 
@@ -98,7 +99,7 @@ struct CvtaInst : ThreadInst {
     }
     // mode 1: generic -> space; 0: space -> generic.
     inst.mode = to ? 1 : 0;
-    if (inst.space == Space::Generic || inst.space == Space::Param)
+    if (inst.space == Space::Generic)
       return kUnsupported;
     return p.oneType(inst) && (inst.type == Ty::U64 || inst.type == Ty::U32 ||
                                inst.type == Ty::B64)
@@ -116,6 +117,7 @@ struct CvtaInst : ThreadInst {
     uint64_t a = S.src(1);
     uint64_t base = I.space == Space::Shared  ? kSharedWindow
                     : I.space == Space::Local ? kLocalWindow
+                    : I.space == Space::Param ? kParamWindow
                                               : 0;
     uint64_t r = I.mode ? a - base : a + base;
     S.dst(0, maskTo(I.type, r));

@@ -194,6 +194,120 @@ struct VoteInst : WarpInst {
   }
 };
 
+/// elect.sync `d|p, membermask`: the lowest lane of the mask is elected;
+/// every member gets its lane number in d (b32) and whether it is the
+/// elected one in p (either may be `_`).
+struct ElectSyncInst : WarpInst {
+  static constexpr std::string_view spellings[] = {"elect"};
+  static constexpr unsigned maskOperand = 2;
+
+  static std::string decode(const OpcodeParts &p, Inst &inst) {
+    inst.op = Op::ElectSync;
+    return p.rest.size() == 1 && p.rest[0] == "sync" && p.types.empty()
+               ? ""
+               : kUnsupported;
+  }
+
+  static Status operands(OperandReader &r, Inst &inst) {
+    FLASHC_SIM_TRY(r.count(2, 2));
+    // d|p reads as a vector of two destinations, registers or `_`.
+    FLASHC_SIM_TRY(r.addVector(0, Ty::B32, 2, /*dest=*/true));
+    return r.addScalar(1, Ty::B32);
+  }
+
+  template <Op Code, typename X> static bool execWarp(const WarpStep<X> &S) {
+    uint32_t leader = static_cast<uint32_t>(__builtin_ctz(S.mask));
+    for (uint32_t l = 0; l < 32; ++l) {
+      if (!S.member(l))
+        continue;
+      S.dst(l, 0, leader);
+      S.dst(l, 1, l == leader);
+    }
+    return true;
+  }
+};
+
+/// setmaxnreg.inc/dec.sync.aligned.u32 N: the warp's register allotment
+/// becomes N (24 to 256, a multiple of 8). The warps of a warpgroup must
+/// execute the same sequence of setmaxnreg, and the CTA's warpgroups must
+/// fit the SM's 65536 registers; the register file itself is not modelled.
+struct SetmaxnregInst : WarpInst {
+  static constexpr std::string_view spellings[] = {"setmaxnreg"};
+  static constexpr bool alignedCollective = true;
+  static constexpr uint32_t kRegisterFile = 65536;
+
+  static std::string decode(const OpcodeParts &p, Inst &inst) {
+    inst.op = Op::Setmaxnreg;
+    bool kind = false, sync = false, aligned = false;
+    for (std::string_view m : p.rest) {
+      if ((m == "inc" || m == "dec") && !kind) {
+        inst.mode = m == "inc";
+        kind = true;
+      } else if (m == "sync") {
+        sync = true;
+      } else if (m == "aligned") {
+        aligned = true;
+      } else {
+        return kUnsupported;
+      }
+    }
+    return kind && sync && aligned && p.types.size() == 1 &&
+                   p.types[0] == Ty::U32
+               ? ""
+               : kUnsupported;
+  }
+
+  static Status operands(OperandReader &r, Inst &inst) {
+    FLASHC_SIM_TRY(r.count(1, 1));
+    Operand n;
+    FLASHC_SIM_TRY(r.readScalar(0, Ty::U32, n));
+    if (n.kind != OperandKind::Imm)
+      return r.bad("the register count must be an immediate");
+    if (n.imm < 24 || n.imm > 256 || n.imm % 8)
+      return r.bad("the register count " + std::to_string(n.imm) +
+                   " is not a multiple of 8 from 24 to 256");
+    inst.target = static_cast<uint32_t>(n.imm);
+    return Status::success();
+  }
+
+  template <Op Code, typename X> static bool execWarp(const WarpStep<X> &S) {
+    X &x = S.x;
+    const Inst &I = S.I;
+    uint32_t group = S.w / 4;
+    auto &history = x.setmaxnregHistory[group];
+    uint32_t index = x.setmaxnregExecuted[S.w]++;
+    uint32_t entry = (I.target << 1) | I.mode;
+    if (index < history.size()) {
+      if (history[index] != entry)
+        return S.fault(ErrorCode::Trap,
+                       "the warps of warpgroup " + std::to_string(group) +
+                           " execute different setmaxnreg (" +
+                           std::string(I.mode ? "inc" : "dec") + " " +
+                           std::to_string(I.target) + " where another warp " +
+                           ((history[index] & 1) ? "increased" : "decreased") +
+                           " to " + std::to_string(history[index] >> 1) +
+                           "): it is .aligned over the warpgroup");
+      return true;
+    }
+    history.push_back(entry);
+    // The allotments of the warpgroups that have set one.
+    uint64_t total = 0;
+    for (uint32_t g = 0; g < x.setmaxnregHistory.size(); ++g)
+      if (!x.setmaxnregHistory[g].empty()) {
+        uint32_t warps = std::min(4u, x.nwarps - 4 * g);
+        total += uint64_t(x.setmaxnregHistory[g].back() >> 1) * 32 * warps;
+      }
+    if (total > kRegisterFile)
+      return S.fault(
+          ErrorCode::Trap,
+          "setmaxnreg " + std::to_string(I.target) + " in warpgroup " +
+              std::to_string(group) + " takes the CTA's warpgroups to " +
+              std::to_string(total) + " registers, more than the SM's " +
+              std::to_string(kRegisterFile));
+    return true;
+  }
+};
+
 /// redux.sync.add/min/max/and/or/xor on 32-bit integers `d, a, membermask`.
 struct ReduxInst : WarpInst {
   static constexpr std::string_view spellings[] = {"redux"};

@@ -1,0 +1,348 @@
+//===- HopperTest.cpp - mbarriers, TMA and warp specialisation in PTX -----===//
+//
+// The simulator's Hopper instructions as nvcc writes them: the sm_90a
+// kernel tmaPipeline of kernels/SimTestKernelsSm90.cu streams a tensor
+// through two shared stages with TMA loads, a producer warpgroup and a
+// consumer warpgroup synchronised by mbarriers, and must sum its columns
+// as the CPU does, with and without the 128-byte swizzle, rows past the
+// tensor filled with zeros. Then the same kernel with each defect of the
+// stage protocol planted must fail with the fault that names it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "SimTestUtils.h"
+
+#include "flashc/Simulator/TensorMap.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <vector>
+
+using namespace flashc;
+using namespace flashc::sim;
+using namespace flashc::sim::test;
+
+namespace {
+
+/// A rows x 64 f16 tensor of random values, the map of its 64 x 16 boxes,
+/// and the launch of tmaPipeline over `blocks` boxes.
+struct Pipeline {
+  static constexpr uint32_t kCols = 64;
+  uint32_t rows;
+  std::vector<uint16_t> tensor;
+  std::vector<float> out = std::vector<float>(128, -1.f);
+  KernelArg map;
+
+  Pipeline(std::mt19937 &rng, uint32_t rows, bool swizzled) : rows(rows) {
+    std::uniform_real_distribution<double> dist(-2.0, 2.0);
+    tensor.resize(size_t(rows) * kCols);
+    for (uint16_t &h : tensor)
+      h = refToHalf(dist(rng));
+    uint64_t dims[2] = {kCols, rows}, strides[1] = {kCols * 2};
+    uint32_t box[2] = {64, 16}, steps[2] = {1, 1};
+    TensorMapTiledArgs args;
+    args.dataType = static_cast<uint32_t>(TensorMapDataType::Float16);
+    args.rank = 2;
+    args.globalAddress = reinterpret_cast<uint64_t>(tensor.data());
+    args.globalDim = dims;
+    args.globalStrides = strides;
+    args.boxDim = box;
+    args.elementStrides = steps;
+    args.swizzle = static_cast<uint32_t>(swizzled ? TensorMapSwizzle::B128
+                                                  : TensorMapSwizzle::None);
+    alignas(128) uint8_t bytes[kTensorMapBytes];
+    Status e = encodeTensorMapTiled(bytes, args);
+    EXPECT_FALSE(e) << e.message();
+    map.bytes.assign(bytes, bytes + kTensorMapBytes);
+  }
+
+  Result<LaunchStats> run(const Module &module, int blocks, bool swizzled,
+                          int defect) {
+    Device device;
+    if (Status e = registerVector(device, tensor, "tensor"))
+      return e;
+    if (Status e = registerVector(device, out, "out"))
+      return e;
+    LaunchConfig config;
+    config.block = {256};
+    config.workers = 1;
+    config.maxInstructionsPerThread = 1u << 22;
+    return device.launch(
+        module, "tmaPipeline", config,
+        {map, KernelArg::pointer(out.data()), KernelArg::s32(blocks),
+         KernelArg::s32(swizzled ? 1 : 0), KernelArg::s32(defect)});
+  }
+
+  /// What consumer thread t sums: column 16 (t / 32) + t % 16 over the
+  /// rows r < 16 blocks with r % 2 == (t % 32) / 16.
+  double expected(uint32_t t, int blocks) const {
+    uint32_t col = 16 * (t / 32) + t % 16, parity = (t % 32) / 16;
+    double sum = 0;
+    for (uint32_t r = parity; r < uint32_t(blocks) * 16; r += 2)
+      if (r < rows)
+        sum += refHalfValue(tensor[size_t(r) * kCols + col]);
+    return sum;
+  }
+};
+
+TEST(HopperTest, TmaPipelineSumsTheTensor) {
+  FLASHC_REQUIRE_NVCC_SM90_KERNELS(module);
+  FLASHC_SEEDED_RNG(rng);
+  for (bool swizzled : {false, true}) {
+    SCOPED_TRACE(swizzled ? "128-byte swizzle" : "no swizzle");
+    // 5 boxes of 16 rows over 71 rows: the last box has 7 rows in bounds.
+    Pipeline p(rng.engine, 71, swizzled);
+    auto stats = p.run(*module, 5, swizzled, 0);
+    ASSERT_TRUE(ok(stats));
+    for (uint32_t t = 0; t < 128; ++t) {
+      // 40 f16 terms summed in f32 in row order: well within 1e-4.
+      double want = p.expected(t, 5);
+      EXPECT_NEAR(p.out[t], want, 1e-4 * (1 + std::fabs(want))) << "t " << t;
+    }
+  }
+}
+
+TEST(HopperTest, TmaPipelineDefectsAreCaught) {
+  FLASHC_REQUIRE_NVCC_SM90_KERNELS(module);
+  FLASHC_SEEDED_RNG(rng);
+  struct Defect {
+    int id;
+    const char *what;
+    const char *mention;
+  };
+  const Defect defects[] = {
+      {1, "no expect_tx", "is in flight"},
+      {2, "a wait on the wrong parity", "is in flight"},
+      {3, "a read before the wait", "is in flight"},
+      {4, "a refill before the release", "has not seen consumed"},
+  };
+  for (const Defect &d : defects) {
+    SCOPED_TRACE(d.what);
+    Pipeline p(rng.engine, 64, false);
+    auto stats = p.run(*module, 4, false, d.id);
+    ASSERT_FALSE(stats) << "the defect went unnoticed";
+    const std::string &msg = stats.status().message();
+    EXPECT_EQ(stats.status().code(), ErrorCode::Race) << msg;
+    EXPECT_NE(msg.find(d.mention), std::string::npos) << msg;
+    EXPECT_NE(msg.find("SimTestKernelsSm90.ptx:"), std::string::npos) << msg;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Hand-written PTX
+//===----------------------------------------------------------------------===//
+
+/// Stores the 64-bit register `value` to output slot %tid.x.
+std::string storeSlot(const std::string &value) {
+  return "  mul.wide.u32 %rd12, %r0, 8;\n"
+         "  add.s64 %rd13, %rd14, %rd12;\n"
+         "  st.global.u64 [%rd13], " +
+         value + ";\n";
+}
+
+/// Thread 0 initialises the mbarrier `bar` for `count` arrivals; every
+/// thread arrives, waits for phase 0 and stores 1 + its lane's phase token.
+std::string arriveAndWait(unsigned count) {
+  return "  mov.u32 %r1, bar;\n"
+         "  setp.ne.u32 %p1, %r0, 0;\n"
+         "  @%p1 bra INITED;\n"
+         "  mbarrier.init.shared::cta.b64 [%r1], " +
+         std::to_string(count) +
+         ";\n"
+         "INITED:\n"
+         "  bar.sync 0;\n"
+         "  mbarrier.arrive.release.cta.shared::cta.b64 %rd1, [%r1];\n"
+         "  {\n"
+         "  .reg .pred done;\n"
+         "  WAIT:\n"
+         "  mbarrier.try_wait.parity.shared::cta.b64 done, [%r1], 0;\n"
+         "  @!done bra WAIT;\n"
+         "  }\n"
+         "  add.u64 %rd2, %rd1, 1;\n" +
+         storeSlot("%rd2");
+}
+
+const char *const kBarDecl = ".shared .align 8 .b64 bar;";
+
+TEST(HopperTest, MbarrierPhasesReleaseWaiters) {
+  // 64 threads, 64 arrivals expected: every thread passes phase 0, and its
+  // arrival belonged to phase 0.
+  auto out = runBody(arriveAndWait(64), {}, 64, 64, kBarDecl);
+  ASSERT_TRUE(ok(out));
+  for (uint64_t v : *out)
+    EXPECT_EQ(v, 1u);
+}
+
+TEST(HopperTest, AWaitThatCannotCompleteIsADeadlock) {
+  // One arrival of the two the phase expects: the wait never completes.
+  auto out = runBody(arriveAndWait(2), {}, 1, 1, kBarDecl);
+  ASSERT_FALSE(out);
+  const std::string &msg = out.status().message();
+  EXPECT_EQ(out.status().code(), ErrorCode::Deadlock) << msg;
+  EXPECT_NE(msg.find("1 thread(s) wait at "
+                     "'mbarrier.try_wait.parity.shared::cta.b64'"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("for the phase of parity 0 of the mbarrier at shared "
+                     "address 0x0 (phase 0: 1 of 2 arrivals and 0 "
+                     "transaction bytes pending)"),
+            std::string::npos)
+      << msg;
+}
+
+TEST(HopperTest, MbarrierMisuseFaults) {
+  struct Case {
+    const char *name;
+    std::string body;
+    const char *mention;
+  };
+  const Case cases[] = {
+      {"an arrival on no mbarrier",
+       "  mov.u32 %r1, bar;\n"
+       "  mbarrier.arrive.shared.b64 %rd1, [%r1];\n",
+       "holds no mbarrier (mbarrier.init was not executed there)"},
+      {"a plain load of an mbarrier",
+       "  mov.u32 %r1, bar;\n"
+       "  mbarrier.init.shared.b64 [%r1], 1;\n"
+       "  ld.shared.u64 %rd1, [%r1];\n",
+       "which holds an mbarrier"},
+      {"a count of zero",
+       "  mov.u32 %r1, bar;\n"
+       "  mbarrier.init.shared.b64 [%r1], 0;\n",
+       "is not between 1 and 2^20 - 1"},
+      {"more arrivals than expected",
+       "  mov.u32 %r1, bar;\n"
+       "  mbarrier.init.shared.b64 [%r1], 1;\n"
+       "  mbarrier.expect_tx.shared.b64 [%r1], 16;\n"
+       "  mbarrier.arrive.shared.b64 %rd1, [%r1];\n"
+       "  mbarrier.arrive.shared.b64 %rd1, [%r1];\n",
+       "more arrivals than the phase expects"},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.name);
+    auto out = runBody(c.body, {}, 1, 1, kBarDecl);
+    ASSERT_FALSE(out);
+    EXPECT_EQ(out.status().code(), ErrorCode::Trap) << out.status().message();
+    EXPECT_NE(out.status().message().find(c.mention), std::string::npos)
+        << out.status().message();
+  }
+}
+
+TEST(HopperTest, ElectSyncElectsTheLowestMemberLane) {
+  // Lanes 4-31 of each warp elect with the mask of themselves: lane 4 is
+  // elected. Each stores 2 * elected lane + (whether it is the one).
+  std::string body = "  and.b32 %r2, %r0, 31;\n"
+                     "  setp.lt.u32 %p1, %r2, 4;\n"
+                     "  @%p1 bra SKIP;\n"
+                     "  elect.sync %r3|%p2, 0xfffffff0;\n"
+                     "  selp.u32 %r4, 1, 0, %p2;\n"
+                     "  shl.b32 %r5, %r3, 1;\n"
+                     "  add.u32 %r6, %r5, %r4;\n"
+                     "  cvt.u64.u32 %rd1, %r6;\n" +
+                     storeSlot("%rd1") + "SKIP:\n";
+  auto out = runBody(body, {}, 64, 64);
+  ASSERT_TRUE(ok(out));
+  for (uint32_t t = 0; t < 64; ++t) {
+    uint32_t lane = t % 32;
+    uint64_t want = lane < 4 ? 0 : 2 * 4 + (lane == 4);
+    EXPECT_EQ((*out)[t], want) << "thread " << t;
+  }
+}
+
+TEST(HopperTest, SetmaxnregChecksWarpgroupsAndTheBudget) {
+  // Two warpgroups: one gives registers up, one takes them.
+  std::string split = "  setp.lt.u32 %p1, %r0, 128;\n"
+                      "  @%p1 bra PRODUCER;\n"
+                      "  setmaxnreg.inc.sync.aligned.u32 232;\n"
+                      "  bra.uni DONE;\n"
+                      "PRODUCER:\n"
+                      "  setmaxnreg.dec.sync.aligned.u32 40;\n"
+                      "DONE:\n";
+  EXPECT_TRUE(ok(runBody(split, {}, 1, 256)));
+  // Three warpgroups of 232: 89088 registers.
+  auto over = runBody("  setmaxnreg.inc.sync.aligned.u32 232;\n", {}, 1, 384);
+  ASSERT_FALSE(over);
+  EXPECT_EQ(over.status().code(), ErrorCode::Trap);
+  EXPECT_NE(over.status().message().find(
+                "takes the CTA's warpgroups to 89088 registers, more than "
+                "the SM's 65536"),
+            std::string::npos)
+      << over.status().message();
+  // Warps of one warpgroup that disagree.
+  auto differ = runBody("  setp.lt.u32 %p1, %r0, 32;\n"
+                        "  @%p1 bra FIRST;\n"
+                        "  setmaxnreg.dec.sync.aligned.u32 48;\n"
+                        "  bra.uni DONE;\n"
+                        "FIRST:\n"
+                        "  setmaxnreg.dec.sync.aligned.u32 40;\n"
+                        "DONE:\n",
+                        {}, 1, 128);
+  ASSERT_FALSE(differ);
+  EXPECT_NE(differ.status().message().find(
+                "the warps of warpgroup 0 execute different setmaxnreg"),
+            std::string::npos)
+      << differ.status().message();
+  // A count that is not a multiple of 8 does not parse.
+  auto bad = runBody("  setmaxnreg.inc.sync.aligned.u32 250;\n", {}, 1, 128);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.status().code(), ErrorCode::Parse);
+  EXPECT_NE(bad.status().message().find("not a multiple of 8 from 24 to 256"),
+            std::string::npos)
+      << bad.status().message();
+}
+
+TEST(HopperTest, ParametersHaveGenericAddresses) {
+  // A __grid_constant__ parameter's address: cvta.param, then a generic
+  // load, reads what ld.param reads.
+  std::string body = "  mov.b64 %rd1, in;\n"
+                     "  cvta.param.u64 %rd2, %rd1;\n"
+                     "  ld.u64 %rd3, [%rd2];\n"
+                     "  sub.s64 %rd4, %rd3, %rd15;\n" +
+                     storeSlot("%rd4");
+  auto out = runBody(body, {}, 1, 1);
+  ASSERT_TRUE(ok(out));
+  EXPECT_EQ((*out)[0], 0u);
+  // They are read-only.
+  auto store = runBody("  mov.b64 %rd1, in;\n"
+                       "  cvta.param.u64 %rd2, %rd1;\n"
+                       "  st.u64 [%rd2], %rd1;\n",
+                       {}, 1, 1);
+  ASSERT_FALSE(store);
+  EXPECT_EQ(store.status().code(), ErrorCode::OutOfBounds);
+}
+
+TEST(HopperTest, ATensorCopyNeedsAMap) {
+  // The `in` slots (256 bytes of 7s) hold no tensor map; the copy reads
+  // 128 bytes at a 64-byte aligned address inside them, or 8 bytes past.
+  auto copy = [](unsigned offset) {
+    std::string body = "  mov.u32 %r1, bar;\n"
+                       "  mbarrier.init.shared.b64 [%r1], 1;\n"
+                       "  mov.u32 %r2, tile;\n"
+                       "  mov.u32 %r3, 0;\n"
+                       "  add.s64 %rd5, %rd15, 63;\n"
+                       "  and.b64 %rd5, %rd5, -64;\n"
+                       "  add.s64 %rd5, %rd5, " +
+                       std::to_string(offset) +
+                       ";\n"
+                       "  cp.async.bulk.tensor.2d.shared::cluster.global.tile"
+                       ".mbarrier::complete_tx::bytes [%r2], [%rd5, {%r3, "
+                       "%r3}], [%r1];\n";
+    return runBody(body, std::vector<uint64_t>(32, 7), 1, 1,
+                   ".shared .align 8 .b64 bar; .shared .align 128 .b8 "
+                   "tile[4096];");
+  };
+  auto garbage = copy(0);
+  ASSERT_FALSE(garbage);
+  EXPECT_EQ(garbage.status().code(), ErrorCode::Trap)
+      << garbage.status().message();
+  EXPECT_NE(garbage.status().message().find("no simulator map signature"),
+            std::string::npos)
+      << garbage.status().message();
+  auto misaligned = copy(8);
+  ASSERT_FALSE(misaligned);
+  EXPECT_EQ(misaligned.status().code(), ErrorCode::Misaligned)
+      << misaligned.status().message();
+}
+
+} // namespace
