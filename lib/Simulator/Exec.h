@@ -72,6 +72,9 @@ struct Thread {
   /// AtMbarrier: the mbarrier's shared address and the phase parity.
   uint32_t mbarrier = 0;
   uint32_t mbarrierParity = 0;
+  /// Whether the thread's warp has wgmmas in flight (whose registers the
+  /// thread must not touch).
+  bool wgmmaPending = false;
   uint32_t groupsCommitted = 0;
   std::vector<PendingCopy> pending;
 };

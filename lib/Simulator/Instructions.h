@@ -17,6 +17,7 @@
 #include "Instructions/Math.h"
 #include "Instructions/Memory.h"
 #include "Instructions/Warp.h"
+#include "Instructions/Wgmma.h"
 
 #include <type_traits>
 

@@ -126,6 +126,9 @@ bool CTARunner::run(uint64_t index) {
   async.reset(nwarps, shared.data(), sharedSize);
   setmaxnregHistory.assign((nwarps + 3) / 4, {});
   setmaxnregExecuted.assign(nwarps, 0);
+  wgmmaInFlight.assign(nwarps, {});
+  wgmmaCommitted.assign(nwarps, 0);
+  std::fill(wgmmaHeld.begin(), wgmmaHeld.end(), 0);
   for (uint32_t i = 0; i < nthreads; ++i) {
     Thread &t = threads[i];
     t = Thread();
@@ -431,6 +434,9 @@ void CTARunner::runThread(Thread &t) {
       t.pc++;
       continue;
     }
+    if (__builtin_expect(t.wgmmaPending, false) && I.op != Op::WgmmaMmaAsync &&
+        !checkWgmmaRegisters(I, t))
+      return;
     const ThreadStep<CTARunner> step{*this, I, t, R,
                                      k.operands.data() + I.firstOp};
     Next next = Next::Advance;

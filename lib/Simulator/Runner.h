@@ -205,6 +205,32 @@ public:
   /// (count << 1 | inc) its warps execute; per warp, how many it executed.
   std::vector<std::vector<uint32_t>> setmaxnregHistory;
   std::vector<uint32_t> setmaxnregExecuted;
+
+  // wgmma (Instructions/Wgmma.h, WgmmaExec.cpp) ---------------------------
+
+  /// A wgmma in flight: its commit group (kUncommitted before its commit),
+  /// the registers it holds (the accumulator's and register A's, the same
+  /// in every lane), the 16-byte shared chunks it read, and its line.
+  struct WgmmaInFlight {
+    static constexpr uint32_t kUncommitted = 0xffffffffu;
+    uint32_t group = kUncommitted;
+    std::vector<int32_t> regs;
+    std::vector<uint32_t> chunks;
+    uint32_t line = 0;
+  };
+  /// Per warp: the wgmmas in flight and the groups committed.
+  std::vector<std::vector<WgmmaInFlight>> wgmmaInFlight;
+  std::vector<uint32_t> wgmmaCommitted;
+  /// Per thread and register: how many wgmmas in flight hold it
+  /// (allocated on a CTA's first wgmma).
+  std::vector<uint16_t> wgmmaHeld;
+
+  bool execWgmma(const WarpStep<CTARunner> &S);
+  bool commitWgmma(uint32_t warp);
+  bool waitWgmma(const WarpStep<CTARunner> &S, uint32_t keep);
+  /// Checks that `inst` in `t` touches no register a wgmma in flight
+  /// holds; false after reporting the race.
+  bool checkWgmmaRegisters(const Inst &inst, Thread &t);
   Dim3 ctaid;
   uint64_t ctaIndex = 0;
   Status error;

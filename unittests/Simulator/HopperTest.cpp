@@ -129,6 +129,107 @@ TEST(HopperTest, TmaPipelineDefectsAreCaught) {
   }
 }
 
+/// wgmmaGemm of kernels/SimTestKernelsSm90.cu: A and B random f16, their
+/// maps (128-byte swizzle, one 64 x 64 box), out = A B by a warpgroup.
+struct Gemm {
+  std::vector<uint16_t> a, b; // a: [m][k]; b: [n][k] or [k][n]
+  std::vector<float> out = std::vector<float>(64 * 64, -7.f);
+  KernelArg mapA, mapB;
+  bool nMajor;
+
+  static KernelArg map(std::vector<uint16_t> &tensor) {
+    uint64_t dims[2] = {64, 64}, strides[1] = {128};
+    uint32_t box[2] = {64, 64}, steps[2] = {1, 1};
+    TensorMapTiledArgs args;
+    args.dataType = static_cast<uint32_t>(TensorMapDataType::Float16);
+    args.rank = 2;
+    args.globalAddress = reinterpret_cast<uint64_t>(tensor.data());
+    args.globalDim = dims;
+    args.globalStrides = strides;
+    args.boxDim = box;
+    args.elementStrides = steps;
+    args.swizzle = static_cast<uint32_t>(TensorMapSwizzle::B128);
+    alignas(128) uint8_t bytes[kTensorMapBytes];
+    Status e = encodeTensorMapTiled(bytes, args);
+    EXPECT_FALSE(e) << e.message();
+    KernelArg arg;
+    arg.bytes.assign(bytes, bytes + kTensorMapBytes);
+    return arg;
+  }
+
+  Gemm(std::mt19937 &rng, bool nMajor) : nMajor(nMajor) {
+    std::uniform_real_distribution<double> dist(-1.0, 1.0);
+    a.resize(64 * 64);
+    b.resize(64 * 64);
+    for (uint16_t &h : a)
+      h = refToHalf(dist(rng));
+    for (uint16_t &h : b)
+      h = refToHalf(dist(rng));
+    mapA = map(a);
+    mapB = map(b);
+  }
+
+  double bAt(uint32_t k, uint32_t n) const {
+    return refHalfValue(nMajor ? b[k * 64 + n] : b[n * 64 + k]);
+  }
+
+  Result<LaunchStats> run(const Module &module, int mode) {
+    Device device;
+    if (Status e = registerVector(device, a, "a"))
+      return e;
+    if (Status e = registerVector(device, b, "b"))
+      return e;
+    if (Status e = registerVector(device, out, "out"))
+      return e;
+    LaunchConfig config;
+    config.block = {128};
+    config.workers = 1;
+    config.maxInstructionsPerThread = 1u << 22;
+    return device.launch(module, "wgmmaGemm", config,
+                         {mapA, mapB, KernelArg::pointer(a.data()),
+                          KernelArg::pointer(out.data()),
+                          KernelArg::s32(mode)});
+  }
+};
+
+TEST(HopperTest, WgmmaMultipliesTmaLoadedTiles) {
+  FLASHC_REQUIRE_NVCC_SM90_KERNELS(module);
+  FLASHC_SEEDED_RNG(rng);
+  struct Mode {
+    int id;
+    const char *what;
+  };
+  for (Mode mode :
+       {Mode{0, "A and B from shared, B K-major"},
+        Mode{1, "B N-major (transposed)"}, Mode{2, "A from registers"}}) {
+    SCOPED_TRACE(mode.what);
+    Gemm gemm(rng.engine, mode.id == 1);
+    ASSERT_TRUE(ok(gemm.run(*module, mode.id)));
+    for (uint32_t m = 0; m < 64; ++m)
+      for (uint32_t n = 0; n < 64; ++n) {
+        double want = 0;
+        for (uint32_t k = 0; k < 64; ++k)
+          want += refHalfValue(gemm.a[m * 64 + k]) * gemm.bAt(k, n);
+        // Four k-steps each rounded to f32: a few f32 ulps of |sum| <= 64.
+        ASSERT_NEAR(gemm.out[m * 64 + n], want, 1e-4)
+            << "element (" << m << ", " << n << ")";
+      }
+  }
+}
+
+TEST(HopperTest, ReadingAWgmmaAccumulatorBeforeItsWaitIsARace) {
+  FLASHC_REQUIRE_NVCC_SM90_KERNELS(module);
+  FLASHC_SEEDED_RNG(rng);
+  Gemm gemm(rng.engine, false);
+  auto stats = gemm.run(*module, 3);
+  ASSERT_FALSE(stats);
+  const std::string &msg = stats.status().message();
+  EXPECT_EQ(stats.status().code(), ErrorCode::Race) << msg;
+  EXPECT_NE(msg.find("still in flight (no wgmma.wait_group has retired it)"),
+            std::string::npos)
+      << msg;
+}
+
 //===----------------------------------------------------------------------===//
 // Hand-written PTX
 //===----------------------------------------------------------------------===//

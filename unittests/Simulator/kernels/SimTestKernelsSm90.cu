@@ -155,3 +155,121 @@ extern "C" __global__ void __launch_bounds__(256)
   // The consumers meet at a named barrier (the producers have left).
   asm volatile("bar.sync 1, 128;" ::: "memory");
 }
+
+//===----------------------------------------------------------------------===//
+// Warpgroup MMA over TMA-loaded tiles
+//===----------------------------------------------------------------------===//
+
+/// A wgmma shared-memory descriptor: start address, LBO and SBO in bytes,
+/// the 128-byte swizzle.
+DEVICE uint64_t wgmmaDesc(const void *p, uint32_t lbo, uint32_t sbo) {
+  uint64_t a = smem(p);
+  return ((a >> 4) & 0x3fff) | (uint64_t((lbo >> 4) & 0x3fff) << 16) |
+         (uint64_t((sbo >> 4) & 0x3fff) << 32) | (uint64_t(1) << 62);
+}
+
+#define WGMMA_D32                                                              \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "    \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "     \
+  "%30, %31}"
+#define WGMMA_D32_OPERANDS(d)                                                  \
+  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),      \
+      "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]),             \
+      "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),         \
+      "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),         \
+      "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]),         \
+      "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),         \
+      "+f"(d[31])
+
+/// wgmma m64n64k16 f32 += f16 * f16 with A and B from descriptors; B
+/// K-major (transB 0) or N-major (1).
+template <int TransB>
+DEVICE void wgmmaSS(float (&d)[32], uint64_t a, uint64_t b, int scaleD) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " WGMMA_D32
+               ", %32, %33, p, 1, 1, 0, %35;\n}\n"
+               : WGMMA_D32_OPERANDS(d)
+               : "l"(a), "l"(b), "r"(scaleD), "n"(TransB));
+}
+
+/// The same with A from registers (the m16n8k16 A fragment of the warp's
+/// 16 rows).
+DEVICE void wgmmaRS(float (&d)[32], const uint32_t (&a)[4], uint64_t b,
+                    int scaleD) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " WGMMA_D32
+               ", {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+               : WGMMA_D32_OPERANDS(d)
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b),
+                 "r"(scaleD));
+}
+
+/// out (64 x 64 f32, row-major) = A (64 x 64 f16) B (64 x 64 f16) by one
+/// warpgroup: TMA loads A (row-major, [m][k]) and B with the 128-byte
+/// swizzle, then four wgmma k-steps. `mode`: 0, B given as [n][k]
+/// (K-major); 1, B given as [k][n] (N-major, a transposed wgmma operand);
+/// 2, like 0 with A from registers (read from `a`, row-major); 3, like 0
+/// but the accumulator is read before wgmma.wait_group (a planted defect).
+extern "C" __global__ void __launch_bounds__(128)
+    wgmmaGemm(const __grid_constant__ TensorMap mapA,
+              const __grid_constant__ TensorMap mapB, const __half *a,
+              float *out, int mode) {
+  __shared__ alignas(1024) uint16_t sA[64 * 64];
+  __shared__ alignas(1024) uint16_t sB[64 * 64];
+  __shared__ alignas(8) uint64_t bar;
+  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  int g = lane / 4, t = lane % 4;
+  if (threadIdx.x == 0) {
+    mbarrierInit(&bar, 1);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    mbarrierArriveExpectTx(&bar, 2 * 64 * 64 * 2);
+    tmaLoad2D(sA, &mapA, 0, 0, &bar);
+    tmaLoad2D(sB, &mapB, 0, 0, &bar);
+  }
+  mbarrierWait(&bar, 0);
+
+  float d[32];
+  for (int i = 0; i < 32; ++i)
+    d[i] = 0.f;
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+  for (int ks = 0; ks < 4; ++ks) {
+    // K-major tiles: rows of 128 bytes, 8-row atoms 1024 bytes apart; a
+    // k-step is 32 bytes along the row. N-major B: rows of 128 bytes hold
+    // n, one per k; a k-step is 16 rows.
+    uint64_t descA =
+        wgmmaDesc(reinterpret_cast<const char *>(sA) + 32 * ks, 16, 1024);
+    if (mode == 1) {
+      uint64_t descB =
+          wgmmaDesc(reinterpret_cast<const char *>(sB) + 2048 * ks, 8192, 1024);
+      wgmmaSS<1>(d, descA, descB, ks > 0);
+    } else {
+      uint64_t descB =
+          wgmmaDesc(reinterpret_cast<const char *>(sB) + 32 * ks, 16, 1024);
+      if (mode == 2) {
+        uint32_t frag[4];
+        for (int r = 0; r < 4; ++r) {
+          int row = 16 * warp + g + 8 * (r & 1);
+          int col = 16 * ks + 2 * t + 8 * (r >> 1);
+          __half lo = a[row * 64 + col], hi = a[row * 64 + col + 1];
+          frag[r] = uint32_t(__half_as_ushort(lo)) |
+                    (uint32_t(__half_as_ushort(hi)) << 16);
+        }
+        wgmmaRS(d, frag, descB, ks > 0);
+      } else {
+        wgmmaSS<0>(d, descA, descB, ks > 0);
+      }
+    }
+  }
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+  if (mode == 3)
+    out[threadIdx.x] = d[0];
+  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  for (int i = 0; i < 32; ++i) {
+    int row = 16 * warp + g + 8 * ((i / 2) % 2);
+    int col = 8 * (i / 4) + 2 * t + i % 2;
+    out[row * 64 + col] = d[i];
+  }
+}
