@@ -10,7 +10,8 @@
 #      with poisoned outputs, against a float64 reference (flashc-gpucheck);
 #   2. the PTX simulator's own test kernels (nvcc-compiled) on the GPU and
 #      in the simulator, compared bit for bit where the operations are
-#      exact (flashc-gpucheck simkernels);
+#      exact (flashc-gpucheck simkernels); on an sm_90 GPU the Hopper ones
+#      too (TMA, mbarrier pipelines, wgmma: kernels/SimTestKernelsSm90.cu);
 #   3. compute-sanitizer memcheck and racecheck on a few small launches
 #      (reported, not fatal, when the tool refuses the device; a failure
 #      when the tool is missing);
@@ -149,9 +150,11 @@ if [ "$dry" -eq 1 ]; then
   record $? "numerics in the simulator"
   step "dry run: the simulator-test harness, simulator against itself"
   ptx="$build/SimTestKernels.ptx"
+  ptx90="$build/SimTestKernelsSm90.ptx"
   if [ -n "$nvcc_bin" ]; then
-    "$nvcc_bin" -arch=sm_80 -ptx "$root/unittests/Simulator/kernels/SimTestKernels.cu" -o "$ptx"
-    "$gpucheck" simkernels --ptx "$ptx" --dry-run
+    "$nvcc_bin" -arch=sm_80 -ptx "$root/unittests/Simulator/kernels/SimTestKernels.cu" -o "$ptx" &&
+      "$nvcc_bin" -arch=sm_90a -ptx "$root/unittests/Simulator/kernels/SimTestKernelsSm90.cu" -o "$ptx90" &&
+      "$gpucheck" simkernels --ptx "$ptx" --ptx-sm90 "$ptx90" --dry-run
     record $? "simulator test kernels"
   else
     echo "no nvcc: skipped"
@@ -177,9 +180,12 @@ record $? "numerics"
 
 step "2. the simulator's test kernels: GPU against simulator"
 ptx="$build/SimTestKernels.ptx"
+ptx90="$build/SimTestKernelsSm90.ptx"
 if [ -n "$nvcc_bin" ]; then
+  # The Hopper kernels (TMA, mbarriers, wgmma) run where the GPU is sm_90.
   "$nvcc_bin" -arch=sm_90a -ptx "$root/unittests/Simulator/kernels/SimTestKernels.cu" -o "$ptx" &&
-    bounded "$gpucheck" simkernels --ptx "$ptx"
+    "$nvcc_bin" -arch=sm_90a -ptx "$root/unittests/Simulator/kernels/SimTestKernelsSm90.cu" -o "$ptx90" &&
+    bounded "$gpucheck" simkernels --ptx "$ptx" --ptx-sm90 "$ptx90"
   record $? "simulator test kernels"
 else
   record 1 "simulator test kernels: no nvcc on PATH or in ${CUDA_HOME:-/usr/local/cuda}/bin"

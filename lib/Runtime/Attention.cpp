@@ -27,6 +27,11 @@ using namespace flashc::runtime;
 
 Device::~Device() = default;
 
+Result<TensorMapBytes> Device::encodeTensorMap(const TensorMapSpec &) {
+  return Status::make(ErrorCode::NoDevice,
+                      describe() + " has no tensor maps (TMA)");
+}
+
 WaveTarget runtime::getWaveTarget(const Device &device) {
   return flashc::getWaveTarget(device.getChip(), device.getNumSMs(),
                                device.getMemoryBandwidthGBs());

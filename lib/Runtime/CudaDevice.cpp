@@ -19,6 +19,8 @@
 
 #include <dlfcn.h>
 
+#include <cstring>
+
 #include <map>
 #include <mutex>
 
@@ -180,8 +182,10 @@ public:
     values.reserve(args.size());
     for (const LaunchArg &a : args)
       values.push_back(a.value);
-    for (uint64_t &v : values)
-      pointers.push_back(&v);
+    for (size_t i = 0; i < args.size(); ++i)
+      pointers.push_back(args[i].tensorMap
+                             ? const_cast<uint8_t *>(args[i].tensorMap->bytes)
+                             : static_cast<void *>(&values[i]));
     if (grid > 0x7fffffffull)
       return Status::make(ErrorCode::Launch,
                           "a grid of " + std::to_string(grid) +
@@ -195,6 +199,41 @@ public:
       return Status::make(ErrorCode::Launch,
                           "launching " + kernel.name + ": " + d.error(r));
     return Status::success();
+  }
+
+  Result<TensorMapBytes> encodeTensorMap(const TensorMapSpec &spec) override {
+    if (!d.cuTensorMapEncodeTiled)
+      return Status::make(ErrorCode::NoDevice,
+                          "the CUDA driver has no cuTensorMapEncodeTiled "
+                          "(tensor maps need a CUDA 12 driver)");
+    if (spec.rank < 1 || spec.rank > 5)
+      return Status::invalidArgument("a tensor map of rank " +
+                                     std::to_string(spec.rank) +
+                                     " (1 to 5 are possible)");
+    CUtensorMapDataType type =
+        spec.type == ElementType::F16    ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+        : spec.type == ElementType::BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                         : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+    unsigned long long dims[5], strides[4];
+    unsigned elementStrides[5] = {1, 1, 1, 1, 1};
+    for (unsigned i = 0; i < 5; ++i)
+      dims[i] = spec.dims[i];
+    for (unsigned i = 0; i < 4; ++i)
+      strides[i] = spec.strides[i];
+    CUtensorMap map;
+    CUresult r = d.cuTensorMapEncodeTiled(
+        &map, type, spec.rank, const_cast<void *>(spec.address), dims, strides,
+        spec.box, elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+        static_cast<CUtensorMapSwizzle>(spec.swizzle),
+        CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+      return Status::invalidArgument("cuTensorMapEncodeTiled refused the "
+                                     "tensor map: " +
+                                     d.error(r));
+    TensorMapBytes bytes;
+    static_assert(sizeof(map) == sizeof(bytes.bytes));
+    std::memcpy(bytes.bytes, &map, sizeof(map));
+    return bytes;
   }
 
 private:

@@ -17,6 +17,7 @@
 
 #include "flashc/Runtime/Runtime.h"
 #include "flashc/Simulator/Simulator.h"
+#include "flashc/Simulator/TensorMap.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -92,6 +93,32 @@ public:
   }
   Status synchronize(void *) override { return Status::success(); }
 
+  /// The simulator's own format (flashc/Simulator/TensorMap.h), over the
+  /// host address; a launch maps the tensor and rewrites the address.
+  Result<TensorMapBytes> encodeTensorMap(const TensorMapSpec &spec) override {
+    if (spec.rank < 1 || spec.rank > 5)
+      return Status::invalidArgument("a tensor map of rank " +
+                                     std::to_string(spec.rank) +
+                                     " (1 to 5 are possible)");
+    uint32_t elementStrides[5] = {1, 1, 1, 1, 1};
+    sim::TensorMapTiledArgs args;
+    args.dataType = static_cast<uint32_t>(
+        spec.type == ElementType::F16    ? sim::TensorMapDataType::Float16
+        : spec.type == ElementType::BF16 ? sim::TensorMapDataType::BFloat16
+                                         : sim::TensorMapDataType::Float32);
+    args.rank = spec.rank;
+    args.globalAddress = reinterpret_cast<uint64_t>(spec.address);
+    args.globalDim = spec.dims;
+    args.globalStrides = spec.strides;
+    args.boxDim = spec.box;
+    args.elementStrides = elementStrides;
+    args.swizzle = spec.swizzle;
+    TensorMapBytes bytes;
+    if (Status e = sim::encodeTensorMapTiled(bytes.bytes, args))
+      return Status::invalidArgument(e.message());
+    return bytes;
+  }
+
   Status launch(const KernelVariant &variant, const KernelEntry &kernel,
                 uint64_t grid, const std::vector<LaunchArg> &args,
                 void *) override {
@@ -114,6 +141,27 @@ public:
     sim::Device device;
     std::vector<sim::KernelArg> simArgs;
     for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i].tensorMap) {
+        // The map holds a host address: map the tensor's extent as a
+        // buffer of its own and point the map at it.
+        Result<sim::TensorMap> map = sim::decodeTensorMap(args[i].tensorMap);
+        if (!map)
+          return launchError(kernel.name, map.status());
+        uint64_t extent = map->elementBytes;
+        for (unsigned d = 0; d < map->rank; ++d)
+          extent += (map->globalDim[d] - 1) * map->globalStride[d];
+        Result<uint64_t> address =
+            device.mapBuffer(reinterpret_cast<void *>(map->globalAddress),
+                             extent, info->params[i].name + " (tensor map)");
+        if (!address)
+          return launchError(kernel.name, address.status());
+        map->globalAddress = *address;
+        sim::KernelArg arg;
+        arg.bytes.assign(sim::kTensorMapBytes, 0);
+        std::memcpy(arg.bytes.data(), &*map, sizeof(sim::TensorMap));
+        simArgs.push_back(std::move(arg));
+        continue;
+      }
       uint64_t value = args[i].value;
       if (args[i].isPointer && value && args[i].extentBytes) {
         Result<uint64_t> address =

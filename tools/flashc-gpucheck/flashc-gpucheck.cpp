@@ -9,14 +9,19 @@
 //       poisoned outputs, and compares with a float64 reference computed
 //       here. One line per variant and shape; exit 1 on any failure.
 //
-//   flashc-gpucheck simkernels --ptx SimTestKernels.ptx [--dry-run]
+//   flashc-gpucheck simkernels --ptx SimTestKernels.ptx
+//                              [--ptx-sm90 SimTestKernelsSm90.ptx] [--dry-run]
 //       Runs the PTX simulator's own test kernels (nvcc-compiled) both on
 //       the CUDA device and in the simulator, on the same inputs, and
 //       compares: bit for bit where the operations are exact (integer,
 //       data movement, fragment placement, correctly rounded float
-//       operations), within stated tolerances for mma.sync (the hardware's
-//       accumulation order) and the .approx instructions. --dry-run uses the
-//       simulator for both sides (a check of the harness without a GPU).
+//       operations), within stated tolerances for mma.sync and wgmma (the
+//       hardware's accumulation order) and the .approx instructions. On an
+//       sm_90a device, the Hopper kernels too (TMA with and without the
+//       128-byte swizzle, mbarrier pipelines, wgmma with both B layouts
+//       and A from registers), their tensor maps encoded by each device.
+//       --dry-run uses the simulator for both sides (a check of the
+//       harness without a GPU).
 //
 //   flashc-gpucheck hosttime --bundle DIR [--filter TEXT] [--calls N]
 //       The host's time per call of launchAttention on the CUDA device:
@@ -406,6 +411,10 @@ struct Arg {
   std::vector<uint8_t> data; // empty for scalars
   uint64_t scalar = 0;
   bool output = false;
+  /// An input passed as a tensor map over its data (the map's address is
+  /// the uploaded data's).
+  bool isTensorMap = false;
+  TensorMapSpec map;
 };
 
 template <typename T> Arg input(const std::vector<T> &values) {
@@ -425,6 +434,22 @@ Arg scalar(int64_t v) {
   a.scalar = static_cast<uint64_t>(v);
   return a;
 }
+/// A 2-D f16 tensor of `rows` x `cols` (rows packed) as a tensor map with
+/// a `boxRows` x `cols` box.
+Arg tensorMap(const std::vector<uint16_t> &values, uint64_t rows, uint64_t cols,
+              uint32_t boxRows, uint32_t swizzle) {
+  Arg a = input(values);
+  a.isTensorMap = true;
+  a.map.type = ElementType::F16;
+  a.map.rank = 2;
+  a.map.dims[0] = cols;
+  a.map.dims[1] = rows;
+  a.map.strides[0] = cols * 2;
+  a.map.box[0] = static_cast<uint32_t>(cols);
+  a.map.box[1] = boxRows;
+  a.map.swizzle = swizzle;
+  return a;
+}
 
 /// Runs `kernel` on `device` and returns the output buffers' bytes.
 Result<std::vector<std::vector<uint8_t>>>
@@ -433,7 +458,9 @@ runKernel(Device &device, const KernelVariant &module, const std::string &name,
   Buffers buffers(device);
   std::vector<LaunchArg> launch;
   std::vector<void *> pointers;
-  for (Arg &a : args) {
+  std::vector<TensorMapBytes> maps(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    Arg &a = args[i];
     LaunchArg l;
     if (a.data.empty()) {
       l.value = a.scalar;
@@ -444,6 +471,16 @@ runKernel(Device &device, const KernelVariant &module, const std::string &name,
       l.value = reinterpret_cast<uint64_t>(*p);
       l.isPointer = true;
       l.extentBytes = a.data.size();
+      if (a.isTensorMap) {
+        TensorMapSpec spec = a.map;
+        spec.address = *p;
+        Result<TensorMapBytes> map = device.encodeTensorMap(spec);
+        if (!map)
+          return map.status();
+        maps[i] = *map;
+        l = LaunchArg();
+        l.tensorMap = &maps[i];
+      }
     }
     pointers.push_back(reinterpret_cast<void *>(l.value));
     launch.push_back(l);
@@ -466,11 +503,13 @@ runKernel(Device &device, const KernelVariant &module, const std::string &name,
 }
 
 int simkernels(const std::vector<std::string> &args) {
-  std::string ptxPath;
+  std::string ptxPath, ptxSm90Path;
   bool dryRun = false;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--ptx" && i + 1 < args.size())
       ptxPath = args[++i];
+    else if (args[i] == "--ptx-sm90" && i + 1 < args.size())
+      ptxSm90Path = args[++i];
     else if (args[i] == "--dry-run")
       dryRun = true;
     else
@@ -482,10 +521,19 @@ int simkernels(const std::vector<std::string> &args) {
   KernelVariant module;
   module.id = "SimTestKernels";
   module.ptx = std::move(*ptx);
+  KernelVariant moduleSm90;
+  if (!ptxSm90Path.empty()) {
+    Result<std::string> text = readRegularFile(ptxSm90Path);
+    if (!text)
+      return fail(text.message());
+    moduleSm90.id = "SimTestKernelsSm90";
+    moduleSm90.ptx = std::move(*text);
+  }
   // --dry-run compares the simulator with itself: it checks this harness
   // (arguments, buffers) on a machine without a GPU.
   Result<std::shared_ptr<Device>> cuda =
-      dryRun ? Result<std::shared_ptr<Device>>(getSimulatorDevice("sm_80"))
+      dryRun ? Result<std::shared_ptr<Device>>(
+                   getSimulatorDevice(ptxSm90Path.empty() ? "sm_80" : "sm_90a"))
              : getCudaDevice(0);
   if (!cuda)
     return fail(cuda.message());
@@ -536,6 +584,10 @@ int simkernels(const std::vector<std::string> &args) {
     std::vector<Arg> args;
     /// 0: bit for bit; else the relative tolerance on f32 outputs.
     double tolerance;
+    /// A kernel of the sm_90a module.
+    bool sm90 = false;
+    /// What the report calls it (the kernel's name when null).
+    const char *label = nullptr;
   };
   std::vector<Case> cases = {
       {"saxpy", (n + 127) / 128, 128,
@@ -573,6 +625,40 @@ int simkernels(const std::vector<std::string> &args) {
         output(64 * 128 * 4), scalar(64), scalar(128), scalar(96)},
        1e-4},
   };
+  // The Hopper kernels (kernels/SimTestKernelsSm90.cu), on an sm_90a
+  // device: TMA pipelines over a 71 x 64 tensor (5 boxes of 16 rows, the
+  // last partly out of bounds) without and with the 128-byte swizzle, and
+  // wgmma over 64 x 64 tiles (modes: B K-major, B N-major, A from
+  // registers). Sums of f16 values in f32 in a fixed order are exact to
+  // compare; wgmma accumulates in the hardware's order.
+  if (!ptxSm90Path.empty() && (*cuda)->getChip() == "sm_90a") {
+    std::vector<uint16_t> tensor = halves(71 * 64);
+    for (uint32_t swizzle : {0u, 3u})
+      cases.push_back({"tmaPipeline",
+                       1,
+                       256,
+                       {tensorMap(tensor, 71, 64, 16, swizzle), output(128 * 4),
+                        scalar(5), scalar(swizzle ? 1 : 0), scalar(0)},
+                       0,
+                       true,
+                       swizzle ? "tmaPipeline sw128" : "tmaPipeline"});
+    std::vector<uint16_t> ga = halves(64 * 64), gb = halves(64 * 64);
+    const char *labels[] = {"wgmmaGemm SS", "wgmmaGemm SS tnspB",
+                            "wgmmaGemm RS"};
+    for (int mode = 0; mode < 3; ++mode)
+      cases.push_back(
+          {"wgmmaGemm",
+           1,
+           128,
+           {tensorMap(ga, 64, 64, 64, 3), tensorMap(gb, 64, 64, 64, 3),
+            input(ga), output(64 * 64 * 4), scalar(mode)},
+           1e-3,
+           true,
+           labels[mode]});
+  } else if (!ptxSm90Path.empty()) {
+    std::printf("(the sm_90a kernels need an sm_90a device; %s is not)\n",
+                (*cuda)->describe().c_str());
+  }
   // Scalars travel in 8-byte slots of which the devices pass each
   // parameter's own size (saxpy's a is f32 2.5 in the low 4 bytes).
   int mismatches = 0;
@@ -580,12 +666,14 @@ int simkernels(const std::vector<std::string> &args) {
     // saxpy's y is in-out.
     if (std::string(c.name) == "saxpy")
       c.args[1].output = true;
+    const KernelVariant &m = c.sm90 ? moduleSm90 : module;
+    const char *label = c.label ? c.label : c.name;
     Result<std::vector<std::vector<uint8_t>>> hw =
-        runKernel(**cuda, module, c.name, c.grid, c.block, c.args);
+        runKernel(**cuda, m, c.name, c.grid, c.block, c.args);
     Result<std::vector<std::vector<uint8_t>>> simulated =
-        runKernel(*sim, module, c.name, c.grid, c.block, c.args);
+        runKernel(*sim, m, c.name, c.grid, c.block, c.args);
     if (!hw || !simulated) {
-      std::printf("%-16s error: %s\n", c.name,
+      std::printf("%-20s error: %s\n", label,
                   (!hw ? hw.message() : simulated.message()).c_str());
       ++mismatches;
       continue;
@@ -611,12 +699,12 @@ int simkernels(const std::vector<std::string> &args) {
     }
     bool ok = c.tolerance == 0 ? differing == 0 : worst <= c.tolerance;
     if (c.tolerance == 0)
-      std::printf("%-16s %zu of %zu bytes differ (bit for bit)  %s\n", c.name,
+      std::printf("%-20s %zu of %zu bytes differ (bit for bit)  %s\n", label,
                   differing, total, ok ? "PASS" : "FAIL");
     else
-      std::printf("%-16s max relative difference %.2e over %zu values "
+      std::printf("%-20s max relative difference %.2e over %zu values "
                   "(tolerance %.0e)  %s\n",
-                  c.name, worst, total, c.tolerance, ok ? "PASS" : "FAIL");
+                  label, worst, total, c.tolerance, ok ? "PASS" : "FAIL");
     mismatches += !ok;
   }
   return mismatches ? 1 : 0;
@@ -730,7 +818,8 @@ int main(int argc, char **argv) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << "usage: flashc-gpucheck numerics --bundle DIR [--device "
                  "cuda|sim] [--quick] [--filter TEXT]\n"
-                 "       flashc-gpucheck simkernels --ptx FILE [--dry-run]\n"
+                 "       flashc-gpucheck simkernels --ptx FILE [--ptx-sm90 "
+                 "FILE] [--dry-run]\n"
                  "       flashc-gpucheck simbench --bundle DIR [--filter TEXT] "
                  "[--workers N]\n"
                  "       flashc-gpucheck hosttime --bundle DIR [--filter TEXT] "

@@ -218,12 +218,37 @@ constexpr size_t kMaxGridFactors = 8;
 constexpr size_t kMaxGridOperands = 8;
 constexpr int64_t kMaxGroup = 1024;
 
+/// A tiled tensor map for the TMA (the arguments of the CUDA driver's
+/// cuTensorMapEncodeTiled): an f16, bf16 or f32 tensor of `rank` (1 to 5)
+/// dimensions at device address `address`, sizes innermost first, the
+/// byte strides of dimensions 1 and up (multiples of 16), the box a copy
+/// moves, and the shared-memory swizzle (0: none; 1, 2, 3: 32, 64, 128
+/// bytes). Elements outside the tensor read as zeros.
+struct TensorMapSpec {
+  ElementType type = ElementType::F16;
+  uint32_t rank = 2;
+  const void *address = nullptr;
+  uint64_t dims[5] = {};
+  uint64_t strides[4] = {};
+  uint32_t box[5] = {};
+  uint32_t swizzle = 0;
+};
+
+/// The 128 bytes of an encoded tensor map: a kernel's __grid_constant__
+/// parameter.
+struct TensorMapBytes {
+  alignas(64) uint8_t bytes[128] = {};
+};
+
 /// One argument of a kernel launch.
 struct LaunchArg {
   uint64_t value = 0;
   bool isPointer = false;
   /// For pointers: the bytes the kernel may address from `value`.
   uint64_t extentBytes = 0;
+  /// A tensor map passed by value (then `value` is unused); the caller
+  /// keeps it alive until the launch returns.
+  const TensorMapBytes *tensorMap = nullptr;
 };
 
 
@@ -252,6 +277,10 @@ public:
                             void *stream) = 0;
   /// Waits for everything queued on `stream`.
   virtual Status synchronize(void *stream) = 0;
+  /// Encodes a tensor map of this device's memory (the CUDA driver's
+  /// cuTensorMapEncodeTiled, or the simulator's format). An error names
+  /// the argument the driver refused, or says the device has none.
+  virtual Result<TensorMapBytes> encodeTensorMap(const TensorMapSpec &spec);
 };
 
 /// The CUDA driver's device `ordinal`, or a NoDevice error naming why there
