@@ -28,6 +28,10 @@ void AsyncExecutor::reset(uint32_t warps, uint8_t *sharedMemory,
   if (used) {
     barriers.clear();
     inflight.clear();
+    stores.clear();
+    bulkCommitted.clear();
+    for (VectorClock &a : arrivals)
+      a = VectorClock();
     clocks.clear();
     chunks.clear();
     readClocks.clear();
@@ -48,6 +52,7 @@ void AsyncExecutor::activate() {
   chunks.assign(n, Chunk());
   readClocks.assign(n * nwarps, 0);
   readLines.assign(n * nwarps, 0);
+  fenceClocks.assign(nwarps, 0);
 }
 
 //===----------------------------------------------------------------------===//
@@ -380,6 +385,13 @@ std::string AsyncExecutor::onAccess(uint32_t off, uint32_t size, bool write,
       return std::string(kind) + " shared address " + hex(addr) +
              ", which the TMA copy issued at " + hooks.at(ch.writeLine) +
              " wrote, without a wait on the mbarrier phase that covers it";
+    if (write && ch.heldByStores)
+      for (const Store &st : stores)
+        if (c >= st.first && c <= st.last)
+          return "write of shared address " + hex(addr) +
+                 ", which the TMA store issued at " + hooks.at(st.line) +
+                 " by " + hooks.thread(st.thread) +
+                 " still reads (no cp.async.bulk.wait_group has retired it)";
     if (write) {
       ch.writer = s.warp;
       ch.writeClock = me[s.warp];
@@ -402,4 +414,150 @@ void AsyncExecutor::barrier(const std::vector<uint32_t> &warps) {
     clocks[w] = joined;
     clocks[w][w]++;
   }
+}
+
+void AsyncExecutor::barrierArrive(uint32_t id, uint32_t warp) {
+  if (!used || id >= 16)
+    return;
+  arrivals[id].join(clocks[warp]);
+  clocks[warp][warp]++;
+}
+
+void AsyncExecutor::barrierComplete(uint32_t id,
+                                    const std::vector<uint32_t> &warps) {
+  if (!used)
+    return;
+  VectorClock joined(clocks.size());
+  if (id < 16) {
+    joined.join(arrivals[id]);
+    arrivals[id] = VectorClock();
+  }
+  for (uint32_t w : warps)
+    joined.join(clocks[w]);
+  for (uint32_t w : warps) {
+    clocks[w] = joined;
+    clocks[w][w]++;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// The asynchronous proxy
+//===----------------------------------------------------------------------===//
+
+void AsyncExecutor::fenceProxyAsync(uint32_t warp) {
+  if (!used)
+    return;
+  fenceClocks[warp] = clocks[warp][warp];
+  clocks[warp][warp]++;
+}
+
+std::string AsyncExecutor::onAsyncRead(uint32_t off, uint32_t size,
+                                       const AsyncSite &s) {
+  if (!used || !checking || size == 0)
+    return "";
+  VectorClock &me = clocks[s.warp];
+  uint32_t first = off / kChunkBytes, last = (off + size - 1) / kChunkBytes;
+  for (uint32_t c = first; c <= last && c < chunks.size(); ++c) {
+    Chunk &ch = chunks[c];
+    uint32_t addr = std::max(off, c * kChunkBytes);
+    if (ch.inflightCopy != kNone)
+      for (const Copy &o : inflight)
+        if (o.id == ch.inflightCopy)
+          return "read of shared address " + hex(addr) +
+                 " while the TMA copy into it issued at " +
+                 hooks.at(o.site.line) + " is in flight";
+    if (ch.writer == tmaSlot() && me[tmaSlot()] < ch.writeClock)
+      return "read of shared address " + hex(addr) +
+             ", which the TMA copy issued at " + hooks.at(ch.writeLine) +
+             " wrote, without a wait on the mbarrier phase that covers it";
+    if (ch.writer != kNone && ch.writer < nwarps) {
+      if (fenceClocks[ch.writer] < ch.writeClock)
+        return "read of shared address " + hex(addr) + ", which warp " +
+               std::to_string(ch.writer) + " wrote at " +
+               hooks.at(ch.writeLine) +
+               " with no fence.proxy.async between that write and this "
+               "read through the asynchronous proxy";
+      if (ch.writer != s.warp && me[ch.writer] < ch.writeClock)
+        return "read of shared address " + hex(addr) + ", which warp " +
+               std::to_string(ch.writer) + " wrote at " +
+               hooks.at(ch.writeLine) + " with no barrier between them";
+    }
+    readClocks[size_t(c) * nwarps + s.warp] = me[s.warp];
+    readLines[size_t(c) * nwarps + s.warp] = s.line;
+  }
+  return "";
+}
+
+std::string AsyncExecutor::issueTensorStore(const TensorMap &map,
+                                            const int32_t *coords, uint32_t src,
+                                            const AsyncSite &s,
+                                            ErrorCode &code) {
+  activate();
+  uint64_t bytes = map.boxBytes();
+  std::string what = "cp.async.bulk.tensor from shared address " + hex(src);
+  code = ErrorCode::Misaligned;
+  if (src % 128)
+    return what + ": the source is not 128-byte aligned";
+  code = ErrorCode::OutOfBounds;
+  if (src > sharedBytes || bytes > sharedBytes - src)
+    return what + ": the box's " + std::to_string(bytes) +
+           " bytes extend past the CTA's " + std::to_string(sharedBytes) +
+           " bytes of shared memory";
+  code = ErrorCode::Unsupported;
+  if (map.swizzle != 0 && map.boxRowBytes() != (16u << map.swizzle))
+    return what + ": a swizzled box whose rows (" +
+           std::to_string(map.boxRowBytes()) +
+           " bytes) are not the swizzle's span is not implemented by the "
+           "simulator";
+  code = ErrorCode::Race;
+  if (std::string why = onAsyncRead(src, static_cast<uint32_t>(bytes), s);
+      !why.empty())
+    return what + ": " + why;
+  code = ErrorCode::OutOfBounds;
+  std::string error;
+  auto swizzle = static_cast<TensorMapSwizzle>(map.swizzle);
+  forEachBoxElement(
+      map, coords, [&](uint64_t offset, uint64_t address, bool inBounds) {
+        if (!error.empty() || !inBounds)
+          return;
+        uint32_t from =
+            swizzleAddress(src + static_cast<uint32_t>(offset), swizzle);
+        error = hooks.writeGlobal(address, map.elementBytes, shared + from);
+      });
+  if (!error.empty())
+    return what + ": " + error;
+  Store st;
+  st.thread = s.thread;
+  st.first = src / kChunkBytes;
+  st.last = static_cast<uint32_t>((src + bytes - 1) / kChunkBytes);
+  st.line = s.line;
+  for (uint32_t c = st.first; c <= st.last; ++c)
+    chunks[c].heldByStores++;
+  stores.push_back(st);
+  return "";
+}
+
+void AsyncExecutor::bulkCommit(uint32_t thread) {
+  uint32_t &committed = bulkCommitted[thread];
+  for (Store &st : stores)
+    if (st.thread == thread && st.group == Store::kUncommitted)
+      st.group = committed;
+  ++committed;
+}
+
+void AsyncExecutor::bulkWait(uint32_t thread, uint32_t keep) {
+  uint32_t committed = bulkCommitted[thread];
+  uint32_t limit = committed > keep ? committed - keep : 0;
+  size_t kept = 0;
+  for (size_t i = 0; i < stores.size(); ++i) {
+    Store &st = stores[i];
+    if (st.thread == thread && st.group != Store::kUncommitted &&
+        st.group < limit) {
+      for (uint32_t c = st.first; c <= st.last; ++c)
+        chunks[c].heldByStores--;
+      continue;
+    }
+    stores[kept++] = st;
+  }
+  stores.resize(kept);
 }

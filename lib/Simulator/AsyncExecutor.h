@@ -105,6 +105,10 @@ public:
     std::function<std::string(uint64_t address, uint32_t bytes, void *out)>
         readGlobal;
     std::function<void(uint32_t off, uint32_t bytes)> landed;
+    /// Writes `bytes` at global address `address` from `in`, or says why it
+    /// cannot (a TMA store).
+    std::function<std::string(uint64_t address, uint32_t bytes, const void *in)>
+        writeGlobal;
   };
 
   /// Sets the hooks, and whether the order of accesses is checked (the
@@ -120,6 +124,9 @@ public:
   /// Whether the CTA has used anything this executor tracks (so that the
   /// interpreter can skip it for kernels that do not).
   bool active() const { return used; }
+  /// Starts tracking now (at the start of a CTA of a kernel that uses the
+  /// asynchronous units, so that every plain access is recorded).
+  void activateNow() { activate(); }
 
   //===--------------------------------------------------------------------===//
   // mbarriers (offsets are shared-memory offsets of the 8-byte objects)
@@ -172,6 +179,41 @@ public:
                        const AsyncSite &s);
   /// A barrier of the warps `warps`: joins their clocks.
   void barrier(const std::vector<uint32_t> &warps);
+  /// A barrier arrival (bar.arrive) of warp `warp` at barrier `id`: its
+  /// clock is released to the warps that complete the barrier.
+  void barrierArrive(uint32_t id, uint32_t warp);
+  /// Barrier `id` completes for `warps`: they acquire what its arrivals
+  /// released, and each other's clocks.
+  void barrierComplete(uint32_t id, const std::vector<uint32_t> &warps);
+
+  //===--------------------------------------------------------------------===//
+  // The asynchronous proxy
+  //===--------------------------------------------------------------------===//
+
+  /// fence.proxy.async by warp `warp`: its earlier plain writes to shared
+  /// memory become visible to the asynchronous proxy (wgmma, TMA stores).
+  void fenceProxyAsync(uint32_t warp);
+  /// A read through the asynchronous proxy (a wgmma's shared operands, a
+  /// TMA store's source) of shared [off, off + size) on behalf of warp
+  /// `s.warp`: not of a copy in flight, ordered after the TMA copy or the
+  /// plain writes that wrote it, those writes fenced by their warps.
+  /// Records it as the warp's read.
+  std::string onAsyncRead(uint32_t off, uint32_t size, const AsyncSite &s);
+
+  /// A TMA store of the box of `map` at `coords` from shared offset `src`
+  /// (cp.async.bulk.tensor ... global.shared::cta.bulk_group). The global
+  /// bytes are written now (elements outside the tensor are skipped); the
+  /// shared source stays held, so that writing it is a race, until a
+  /// cp.async.bulk.wait_group(.read) of the issuing thread retires the
+  /// store's bulk group.
+  std::string issueTensorStore(const TensorMap &map, const int32_t *coords,
+                               uint32_t src, const AsyncSite &s,
+                               ErrorCode &code);
+  /// cp.async.bulk.commit_group of thread `thread`.
+  void bulkCommit(uint32_t thread);
+  /// cp.async.bulk.wait_group of thread `thread`: retires every bulk group
+  /// but the `keep` newest.
+  void bulkWait(uint32_t thread, uint32_t keep);
 
 private:
   struct Chunk {
@@ -181,6 +223,15 @@ private:
     uint32_t writeLine = 0;
     /// The id of the copy in flight into the chunk, or kNone.
     uint32_t inflightCopy = kNone;
+    /// TMA stores in flight that read the chunk.
+    uint32_t heldByStores = 0;
+  };
+  struct Store {
+    static constexpr uint32_t kUncommitted = 0xffffffffu;
+    uint32_t thread = 0;
+    uint32_t group = kUncommitted;
+    uint32_t first = 0, last = 0; // chunks
+    uint32_t line = 0;
   };
   static constexpr uint32_t kNone = 0xffffffffu;
 
@@ -228,6 +279,12 @@ private:
   std::map<uint32_t, Barrier> barriers;
   std::deque<Copy> inflight;
   uint32_t nextCopyId = 0;
+  /// Per warp: its clock at its last fence.proxy.async (0: none).
+  std::vector<uint32_t> fenceClocks;
+  /// Per barrier id: what bar.arrive released to its next completion.
+  VectorClock arrivals[16];
+  std::vector<Store> stores;
+  std::map<uint32_t, uint32_t> bulkCommitted; // per thread
 
   void activate();
 };

@@ -124,6 +124,9 @@ bool CTARunner::run(uint64_t index) {
   std::fill(warpSync.begin(), warpSync.end(), 0);
   std::fill(regs.begin(), regs.end(), 0);
   async.reset(nwarps, shared.data(), sharedSize);
+  if (usesAsync)
+    async.activateNow();
+  std::fill(std::begin(barrierArrivals), std::end(barrierArrivals), 0);
   setmaxnregHistory.assign((nwarps + 3) / 4, {});
   setmaxnregExecuted.assign(nwarps, 0);
   wgmmaInFlight.assign(nwarps, {});
@@ -244,9 +247,15 @@ std::string CTARunner::describeDeadlock() {
 bool CTARunner::tryBarriers() {
   // Threads wait at barriers by id; a barrier completes when its expected
   // number of threads (the whole CTA unless given) waits at it.
+  // bar.arrive's arrivals count too.
   uint32_t waiting[16] = {0};
   uint32_t expected[16] = {0};
   bool any = false;
+  for (uint32_t id = 0; id < 16; ++id)
+    if (barrierArrivals[id]) {
+      expected[id] = barrierArrivalCount[id];
+      any = true;
+    }
   for (const Thread &t : threads) {
     if (t.state != State::AtBarrier)
       continue;
@@ -258,8 +267,11 @@ bool CTARunner::tryBarriers() {
     return false;
   bool released = false;
   for (uint32_t id = 0; id < 16; ++id) {
-    if (!waiting[id] || waiting[id] < expected[id])
+    uint32_t arrived = std::min(barrierArrivals[id], expected[id]);
+    if (!expected[id] || waiting[id] + arrived < expected[id])
       continue;
+    barrierArrivals[id] -= arrived;
+    expected[id] -= arrived;
     uint32_t count = 0;
     std::vector<uint32_t> warps;
     for (Thread &t : threads) {
@@ -272,7 +284,7 @@ bool CTARunner::tryBarriers() {
           warps.push_back(t.warp);
       }
     }
-    async.barrier(warps);
+    async.barrierComplete(id, warps);
     released = true;
   }
   if (released)
@@ -317,6 +329,16 @@ void CTARunner::configureAsync() {
              hex(address) + " outside every registered buffer" +
              nearestBuffer(address);
     std::memcpy(out, buf->translate(address), bytes);
+    return "";
+  };
+  hooks.writeGlobal = [this](uint64_t address, uint32_t bytes,
+                             const void *in) -> std::string {
+    const Buffer *buf = findGlobal(address, bytes);
+    if (!buf)
+      return "it writes " + std::to_string(bytes) +
+             " bytes at global address " + hex(address) +
+             " outside every registered buffer" + nearestBuffer(address);
+    std::memcpy(buf->translate(address), in, bytes);
     return "";
   };
   hooks.landed = [this](uint32_t off, uint32_t bytes) {

@@ -175,6 +175,10 @@ public:
     local.assign(static_cast<size_t>(nthreads) * k.localBytes, 0);
     warpSync.assign(nwarps, 0);
     configureAsync();
+    for (const Inst &inst : k.code)
+      usesAsync |=
+          inst.op == Op::MbarrierInit || inst.op == Op::CpAsyncBulkTensor ||
+          inst.op == Op::CpAsyncBulkTensorStore || inst.op == Op::WgmmaMmaAsync;
   }
 
   /// Runs one CTA. Returns false (after reporting) on an error.
@@ -224,6 +228,19 @@ public:
   /// Per thread and register: how many wgmmas in flight hold it
   /// (allocated on a CTA's first wgmma).
   std::vector<uint16_t> wgmmaHeld;
+
+  /// bar.arrive: per barrier id, the arrivals counted towards its next
+  /// completion and the thread count they gave.
+  uint32_t barrierArrivals[16] = {};
+  uint32_t barrierArrivalCount[16] = {};
+  void barrierArrive(uint32_t id, uint32_t count, const Thread &t) {
+    barrierArrivals[id]++;
+    barrierArrivalCount[id] = count;
+    async.barrierArrive(id, t.warp);
+  }
+  /// Whether the kernel uses mbarriers, TMA or wgmma (then every CTA's
+  /// plain shared accesses are tracked by the asynchronous executor).
+  bool usesAsync = false;
 
   bool execWgmma(const WarpStep<CTARunner> &S);
   bool commitWgmma(uint32_t warp);

@@ -104,8 +104,8 @@ bool CTARunner::execWgmma(const WarpStep<CTARunner> &S) {
     site.thread = S.leader.linear;
     site.warp = S.w;
     for (uint32_t c : flight.chunks) {
-      std::string why = async.onAccess(c * AsyncExecutor::kChunkBytes,
-                                       AsyncExecutor::kChunkBytes, false, site);
+      std::string why = async.onAsyncRead(c * AsyncExecutor::kChunkBytes,
+                                          AsyncExecutor::kChunkBytes, site);
       if (!why.empty())
         return S.fault(ErrorCode::Race, "wgmma's " + why);
     }

@@ -230,6 +230,70 @@ TEST(HopperTest, ReadingAWgmmaAccumulatorBeforeItsWaitIsARace) {
       << msg;
 }
 
+/// tmaStore: rows [8, 24) of a 20 x 64 tensor get the tile (rows 20-23
+/// fall outside and are skipped); the rest keep their poison.
+Result<LaunchStats> runTmaStore(const Module &module,
+                                std::vector<uint16_t> &out, int defect) {
+  out.assign(20 * 64, 0x7c01); // a NaN no value of the tile equals
+  uint64_t dims[2] = {64, 20}, strides[1] = {128};
+  uint32_t box[2] = {64, 16}, steps[2] = {1, 1};
+  TensorMapTiledArgs args;
+  args.dataType = static_cast<uint32_t>(TensorMapDataType::Float16);
+  args.rank = 2;
+  args.globalAddress = reinterpret_cast<uint64_t>(out.data());
+  args.globalDim = dims;
+  args.globalStrides = strides;
+  args.boxDim = box;
+  args.elementStrides = steps;
+  args.swizzle = static_cast<uint32_t>(TensorMapSwizzle::B128);
+  alignas(128) uint8_t bytes[kTensorMapBytes];
+  if (Status e = encodeTensorMapTiled(bytes, args))
+    return e;
+  KernelArg map;
+  map.bytes.assign(bytes, bytes + kTensorMapBytes);
+  Device device;
+  if (Status e = registerVector(device, out, "out"))
+    return e;
+  LaunchConfig config;
+  config.block = {128};
+  config.workers = 1;
+  return device.launch(module, "tmaStore", config,
+                       {map, KernelArg::s32(defect)});
+}
+
+TEST(HopperTest, TmaStoreWritesTheBox) {
+  FLASHC_REQUIRE_NVCC_SM90_KERNELS(module);
+  std::vector<uint16_t> out;
+  ASSERT_TRUE(ok(runTmaStore(*module, out, 0)));
+  for (uint32_t r = 0; r < 20; ++r)
+    for (uint32_t c = 0; c < 64; ++c) {
+      uint16_t want = 0x7c01;
+      if (r >= 8)
+        want = refToHalf(double((64 * (r - 8) + c) % 2048));
+      ASSERT_EQ(out[r * 64 + c], want) << "row " << r << " column " << c;
+    }
+}
+
+TEST(HopperTest, TmaStoreDefectsAreCaught) {
+  FLASHC_REQUIRE_NVCC_SM90_KERNELS(module);
+  std::vector<uint16_t> out;
+  auto unfenced = runTmaStore(*module, out, 1);
+  ASSERT_FALSE(unfenced);
+  EXPECT_EQ(unfenced.status().code(), ErrorCode::Race);
+  EXPECT_NE(unfenced.status().message().find(
+                "with no fence.proxy.async between that write and this read "
+                "through the asynchronous proxy"),
+            std::string::npos)
+      << unfenced.status().message();
+  auto early = runTmaStore(*module, out, 2);
+  ASSERT_FALSE(early);
+  EXPECT_EQ(early.status().code(), ErrorCode::Race);
+  EXPECT_NE(early.status().message().find(
+                "still reads (no cp.async.bulk.wait_group has retired it)"),
+            std::string::npos)
+      << early.status().message();
+}
+
 //===----------------------------------------------------------------------===//
 // Hand-written PTX
 //===----------------------------------------------------------------------===//
@@ -328,6 +392,40 @@ TEST(HopperTest, MbarrierMisuseFaults) {
     EXPECT_NE(out.status().message().find(c.mention), std::string::npos)
         << out.status().message();
   }
+}
+
+TEST(HopperTest, NamedBarrierArrivalsReleaseTheWaiters) {
+  // Warp 0 writes shared memory and arrives at barrier 1 (64 threads);
+  // warp 1 waits there and reads what warp 0 wrote. Twice, so the
+  // barrier is reused.
+  std::string body = "  mov.u32 %r1, buf;\n"
+                     "  and.b32 %r2, %r0, 31;\n"
+                     "  shl.b32 %r3, %r2, 2;\n"
+                     "  add.u32 %r4, %r1, %r3;\n"
+                     "  mov.u32 %r7, 0;\n"
+                     "  setp.ge.u32 %p1, %r0, 32;\n"
+                     "  @%p1 bra CONSUMER;\n"
+                     "  st.shared.u32 [%r4], %r0;\n"
+                     "  bar.arrive 1, 64;\n"
+                     "  bar.sync 2, 64;\n"
+                     "  add.u32 %r5, %r0, 100;\n"
+                     "  st.shared.u32 [%r4], %r5;\n"
+                     "  bar.arrive 1, 64;\n"
+                     "  bra.uni DONE;\n"
+                     "CONSUMER:\n"
+                     "  bar.sync 1, 64;\n"
+                     "  ld.shared.u32 %r6, [%r4];\n"
+                     "  bar.arrive 2, 64;\n"
+                     "  bar.sync 1, 64;\n"
+                     "  ld.shared.u32 %r7, [%r4];\n"
+                     "  add.u32 %r7, %r7, %r6;\n"
+                     "DONE:\n"
+                     "  cvt.u64.u32 %rd1, %r7;\n" +
+                     storeSlot("%rd1");
+  auto out = runBody(body, {}, 64, 64, ".shared .align 4 .b8 buf[128];");
+  ASSERT_TRUE(ok(out));
+  for (uint32_t t = 32; t < 64; ++t)
+    EXPECT_EQ((*out)[t], 2 * (t - 32) + 100) << "thread " << t;
 }
 
 TEST(HopperTest, ElectSyncElectsTheLowestMemberLane) {

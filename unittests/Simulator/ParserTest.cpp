@@ -235,11 +235,11 @@ const BadInput kBadInputs[] = {
      K::Unsupported,
      10,
      {"mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"}},
-    {"BarArrive",
-     "\n\n  bar.arrive 1, 64;",
+    {"BarRed",
+     "\n\n  bar.red.popc.u32 %r1, 1, %p1;",
      K::Unsupported,
      12,
-     {"bar.arrive"}},
+     {"bar.red.popc.u32"}},
     {"Call", "  call.uni helper, (%r1);", K::Unsupported, 10, {"call.uni"}},
     {"ShuffleWithTwoModes",
      "  shfl.sync.up.down.b32 %r1, %r2, 1, 0, 0xffffffff;",
@@ -283,6 +283,18 @@ TEST(ParserTest, SupportedOpcodeSpellings) {
       "ld.global.nc.v4.u32",
       "ex2.approx.ftz.f32",
       "bar.sync",
+      "bar.arrive",
+      "mbarrier.try_wait.parity.shared::cta.b64",
+      "mbarrier.arrive.expect_tx.release.cta.shared::cta.b64",
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::"
+      "complete_tx::bytes",
+      "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group",
+      "cp.async.bulk.wait_group.read",
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16",
+      "wgmma.wait_group.sync.aligned",
+      "fence.proxy.async.shared::cta",
+      "setmaxnreg.dec.sync.aligned.u32",
+      "elect.sync",
   };
   for (const char *op : supported)
     EXPECT_TRUE(sim::isSupportedOpcode(op)) << op;
@@ -293,7 +305,15 @@ TEST(ParserTest, SupportedOpcodeSpellings) {
       "ldmatrix.sync.aligned.m8n8.x4.b8",
       "shfl.up.b32", // the pre-Volta form without .sync
       "vote.ballot.b32",
-      "bar.arrive",
+      "bar.red.popc.u32",
+      // Hopper forms the simulator does not implement.
+      "cp.async.bulk.tensor.2d.shared::cluster.global.im2col.mbarrier::"
+      "complete_tx::bytes",
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::"
+      "complete_tx::bytes.multicast::cluster",
+      "wgmma.mma_async.sync.aligned.m64n12k16.f32.f16.f16",
+      "wgmma.mma_async.sync.aligned.m64n64k16.f16.f16.f16",
+      "setmaxnreg.sync.aligned.u32",
       "frobnicate.u32",
   };
   for (const char *op : unsupported)

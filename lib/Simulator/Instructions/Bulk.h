@@ -19,6 +19,7 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace flashc {
 namespace sim {
@@ -189,88 +190,195 @@ struct MbarrierInst : ThreadInst {
 ///     .mbarrier::complete_tx::bytes [dst], [map, {c0, ...}], [mbar];
 /// a TMA load of the box of `map` (a generic address of a tensor map in
 /// the parameters or global memory) at the coordinates into shared memory,
-/// completing on the mbarrier with the box's bytes. N is Inst::vec.
+/// completing on the mbarrier with the box's bytes; and
+/// cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group
+///     [map, {c0, ...}], [src];
+/// a TMA store of the box from shared memory, in the thread's bulk group.
+/// N is Inst::vec.
 struct CpAsyncBulkTensorInst : ThreadInst {
   static constexpr std::string_view spellings[] = {"cp.async.bulk.tensor"};
 
   static std::string decode(const OpcodeParts &p, Inst &inst) {
-    inst.op = Op::CpAsyncBulkTensor;
-    bool dims = false, dstShared = false, srcGlobal = false, tile = false,
-         completeTx = false;
+    bool dims = false, tile = false, completeTx = false, bulkGroup = false;
+    std::vector<Space> spaces;
     for (std::string_view m : p.rest) {
       if (m.size() == 2 && m[1] == 'd' && m[0] >= '1' && m[0] <= '5') {
         inst.vec = static_cast<uint8_t>(m[0] - '0');
         dims = true;
       } else if (std::optional<Space> s = parseSpace(m)) {
-        if (*s == Space::Shared && !dstShared)
-          dstShared = true;
-        else if (*s == Space::Global && dstShared)
-          srcGlobal = true;
-        else
-          return kUnsupported; // shared -> global stores: not yet
+        spaces.push_back(*s);
       } else if (m == "tile") {
         tile = true;
       } else if (m == "mbarrier::complete_tx::bytes") {
         completeTx = true;
+      } else if (m == "bulk_group") {
+        bulkGroup = true;
       } else {
         return kUnsupported; // im2col, multicast, cache hints
       }
     }
-    return dims && dstShared && srcGlobal && tile && completeTx &&
-                   p.types.empty()
-               ? ""
-               : kUnsupported;
+    if (!dims || !tile || !p.types.empty() || spaces.size() != 2)
+      return kUnsupported;
+    if (spaces[0] == Space::Shared && spaces[1] == Space::Global &&
+        completeTx && !bulkGroup) {
+      inst.op = Op::CpAsyncBulkTensor;
+      return "";
+    }
+    if (spaces[0] == Space::Global && spaces[1] == Space::Shared && bulkGroup &&
+        !completeTx) {
+      inst.op = Op::CpAsyncBulkTensorStore;
+      return "";
+    }
+    return kUnsupported;
   }
 
   static Status operands(OperandReader &r, Inst &inst) {
+    if (inst.op == Op::CpAsyncBulkTensorStore) {
+      FLASHC_SIM_TRY(r.count(2, 2));
+      FLASHC_SIM_TRY(r.addTensorAddress(0, inst.vec));
+      return r.addAddr(1, Space::Shared);
+    }
     FLASHC_SIM_TRY(r.count(3, 3));
     FLASHC_SIM_TRY(r.addAddr(0, Space::Shared));
     FLASHC_SIM_TRY(r.addTensorAddress(1, inst.vec));
     return r.addAddr(2, Space::Shared);
   }
 
+  /// The tensor map at the generic address of operand `i`: 128 bytes (a
+  /// __grid_constant__ parameter through cvta.param, or global memory),
+  /// 64-byte aligned, of rank Inst::vec. Sets `ok` to false after a fault.
+  template <typename X>
+  static TensorMap readMap(const ThreadStep<X> &S, unsigned i, bool &ok) {
+    ok = false;
+    uint64_t mapAddr = S.address(i);
+    if (mapAddr % kTensorMapAlign) {
+      S.fault(ErrorCode::Misaligned,
+              "the tensor map at " + hex(mapAddr) + " is not 64-byte aligned");
+      return TensorMap();
+    }
+    const uint8_t *bytes = S.x.access(S.I, S.t, Space::Generic, mapAddr,
+                                      kTensorMapBytes, 1, false);
+    if (!bytes)
+      return TensorMap();
+    Result<TensorMap> map = decodeTensorMap(bytes);
+    if (!map) {
+      S.fault(ErrorCode::Trap, "the tensor map at " + hex(mapAddr) + ": " +
+                                   map.status().message());
+      return TensorMap();
+    }
+    if (map->rank != S.I.vec) {
+      S.fault(ErrorCode::Trap, "a " + std::to_string(S.I.vec) +
+                                   "-d tensor copy of a tensor map of rank " +
+                                   std::to_string(map->rank));
+      return TensorMap();
+    }
+    ok = true;
+    return *map;
+  }
+
   template <Op Code, typename X>
   static FLASHC_SIM_INLINE Next exec(const ThreadStep<X> &S) {
     const Inst &I = S.I;
     X &x = S.x;
-    unsigned rank = I.vec;
+    const unsigned rank = I.vec;
     bool ok = true;
-    uint32_t dst = sharedOperand(S, 0, Space::Shared,
-                                 "cp.async.bulk.tensor's destination", ok);
-    if (!ok)
-      return Next::Stop;
-    uint32_t mbar = sharedOperand(S, 2 + rank, Space::Shared,
-                                  "cp.async.bulk.tensor's mbarrier", ok);
-    if (!ok)
-      return Next::Stop;
-    // The tensor map: 128 bytes at a generic address (a __grid_constant__
-    // parameter through cvta.param, or global memory), 64-byte aligned.
-    uint64_t mapAddr = S.address(1);
-    if (mapAddr % kTensorMapAlign)
-      return S.fault(ErrorCode::Misaligned, "the tensor map at " +
-                                                hex(mapAddr) +
-                                                " is not 64-byte aligned");
-    const uint8_t *bytes =
-        x.access(I, S.t, Space::Generic, mapAddr, kTensorMapBytes, 1, false);
-    if (!bytes)
-      return Next::Stop;
-    Result<TensorMap> map = decodeTensorMap(bytes);
-    if (!map)
-      return S.fault(ErrorCode::Trap, "the tensor map at " + hex(mapAddr) +
-                                          ": " + map.status().message());
-    if (map->rank != rank)
-      return S.fault(ErrorCode::Trap,
-                     "a " + std::to_string(rank) +
-                         "-d tensor copy of a tensor map of rank " +
-                         std::to_string(map->rank));
-    int32_t coords[kTensorMapMaxRank] = {};
-    for (unsigned d = 0; d < rank; ++d)
-      coords[d] = static_cast<int32_t>(S.src(2 + d));
     ErrorCode code = ErrorCode::Trap;
-    std::string why = x.async.issueTensorLoad(*map, coords, dst, mbar,
-                                              asyncSite(I, S.t), code);
+    std::string why;
+    int32_t coords[kTensorMapMaxRank] = {};
+    if constexpr (Code == Op::CpAsyncBulkTensorStore) {
+      uint32_t src = sharedOperand(S, 1 + rank, Space::Shared,
+                                   "cp.async.bulk.tensor's source", ok);
+      if (!ok)
+        return Next::Stop;
+      TensorMap map = readMap(S, 0, ok);
+      if (!ok)
+        return Next::Stop;
+      for (unsigned d = 0; d < rank; ++d)
+        coords[d] = static_cast<int32_t>(S.src(1 + d));
+      why = x.async.issueTensorStore(map, coords, src, asyncSite(I, S.t), code);
+    } else {
+      uint32_t dst = sharedOperand(S, 0, Space::Shared,
+                                   "cp.async.bulk.tensor's destination", ok);
+      if (!ok)
+        return Next::Stop;
+      uint32_t mbar = sharedOperand(S, 2 + rank, Space::Shared,
+                                    "cp.async.bulk.tensor's mbarrier", ok);
+      if (!ok)
+        return Next::Stop;
+      TensorMap map = readMap(S, 1, ok);
+      if (!ok)
+        return Next::Stop;
+      for (unsigned d = 0; d < rank; ++d)
+        coords[d] = static_cast<int32_t>(S.src(2 + d));
+      why = x.async.issueTensorLoad(map, coords, dst, mbar, asyncSite(I, S.t),
+                                    code);
+    }
     if (!why.empty())
       return S.fault(code, why);
+    return Next::Advance;
+  }
+};
+
+/// cp.async.bulk.commit_group: the thread's TMA stores since its last
+/// commit form a bulk group. cp.async.bulk.wait_group(.read) N: every bulk
+/// group of the thread but the N newest is retired (Inst::target); the
+/// simulator writes a store's global bytes when it is issued, so `.read`
+/// and the full wait retire the same.
+struct CpAsyncBulkGroupInst : ThreadInst {
+  static constexpr std::string_view spellings[] = {"cp.async.bulk.commit_group",
+                                                   "cp.async.bulk.wait_group"};
+
+  static std::string decode(const OpcodeParts &p, Inst &inst) {
+    bool commit = p.spelling == "cp.async.bulk.commit_group";
+    inst.op = commit ? Op::CpAsyncBulkCommit : Op::CpAsyncBulkWait;
+    for (std::string_view m : p.rest)
+      if (commit || m != "read")
+        return kUnsupported;
+    return p.types.empty() ? "" : kUnsupported;
+  }
+
+  static Status operands(OperandReader &r, Inst &inst) {
+    if (inst.op == Op::CpAsyncBulkCommit)
+      return r.count(0, 0);
+    FLASHC_SIM_TRY(r.count(1, 1));
+    Operand n;
+    FLASHC_SIM_TRY(r.readScalar(0, Ty::U32, n));
+    if (n.kind != OperandKind::Imm)
+      return r.bad("the group count must be an immediate");
+    inst.target = static_cast<uint32_t>(n.imm);
+    return Status::success();
+  }
+
+  template <Op Code, typename X>
+  static FLASHC_SIM_INLINE Next exec(const ThreadStep<X> &S) {
+    if constexpr (Code == Op::CpAsyncBulkCommit)
+      S.x.async.bulkCommit(S.t.linear);
+    else
+      S.x.async.bulkWait(S.t.linear, S.I.target);
+    return Next::Advance;
+  }
+};
+
+/// fence.proxy.async{.shared::cta | .shared::cluster | .global}: the
+/// thread's plain writes before it are visible to the asynchronous proxy
+/// (wgmma, TMA stores) after it. Recorded for the thread's warp.
+struct FenceProxyAsyncInst : ThreadInst {
+  static constexpr std::string_view spellings[] = {"fence.proxy.async"};
+
+  static std::string decode(const OpcodeParts &p, Inst &inst) {
+    inst.op = Op::FenceProxyAsync;
+    if (p.rest.size() > 1 || !p.types.empty())
+      return kUnsupported;
+    if (p.rest.size() == 1 && !parseSpace(p.rest[0]))
+      return kUnsupported;
+    return "";
+  }
+
+  static Status operands(OperandReader &r, Inst &inst) { return r.count(0, 0); }
+
+  template <Op Code, typename X>
+  static FLASHC_SIM_INLINE Next exec(const ThreadStep<X> &S) {
+    S.x.async.fenceProxyAsync(S.t.warp);
     return Next::Advance;
   }
 };

@@ -90,14 +90,16 @@ struct NopInst : ThreadInst {
 
 /// bar.sync and barrier.sync (.aligned or not) with a barrier id and an
 /// optional thread count: the thread waits until the barrier completes.
-/// bar.arrive and bar.red are not implemented.
+/// bar.arrive / barrier.arrive with an id and a thread count: the thread
+/// counts towards the barrier's completion and goes on (the producer side
+/// of a named barrier). bar.red is not implemented.
 struct BarSyncInst : ThreadInst {
   static constexpr std::string_view spellings[] = {"bar", "barrier"};
 
   static std::string decode(const OpcodeParts &p, Inst &inst) {
-    inst.op = Op::BarSync;
-    if (p.rest.empty() || p.rest[0] != "sync")
+    if (p.rest.empty() || (p.rest[0] != "sync" && p.rest[0] != "arrive"))
       return kUnsupported;
+    inst.op = p.rest[0] == "sync" ? Op::BarSync : Op::BarArrive;
     for (size_t i = 1; i < p.rest.size(); ++i)
       if (p.rest[i] != "aligned")
         return kUnsupported;
@@ -105,7 +107,8 @@ struct BarSyncInst : ThreadInst {
   }
 
   static Status operands(OperandReader &r, Inst &inst) {
-    FLASHC_SIM_TRY(r.count(1, 2));
+    // bar.arrive needs its thread count.
+    FLASHC_SIM_TRY(r.count(inst.op == Op::BarArrive ? 2 : 1, 2));
     FLASHC_SIM_TRY(r.addScalar(0, Ty::U32));
     if (r.size() == 2)
       FLASHC_SIM_TRY(r.addScalar(1, Ty::U32));
@@ -125,6 +128,11 @@ struct BarSyncInst : ThreadInst {
                      "barrier thread count " + std::to_string(count) +
                          " is not a multiple of 32 within the CTA's " +
                          std::to_string(S.x.nthreads));
+    if constexpr (Code == Op::BarArrive) {
+      // Counted towards the barrier's completion; the thread goes on.
+      S.x.barrierArrive(id, count, S.t);
+      return Next::Advance;
+    }
     S.t.state = State::AtBarrier;
     S.t.barrierId = id;
     S.t.barrierCount = count;

@@ -273,3 +273,38 @@ extern "C" __global__ void __launch_bounds__(128)
     out[row * 64 + col] = d[i];
   }
 }
+
+//===----------------------------------------------------------------------===//
+// A TMA store from a swizzled shared tile
+//===----------------------------------------------------------------------===//
+
+/// The CTA writes a 16 x 64 f16 tile, element (r, c) = (64 r + c) % 2048,
+/// into shared memory in the 128-byte swizzled layout, and thread 0 stores
+/// it with TMA as rows [8, 24) of the rows x 64 tensor `map` describes
+/// (rows past the tensor are skipped). `defect`: 1, no fence.proxy.async
+/// between the plain writes and the store; 2, thread 0 overwrites the tile
+/// before cp.async.bulk.wait_group.read retires the store.
+extern "C" __global__ void __launch_bounds__(128)
+    tmaStore(const __grid_constant__ TensorMap map, int defect) {
+  __shared__ alignas(1024) uint16_t tile[16 * 64];
+  for (int i = threadIdx.x; i < 16 * 64; i += blockDim.x) {
+    int r = i / 64, c = i % 64;
+    uint32_t byte = 128 * r + 2 * c;
+    byte ^= ((byte >> 7) & 7) << 4;
+    __half h = __int2half_rn((64 * r + c) % 2048);
+    tile[byte / 2] = __half_as_ushort(h);
+  }
+  if (defect != 1)
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"
+                 " [%0, {%1, %2}], [%3];" ::"l"(&map),
+                 "r"(0), "r"(8), "r"(smem(tile))
+                 : "memory");
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+    if (defect == 2)
+      tile[0] = 0;
+    asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+  }
+}
