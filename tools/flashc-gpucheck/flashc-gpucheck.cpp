@@ -18,8 +18,9 @@
 //       operations), within stated tolerances for mma.sync and wgmma (the
 //       hardware's accumulation order) and the .approx instructions. On an
 //       sm_90a device, the Hopper kernels too (TMA with and without the
-//       128-byte swizzle, mbarrier pipelines, wgmma with both B layouts
-//       and A from registers), their tensor maps encoded by each device.
+//       128-byte swizzle, mbarrier pipelines, stmatrix, wgmma with both B
+//       layouts and A from registers), their tensor maps encoded by each
+//       device.
 //       --dry-run uses the simulator for both sides (a check of the
 //       harness without a GPU).
 //
@@ -642,6 +643,12 @@ int simkernels(const std::vector<std::string> &args) {
                        0,
                        true,
                        swizzle ? "tmaPipeline sw128" : "tmaPipeline"});
+    cases.push_back({"stmatrixLayouts",
+                     1,
+                     32,
+                     {input(uniformU32(128)), output(512 * 2)},
+                     0,
+                     true});
     std::vector<uint16_t> ga = halves(64 * 64), gb = halves(64 * 64);
     const char *labels[] = {"wgmmaGemm SS", "wgmmaGemm SS tnspB",
                             "wgmmaGemm RS"};

@@ -294,6 +294,40 @@ TEST(HopperTest, TmaStoreDefectsAreCaught) {
       << early.status().message();
 }
 
+TEST(HopperTest, StmatrixStoresTheFragmentLayout) {
+  FLASHC_REQUIRE_NVCC_SM90_KERNELS(module);
+  FLASHC_SEEDED_RNG(rng);
+  std::vector<uint32_t> in(32 * 4);
+  for (uint32_t &v : in)
+    v = rng.engine();
+  std::vector<uint16_t> out(512, 0);
+  Device device;
+  ASSERT_TRUE(ok(registerVector(device, in, "in")));
+  ASSERT_TRUE(ok(registerVector(device, out, "out")));
+  LaunchConfig config;
+  config.block = {32};
+  config.workers = 1;
+  ASSERT_TRUE(ok(device.launch(
+      *module, "stmatrixLayouts", config,
+      {KernelArg::pointer(in.data()), KernelArg::pointer(out.data())})));
+  // Matrix i's element (row, col): plain, lane 4 row + col / 2 holds it in
+  // register i (the low half for even columns); transposed, lane
+  // 4 col + row / 2 (the low half for even rows).
+  for (uint32_t i = 0; i < 4; ++i)
+    for (uint32_t row = 0; row < 8; ++row)
+      for (uint32_t col = 0; col < 8; ++col) {
+        uint32_t plain = in[4 * (4 * row + col / 2) + i];
+        uint32_t trans = in[4 * (4 * col + row / 2) + i];
+        uint16_t wantPlain = static_cast<uint16_t>(plain >> (16 * (col % 2)));
+        uint16_t wantTrans = static_cast<uint16_t>(trans >> (16 * (row % 2)));
+        size_t at = (8 * i + row) * 8 + col;
+        EXPECT_EQ(out[at], wantPlain)
+            << "matrix " << i << " (" << row << ", " << col << ")";
+        EXPECT_EQ(out[256 + at], wantTrans)
+            << "transposed matrix " << i << " (" << row << ", " << col << ")";
+      }
+}
+
 //===----------------------------------------------------------------------===//
 // Hand-written PTX
 //===----------------------------------------------------------------------===//

@@ -597,6 +597,94 @@ struct LdmatrixInst : WarpInst {
   }
 };
 
+/// stmatrix.sync.aligned.m8n8.x1/x2/x4{.trans}.shared{::cta}.b16 [p], r:
+/// the inverse of ldmatrix. Lanes 8i..8i+7 give the row addresses of
+/// matrix i; lane l's register i holds (row l/4, columns 2 (l%4), +1) of
+/// matrix i (with .trans, of its transpose); each row's 16 bytes are
+/// stored.
+struct StmatrixInst : WarpInst {
+  static constexpr std::string_view spellings[] = {"stmatrix"};
+  static constexpr bool alignedCollective = true;
+
+  static std::string decode(const OpcodeParts &p, Inst &inst) {
+    inst.op = Op::Stmatrix;
+    bool sync = false, aligned = false, shape = false, num = false;
+    inst.space = Space::Generic;
+    for (std::string_view m : p.rest) {
+      if (m == "sync") {
+        sync = true;
+      } else if (m == "aligned") {
+        aligned = true;
+      } else if (m == "m8n8") {
+        shape = true;
+      } else if (m == "x1" || m == "x2" || m == "x4") {
+        inst.vec = static_cast<uint8_t>(m[1] - '0');
+        num = true;
+      } else if (m == "trans") {
+        inst.flags |= kTrans;
+      } else if (std::optional<Space> s = parseSpace(m);
+                 s && *s == Space::Shared) {
+        inst.space = Space::Shared;
+      } else {
+        return kUnsupported;
+      }
+    }
+    return sync && aligned && shape && num && p.oneType(inst) &&
+                   inst.type == Ty::B16
+               ? ""
+               : kUnsupported;
+  }
+
+  static Status operands(OperandReader &r, Inst &inst) {
+    FLASHC_SIM_TRY(r.count(2, 2));
+    FLASHC_SIM_TRY(r.addAddr(0, inst.space == Space::Shared ? Space::Shared
+                                                            : Space::Generic));
+    if (inst.vec == 1 && r.isScalar(1))
+      return r.addScalar(1, Ty::B32);
+    return r.addVector(1, Ty::B32, inst.vec, false);
+  }
+
+  template <Op Code, typename X> static bool execWarp(const WarpStep<X> &S) {
+    const Inst &li = S.I;
+    uint32_t num = li.vec;
+    bool trans = li.flags & kTrans;
+    uint16_t rows[4][8][8];
+    for (uint32_t l = 0; l < 32; ++l) {
+      if (!S.member(l))
+        return S.fault(ErrorCode::Trap,
+                       "stmatrix needs all 32 lanes of the warp");
+      for (uint32_t i = 0; i < num; ++i) {
+        uint32_t v = static_cast<uint32_t>(S.src(l, 1 + i));
+        uint16_t lo16 = static_cast<uint16_t>(v),
+                 hi16 = static_cast<uint16_t>(v >> 16);
+        if (!trans) {
+          rows[i][l / 4][2 * (l % 4)] = lo16;
+          rows[i][l / 4][2 * (l % 4) + 1] = hi16;
+        } else {
+          rows[i][2 * (l % 4)][l / 4] = lo16;
+          rows[i][2 * (l % 4) + 1][l / 4] = hi16;
+        }
+      }
+    }
+    for (uint32_t l = 0; l < 8 * num; ++l) {
+      const Operand &a = S.x.opnd(li, 0);
+      uint64_t addr = (a.reg >= 0 ? S.regs(l)[a.reg] : 0) + a.imm;
+      if (li.space == Space::Generic) {
+        if (addr < kSharedWindow || addr >= kSharedWindow + kWindowSize)
+          return S.x.fault(ErrorCode::OutOfBounds, li, S.lane(l),
+                           "stmatrix row address " + hex(addr) +
+                               " is not in shared memory");
+        addr -= kSharedWindow;
+      }
+      uint8_t *p = S.x.access(li, S.lane(l), Space::Shared, addr, 16, 16, true);
+      if (!p)
+        return false;
+      std::memcpy(p, rows[l / 8][l % 8], 16);
+    }
+    return true;
+  }
+};
+
 } // namespace detail
 } // namespace sim
 } // namespace flashc

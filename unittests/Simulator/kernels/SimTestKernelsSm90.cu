@@ -308,3 +308,35 @@ extern "C" __global__ void __launch_bounds__(128)
     asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
   }
 }
+
+//===----------------------------------------------------------------------===//
+// stmatrix
+//===----------------------------------------------------------------------===//
+
+/// One warp stores four 8 x 8 b16 matrices from registers (lane l's
+/// register i is in[4 l + i]) with stmatrix.x4, plain (variant 0) and
+/// .trans (variant 1): out[256 v + 8 r + c] is element c of tile row r
+/// (matrix r / 8, whose rows are 16 bytes apart, row address from lane r).
+extern "C" __global__ void stmatrixLayouts(const uint32_t *in, uint16_t *out) {
+  __shared__ __align__(16) uint16_t tile[32 * 8];
+  int lane = threadIdx.x;
+  uint32_t r[4];
+  for (int i = 0; i < 4; ++i)
+    r[i] = in[4 * lane + i];
+  uint32_t addr = smem(&tile[lane * 8]);
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, "
+               "%4};" ::"r"(addr),
+               "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
+  __syncwarp();
+  for (int i = lane; i < 256; i += 32)
+    out[i] = tile[i];
+  __syncwarp();
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, "
+               "%2, %3, %4};" ::"r"(addr),
+               "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
+  __syncwarp();
+  for (int i = lane; i < 256; i += 32)
+    out[256 + i] = tile[i];
+}
