@@ -182,6 +182,25 @@ std::string AsyncExecutor::describeMbarrier(uint32_t off) const {
 // TMA
 //===----------------------------------------------------------------------===//
 
+std::string AsyncExecutor::checkBox(const TensorMap &map, uint32_t off,
+                                    const char *role, ErrorCode &code) const {
+  uint64_t bytes = map.boxBytes();
+  code = ErrorCode::Misaligned;
+  if (off % 128)
+    return std::string("the ") + role + " is not 128-byte aligned";
+  code = ErrorCode::OutOfBounds;
+  if (off > sharedBytes || bytes > sharedBytes - off)
+    return "the box's " + std::to_string(bytes) +
+           " bytes extend past the CTA's " + std::to_string(sharedBytes) +
+           " bytes of shared memory";
+  code = ErrorCode::Unsupported;
+  if (map.swizzle != 0 && map.boxRowBytes() != (16u << map.swizzle))
+    return "a swizzled box whose rows (" + std::to_string(map.boxRowBytes()) +
+           " bytes) are not the swizzle's span is not implemented by the "
+           "simulator";
+  return "";
+}
+
 std::string AsyncExecutor::issueTensorLoad(const TensorMap &map,
                                            const int32_t *coords, uint32_t dst,
                                            uint32_t mbar, const AsyncSite &s,
@@ -189,20 +208,8 @@ std::string AsyncExecutor::issueTensorLoad(const TensorMap &map,
   activate();
   uint64_t bytes = map.boxBytes();
   std::string what = "cp.async.bulk.tensor into shared address " + hex(dst);
-  code = ErrorCode::Misaligned;
-  if (dst % 128)
-    return what + ": the destination is not 128-byte aligned";
-  code = ErrorCode::OutOfBounds;
-  if (dst > sharedBytes || bytes > sharedBytes - dst)
-    return what + ": the box's " + std::to_string(bytes) +
-           " bytes extend past the CTA's " + std::to_string(sharedBytes) +
-           " bytes of shared memory";
-  code = ErrorCode::Unsupported;
-  if (map.swizzle != 0 && map.boxRowBytes() != (16u << map.swizzle))
-    return what + ": a swizzled box whose rows (" +
-           std::to_string(map.boxRowBytes()) +
-           " bytes) are not the swizzle's span is not implemented by the "
-           "simulator";
+  if (std::string why = checkBox(map, dst, "destination", code); !why.empty())
+    return what + ": " + why;
   code = ErrorCode::Trap;
   if (!findBarrier(mbar))
     return noBarrier(mbar, "cp.async.bulk.tensor's complete_tx");
@@ -495,20 +502,8 @@ std::string AsyncExecutor::issueTensorStore(const TensorMap &map,
   activate();
   uint64_t bytes = map.boxBytes();
   std::string what = "cp.async.bulk.tensor from shared address " + hex(src);
-  code = ErrorCode::Misaligned;
-  if (src % 128)
-    return what + ": the source is not 128-byte aligned";
-  code = ErrorCode::OutOfBounds;
-  if (src > sharedBytes || bytes > sharedBytes - src)
-    return what + ": the box's " + std::to_string(bytes) +
-           " bytes extend past the CTA's " + std::to_string(sharedBytes) +
-           " bytes of shared memory";
-  code = ErrorCode::Unsupported;
-  if (map.swizzle != 0 && map.boxRowBytes() != (16u << map.swizzle))
-    return what + ": a swizzled box whose rows (" +
-           std::to_string(map.boxRowBytes()) +
-           " bytes) are not the swizzle's span is not implemented by the "
-           "simulator";
+  if (std::string why = checkBox(map, src, "source", code); !why.empty())
+    return what + ": " + why;
   code = ErrorCode::Race;
   if (std::string why = onAsyncRead(src, static_cast<uint32_t>(bytes), s);
       !why.empty())

@@ -257,6 +257,11 @@ private:
   };
 
   uint32_t tmaSlot() const { return nwarps; }
+  /// Checks a TMA box at shared offset `off` (its `role`: destination or
+  /// source): aligned, inside shared memory, a swizzle the simulator
+  /// implements. Empty, or why not with its kind in `code`.
+  std::string checkBox(const TensorMap &map, uint32_t off, const char *role,
+                       ErrorCode &code) const;
   Barrier *findBarrier(uint32_t off);
   std::string noBarrier(uint32_t off, const char *what) const;
   void noteComplete(Barrier &b, uint64_t phaseBefore);

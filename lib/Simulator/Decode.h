@@ -252,6 +252,19 @@ inline Status unaryOperands(OperandReader &r, Ty dt, Ty t) {
   return r.addScalar(1, t);
 }
 
+/// The one operand of a wait on commit groups (cp.async.wait_group,
+/// cp.async.bulk.wait_group, wgmma.wait_group): the number of groups that
+/// may stay in flight, an immediate, stored in Inst::target.
+inline Status groupCountOperand(OperandReader &r, Inst &inst) {
+  FLASHC_SIM_TRY(r.count(1, 1));
+  Operand n;
+  FLASHC_SIM_TRY(r.readScalar(0, Ty::U32, n));
+  if (n.kind != OperandKind::Imm || n.imm > 0xffffffffu)
+    return r.bad("the group count must be an immediate");
+  inst.target = static_cast<uint32_t>(n.imm);
+  return Status::success();
+}
+
 /// `d, a, b`, all of type `t`.
 inline Status binaryOperands(OperandReader &r, Ty t) {
   FLASHC_SIM_TRY(r.count(3, 3));

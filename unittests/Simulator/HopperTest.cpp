@@ -25,6 +25,29 @@ using namespace flashc::sim::test;
 
 namespace {
 
+/// The tensor map of a rows x cols f16 tensor (rows packed) at `data`,
+/// boxes of boxRows x cols, as a kernel argument.
+KernelArg f16Map(const void *data, uint64_t cols, uint64_t rows,
+                 uint32_t boxRows, TensorMapSwizzle swizzle) {
+  uint64_t dims[2] = {cols, rows}, strides[1] = {cols * 2};
+  uint32_t box[2] = {static_cast<uint32_t>(cols), boxRows}, steps[2] = {1, 1};
+  TensorMapTiledArgs args;
+  args.dataType = static_cast<uint32_t>(TensorMapDataType::Float16);
+  args.rank = 2;
+  args.globalAddress = reinterpret_cast<uint64_t>(data);
+  args.globalDim = dims;
+  args.globalStrides = strides;
+  args.boxDim = box;
+  args.elementStrides = steps;
+  args.swizzle = static_cast<uint32_t>(swizzle);
+  alignas(128) uint8_t bytes[kTensorMapBytes];
+  Status e = encodeTensorMapTiled(bytes, args);
+  EXPECT_FALSE(e) << e.message();
+  KernelArg arg;
+  arg.bytes.assign(bytes, bytes + kTensorMapBytes);
+  return arg;
+}
+
 /// A rows x 64 f16 tensor of random values, the map of its 64 x 16 boxes,
 /// and the launch of tmaPipeline over `blocks` boxes.
 struct Pipeline {
@@ -39,22 +62,8 @@ struct Pipeline {
     tensor.resize(size_t(rows) * kCols);
     for (uint16_t &h : tensor)
       h = refToHalf(dist(rng));
-    uint64_t dims[2] = {kCols, rows}, strides[1] = {kCols * 2};
-    uint32_t box[2] = {64, 16}, steps[2] = {1, 1};
-    TensorMapTiledArgs args;
-    args.dataType = static_cast<uint32_t>(TensorMapDataType::Float16);
-    args.rank = 2;
-    args.globalAddress = reinterpret_cast<uint64_t>(tensor.data());
-    args.globalDim = dims;
-    args.globalStrides = strides;
-    args.boxDim = box;
-    args.elementStrides = steps;
-    args.swizzle = static_cast<uint32_t>(swizzled ? TensorMapSwizzle::B128
-                                                  : TensorMapSwizzle::None);
-    alignas(128) uint8_t bytes[kTensorMapBytes];
-    Status e = encodeTensorMapTiled(bytes, args);
-    EXPECT_FALSE(e) << e.message();
-    map.bytes.assign(bytes, bytes + kTensorMapBytes);
+    map = f16Map(tensor.data(), kCols, rows, 16,
+                 swizzled ? TensorMapSwizzle::B128 : TensorMapSwizzle::None);
   }
 
   Result<LaunchStats> run(const Module &module, int blocks, bool swizzled,
@@ -138,23 +147,7 @@ struct Gemm {
   bool nMajor;
 
   static KernelArg map(std::vector<uint16_t> &tensor) {
-    uint64_t dims[2] = {64, 64}, strides[1] = {128};
-    uint32_t box[2] = {64, 64}, steps[2] = {1, 1};
-    TensorMapTiledArgs args;
-    args.dataType = static_cast<uint32_t>(TensorMapDataType::Float16);
-    args.rank = 2;
-    args.globalAddress = reinterpret_cast<uint64_t>(tensor.data());
-    args.globalDim = dims;
-    args.globalStrides = strides;
-    args.boxDim = box;
-    args.elementStrides = steps;
-    args.swizzle = static_cast<uint32_t>(TensorMapSwizzle::B128);
-    alignas(128) uint8_t bytes[kTensorMapBytes];
-    Status e = encodeTensorMapTiled(bytes, args);
-    EXPECT_FALSE(e) << e.message();
-    KernelArg arg;
-    arg.bytes.assign(bytes, bytes + kTensorMapBytes);
-    return arg;
+    return f16Map(tensor.data(), 64, 64, 64, TensorMapSwizzle::B128);
   }
 
   Gemm(std::mt19937 &rng, bool nMajor) : nMajor(nMajor) {
@@ -235,22 +228,7 @@ TEST(HopperTest, ReadingAWgmmaAccumulatorBeforeItsWaitIsARace) {
 Result<LaunchStats> runTmaStore(const Module &module,
                                 std::vector<uint16_t> &out, int defect) {
   out.assign(20 * 64, 0x7c01); // a NaN no value of the tile equals
-  uint64_t dims[2] = {64, 20}, strides[1] = {128};
-  uint32_t box[2] = {64, 16}, steps[2] = {1, 1};
-  TensorMapTiledArgs args;
-  args.dataType = static_cast<uint32_t>(TensorMapDataType::Float16);
-  args.rank = 2;
-  args.globalAddress = reinterpret_cast<uint64_t>(out.data());
-  args.globalDim = dims;
-  args.globalStrides = strides;
-  args.boxDim = box;
-  args.elementStrides = steps;
-  args.swizzle = static_cast<uint32_t>(TensorMapSwizzle::B128);
-  alignas(128) uint8_t bytes[kTensorMapBytes];
-  if (Status e = encodeTensorMapTiled(bytes, args))
-    return e;
-  KernelArg map;
-  map.bytes.assign(bytes, bytes + kTensorMapBytes);
+  KernelArg map = f16Map(out.data(), 64, 20, 16, TensorMapSwizzle::B128);
   Device device;
   if (Status e = registerVector(device, out, "out"))
     return e;

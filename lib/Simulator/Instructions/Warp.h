@@ -486,6 +486,55 @@ struct MmaInst : WarpInst {
   }
 };
 
+/// The modifiers of ldmatrix and stmatrix: .sync.aligned.m8n8.x1/x2/x4
+/// (Inst::vec), an optional .trans and .shared (else generic addresses),
+/// .b16.
+inline std::string decodeMatrixModifiers(const OpcodeParts &p, Inst &inst) {
+  bool sync = false, aligned = false, shape = false, num = false;
+  inst.space = Space::Generic;
+  for (std::string_view m : p.rest) {
+    if (m == "sync") {
+      sync = true;
+    } else if (m == "aligned") {
+      aligned = true;
+    } else if (m == "m8n8") {
+      shape = true;
+    } else if (m == "x1" || m == "x2" || m == "x4") {
+      inst.vec = static_cast<uint8_t>(m[1] - '0');
+      num = true;
+    } else if (m == "trans") {
+      inst.flags |= kTrans;
+    } else if (std::optional<Space> s = parseSpace(m);
+               s && *s == Space::Shared) {
+      inst.space = Space::Shared;
+    } else {
+      return kUnsupported;
+    }
+  }
+  return sync && aligned && shape && num && p.oneType(inst) &&
+                 inst.type == Ty::B16
+             ? ""
+             : kUnsupported;
+}
+
+/// The shared-memory offset of the row address that lane `l` gives in
+/// address operand `i` of an ldmatrix or stmatrix; false after a fault.
+template <typename X>
+bool matrixRowAddress(const WarpStep<X> &S, uint32_t l, unsigned i,
+                      uint64_t &addr, const char *what) {
+  const Inst &li = S.I;
+  const Operand &a = S.x.opnd(li, i);
+  addr = (a.reg >= 0 ? S.regs(l)[a.reg] : 0) + a.imm;
+  if (li.space == Space::Generic) {
+    if (addr < kSharedWindow || addr >= kSharedWindow + kWindowSize)
+      return S.x.fault(ErrorCode::OutOfBounds, li, S.lane(l),
+                       std::string(what) + " row address " + hex(addr) +
+                           " is not in shared memory");
+    addr -= kSharedWindow;
+  }
+  return true;
+}
+
 /// ldmatrix.sync.aligned.m8n8.x1/x2/x4[.trans][.shared].b16: lanes 8i to
 /// 8i + 7 give the row addresses of matrix i (Inst::vec matrices).
 struct LdmatrixInst : WarpInst {
@@ -494,31 +543,7 @@ struct LdmatrixInst : WarpInst {
 
   static std::string decode(const OpcodeParts &p, Inst &inst) {
     inst.op = Op::Ldmatrix;
-    bool sync = false, aligned = false, shape = false, num = false;
-    inst.space = Space::Generic;
-    for (std::string_view m : p.rest) {
-      if (m == "sync") {
-        sync = true;
-      } else if (m == "aligned") {
-        aligned = true;
-      } else if (m == "m8n8") {
-        shape = true;
-      } else if (m == "x1" || m == "x2" || m == "x4") {
-        inst.vec = static_cast<uint8_t>(m[1] - '0');
-        num = true;
-      } else if (m == "trans") {
-        inst.flags |= kTrans;
-      } else if (std::optional<Space> s = parseSpace(m);
-                 s && *s == Space::Shared) {
-        inst.space = Space::Shared;
-      } else {
-        return kUnsupported;
-      }
-    }
-    return sync && aligned && shape && num && p.oneType(inst) &&
-                   inst.type == Ty::B16
-               ? ""
-               : kUnsupported;
+    return decodeMatrixModifiers(p, inst);
   }
 
   static Status operands(OperandReader &r, Inst &inst) {
@@ -542,17 +567,8 @@ struct LdmatrixInst : WarpInst {
         return S.fault(ErrorCode::Trap, "ldmatrix needs lane " +
                                             std::to_string(l) +
                                             " for a row address");
-      const Operand &a = S.x.opnd(li, num);
-      uint64_t *tr = S.regs(l);
-      uint64_t addr = (a.reg >= 0 ? tr[a.reg] : 0) + a.imm;
-      if (li.space == Space::Generic) {
-        if (addr < kSharedWindow || addr >= kSharedWindow + kWindowSize)
-          return S.x.fault(ErrorCode::OutOfBounds, li, S.lane(l),
-                           "ldmatrix row address " + hex(addr) +
-                               " is not in shared memory");
-        addr -= kSharedWindow;
-      }
-      rowAddr[l] = addr;
+      if (!matrixRowAddress(S, l, num, rowAddr[l], "ldmatrix"))
+        return false;
     }
     // Bank conflicts: a matrix's 8 rows of 16 bytes are one wavefront when
     // they fall in 8 different 16-byte bank groups (addresses modulo 128);
@@ -608,31 +624,7 @@ struct StmatrixInst : WarpInst {
 
   static std::string decode(const OpcodeParts &p, Inst &inst) {
     inst.op = Op::Stmatrix;
-    bool sync = false, aligned = false, shape = false, num = false;
-    inst.space = Space::Generic;
-    for (std::string_view m : p.rest) {
-      if (m == "sync") {
-        sync = true;
-      } else if (m == "aligned") {
-        aligned = true;
-      } else if (m == "m8n8") {
-        shape = true;
-      } else if (m == "x1" || m == "x2" || m == "x4") {
-        inst.vec = static_cast<uint8_t>(m[1] - '0');
-        num = true;
-      } else if (m == "trans") {
-        inst.flags |= kTrans;
-      } else if (std::optional<Space> s = parseSpace(m);
-                 s && *s == Space::Shared) {
-        inst.space = Space::Shared;
-      } else {
-        return kUnsupported;
-      }
-    }
-    return sync && aligned && shape && num && p.oneType(inst) &&
-                   inst.type == Ty::B16
-               ? ""
-               : kUnsupported;
+    return decodeMatrixModifiers(p, inst);
   }
 
   static Status operands(OperandReader &r, Inst &inst) {
@@ -667,15 +659,9 @@ struct StmatrixInst : WarpInst {
       }
     }
     for (uint32_t l = 0; l < 8 * num; ++l) {
-      const Operand &a = S.x.opnd(li, 0);
-      uint64_t addr = (a.reg >= 0 ? S.regs(l)[a.reg] : 0) + a.imm;
-      if (li.space == Space::Generic) {
-        if (addr < kSharedWindow || addr >= kSharedWindow + kWindowSize)
-          return S.x.fault(ErrorCode::OutOfBounds, li, S.lane(l),
-                           "stmatrix row address " + hex(addr) +
-                               " is not in shared memory");
-        addr -= kSharedWindow;
-      }
+      uint64_t addr;
+      if (!matrixRowAddress(S, l, 0, addr, "stmatrix"))
+        return false;
       uint8_t *p = S.x.access(li, S.lane(l), Space::Shared, addr, 16, 16, true);
       if (!p)
         return false;

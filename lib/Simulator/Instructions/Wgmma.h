@@ -212,13 +212,7 @@ struct WgmmaSyncInst : WarpInst {
   static Status operands(OperandReader &r, Inst &inst) {
     if (inst.op != Op::WgmmaWaitGroup)
       return r.count(0, 0);
-    FLASHC_SIM_TRY(r.count(1, 1));
-    Operand n;
-    FLASHC_SIM_TRY(r.readScalar(0, Ty::U32, n));
-    if (n.kind != OperandKind::Imm || n.imm > 255)
-      return r.bad("the group count must be an immediate below 256");
-    inst.target = static_cast<uint32_t>(n.imm);
-    return Status::success();
+    return groupCountOperand(r, inst);
   }
 
   template <Op Code, typename X> static bool execWarp(const WarpStep<X> &S) {
