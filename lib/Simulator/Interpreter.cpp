@@ -273,18 +273,22 @@ bool CTARunner::tryBarriers() {
     barrierArrivals[id] -= arrived;
     expected[id] -= arrived;
     uint32_t count = 0;
-    std::vector<uint32_t> warps;
+    // The warps released, for the asynchronous executor's clocks (only
+    // when it tracks the CTA).
+    const bool clocks = async.active();
+    barrierWarps.clear();
     for (Thread &t : threads) {
       if (t.state == State::AtBarrier && t.barrierId == id &&
           count < expected[id]) {
         t.state = State::Ready;
         t.pc++;
         ++count;
-        if (warps.empty() || warps.back() != t.warp)
-          warps.push_back(t.warp);
+        if (clocks && (barrierWarps.empty() || barrierWarps.back() != t.warp))
+          barrierWarps.push_back(t.warp);
       }
     }
-    async.barrierComplete(id, warps);
+    if (clocks)
+      async.barrierComplete(id, barrierWarps);
     released = true;
   }
   if (released)

@@ -238,6 +238,8 @@ public:
     barrierArrivalCount[id] = count;
     async.barrierArrive(id, t.warp);
   }
+  /// Scratch for tryBarriers: the warps a barrier releases.
+  std::vector<uint32_t> barrierWarps;
   /// Whether the kernel uses mbarriers, TMA or wgmma (then every CTA's
   /// plain shared accesses are tracked by the asynchronous executor).
   bool usesAsync = false;
