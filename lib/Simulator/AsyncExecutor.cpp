@@ -121,7 +121,6 @@ std::string AsyncExecutor::mbarrierArrive(uint32_t off, uint64_t count,
     bool any = false;
     if (std::string why = landFor(off, any); !why.empty())
       return why;
-    b = findBarrier(off);
   }
   if (txBytes)
     if (std::string why = b->state.expectTx(txBytes); !why.empty())
@@ -231,11 +230,10 @@ std::string AsyncExecutor::issueTensorLoad(const TensorMap &map,
     if (ch.inflightCopy == kNone)
       continue;
     uint32_t addr = c * kChunkBytes;
-    for (const Copy &o : inflight)
-      if (o.id == ch.inflightCopy)
-        return what + " overlaps, at " + hex(addr) +
-               ", the TMA copy issued at " + hooks.at(o.site.line) + " by " +
-               hooks.thread(o.site.thread) + ", which is still in flight";
+    if (const Copy *o = findCopy(ch.inflightCopy))
+      return what + " overlaps, at " + hex(addr) + ", the TMA copy issued at " +
+             hooks.at(o->site.line) + " by " + hooks.thread(o->site.thread) +
+             ", which is still in flight";
     return what + " overlaps a TMA copy in flight at " + hex(addr);
   }
   for (uint32_t c = first; c <= last && checking; ++c)
@@ -368,6 +366,35 @@ bool AsyncExecutor::landAll(std::string &error) {
 // Plain accesses and barriers
 //===----------------------------------------------------------------------===//
 
+const AsyncExecutor::Copy *AsyncExecutor::findCopy(uint32_t id) const {
+  for (const Copy &c : inflight)
+    if (c.id == id)
+      return &c;
+  return nullptr;
+}
+
+std::string AsyncExecutor::checkCopies(const Chunk &ch, uint32_t addr,
+                                       const char *kind,
+                                       const VectorClock &me) const {
+  if (ch.inflightCopy != kNone)
+    if (const Copy *o = findCopy(ch.inflightCopy))
+      return std::string(kind) + " shared address " + hex(addr) +
+             " while the TMA copy into it issued at " + hooks.at(o->site.line) +
+             " by " + hooks.thread(o->site.thread) +
+             " is in flight (before a completed phase of the mbarrier at " +
+             hex(o->mbar) + " covers it)";
+  if (ch.writer == tmaSlot() && me[tmaSlot()] < ch.writeClock)
+    return std::string(kind) + " shared address " + hex(addr) +
+           ", which the TMA copy issued at " + hooks.at(ch.writeLine) +
+           " wrote, without a wait on the mbarrier phase that covers it";
+  return "";
+}
+
+void AsyncExecutor::recordRead(uint32_t chunk, const AsyncSite &s) {
+  readClocks[size_t(chunk) * nwarps + s.warp] = clocks[s.warp][s.warp];
+  readLines[size_t(chunk) * nwarps + s.warp] = s.line;
+}
+
 std::string AsyncExecutor::onAccess(uint32_t off, uint32_t size, bool write,
                                     const AsyncSite &s) {
   if (!used || !checking || size == 0)
@@ -378,20 +405,8 @@ std::string AsyncExecutor::onAccess(uint32_t off, uint32_t size, bool write,
   for (uint32_t c = first; c <= last && c < chunks.size(); ++c) {
     Chunk &ch = chunks[c];
     uint32_t addr = std::max(off, c * kChunkBytes);
-    if (ch.inflightCopy != kNone) {
-      for (const Copy &o : inflight)
-        if (o.id == ch.inflightCopy)
-          return std::string(kind) + " shared address " + hex(addr) +
-                 " while the TMA copy into it issued at " +
-                 hooks.at(o.site.line) + " by " + hooks.thread(o.site.thread) +
-                 " is in flight (before a completed phase of the mbarrier "
-                 "at " +
-                 hex(o.mbar) + " covers it)";
-    }
-    if (ch.writer == tmaSlot() && me[tmaSlot()] < ch.writeClock)
-      return std::string(kind) + " shared address " + hex(addr) +
-             ", which the TMA copy issued at " + hooks.at(ch.writeLine) +
-             " wrote, without a wait on the mbarrier phase that covers it";
+    if (std::string why = checkCopies(ch, addr, kind, me); !why.empty())
+      return why;
     if (write && ch.heldByStores)
       for (const Store &st : stores)
         if (c >= st.first && c <= st.last)
@@ -404,23 +419,10 @@ std::string AsyncExecutor::onAccess(uint32_t off, uint32_t size, bool write,
       ch.writeClock = me[s.warp];
       ch.writeLine = s.line;
     } else {
-      readClocks[size_t(c) * nwarps + s.warp] = me[s.warp];
-      readLines[size_t(c) * nwarps + s.warp] = s.line;
+      recordRead(c, s);
     }
   }
   return "";
-}
-
-void AsyncExecutor::barrier(const std::vector<uint32_t> &warps) {
-  if (!used || warps.empty())
-    return;
-  VectorClock joined(clocks.size());
-  for (uint32_t w : warps)
-    joined.join(clocks[w]);
-  for (uint32_t w : warps) {
-    clocks[w] = joined;
-    clocks[w][w]++;
-  }
 }
 
 void AsyncExecutor::barrierArrive(uint32_t id, uint32_t warp) {
@@ -467,16 +469,8 @@ std::string AsyncExecutor::onAsyncRead(uint32_t off, uint32_t size,
   for (uint32_t c = first; c <= last && c < chunks.size(); ++c) {
     Chunk &ch = chunks[c];
     uint32_t addr = std::max(off, c * kChunkBytes);
-    if (ch.inflightCopy != kNone)
-      for (const Copy &o : inflight)
-        if (o.id == ch.inflightCopy)
-          return "read of shared address " + hex(addr) +
-                 " while the TMA copy into it issued at " +
-                 hooks.at(o.site.line) + " is in flight";
-    if (ch.writer == tmaSlot() && me[tmaSlot()] < ch.writeClock)
-      return "read of shared address " + hex(addr) +
-             ", which the TMA copy issued at " + hooks.at(ch.writeLine) +
-             " wrote, without a wait on the mbarrier phase that covers it";
+    if (std::string why = checkCopies(ch, addr, "read of", me); !why.empty())
+      return why;
     if (ch.writer != kNone && ch.writer < nwarps) {
       if (fenceClocks[ch.writer] < ch.writeClock)
         return "read of shared address " + hex(addr) + ", which warp " +
@@ -489,8 +483,7 @@ std::string AsyncExecutor::onAsyncRead(uint32_t off, uint32_t size,
                std::to_string(ch.writer) + " wrote at " +
                hooks.at(ch.writeLine) + " with no barrier between them";
     }
-    readClocks[size_t(c) * nwarps + s.warp] = me[s.warp];
-    readLines[size_t(c) * nwarps + s.warp] = s.line;
+    recordRead(c, s);
   }
   return "";
 }

@@ -79,7 +79,8 @@ private:
   std::vector<uint32_t> c;
 };
 
-/// Where a fault happened, for messages: the PTX line and the thread.
+/// Where an operation happened, for messages and the warp's clock: the
+/// PTX line, the thread and its warp (`AsyncSite{line, thread, warp}`).
 struct AsyncSite {
   uint32_t line = 0;
   uint32_t thread = 0;
@@ -177,13 +178,11 @@ public:
   /// why it is a race.
   std::string onAccess(uint32_t off, uint32_t size, bool write,
                        const AsyncSite &s);
-  /// A barrier of the warps `warps`: joins their clocks.
-  void barrier(const std::vector<uint32_t> &warps);
   /// A barrier arrival (bar.arrive) of warp `warp` at barrier `id`: its
   /// clock is released to the warps that complete the barrier.
   void barrierArrive(uint32_t id, uint32_t warp);
-  /// Barrier `id` completes for `warps`: they acquire what its arrivals
-  /// released, and each other's clocks.
+  /// Barrier `id` (bar.sync's id, 0 to 15) completes for `warps`: they
+  /// acquire what its arrivals released, and each other's clocks.
   void barrierComplete(uint32_t id, const std::vector<uint32_t> &warps);
 
   //===--------------------------------------------------------------------===//
@@ -257,6 +256,14 @@ private:
   };
 
   uint32_t tmaSlot() const { return nwarps; }
+  const Copy *findCopy(uint32_t id) const;
+  /// Why an access of `kind` ("read of", "write of") at `addr` races with
+  /// the TMA copies of chunk `ch`: one in flight, or one landed that the
+  /// accessing warp (clock `me`) has not acquired. Empty when it does not.
+  std::string checkCopies(const Chunk &ch, uint32_t addr, const char *kind,
+                          const VectorClock &me) const;
+  /// Records chunk `chunk` as read by `s`'s warp at its clock.
+  void recordRead(uint32_t chunk, const AsyncSite &s);
   /// Checks a TMA box at shared offset `off` (its `role`: destination or
   /// source): aligned, inside shared memory, a swizzle the simulator
   /// implements. Empty, or why not with its kind in `code`.

@@ -127,10 +127,13 @@ bool CTARunner::run(uint64_t index) {
   if (usesAsync)
     async.activateNow();
   std::fill(std::begin(barrierArrivals), std::end(barrierArrivals), 0);
-  setmaxnregHistory.assign((nwarps + 3) / 4, {});
-  setmaxnregExecuted.assign(nwarps, 0);
-  wgmmaInFlight.assign(nwarps, {});
-  wgmmaCommitted.assign(nwarps, 0);
+  // Sized by the constructor; cleared, keeping their memory.
+  for (std::vector<uint32_t> &history : setmaxnregHistory)
+    history.clear();
+  std::fill(setmaxnregExecuted.begin(), setmaxnregExecuted.end(), 0);
+  for (std::vector<WgmmaInFlight> &flights : wgmmaInFlight)
+    flights.clear();
+  std::fill(wgmmaCommitted.begin(), wgmmaCommitted.end(), 0);
   std::fill(wgmmaHeld.begin(), wgmmaHeld.end(), 0);
   for (uint32_t i = 0; i < nthreads; ++i) {
     Thread &t = threads[i];
@@ -302,13 +305,10 @@ bool CTARunner::retryMbarrierWaits() {
     if (t.state != State::AtMbarrier)
       continue;
     const Inst &inst = k.code[t.pc];
-    AsyncSite site;
-    site.line = inst.line;
-    site.thread = t.linear;
-    site.warp = t.warp;
     bool complete = false;
-    std::string why = async.mbarrierTryWaitParity(t.mbarrier, t.mbarrierParity,
-                                                  site, complete);
+    std::string why = async.mbarrierTryWaitParity(
+        t.mbarrier, t.mbarrierParity, AsyncSite{inst.line, t.linear, t.warp},
+        complete);
     if (!why.empty())
       return fault(ErrorCode::Trap, inst, t, why);
     if (!complete)

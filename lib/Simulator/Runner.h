@@ -174,6 +174,10 @@ public:
     }
     local.assign(static_cast<size_t>(nthreads) * k.localBytes, 0);
     warpSync.assign(nwarps, 0);
+    setmaxnregHistory.resize((nwarps + 3) / 4);
+    setmaxnregExecuted.resize(nwarps);
+    wgmmaInFlight.resize(nwarps);
+    wgmmaCommitted.resize(nwarps);
     configureAsync();
     for (const Inst &inst : k.code)
       usesAsync |=
@@ -571,11 +575,8 @@ public:
                        " shared address " + hex(off) +
                        ", which holds an mbarrier (only mbarrier instructions "
                        "may access one)");
-    AsyncSite site;
-    site.line = inst.line;
-    site.thread = t.linear;
-    site.warp = t.warp;
-    std::string why = async.onAccess(off, size, write, site);
+    std::string why = async.onAccess(off, size, write,
+                                     AsyncSite{inst.line, t.linear, t.warp});
     if (!why.empty())
       return fault(ErrorCode::Race, inst, t, why);
     return true;

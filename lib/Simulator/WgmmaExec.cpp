@@ -99,10 +99,7 @@ bool CTARunner::execWgmma(const WarpStep<CTARunner> &S) {
   flight.chunks.erase(std::unique(flight.chunks.begin(), flight.chunks.end()),
                       flight.chunks.end());
   if (async.active()) {
-    AsyncSite site;
-    site.line = I.line;
-    site.thread = S.leader.linear;
-    site.warp = S.w;
+    AsyncSite site{I.line, S.leader.linear, S.w};
     for (uint32_t c : flight.chunks) {
       std::string why = async.onAsyncRead(c * AsyncExecutor::kChunkBytes,
                                           AsyncExecutor::kChunkBytes, site);
@@ -162,10 +159,7 @@ bool CTARunner::waitWgmma(const WarpStep<CTARunner> &S, uint32_t keep) {
   uint32_t limit = committed > keep ? committed - keep : 0;
   std::vector<WgmmaInFlight> &flights = wgmmaInFlight[w];
   size_t kept = 0;
-  AsyncSite site;
-  site.line = S.I.line;
-  site.thread = S.leader.linear;
-  site.warp = w;
+  AsyncSite site{S.I.line, S.leader.linear, w};
   for (size_t i = 0; i < flights.size(); ++i) {
     WgmmaInFlight &f = flights[i];
     if (f.group == WgmmaInFlight::kUncommitted || f.group >= limit) {

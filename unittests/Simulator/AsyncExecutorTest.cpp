@@ -105,7 +105,7 @@ void produce(Fixture &f, int32_t row, bool expectTx = true) {
 void init(Fixture &f) {
   ASSERT_EQ(f.x.mbarrierInit(kFull, 1, site(0, 1)), "");
   ASSERT_EQ(f.x.mbarrierInit(kEmpty, 1, site(0, 2)), "");
-  f.x.barrier({0, 1});
+  f.x.barrierComplete(0, {0, 1});
 }
 
 TEST(AsyncExecutorTest, TheStageProtocolRunsClean) {
@@ -184,7 +184,7 @@ TEST(AsyncExecutorTest, AWaitOnTheWrongParityIsCaught) {
   // the read of a warp that did not wait.
   Fixture g(3);
   init(g);
-  g.x.barrier({0, 1, 2});
+  g.x.barrierComplete(0, {0, 1, 2});
   produce(g, 0);
   ASSERT_EQ(g.x.mbarrierTryWaitParity(kFull, 0, site(2, 30), done), "");
   ASSERT_TRUE(done);
@@ -228,7 +228,7 @@ TEST(AsyncExecutorTest, ABarrierOrdersReadsBeforeARefill) {
   bool done = false;
   ASSERT_EQ(f.x.mbarrierTryWaitParity(kFull, 0, site(1, 20), done), "");
   ASSERT_EQ(f.x.onAccess(kStage, kStageBytes, false, site(1, 21)), "");
-  f.x.barrier({0, 1});
+  f.x.barrierComplete(0, {0, 1});
   // The producer knows the landing through the barrier, too.
   produce(f, 8);
 }

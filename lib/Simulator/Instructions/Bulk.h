@@ -25,15 +25,6 @@ namespace flashc {
 namespace sim {
 namespace detail {
 
-/// The executor's site of an instruction: its line, thread and warp.
-inline AsyncSite asyncSite(const Inst &inst, const Thread &t) {
-  AsyncSite s;
-  s.line = inst.line;
-  s.thread = t.linear;
-  s.warp = t.warp;
-  return s;
-}
-
 /// The shared-memory offset that address operand `i` of `S` names: a
 /// `.shared` address, or a generic one in the shared window. Sets `ok` to
 /// false after a fault.
@@ -134,7 +125,7 @@ struct MbarrierInst : ThreadInst {
   static FLASHC_SIM_INLINE Next exec(const ThreadStep<X> &S) {
     const Inst &I = S.I;
     AsyncExecutor &async = S.x.async;
-    AsyncSite site = asyncSite(I, S.t);
+    AsyncSite site = AsyncSite{I.line, S.t.linear, S.t.warp};
     bool ok = true;
     std::string why;
     if constexpr (Code == Op::MbarrierInit) {
@@ -295,7 +286,8 @@ struct CpAsyncBulkTensorInst : ThreadInst {
         return Next::Stop;
       for (unsigned d = 0; d < rank; ++d)
         coords[d] = static_cast<int32_t>(S.src(1 + d));
-      why = x.async.issueTensorStore(map, coords, src, asyncSite(I, S.t), code);
+      why = x.async.issueTensorStore(
+          map, coords, src, AsyncSite{I.line, S.t.linear, S.t.warp}, code);
     } else {
       uint32_t dst = sharedOperand(S, 0, Space::Shared,
                                    "cp.async.bulk.tensor's destination", ok);
@@ -310,7 +302,8 @@ struct CpAsyncBulkTensorInst : ThreadInst {
         return Next::Stop;
       for (unsigned d = 0; d < rank; ++d)
         coords[d] = static_cast<int32_t>(S.src(2 + d));
-      why = x.async.issueTensorLoad(map, coords, dst, mbar, asyncSite(I, S.t),
+      why = x.async.issueTensorLoad(map, coords, dst, mbar,
+                                    AsyncSite{I.line, S.t.linear, S.t.warp},
                                     code);
     }
     if (!why.empty())
