@@ -203,6 +203,7 @@ public:
     counters.threadInstructions += stats->threadInstructions;
     counters.seconds += stats->seconds;
     counters.ldmatrixMatrices += stats->ldmatrixMatrices;
+    counters.wgmmaInstructions += stats->wgmmaInstructions;
     counters.ldmatrixExtraWavefronts += stats->ldmatrixExtraWavefronts;
     return Status::success();
   }

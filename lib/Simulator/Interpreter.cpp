@@ -750,6 +750,7 @@ Result<LaunchStats> Device::launch(const Module &module,
         env.instructions += runner.instructions;
         env.ldmatrixMatrices += runner.ldmatrixMatrices;
         env.ldmatrixExtraWavefronts += runner.ldmatrixExtraWavefronts;
+        env.wgmmaInstructions += runner.wgmmaInstructions;
       } catch (const std::bad_alloc &) {
         env.report(index, Status::make(ErrorCode::Limit,
                                        "the host ran out of memory simulating "
@@ -775,6 +776,7 @@ Result<LaunchStats> Device::launch(const Module &module,
     stats.threadInstructions = env.instructions;
     stats.ldmatrixMatrices = env.ldmatrixMatrices;
     stats.ldmatrixExtraWavefronts = env.ldmatrixExtraWavefronts;
+    stats.wgmmaInstructions = env.wgmmaInstructions;
     stats.seconds = std::chrono::duration<double>(end - start).count();
     return stats;
   } catch (const std::bad_alloc &) {

@@ -95,6 +95,7 @@ struct LaunchEnv {
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> instructions{0};
   std::atomic<uint64_t> ldmatrixMatrices{0}, ldmatrixExtraWavefronts{0};
+  std::atomic<uint64_t> wgmmaInstructions{0};
   /// Serialises atomics (atom, red) on global memory across workers.
   std::mutex atomicMutex;
   std::mutex errorMutex;
@@ -191,6 +192,8 @@ public:
   /// 8 x 8 matrices ldmatrix read, and the shared-memory wavefronts beyond
   /// one per matrix that their rows' bank conflicts cost.
   uint64_t ldmatrixMatrices = 0, ldmatrixExtraWavefronts = 0;
+  /// wgmma.mma_async executed, per warp (four per warpgroup instruction).
+  uint64_t wgmmaInstructions = 0;
 
   // The CTA, which executors read and update ------------------------------
 
@@ -538,14 +541,25 @@ public:
     return true;
   }
 
-  /// Lands the cp.async copies of `t` whose group is below `limit`.
-  void landCopies(Thread &t, uint32_t limit, uint32_t line) {
-    (void)line;
+  /// Lands the cp.async copies of `t` whose group is below `limit`. A
+  /// copy lands as a plain (generic-proxy) write of the thread's warp: an
+  /// asynchronous-proxy read of it (wgmma, a TMA store) needs a
+  /// fence.proxy.async after the wait that landed it. False (after
+  /// reporting at `inst`) when the asynchronous executor finds a race.
+  bool landCopies(Thread &t, uint32_t limit, const Inst &inst) {
     size_t keep = 0;
     for (size_t i = 0; i < t.pending.size(); ++i) {
       PendingCopy &c = t.pending[i];
       if (c.group < limit) {
         std::memcpy(shared.data() + c.dst, c.data, c.bytes);
+        if (async.active()) {
+          std::string why = async.onAccess(c.dst, c.bytes, /*write=*/true,
+                                           AsyncSite{c.line, t.linear, t.warp});
+          if (!why.empty())
+            return fault(ErrorCode::Race, inst, t,
+                         "the cp.async copy issued at line " +
+                             std::to_string(c.line) + " landing: " + why);
+        }
         if (env.checkRaces) {
           for (uint32_t b = 0; b < c.bytes; ++b) {
             ShadowByte &s = shadow[c.dst + b];
@@ -562,6 +576,7 @@ public:
     }
     copiesInFlight -= t.pending.size() - keep;
     t.pending.resize(keep);
+    return true;
   }
 
   /// Checks a plain access to shared bytes [off, off + size) against the
@@ -584,12 +599,13 @@ public:
 
   // Threads ----------------------------------------------------------------
 
-  /// Ends thread `t` at `line` (ret, exit, the end of the body), landing
-  /// its copies in flight.
-  bool finishThread(Thread &t, uint32_t line) {
-    landCopies(t, UINT32_MAX, line);
+  /// Ends thread `t` at `inst` (ret, exit), landing its copies in flight;
+  /// false when landing them races.
+  bool finishThread(Thread &t, const Inst &inst) {
+    if (!landCopies(t, UINT32_MAX, inst))
+      return false;
     t.state = State::Exited;
-    t.exitLine = line;
+    t.exitLine = inst.line;
     return true;
   }
 

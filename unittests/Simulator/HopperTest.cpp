@@ -440,6 +440,69 @@ TEST(HopperTest, NamedBarrierArrivalsReleaseTheWaiters) {
     EXPECT_EQ((*out)[t], 2 * (t - 32) + 100) << "thread " << t;
 }
 
+TEST(HopperTest, WgmmaReadsCpAsyncCopiesOnlyAcrossAProxyFence) {
+  // Each of 128 threads copies 64 bytes of the input into `buf` by
+  // cp.async (8 KiB: 64 rows of 128 bytes), waits, fences the generic
+  // proxy's writes for the asynchronous one (or not), and the warpgroup
+  // multiplies the rows by descriptors of the 128-byte swizzle: a copy
+  // that lands is a plain write of its thread, which wgmma sees only
+  // across fence.proxy.async.
+  auto body = [](bool fence) {
+    std::string s = "  mov.u32 %r1, buf;\n"
+                    "  shl.b32 %r2, %r0, 6;\n"
+                    "  add.u32 %r3, %r1, %r2;\n"
+                    "  cvt.u64.u32 %rd1, %r2;\n"
+                    "  add.s64 %rd2, %rd15, %rd1;\n";
+    for (int i = 0; i < 4; ++i)
+      s += "  add.u32 %r4, %r3, " + std::to_string(16 * i) +
+           ";\n"
+           "  add.s64 %rd3, %rd2, " +
+           std::to_string(16 * i) +
+           ";\n"
+           "  cp.async.cg.shared.global [%r4], [%rd3], 16;\n";
+    s += "  cp.async.wait_all;\n";
+    if (fence)
+      s += "  fence.proxy.async.shared::cta;\n";
+    s += "  bar.sync 0;\n"
+         "  cvt.u64.u32 %rd4, %r1;\n"
+         "  shr.u64 %rd4, %rd4, 4;\n"
+         "  and.b64 %rd4, %rd4, 16383;\n"
+         "  or.b64 %rd5, %rd4, 4611686293305360384;\n"
+         "  wgmma.fence.sync.aligned;\n"
+         "  mov.f32 %f0, 0f00000000;\n"
+         "  mov.f32 %f1, 0f00000000;\n"
+         "  mov.f32 %f2, 0f00000000;\n"
+         "  mov.f32 %f3, 0f00000000;\n"
+         "  {\n"
+         "  .reg .pred p;\n"
+         "  setp.ne.b32 p, 1, 0;\n"
+         "  wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 "
+         "{%f0, %f1, %f2, %f3}, %rd5, %rd5, p, 1, 1, 0, 0;\n"
+         "  }\n"
+         "  wgmma.commit_group.sync.aligned;\n"
+         "  wgmma.wait_group.sync.aligned 0;\n"
+         "  mov.b32 %r5, %f0;\n"
+         "  cvt.u64.u32 %rd6, %r5;\n" +
+         storeSlot("%rd6");
+    return s;
+  };
+  // f16 1.0 everywhere: every product sums 16 ones.
+  std::vector<uint64_t> ones(1024, 0x3c003c003c003c00ull);
+  const char *decl = ".shared .align 1024 .b8 buf[8192];";
+  auto fenced = runBody(body(true), ones, 128, 128, decl);
+  ASSERT_TRUE(ok(fenced));
+  for (uint32_t t = 0; t < 128; ++t)
+    EXPECT_EQ((*fenced)[t], 0x41800000u) << "thread " << t; // 16.0f
+  auto unfenced = runBody(body(false), ones, 128, 128, decl);
+  ASSERT_FALSE(unfenced);
+  EXPECT_EQ(unfenced.status().code(), ErrorCode::Race);
+  EXPECT_NE(unfenced.status().message().find(
+                "with no fence.proxy.async between that write and this read "
+                "through the asynchronous proxy"),
+            std::string::npos)
+      << unfenced.status().message();
+}
+
 TEST(HopperTest, ElectSyncElectsTheLowestMemberLane) {
   // Lanes 4-31 of each warp elect with the mask of themselves: lane 4 is
   // elected. Each stores 2 * elected lane + (whether it is the one).

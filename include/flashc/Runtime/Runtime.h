@@ -323,6 +323,8 @@ struct SimulatorCounters {
   /// wavefronts their bank conflicts cost (sim::LaunchStats).
   uint64_t ldmatrixMatrices = 0;
   uint64_t ldmatrixExtraWavefronts = 0;
+  /// wgmma.mma_async executed, per warp (four per warpgroup instruction).
+  uint64_t wgmmaInstructions = 0;
 };
 
 /// The counters of a device from getSimulatorDevice; an error for any other

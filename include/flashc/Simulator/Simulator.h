@@ -221,6 +221,9 @@ struct LaunchStats {
   /// wavefronts: conflict-free.
   uint64_t ldmatrixMatrices = 0;
   uint64_t ldmatrixExtraWavefronts = 0;
+  /// wgmma.mma_async instructions executed, counted per warp (four for
+  /// each instruction of a warpgroup).
+  uint64_t wgmmaInstructions = 0;
   double seconds = 0;
 };
 

@@ -186,14 +186,13 @@ struct CpAsyncWaitInst : ThreadInst {
   static FLASHC_SIM_INLINE Next exec(const ThreadStep<X> &S) {
     const Inst &I = S.I;
     Thread &t = S.t;
-    if (I.mode == 1) { // wait_all: everything, committed or not
-      S.x.landCopies(t, UINT32_MAX, I.line);
-    } else {
+    // wait_all: everything, committed or not.
+    uint32_t limit = UINT32_MAX;
+    if (I.mode != 1) {
       uint32_t keep = I.target;
-      uint32_t limit = t.groupsCommitted > keep ? t.groupsCommitted - keep : 0;
-      S.x.landCopies(t, limit, I.line);
+      limit = t.groupsCommitted > keep ? t.groupsCommitted - keep : 0;
     }
-    return Next::Advance;
+    return S.x.landCopies(t, limit, I) ? Next::Advance : Next::Stop;
   }
 };
 

@@ -61,7 +61,7 @@ struct ExitInst : ThreadInst {
   static FLASHC_SIM_INLINE Next exec(const ThreadStep<X> &S) {
     if constexpr (Code == Op::Trap)
       return S.fault(ErrorCode::Trap, "the kernel executed trap");
-    S.x.finishThread(S.t, S.I.line);
+    S.x.finishThread(S.t, S.I);
     return Next::Stop;
   }
 };

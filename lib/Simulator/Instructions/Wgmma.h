@@ -179,6 +179,7 @@ struct WgmmaMmaAsyncInst : WarpInst {
   }
 
   template <Op Code, typename X> static bool execWarp(const WarpStep<X> &S) {
+    ++S.x.wgmmaInstructions;
     return S.x.execWgmma(S);
   }
 };
