@@ -40,6 +40,7 @@ TARGETS = ["sm_80", "sm_90a"]
 SHARED_LIMIT = {"sm_80": 163 * 1024, "sm_90a": 227 * 1024}
 COUNTED = [
     ("mma", r"mma\.sync\.aligned"),
+    ("wgmma", r"wgmma\.mma_async"),
     ("ldmatrix", r"ldmatrix\.sync\.aligned"),
     ("cp.async", r"cp\.async\.c[ag]\.shared\.global"),
     ("ex2", r"ex2\.approx"),
@@ -96,9 +97,12 @@ def model_table(rows):
         "`fix-up`), divided into "
         "units of 16 query rows x 64 keys of QK^T and PV per warp. "
         "Cycles are one SM sub-partition's per unit: the tensor pipe "
-        "(HMMA.16816: 8 cycles on sm_80, 4 on sm_90a), MUFU (8 per warp "
+        "(HMMA.16816: 8 cycles on sm_80, 4 on sm_90a; a warpgroup's "
+        "HGMMA.64xNx16, sm_90a's warpgroup MMA, a quarter of its 64 x N x "
+        "16 MACs per warp at 512 a cycle), MUFU (8 per warp "
         "instruction), issue (1 per instruction) and shared memory "
-        "(ldmatrix and shared loads at 32 bytes per cycle). `peak` is the "
+        "(ldmatrix, shared loads and HGMMA's shared operands at 32 bytes "
+        "per cycle). `peak` is the "
         "tensor time over the largest of the four: an upper bound on the "
         "fraction of tensor peak, not a measurement. CTAs/SM follows from "
         "registers, threads and shared memory.",

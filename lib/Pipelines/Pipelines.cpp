@@ -442,6 +442,8 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
     o.stages = c.stages;
     o.rescaleThreshold = c.rescaleThreshold;
     pm.addPass(createFlashToTile(o));
+    if (c.target == "sm_90a" && c.warpgroupMma)
+      pm.addPass(flash_tile::createFlashTileUseWarpgroupMma());
     pm.addPass(flash_tile::createFlashTileAssignLayouts());
     pm.addPass(flash_tile::createFlashTilePipeline());
     flash_tile::FlashTileAllocateSharedOptions shared;

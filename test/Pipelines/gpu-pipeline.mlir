@@ -8,7 +8,13 @@
 // RUN: FileCheck %s --check-prefix=PTX < %t.sm80.mlir
 // RUN: flashc-opt %s --flash-gpu-pipeline="chip=sm_90a" -o %t.sm90.mlir
 // RUN: FileCheck %s --check-prefixes=CHECK,SM90 < %t.sm90.mlir
-// RUN: FileCheck %s --check-prefix=PTX < %t.sm90.mlir
+// RUN: FileCheck %s --check-prefix=WGMMA --implicit-check-not=ldmatrix \
+// RUN:   --implicit-check-not=mma.sync < %t.sm90.mlir
+// Without warpgroup MMAs, sm_90a's kernel is sm_80's.
+// RUN: flashc-opt %s --flash-gpu-pipeline="chip=sm_90a warpgroup-mma=0" \
+// RUN:   | FileCheck %s --check-prefixes=CHECK,SM90-MMA
+// RUN: flashc-opt %s --flash-gpu-pipeline="chip=sm_90a warpgroup-mma=0" \
+// RUN:   | FileCheck %s --check-prefix=PTX
 // The builder's option is gone: every kernel comes through the flash_tile
 // IR.
 // RUN: not flashc-opt %s --flash-gpu-pipeline="chip=sm_80 tile-ir=1" 2>&1 \
@@ -49,16 +55,21 @@
 // CHECK-NOT: gpu.module
 // SM80-NEXT: gpu.binary @flash_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_80", features = "+ptx80">
 // SM90-NEXT: gpu.binary @flash_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">
+// SM90-MMA-NEXT: gpu.binary @flash_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">
 // The object is PTX text (\0A: newlines, \09: tabs) for the chip.
 // CHECK-SAME: assembly = "
 // CHECK-SAME: .version 8.0\0A
 // SM80-SAME: .target sm_80\0A
 // SM90-SAME: .target sm_90a\0A
+// SM90-MMA-SAME: .target sm_90a\0A
 // CHECK-SAME: .extern .shared .align 16 .b8 flash_smem[];
 // CHECK-SAME: .visible .entry attention_fwd(
 // One kernel: no combine without a split KV loop.
 // CHECK-NOT: .visible .entry
-// CHECK-SAME: .reqntid 128, 1, 1
+// SM80-SAME: .reqntid 128, 1, 1
+// SM90-MMA-SAME: .reqntid 128, 1, 1
+// Two warpgroups of 64 rows each.
+// SM90-SAME: .reqntid 256, 1, 1
 // CHECK-NOT: .visible .entry
 // CHECK-SAME: ">]
 // CHECK-NOT: gpu.binary
@@ -77,6 +88,19 @@
 // PTX-DAG: shfl.sync.bfly.b32
 // PTX-DAG: ex2.approx.ftz.f32
 // PTX-DAG: bar.sync
+
+// sm_90a: S = Q K^T from shared memory (Q and K by descriptors, K
+// K-major), O += P V with P from registers and V N-major (imm-trans-b 1),
+// the registers fenced before and the group waited for after; the copies
+// fenced for the asynchronous proxy before the barrier; no ldmatrix and
+// no mma.sync left.
+// WGMMA: assembly = "
+// WGMMA-DAG: cp.async.wait_group \090;\0A\09fence.proxy.async.shared::cta;\0A\09bar.sync
+// WGMMA-DAG: wgmma.fence.sync.aligned;
+// WGMMA-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{[{][^}]+[}]}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1, 0, 0;
+// WGMMA-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{[{][^}]+[}]}}, {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, %rd{{[0-9]+}}, p, 1, 1, 1;
+// WGMMA-DAG: wgmma.commit_group.sync.aligned;
+// WGMMA-DAG: wgmma.wait_group.sync.aligned \090;
 
 // PTX90: gpu.binary @flash_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_80", features = "+ptx90">
 // PTX90-SAME: .version 9.0\0A.target sm_80\0A

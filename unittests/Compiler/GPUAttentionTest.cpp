@@ -120,7 +120,19 @@ void checkShape(const Config &c, const Shape &s,
   // ldmatrix matrix in 8 different bank groups.
   auto counters = flashc::runtime::getSimulatorCounters(*options.device);
   ASSERT_TRUE(counters.ok()) << counters.message();
-  EXPECT_GT(counters->ldmatrixMatrices, 0u);
+  // sm_90a's prefill kernels multiply by warpgroups from shared memory
+  // where a buffer's rows are whole rows of the 128-byte swizzle (64
+  // columns, or panels of 64: K's for S, V's for O; head dims padded to
+  // 16); the other multiplies load their operands by ldmatrix.
+  bool warpgroup =
+      std::string(c.target) == "sm_90a" && config.warpgroupMma && !c.decode;
+  auto swizzleRow = [](int64_t d) { return (d + 15) / 16 * 16 % 64 == 0; };
+  bool qk = warpgroup && swizzleRow(c.headDim);
+  bool pv = warpgroup && swizzleRow(c.headDimV ? c.headDimV : c.headDim);
+  EXPECT_EQ(counters->wgmmaInstructions > 0, qk || pv)
+      << counters->wgmmaInstructions << " wgmma.mma_async";
+  EXPECT_EQ(counters->ldmatrixMatrices > 0, !(qk && pv))
+      << counters->ldmatrixMatrices << " ldmatrix matrices";
   EXPECT_EQ(counters->ldmatrixExtraWavefronts, 0u)
       << "ldmatrix bank conflicts, over " << counters->ldmatrixMatrices
       << " matrices";
@@ -182,7 +194,8 @@ std::vector<Config> extraConfigs() {
       {"sm_80", ElementType::F16, 48, 1, false, false, false},
       {"sm_90a", ElementType::BF16, 112, 4, true, true, true},
       {"sm_80", ElementType::F16, 192, 1, true, false, false, /*headDimV=*/128},
-      {"sm_80", ElementType::BF16, 192, 4, false, true, false, /*headDimV=*/128},
+      {"sm_80", ElementType::BF16, 192, 4, false, true, false,
+       /*headDimV=*/128},
       // GQA groups that are not a power of two (their tiles laid out for
       // the next one), and groups of more than 64 heads (a tile of one
       // query row of each).
@@ -191,6 +204,15 @@ std::vector<Config> extraConfigs() {
       {"sm_80", ElementType::BF16, 64, 80, false, false, false},
       {"sm_90a", ElementType::F16, 128, 6, true, false, false},
       {"sm_80", ElementType::BF16, 128, 12, false, true, true},
+      // sm_90a's warpgroup MMAs: rows padded to 64 columns, one of the two
+      // multiplies by warpgroups and the other by warps, a GQA group that
+      // is not a power of two, and one of more than 64 heads.
+      {"sm_90a", ElementType::F16, 59, 2, true, false, true},
+      {"sm_90a", ElementType::BF16, 64, 1, true, false, false,
+       /*headDimV=*/128},
+      {"sm_90a", ElementType::F16, 128, 1, false, false, true, /*headDimV=*/64},
+      {"sm_90a", ElementType::BF16, 64, 3, true, false, false},
+      {"sm_90a", ElementType::F16, 64, 80, false, false, true},
   };
 }
 

@@ -390,7 +390,7 @@ def FlashToTile : Pass<"flash-to-tile", "::mlir::ModuleOp"> {
 }
 
 def FlashTileToNVGPU : Pass<"flash-tile-to-nvgpu", "::mlir::ModuleOp"> {
-  let summary = "Lower flash_tile ops to NVGPU, NVVM and GPU ops for sm_80";
+  let summary = "Lower flash_tile ops to NVGPU, NVVM and GPU ops (sm_80, sm_90a)";
   let description = [{
     One conversion pattern per `flash_tile` op. A register tile becomes the
     vector of the values each thread holds (`vector<N x T>`, in the order
@@ -407,13 +407,28 @@ def FlashTileToNVGPU : Pass<"flash-tile-to-nvgpu", "::mlir::ModuleOp"> {
       16-byte runs bypass L1.
     - `async_commit`: `cp.async.commit_group`.
     - `async_wait`: `cp.async.commit_group`, `cp.async.wait_group pending`
-      and a CTA barrier.
+      and a CTA barrier; in a kernel with a warpgroup MMA, a
+      `fence.proxy.async.shared::cta` before the barrier, so that the
+      tensor cores' asynchronous-proxy reads see the copies.
     - `local_load`: `nvgpu.ldmatrix` of four 8 x 8 matrices (two at an odd
       last tile): A operands untransposed, B operands from a stage of its
       columns (`transpose`, K^T from K rows) untransposed and from a stage
       of its rows (V) transposed. Addresses follow the buffer's swizzle.
     - `mma`: `mma.sync.m16n8k16` per instruction tile and step of K
       (`nvgpu.mma.sync` for f16, `nvvm.mma.sync` for bf16).
+    - `warpgroup_mma`: `wgmma.fence`, one `wgmma.mma_async` m64nNk16
+      (f32 accumulators) per step of K, `wgmma.commit_group` and
+      `wgmma.wait_group 0`. Shared operands are 64-bit matrix
+      descriptors of the 128-byte swizzle: K-major (Q, K) with 8-row
+      groups 1024 bytes apart and k-steps of 32 bytes along a 128-byte
+      panel's rows, whole panels beyond; N-major (V) with k-steps of 16
+      rows and the panels the leading offset apart. Each warpgroup's A
+      is its own 64 rows. A from registers is four pairs of 16-bit values
+      a step, in the A operand layout of m16n8k16. The instruction is
+      inline PTX (NVVM's op has no register A); the accumulator's values
+      map to its registers through the layout's coordinates. The buffers
+      of such a kernel start on 1024 bytes: the dynamic shared memory's
+      address rounded up at run time.
     - `splat`: `vector.broadcast`.
     - `convert_layout`: between layouts that keep every value on its
       thread (an f16 accumulator to the A operand of the same MMA), a

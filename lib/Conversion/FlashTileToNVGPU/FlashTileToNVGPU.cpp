@@ -59,6 +59,11 @@ using namespace mlir::flash_tile;
 
 namespace {
 
+/// The alignment of shared buffers a warpgroup MMA reads: the period of the
+/// 128-byte swizzle (8 rows of 128 bytes), which the hardware applies to
+/// address bits 4-6 from bits 7-9.
+constexpr int64_t kWarpgroupAlignment = 1024;
+
 //===----------------------------------------------------------------------===//
 // Per-kernel values
 //===----------------------------------------------------------------------===//
@@ -76,18 +81,20 @@ public:
         return;
       // The operand types as they are before the conversion: by the time a
       // pattern sees an op, its operands may already be converted values.
-      bool hasTileOps = false;
+      bool hasTileOps = false, warpgroup = false;
       fn.walk([&](Operation *op) {
         if (!isa<FlashTileDialect>(op->getDialect()))
           return;
         hasTileOps = true;
+        warpgroup |= isa<WarpgroupMmaOp>(op);
         operandTypes[op] = llvm::to_vector(op->getOperandTypes());
       });
       if (!hasTileOps)
         return;
       OpBuilder b = OpBuilder::atBlockBegin(&fn.getFunctionBody().front());
-      functions[fn].tid = gpu::ThreadIdOp::create(b, fn.getLoc(),
-                                                  gpu::Dimension::x);
+      State &s = functions[fn];
+      s.tid = gpu::ThreadIdOp::create(b, fn.getLoc(), gpu::Dimension::x);
+      s.warpgroup = warpgroup;
     });
   }
 
@@ -135,9 +142,39 @@ public:
     return s.shared;
   }
 
+  /// Whether the function holding `op` has a warpgroup MMA: its shared
+  /// buffers are read by the asynchronous proxy, from a base aligned to
+  /// the 1024 bytes of the 128-byte swizzle's period.
+  bool usesWarpgroupMma(Operation *op) { return state(op).warpgroup; }
+
+  /// The bytes from the dynamic shared memory to where the function's
+  /// buffers start: 0 (null), or for a function with a warpgroup MMA what
+  /// aligns the start to 1024 bytes (flash-tile-allocate-shared counts
+  /// 1024 bytes more for it).
+  Value sharedPadding(Operation *op, RewriterBase &rewriter) {
+    State &s = state(op);
+    if (!s.warpgroup)
+      return {};
+    if (!s.padding) {
+      Value shared = dynamicShared(op, rewriter);
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointAfterValue(shared);
+      Location loc = shared.getLoc();
+      Value at =
+          memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, shared);
+      Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+      s.padding = arith::AndIOp::create(
+          rewriter, loc, arith::SubIOp::create(rewriter, loc, zero, at),
+          arith::ConstantIndexOp::create(rewriter, loc,
+                                         kWarpgroupAlignment - 1));
+    }
+    return s.padding;
+  }
+
 private:
   struct State {
-    Value tid, shared;
+    Value tid, shared, padding;
+    bool warpgroup = false;
     llvm::DenseMap<AffineExpr, Value> exprs;
   };
   State &state(Operation *op) {
@@ -197,9 +234,12 @@ int64_t maxOverThreads(AffineExpr expr, int64_t threads) {
 }
 
 /// Addresses into stage buffers of a shared type: element (r, c) of a stage
-/// at `r * C + ((c / vec) ^ (r % phases)) * vec + c % vec` of the stage.
-/// An access pattern is a thread part (row and column expressions of the
-/// thread index) plus constant offsets per access.
+/// at `r * C + ((c / vec) ^ (r % phases)) * vec + c % vec` of the stage,
+/// where a row is one panel (C its elements, padding included); with
+/// panels of P elements, at `(c / P) * R * P` (R rows a stage) plus that of
+/// (r, c % P) in rows of P. An access pattern is a thread part (row and
+/// column expressions of the thread index) plus constant offsets per
+/// access.
 class SharedAddresses {
 public:
   /// Indices count units of `scale` elements (a power of two: 1 for
@@ -211,28 +251,42 @@ public:
     SwizzledLayoutAttr swizzle = type.getLayout();
     vec = swizzle.getVector();
     phases = swizzle.getPhases();
+    panel = swizzle.getPanel();
+    pitch = swizzle.getRowPitch(type.getColumns());
+    int64_t maxCol = maxOverThreads(col, threads);
     // The thread's own chunks lie below `chunkBound` (a power of two).
-    chunkBound = llvm::PowerOf2Ceil(maxOverThreads(col, threads) / vec + 1);
+    chunkBound = llvm::PowerOf2Ceil(maxCol / vec + 1);
+    // Whether every thread's own columns lie in the first panel, so that
+    // a column offset's whole panels add.
+    ownPanel = panel == 0 || maxCol < panel;
   }
 
   /// The index in the 1-D buffer (times the scale) of element
   /// (row + r, col + c) of stage `stage`.
   Value index(OpBuilder &b, Location loc, KernelValues &kv, Operation *op,
               RewriterBase &rewriter, Value stage, int64_t r, int64_t c) {
-    int64_t cols = type.getRowElements();
     // The stage's first element, once per stage value (an op's accesses
     // share it).
     Value &stageBase = stageBases[stage];
     if (!stageBase)
       stageBase = arith::MulIOp::create(
-          b, loc, stage, indexConst(b, loc, type.getRows() * cols * scale));
+          b, loc, stage,
+          indexConst(b, loc, type.getRows() * type.getRowElements() * scale));
+    // A column offset of whole panels adds them when every thread's own
+    // columns lie in the first; the rest is an offset within a panel.
+    int64_t panels = 0;
+    if (panel && ownPanel) {
+      panels = c / panel;
+      c %= panel;
+    }
+    int64_t panelStart = panels * type.getRows() * panel;
     // Without a swizzle, offsets add; with one, a column offset whose
     // chunks lie above the thread's own is an XOR (see the file comment),
     // and whole swizzle periods of rows add.
     bool additive = phases == 1;
-    bool xorable = !additive && llvm::isPowerOf2_64(cols) &&
-                   r % phases == 0 && c % vec == 0 &&
-                   (c / vec) % chunkBound == 0 && c < cols;
+    bool xorable = !additive && llvm::isPowerOf2_64(pitch) && r % phases == 0 &&
+                   c % vec == 0 && (c / vec) % chunkBound == 0 && c < pitch &&
+                   (ownPanel || c == 0);
     if (additive || xorable) {
       // The stage's start plus the thread's, then a constant: one base per
       // stage for every access without a column XOR.
@@ -242,19 +296,23 @@ public:
         if (!start)
           start = arith::AddIOp::create(b, loc, stageBase, at);
         return addConst(b, loc, start,
-                        (additive ? r * cols + c : r * cols) * scale);
+                        (panelStart + (additive ? r * pitch + c : r * pitch)) *
+                            scale);
       }
       if (additive)
         return arith::AddIOp::create(
-            b, loc, stageBase, addConst(b, loc, at, (r * cols + c) * scale));
+            b, loc, stageBase,
+            addConst(b, loc, at, (panelStart + r * pitch + c) * scale));
       // A power-of-two scale distributes over the XOR.
       if (c != 0)
         at = arith::XOrIOp::create(b, loc, at, indexConst(b, loc, c * scale));
-      return arith::AddIOp::create(b, loc, stageBase,
-                                   addConst(b, loc, at, r * cols * scale));
+      return arith::AddIOp::create(
+          b, loc, stageBase,
+          addConst(b, loc, at, (panelStart + r * pitch) * scale));
     }
     SmallVector<Value> rc = kv.atEntry(op, {row, col}, rewriter);
-    Value rr = addConst(b, loc, rc[0], r), cc = addConst(b, loc, rc[1], c);
+    Value rr = addConst(b, loc, rc[0], r),
+          cc = addConst(b, loc, rc[1], c + panels * panel);
     Value within = swizzled(b, loc, rr, cc);
     if (scale != 1)
       within =
@@ -282,8 +340,19 @@ private:
   }
 
   Value swizzled(OpBuilder &b, Location loc, Value r, Value c) const {
-    int64_t cols = type.getRowElements();
-    Value rowStart = arith::MulIOp::create(b, loc, r, indexConst(b, loc, cols));
+    Value panelStart;
+    if (panel) {
+      // The column's panel, and the column within it.
+      Value p = indexConst(b, loc, panel);
+      panelStart =
+          arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, c, p),
+                                indexConst(b, loc, type.getRows() * panel));
+      c = arith::RemUIOp::create(b, loc, c, p);
+    }
+    Value rowStart =
+        arith::MulIOp::create(b, loc, r, indexConst(b, loc, pitch));
+    if (panelStart)
+      rowStart = arith::AddIOp::create(b, loc, panelStart, rowStart);
     if (phases == 1)
       return arith::AddIOp::create(b, loc, rowStart, c);
     Value vecC = indexConst(b, loc, vec);
@@ -299,7 +368,8 @@ private:
   SharedType type;
   AffineExpr row, col;
   int64_t scale = 1;
-  int64_t vec = 1, phases = 1, chunkBound = 1;
+  int64_t vec = 1, phases = 1, chunkBound = 1, panel = 0, pitch = 1;
+  bool ownPanel = true;
   Value base;
   llvm::DenseMap<Value, Value> stageBases, threadStarts;
 };
@@ -462,8 +532,11 @@ struct AllocLowering : TilePattern<AllocOp> {
         getTypeConverter()->convertType(op.getBuffer().getType()));
     Location loc = op.getLoc();
     Value shared = kv.dynamicShared(op, rewriter);
-    rewriter.replaceOpWithNewOp<memref::ViewOp>(
-        op, type, shared, indexConst(rewriter, loc, *offset), ValueRange{});
+    Value at = indexConst(rewriter, loc, *offset);
+    if (Value padding = kv.sharedPadding(op, rewriter))
+      at = arith::AddIOp::create(rewriter, loc, padding, at);
+    rewriter.replaceOpWithNewOp<memref::ViewOp>(op, type, shared, at,
+                                                ValueRange{});
     return success();
   }
 };
@@ -809,6 +882,14 @@ struct AsyncWaitLowering : TilePattern<AsyncWaitOp> {
     NVVM::CpAsyncCommitGroupOp::create(rewriter, loc);
     NVVM::CpAsyncWaitGroupOp::create(
         rewriter, loc, rewriter.getI32IntegerAttr(op.getPending()));
+    // A warpgroup MMA reads shared memory through the asynchronous proxy,
+    // which sees the copies (and stores) this thread made only after a
+    // proxy fence; the barrier then orders every thread's.
+    if (kv.usesWarpgroupMma(op))
+      NVVM::FenceProxyOp::create(
+          rewriter, loc, NVVM::ProxyKind::async_shared,
+          NVVM::SharedSpaceAttr::get(rewriter.getContext(),
+                                     NVVM::SharedSpace::shared_cta));
     rewriter.replaceOpWithNewOp<gpu::BarrierOp>(op);
     return success();
   }
@@ -1025,6 +1106,244 @@ struct MmaLowering : TilePattern<MmaOp> {
         }
     for (int64_t i = 0; i < mTiles * nTiles; ++i)
       scatterFragment(rewriter, loc, acc[i], out, i * 4);
+    rewriter.replaceOpWithNewOp<vector::FromElementsOp>(op, resultType, out);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// warpgroup_mma
+//===----------------------------------------------------------------------===//
+
+/// For each thread-0 coordinate in `coords`, the index of the value of a
+/// tile of `type` that a thread holds there; failure when it holds none.
+LogicalResult valueIndices(TileType type,
+                           ArrayRef<std::array<int64_t, 2>> coords,
+                           SmallVectorImpl<int64_t> &indices) {
+  llvm::DenseMap<std::pair<int64_t, int64_t>, int64_t> at;
+  for (auto [e, c] : llvm::enumerate(valueOffsets(type)))
+    at[{c[0], c[1]}] = e;
+  for (auto [r, c] : coords) {
+    auto it = at.find({r, c});
+    if (it == at.end())
+      return failure();
+    indices.push_back(it->second);
+  }
+  return success();
+}
+
+/// The 64-bit shared-memory matrix descriptor of the 128-byte swizzle
+/// whose start address (bytes, in the shared window) is `address`: bits
+/// 0-13 the address / 16, 16-29 the leading and 32-45 the stride byte
+/// offset / 16, 62-63 the swizzle (1: 128 bytes).
+Value matrixDescriptor(OpBuilder &b, Location loc, Value address,
+                       int64_t leading, int64_t stride) {
+  Type i64 = b.getI64Type();
+  auto constant = [&](uint64_t v) {
+    return arith::ConstantOp::create(
+        b, loc, i64, b.getI64IntegerAttr(static_cast<int64_t>(v)));
+  };
+  Value field = arith::AndIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, address, constant(4)),
+      constant(0x3fff));
+  uint64_t fixed = (uint64_t(leading / 16) << 16) |
+                   (uint64_t(stride / 16) << 32) | (uint64_t(1) << 62);
+  return arith::OrIOp::create(b, loc, field, constant(fixed));
+}
+
+/// `wgmma.mma_async` m64nNk16 with f32 accumulators, as inline PTX: the
+/// accumulators in and out (tied), A as a descriptor (`aDesc`) or four
+/// registers of f16 pairs (`aRegs`), B as a descriptor, N-major when
+/// `transB` (the PTX's imm-trans-b = 1).
+SmallVector<Value> warpgroupMma(OpBuilder &b, Location loc, Type element,
+                                ArrayRef<Value> acc, Value aDesc,
+                                ArrayRef<Value> aRegs, Value bDesc,
+                                bool transB) {
+  int64_t n = acc.size() * 2;
+  std::string type = element.isF16() ? "f16" : "bf16";
+  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n" +
+                     std::to_string(n) + "k16.f32." + type + "." + type + " {";
+  std::string constraints;
+  int64_t count = acc.size();
+  for (int64_t i = 0; i < count; ++i) {
+    text += (i ? ", $" : "$") + std::to_string(i);
+    constraints += (i ? ",=f" : "=f");
+  }
+  for (int64_t i = 0; i < count; ++i)
+    constraints += "," + std::to_string(i);
+  int64_t next = 2 * count;
+  SmallVector<Value> operands(acc);
+  if (aDesc) {
+    text += "}, $" + std::to_string(next++);
+    constraints += ",l";
+    operands.push_back(aDesc);
+  } else {
+    text += "}, {";
+    for (auto [i, r] : llvm::enumerate(aRegs)) {
+      text += (i ? ", $" : "$") + std::to_string(next++);
+      constraints += ",r";
+      operands.push_back(r);
+    }
+    text += "}";
+  }
+  text += ", $" + std::to_string(next++) + ", p, 1, 1";
+  constraints += ",l";
+  operands.push_back(bDesc);
+  // imm-trans-a exists for an A descriptor only.
+  text += aDesc ? ", 0" : "";
+  text += transB ? ", 1;\n}\n" : ", 0;\n}\n";
+  MLIRContext *ctx = b.getContext();
+  auto result = LLVM::LLVMStructType::getLiteral(
+      ctx, SmallVector<Type>(count, b.getF32Type()));
+  auto asmOp = LLVM::InlineAsmOp::create(
+      b, loc, result, operands, text, constraints, /*has_side_effects=*/true,
+      /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+      /*operand_attrs=*/ArrayAttr());
+  SmallVector<Value> out;
+  for (int64_t i = 0; i < count; ++i)
+    out.push_back(LLVM::ExtractValueOp::create(b, loc, asmOp.getRes(), i));
+  return out;
+}
+
+struct WarpgroupMmaLowering : TilePattern<WarpgroupMmaOp> {
+  using TilePattern::TilePattern;
+  LogicalResult lower(WarpgroupMmaOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    TileType accType = op.getResult().getType();
+    // The operands may be converted already: A's kind and B's position
+    // come from the stage A has when it is a buffer.
+    bool sharedA = static_cast<bool>(op.getAStage());
+    auto b = kv.operandType<SharedType>(op, sharedA ? 2 : 1);
+    int64_t n = accType.getShape()[1];
+    int64_t kSteps =
+        (sharedA ? kv.operandType<SharedType>(op, 0).getColumns()
+                 : kv.operandType<TileType>(op, 0).getShape().back()) /
+        16;
+    Type element = b.getElementType();
+    constexpr int64_t rowBytes = 128;
+
+    // The instruction's accumulator register i of a thread is row
+    // 8 * ((i % 4) / 2) and column 8 * (i / 4) + i % 2 from the thread's
+    // first (as mma.sync's m16n8 tiles, n8 after n8); A's register j (a
+    // pair of 16-bit values) row 8 * (j % 2), column 8 * (j / 2) + {0, 1}
+    // of its k-step.
+    SmallVector<std::array<int64_t, 2>> accAt;
+    for (int64_t i = 0; i < n / 2; ++i)
+      accAt.push_back({8 * ((i % 4) / 2), 8 * (i / 4) + i % 2});
+    SmallVector<int64_t> accIndex;
+    if (failed(valueIndices(accType, accAt, accIndex)))
+      return op.emitOpError() << "has an accumulator layout that does not "
+                                 "hold the instruction's registers";
+    SmallVector<int64_t> aIndex;
+    if (!sharedA) {
+      SmallVector<std::array<int64_t, 2>> aAt;
+      for (int64_t k = 0; k < kSteps; ++k)
+        for (int64_t j = 0; j < 4; ++j)
+          for (int64_t h = 0; h < 2; ++h)
+            aAt.push_back({8 * (j % 2), 16 * k + 8 * (j / 2) + h});
+      if (failed(valueIndices(kv.operandType<TileType>(op, 0), aAt, aIndex)))
+        return op.emitOpError() << "has an A layout that does not hold the "
+                                   "instruction's registers";
+    }
+
+    // Shared addresses, bytes in the shared window, as i64.
+    Type i64 = rewriter.getI64Type();
+    auto stageStart = [&](Value buffer, Value stage, SharedType type) {
+      Value at =
+          memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, buffer);
+      Value bytes = arith::MulIOp::create(
+          rewriter, loc, stage,
+          indexConst(rewriter, loc,
+                     type.getRows() * type.getRowElements() *
+                         type.getElementType().getIntOrFloatBitWidth() / 8));
+      return arith::IndexCastOp::create(
+          rewriter, loc, i64, arith::AddIOp::create(rewriter, loc, at, bytes));
+    };
+    auto plus = [&](Value v, int64_t c) -> Value {
+      if (c == 0)
+        return v;
+      return arith::AddIOp::create(
+          rewriter, loc, v,
+          arith::ConstantOp::create(rewriter, loc, i64,
+                                    rewriter.getI64IntegerAttr(c)));
+    };
+    // A buffer's rows are panels of 128 bytes (one, or several stored one
+    // after the other): a panel of a stage is its rows x 128 bytes.
+    auto panelBytes = [&](SharedType type) {
+      return type.getRows() * rowBytes;
+    };
+    // The bytes from a K-major operand's first k-step to its k-th: 32 a
+    // step within a panel's rows, whole panels beyond.
+    auto kMajorStep = [&](SharedType type, int64_t k) {
+      int64_t bytes = 32 * k;
+      return bytes / rowBytes * panelBytes(type) + bytes % rowBytes;
+    };
+    // B: K rows of N (N-major: k-steps of 16 rows, 8-row groups 1024
+    // bytes apart, 64-column panels a panel apart), or N rows of K
+    // (K-major, 8-row groups 1024 bytes apart).
+    Value bStart = stageStart(adaptor.getB(), adaptor.getBStage(), b);
+    bool transB = !op.getTransposeB();
+    int64_t bLeading = transB ? panelBytes(b) : 16;
+    Value bDesc =
+        matrixDescriptor(rewriter, loc, bStart, bLeading, 8 * rowBytes);
+    auto bStep = [&](int64_t k) {
+      return transB ? 16 * rowBytes * k : kMajorStep(b, k);
+    };
+    Value aDesc;
+    SharedType a;
+    if (sharedA) {
+      // Each warpgroup's 64 rows of A.
+      a = kv.operandType<SharedType>(op, 0);
+      Value aStart = stageStart(adaptor.getA(), adaptor.getAStage(), a);
+      AffineExpr t = getAffineDimExpr(0, rewriter.getContext());
+      Value group =
+          kv.atEntry(op, {t.floorDiv(128) * (64 * rowBytes)}, rewriter)[0];
+      aStart = arith::AddIOp::create(
+          rewriter, loc, aStart,
+          arith::IndexCastOp::create(rewriter, loc, i64, group));
+      aDesc = matrixDescriptor(rewriter, loc, aStart, 16, 8 * rowBytes);
+    }
+
+    SmallVector<Value> acc;
+    for (int64_t e : accIndex)
+      acc.push_back(vector::ExtractOp::create(rewriter, loc, adaptor.getAcc(),
+                                              ArrayRef<int64_t>{e}));
+    // The registers the multiply reads (the accumulators, P) were written
+    // by other instructions: fence them first.
+    NVVM::WgmmaFenceAlignedOp::create(rewriter, loc);
+    auto pairType = VectorType::get({2}, element);
+    for (int64_t k = 0; k < kSteps; ++k) {
+      SmallVector<Value> aRegs;
+      for (int64_t j = 0; !aDesc && j < 4; ++j) {
+        Value lo = vector::ExtractOp::create(
+            rewriter, loc, adaptor.getA(),
+            ArrayRef<int64_t>{aIndex[(k * 4 + j) * 2]});
+        Value hi = vector::ExtractOp::create(
+            rewriter, loc, adaptor.getA(),
+            ArrayRef<int64_t>{aIndex[(k * 4 + j) * 2 + 1]});
+        Value pair = vector::FromElementsOp::create(rewriter, loc, pairType,
+                                                    ValueRange{lo, hi});
+        aRegs.push_back(LLVM::BitcastOp::create(rewriter, loc,
+                                                rewriter.getI32Type(), pair));
+      }
+      // Descriptor addresses count 16 bytes: a step adds step / 16.
+      acc = warpgroupMma(rewriter, loc, element, acc,
+                         aDesc ? plus(aDesc, kMajorStep(a, k) / 16) : Value(),
+                         aRegs, plus(bDesc, bStep(k) / 16), transB);
+    }
+    NVVM::WgmmaGroupSyncAlignedOp::create(rewriter, loc);
+    NVVM::WgmmaWaitGroupSyncOp::create(rewriter, loc, 0);
+
+    VectorType resultType = convertTile(accType);
+    SmallVector<Value> out(resultType.getNumElements());
+    for (auto [i, e] : llvm::enumerate(accIndex))
+      out[e] = acc[i];
+    if (llvm::any_of(out, [](Value v) { return !v; }))
+      return op.emitOpError() << "has an accumulator layout whose values "
+                                 "the instruction does not all write";
     rewriter.replaceOpWithNewOp<vector::FromElementsOp>(op, resultType, out);
     return success();
   }
@@ -1766,10 +2085,10 @@ struct FlashTileToNVGPUPass
     RewritePatternSet patterns(ctx);
     patterns.add<AllocLowering, AsyncCopyLowering, AsyncCommitLowering,
                  AsyncWaitLowering, LocalLoadLowering, SplatLowering,
-                 ConvertLayoutLowering, MmaLowering, ReduceLowering,
-                 FoldLowering, BroadcastLowering, BatchReduceLowering,
-                 MapLowering, RescaleLowering, LoadLowering, StoreLowering>(
-        converter, ctx, kv);
+                 ConvertLayoutLowering, MmaLowering, WarpgroupMmaLowering,
+                 ReduceLowering, FoldLowering, BroadcastLowering,
+                 BatchReduceLowering, MapLowering, RescaleLowering,
+                 LoadLowering, StoreLowering>(converter, ctx, kv);
     patterns.add<ApproxLowering<math::Exp2Op>>(ctx,
                                                "llvm.nvvm.ex2.approx.ftz.f32");
     patterns.add<ApproxLowering<math::Log2Op>>(ctx, "llvm.nvvm.lg2.approx.f");

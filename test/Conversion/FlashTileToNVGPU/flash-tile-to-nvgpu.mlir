@@ -622,3 +622,141 @@ func.func @batch_reduce(%m: !flash_tile.tile<4x16xf32, #flash_tile.slice<2, #mma
       !flash_tile.shared<1x16x64xf16, #smem> -> !flash_tile.tile<16xf32, #flash_tile.slice<1, #flat>>
   return %r : !flash_tile.tile<16xf32, #flash_tile.slice<1, #flat>>
 }
+
+// -----
+
+#mma = #flash_tile.mma<warps = [8, 1], instr = [16, 8, 16]>
+#a = #flash_tile.operand<a, #mma>
+#smem = #flash_tile.swizzled<vector = 8, phases = 8>
+// Warpgroup MMAs. The buffers start 1024-aligned at run time: the
+// dynamic shared memory's address, negated, modulo 1024, before every
+// offset. S = Q K^T: Q (each warpgroup's 64 rows, 8192 bytes apart) and K
+// by descriptors of the 128-byte swizzle (address / 16 in bits 0-13,
+// leading offset 16 / 16 in bits 16-29, stride 1024 / 16 in bits 32-45,
+// swizzle 1 in bits 62-63), K-major (imm-trans-b 0); k-steps of 32 bytes
+// (+2). The registers are fenced first, the group waited for after.
+// CHECK-LABEL: func.func @warpgroup_mma
+// CHECK: %[[DYN:.+]] = gpu.dynamic_shared_memory
+// CHECK: %[[BASE:.+]] = memref.extract_aligned_pointer_as_index %[[DYN]]
+// CHECK: %[[NEG:.+]] = arith.subi %c0, %[[BASE]] : index
+// CHECK: %[[PAD:.+]] = arith.andi %[[NEG]], %c1023 : index
+// CHECK: %[[QOFF:.+]] = arith.addi %[[PAD]], %c0
+// CHECK: memref.view %[[DYN]][%[[QOFF]]][]
+// CHECK: %[[KOFF:.+]] = arith.addi %[[PAD]], %c16384
+// CHECK: memref.view %[[DYN]][%[[KOFF]]][]
+// CHECK: arith.constant 4611686293305360384 : i64
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK: llvm.inline_asm has_side_effects asm_dialect = att "{\0A.reg .pred p;\0Asetp.ne.b32 p, 1, 0;\0Awgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {$0, {{.+}}, $31}, $64, $65, p, 1, 1, 0, 0;\0A}\0A", "=f,{{.+}},=f,0,1,{{.+}},31,l,l"
+// CHECK: arith.addi %{{.+}}, %c2_i64 : i64
+// CHECK: llvm.inline_asm
+// CHECK: llvm.inline_asm
+// CHECK: llvm.inline_asm
+// CHECK-NOT: llvm.inline_asm
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// O += P V: P from registers (four pairs of 16-bit values a k-step), V
+// N-major (imm-trans-b 1), k-steps of 16 rows (2048 bytes: +128), the
+// leading offset a stage (8192 bytes).
+// CHECK: arith.constant 4611686293338849280 : i64
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK: llvm.bitcast %{{.+}} : vector<2xf16> to i32
+// CHECK: llvm.inline_asm has_side_effects asm_dialect = att "{\0A.reg .pred p;\0Asetp.ne.b32 p, 1, 0;\0Awgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {$0, {{.+}}, $31}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;\0A}\0A", "=f,{{.+}},=f,0,1,{{.+}},31,r,r,r,r,l"
+// CHECK: arith.addi %{{.+}}, %c128_i64 : i64
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+func.func @warpgroup_mma(%stage: index, %p: !flash_tile.tile<128x64xf16, #a>,
+                         %acc: !flash_tile.tile<128x64xf32, #mma>)
+    -> !flash_tile.tile<128x64xf32, #mma> {
+  %c0 = arith.constant 0 : index
+  %q = flash_tile.alloc {offset = 0} : !flash_tile.shared<1x128x64xf16, #smem>
+  %k = flash_tile.alloc {offset = 16384} : !flash_tile.shared<2x64x64xf16, #smem>
+  %s = flash_tile.warpgroup_mma %q[%c0], %k[%stage] transpose, %acc
+      : !flash_tile.shared<1x128x64xf16, #smem>, !flash_tile.shared<2x64x64xf16, #smem>, !flash_tile.tile<128x64xf32, #mma>
+  %o = flash_tile.warpgroup_mma %p, %k[%stage], %s
+      : !flash_tile.tile<128x64xf16, #a>, !flash_tile.shared<2x64x64xf16, #smem>, !flash_tile.tile<128x64xf32, #mma>
+  return %o : !flash_tile.tile<128x64xf32, #mma>
+}
+
+// -----
+
+// In a kernel with a warpgroup MMA, a wait fences the copies for the
+// asynchronous proxy before the barrier.
+#mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+#a = #flash_tile.operand<a, #mma>
+#smem = #flash_tile.swizzled<vector = 8, phases = 8>
+// CHECK-LABEL: func.func @warpgroup_wait
+// CHECK: nvvm.cp.async.wait.group 0
+// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT: gpu.barrier
+func.func @warpgroup_wait(%p: !flash_tile.tile<64x64xf16, #a>,
+                          %acc: !flash_tile.tile<64x64xf32, #mma>) -> !flash_tile.tile<64x64xf32, #mma> {
+  %c0 = arith.constant 0 : index
+  %v = flash_tile.alloc {offset = 0} : !flash_tile.shared<2x64x64xf16, #smem>
+  flash_tile.async_wait pending 0
+  %o = flash_tile.warpgroup_mma %p, %v[%c0], %acc
+      : !flash_tile.tile<64x64xf16, #a>, !flash_tile.shared<2x64x64xf16, #smem>, !flash_tile.tile<64x64xf32, #mma>
+  return %o : !flash_tile.tile<64x64xf32, #mma>
+}
+
+// -----
+
+#mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+#a = #flash_tile.operand<a, #mma>
+#panels = #flash_tile.swizzled<vector = 8, phases = 8, panel = 64>
+// Rows of 128 f16 in two panels of 128 bytes. K-major (Q, K): the k-steps
+// 0-3 walk the first panel's rows (+2 each, 32 bytes), 4-7 the second
+// (a panel of 64 rows x 128 bytes on: +512). N-major (V, 32 keys of 128
+// columns): the leading offset is a panel (32 x 128 bytes, 4096 / 16 in
+// bits 16-29), which the instruction's N = 128 crosses.
+// CHECK-LABEL: func.func @warpgroup_panels
+// CHECK-COUNT-2: arith.constant 4611686293305360384 : i64
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK: llvm.inline_asm {{.+}}m64n64k16{{.+}}$64, $65, p, 1, 1, 0, 0;
+// CHECK: arith.addi %{{.+}}, %c2_i64
+// CHECK: arith.addi %{{.+}}, %c4_i64
+// CHECK: arith.addi %{{.+}}, %c6_i64
+// CHECK: arith.addi %{{.+}}, %c512_i64
+// CHECK: arith.addi %{{.+}}, %c512_i64
+// CHECK: arith.addi %{{.+}}, %c514_i64
+// CHECK: arith.addi %{{.+}}, %c514_i64
+// CHECK: arith.constant 4611686293322072064 : i64
+// CHECK: llvm.inline_asm {{.+}}m64n128k16{{.+}}, p, 1, 1, 1;
+// CHECK: arith.addi %{{.+}}, %c128_i64
+// CHECK: llvm.inline_asm {{.+}}m64n128k16{{.+}}, p, 1, 1, 1;
+// CHECK-NOT: llvm.inline_asm
+func.func @warpgroup_panels(%stage: index, %p: !flash_tile.tile<64x32xf16, #a>,
+                            %s0: !flash_tile.tile<64x64xf32, #mma>,
+                            %o0: !flash_tile.tile<64x128xf32, #mma>)
+    -> (!flash_tile.tile<64x64xf32, #mma>, !flash_tile.tile<64x128xf32, #mma>) {
+  %c0 = arith.constant 0 : index
+  %q = flash_tile.alloc {offset = 0} : !flash_tile.shared<1x64x128xf16, #panels>
+  %k = flash_tile.alloc {offset = 16384} : !flash_tile.shared<2x64x128xf16, #panels>
+  %v = flash_tile.alloc {offset = 49152} : !flash_tile.shared<2x32x128xf16, #panels>
+  %s = flash_tile.warpgroup_mma %q[%c0], %k[%stage] transpose, %s0
+      : !flash_tile.shared<1x64x128xf16, #panels>, !flash_tile.shared<2x64x128xf16, #panels>, !flash_tile.tile<64x64xf32, #mma>
+  %o = flash_tile.warpgroup_mma %p, %v[%stage], %o0
+      : !flash_tile.tile<64x32xf16, #a>, !flash_tile.shared<2x32x128xf16, #panels>, !flash_tile.tile<64x128xf32, #mma>
+  return %s, %o : !flash_tile.tile<64x64xf32, #mma>, !flash_tile.tile<64x128xf32, #mma>
+}
+
+// -----
+
+#copy = #flash_tile.blocked<size = [1, 8], threads = [2, 16], warps = [4, 1]>
+#panels = #flash_tile.swizzled<vector = 8, phases = 8, panel = 64>
+// A copy into panels: a thread's 16-byte run of a 128-column row lies in
+// the panel of its column (column / 64: 64 x 64 elements a panel), at
+// its row times 64 plus its chunk swizzled within the panel; 8 passes of
+// 8 rows.
+// CHECK-LABEL: func.func @copy_panels
+// CHECK: arith.divui %{{.+}}, %c64 : index
+// CHECK: arith.muli %{{.+}}, %c4096 : index
+// CHECK: arith.remui %{{.+}}, %c64 : index
+// CHECK: arith.muli %{{.+}}, %c64{{.*}} : index
+// CHECK-COUNT-8: nvvm.cp.async.shared.global
+// CHECK-NOT: nvvm.cp.async.shared.global
+func.func @copy_panels(%src: memref<?x128xf16>, %row: index, %stage: index, %n: index) {
+  %k = flash_tile.alloc {offset = 0} : !flash_tile.shared<2x64x128xf16, #panels>
+  flash_tile.async_copy %src[%row], %k[%stage] valid %n {layout = #copy}
+      : memref<?x128xf16>, !flash_tile.shared<2x64x128xf16, #panels>
+  return
+}

@@ -904,3 +904,148 @@ func.func private @f(%a: !flash_tile.shared<2x4096x4096xf16>)
 // swizzled: padding of at most 16 chunks
 // expected-error @+1 {{#flash_tile.swizzled pads a row by at most 16 chunks, not 256 elements}}
 func.func private @f(%a: !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 1, padding = 256>>)
+
+// -----
+
+// A from a buffer needs its stage.
+func.func @wgmma_no_a_stage(%q: !flash_tile.shared<1x64x64xf16>, %k: !flash_tile.shared<2x64x64xf16>,
+                            %acc: !flash_tile.tile<64x64xf32>, %s: index) {
+  // expected-error @+1 {{'flash_tile.warpgroup_mma' op reads A from a shared buffer, which needs a stage}}
+  %0 = "flash_tile.warpgroup_mma"(%q, %k, %s, %acc) <{operandSegmentSizes = array<i32: 1, 0, 1, 1, 1>}>
+      : (!flash_tile.shared<1x64x64xf16>, !flash_tile.shared<2x64x64xf16>, index, !flash_tile.tile<64x64xf32>) -> !flash_tile.tile<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @wgmma_tile_a_stage(%p: !flash_tile.tile<64x64xf16>, %k: !flash_tile.shared<2x64x64xf16>,
+                              %acc: !flash_tile.tile<64x64xf32>, %s: index) {
+  // expected-error @+1 {{'flash_tile.warpgroup_mma' op takes A from registers, which have no stage}}
+  %0 = "flash_tile.warpgroup_mma"(%p, %s, %k, %s, %acc) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>}>
+      : (!flash_tile.tile<64x64xf16>, index, !flash_tile.shared<2x64x64xf16>, index, !flash_tile.tile<64x64xf32>) -> !flash_tile.tile<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @wgmma_batch(%p: !flash_tile.tile<2x64x64xf16>, %k: !flash_tile.shared<2x64x64xf16>,
+                       %acc: !flash_tile.tile<2x64x64xf32>, %s: index) {
+  // expected-error @+1 {{'flash_tile.warpgroup_mma' op multiplies matrices: the accumulator is 2x64x64 and A 2x64x64}}
+  %0 = flash_tile.warpgroup_mma %p, %k[%s], %acc
+      : !flash_tile.tile<2x64x64xf16>, !flash_tile.shared<2x64x64xf16>, !flash_tile.tile<2x64x64xf32>
+  return
+}
+
+// -----
+
+// B as stored is K x N (64 x 64): A's 32 columns do not chain.
+func.func @wgmma_chain(%p: !flash_tile.tile<64x32xf16>, %v: !flash_tile.shared<2x64x64xf16>,
+                       %acc: !flash_tile.tile<64x64xf32>, %s: index) {
+  // expected-error @+1 {{'flash_tile.warpgroup_mma' op multiplies 64x32 by 64x64 into 64x64: the shapes do not chain (M x K, K x N, M x N)}}
+  %0 = flash_tile.warpgroup_mma %p, %v[%s], %acc
+      : !flash_tile.tile<64x32xf16>, !flash_tile.shared<2x64x64xf16>, !flash_tile.tile<64x64xf32>
+  return
+}
+
+// -----
+
+// 32 rows: less than a warpgroup's 64.
+func.func @wgmma_rows(%p: !flash_tile.tile<32x64xf16>, %v: !flash_tile.shared<2x64x64xf16>,
+                      %acc: !flash_tile.tile<32x64xf32>, %s: index) {
+  // expected-error @+1 {{'flash_tile.warpgroup_mma' op multiplies 32 x 64 by 64 x 64: a warpgroup's instruction is m64nNk16, so M is a multiple of 64, N of 8 up to 256, K of 16}}
+  %0 = flash_tile.warpgroup_mma %p, %v[%s], %acc
+      : !flash_tile.tile<32x64xf16>, !flash_tile.shared<2x64x64xf16>, !flash_tile.tile<32x64xf32>
+  return
+}
+
+// -----
+
+func.func @wgmma_types(%p: !flash_tile.tile<64x64xbf16>, %v: !flash_tile.shared<2x64x64xf16>,
+                       %acc: !flash_tile.tile<64x64xf32>, %s: index) {
+  // expected-error @+1 {{'flash_tile.warpgroup_mma' op multiplies f16 or bf16 operands of one type, not 'bf16' and 'f16'}}
+  %0 = flash_tile.warpgroup_mma %p, %v[%s], %acc
+      : !flash_tile.tile<64x64xbf16>, !flash_tile.shared<2x64x64xf16>, !flash_tile.tile<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @wgmma_acc_type(%p: !flash_tile.tile<64x64xf16>, %v: !flash_tile.shared<2x64x64xf16>,
+                          %acc: !flash_tile.tile<64x64xf16>, %s: index) {
+  // expected-error @+1 {{'flash_tile.warpgroup_mma' op accumulates in f32, not 'f16'}}
+  %0 = flash_tile.warpgroup_mma %p, %v[%s], %acc
+      : !flash_tile.tile<64x64xf16>, !flash_tile.shared<2x64x64xf16>, !flash_tile.tile<64x64xf16>
+  return
+}
+
+// -----
+
+// Rows of 96 f16 (192 bytes): not whole rows of the 128-byte swizzle.
+func.func @wgmma_row_bytes(%p: !flash_tile.tile<64x64xf16>, %k: !flash_tile.shared<2x64x96xf16>,
+                           %acc: !flash_tile.tile<64x64xf32>, %s: index) {
+  %q = flash_tile.alloc : !flash_tile.shared<1x64x96xf16>
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{'flash_tile.warpgroup_mma' op reads A from rows of whole 128-byte rows of the tensor cores' 128-byte swizzle, not 96 x 2 bytes}}
+  %0 = flash_tile.warpgroup_mma %q[%c0], %k[%s] transpose, %acc
+      : !flash_tile.shared<1x64x96xf16>, !flash_tile.shared<2x64x96xf16>, !flash_tile.tile<64x64xf32>
+  return
+}
+
+// -----
+
+// Rows of 256 bytes swizzled whole, not in panels of 128 bytes.
+func.func @wgmma_panels(%p: !flash_tile.tile<64x64xf16>,
+                        %v: !flash_tile.shared<2x64x128xf16, #flash_tile.swizzled<vector = 8, phases = 8>>,
+                        %acc: !flash_tile.tile<64x128xf32>, %s: index) {
+  // expected-error @+1 {{'flash_tile.warpgroup_mma' op reads B swizzled in 16-byte chunks over 8 rows without padding, in panels of 128 bytes where rows are wider, not #flash_tile.swizzled<vector = 8, phases = 8>}}
+  %0 = flash_tile.warpgroup_mma %p, %v[%s], %acc
+      : !flash_tile.tile<64x64xf16>, !flash_tile.shared<2x64x128xf16, #flash_tile.swizzled<vector = 8, phases = 8>>, !flash_tile.tile<64x128xf32>
+  return
+}
+
+// -----
+
+// A padded placement is not the swizzle.
+func.func @wgmma_placement(%p: !flash_tile.tile<64x64xf16>,
+                           %v: !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 1, padding = 8>>,
+                           %acc: !flash_tile.tile<64x64xf32>, %s: index) {
+  // expected-error @+1 {{'flash_tile.warpgroup_mma' op reads B swizzled in 16-byte chunks over 8 rows without padding, in panels of 128 bytes where rows are wider, not #flash_tile.swizzled<vector = 8, phases = 1, padding = 8>}}
+  %0 = flash_tile.warpgroup_mma %p, %v[%s], %acc
+      : !flash_tile.tile<64x64xf16>, !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 1, padding = 8>>, !flash_tile.tile<64x64xf32>
+  return
+}
+
+// -----
+
+// 32 rows per warp: the warps of a warpgroup do not hold its 64 rows.
+#mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+func.func @wgmma_layout(%p: !flash_tile.tile<128x64xf16, #flash_tile.operand<a, #mma>>,
+                        %v: !flash_tile.shared<2x64x64xf16>,
+                        %acc: !flash_tile.tile<128x64xf32, #mma>, %s: index) {
+  // expected-error @+1 {{'flash_tile.warpgroup_mma' op accumulates in a #flash_tile.mma layout of 16 rows per warp, whole warpgroups of row warps and one column warp, not #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]> for 128 rows}}
+  %0 = flash_tile.warpgroup_mma %p, %v[%s], %acc
+      : !flash_tile.tile<128x64xf16, #flash_tile.operand<a, #mma>>, !flash_tile.shared<2x64x64xf16>, !flash_tile.tile<128x64xf32, #mma>
+  return
+}
+
+// -----
+
+#mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+func.func @wgmma_a_layout(%p: !flash_tile.tile<64x64xf16, #flash_tile.operand<b, #mma>>,
+                          %v: !flash_tile.shared<2x64x64xf16>,
+                          %acc: !flash_tile.tile<64x64xf32, #mma>, %s: index) {
+  // expected-error @+1 {{'flash_tile.warpgroup_mma' op needs A in #flash_tile.operand<a, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>, not #flash_tile.operand<b, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>}}
+  %0 = flash_tile.warpgroup_mma %p, %v[%s], %acc
+      : !flash_tile.tile<64x64xf16, #flash_tile.operand<b, #mma>>, !flash_tile.shared<2x64x64xf16>, !flash_tile.tile<64x64xf32, #mma>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{#flash_tile.swizzled's panel is a power of two of whole chunks, a multiple of the phases' chunks, without padding; not 48 elements (vector 8, phases 8, padding 0)}}
+func.func private @f(%a: !flash_tile.shared<1x64x96xf16, #flash_tile.swizzled<vector = 8, phases = 8, panel = 48>>)
+
+// -----
+
+// expected-error @+1 {{a shared buffer's 96 columns are not a whole number of panels of 64}}
+func.func private @f(%a: !flash_tile.shared<1x64x96xf16, #flash_tile.swizzled<vector = 8, phases = 8, panel = 64>>)

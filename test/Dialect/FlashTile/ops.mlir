@@ -290,3 +290,41 @@ func.func @rescale(%o: !flash_tile.tile<64x64xf32, #mma>,
   %rb = flash_tile.rescale %ob by %ab : !flash_tile.tile<4x16x64xf32>, !flash_tile.tile<4x16xf32>
   return
 }
+
+// -----
+
+// A warpgroup MMA: A and B from shared memory (K transposed: K-major), and
+// A from registers with B as it is stored (N-major).
+#mma = #flash_tile.mma<warps = [8, 1], instr = [16, 8, 16]>
+#a = #flash_tile.operand<a, #mma>
+#sw = #flash_tile.swizzled<vector = 8, phases = 8>
+// CHECK-LABEL: func.func @warpgroup_mma
+// CHECK: flash_tile.warpgroup_mma %{{.+}}[%{{.+}}], %{{.+}}[%{{.+}}] transpose, %{{.+}} : !flash_tile.shared<1x128x64xf16, #swizzled>, !flash_tile.shared<2x64x64xf16, #swizzled>, !flash_tile.tile<128x64xf32, #mma>
+// CHECK: flash_tile.warpgroup_mma %{{.+}}, %{{.+}}[%{{.+}}], %{{.+}} : !flash_tile.tile<128x64xf16, #mma_a>, !flash_tile.shared<2x64x64xf16, #swizzled>, !flash_tile.tile<128x64xf32, #mma>
+func.func @warpgroup_mma(%q: !flash_tile.shared<1x128x64xf16, #sw>,
+                         %k: !flash_tile.shared<2x64x64xf16, #sw>,
+                         %p: !flash_tile.tile<128x64xf16, #a>,
+                         %acc: !flash_tile.tile<128x64xf32, #mma>,
+                         %s: index) -> !flash_tile.tile<128x64xf32, #mma> {
+  %c0 = arith.constant 0 : index
+  %0 = flash_tile.warpgroup_mma %q[%c0], %k[%s] transpose, %acc
+      : !flash_tile.shared<1x128x64xf16, #sw>, !flash_tile.shared<2x64x64xf16, #sw>, !flash_tile.tile<128x64xf32, #mma>
+  %1 = flash_tile.warpgroup_mma %p, %k[%s], %0
+      : !flash_tile.tile<128x64xf16, #a>, !flash_tile.shared<2x64x64xf16, #sw>, !flash_tile.tile<128x64xf32, #mma>
+  return %1 : !flash_tile.tile<128x64xf32, #mma>
+}
+
+// -----
+
+// Without layouts (flash-to-tile's tiles, flash-tile-use-warpgroup-mma's
+// output before flash-tile-assign-layouts).
+// CHECK-LABEL: func.func @warpgroup_mma_unplaced
+// CHECK: flash_tile.warpgroup_mma %{{.+}}, %{{.+}}[%{{.+}}], %{{.+}} : !flash_tile.tile<64x64xbf16>, !flash_tile.shared<2x64x64xbf16>, !flash_tile.tile<64x64xf32>
+func.func @warpgroup_mma_unplaced(%p: !flash_tile.tile<64x64xbf16>,
+                                  %v: !flash_tile.shared<2x64x64xbf16>,
+                                  %acc: !flash_tile.tile<64x64xf32>,
+                                  %s: index) -> !flash_tile.tile<64x64xf32> {
+  %0 = flash_tile.warpgroup_mma %p, %v[%s], %acc
+      : !flash_tile.tile<64x64xbf16>, !flash_tile.shared<2x64x64xbf16>, !flash_tile.tile<64x64xf32>
+  return %0 : !flash_tile.tile<64x64xf32>
+}

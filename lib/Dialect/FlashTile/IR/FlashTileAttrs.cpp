@@ -445,7 +445,8 @@ SmallVector<int64_t> BlockedLayoutAttr::getCoordinates(ArrayRef<int64_t> shape,
 
 LogicalResult
 SwizzledLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                           int64_t vector, int64_t phases, int64_t padding) {
+                           int64_t vector, int64_t phases, int64_t padding,
+                           int64_t panel) {
   if (padding < 0 || padding % std::max<int64_t>(vector, 1) != 0)
     return emitError() << "#flash_tile.swizzled's padding is a whole number "
                           "of chunks of "
@@ -466,5 +467,13 @@ SwizzledLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "#flash_tile.swizzled's phases are 1, 2, 4 or 8, "
                           "not "
                        << phases;
+  if (panel != 0 &&
+      (panel < 0 || !llvm::isPowerOf2_64(panel) || panel % vector != 0 ||
+       padding != 0 || (panel / vector) % phases != 0))
+    return emitError() << "#flash_tile.swizzled's panel is a power of two of "
+                          "whole chunks, a multiple of the phases' chunks, "
+                          "without padding; not "
+                       << panel << " elements (vector " << vector << ", phases "
+                       << phases << ", padding " << padding << ")";
   return success();
 }

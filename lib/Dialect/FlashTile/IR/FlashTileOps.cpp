@@ -234,6 +234,107 @@ LogicalResult MmaOp::verifyShapes() {
 }
 
 //===----------------------------------------------------------------------===//
+// WarpgroupMmaOp
+//===----------------------------------------------------------------------===//
+
+SmallVector<int64_t, 3> WarpgroupMmaOp::getMNK() {
+  ArrayRef<int64_t> acc = getAcc().getType().getShape();
+  int64_t k = isSharedA() ? cast<SharedType>(getA().getType()).getColumns()
+                          : cast<TileType>(getA().getType()).getShape().back();
+  return {acc.front(), acc.back(), k};
+}
+
+/// Checks that `buffer` is placed as the tensor cores read it: rows of 128
+/// bytes in 16-byte chunks swizzled over 8 rows, wider rows in panels of
+/// 128 bytes. A buffer without its placement yet is checked for its rows
+/// only.
+static LogicalResult verifyWarpgroupBuffer(WarpgroupMmaOp op, SharedType buffer,
+                                           StringRef role) {
+  int64_t bytes = buffer.getElementType().getIntOrFloatBitWidth() / 8;
+  int64_t rowBytes = buffer.getColumns() * bytes;
+  if (rowBytes % 128 != 0)
+    return op.emitOpError()
+           << "reads " << role << " from rows of whole 128-byte rows of the "
+           << "tensor cores' 128-byte swizzle, not " << buffer.getColumns()
+           << " x " << bytes << " bytes";
+  SwizzledLayoutAttr layout = buffer.getLayout();
+  int64_t panel = rowBytes > 128 ? 128 / bytes : 0;
+  if (layout &&
+      (layout.getVector() * bytes != 16 || layout.getPhases() != 8 ||
+       layout.getPadding() != 0 ||
+       (layout.getPanel() != panel && layout.getPanel() * bytes != 128)))
+    return op.emitOpError() << "reads " << role
+                            << " swizzled in 16-byte chunks over 8 rows "
+                               "without padding, in panels of 128 bytes "
+                               "where rows are wider, not "
+                            << layout;
+  return success();
+}
+
+LogicalResult WarpgroupMmaOp::verify() {
+  TileType acc = getAcc().getType();
+  auto b = cast<SharedType>(getB().getType());
+  auto aTile = dyn_cast<TileType>(getA().getType());
+  auto aShared = dyn_cast<SharedType>(getA().getType());
+  if (static_cast<bool>(aShared) != static_cast<bool>(getAStage()))
+    return emitOpError() << (aShared ? "reads A from a shared buffer, which "
+                                       "needs a stage"
+                                     : "takes A from registers, which have "
+                                       "no stage");
+  if (acc.getRank() != 2 || (aTile && aTile.getRank() != 2))
+    return emitOpError() << "multiplies matrices: the accumulator is "
+                         << formatShape(acc.getShape())
+                         << (aTile ? " and A " : "")
+                         << (aTile ? formatShape(aTile.getShape()) : "");
+  int64_t m = acc.getShape()[0], n = acc.getShape()[1];
+  SmallVector<int64_t> as =
+      aShared ? SmallVector<int64_t>{aShared.getRows(), aShared.getColumns()}
+              : llvm::to_vector(aTile.getShape());
+  SmallVector<int64_t> bs = {b.getRows(), b.getColumns()};
+  if (getTransposeB())
+    std::swap(bs[0], bs[1]);
+  if (as[0] != m || bs[1] != n || as[1] != bs[0])
+    return emitOpError() << "multiplies " << formatShape(as) << " by "
+                         << formatShape(bs) << " into " << formatShape({m, n})
+                         << ": the shapes do not chain (M x K, K x N, M x N)";
+  int64_t k = as[1];
+  if (m % 64 != 0 || n % 8 != 0 || n > 256 || k % 16 != 0)
+    return emitOpError() << "multiplies " << m << " x " << k << " by " << k
+                         << " x " << n
+                         << ": a warpgroup's instruction is m64nNk16, so M is "
+                            "a multiple of 64, N of 8 up to 256, K of 16";
+  Type operand = aShared ? aShared.getElementType() : aTile.getElementType();
+  if (operand != b.getElementType() || !(operand.isF16() || operand.isBF16()))
+    return emitOpError() << "multiplies f16 or bf16 operands of one type, not "
+                         << operand << " and " << b.getElementType();
+  if (!acc.getElementType().isF32())
+    return emitOpError() << "accumulates in f32, not " << acc.getElementType();
+  if (aShared && failed(verifyWarpgroupBuffer(*this, aShared, "A")))
+    return failure();
+  if (failed(verifyWarpgroupBuffer(*this, b, "B")))
+    return failure();
+
+  if (!acc.hasLayout() && !(aTile && aTile.hasLayout()))
+    return success();
+  auto mma = dyn_cast_or_null<MmaLayoutAttr>(acc.getLayout());
+  if (!mma || mma.isBatched() || mma.getInstr()[2] != 16 ||
+      mma.getWarps()[1] != 1 || mma.getWarps()[0] % 4 != 0 ||
+      m != 16 * mma.getWarps()[0])
+    return emitOpError()
+           << "accumulates in a #flash_tile.mma layout of 16 rows per warp, "
+              "whole warpgroups of row warps and one column warp, not "
+           << acc.getLayout() << " for " << m << " rows";
+  if (aTile) {
+    auto aLayout = dyn_cast_or_null<OperandLayoutAttr>(aTile.getLayout());
+    if (!aLayout || aLayout.getKind() != OperandKind::A ||
+        aLayout.getParent() != mma)
+      return emitOpError() << "needs A in #flash_tile.operand<a, " << mma
+                           << ">, not " << aTile.getLayout();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // ReduceOp
 //===----------------------------------------------------------------------===//
 

@@ -171,6 +171,10 @@ LogicalResult SharedType::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "a shared buffer's " << shape[2]
                        << " columns are not a whole number of chunks of "
                        << vector;
+  if (layout.getPanel() && shape[2] % layout.getPanel() != 0)
+    return emitError() << "a shared buffer's " << shape[2]
+                       << " columns are not a whole number of panels of "
+                       << layout.getPanel();
   // chunk XOR (row mod phases) stays within the row only when the phases
   // divide its chunks.
   if ((shape[2] / vector) % layout.getPhases() != 0)

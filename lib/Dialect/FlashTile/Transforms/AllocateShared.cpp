@@ -38,6 +38,20 @@ namespace {
 
 /// Buffers start on 128 bytes: a row of 8 swizzled 16-byte chunks.
 constexpr int64_t kAlignment = 128;
+/// Buffers a warpgroup MMA reads start on 1024 bytes, the 128-byte
+/// swizzle's period of 8 rows, as do the buffers of such a kernel as a
+/// whole: the lowering aligns their start at run time, within 1024 bytes
+/// more.
+constexpr int64_t kWarpgroupAlignment = 1024;
+
+/// Whether a warpgroup MMA reads `alloc`'s buffer.
+bool isWarpgroupOperand(AllocOp alloc) {
+  return llvm::any_of(alloc.getBuffer().getUsers(), [&](Operation *user) {
+    auto mma = dyn_cast<WarpgroupMmaOp>(user);
+    return mma &&
+           (mma.getB() == alloc.getBuffer() || mma.getA() == alloc.getBuffer());
+  });
+}
 
 struct AllocateSharedPass
     : flash_tile::impl::FlashTileAllocateSharedBase<AllocateSharedPass> {
@@ -91,9 +105,15 @@ struct AllocateSharedPass
       SharedType type = alloc.getBuffer().getType();
       if (type.hasLayout())
         continue;
+      int64_t bytes = type.getElementType().getIntOrFloatBitWidth() / 8;
       SwizzledLayoutAttr placement =
-          getSharedPlacement(&getContext(), type.getColumns(),
-                             type.getElementType().getIntOrFloatBitWidth() / 8);
+          getSharedPlacement(&getContext(), type.getColumns(), bytes);
+      // A warpgroup MMA reads rows wider than the 128-byte swizzle as
+      // panels of 128 bytes.
+      if (isWarpgroupOperand(alloc) && type.getColumns() * bytes > 128)
+        placement = SwizzledLayoutAttr::get(&getContext(), 16 / bytes, 8,
+                                            /*padding=*/0,
+                                            /*panel=*/128 / bytes);
       if (!placement)
         return alloc.emitError()
                << "flash-tile-allocate-shared: rows of " << type.getColumns()
@@ -105,14 +125,20 @@ struct AllocateSharedPass
       ++numPlacements;
     }
     int64_t offset = 0;
+    bool warpgroup = false;
     for (AllocOp alloc : allocs) {
-      offset = llvm::alignTo(offset, kAlignment);
+      bool operand = isWarpgroupOperand(alloc);
+      warpgroup |= operand;
+      offset =
+          llvm::alignTo(offset, operand ? kWarpgroupAlignment : kAlignment);
       alloc.setOffsetAttr(b.getI64IntegerAttr(offset));
       LLVM_DEBUG(DBGS() << "@" << fn.getName() << ": "
                         << alloc.getBuffer().getType() << " at " << offset
                         << "\n");
       offset += alloc.getBuffer().getType().getSizeInBytes();
     }
+    if (warpgroup)
+      offset += kWarpgroupAlignment;
     if (offset > budget) {
       InFlightDiagnostic diag = fn->emitError()
                                 << "the shared buffers of @" << fn.getName()

@@ -159,13 +159,25 @@ LogicalResult Assignment::chooseWarps() {
   // accumulators (S's keys and O's Dv in an attention kernel).
   int64_t widest = 0, minAcc = 0, maxAcc = 0;
   std::optional<int64_t> mmaRows, mmaBatch;
-  MmaOp first;
-  WalkResult walk = fn->walk([&](MmaOp op) {
+  Operation *first = nullptr;
+  // Whether a warpgroup MMA holds the kernel to 16 rows per warp.
+  Operation *warpgroup = nullptr;
+  WalkResult walk = fn->walk([&](Operation *op) {
     // A nested function chooses its own.
-    if (op->getParentOfType<FunctionOpInterface>() != fn)
+    if (!isa<MmaOp, WarpgroupMmaOp>(op) ||
+        op->getParentOfType<FunctionOpInterface>() != fn)
       return WalkResult::advance();
-    ArrayRef<int64_t> a = op.getA().getType().getShape();
-    ArrayRef<int64_t> c = op.getAcc().getType().getShape();
+    ArrayRef<int64_t> c = cast<TileType>(op->getResult(0).getType()).getShape();
+    int64_t k, n = c.back();
+    std::string bShape;
+    if (auto mma = dyn_cast<MmaOp>(op)) {
+      k = mma.getA().getType().getShape().back();
+      bShape = formatShape(mma.getB().getType().getShape().take_back(2));
+    } else {
+      k = cast<WarpgroupMmaOp>(op).getMNK()[2];
+      bShape = formatShape({k, n});
+      warpgroup = op;
+    }
     int64_t r = c[c.size() - 2];
     int64_t bt = c.size() == 3 ? c[0] : 1;
     if (!first) {
@@ -173,25 +185,24 @@ LogicalResult Assignment::chooseWarps() {
       mmaRows = r;
       mmaBatch = bt;
     } else if (r != *mmaRows || bt != *mmaBatch) {
-      op.emitError() << "flash-tile-assign-layouts: the kernel's MMAs "
-                        "accumulate "
-                     << *mmaBatch << " x " << *mmaRows
-                     << " rows (batch x rows) and " << bt << " x " << r
-                     << "; one layout serves one tile of rows";
+      op->emitError() << "flash-tile-assign-layouts: the kernel's MMAs "
+                         "accumulate "
+                      << *mmaBatch << " x " << *mmaRows
+                      << " rows (batch x rows) and " << bt << " x " << r
+                      << "; one layout serves one tile of rows";
       return WalkResult::interrupt();
     }
     // The layouts are of mma.sync.m16n8k16: K in steps of 16, N of 8.
-    if (a.back() % 16 != 0 || c.back() % 8 != 0) {
-      op.emitError() << "flash-tile-assign-layouts: an MMA of "
-                     << formatShape(a.take_back(2)) << " by "
-                     << formatShape(op.getB().getType().getShape().take_back(2))
-                     << " does not split into m16n8k16 instructions (K a "
-                        "multiple of 16, N of 8)";
+    if (k % 16 != 0 || n % 8 != 0) {
+      op->emitError() << "flash-tile-assign-layouts: an MMA of "
+                      << formatShape({r, k}) << " by " << bShape
+                      << " does not split into m16n8k16 instructions (K a "
+                         "multiple of 16, N of 8)";
       return WalkResult::interrupt();
     }
-    widest = std::max({widest, a.back(), c.back()});
-    minAcc = minAcc ? std::min(minAcc, c.back()) : c.back();
-    maxAcc = std::max(maxAcc, c.back());
+    widest = std::max({widest, k, n});
+    minAcc = minAcc ? std::min(minAcc, n) : n;
+    maxAcc = std::max(maxAcc, n);
     return WalkResult::advance();
   });
   if (walk.wasInterrupted())
@@ -203,22 +214,29 @@ LogicalResult Assignment::chooseWarps() {
   rows = *mmaRows;
   batch = *mmaBatch;
   if (rows % 16 != 0)
-    return first.emitError()
+    return first->emitError()
            << "flash-tile-assign-layouts: the MMAs accumulate " << rows
            << " rows, not whole 16-row MMA tiles";
+  // A warpgroup's instruction spreads its 64 rows over its 4 warps.
+  if (warpgroup && rowsPerWarp > 16)
+    return warpgroup->emitError()
+           << "flash-tile-assign-layouts: a warpgroup MMA gives each warp 16 "
+              "rows, not rows-per-warp = "
+           << rowsPerWarp;
   int64_t perWarp =
-      rowsPerWarp
+      warpgroup ? 1
+      : rowsPerWarp
           ? rowsPerWarp / 16
           : flashc::chooseRowTilesPerWarp(rows, batch, widest, minAcc + maxAcc);
   if (rows % (16 * perWarp) != 0)
-    return first.emitError()
+    return first->emitError()
            << "flash-tile-assign-layouts: " << 16 * perWarp
            << " rows per warp do not divide the tile's " << rows << " rows";
   rowWarps = rows / (16 * perWarp);
   warps = rowWarps * batch;
   // The copies spread a block's rows over every warp in powers of two.
   if (!llvm::isPowerOf2_64(warps) || warps > 32)
-    return first.emitError()
+    return first->emitError()
            << "flash-tile-assign-layouts: " << rowWarps << " row warps x "
            << batch << " kv warps is " << warps
            << " warps; a CTA takes a power of two of at most 32";
@@ -269,6 +287,9 @@ Attribute Assignment::fromUse(OpOperand &use) const {
     return i == mma.getAccMutable().getOperandNumber()
                ? Attribute(acc(mma.getAcc().getType().getRank()))
                : Attribute();
+  if (auto mma = dyn_cast<WarpgroupMmaOp>(user))
+    return i == mma.getAccMutable().getOperandNumber() ? Attribute(acc(2))
+                                                       : Attribute();
   if (auto rescale = dyn_cast<RescaleOp>(user)) {
     Attribute result = known(rescale.getResult());
     if (!result || i == 0)
@@ -302,6 +323,7 @@ void Assignment::propagate() {
         .Case([&](MmaOp mma) {
           assign(mma.getResult(), acc(mma.getResult().getType().getRank()));
         })
+        .Case([&](WarpgroupMmaOp mma) { assign(mma.getResult(), acc(2)); })
         .Case([&](ReduceOp reduce) {
           if (Attribute src = known(reduce.getSource()))
             assign(reduce.getResult(),
@@ -426,6 +448,11 @@ LogicalResult Assignment::apply() {
     fix(mma.getBMutable(), operand(OperandKind::B, rank));
     fix(mma.getAccMutable(), acc(rank));
   });
+  forEach<WarpgroupMmaOp>([&](WarpgroupMmaOp mma) {
+    if (!mma.isSharedA())
+      fix(mma.getAMutable(), operand(OperandKind::A, 2));
+    fix(mma.getAccMutable(), acc(2));
+  });
   forEach<MapOp>([&](MapOp map) {
     auto result = map.getResult().getType();
     for (OpOperand &use : map.getInputsMutable()) {
@@ -477,6 +504,11 @@ LogicalResult Assignment::run() {
     require(mma.getA(), operand(OperandKind::A, rank));
     require(mma.getB(), operand(OperandKind::B, rank));
     require(mma.getAcc(), acc(rank));
+  });
+  forEach<WarpgroupMmaOp>([&](WarpgroupMmaOp mma) {
+    if (!mma.isSharedA())
+      require(mma.getA(), operand(OperandKind::A, 2));
+    require(mma.getAcc(), acc(2));
   });
   // Each round gives at least one more value its layout, or ends.
   do {

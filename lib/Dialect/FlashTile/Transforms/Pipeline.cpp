@@ -47,9 +47,10 @@ struct KVLoopForm {
   scf::ForOp loop;
   SmallVector<Operation *> prefix;
   AsyncWaitOp acquire, release;
-  /// The prefix's copies and the body's reads of their buffers.
+  /// The prefix's copies and the stage operands of the body's reads of
+  /// their buffers (local loads, warpgroup MMAs).
   SmallVector<AsyncCopyOp> copies;
-  SmallVector<LocalLoadOp> loads;
+  SmallVector<OpOperand *> reads;
 };
 
 /// Reads `loop` as a KVLoopForm, adding the buffers its copies fill to
@@ -120,18 +121,27 @@ FailureOr<KVLoopForm> matchLoop(scf::ForOp loop,
       if (isa<AsyncCopyOp, AsyncCommitOp>(inner) ||
           (isa<AsyncWaitOp>(inner) && inner != form.release))
         return WalkResult::interrupt();
-      if (auto load = dyn_cast<LocalLoadOp>(inner))
-        if (llvm::any_of(form.copies, [&](AsyncCopyOp c) {
-              return c.getBuffer() == load.getBuffer();
-            }))
-          form.loads.push_back(load);
+      auto copied = [&](Value buffer) {
+        return llvm::any_of(form.copies, [&](AsyncCopyOp c) {
+          return c.getBuffer() == buffer;
+        });
+      };
+      if (auto load = dyn_cast<LocalLoadOp>(inner)) {
+        if (copied(load.getBuffer()))
+          form.reads.push_back(&load.getStageMutable());
+      } else if (auto mma = dyn_cast<WarpgroupMmaOp>(inner)) {
+        if (copied(mma.getB()))
+          form.reads.push_back(&mma.getBStageMutable());
+        if (mma.isSharedA() && copied(mma.getA()))
+          form.reads.push_back(&*mma.getAStageMutable().begin());
+      }
       return WalkResult::advance();
     });
     if (r.wasInterrupted())
       return fail("its block's work copies or waits as well");
   }
-  for (LocalLoadOp load : form.loads)
-    if (!isConstantIntValue(load.getStage(), 0))
+  for (OpOperand *read : form.reads)
+    if (!isConstantIntValue(read->get(), 0))
       return fail("a read of its block is not from stage 0");
   return form;
 }
@@ -388,8 +398,8 @@ LogicalResult PipelinePass::pipeline(FunctionOpInterface fn) {
     for (Operation *op : llvm::reverse(form.prefix))
       rewriter.eraseOp(op);
     rewriter.eraseOp(form.acquire);
-    for (LocalLoadOp load : form.loads)
-      load.getStageMutable().assign(s);
+    for (OpOperand *read : form.reads)
+      read->set(s);
     form.release.setPending(n - 2);
     auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
     yield->setOperand(first, nextStage);

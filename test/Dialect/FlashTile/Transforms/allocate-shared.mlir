@@ -112,3 +112,49 @@ func.func @odd_rows() {
   %q = flash_tile.alloc : !flash_tile.shared<1x16x12xf16>
   return
 }
+
+// -----
+
+// Buffers a warpgroup MMA reads start on 1024 bytes (the 128-byte
+// swizzle's period); the total holds 1024 bytes more, within which the
+// lowering aligns the buffers' start at run time. The 48-byte buffer
+// stays on 128.
+#plain = #flash_tile.swizzled<vector = 8, phases = 1>
+// CHECK-LABEL: func.func @warpgroup
+// CHECK-SAME: flash.shared_bytes = 44032 : i64
+// CHECK: flash_tile.alloc {offset = 0 : i64} : !flash_tile.shared<1x1x24xf16
+// CHECK: flash_tile.alloc {offset = 1024 : i64} : !flash_tile.shared<1x64x64xf16
+// CHECK: flash_tile.alloc {offset = 9216 : i64} : !flash_tile.shared<1x1x24xf16
+// CHECK: flash_tile.alloc {offset = 10240 : i64} : !flash_tile.shared<2x64x64xf16
+// CHECK: flash_tile.alloc {offset = 26624 : i64} : !flash_tile.shared<2x64x64xf16
+func.func @warpgroup(%p: !flash_tile.tile<64x64xf16>, %acc: !flash_tile.tile<64x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %odd = flash_tile.alloc : !flash_tile.shared<1x1x24xf16, #plain>
+  %q = flash_tile.alloc : !flash_tile.shared<1x64x64xf16>
+  %odd2 = flash_tile.alloc : !flash_tile.shared<1x1x24xf16, #plain>
+  %k = flash_tile.alloc : !flash_tile.shared<2x64x64xf16>
+  %v = flash_tile.alloc : !flash_tile.shared<2x64x64xf16>
+  %s = flash_tile.warpgroup_mma %q[%c0], %k[%c0] transpose, %acc
+      : !flash_tile.shared<1x64x64xf16>, !flash_tile.shared<2x64x64xf16>, !flash_tile.tile<64x64xf32>
+  %o = flash_tile.warpgroup_mma %p, %v[%c0], %acc
+      : !flash_tile.tile<64x64xf16>, !flash_tile.shared<2x64x64xf16>, !flash_tile.tile<64x64xf32>
+  return
+}
+
+// -----
+
+// Rows wider than 128 bytes that a warpgroup MMA reads are placed in panels
+// of 128 bytes; the same rows read by ldmatrix only are swizzled whole.
+// CHECK-DAG: #[[PANELS:.+]] = #flash_tile.swizzled<vector = 8, phases = 8, panel = 64>
+// CHECK-DAG: #[[WHOLE:.+]] = #flash_tile.swizzled<vector = 8, phases = 8>
+// CHECK-LABEL: func.func @panels
+// CHECK: flash_tile.alloc {offset = 0 : i64} : !flash_tile.shared<2x32x128xf16, #[[PANELS]]>
+// CHECK: flash_tile.alloc {offset = 16384 : i64} : !flash_tile.shared<2x32x128xf16, #[[WHOLE]]>
+func.func @panels(%p: !flash_tile.tile<64x32xf16>, %acc: !flash_tile.tile<64x128xf32>) {
+  %c0 = arith.constant 0 : index
+  %v = flash_tile.alloc : !flash_tile.shared<2x32x128xf16>
+  %w = flash_tile.alloc : !flash_tile.shared<2x32x128xf16>
+  %o = flash_tile.warpgroup_mma %p, %v[%c0], %acc
+      : !flash_tile.tile<64x32xf16>, !flash_tile.shared<2x32x128xf16>, !flash_tile.tile<64x128xf32>
+  return
+}

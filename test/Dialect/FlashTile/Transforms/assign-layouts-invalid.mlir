@@ -3,6 +3,8 @@
 // RUN:   --flash-tile-assign-layouts
 // RUN: flashc-opt %t/narrow.mlir --verify-diagnostics \
 // RUN:   --flash-tile-assign-layouts=rows-per-warp=32
+// RUN: flashc-opt %t/warpgroup.mlir --verify-diagnostics \
+// RUN:   --flash-tile-assign-layouts=rows-per-warp=32
 // RUN: not flashc-opt %t/narrow.mlir --flash-tile-assign-layouts=rows-per-warp=8 \
 // RUN:   2>&1 | FileCheck %s --check-prefix=OPTION
 
@@ -139,5 +141,18 @@ func.func @narrow(%qs: !flash_tile.shared<1x16x64xf16, #sw>,
   %s0 = flash_tile.splat %zero : !flash_tile.tile<16x64xf32>
   // expected-error@+1 {{flash-tile-assign-layouts: 32 rows per warp do not divide the tile's 16 rows}}
   %s = flash_tile.mma %q, %kt, %s0 : !flash_tile.tile<16x64xf16>, !flash_tile.tile<64x64xf16>, !flash_tile.tile<16x64xf32>
+  return
+}
+
+//--- warpgroup.mlir
+// A warpgroup MMA holds each warp to 16 rows.
+func.func @warpgroup(%v: !flash_tile.shared<2x64x64xf16>, %s: index) {
+  %cst = arith.constant 0.0 : f32
+  %h = arith.constant 0.0 : f16
+  %p = flash_tile.splat %h : !flash_tile.tile<128x64xf16>
+  %acc = flash_tile.splat %cst : !flash_tile.tile<128x64xf32>
+  // expected-error@+1 {{flash-tile-assign-layouts: a warpgroup MMA gives each warp 16 rows, not rows-per-warp = 32}}
+  %o = flash_tile.warpgroup_mma %p, %v[%s], %acc
+      : !flash_tile.tile<128x64xf16>, !flash_tile.shared<2x64x64xf16>, !flash_tile.tile<128x64xf32>
   return
 }

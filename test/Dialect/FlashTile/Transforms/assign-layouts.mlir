@@ -241,3 +241,34 @@ func.func @placed(%out: memref<?x64xf32>, %n: index) {
       : !flash_tile.tile<4x64xf32, #flash_tile.blocked<size = [1, 4], threads = [2, 16], warps = [2, 1]>>, memref<?x64xf32>
   return
 }
+
+// -----
+
+// A warpgroup MMA: 16 rows per warp (8 warps for 128 rows, where the
+// schedule would give 32), the accumulators in the MMA layout, P (from
+// the S accumulator, rounded) converted to the A operand layout in
+// registers; the shared operands have no layout to take.
+#sw = #flash_tile.swizzled<vector = 8, phases = 8>
+// CHECK: #mma = #flash_tile.mma<warps = [8, 1], instr = [16, 8, 16]>
+// CHECK-LABEL: func.func @warpgroup
+// CHECK-SAME: flash.block = 256 : i64
+// CHECK: %[[S:.+]] = flash_tile.warpgroup_mma %arg0[%c0], %arg1[%arg3] transpose, %{{.+}} : {{.+}}, !flash_tile.tile<128x64xf32, #mma>
+// CHECK: %[[P:.+]] = flash_tile.map %[[S]] : !flash_tile.tile<128x64xf32, #mma> -> !flash_tile.tile<128x64xf16, #mma>
+// CHECK: %[[PA:.+]] = flash_tile.convert_layout %[[P]] : !flash_tile.tile<128x64xf16, #mma> -> !flash_tile.tile<128x64xf16, #mma_a>
+// CHECK: flash_tile.warpgroup_mma %[[PA]], %arg2[%arg3], %{{.+}} : !flash_tile.tile<128x64xf16, #mma_a>, {{.+}}, !flash_tile.tile<128x64xf32, #mma>
+func.func @warpgroup(%qs: !flash_tile.shared<1x128x64xf16, #sw>, %ks: !flash_tile.shared<2x64x64xf16, #sw>,
+                     %vs: !flash_tile.shared<2x64x64xf16, #sw>, %s: index) {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %z = flash_tile.splat %zero : !flash_tile.tile<128x64xf32>
+  %sc = flash_tile.warpgroup_mma %qs[%c0], %ks[%s] transpose, %z
+      : !flash_tile.shared<1x128x64xf16, #sw>, !flash_tile.shared<2x64x64xf16, #sw>, !flash_tile.tile<128x64xf32>
+  %p = flash_tile.map %sc : !flash_tile.tile<128x64xf32> -> !flash_tile.tile<128x64xf16> {
+  ^bb0(%x: f32):
+    %h = arith.truncf %x : f32 to f16
+    flash_tile.yield %h : f16
+  }
+  %o = flash_tile.warpgroup_mma %p, %vs[%s], %z
+      : !flash_tile.tile<128x64xf16>, !flash_tile.shared<2x64x64xf16, #sw>, !flash_tile.tile<128x64xf32>
+  return
+}

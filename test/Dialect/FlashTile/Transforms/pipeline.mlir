@@ -211,3 +211,52 @@ func.func @no_loops() {
   flash_tile.async_wait pending 0
   return
 }
+
+// -----
+
+#mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+#copy = #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [4, 1]>
+#smem = #flash_tile.swizzled<vector = 8, phases = 8>
+!buf = !flash_tile.shared<2x64x64xf16, #smem>
+
+// Warpgroup MMAs read the stages themselves: their stage operands of the
+// copied buffers (K's and V's, not Q's) follow the block's stage, as a
+// local_load's does.
+// CHECK-LABEL: func.func @warpgroup
+// CHECK: scf.for %{{.+}} iter_args(%{{.+}} = %{{.+}}, %[[S:.+]] = %{{.+}}) -> (!flash_tile.tile<64x64xf32, #mma>, index) {
+// CHECK: %[[SC:.+]] = flash_tile.warpgroup_mma %[[QS:.+]][%c0], %[[KS:.+]][%[[S]]] transpose
+// CHECK: flash_tile.warpgroup_mma %{{.+}}, %[[VS:.+]][%[[S]]], %[[SC]]
+// CHECK-NEXT: flash_tile.async_wait pending 0
+func.func @warpgroup(%q: memref<?x64xf16>, %k: memref<?x64xf16>,
+                     %v: memref<?x64xf16>, %lb: index, %ub: index,
+                     %p: !flash_tile.tile<64x64xf16, #flash_tile.operand<a, #mma>>)
+    -> !flash_tile.tile<64x64xf32, #mma> {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %qs = flash_tile.alloc : !flash_tile.shared<1x64x64xf16, #smem>
+  %ks = flash_tile.alloc : !buf
+  %vs = flash_tile.alloc : !buf
+  %f0 = arith.constant 0.0 : f32
+  %zero = flash_tile.splat %f0 : !flash_tile.tile<64x64xf32, #mma>
+  flash_tile.async_copy %q[%c0], %qs[%c0] valid %c64 {layout = #copy}
+      : memref<?x64xf16>, !flash_tile.shared<1x64x64xf16, #smem>
+  flash_tile.async_wait pending 0
+  %r = scf.for %j = %lb to %ub step %c64 iter_args(%acc = %zero)
+      -> (!flash_tile.tile<64x64xf32, #mma>) {
+    %ok = arith.cmpi sge, %j, %c0 : index
+    scf.if %ok {
+      flash_tile.async_copy %k[%j], %ks[%c0] valid %c64 {layout = #copy}
+          : memref<?x64xf16>, !buf
+      flash_tile.async_copy %v[%j], %vs[%c0] valid %c64 {layout = #copy}
+          : memref<?x64xf16>, !buf
+    }
+    flash_tile.async_wait pending 0
+    %s = flash_tile.warpgroup_mma %qs[%c0], %ks[%c0] transpose, %acc
+        : !flash_tile.shared<1x64x64xf16, #smem>, !buf, !flash_tile.tile<64x64xf32, #mma>
+    %o = flash_tile.warpgroup_mma %p, %vs[%c0], %s
+        : !flash_tile.tile<64x64xf16, #flash_tile.operand<a, #mma>>, !buf, !flash_tile.tile<64x64xf32, #mma>
+    flash_tile.async_wait pending 0
+    scf.yield %o : !flash_tile.tile<64x64xf32, #mma>
+  } {flash.kv_loop}
+  return %r : !flash_tile.tile<64x64xf32, #mma>
+}

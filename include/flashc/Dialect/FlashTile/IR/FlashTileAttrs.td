@@ -206,6 +206,15 @@ def FlashTile_SwizzledLayoutAttr : FlashTile_Attr<"SwizzledLayout",
     the chunks of a row, so that every chunk stays in its row (the buffer
     type checks it).
 
+    With `panel`, a row is split into panels of `panel` elements (the
+    128 bytes of the tensor cores' and the TMA's 128-byte swizzle), and
+    each panel of the stage's rows is stored as a matrix of its own, one
+    after the other: element `(r, c)` of a stage of `R` rows lies in
+    panel `c / panel`, at `(c / panel) * R * panel + r * panel` plus its
+    chunk's swizzled place in the panel's row. Warpgroup MMAs read
+    buffers of rows wider than 128 bytes in this form. `panel = 0` (the
+    default) is one panel of the whole row.
+
     Rows whose chunks are not a power of two are padded instead: each row
     takes `padding` more elements (whole chunks) than it holds. A row of an
     odd number of chunks puts the eight rows an `ldmatrix` reads in eight
@@ -216,15 +225,27 @@ def FlashTile_SwizzledLayoutAttr : FlashTile_Attr<"SwizzledLayout",
     ```mlir
     #flash_tile.swizzled<vector = 8, phases = 8>
     #flash_tile.swizzled<vector = 8, phases = 1, padding = 8>
+    #flash_tile.swizzled<vector = 8, phases = 8, panel = 64>
     ```
   }];
   let parameters = (ins "int64_t":$vector, "int64_t":$phases,
-                        DefaultValuedParameter<"int64_t", "0">:$padding);
-  let assemblyFormat = [{
-    `<` `vector` `=` $vector `,` `phases` `=` $phases
-    (`,` `padding` `=` $padding^)? `>`
-  }];
+                        DefaultValuedParameter<"int64_t", "0">:$padding,
+                        DefaultValuedParameter<"int64_t", "0">:$panel);
+  let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
+  let builders = [
+    AttrBuilder<(ins "int64_t":$vector, "int64_t":$phases,
+                     CArg<"int64_t", "0">:$padding), [{
+      return $_get($_ctxt, vector, phases, padding, 0);
+    }]>,
+  ];
+  let extraClassDeclaration = [{
+    /// The elements between consecutive rows of a panel: the panel's, or
+    /// a padded row's of `columns` when the row is one panel.
+    int64_t getRowPitch(int64_t columns) const {
+      return getPanel() ? getPanel() : columns + getPadding();
+    }
+  }];
 }
 
 #endif // FLASHC_DIALECT_FLASHTILE_IR_FLASHTILEATTRS_TD

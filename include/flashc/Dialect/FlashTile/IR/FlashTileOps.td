@@ -225,6 +225,68 @@ def FlashTile_MmaOp : FlashTile_Op<"mma", [Pure,
   }];
 }
 
+def FlashTile_WarpgroupMmaOp : FlashTile_Op<"warpgroup_mma",
+    [AllTypesMatch<["acc", "result"]>,
+     MemoryEffects<[MemRead]>]> {
+  let summary = "Matrix multiply-accumulate of a warpgroup, B in shared memory";
+  let description = [{
+    `result = a * b + acc`, as a warpgroup-level MMA (`wgmma.mma_async` on
+    sm_90a) computes it: `b` is read by the tensor cores straight from
+    stage `b_stage` of a shared buffer, `a` either from stage `a_stage` of
+    a shared buffer or from registers. Every warpgroup of the CTA (four
+    consecutive warps) multiplies its 64 rows of `a` into its 64 rows of
+    the accumulator.
+
+    - `a` (`M x K`): a shared buffer whose stage is `M x K` (its rows are
+      A's rows), or a register tile in `#flash_tile.operand<a, ...>` of
+      the accumulator's layout (P of `P V`, never stored).
+    - `b` (`K x N`): the stage itself (`K x N`, N-major: V of `P V`), or
+      with `transpose_b` the stage's transpose (`N x K`, K-major: K of
+      `Q K^T`).
+    - `acc` and the result: `M x N` f32 in a `#flash_tile.mma` layout of
+      16 rows per warp and one column warp, so that the warps of a
+      warpgroup hold the 64 rows of its accumulator as the instruction
+      does. `M` is a multiple of 64, `N` of 8 up to 256, `K` of 16.
+
+    The shared operands are read in the layout the buffer's
+    `#flash_tile.swizzled` places them: rows of 128 bytes swizzled over
+    8 rows, the canonical 128-byte swizzle of the tensor cores (and of the
+    TMA). The multiply is complete when the op returns; its reads of
+    shared memory are asynchronous-proxy reads, which see the plain
+    stores and `cp.async` copies before them only across a proxy fence
+    (`flash-tile-to-nvgpu` fences after each `async_wait` of a kernel
+    that has this op).
+
+    ```mlir
+    %s = flash_tile.warpgroup_mma %q[%c0], %k[%stage] transpose, %zero
+        : !flash_tile.shared<1x128x64xf16, #sw>, !flash_tile.shared<2x64x64xf16, #sw>,
+          !flash_tile.tile<128x64xf32, #mma>
+    %o = flash_tile.warpgroup_mma %p, %v[%stage], %acc
+        : !flash_tile.tile<128x64xf16, #flash_tile.operand<a, #mma>>,
+          !flash_tile.shared<2x64x64xf16, #sw>, !flash_tile.tile<128x64xf32, #mma>
+    ```
+  }];
+  let arguments = (ins AnyTypeOf<[FlashTile_Tile, FlashTile_Shared]>:$a,
+                       Optional<Index>:$a_stage, FlashTile_Shared:$b,
+                       Index:$b_stage, FlashTile_Tile:$acc,
+                       UnitAttr:$transpose_b);
+  let results = (outs FlashTile_Tile:$result);
+  let assemblyFormat = [{
+    $a (`[` $a_stage^ `]`)? `,` $b `[` $b_stage `]`
+    (`transpose` $transpose_b^)? `,` $acc attr-dict `:`
+    qualified(type($a)) `,` qualified(type($b)) `,` qualified(type($acc))
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Whether A is read from shared memory (else from registers).
+    bool isSharedA() {
+      return ::llvm::isa<SharedType>(getA().getType());
+    }
+    /// The M x K, K x N and M x N shapes of the multiply.
+    ::llvm::SmallVector<int64_t, 3> getMNK();
+  }];
+}
+
 def FlashTile_ReduceKind : I32EnumAttr<"ReduceKind",
     "How a row reduction combines", [
       I32EnumAttrCase<"Max", 0, "max">,

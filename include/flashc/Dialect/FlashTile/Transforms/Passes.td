@@ -91,11 +91,64 @@ def FlashTileAssignLayouts : Pass<"flash-tile-assign-layouts"> {
   ];
 }
 
+def FlashTileUseWarpgroupMma : Pass<"flash-tile-use-warpgroup-mma"> {
+  let summary = "Multiply by warpgroups straight from shared memory (sm_90a)";
+  let description = [{
+    Rewrites each `flash_tile.mma` of a kernel whose B operand is a
+    `flash_tile.local_load` of a shared buffer into a
+    `flash_tile.warpgroup_mma` that reads that buffer's stage itself
+    (`wgmma.mma_async` on sm_90a): the tensor cores read B, and A too
+    where A is an untransposed `local_load` (Q of `Q K^T`), from shared
+    memory, and no warp loads them into registers. An A operand computed
+    in registers (P of `P V`) stays there. A `local_load` left without
+    users is erased.
+
+    It runs before `flash-tile-assign-layouts`, on tiles without layouts,
+    which then gives every warp 16 rows so that each warpgroup holds the
+    64 rows of its instructions. An MMA is rewritten where the
+    instruction can do it and the buffers' rows are what its 128-byte
+    swizzle reads; others are left as they are, and a kernel may mix
+    both:
+
+    - the accumulator is a matrix (no batch) of a multiple of 64 rows
+      and 8 to 256 columns (a multiple of 8), K a multiple of 16;
+    - every buffer it reads has rows of a multiple of 128 bytes (64,
+      128, 192 or 256 f16 or bf16 columns): rows of the 128-byte swizzle,
+      in panels of 128 bytes where wider (`flash-tile-allocate-shared`
+      places them so).
+
+    Example:
+
+    ```mlir
+    %kt = flash_tile.local_load %k[%s] transpose : !flash_tile.shared<2x64x64xf16> -> !flash_tile.tile<64x64xf16>
+    %s1 = flash_tile.mma %q, %kt, %s0 : !flash_tile.tile<128x64xf16>, !flash_tile.tile<64x64xf16>, !flash_tile.tile<128x64xf32>
+    ```
+
+    becomes (with `%q` a `local_load` of `%qs[%c0]`)
+
+    ```mlir
+    %s1 = flash_tile.warpgroup_mma %qs[%c0], %k[%s] transpose, %s0
+        : !flash_tile.shared<1x128x64xf16>, !flash_tile.shared<2x64x64xf16>, !flash_tile.tile<128x64xf32>
+    ```
+  }];
+  let statistics = [
+    Statistic<"numShared", "num-shared-a",
+              "MMAs rewritten with A from shared memory">,
+    Statistic<"numRegisters", "num-register-a",
+              "MMAs rewritten with A from registers">,
+    Statistic<"numKept", "num-kept", "MMAs left as warp-level MMAs">,
+  ];
+}
+
 def FlashTileAllocateShared : Pass<"flash-tile-allocate-shared"> {
   let summary = "Place a kernel's shared buffers and check the budget";
   let description = [{
     Gives every `flash_tile.alloc` of a function (a `func.func` or a
-    `gpu.func`) without a placement its `#flash_tile.swizzled` layout:
+    `gpu.func`) without a placement its `#flash_tile.swizzled` layout
+    (a buffer a `flash_tile.warpgroup_mma` reads, rows wider than 128
+    bytes in panels of 128 bytes, `panel = 64` for 16-bit elements, and
+    on a 1024-byte boundary; the kernel's total then counts 1024 bytes
+    more, within which the lowering aligns the buffers' start), else
     16-byte chunks XOR-swizzled over up to 8 rows where a row has a power
     of two (at least 2) of them, else rows padded by a chunk (48, 80, 96,
     112, 160, 192 or 224 f16 columns), which also puts the 8 rows an
