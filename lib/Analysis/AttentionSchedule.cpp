@@ -106,12 +106,14 @@ TileSizes mlir::flash::chooseTileSizes(const TargetInfo &target,
     // as take 16 keys each at least). Bc is not clamped to Nk: the kernels
     // mask the tail of a block.
     bool decode = shape.seqQ <= 16;
-    flashc::GPUTileConfig c =
-        flashc::chooseGPUTiles(shape.group(), shape.headDim,
-                               shape.valueDim(), shape.elementBytes(), decode,
-                               wideWarps);
+    flashc::GPUTileConfig c = flashc::chooseGPUTiles(
+        shape.group(), shape.headDim, shape.valueDim(), shape.elementBytes(),
+        decode, wideWarps, target.hasWarpgroupMma());
     c.stages = stages;
-    while (c.sharedBytes() > target.sramBytes && c.blockKV >= 2 * 16) {
+    // sm_90a's kernels align their buffers for the warpgroup MMAs within
+    // 1024 bytes more (flash-tile-allocate-shared).
+    int64_t budget = target.sramBytes - (target.hasWarpgroupMma() ? 1024 : 0);
+    while (c.sharedBytes() > budget && c.blockKV >= 2 * 16) {
       c = flashc::makeGPUTileConfig(c.group, c.headDim, c.headDimV,
                                     c.elementBytes, c.blockQ, c.blockKV / 2,
                                     c.outputBytes, wideWarps);

@@ -10,7 +10,8 @@
 // RUN: FileCheck %s --check-prefixes=CHECK,SM90 < %t.sm90.mlir
 // RUN: FileCheck %s --check-prefix=WGMMA --implicit-check-not=ldmatrix \
 // RUN:   --implicit-check-not=mma.sync < %t.sm90.mlir
-// Without warpgroup MMAs, sm_90a's kernel is sm_80's.
+// Without warpgroup MMAs, sm_90a's kernel multiplies by warps (mma.sync,
+// ldmatrix) at its own tiles: 128 keys a block, 16 rows a warp.
 // RUN: flashc-opt %s --flash-gpu-pipeline="chip=sm_90a warpgroup-mma=0" \
 // RUN:   | FileCheck %s --check-prefixes=CHECK,SM90-MMA
 // RUN: flashc-opt %s --flash-gpu-pipeline="chip=sm_90a warpgroup-mma=0" \
@@ -67,9 +68,9 @@
 // One kernel: no combine without a split KV loop.
 // CHECK-NOT: .visible .entry
 // SM80-SAME: .reqntid 128, 1, 1
-// SM90-MMA-SAME: .reqntid 128, 1, 1
 // Two warpgroups of 64 rows each.
 // SM90-SAME: .reqntid 256, 1, 1
+// SM90-MMA-SAME: .reqntid 256, 1, 1
 // CHECK-NOT: .visible .entry
 // CHECK-SAME: ">]
 // CHECK-NOT: gpu.binary
@@ -90,14 +91,15 @@
 // PTX-DAG: bar.sync
 
 // sm_90a: S = Q K^T from shared memory (Q and K by descriptors, K
-// K-major), O += P V with P from registers and V N-major (imm-trans-b 1),
+// K-major; 128 keys a block), O += P V with P from registers and V N-major
+// (imm-trans-b 1),
 // the registers fenced before and the group waited for after; the copies
 // fenced for the asynchronous proxy before the barrier; no ldmatrix and
 // no mma.sync left.
 // WGMMA: assembly = "
 // WGMMA-DAG: cp.async.wait_group \090;\0A\09fence.proxy.async.shared::cta;\0A\09bar.sync
 // WGMMA-DAG: wgmma.fence.sync.aligned;
-// WGMMA-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{[{][^}]+[}]}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1, 0, 0;
+// WGMMA-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{[{][^}]+[}]}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1, 0, 0;
 // WGMMA-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{[{][^}]+[}]}}, {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, %rd{{[0-9]+}}, p, 1, 1, 1;
 // WGMMA-DAG: wgmma.commit_group.sync.aligned;
 // WGMMA-DAG: wgmma.wait_group.sync.aligned \090;

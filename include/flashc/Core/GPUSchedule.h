@@ -275,9 +275,19 @@ inline GPUTileConfig makeGPUTileConfig(int64_t group, int64_t headDim,
 /// in sm_90a causal GQA kernels with the log-sum-exp), with 16 it uses 228
 /// and spills nothing, and the 64 KB of shared memory let two CTAs share an
 /// SM on sm_80 and sm_90a.
+///
+/// With `warpgroup` (sm_90a's warpgroup MMAs, with `wideWarps`), head dims
+/// padded to multiples of 64 take 128 rows, 8 warps of 16, in blocks of
+/// 128 keys up to D = 128 and 64 beyond: a warpgroup reads its B operand
+/// from shared memory for 64 rows, so the wider N halves the bytes read
+/// per multiply-accumulate, which at 32 keys bound the D = 128 kernel by
+/// shared memory (the static model of docs/KERNELS.md); 16 rows a warp
+/// hold 128 x 128 scores and 128 x 128 accumulators in 255 registers (and
+/// 64 x 256 at D = 256) without spilling.
 inline GPUTileConfig chooseGPUTiles(int64_t group, int64_t headDim,
                                     int64_t headDimV, int64_t elementBytes,
-                                    bool decode, bool wideWarps = false) {
+                                    bool decode, bool wideWarps = false,
+                                    bool warpgroup = false) {
   int64_t g = std::max<int64_t>(group, 1);
   // The flash_tile path lays the rows out for a power-of-two group
   // (GPUTileConfig::tileGroup).
@@ -307,6 +317,11 @@ inline GPUTileConfig chooseGPUTiles(int64_t group, int64_t headDim,
     if (wideWarps && maxD <= kMaxWideWarpColumns && kMaxGPUTileRows % tg == 0) {
       rows = kMaxGPUTileRows;
       blockKV = maxD <= 64 ? 64 : 32;
+    }
+    if (wideWarps && warpgroup && kMaxGPUTileRows % tg == 0 &&
+        roundUpTo(headDim, 16) % 64 == 0 && roundUpTo(headDimV, 16) % 64 == 0) {
+      rows = kMaxGPUTileRows;
+      blockKV = maxD <= 128 ? 128 : 64;
     }
     blockQ = std::max<int64_t>(1, rows / tg);
   }

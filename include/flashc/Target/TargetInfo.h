@@ -52,6 +52,9 @@ struct TargetInfo {
   bool bf16DotProduct = false;
 
   bool isGPU() const { return kind == TargetKind::CUDA; }
+  /// Whether the GPU multiplies by warpgroups (sm_90a's wgmma, m64nNk16),
+  /// which its prefill tiles are sized for.
+  bool hasWarpgroupMma() const { return isGPU() && mmaM == 64; }
 
   /// The names `get` accepts, for diagnostics.
   static llvm::StringRef knownTargets() { return "cpu, sm_80, sm_90a"; }
