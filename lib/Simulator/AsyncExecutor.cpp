@@ -415,6 +415,14 @@ std::string AsyncExecutor::onAccess(uint32_t off, uint32_t size, bool write,
                  " by " + hooks.thread(st.thread) +
                  " still reads (no cp.async.bulk.wait_group has retired it)";
     if (write) {
+      // A write after another warp's read of the chunk (a wgmma's operand,
+      // a TMA store's source, a load) needs that read ordered before it.
+      for (uint32_t r = 0; r < nwarps; ++r)
+        if (r != s.warp && readClocks[size_t(c) * nwarps + r] > me[r])
+          return "write of shared address " + hex(addr) + ", which warp " +
+                 std::to_string(r) + " read at " +
+                 hooks.at(readLines[size_t(c) * nwarps + r]) +
+                 " with no barrier between that read and this write";
       ch.writer = s.warp;
       ch.writeClock = me[s.warp];
       ch.writeLine = s.line;

@@ -27,13 +27,18 @@ def FlashTileAssignLayouts : Pass<"flash-tile-assign-layouts"> {
       accumulator columns (keys + Dv: what 255 registers hold for 32
       rows; a warp then reads each K and V fragment once for two row
       tiles), else 16 (GPUSchedule's `chooseRowTilesPerWarp`, which the
-      cost model counts by too); `rows-per-warp` overrides the choice. The CTA has `R / rows-per-warp x B` warps, a
-      power of two, recorded on the function as `flash.block` (threads).
+      cost model counts by too); `rows-per-warp` overrides the choice.
+      A kernel with a `flash_tile.warpgroup_mma` gives every warp 16
+      rows, so that each warpgroup holds the 64 rows of its instructions
+      (`rows-per-warp = 32` is then an error). The CTA has
+      `R / rows-per-warp x B` warps, a power of two, recorded on the
+      function as `flash.block` (threads).
     - **MMA layouts.** Every accumulator gets `#flash_tile.mma<warps =
       [R / rows-per-warp, B], instr = [16, 8, 16]>` (2-D: a batch's
       merged result spreads its columns over the kv warps) or `<warps =
       [B, R / rows-per-warp, 1]>` (a batch), its operands the A and B
-      operand layouts of it; shared-memory reads, splats and broadcasts
+      operand layouts of it (a warpgroup MMA's register A the A operand
+      layout; its shared operands have none); shared-memory reads, splats and broadcasts
       feeding an MMA take the layout it needs.
     - **The rest** follows to a fixed point: a reduction leaves a
       `#flash_tile.slice` of its source's layout, a fold and a rescale
