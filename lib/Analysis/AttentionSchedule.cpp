@@ -111,8 +111,10 @@ TileSizes mlir::flash::chooseTileSizes(const TargetInfo &target,
         decode, wideWarps, target.hasWarpgroupMma());
     c.stages = stages;
     // sm_90a's kernels align their buffers for the warpgroup MMAs within
-    // 1024 bytes more (flash-tile-allocate-shared).
-    int64_t budget = target.sramBytes - (target.hasWarpgroupMma() ? 1024 : 0);
+    // kWarpgroupSharedAlignment bytes more (flash-tile-allocate-shared).
+    int64_t budget =
+        target.sramBytes -
+        (target.hasWarpgroupMma() ? flashc::kWarpgroupSharedAlignment : 0);
     while (c.sharedBytes() > budget && c.blockKV >= 2 * 16) {
       c = flashc::makeGPUTileConfig(c.group, c.headDim, c.headDimV,
                                     c.elementBytes, c.blockQ, c.blockKV / 2,

@@ -238,25 +238,23 @@ TEST(AsyncExecutorTest, AWriteAfterAnotherWarpsReadNeedsABarrier) {
   // after a fenced write of warp 0 and a barrier; warp 0's next write of
   // it is a race until a barrier orders the read before it. (The
   // mbarriers' initialisation starts the executor.)
-  Fixture f;
-  init(f);
-  ASSERT_EQ(f.x.onAccess(kStage, 16, true, site(0, 30)), "");
-  f.x.fenceProxyAsync(0);
-  f.x.barrierComplete(0, {0, 1});
-  ASSERT_EQ(f.x.onAsyncRead(kStage, 16, site(1, 31)), "");
-  std::string why = f.x.onAccess(kStage, 16, true, site(0, 32));
+  auto rewrite = [](bool barrier) {
+    Fixture f;
+    init(f);
+    EXPECT_EQ(f.x.onAccess(kStage, 16, true, site(0, 30)), "");
+    f.x.fenceProxyAsync(0);
+    f.x.barrierComplete(0, {0, 1});
+    EXPECT_EQ(f.x.onAsyncRead(kStage, 16, site(1, 31)), "");
+    if (barrier)
+      f.x.barrierComplete(0, {0, 1});
+    return f.x.onAccess(kStage, 16, true, site(0, 32));
+  };
+  std::string why = rewrite(false);
   EXPECT_NE(why.find("which warp 1 read at line 31 with no barrier between "
                      "that read and this write"),
             std::string::npos)
       << why;
-  Fixture g;
-  init(g);
-  ASSERT_EQ(g.x.onAccess(kStage, 16, true, site(0, 30)), "");
-  g.x.fenceProxyAsync(0);
-  g.x.barrierComplete(0, {0, 1});
-  ASSERT_EQ(g.x.onAsyncRead(kStage, 16, site(1, 31)), "");
-  g.x.barrierComplete(0, {0, 1});
-  EXPECT_EQ(g.x.onAccess(kStage, 16, true, site(0, 32)), "");
+  EXPECT_EQ(rewrite(true), "");
 }
 
 TEST(AsyncExecutorTest, ReportsMisuse) {

@@ -36,6 +36,14 @@ namespace flashc {
 inline constexpr int64_t kMaxGPUHeadDim = 256;
 /// The largest number of query rows (G x Br) of one CTA's tile.
 inline constexpr int64_t kMaxGPUTileRows = 128;
+/// A row of the 128-byte swizzle, which sm_90a's warpgroup MMAs (and the
+/// TMA) read shared memory in: rows of whole 128-byte rows are read as
+/// they are, wider ones in panels of 128 bytes.
+inline constexpr int64_t kWarpgroupRowBytes = 128;
+/// The swizzle's period of 8 such rows, which the buffers a warpgroup MMA
+/// reads start on (the lowering aligns the kernel's buffers to it at run
+/// time, within as many bytes more of shared memory).
+inline constexpr int64_t kWarpgroupSharedAlignment = 8 * kWarpgroupRowBytes;
 /// Rows of one MMA tile (mma.m16n8k16).
 inline constexpr int64_t kMmaRows = 16;
 /// The stages of the K and V buffers that a kernel's KV loop is pipelined
@@ -318,8 +326,11 @@ inline GPUTileConfig chooseGPUTiles(int64_t group, int64_t headDim,
       rows = kMaxGPUTileRows;
       blockKV = maxD <= 64 ? 64 : 32;
     }
+    auto swizzleRows = [&](int64_t d) {
+      return roundUpTo(d, 16) * elementBytes % kWarpgroupRowBytes == 0;
+    };
     if (wideWarps && warpgroup && kMaxGPUTileRows % tg == 0 &&
-        roundUpTo(headDim, 16) % 64 == 0 && roundUpTo(headDimV, 16) % 64 == 0) {
+        swizzleRows(headDim) && swizzleRows(headDimV)) {
       rows = kMaxGPUTileRows;
       blockKV = maxD <= 128 ? 128 : 64;
     }

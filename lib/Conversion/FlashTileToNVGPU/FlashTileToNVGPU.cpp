@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flashc/Conversion/MmaSync.h"
+#include "flashc/Core/GPUSchedule.h"
 #include "flashc/Conversion/Passes.h"
 #include "flashc/Dialect/Flash/IR/FlashDialect.h"
 #include "flashc/Dialect/FlashTile/IR/FlashTileDialect.h"
@@ -58,11 +59,6 @@ using namespace mlir;
 using namespace mlir::flash_tile;
 
 namespace {
-
-/// The alignment of shared buffers a warpgroup MMA reads: the period of the
-/// 128-byte swizzle (8 rows of 128 bytes), which the hardware applies to
-/// address bits 4-6 from bits 7-9.
-constexpr int64_t kWarpgroupAlignment = 1024;
 
 //===----------------------------------------------------------------------===//
 // Per-kernel values
@@ -165,8 +161,8 @@ public:
       Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
       s.padding = arith::AndIOp::create(
           rewriter, loc, arith::SubIOp::create(rewriter, loc, zero, at),
-          arith::ConstantIndexOp::create(rewriter, loc,
-                                         kWarpgroupAlignment - 1));
+          arith::ConstantIndexOp::create(
+              rewriter, loc, flashc::kWarpgroupSharedAlignment - 1));
     }
     return s.padding;
   }
@@ -1223,7 +1219,7 @@ struct WarpgroupMmaLowering : TilePattern<WarpgroupMmaOp> {
                  : kv.operandType<TileType>(op, 0).getShape().back()) /
         16;
     Type element = b.getElementType();
-    constexpr int64_t rowBytes = 128;
+    constexpr int64_t rowBytes = flashc::kWarpgroupRowBytes;
 
     // The instruction's accumulator register i of a thread is row
     // 8 * ((i % 4) / 2) and column 8 * (i / 4) + i % 2 from the thread's
@@ -1257,8 +1253,7 @@ struct WarpgroupMmaLowering : TilePattern<WarpgroupMmaOp> {
       Value bytes = arith::MulIOp::create(
           rewriter, loc, stage,
           indexConst(rewriter, loc,
-                     type.getRows() * type.getRowElements() *
-                         type.getElementType().getIntOrFloatBitWidth() / 8));
+                     type.getSizeInBytes() / type.getStages()));
       return arith::IndexCastOp::create(
           rewriter, loc, i64, arith::AddIOp::create(rewriter, loc, at, bytes));
     };

@@ -7,6 +7,8 @@
 #include "flashc/Dialect/FlashTile/IR/FlashTileOps.h"
 #include "flashc/Dialect/FlashTile/IR/LayoutUtils.h"
 
+#include "flashc/Core/GPUSchedule.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpImplementation.h"
@@ -251,18 +253,17 @@ SmallVector<int64_t, 3> WarpgroupMmaOp::getMNK() {
 static LogicalResult verifyWarpgroupBuffer(WarpgroupMmaOp op, SharedType buffer,
                                            StringRef role) {
   int64_t bytes = buffer.getElementType().getIntOrFloatBitWidth() / 8;
-  int64_t rowBytes = buffer.getColumns() * bytes;
-  if (rowBytes % 128 != 0)
+  if (!hasWarpgroupRows(buffer.getColumns(), bytes))
     return op.emitOpError()
            << "reads " << role << " from rows of whole 128-byte rows of the "
            << "tensor cores' 128-byte swizzle, not " << buffer.getColumns()
            << " x " << bytes << " bytes";
+  // Whole 128-byte rows read as they are lie 128 bytes apart: one swizzle
+  // row each, or panels of them (padding would widen the pitch).
   SwizzledLayoutAttr layout = buffer.getLayout();
-  int64_t panel = rowBytes > 128 ? 128 / bytes : 0;
-  if (layout &&
-      (layout.getVector() * bytes != 16 || layout.getPhases() != 8 ||
-       layout.getPadding() != 0 ||
-       (layout.getPanel() != panel && layout.getPanel() * bytes != 128)))
+  if (layout && (layout.getVector() * bytes != 16 || layout.getPhases() != 8 ||
+                 layout.getRowPitch(buffer.getColumns()) * bytes !=
+                     flashc::kWarpgroupRowBytes))
     return op.emitOpError() << "reads " << role
                             << " swizzled in 16-byte chunks over 8 rows "
                                "without padding, in panels of 128 bytes "
@@ -298,7 +299,7 @@ LogicalResult WarpgroupMmaOp::verify() {
                          << formatShape(bs) << " into " << formatShape({m, n})
                          << ": the shapes do not chain (M x K, K x N, M x N)";
   int64_t k = as[1];
-  if (m % 64 != 0 || n % 8 != 0 || n > 256 || k % 16 != 0)
+  if (!fitsInstruction(m, n, k))
     return emitOpError() << "multiplies " << m << " x " << k << " by " << k
                          << " x " << n
                          << ": a warpgroup's instruction is m64nNk16, so M is "

@@ -293,3 +293,16 @@ SwizzledLayoutAttr mlir::flash_tile::getSharedPlacement(MLIRContext *ctx,
   int64_t phases = padding ? 1 : std::min<int64_t>(8, cols / vec);
   return SwizzledLayoutAttr::get(ctx, vec, phases, padding);
 }
+
+bool mlir::flash_tile::hasWarpgroupRows(int64_t cols, int64_t elementBytes) {
+  return cols > 0 && cols * elementBytes % flashc::kWarpgroupRowBytes == 0;
+}
+
+SwizzledLayoutAttr
+mlir::flash_tile::getWarpgroupPlacement(MLIRContext *ctx, int64_t cols,
+                                        int64_t elementBytes) {
+  int64_t rowElements = flashc::kWarpgroupRowBytes / elementBytes;
+  return SwizzledLayoutAttr::get(ctx, 16 / elementBytes, 8, /*padding=*/0,
+                                 /*panel=*/cols > rowElements ? rowElements
+                                                              : 0);
+}

@@ -13,6 +13,7 @@
 
 #include "flashc/Dialect/FlashTile/IR/FlashTileOps.h"
 #include "flashc/Dialect/FlashTile/IR/LayoutUtils.h"
+#include "flashc/Core/GPUSchedule.h"
 #include "flashc/Target/TargetInfo.h"
 
 #include "mlir/IR/Builders.h"
@@ -38,12 +39,10 @@ namespace {
 
 /// Buffers start on 128 bytes: a row of 8 swizzled 16-byte chunks.
 constexpr int64_t kAlignment = 128;
-/// Buffers a warpgroup MMA reads start on 1024 bytes, the 128-byte
-/// swizzle's period of 8 rows, as do the buffers of such a kernel as a
-/// whole: the lowering aligns their start at run time, within 1024 bytes
-/// more.
-constexpr int64_t kWarpgroupAlignment = 1024;
-
+/// Buffers a warpgroup MMA reads start on flashc::kWarpgroupSharedAlignment
+/// bytes (the 128-byte swizzle's period of 8 rows), as do the buffers of
+/// such a kernel as a whole: the lowering aligns their start at run time,
+/// within as many bytes more.
 /// Whether a warpgroup MMA reads `alloc`'s buffer.
 bool isWarpgroupOperand(AllocOp alloc) {
   return llvm::any_of(alloc.getBuffer().getUsers(), [&](Operation *user) {
@@ -100,20 +99,20 @@ struct AllocateSharedPass
     if (allocs.empty())
       return success();
     Builder b(&getContext());
+    SmallVector<bool> operands =
+        llvm::map_to_vector(allocs, isWarpgroupOperand);
     // The rows' placement first: it decides the sizes.
-    for (AllocOp alloc : allocs) {
+    for (auto [alloc, operand] : llvm::zip_equal(allocs, operands)) {
       SharedType type = alloc.getBuffer().getType();
       if (type.hasLayout())
         continue;
       int64_t bytes = type.getElementType().getIntOrFloatBitWidth() / 8;
-      SwizzledLayoutAttr placement =
-          getSharedPlacement(&getContext(), type.getColumns(), bytes);
       // A warpgroup MMA reads rows wider than the 128-byte swizzle as
       // panels of 128 bytes.
-      if (isWarpgroupOperand(alloc) && type.getColumns() * bytes > 128)
-        placement = SwizzledLayoutAttr::get(&getContext(), 16 / bytes, 8,
-                                            /*padding=*/0,
-                                            /*panel=*/128 / bytes);
+      SwizzledLayoutAttr placement =
+          operand ? getWarpgroupPlacement(&getContext(), type.getColumns(),
+                                          bytes)
+                  : getSharedPlacement(&getContext(), type.getColumns(), bytes);
       if (!placement)
         return alloc.emitError()
                << "flash-tile-allocate-shared: rows of " << type.getColumns()
@@ -125,20 +124,17 @@ struct AllocateSharedPass
       ++numPlacements;
     }
     int64_t offset = 0;
-    bool warpgroup = false;
-    for (AllocOp alloc : allocs) {
-      bool operand = isWarpgroupOperand(alloc);
-      warpgroup |= operand;
-      offset =
-          llvm::alignTo(offset, operand ? kWarpgroupAlignment : kAlignment);
+    for (auto [alloc, operand] : llvm::zip_equal(allocs, operands)) {
+      offset = llvm::alignTo(
+          offset, operand ? flashc::kWarpgroupSharedAlignment : kAlignment);
       alloc.setOffsetAttr(b.getI64IntegerAttr(offset));
       LLVM_DEBUG(DBGS() << "@" << fn.getName() << ": "
                         << alloc.getBuffer().getType() << " at " << offset
                         << "\n");
       offset += alloc.getBuffer().getType().getSizeInBytes();
     }
-    if (warpgroup)
-      offset += kWarpgroupAlignment;
+    if (llvm::is_contained(operands, true))
+      offset += flashc::kWarpgroupSharedAlignment;
     if (offset > budget) {
       InFlightDiagnostic diag = fn->emitError()
                                 << "the shared buffers of @" << fn.getName()

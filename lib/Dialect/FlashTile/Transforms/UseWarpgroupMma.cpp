@@ -10,6 +10,7 @@
 #include "flashc/Dialect/FlashTile/Transforms/Passes.h"
 
 #include "flashc/Dialect/FlashTile/IR/FlashTileOps.h"
+#include "flashc/Dialect/FlashTile/IR/LayoutUtils.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/SetVector.h"
@@ -27,20 +28,15 @@ using namespace mlir::flash_tile;
 
 namespace {
 
-/// Whether the tensor cores can read `buffer`'s stages: rows of whole
-/// 128-byte rows of the 128-byte swizzle (one, or panels of them).
-bool hasSwizzleRows(SharedType buffer) {
-  int64_t bits =
-      buffer.getColumns() * buffer.getElementType().getIntOrFloatBitWidth();
-  return bits % (128 * 8) == 0;
-}
-
-/// The local_load that defines `v`, when it reads a whole 2-D stage of
-/// 128-byte rows.
+/// The local_load that defines `v`, when it reads a whole 2-D stage whose
+/// rows the tensor cores read as they are (hasWarpgroupRows).
 LocalLoadOp swizzleRowLoad(Value v) {
   auto load = v.getDefiningOp<LocalLoadOp>();
-  if (!load || load.getResult().getType().getRank() != 2 ||
-      !hasSwizzleRows(load.getBuffer().getType()))
+  if (!load || load.getResult().getType().getRank() != 2)
+    return {};
+  SharedType buffer = load.getBuffer().getType();
+  if (!hasWarpgroupRows(buffer.getColumns(),
+                        buffer.getElementType().getIntOrFloatBitWidth() / 8))
     return {};
   return load;
 }
@@ -59,8 +55,8 @@ struct UseWarpgroupMmaPass
       ArrayRef<int64_t> shape = acc.getShape();
       LocalLoadOp b = swizzleRowLoad(op.getB());
       int64_t k = op.getA().getType().getShape().back();
-      if (acc.hasLayout() || acc.getRank() != 2 || shape[0] % 64 != 0 ||
-          shape[1] % 8 != 0 || shape[1] > 256 || k % 16 != 0 || !b) {
+      if (acc.hasLayout() || acc.getRank() != 2 || !b ||
+          !WarpgroupMmaOp::fitsInstruction(shape[0], shape[1], k)) {
         ++numKept;
         continue;
       }

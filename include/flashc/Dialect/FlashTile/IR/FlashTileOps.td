@@ -284,6 +284,12 @@ def FlashTile_WarpgroupMmaOp : FlashTile_Op<"warpgroup_mma",
     }
     /// The M x K, K x N and M x N shapes of the multiply.
     ::llvm::SmallVector<int64_t, 3> getMNK();
+    /// Whether an M x K by K x N multiply splits into a warpgroup's
+    /// m64nNk16 instructions: M a multiple of 64, N of 8 up to 256, K of
+    /// 16.
+    static bool fitsInstruction(int64_t m, int64_t n, int64_t k) {
+      return m % 64 == 0 && n % 8 == 0 && n <= 256 && k % 16 == 0;
+    }
   }];
 }
 

@@ -98,6 +98,16 @@ BlockedLayoutAttr getCopyLayout(MLIRContext *ctx, int64_t rows, int64_t cols,
 SwizzledLayoutAttr getSharedPlacement(MLIRContext *ctx, int64_t cols,
                                       int64_t elementBytes);
 
+/// Whether a warpgroup MMA can read rows of `cols` elements of
+/// `elementBytes` bytes: whole rows of the 128-byte swizzle
+/// (flashc::kWarpgroupRowBytes), one or several.
+bool hasWarpgroupRows(int64_t cols, int64_t elementBytes);
+
+/// The placement of such rows that a warpgroup MMA reads: 16-byte chunks
+/// swizzled over 8 rows, rows wider than 128 bytes in panels of 128 bytes.
+SwizzledLayoutAttr getWarpgroupPlacement(MLIRContext *ctx, int64_t cols,
+                                         int64_t elementBytes);
+
 } // namespace flash_tile
 } // namespace mlir
 
