@@ -1049,3 +1049,86 @@ func.func private @f(%a: !flash_tile.shared<1x64x96xf16, #flash_tile.swizzled<ve
 
 // expected-error @+1 {{a shared buffer's 96 columns are not a whole number of panels of 64}}
 func.func private @f(%a: !flash_tile.shared<1x64x96xf16, #flash_tile.swizzled<vector = 8, phases = 8, panel = 64>>)
+
+// -----
+
+// tma_load: a box of 1 to 5 dimensions, one coordinate each
+
+func.func @f(%map: !llvm.ptr, %k: !flash_tile.shared<2x128x64xf16>, %s: index) {
+  // expected-error @+1 {{'flash_tile.tma_load' op copies a box of 1 to 5 dimensions, not 6}}
+  flash_tile.tma_load %map[%s, %s, %s, %s, %s, %s], %k[%s] box [64, 128, 1, 1, 1, 1]
+      : !llvm.ptr, !flash_tile.shared<2x128x64xf16>
+  return
+}
+
+// -----
+
+func.func @f(%map: !llvm.ptr, %k: !flash_tile.shared<2x128x64xf16>, %s: index) {
+  // expected-error @+1 {{'flash_tile.tma_load' op addresses a box of 4 dimensions with 3 coordinates}}
+  flash_tile.tma_load %map[%s, %s, %s], %k[%s] box [64, 128, 1, 1]
+      : !llvm.ptr, !flash_tile.shared<2x128x64xf16>
+  return
+}
+
+// -----
+
+func.func @f(%map: !llvm.ptr, %k: !flash_tile.shared<2x128x64xf16>, %s: index) {
+  // expected-error @+1 {{'flash_tile.tma_load' op has a box dimension of 512; a TMA box spans 1 to 256 elements a dimension}}
+  flash_tile.tma_load %map[%s, %s], %k[%s] box [64, 512]
+      : !llvm.ptr, !flash_tile.shared<2x128x64xf16>
+  return
+}
+
+// -----
+
+func.func @f(%map: !llvm.ptr, %k: !flash_tile.shared<2x128x64xf32>, %s: index) {
+  // expected-error @+1 {{'flash_tile.tma_load' op copies f16 or bf16 elements, not 'f32'}}
+  flash_tile.tma_load %map[%s, %s], %k[%s] box [32, 128]
+      : !llvm.ptr, !flash_tile.shared<2x128x64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%map: !llvm.ptr, %k: !flash_tile.shared<2x128x64xf16>, %s: index) {
+  // expected-error @+1 {{'flash_tile.tma_load' op copies boxes of rows of 128 bytes (the 128-byte swizzle's); a row of 32 x 'f16' is 64}}
+  flash_tile.tma_load %map[%s, %s], %k[%s] box [32, 128]
+      : !llvm.ptr, !flash_tile.shared<2x128x64xf16>
+  return
+}
+
+// -----
+
+func.func @f(%map: !llvm.ptr, %k: !flash_tile.shared<2x128x64xf16>, %s: index) {
+  // expected-error @+1 {{'flash_tile.tma_load' op copies boxes of 64 rows into stages of 128}}
+  flash_tile.tma_load %map[%s, %s, %s], %k[%s] box [64, 32, 2]
+      : !llvm.ptr, !flash_tile.shared<2x128x64xf16>
+  return
+}
+
+// -----
+
+func.func @f(%map: !llvm.ptr, %k: !flash_tile.shared<2x128x96xf16>, %s: index) {
+  // expected-error @+1 {{'flash_tile.tma_load' op copies boxes of 64 columns, which do not divide the stage's 96}}
+  flash_tile.tma_load %map[%s, %s], %k[%s] box [64, 128]
+      : !llvm.ptr, !flash_tile.shared<2x128x96xf16>
+  return
+}
+
+// -----
+
+func.func @f(%map: !llvm.ptr, %k: !flash_tile.shared<2x128x128xf16, #flash_tile.swizzled<vector = 8, phases = 8>>, %s: index) {
+  // expected-error @+1 {{'flash_tile.tma_load' op fills a buffer of #flash_tile.swizzled<vector = 8, phases = 8>, not the 128-byte swizzle of 16-byte chunks over 8 rows of 64 elements that the copy writes}}
+  flash_tile.tma_load %map[%s, %s], %k[%s] box [64, 128]
+      : !llvm.ptr, !flash_tile.shared<2x128x128xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+  return
+}
+
+// -----
+
+func.func @f(%map: i64, %k: !flash_tile.shared<2x128x64xf16>, %s: index) {
+  // expected-error @+1 {{'flash_tile.tma_load' op operand #0 must be the address of a tensor map, but got 'i64'}}
+  "flash_tile.tma_load"(%map, %s, %s, %k, %s) <{box = array<i64: 64, 128>}>
+      : (i64, index, index, !flash_tile.shared<2x128x64xf16>, index) -> ()
+  return
+}

@@ -6,6 +6,7 @@
 
 #include "flashc/Dialect/FlashTile/IR/FlashTileDialect.h"
 #include "flashc/Dialect/FlashTile/IR/FlashTileOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
 #include "mlir/IR/OpImplementation.h"
 

@@ -124,6 +124,68 @@ LogicalResult AsyncCopyOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// TmaLoadOp
+//===----------------------------------------------------------------------===//
+
+int64_t TmaLoadOp::getNumBoxes() {
+  return getBuffer().getType().getColumns() / getBox()[0];
+}
+
+int64_t TmaLoadOp::getStageBytes() {
+  SharedType buffer = getBuffer().getType();
+  return buffer.getRows() * buffer.getColumns() *
+         (buffer.getElementType().getIntOrFloatBitWidth() / 8);
+}
+
+LogicalResult TmaLoadOp::verify() {
+  SharedType buffer = getBuffer().getType();
+  ArrayRef<int64_t> box = getBox();
+  if (box.empty() || box.size() > 5)
+    return emitOpError() << "copies a box of 1 to 5 dimensions, not "
+                         << box.size();
+  if (getCoordinates().size() != box.size())
+    return emitOpError() << "addresses a box of " << box.size()
+                         << " dimensions with " << getCoordinates().size()
+                         << " coordinates";
+  for (int64_t d : box)
+    if (d < 1 || d > 256)
+      return emitOpError() << "has a box dimension of " << d
+                           << "; a TMA box spans 1 to 256 elements a "
+                              "dimension";
+  Type element = buffer.getElementType();
+  if (!element.isF16() && !element.isBF16())
+    return emitOpError() << "copies f16 or bf16 elements, not " << element;
+  int64_t bytes = element.getIntOrFloatBitWidth() / 8;
+  if (box[0] * bytes != flashc::kWarpgroupRowBytes)
+    return emitOpError() << "copies boxes of rows of "
+                         << flashc::kWarpgroupRowBytes
+                         << " bytes (the 128-byte swizzle's); a row of "
+                         << box[0] << " x " << element << " is "
+                         << box[0] * bytes;
+  int64_t rows = 1;
+  for (int64_t d : box.drop_front())
+    rows *= d;
+  if (rows != buffer.getRows())
+    return emitOpError() << "copies boxes of " << rows
+                         << " rows into stages of " << buffer.getRows();
+  if (buffer.getColumns() % box[0] != 0)
+    return emitOpError() << "copies boxes of " << box[0]
+                         << " columns, which do not divide the stage's "
+                         << buffer.getColumns();
+  if (!buffer.hasLayout())
+    return success();
+  SwizzledLayoutAttr layout = buffer.getLayout();
+  if (layout.getVector() * bytes != 16 || layout.getPhases() != 8 ||
+      layout.getPadding() != 0 ||
+      layout.getRowPitch(buffer.getColumns()) != box[0])
+    return emitOpError() << "fills a buffer of " << layout
+                         << ", not the 128-byte swizzle of 16-byte chunks "
+                            "over 8 rows of "
+                         << box[0] << " elements that the copy writes";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // LocalLoadOp
 //===----------------------------------------------------------------------===//
 

@@ -14,6 +14,8 @@ include "mlir/IR/OpBase.td"
 def FlashTile_Dialect : Dialect {
   let name = "flash_tile";
   let cppNamespace = "::mlir::flash_tile";
+  // A TMA copy takes its tensor map as an !llvm.ptr kernel parameter.
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
   let summary = "Tiles with layouts: the level of a CTA's schedule";
   let description = [{
     The `flash_tile` dialect describes what one CTA of an attention kernel

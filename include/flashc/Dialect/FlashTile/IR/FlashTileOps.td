@@ -122,6 +122,84 @@ def FlashTile_AsyncCommitOp : FlashTile_Op<"async_commit"> {
   let assemblyFormat = "attr-dict";
 }
 
+// A CUtensorMap kernel parameter: the generic address of its 128 bytes
+// (a `__grid_constant__` parameter, which the runtime builds at launch).
+def FlashTile_TensorMap : Type<CPred<"::llvm::isa<::mlir::LLVM::LLVMPointerType>($_self)">,
+    "the address of a tensor map", "::mlir::LLVM::LLVMPointerType">;
+
+def FlashTile_TmaLoadOp : FlashTile_Op<"tma_load"> {
+  let summary = "Start a TMA copy of a tensor's box into a stage";
+  let description = [{
+    Starts the tensor memory accelerator's copy of the box of `box`
+    elements (innermost dimension first, as the tensor map `map` was built
+    with) at `coordinates` (innermost first) of the tensor `map` describes
+    into stage `stage` of `buffer`. The stage is `R x C` with `R` the
+    product of the box's outer dimensions; the box's inner dimension is one
+    128-byte row of the 128-byte swizzle, so a stage of wider rows (panels,
+    `#flash_tile.swizzled<..., panel = box[0]>`) is one box per panel, at
+    inner coordinates `box[0]` apart. Elements outside the tensor are
+    zeros: a ragged last block reads nothing out of bounds.
+
+    The copy completes on the stage's mbarrier, one per stage of each
+    buffer a `tma_load` fills, which expects the stage's bytes;
+    `flash_tile.stage_wait` waits for it. The CTA's first thread issues
+    the copy; every thread of the CTA executes the op.
+
+    ```mlir
+    flash_tile.tma_load %kmap[%c0, %j, %c0, %b], %kbuf[%stage] box [64, 128, 1, 1]
+        : !llvm.ptr, !flash_tile.shared<2x128x128xf16, #flash_tile.swizzled<vector = 8, phases = 8, panel = 64>>
+    ```
+  }];
+  let arguments = (ins FlashTile_TensorMap:$map, Variadic<Index>:$coordinates,
+                       FlashTile_Shared:$buffer, Index:$stage,
+                       DenseI64ArrayAttr:$box);
+  let assemblyFormat = [{
+    $map `[` $coordinates `]` `,` $buffer `[` $stage `]` `box` $box
+    attr-dict `:` qualified(type($map)) `,` qualified(type($buffer))
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The boxes a stage takes: one per panel of its rows.
+    int64_t getNumBoxes();
+    /// The bytes of one stage, which its mbarrier expects.
+    int64_t getStageBytes();
+  }];
+}
+
+def FlashTile_StageWaitOp : FlashTile_Op<"stage_wait"> {
+  let summary = "Wait for the TMA copies into a stage";
+  let description = [{
+    Waits until the TMA copies into stage `stage` of `buffer` (filled by
+    `flash_tile.tma_load`) have landed: the stage's mbarrier has completed
+    its phase of parity `parity`. A stage's first fill completes phase 0,
+    its next one phase 1, and so on; the waiting thread then reads the
+    stage. Every thread of the CTA waits for itself.
+
+    ```mlir
+    flash_tile.stage_wait %kbuf[%stage], %parity : !flash_tile.shared<2x128x128xf16, #swizzled>
+    ```
+  }];
+  let arguments = (ins FlashTile_Shared:$buffer, Index:$stage, I1:$parity);
+  let assemblyFormat = [{
+    $buffer `[` $stage `]` `,` $parity attr-dict `:` qualified(type($buffer))
+  }];
+}
+
+def FlashTile_BarrierOp : FlashTile_Op<"barrier"> {
+  let summary = "Wait for every thread of the CTA";
+  let description = [{
+    Every thread of the CTA waits here for every other: what each read or
+    wrote in shared memory before is done for all after. A pipeline of TMA
+    copies ends each iteration with one, so that the next copy into a
+    stage starts only after every thread has read it.
+
+    ```mlir
+    flash_tile.barrier
+    ```
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
 def FlashTile_LocalLoadOp : FlashTile_Op<"local_load"> {
   let summary = "Read one stage of a shared buffer into registers";
   let description = [{
