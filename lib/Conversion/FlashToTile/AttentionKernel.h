@@ -37,6 +37,18 @@ struct TileAddress {
   Value groupStride, rowStride;
 };
 
+/// A kernel tensor [B', H, N, C] (a 1-D memref kernel argument with its
+/// strides) and where a tile's matrix starts in it (b, h, row): the tile's
+/// matrix is a subview of the whole tensor, from which
+/// flash-tile-use-tma reads a TMA copy's tensor and coordinates.
+struct TensorOrigin {
+  Value buffer;
+  llvm::SmallVector<Value, 3> sizes;   // B', H, N
+  llvm::SmallVector<Value, 3> strides; // of B', H and N (C's is 1)
+  llvm::SmallVector<Value, 3> offsets; // b, h, row
+  explicit operator bool() const { return static_cast<bool>(buffer); }
+};
+
 /// What the body of one KV loop needs for the iteration at key `j`: the
 /// keys of the block that are valid (the rest are masked) and, for a
 /// masked (causal diagonal) loop, the mask offset `o` of flash.attention_step
@@ -67,6 +79,9 @@ struct ForwardKernelSpec {
 
   TileAddress q;
   Value qRows; // valid rows per head of the Q tile
+  /// Q, K and V as subviews of their whole tensors (K's and V's at row 0);
+  /// when null, the matrices are built from the addresses above.
+  TensorOrigin qOrigin, kOrigin, vOrigin;
 
   /// K and V: the block at key j starts at `base0 + j * rowStride`; keys at
   /// or beyond `seqKV` are never read.

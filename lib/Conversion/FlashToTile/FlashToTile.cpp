@@ -521,6 +521,34 @@ public:
     return static_cast<bool>(base);
   }
 
+  /// Where a slice of a [B', H, N, C] kernel tensor starts in it (its
+  /// dimension `skipDim`, if any, at 0); false (reported) when a size or an
+  /// offset is not available in the kernel.
+  bool origin(tensor::ExtractSliceOp op, TensorOrigin &o,
+              int64_t skipDim = -1) {
+    Value root = rootOf(op.getSource());
+    Buffer buf = buffer(root);
+    SmallVector<OpFoldResult> offsets = op.getMixedOffsets();
+    if (buf.strides.size() != 4 || offsets.size() != 4) {
+      fail(op, "a slice of unexpected rank");
+      return false;
+    }
+    o.buffer = buf.memref;
+    o.sizes.clear();
+    o.strides.clear();
+    o.offsets.clear();
+    for (int64_t d = 0; d < 3; ++d) {
+      Value size = dimOf(root, d);
+      Value off = d == skipDim ? cst(0) : get(offsets[d]);
+      if (!size || !off || !buf.strides[d])
+        return false;
+      o.sizes.push_back(size);
+      o.strides.push_back(buf.strides[d]);
+      o.offsets.push_back(off);
+    }
+    return true;
+  }
+
   /// The element offset sum_d offsets[d] * strides[d] (dimension `skipDim`
   /// left out), computed in the kernel; null when an offset or a stride is
   /// not available there.
@@ -914,7 +942,7 @@ LogicalResult FlashToTilePass::build(TiledAttention &t,
     spec.q.groupStride = strides[0];
     spec.q.rowStride = strides[1];
     spec.qRows = lift.get(t.qSlice.getMixedSizes()[2]);
-    if (!spec.qRows)
+    if (!spec.qRows || !lift.origin(t.qSlice, spec.qOrigin))
       return report();
 
     // K and V: the block at j starts at base0 + j * rowStride.
@@ -942,7 +970,9 @@ LogicalResult FlashToTilePass::build(TiledAttention &t,
     {
       SmallVector<Value> kStrides, vStrides;
       if (!lift.slice(kSlice, spec.kBuffer, spec.kBase0, kStrides, 2) ||
-          !lift.slice(vSlice, spec.vBuffer, spec.vBase0, vStrides, 2))
+          !lift.slice(vSlice, spec.vBuffer, spec.vBase0, vStrides, 2) ||
+          !lift.origin(kSlice, spec.kOrigin, 2) ||
+          !lift.origin(vSlice, spec.vOrigin, 2))
         return report();
       spec.kRowStride = lift.buffer(t.kRoot).strides[2];
       spec.vRowStride = lift.buffer(t.vRoot).strides[2];

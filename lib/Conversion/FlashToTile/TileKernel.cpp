@@ -196,6 +196,35 @@ private:
         ArrayRef<OpFoldResult>{groupStride, rowStride, b.getIndexAttr(1)});
   }
 
+  /// The matrix of `numRows` rows (of `groups` heads when given, as a 3-D
+  /// matrix) from `o`'s origin on, a subview of its whole tensor.
+  Value matrix(const TensorOrigin &o, Value numRows, int64_t cols, Type elt,
+               int64_t groups = 0) {
+    int64_t dyn = ShapedType::kDynamic;
+    auto wholeType =
+        MemRefType::get({dyn, dyn, dyn, cols}, elt,
+                        StridedLayoutAttr::get(ctx, 0, {dyn, dyn, dyn, 1}));
+    Value whole = memref::ReinterpretCastOp::create(
+        b, wholeType, o.buffer, OpFoldResult(b.getIndexAttr(0)),
+        ArrayRef<OpFoldResult>{o.sizes[0], o.sizes[1], o.sizes[2],
+                               b.getIndexAttr(cols)},
+        ArrayRef<OpFoldResult>{o.strides[0], o.strides[1], o.strides[2],
+                               b.getIndexAttr(1)});
+    SmallVector<OpFoldResult> offsets = {o.offsets[0], o.offsets[1],
+                                         o.offsets[2], b.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1),
+                                       b.getIndexAttr(groups ? groups : 1),
+                                       numRows, b.getIndexAttr(cols)};
+    SmallVector<OpFoldResult> unit(4, b.getIndexAttr(1));
+    MemRefType type =
+        groups
+            ? MemRefType::get({groups, dyn, cols}, elt,
+                              StridedLayoutAttr::get(ctx, dyn, {dyn, dyn, 1}))
+            : MemRefType::get({dyn, cols}, elt,
+                              StridedLayoutAttr::get(ctx, dyn, {dyn, 1}));
+    return memref::SubViewOp::create(b, type, whole, offsets, sizes, unit);
+  }
+
   /// The group stride of a tile address when the tile packs a GQA group.
   Value groupStrideOf(const TileAddress &t) {
     return c.tileGroup > 1 ? t.groupStride : Value();
@@ -266,13 +295,17 @@ LogicalResult TileEmitter::emit(std::string &why) {
     scaleLog2 = arith::MulFOp::create(b, scaleLog2, s.scaleFactor);
 
   // Global matrices and shared buffers.
-  Value qMatrix = matrix(s.q.buffer, s.q.base, s.q.rowStride, s.qRows,
-                         c.headDim, elt,
-                         groupStrideOf(s.q));
-  kMatrix = matrix(s.kBuffer, s.kBase0, s.kRowStride, s.seqKV, c.headDim,
-                   elt);
-  vMatrix = matrix(s.vBuffer, s.vBase0, s.vRowStride, s.seqKV, c.headDimV,
-                   elt);
+  Value qMatrix = s.qOrigin
+                      ? matrix(s.qOrigin, s.qRows, c.headDim, elt,
+                               c.tileGroup > 1 ? c.tileGroup : 0)
+                      : matrix(s.q.buffer, s.q.base, s.q.rowStride, s.qRows,
+                               c.headDim, elt, groupStrideOf(s.q));
+  kMatrix = s.kOrigin ? matrix(s.kOrigin, s.seqKV, c.headDim, elt)
+                      : matrix(s.kBuffer, s.kBase0, s.kRowStride, s.seqKV,
+                               c.headDim, elt);
+  vMatrix = s.vOrigin ? matrix(s.vOrigin, s.seqKV, c.headDimV, elt)
+                      : matrix(s.vBuffer, s.vBase0, s.vRowStride, s.seqKV,
+                               c.headDimV, elt);
   // K and V get the schedule's stages; the loops below use stage 0 only,
   // flash-tile-pipeline spreads the blocks over them.
   Value qBuffer = AllocOp::create(b, shared(1, R, D), IntegerAttr());
