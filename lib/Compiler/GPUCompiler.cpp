@@ -235,8 +235,23 @@ llvm::Expected<rt::KernelVariant> mlir::flash::detail::compileGPUVariant(
           return;
         }
         Type type = fn.getArgument(i).getType();
-        parameters.push_back({name.str(), meaning.str(),
-                              type.isF32() ? 32 : 64});
+        rt::KernelParameter p{name.str(), meaning.str(),
+                              type.isF32() ? 32 : 64};
+        // A tensor map (flash-tile-use-tma): its tensor and box.
+        if (auto tensor = param.getAs<StringAttr>("tensor")) {
+          auto box = param.getAs<DenseI64ArrayAttr>("box");
+          if (!box) {
+            metadataError = "kernel " + fn.getName().str() + ": argument " +
+                            std::to_string(i) +
+                            " is a tensor map without "
+                            "its box";
+            return;
+          }
+          p.bits = 1024;
+          p.tensor = tensor.str();
+          p.box.assign(box.asArrayRef().begin(), box.asArrayRef().end());
+        }
+        parameters.push_back(std::move(p));
       }
       if (variant.parameters.empty()) {
         variant.parameters = std::move(parameters);

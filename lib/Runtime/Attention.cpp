@@ -409,6 +409,53 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
     }
     // The f32 in the low bytes: a 4-byte parameter takes those.
     values.push_back(scalar(scaleBits));
+    // The tensor maps of a kernel that copies by TMA: each tensor as
+    // [B', heads, N, D], dimensions innermost first, with the box its
+    // manifest gives. Rows of whole 16-byte units (the only ones such
+    // kernels are built for) have the 16-byte strides and base a map
+    // needs; checkTensor required them above.
+    TensorMapBytes maps[3];
+    for (const KernelParameter &p : variant.parameters) {
+      if (!p.isTensorMap())
+        continue;
+      int which = p.tensor == "q" ? 0 : p.tensor == "k" ? 1 : 2;
+      const TensorView &t = which == 0 ? call.q : which == 1 ? call.k : call.v;
+      int64_t headsPerKV = which == 0 ? q.group : 1;
+      TensorMapSpec spec;
+      spec.type = q.dtype;
+      spec.rank = 4;
+      spec.address = which == 0 ? slice.q : which == 1 ? slice.k : slice.v;
+      spec.dims[0] = static_cast<uint64_t>(t.sizes[3]);
+      spec.dims[1] = static_cast<uint64_t>(t.sizes[2]);
+      spec.dims[2] = static_cast<uint64_t>(headsPerKV);
+      spec.dims[3] = static_cast<uint64_t>(kernelBatch);
+      spec.strides[0] = static_cast<uint64_t>(t.strides[2] * eb);
+      spec.strides[1] = static_cast<uint64_t>(t.strides[1] * eb);
+      spec.strides[2] = static_cast<uint64_t>(headsPerKV * t.strides[1] * eb);
+      for (size_t d = 0; d < p.box.size() && d < 5; ++d)
+        spec.box[d] = static_cast<uint32_t>(p.box[d]);
+      spec.swizzle = 3; // 128 bytes
+      Result<TensorMapBytes> map = device.encodeTensorMap(spec);
+      if (!map) {
+        status = Status::invalidArgument(
+            "kernel " + variant.forward.name +
+            " copies by TMA: the tensor map of " +
+            (which == 0   ? "query"
+             : which == 1 ? "key"
+                          : "value") +
+            " could not be built (" + map.message() +
+            "); a bundle built with tma=0 copies without one");
+        break;
+      }
+      maps[which] = *map;
+    }
+    if (status)
+      break;
+    for (const TensorMapBytes &map : maps) {
+      LaunchArg a;
+      a.tensorMap = &map;
+      values.push_back(a);
+    }
     std::vector<LaunchArg> args;
     for (size_t i : order)
       args.push_back(values[i]);

@@ -217,6 +217,8 @@ const std::vector<KernelParameter> &runtime::getKnownKernelParameters() {
           "v_stride_n", "out_stride_b", "out_stride_h", "out_stride_n"})
       p.push_back({name, "", 64});
     p.push_back({"scale", "", 32});
+    for (const char *name : {"q_map", "k_map", "v_map"})
+      p.push_back({name, "", 1024});
     return p;
   }();
   return parameters;
@@ -294,6 +296,13 @@ JsonValue KernelVariant::toJson() const {
     a["name"] = p.name;
     a["meaning"] = p.meaning;
     a["bits"] = static_cast<int64_t>(p.bits);
+    if (p.isTensorMap()) {
+      a["tensor"] = p.tensor;
+      JsonValue::Array box;
+      for (int64_t d : p.box)
+        box.push_back(JsonValue(d));
+      a["box"] = JsonValue(std::move(box));
+    }
     arguments.push_back(JsonValue(std::move(a)));
   }
   o["arguments"] = JsonValue(std::move(arguments));
@@ -415,6 +424,26 @@ Result<KernelVariant> KernelVariant::fromJson(const JsonValue &v) {
       if (q.name == p.name)
         return Status::error("manifest: variant '" + k.id +
                              "' names argument '" + p.name + "' twice");
+    // A tensor map's tensor is the one its name says, and its box has 4
+    // dimensions of 1 to 256 elements.
+    if (known->bits == 1024) {
+      const JsonValue *box = a.get("box");
+      if (!getString(a, "tensor", p.tensor) || p.tensor + "_map" != p.name ||
+          !box || !box->isArray() || box->getArray().size() != 4)
+        return Status::error("manifest: tensor map argument '" + p.name +
+                             "' of variant '" + k.id +
+                             "' needs its 'tensor' and a 4-dimensional "
+                             "'box'");
+      for (const JsonValue &d : box->getArray()) {
+        int64_t n = 0;
+        if (!getIntValue(d, n) || n < 1 || n > 256)
+          return Status::error("manifest: tensor map argument '" + p.name +
+                               "' of variant '" + k.id +
+                               "' has a box dimension that is not 1 to "
+                               "256");
+        p.box.push_back(n);
+      }
+    }
     k.parameters.push_back(std::move(p));
   }
   return k;
@@ -748,15 +777,21 @@ Status runtime::checkVariantAgainstPTX(const KernelVariant &v) {
     for (size_t i = 0; i < numParams; ++i) {
       const KernelParameter &p = v.parameters[i];
       const std::string &param = header->params[i];
-      bool typed = p.bits == 64 ? param.find(".u64") != std::string::npos ||
-                                      param.find(".b64") != std::string::npos ||
-                                      param.find(".s64") != std::string::npos
-                                : param.find(".f32") != std::string::npos ||
-                                      param.find(".b32") != std::string::npos;
+      bool typed =
+          p.bits == 1024 ? param.find(".b8") != std::string::npos &&
+                               param.find("[128]") != std::string::npos &&
+                               param.find(".align 64") != std::string::npos
+          : p.bits == 64 ? param.find(".u64") != std::string::npos ||
+                               param.find(".b64") != std::string::npos ||
+                               param.find(".s64") != std::string::npos
+                         : param.find(".f32") != std::string::npos ||
+                               param.find(".b32") != std::string::npos;
       if (param.find(".param") == std::string::npos || !typed)
         return fail(".entry " + e->name + ": parameter " + std::to_string(i) +
                     " (" + p.name + ") is not a " +
-                    (p.bits == 64 ? "64-bit .param" : ".f32 .param"));
+                    (p.bits == 1024 ? "64-byte aligned .b8 [128] .param"
+                     : p.bits == 64 ? "64-bit .param"
+                                    : ".f32 .param"));
     }
     // Parameter names are distinct (ptxas refuses a duplicate; the
     // simulator would bind both to one slot).

@@ -204,6 +204,7 @@ public:
     counters.seconds += stats->seconds;
     counters.ldmatrixMatrices += stats->ldmatrixMatrices;
     counters.wgmmaInstructions += stats->wgmmaInstructions;
+    counters.tensorLoads += stats->tensorLoads;
     counters.ldmatrixExtraWavefronts += stats->ldmatrixExtraWavefronts;
     return Status::success();
   }

@@ -751,6 +751,7 @@ Result<LaunchStats> Device::launch(const Module &module,
         env.ldmatrixMatrices += runner.ldmatrixMatrices;
         env.ldmatrixExtraWavefronts += runner.ldmatrixExtraWavefronts;
         env.wgmmaInstructions += runner.wgmmaInstructions;
+        env.tensorLoads += runner.tensorLoads;
       } catch (const std::bad_alloc &) {
         env.report(index, Status::make(ErrorCode::Limit,
                                        "the host ran out of memory simulating "
@@ -777,6 +778,7 @@ Result<LaunchStats> Device::launch(const Module &module,
     stats.ldmatrixMatrices = env.ldmatrixMatrices;
     stats.ldmatrixExtraWavefronts = env.ldmatrixExtraWavefronts;
     stats.wgmmaInstructions = env.wgmmaInstructions;
+    stats.tensorLoads = env.tensorLoads;
     stats.seconds = std::chrono::duration<double>(end - start).count();
     return stats;
   } catch (const std::bad_alloc &) {

@@ -96,6 +96,7 @@ struct LaunchEnv {
   std::atomic<uint64_t> instructions{0};
   std::atomic<uint64_t> ldmatrixMatrices{0}, ldmatrixExtraWavefronts{0};
   std::atomic<uint64_t> wgmmaInstructions{0};
+  std::atomic<uint64_t> tensorLoads{0};
   /// Serialises atomics (atom, red) on global memory across workers.
   std::mutex atomicMutex;
   std::mutex errorMutex;
@@ -194,6 +195,8 @@ public:
   uint64_t ldmatrixMatrices = 0, ldmatrixExtraWavefronts = 0;
   /// wgmma.mma_async executed, per warp (four per warpgroup instruction).
   uint64_t wgmmaInstructions = 0;
+  /// TMA tensor loads (cp.async.bulk.tensor to shared memory) issued.
+  uint64_t tensorLoads = 0;
 
   // The CTA, which executors read and update ------------------------------
 

@@ -347,8 +347,11 @@ std::string fakePtx(const KernelVariant &v) {
     ptx += ".visible .entry " + e->name + "(\n";
     for (size_t i = 0; i < v.parameters.size(); ++i)
       ptx += std::string(i ? ",\n" : "") + "\t.param " +
-             (v.parameters[i].bits == 64 ? ".u64 " : ".f32 ") +
-             e->name + "_param_" + std::to_string(i);
+             (v.parameters[i].bits == 1024 ? ".align 64 .b8 "
+              : v.parameters[i].bits == 64 ? ".u64 "
+                                           : ".f32 ") +
+             e->name + "_param_" + std::to_string(i) +
+             (v.parameters[i].bits == 1024 ? "[128]" : "");
     ptx += "\n)\n.reqntid " + std::to_string(e->block) +
            ", 1, 1\n{\n\tret;\n}\n";
   }
@@ -377,8 +380,14 @@ KernelVariant sampleVariant() {
                           128, 0, 40, 8};
   v.config = "target=sm_90a block-q=16";
   v.compileSeconds = 1.25;
-  for (const KernelParameter &p : getKnownKernelParameters())
+  for (const KernelParameter &p : getKnownKernelParameters()) {
     v.parameters.push_back({p.name, "the " + p.name, p.bits});
+    // A tensor map names its tensor and box.
+    if (p.bits == 1024) {
+      v.parameters.back().tensor = p.name.substr(0, p.name.find('_'));
+      v.parameters.back().box = {64, 32, 4, 1};
+    }
+  }
   v.ptx = fakePtx(v);
   return v;
 }
@@ -402,6 +411,8 @@ void expectSameVariant(const KernelVariant &a, const KernelVariant &b) {
     EXPECT_EQ(a.parameters[i].name, b.parameters[i].name);
     EXPECT_EQ(a.parameters[i].meaning, b.parameters[i].meaning);
     EXPECT_EQ(a.parameters[i].bits, b.parameters[i].bits);
+    EXPECT_EQ(a.parameters[i].tensor, b.parameters[i].tensor);
+    EXPECT_EQ(a.parameters[i].box, b.parameters[i].box);
   }
   EXPECT_EQ(a.query.target, b.query.target);
   EXPECT_EQ(a.query.dtype, b.query.dtype);
@@ -653,6 +664,35 @@ INSTANTIATE_TEST_SUITE_P(
                             JsonValue(JsonValue::Object{});
                       },
                       "manifest: missing or malformed 'arguments'"},
+        // A tensor map's tensor and box: the last three arguments are
+        // q_map, k_map and v_map.
+        MalformedCase{"TensorMapWithoutBox",
+                      [](auto &v) {
+                        auto &args = v["arguments"].getArray();
+                        args[args.size() - 1].getObject().erase("box");
+                      },
+                      "manifest: tensor map argument 'v_map' of variant "
+                      "'sm_90a-bf16-g4-d96dv80-causal-lse-decode' needs its "
+                      "'tensor' and a 4-dimensional 'box'"},
+        MalformedCase{"TensorMapOfAnotherTensor",
+                      [](auto &v) {
+                        auto &args = v["arguments"].getArray();
+                        args[args.size() - 2].getObject()["tensor"] = "q";
+                      },
+                      "manifest: tensor map argument 'k_map' of variant "
+                      "'sm_90a-bf16-g4-d96dv80-causal-lse-decode' needs its "
+                      "'tensor' and a 4-dimensional 'box'"},
+        MalformedCase{"TensorMapBoxTooWide",
+                      [](auto &v) {
+                        auto &args = v["arguments"].getArray();
+                        args[args.size() - 3].getObject()["box"] =
+                            JsonValue(JsonValue::Array{
+                                JsonValue(64), JsonValue(512), JsonValue(1),
+                                JsonValue(1)});
+                      },
+                      "manifest: tensor map argument 'q_map' of variant "
+                      "'sm_90a-bf16-g4-d96dv80-causal-lse-decode' has a box "
+                      "dimension that is not 1 to 256"},
         MalformedCase{"CompileSecondsAsString",
                       [](auto &v) { v["compile_seconds"] = "fast"; },
                       "manifest: missing or malformed 'compile_seconds'"},
@@ -1093,12 +1133,11 @@ INSTANTIATE_TEST_SUITE_P(
                          [](KernelVariant &v) { v.forward.sharedBytes = 1024; },
                          "kernel attn_fwd: 'shared_bytes' is 1024 in the "
                          "manifest but 45056 in the PTX"},
-        DisagreementCase{"CombineGrid",
-                         [](KernelVariant &v) {
-                           v.combine->grid = gridOf({factor({"B"})});
-                         },
-                         "kernel attn_combine: 'grid' is B in the manifest "
-                         "but ceildiv(B*4*Nq,4) in the PTX"},
+        DisagreementCase{
+            "CombineGrid",
+            [](KernelVariant &v) { v.combine->grid = gridOf({factor({"B"})}); },
+            "kernel attn_combine: 'grid' is B in the manifest "
+            "but ceildiv(B*4*Nq,4) in the PTX"},
         DisagreementCase{"KernelName",
                          [](KernelVariant &v) { v.forward.name = "other"; },
                          "the PTX describes no kernel named other"},
@@ -1136,8 +1175,18 @@ INSTANTIATE_TEST_SUITE_P(
               v.ptx.erase(
                   at, std::string(",\n\t.param .f32 attn_fwd_param_23").size());
             },
-            ".entry attn_fwd takes 23 parameters; the manifest "
-            "names 24"},
+            ".entry attn_fwd takes 26 parameters; the manifest "
+            "names 27"},
+        DisagreementCase{"TensorMapAsPointer",
+                         [](KernelVariant &v) {
+                           std::string map =
+                               ".align 64 .b8 attn_fwd_param_24[128]";
+                           size_t at = v.ptx.find(map);
+                           v.ptx.replace(at, map.size(),
+                                         ".u64 attn_fwd_param_24");
+                         },
+                         ".entry attn_fwd: parameter 24 (q_map) is not a "
+                         "64-byte aligned .b8 [128] .param"},
         DisagreementCase{"NarrowParameter",
                          [](KernelVariant &v) {
                            size_t at = v.ptx.find(".u64 attn_fwd_param_8");

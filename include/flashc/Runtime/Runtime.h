@@ -152,15 +152,24 @@ std::string getMismatchedField(const AttentionQuery &variant,
 struct KernelParameter {
   std::string name;
   std::string meaning;
-  /// 64: a pointer or an integer (.u64); 32: an f32.
+  /// 64: a pointer or an integer (.u64); 32: an f32; 1024: a tensor map
+  /// (`.param .align 64 .b8 [128]`, a __grid_constant__ CUtensorMap).
   int bits = 64;
+  /// Of a tensor map: the tensor it describes ("q", "k" or "v", as
+  /// [B', heads, N, D] with dimensions (D, N, heads, B') innermost first)
+  /// and the box its copies move, innermost first.
+  std::string tensor;
+  std::vector<int64_t> box;
+
+  bool isTensorMap() const { return !tensor.empty(); }
 };
 
 /// The parameters this runtime knows how to pass, by name, with their
 /// widths (meanings are the manifest's): q, k, v, out, lse, ws_out,
 /// ws_lse, B, Nq, Nk, splits, the (batch, head, row) strides of q, k, v
-/// and out, and scale. A kernel takes any of them in any order; a manifest
-/// naming another is refused when loaded.
+/// and out, scale, and the tensor maps q_map, k_map and v_map (built at
+/// launch with the box the manifest gives). A kernel takes any of them in any
+/// order; a manifest naming another is refused when loaded.
 const std::vector<KernelParameter> &getKnownKernelParameters();
 
 /// A compiled GPU attention kernel: one forward kernel and, for decode
@@ -325,6 +334,8 @@ struct SimulatorCounters {
   uint64_t ldmatrixExtraWavefronts = 0;
   /// wgmma.mma_async executed, per warp (four per warpgroup instruction).
   uint64_t wgmmaInstructions = 0;
+  /// TMA tensor loads issued (sim::LaunchStats).
+  uint64_t tensorLoads = 0;
 };
 
 /// The counters of a device from getSimulatorDevice; an error for any other

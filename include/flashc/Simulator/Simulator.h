@@ -224,6 +224,8 @@ struct LaunchStats {
   /// wgmma.mma_async instructions executed, counted per warp (four for
   /// each instruction of a warpgroup).
   uint64_t wgmmaInstructions = 0;
+  /// TMA tensor loads (cp.async.bulk.tensor to shared memory) issued.
+  uint64_t tensorLoads = 0;
   double seconds = 0;
 };
 

@@ -302,6 +302,7 @@ struct CpAsyncBulkTensorInst : ThreadInst {
         return Next::Stop;
       for (unsigned d = 0; d < rank; ++d)
         coords[d] = static_cast<int32_t>(S.src(2 + d));
+      ++x.tensorLoads;
       why = x.async.issueTensorLoad(map, coords, dst, mbar,
                                     AsyncSite{I.line, S.t.linear, S.t.warp},
                                     code);
