@@ -446,6 +446,8 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
       pm.addPass(flash_tile::createFlashTileUseWarpgroupMma());
     pm.addPass(flash_tile::createFlashTileAssignLayouts());
     pm.addPass(flash_tile::createFlashTilePipeline());
+    if (c.target == "sm_90a" && c.tma)
+      pm.addPass(flash_tile::createFlashTileUseTma());
     flash_tile::FlashTileAllocateSharedOptions shared;
     shared.chip = c.target;
     pm.addPass(flash_tile::createFlashTileAllocateShared(shared));
@@ -464,8 +466,11 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
     //   transfers, and one left over would fail the conversion loudly.
     // - convert-gpu-to-nvvm converts arith, index, cf, memref and NVVM's own
     //   PTX-builder ops through their ConvertToLLVM interfaces in the same
-    //   walk, so the separate arith, index and NVVM-to-LLVM passes are not
-    //   run.
+    //   walk, so the separate arith and index passes are not run;
+    //   convert-nvvm-to-llvm then turns the predicated mbarrier and TMA
+    //   ops (which that walk leaves) into their inline PTX.
+    // - flash-llvm-grid-constants passes the TMA kernels' tensor maps as
+    //   __grid_constant__ parameters.
     // - No canonicalize or cse: LLVM's -O3 does that work again before the
     //   NVPTX back end, and the PTX comes out the same without them.
     // Together that is about a third of the MLIR side of a D = 256 kernel.
@@ -477,7 +482,8 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
                 "nvvm-attach-target{{chip={0} features=+{1} O=3},lower-affine,"
                 "gpu.module(convert-gpu-to-nvvm{{"
                 "use-bare-ptr-memref-call-conv=true index-bitwidth=64},"
-                "reconcile-unrealized-casts)",
+                "convert-nvvm-to-llvm,reconcile-unrealized-casts),"
+                "flash-llvm-grid-constants",
                 c.target, ptx)
                 .str());
   }

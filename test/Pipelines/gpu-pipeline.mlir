@@ -8,8 +8,14 @@
 // RUN: FileCheck %s --check-prefix=PTX < %t.sm80.mlir
 // RUN: flashc-opt %s --flash-gpu-pipeline="chip=sm_90a" -o %t.sm90.mlir
 // RUN: FileCheck %s --check-prefixes=CHECK,SM90 < %t.sm90.mlir
-// RUN: FileCheck %s --check-prefix=WGMMA --implicit-check-not=ldmatrix \
-// RUN:   --implicit-check-not=mma.sync < %t.sm90.mlir
+// RUN: FileCheck %s --check-prefixes=WGMMA,TMA --implicit-check-not=ldmatrix \
+// RUN:   --implicit-check-not=mma.sync --implicit-check-not=cp.async.cg \
+// RUN:   --implicit-check-not=fence.proxy < %t.sm90.mlir
+// The same kernel with cp.async copies (tma=0).
+// RUN: flashc-opt %s --flash-gpu-pipeline="chip=sm_90a tma=0" \
+// RUN:   | FileCheck %s --check-prefixes=WGMMA,CPASYNC \
+// RUN:       --implicit-check-not=ldmatrix --implicit-check-not=mma.sync \
+// RUN:       --implicit-check-not=cp.async.bulk --implicit-check-not=mbarrier
 // Without warpgroup MMAs, sm_90a's kernel multiplies by warps (mma.sync,
 // ldmatrix) at its own tiles: 128 keys a block, 16 rows a warp.
 // RUN: flashc-opt %s --flash-gpu-pipeline="chip=sm_90a warpgroup-mma=0" \
@@ -93,11 +99,19 @@
 // sm_90a: S = Q K^T from shared memory (Q and K by descriptors, K
 // K-major; 128 keys a block), O += P V with P from registers and V N-major
 // (imm-trans-b 1),
-// the registers fenced before and the group waited for after; the copies
-// fenced for the asynchronous proxy before the barrier; no ldmatrix and
-// no mma.sync left.
+// the registers fenced before and the group waited for after; no ldmatrix
+// and no mma.sync left. The copies are TMA copies of tensor maps passed
+// as __grid_constant__ parameters, one 64-column box per panel of a stage,
+// issued by the first thread and waited for on the stage's mbarrier with
+// the parity its loop carries; with tma=0 they are cp.async copies fenced
+// for the asynchronous proxy before the barrier.
 // WGMMA: assembly = "
-// WGMMA-DAG: cp.async.wait_group \090;\0A\09fence.proxy.async.shared::cta;\0A\09bar.sync
+// TMA-DAG: .param .align 64 .b8 attention_fwd_param_{{[0-9]+}}[128]
+// TMA-DAG: mbarrier.init.shared.b64
+// TMA-DAG: mbarrier.arrive.expect_tx.shared.b64
+// TMA-DAG: cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// TMA-DAG: mbarrier.try_wait.parity.shared.b64
+// CPASYNC-DAG: cp.async.wait_group \090;\0A\09fence.proxy.async.shared::cta;\0A\09bar.sync
 // WGMMA-DAG: wgmma.fence.sync.aligned;
 // WGMMA-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{[{][^}]+[}]}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1, 0, 0;
 // WGMMA-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{[{][^}]+[}]}}, {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, %rd{{[0-9]+}}, p, 1, 1, 1;

@@ -131,6 +131,12 @@ void checkShape(const Config &c, const Shape &s,
   bool pv = warpgroup && swizzleRow(c.headDimV ? c.headDimV : c.headDim);
   EXPECT_EQ(counters->wgmmaInstructions > 0, qk || pv)
       << counters->wgmmaInstructions << " wgmma.mma_async";
+  // Their copies are TMA copies where every buffer is so read and the rows
+  // are whole 16-byte units (a head dim of a multiple of 8).
+  bool tma = warpgroup && config.tma && qk && pv && c.headDim % 8 == 0 &&
+             (c.headDimV ? c.headDimV : c.headDim) % 8 == 0;
+  EXPECT_EQ(counters->tensorLoads > 0, tma)
+      << counters->tensorLoads << " TMA tensor loads";
   EXPECT_EQ(counters->ldmatrixMatrices > 0, !(qk && pv))
       << counters->ldmatrixMatrices << " ldmatrix matrices";
   EXPECT_EQ(counters->ldmatrixExtraWavefronts, 0u)

@@ -406,6 +406,17 @@ def FlashTileToNVGPU : Pass<"flash-tile-to-nvgpu", "::mlir::ModuleOp"> {
       layout, reading 0 bytes (zero-filling) for rows at or past `valid`;
       16-byte runs bypass L1.
     - `async_commit`: `cp.async.commit_group`.
+    - `tma_load`: the first thread's `nvgpu.mbarrier.arrive.expect_tx` of
+      the stage's bytes on the stage's mbarrier, then its
+      `nvgpu.tma.async.load` of each box (a panel of the stage) through
+      the tensor map argument as an `!nvgpu.tensormap.descriptor` of the
+      128-byte swizzle with zeros out of bounds. The mbarriers, one per
+      stage of each buffer a `tma_load` fills (`nvgpu.mbarrier.create`),
+      are initialised for one arrival by the first thread at the
+      kernel's entry, followed by a CTA barrier.
+    - `stage_wait`: `nvgpu.mbarrier.try_wait.parity` on the stage's
+      mbarrier.
+    - `barrier`: `gpu.barrier`.
     - `async_wait`: `cp.async.commit_group`, `cp.async.wait_group pending`
       and a CTA barrier; in a kernel with a warpgroup MMA, a
       `fence.proxy.async.shared::cta` before the barrier, so that the
@@ -455,6 +466,37 @@ def FlashTileToNVGPU : Pass<"flash-tile-to-nvgpu", "::mlir::ModuleOp"> {
     "::mlir::LLVM::LLVMDialect", "::mlir::memref::MemRefDialect",
     "::mlir::nvgpu::NVGPUDialect", "::mlir::NVVM::NVVMDialect",
     "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"
+  ];
+}
+
+def FlashLLVMGridConstants : Pass<"flash-llvm-grid-constants", "::mlir::ModuleOp"> {
+  let summary = "Pass a kernel's tensor maps as __grid_constant__ parameters";
+  let description = [{
+    On each `llvm.func` kernel with `flash.grid_constants` (the positions
+    of its tensor map arguments, which `flash-tile-use-tma` added as
+    `!llvm.ptr`s), makes each such argument a 128-byte parameter passed by
+    value and read in place (`llvm.byval = !llvm.array<128 x i8>`,
+    `nvvm.grid_constant`, 64-byte aligned): PTX's
+    `.param .align 64 .b8 p[128]`, whose generic address (`cvta.param`)
+    the TMA copies take. It runs after `convert-gpu-to-nvvm`, which does
+    not carry these attributes over from a `gpu.func`, and removes
+    `flash.grid_constants`.
+
+    ```mlir
+    llvm.func @k(%map: !llvm.ptr {llvm.align = 64 : i64}) attributes {flash.grid_constants = array<i64: 0>, nvvm.kernel}
+    ```
+
+    becomes
+
+    ```mlir
+    llvm.func @k(%map: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}) attributes {nvvm.kernel}
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect"];
+  let statistics = [
+    Statistic<"numParameters", "num-parameters",
+              "Tensor maps made __grid_constant__ parameters">,
   ];
 }
 

@@ -43,6 +43,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <array>
@@ -78,11 +79,14 @@ public:
       // The operand types as they are before the conversion: by the time a
       // pattern sees an op, its operands may already be converted values.
       bool hasTileOps = false, warpgroup = false;
+      llvm::SetVector<Value> tmaBuffers;
       fn.walk([&](Operation *op) {
         if (!isa<FlashTileDialect>(op->getDialect()))
           return;
         hasTileOps = true;
-        warpgroup |= isa<WarpgroupMmaOp>(op);
+        warpgroup |= isa<WarpgroupMmaOp, TmaLoadOp>(op);
+        if (auto load = dyn_cast<TmaLoadOp>(op))
+          tmaBuffers.insert(load.getBuffer());
         operandTypes[op] = llvm::to_vector(op->getOperandTypes());
       });
       if (!hasTileOps)
@@ -91,8 +95,44 @@ public:
       State &s = functions[fn];
       s.tid = gpu::ThreadIdOp::create(b, fn.getLoc(), gpu::Dimension::x);
       s.warpgroup = warpgroup;
+      if (tmaBuffers.empty())
+        return;
+      // One mbarrier per stage of each buffer a TMA copy fills, initialised
+      // for one arrival (the copying thread's arrive.expect_tx) by the first
+      // thread, before any thread uses one.
+      Location loc = fn.getLoc();
+      MLIRContext *ctx = fn->getContext();
+      s.firstThread =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, s.tid,
+                                arith::ConstantIndexOp::create(b, loc, 0));
+      Value one = arith::ConstantIndexOp::create(b, loc, 1);
+      for (Value buffer : tmaBuffers) {
+        auto type = cast<SharedType>(buffer.getType());
+        auto group = nvgpu::MBarrierGroupType::get(
+            ctx, gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup),
+            type.getStages());
+        Value bars = nvgpu::MBarrierCreateOp::create(b, loc, group);
+        for (int64_t stage = 0; stage < type.getStages(); ++stage)
+          nvgpu::MBarrierInitOp::create(
+              b, loc, bars, one, arith::ConstantIndexOp::create(b, loc, stage),
+              s.firstThread);
+        auto alloc = buffer.getDefiningOp<AllocOp>();
+        s.barriers[buffer] = {bars,
+                              alloc ? alloc.getOffset().value_or(-1) : -1};
+      }
+      gpu::BarrierOp::create(b, loc);
     });
   }
+
+  /// The mbarriers of the stages of `buffer` (a TMA copy's) and the
+  /// buffer's offset in the kernel's shared memory (-1: not allocated).
+  std::pair<Value, int64_t> stageBarriers(Operation *op, Value buffer) {
+    return state(op).barriers.lookup(buffer);
+  }
+
+  /// `tid == 0` of the function holding `op`: the thread that issues its
+  /// TMA copies.
+  Value firstThread(Operation *op) { return state(op).firstThread; }
 
   /// Whether `op` was seen by prepare(): a flash_tile op in a function
   /// (one outside any function has no thread index to start from).
@@ -169,8 +209,9 @@ public:
 
 private:
   struct State {
-    Value tid, shared, padding;
+    Value tid, shared, padding, firstThread;
     bool warpgroup = false;
+    llvm::DenseMap<Value, std::pair<Value, int64_t>> barriers;
     llvm::DenseMap<AffineExpr, Value> exprs;
   };
   State &state(Operation *op) {
@@ -886,6 +927,100 @@ struct AsyncWaitLowering : TilePattern<AsyncWaitOp> {
           rewriter, loc, NVVM::ProxyKind::async_shared,
           NVVM::SharedSpaceAttr::get(rewriter.getContext(),
                                      NVVM::SharedSpace::shared_cta));
+    rewriter.replaceOpWithNewOp<gpu::BarrierOp>(op);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// tma_load, stage_wait and barrier
+//===----------------------------------------------------------------------===//
+
+struct TmaLoadLowering : TilePattern<TmaLoadOp> {
+  using TilePattern::TilePattern;
+  LogicalResult lower(TmaLoadOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    auto [bars, offset] = kv.stageBarriers(op, op.getBuffer());
+    if (!bars || offset < 0)
+      return op.emitOpError() << "fills a buffer that is not a placed "
+                                 "flash_tile.alloc of its kernel: run "
+                                 "flash-tile-allocate-shared first";
+    // The box as the descriptor's tensor and each copy's destination:
+    // outermost dimension first.
+    SharedType buffer =
+        kv.operandType<SharedType>(op, 1 + op.getCoordinates().size());
+    SmallVector<int64_t> shape(llvm::reverse(op.getBox()));
+    auto workgroup =
+        gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+    auto boxType =
+        MemRefType::get(shape, buffer.getElementType(), AffineMap(), workgroup);
+    auto descType = nvgpu::TensorMapDescriptorType::get(
+        ctx, boxType, nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
+        nvgpu::TensorMapL2PromoKind::L2PROMO_256B,
+        nvgpu::TensorMapOOBKind::OOB_ZERO,
+        nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
+    Value desc = UnrealizedConversionCastOp::create(rewriter, loc, descType,
+                                                    adaptor.getMap())
+                     .getResult(0);
+    // The first thread copies; the other warps branch over it.
+    auto ifFirst = scf::IfOp::create(rewriter, loc, TypeRange{},
+                                     kv.firstThread(op), /*withElse=*/false);
+    rewriter.setInsertionPointToStart(ifFirst.thenBlock());
+    Value stage = adaptor.getStage();
+    int64_t stageBytes = op.getStageBytes();
+    nvgpu::MBarrierArriveExpectTxOp::create(
+        rewriter, loc, bars, indexConst(rewriter, loc, stageBytes), stage,
+        /*predicate=*/Value());
+    Value at = arith::AddIOp::create(
+        rewriter, loc, indexConst(rewriter, loc, offset),
+        arith::MulIOp::create(rewriter, loc, stage,
+                              indexConst(rewriter, loc, stageBytes)));
+    if (Value padding = kv.sharedPadding(op, rewriter))
+      at = arith::AddIOp::create(rewriter, loc, padding, at);
+    Value shared = kv.dynamicShared(op, rewriter);
+    int64_t boxes = op.getNumBoxes();
+    int64_t boxBytes = stageBytes / boxes;
+    SmallVector<Value> coordinates(adaptor.getCoordinates());
+    Value inner = coordinates[0];
+    for (int64_t p = 0; p < boxes; ++p) {
+      Value dst = memref::ViewOp::create(
+          rewriter, loc, boxType, shared,
+          addConst(rewriter, loc, at, p * boxBytes), ValueRange{});
+      coordinates[0] = addConst(rewriter, loc, inner, p * op.getBox()[0]);
+      nvgpu::TmaAsyncLoadOp::create(rewriter, loc, dst, bars, desc, coordinates,
+                                    stage,
+                                    /*multicastMask=*/Value(),
+                                    /*predicate=*/Value());
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct StageWaitLowering : TilePattern<StageWaitOp> {
+  using TilePattern::TilePattern;
+  LogicalResult lower(StageWaitOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter) const override {
+    Value bars = kv.stageBarriers(op, op.getBuffer()).first;
+    if (!bars)
+      return op.emitOpError()
+             << "waits on a buffer that no flash_tile.tma_load fills";
+    // The suspend-time hint of each try: what CUTLASS's pipelines pass.
+    Location loc = op.getLoc();
+    nvgpu::MBarrierTryWaitParityOp::create(
+        rewriter, loc, bars, adaptor.getParity(),
+        indexConst(rewriter, loc, 0x989680), adaptor.getStage());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct BarrierLowering : TilePattern<BarrierOp> {
+  using TilePattern::TilePattern;
+  LogicalResult lower(BarrierOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter) const override {
     rewriter.replaceOpWithNewOp<gpu::BarrierOp>(op);
     return success();
   }
@@ -2079,7 +2214,8 @@ struct FlashTileToNVGPUPass
 
     RewritePatternSet patterns(ctx);
     patterns.add<AllocLowering, AsyncCopyLowering, AsyncCommitLowering,
-                 AsyncWaitLowering, LocalLoadLowering, SplatLowering,
+                 AsyncWaitLowering, TmaLoadLowering, StageWaitLowering,
+                 BarrierLowering, LocalLoadLowering, SplatLowering,
                  ConvertLayoutLowering, MmaLowering, WarpgroupMmaLowering,
                  ReduceLowering, FoldLowering, BroadcastLowering,
                  BatchReduceLowering, MapLowering, RescaleLowering,

@@ -760,3 +760,50 @@ func.func @copy_panels(%src: memref<?x128xf16>, %row: index, %stage: index, %n: 
       : memref<?x128xf16>, !flash_tile.shared<2x64x128xf16, #panels>
   return
 }
+
+// -----
+
+// tma_load: the mbarriers of the buffer's two stages, initialised for one
+// arrival by the first thread at the kernel's entry before a barrier; the
+// first thread's arrive.expect_tx of the stage's bytes (64 x 128 f16) on
+// the stage's mbarrier and one TMA copy per 64-column panel, 8192 bytes
+// apart, the panel's inner coordinate 64 further, through the tensor map
+// as a descriptor of the 128-byte swizzle. The buffers start on 1024
+// bytes, as a warpgroup MMA's do. stage_wait: try_wait.parity on the
+// stage's mbarrier; barrier: gpu.barrier.
+#sw = #flash_tile.swizzled<vector = 8, phases = 8, panel = 64>
+// CHECK-LABEL: func.func @tma_load
+// CHECK-SAME: (%[[MAP:.+]]: !llvm.ptr, %[[ROW:.+]]: index, %[[B:.+]]: index, %[[STAGE:.+]]: index, %[[PARITY:.+]]: i1)
+// CHECK: %[[TID:.+]] = gpu.thread_id x
+// CHECK: %[[SMEM:.+]] = gpu.dynamic_shared_memory
+// CHECK: %[[PAD:.+]] = arith.andi %{{.+}}, %c1023
+// CHECK: %[[FIRST:.+]] = arith.cmpi eq, %[[TID]], %{{.+}} : index
+// CHECK: %[[BARS:.+]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+// CHECK: nvgpu.mbarrier.init %[[BARS]][%{{.+}}], %{{.+}}, predicate = %[[FIRST]]
+// CHECK: nvgpu.mbarrier.init %[[BARS]][%{{.+}}], %{{.+}}, predicate = %[[FIRST]]
+// CHECK-NEXT: gpu.barrier
+// CHECK: %[[DESC:.+]] = builtin.unrealized_conversion_cast %[[MAP]] : !llvm.ptr to !nvgpu.tensormap.descriptor<tensor = memref<1x1x64x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
+// CHECK: scf.if %[[FIRST]] {
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %[[BARS]][%[[STAGE]]], %c16384
+// CHECK: %[[AT:.+]] = arith.muli %[[STAGE]], %c16384
+// CHECK: %[[OFF:.+]] = arith.addi %c1024{{.*}}, %[[AT]]
+// CHECK: %[[BYTE:.+]] = arith.addi %[[PAD]], %[[OFF]]
+// CHECK: %[[P0:.+]] = memref.view %[[SMEM]][%[[BYTE]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1x1x64x64xf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.tma.async.load %[[DESC]][%[[C0:.+]], %[[ROW]], %[[C0]], %[[B]]], %[[BARS]][%[[STAGE]]] to %[[P0]]
+// CHECK: %[[BYTE1:.+]] = arith.addi %[[BYTE]], %c8192
+// CHECK: %[[P1:.+]] = memref.view %[[SMEM]][%[[BYTE1]]][]
+// CHECK: %[[COL1:.+]] = arith.addi %[[C0]], %c64
+// CHECK: nvgpu.tma.async.load %[[DESC]][%[[COL1]], %[[ROW]], %[[C0]], %[[B]]], %[[BARS]][%[[STAGE]]] to %[[P1]]
+// CHECK: }
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]][%[[STAGE]]], %[[PARITY]], %{{.+}}
+// CHECK-NEXT: gpu.barrier
+func.func @tma_load(%map: !llvm.ptr, %row: index, %b: index, %stage: index,
+                    %parity: i1) {
+  %c0 = arith.constant 0 : index
+  %k = flash_tile.alloc {offset = 1024} : !flash_tile.shared<2x64x128xf16, #sw>
+  flash_tile.tma_load %map[%c0, %row, %c0, %b], %k[%stage] box [64, 64, 1, 1]
+      : !llvm.ptr, !flash_tile.shared<2x64x128xf16, #sw>
+  flash_tile.stage_wait %k[%stage], %parity : !flash_tile.shared<2x64x128xf16, #sw>
+  flash_tile.barrier
+  return
+}

@@ -39,13 +39,18 @@ namespace {
 
 /// Buffers start on 128 bytes: a row of 8 swizzled 16-byte chunks.
 constexpr int64_t kAlignment = 128;
+/// The bytes of an mbarrier.
+constexpr int64_t kMbarrierBytes = 8;
 /// Buffers a warpgroup MMA reads start on flashc::kWarpgroupSharedAlignment
 /// bytes (the 128-byte swizzle's period of 8 rows), as do the buffers of
 /// such a kernel as a whole: the lowering aligns their start at run time,
 /// within as many bytes more.
-/// Whether a warpgroup MMA reads `alloc`'s buffer.
+/// Whether the asynchronous proxy reads or writes `alloc`'s buffer in the
+/// 128-byte swizzle: a warpgroup MMA reads it, or a TMA copy fills it.
 bool isWarpgroupOperand(AllocOp alloc) {
   return llvm::any_of(alloc.getBuffer().getUsers(), [&](Operation *user) {
+    if (isa<TmaLoadOp>(user))
+      return true;
     auto mma = dyn_cast<WarpgroupMmaOp>(user);
     return mma &&
            (mma.getB() == alloc.getBuffer() || mma.getA() == alloc.getBuffer());
@@ -135,6 +140,12 @@ struct AllocateSharedPass
     }
     if (llvm::is_contained(operands, true))
       offset += flashc::kWarpgroupSharedAlignment;
+    // The mbarriers of the stages a TMA copy fills (8 bytes each), which the
+    // lowering puts in static shared memory, count against the same budget.
+    for (AllocOp alloc : allocs)
+      if (llvm::any_of(alloc.getBuffer().getUsers(),
+                       [](Operation *user) { return isa<TmaLoadOp>(user); }))
+        offset += kMbarrierBytes * alloc.getBuffer().getType().getStages();
     if (offset > budget) {
       InFlightDiagnostic diag = fn->emitError()
                                 << "the shared buffers of @" << fn.getName()

@@ -158,3 +158,21 @@ func.func @panels(%p: !flash_tile.tile<64x32xf16>, %acc: !flash_tile.tile<64x128
       : !flash_tile.tile<64x32xf16>, !flash_tile.shared<2x32x128xf16>, !flash_tile.tile<64x128xf32>
   return
 }
+
+// -----
+
+// A buffer a TMA copy fills is placed as a warpgroup MMA's (panels of 128
+// bytes, on 1024 bytes) even where only ldmatrix reads it; the total counts
+// the 1024 bytes of alignment and the 8-byte mbarrier of each of its two
+// stages: 16384 + 1024 + 16.
+// CHECK-DAG: #[[PANELS:.+]] = #flash_tile.swizzled<vector = 8, phases = 8, panel = 64>
+// CHECK-LABEL: func.func @tma
+// CHECK-SAME: attributes {flash.shared_bytes = 17424 : i64}
+// CHECK: flash_tile.alloc {offset = 0 : i64} : !flash_tile.shared<2x32x128xf16, #[[PANELS]]>
+func.func @tma(%map: !llvm.ptr, %j: index, %b: index) {
+  %c0 = arith.constant 0 : index
+  %v = flash_tile.alloc : !flash_tile.shared<2x32x128xf16>
+  flash_tile.tma_load %map[%c0, %j, %c0, %b], %v[%c0] box [64, 32, 1, 1]
+      : !llvm.ptr, !flash_tile.shared<2x32x128xf16>
+  return
+}

@@ -53,7 +53,13 @@ def Flash_Dialect : Dialect {
       one split: the runtime launches no combine kernel then.
     - `flash.param` (dictionary: `name` and `meaning`, strings), on each
       argument of a GPU kernel: what the runtime passes there. A bundle's
-      manifest lists the kernels' arguments from these.
+      manifest lists the kernels' arguments from these. A tensor map's
+      also names its `tensor` (`q`, `k` or `v`) and the `box` (i64 array,
+      innermost dimension first) the runtime builds the map with.
+    - `flash.grid_constants` (i64 array), on a GPU kernel: the positions of
+      its arguments that are 128-byte tensor maps passed as
+      `__grid_constant__` parameters (`flash-llvm-grid-constants` makes
+      them so once the kernel is an `llvm.func`).
   }];
   let discardableAttrs = (ins
     "::mlir::UnitAttr":$kv_loop,
@@ -65,7 +71,8 @@ def Flash_Dialect : Dialect {
     "::mlir::IntegerAttr":$shared_bytes,
     "::mlir::DenseI64ArrayAttr":$tile,
     "::mlir::UnitAttr":$final_at_one_split,
-    "::mlir::DictionaryAttr":$param
+    "::mlir::DictionaryAttr":$param,
+    "::mlir::DenseI64ArrayAttr":$grid_constants
   );
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;

@@ -145,15 +145,68 @@ def FlashTileUseWarpgroupMma : Pass<"flash-tile-use-warpgroup-mma"> {
   ];
 }
 
+def FlashTileUseTma : Pass<"flash-tile-use-tma"> {
+  let summary = "Copy a kernel's blocks by TMA, waiting on mbarriers (sm_90a)";
+  let description = [{
+    Rewrites the copies of a pipelined kernel (after `flash-tile-pipeline`)
+    into copies by the tensor memory accelerator, for the sm_90a kernels
+    whose tensor cores read shared memory (`flash_tile.warpgroup_mma`):
+
+    - each `flash_tile.async_copy` becomes a `flash_tile.tma_load` of a
+      tensor map the kernel takes as a new argument (`q_map`, `k_map`,
+      `v_map`: a 128-byte `__grid_constant__` parameter the runtime builds
+      at launch), at the coordinates of the copied rows in the whole
+      tensor (the source's `memref.subview` offsets plus the copy's row);
+      each stage of a buffer so filled has an mbarrier the copy completes;
+    - the KV loops carry the parity of each stage's next phase (an `i32`
+      of one bit per stage); each buffer's first read in an iteration
+      waits for its stage (`flash_tile.stage_wait`), and the wait that ended
+      the iteration (`flash_tile.async_wait`) becomes a
+      `flash_tile.barrier`, after which the next copy into the stage may
+      start; the wait before the loops becomes Q's stage wait;
+    - `flash_tile.async_commit` goes: an mbarrier counts its own copies;
+    - a branch between a full block's copies and a ragged one's, which are
+      now the same TMA copies (TMA fills the rows past the tensor with
+      zeros itself), folds into them.
+
+    A kernel is rewritten whole or not at all: every copy must be of 16-bit
+    rows of a multiple of 128 bytes (as the 128-byte swizzle's boxes
+    take them) from a subview of a reinterpret_cast of the kernel's `q`,
+    `k` or `v` argument whose rows are whole 16-byte units (a head dim
+    of a multiple of 8: the runtime then requires strides of 16-byte
+    multiples and a 16-byte aligned base, which is all a tensor map needs;
+    rows of other widths, D = 59 say, may be packed, which no tensor map
+    describes), and the kernel must multiply by warpgroups. A
+    kernel whose copies do not all qualify keeps its `cp.async` copies.
+    The rows a copy zero-fills past `valid` are those past the tensor's end,
+    which a TMA box fills with zeros; a GQA tile's groups past the group
+    are past the tensor's head dimension, zeros too.
+
+    The kernel records the new arguments' positions in
+    `flash.grid_constants` for `flash-llvm-grid-constants`, and each
+    argument's `flash.param` names the tensor (`tensor`) and the box the
+    runtime's map must have (`box`, innermost first).
+  }];
+  let statistics = [
+    Statistic<"numKernels", "num-kernels", "Kernels given TMA copies">,
+    Statistic<"numCopies", "num-copies", "Copies rewritten as TMA copies">,
+    Statistic<"numKept", "num-kept", "Kernels left with cp.async copies">,
+    Statistic<"numFoldedBranches", "num-folded-branches",
+              "Branches between a full and a ragged block's copies folded">,
+  ];
+}
+
 def FlashTileAllocateShared : Pass<"flash-tile-allocate-shared"> {
   let summary = "Place a kernel's shared buffers and check the budget";
   let description = [{
     Gives every `flash_tile.alloc` of a function (a `func.func` or a
     `gpu.func`) without a placement its `#flash_tile.swizzled` layout
-    (a buffer a `flash_tile.warpgroup_mma` reads, rows wider than 128
-    bytes in panels of 128 bytes, `panel = 64` for 16-bit elements, and
-    on a 1024-byte boundary; the kernel's total then counts 1024 bytes
-    more, within which the lowering aligns the buffers' start), else
+    (a buffer a `flash_tile.warpgroup_mma` reads
+    or a `flash_tile.tma_load` fills, rows wider than 128 bytes in panels
+    of 128 bytes, `panel = 64` for 16-bit elements, and on a 1024-byte
+    boundary; the kernel's total then counts 1024 bytes more, within which
+    the lowering aligns the buffers' start, and 8 bytes for the mbarrier
+    of each stage a TMA copy fills), else
     16-byte chunks XOR-swizzled over up to 8 rows where a row has a power
     of two (at least 2) of them, else rows padded by a chunk (48, 80, 96,
     112, 160, 192 or 224 f16 columns), which also puts the 8 rows an

@@ -1,0 +1,149 @@
+// RUN: flashc-opt %s --split-input-file --flash-tile-use-tma | FileCheck %s
+
+// A pipelined kernel as flash-tile-pipeline leaves it: Q copied once, K and
+// V into two stages, the KV loop copying the next block (a full block's
+// copies and a ragged one's in two branches) while it multiplies by
+// warpgroups. The copies become TMA copies of three new tensor map
+// arguments (`__grid_constant__` parameters, whose positions the kernel
+// records), at the coordinates (0, row, head, batch) of the subviews'
+// origins plus the copied row. The branch between the full and the ragged
+// block's copies folds: they are the same TMA copies. Q's wait becomes its
+// stage wait (parity 0); the loop carries each stage's parity, one bit a
+// stage, waits for K's and V's stage before each is first read, flips the
+// stage's bit, and ends with a barrier instead of its wait.
+// CHECK-LABEL: func.func @kernel
+// CHECK-SAME: %[[B:arg3]]: index, %[[N:arg4]]: index
+// CHECK-SAME: %[[ROW0:arg8]]: index
+// CHECK-SAME: %[[QMAP:[a-z0-9]+]]: !llvm.ptr {flash.param = {box = array<i64: 64, 64, 1, 1>, meaning = "TMA tensor map of Q {{.+}}", name = "q_map", tensor = "q"}, llvm.align = 64 : i64}
+// CHECK-SAME: %[[KMAP:[a-z0-9]+]]: !llvm.ptr {flash.param = {box = array<i64: 64, 64, 1, 1>, meaning = "TMA tensor map of K {{.+}}", name = "k_map", tensor = "k"}, llvm.align = 64 : i64}
+// CHECK-SAME: %[[VMAP:[a-z0-9]+]]: !llvm.ptr {flash.param = {box = array<i64: 64, 64, 1, 1>, meaning = "TMA tensor map of V {{.+}}", name = "v_map", tensor = "v"}, llvm.align = 64 : i64})
+// CHECK-SAME: attributes {flash.grid_constants = array<i64: 11, 12, 13>}
+// CHECK: %[[ZERO:.+]] = arith.constant 0 : index
+// CHECK: %[[QROW:.+]] = arith.addi %[[ROW0]], %{{.+}} : index
+// CHECK: %[[QS:.+]] = flash_tile.alloc : !flash_tile.shared<1x64x64xf16>
+// CHECK: %[[KS:.+]] = flash_tile.alloc : !flash_tile.shared<2x64x64xf16>
+// CHECK: %[[VS:.+]] = flash_tile.alloc : !flash_tile.shared<2x64x64xf16>
+// CHECK-NOT: flash_tile.async_copy
+// CHECK: flash_tile.tma_load %[[QMAP]][%[[ZERO]], %[[QROW]], %[[ZERO]], %[[B]]], %[[QS]][%{{.+}}] box [64, 64, 1, 1]
+// CHECK: flash_tile.tma_load %[[KMAP]][%[[ZERO]], %{{.+}}, %[[ZERO]], %[[B]]], %[[KS]][%{{.+}}] box [64, 64, 1, 1]
+// CHECK: flash_tile.tma_load %[[VMAP]][%[[ZERO]], %{{.+}}, %[[ZERO]], %[[B]]], %[[VS]][%{{.+}}] box [64, 64, 1, 1]
+// CHECK-NOT: flash_tile.async_wait
+// CHECK: %[[FALSE:.+]] = arith.constant false
+// CHECK: flash_tile.stage_wait %[[QS]][%{{.+}}], %[[FALSE]]
+// CHECK: %[[PHASES0:.+]] = arith.constant 0 : i32
+// CHECK: scf.for %[[J:.+]] = %{{.+}} to %[[N]] step %{{.+}} iter_args(%{{.+}} = %{{.+}}, %[[S:.+]] = %{{.+}}, %[[PHASES:.+]] = %[[PHASES0]]) -> (!flash_tile.tile<64x64xf32>, index, i32) {
+// CHECK: %[[S32:.+]] = arith.index_cast %[[S]] : index to i32
+// CHECK: %[[BIT:.+]] = arith.shli %{{.+}}, %[[S32]] : i32
+// CHECK: %[[AND:.+]] = arith.andi %[[PHASES]], %[[BIT]] : i32
+// CHECK: %[[PARITY:.+]] = arith.cmpi ne, %[[AND]], %{{.+}} : i32
+// CHECK: %[[NEXT:.+]] = arith.addi %[[J]]
+// CHECK: %[[W:.+]] = arith.subi %{{.+}}, %[[S]] : index
+// CHECK: scf.if
+// CHECK-NOT: scf.if
+// CHECK: flash_tile.tma_load %[[KMAP]][%[[ZERO]], %[[NEXT]], %[[ZERO]], %[[B]]], %[[KS]][%[[W]]] box [64, 64, 1, 1]
+// CHECK-NEXT: flash_tile.tma_load %[[VMAP]][%[[ZERO]], %[[NEXT]], %[[ZERO]], %[[B]]], %[[VS]][%[[W]]] box [64, 64, 1, 1]
+// CHECK-NEXT: }
+// CHECK-NEXT: flash_tile.stage_wait %[[KS]][%[[S]]], %[[PARITY]]
+// CHECK-NEXT: flash_tile.warpgroup_mma %[[QS]][%{{.+}}], %[[KS]][%[[S]]] transpose
+// CHECK-NEXT: flash_tile.stage_wait %[[VS]][%[[S]]], %[[PARITY]]
+// CHECK-NEXT: flash_tile.warpgroup_mma %{{.+}}, %[[VS]][%[[S]]]
+// CHECK-NEXT: flash_tile.barrier
+// CHECK-NEXT: %[[FLIPPED:.+]] = arith.xori %[[PHASES]], %[[BIT]] : i32
+// CHECK-NEXT: scf.yield %{{.+}}, %[[W]], %[[FLIPPED]]
+// CHECK: } {flash.kv_loop}
+#wide = strided<[?, ?, ?, 1]>
+#rows = strided<[?, 1], offset: ?>
+func.func @kernel(%q: memref<?xf16> {flash.param = {meaning = "Q", name = "q"}},
+                  %k: memref<?xf16> {flash.param = {meaning = "K", name = "k"}},
+                  %v: memref<?xf16> {flash.param = {meaning = "V", name = "v"}},
+                  %b: index, %n: index, %sb: index, %sh: index, %sn: index,
+                  %row0: index, %acc: !flash_tile.tile<64x64xf32>,
+                  %p: !flash_tile.tile<64x64xf16>) -> !flash_tile.tile<64x64xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %qw = memref.reinterpret_cast %q to offset: [0], sizes: [%b, 1, %n, 64], strides: [%sb, %sh, %sn, 1] : memref<?xf16> to memref<?x?x?x64xf16, #wide>
+  %qm = memref.subview %qw[%b, 0, %row0, 0] [1, 1, %c64, 64] [1, 1, 1, 1] : memref<?x?x?x64xf16, #wide> to memref<?x64xf16, #rows>
+  %kw = memref.reinterpret_cast %k to offset: [0], sizes: [%b, 1, %n, 64], strides: [%sb, %sh, %sn, 1] : memref<?xf16> to memref<?x?x?x64xf16, #wide>
+  %km = memref.subview %kw[%b, 0, 0, 0] [1, 1, %n, 64] [1, 1, 1, 1] : memref<?x?x?x64xf16, #wide> to memref<?x64xf16, #rows>
+  %vw = memref.reinterpret_cast %v to offset: [0], sizes: [%b, 1, %n, 64], strides: [%sb, %sh, %sn, 1] : memref<?xf16> to memref<?x?x?x64xf16, #wide>
+  %vm = memref.subview %vw[%b, 0, 0, 0] [1, 1, %n, 64] [1, 1, 1, 1] : memref<?x?x?x64xf16, #wide> to memref<?x64xf16, #rows>
+  %qs = flash_tile.alloc : !flash_tile.shared<1x64x64xf16>
+  %ks = flash_tile.alloc : !flash_tile.shared<2x64x64xf16>
+  %vs = flash_tile.alloc : !flash_tile.shared<2x64x64xf16>
+  flash_tile.async_copy %qm[%c0], %qs[%c0] valid %c64 : memref<?x64xf16, #rows>, !flash_tile.shared<1x64x64xf16>
+  flash_tile.async_copy %km[%c0], %ks[%c0] valid %c64 : memref<?x64xf16, #rows>, !flash_tile.shared<2x64x64xf16>
+  flash_tile.async_copy %vm[%c0], %vs[%c0] valid %c64 : memref<?x64xf16, #rows>, !flash_tile.shared<2x64x64xf16>
+  flash_tile.async_wait pending 0
+  %r:2 = scf.for %j = %c0 to %n step %c64 iter_args(%o = %acc, %s = %c0) -> (!flash_tile.tile<64x64xf32>, index) {
+    %next = arith.addi %j, %c64 : index
+    %s1 = arith.subi %c1, %s : index
+    %more = arith.cmpi slt, %next, %n : index
+    scf.if %more {
+      %left = arith.subi %n, %next : index
+      %full = arith.cmpi sge, %left, %c64 : index
+      scf.if %full {
+        %c64b = arith.constant 64 : index
+        flash_tile.async_copy %km[%next], %ks[%s1] valid %c64b : memref<?x64xf16, #rows>, !flash_tile.shared<2x64x64xf16>
+        flash_tile.async_copy %vm[%next], %vs[%s1] valid %c64b : memref<?x64xf16, #rows>, !flash_tile.shared<2x64x64xf16>
+      } else {
+        flash_tile.async_copy %km[%next], %ks[%s1] valid %left : memref<?x64xf16, #rows>, !flash_tile.shared<2x64x64xf16>
+        flash_tile.async_copy %vm[%next], %vs[%s1] valid %left : memref<?x64xf16, #rows>, !flash_tile.shared<2x64x64xf16>
+      }
+    }
+    %sc = flash_tile.warpgroup_mma %qs[%c0], %ks[%s] transpose, %acc : !flash_tile.shared<1x64x64xf16>, !flash_tile.shared<2x64x64xf16>, !flash_tile.tile<64x64xf32>
+    %o2 = flash_tile.warpgroup_mma %p, %vs[%s], %o : !flash_tile.tile<64x64xf16>, !flash_tile.shared<2x64x64xf16>, !flash_tile.tile<64x64xf32>
+    flash_tile.async_wait pending 0
+    scf.yield %o2, %s1 : !flash_tile.tile<64x64xf32>, index
+  } {flash.kv_loop}
+  return %r#0 : !flash_tile.tile<64x64xf32>
+}
+
+// -----
+
+// A kernel without a warpgroup MMA keeps its cp.async copies.
+// CHECK-LABEL: func.func @no_warpgroup_mma
+// CHECK-NOT: !llvm.ptr
+// CHECK: flash_tile.async_copy
+// CHECK: flash_tile.async_wait pending 0
+// CHECK-NOT: flash_tile.tma_load
+#wide = strided<[?, ?, ?, 1]>
+#rows = strided<[?, 1], offset: ?>
+func.func @no_warpgroup_mma(%q: memref<?xf16> {flash.param = {meaning = "Q", name = "q"}},
+                            %b: index, %n: index, %sb: index, %sh: index,
+                            %sn: index) {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %qw = memref.reinterpret_cast %q to offset: [0], sizes: [%b, 1, %n, 64], strides: [%sb, %sh, %sn, 1] : memref<?xf16> to memref<?x?x?x64xf16, #wide>
+  %qm = memref.subview %qw[%b, 0, 0, 0] [1, 1, %c64, 64] [1, 1, 1, 1] : memref<?x?x?x64xf16, #wide> to memref<?x64xf16, #rows>
+  %qs = flash_tile.alloc : !flash_tile.shared<1x64x64xf16>
+  flash_tile.async_copy %qm[%c0], %qs[%c0] valid %c64 : memref<?x64xf16, #rows>, !flash_tile.shared<1x64x64xf16>
+  flash_tile.async_wait pending 0
+  return
+}
+
+// -----
+
+// Rows of 60 elements (120 bytes) may be packed, which no tensor map
+// describes: the kernel keeps its cp.async copies (into its 64-column
+// stages, the padding zero-filled).
+// CHECK-LABEL: func.func @packed_rows
+// CHECK-NOT: !llvm.ptr
+// CHECK: flash_tile.async_copy
+// CHECK-NOT: flash_tile.tma_load
+#wide = strided<[?, ?, ?, 1]>
+#rows = strided<[?, 1], offset: ?>
+func.func @packed_rows(%q: memref<?xf16> {flash.param = {meaning = "Q", name = "q"}},
+                       %b: index, %n: index, %sb: index, %sh: index,
+                       %sn: index, %acc: !flash_tile.tile<64x64xf32>,
+                       %k: !flash_tile.shared<1x64x64xf16>) -> !flash_tile.tile<64x64xf32> {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %qw = memref.reinterpret_cast %q to offset: [0], sizes: [%b, 1, %n, 60], strides: [%sb, %sh, %sn, 1] : memref<?xf16> to memref<?x?x?x60xf16, #wide>
+  %qm = memref.subview %qw[%b, 0, 0, 0] [1, 1, %c64, 60] [1, 1, 1, 1] : memref<?x?x?x60xf16, #wide> to memref<?x60xf16, #rows>
+  %qs = flash_tile.alloc : !flash_tile.shared<1x64x64xf16>
+  flash_tile.async_copy %qm[%c0], %qs[%c0] valid %c64 : memref<?x60xf16, #rows>, !flash_tile.shared<1x64x64xf16>
+  flash_tile.async_wait pending 0
+  %s = flash_tile.warpgroup_mma %qs[%c0], %k[%c0] transpose, %acc : !flash_tile.shared<1x64x64xf16>, !flash_tile.shared<1x64x64xf16>, !flash_tile.tile<64x64xf32>
+  return %s : !flash_tile.tile<64x64xf32>
+}
