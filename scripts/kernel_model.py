@@ -36,7 +36,12 @@
 # rescale threshold: scripts/rescale-frequency.py estimates how often);
 # its instructions are counted apart (`fixup`), not in the iteration. So is the longer arm of an if/else whose arms both move data:
 # flashc's kernels branch so between a full block's copies and a ragged
-# last block's checked ones, and the shorter arm is the steady state.
+# last block's checked ones, and the shorter arm is the steady state. A
+# region a forward branch skips that issues TMA copies (UTMALDG) is the
+# first thread's: the other warps branch over it, so its instructions land
+# on one scheduler's warps and count 1 / (warps / 4) per warp (the busiest
+# scheduler's share; in full without the CTA's size, `--sass` without
+# `--threads`).
 #
 #   scripts/kernel_model.py --bundle DIR             # every kernel of a bundle
 #   scripts/kernel_model.py --sass F.sass --kernel NAME --target sm_80 \
@@ -250,12 +255,22 @@ def main_loop(kernel):
     return best[1], best[2]
 
 
+def is_tma_issue(op):
+    """Is an instruction a TMA copy's issue (one thread's, in flashc's
+    kernels)?"""
+    return op.split(".")[0] in ("UTMALDG", "UTMASTG", "UBLKCP")
+
+
 def fixup_regions(kernel, lo, hi):
-    """Indices of the instructions in [lo, hi] skipped by a forward branch
-    over a region that does no data work."""
+    """(skipped, single): indices of the instructions in [lo, hi] skipped by
+    a forward branch over a region that does no data work (or over the
+    longer arm of an if/else), and of those in a region a forward branch
+    skips that issues TMA copies: the first thread's, which the other warps
+    branch over."""
     instructions = kernel["instructions"]
     labels = kernel["labels"]
     skipped = set()
+    single = set()
     for i in range(lo, hi + 1):
         text = instructions[i][1]
         m = BRANCH.search(text)
@@ -267,6 +282,9 @@ def fixup_regions(kernel, lo, hi):
         region = range(i + 1, end)
         if not any(is_data_work(opcode(instructions[j][1])) for j in region):
             skipped.update(region)
+            continue
+        if any(is_tma_issue(opcode(instructions[j][1])) for j in region):
+            single.update(region)
             continue
         # An if/else: the skipped arm ends in an unconditional branch over
         # the other arm. The longer arm is the edge case (a ragged block's
@@ -282,7 +300,7 @@ def fixup_regions(kernel, lo, hi):
         then_arm, else_arm = range(i + 1, end), range(end, join)
         skipped.update(then_arm if len(then_arm) > len(else_arm)
                        else else_arm)
-    return skipped
+    return skipped, single - skipped
 
 
 def occupancy(target, threads, registers, shared):
@@ -297,14 +315,22 @@ def occupancy(target, threads, registers, shared):
     return min(by_regs, by_warps, by_shared, t["ctas"])
 
 
-def model_kernel(kernel, target, head_dim, head_dim_v):
-    """The model of one parsed kernel; None when it has no MMA loop."""
+def model_kernel(kernel, target, head_dim, head_dim_v, threads=None):
+    """The model of one parsed kernel; None when it has no MMA loop.
+
+    A region only the first thread runs (its TMA copies' issue) adds its
+    instructions to the warps of one of the SM's four schedulers: it counts
+    1 / (warps / 4) per warp, the busiest scheduler's share, with the CTA's
+    `threads` known; without, in full, as every warp's."""
     loop = main_loop(kernel)
     if loop is None:
         return None
     lo, hi = loop
     instructions = kernel["instructions"]
-    skipped = fixup_regions(kernel, lo, hi)
+    skipped, single = fixup_regions(kernel, lo, hi)
+    share = 1.0
+    if threads:
+        share = 1.0 / max(1, ((threads + 31) // 32) // 4)
     counts = dict.fromkeys(CATEGORIES, 0)
     macs = 0
     hmma_cycles = 0.0
@@ -314,7 +340,7 @@ def model_kernel(kernel, target, head_dim, head_dim_v):
         if i in skipped:
             continue
         op = opcode(instructions[i][1])
-        counts[category(op)] += 1
+        counts[category(op)] += share if i in single else 1
         m = mma_macs(op)
         macs += m
         hmma_cycles += cycles_16816 * m / MMA_MACS["16816"]
@@ -336,6 +362,7 @@ def model_kernel(kernel, target, head_dim, head_dim_v):
         "loop": [instructions[lo][0], instructions[hi][0]],
         "units_per_iteration": units,
         "fixup": len(skipped),
+        "first_thread": len(single),
         "per_unit": per_unit,
         "smem_bytes_per_unit": smem / units,
         "cycles": times,
@@ -380,7 +407,8 @@ def model_variant(directory, variant, nvdisasm):
         if k["name"] not in kernels:
             raise ModelError(f"{variant['id']}: no {k['name']} in the cubin")
         m = model_kernel(kernels[k["name"]], variant["target"],
-                         variant["head_dim"], variant["head_dim_v"])
+                         variant["head_dim"], variant["head_dim_v"],
+                         k["block"])
         if m is not None:
             m["ctas_per_sm"] = occupancy(variant["target"], k["block"],
                                          k["registers"], k["shared_bytes"])
@@ -408,7 +436,9 @@ def format_model(name, m):
     lines = [
         f"{name}: main loop {m['loop'][0]:#x}-{m['loop'][1]:#x}, "
         f"{m['units_per_iteration']:g} units per iteration, "
-        f"{m['fixup']} fix-up instructions apart",
+        f"{m['fixup']} fix-up instructions apart"
+        + (f", {m['first_thread']} the first thread's (TMA issue)"
+           if m.get("first_thread") else ""),
         "  per warp per unit (16 query rows x 64 keys): "
         + ", ".join(f"{k} {u[k]:.1f}" for k in CATEGORIES + ["issued"]),
         f"  cycles per unit: tensor {c['tensor']:.0f}, mufu {c['mufu']:.0f}, "
@@ -434,6 +464,10 @@ def main():
     parser.add_argument("--head-dim", type=int, help="with --sass: D")
     parser.add_argument("--head-dim-v", type=int,
                         help="with --sass: Dv (default D)")
+    parser.add_argument("--threads", type=int,
+                        help="with --sass: the CTA's threads (the first "
+                        "thread's TMA issue then counts for its scheduler's "
+                        "warps only)")
     parser.add_argument("--nvdisasm", help="the nvdisasm to use")
     parser.add_argument("--json", action="store_true",
                         help="print the figures as JSON")
@@ -450,7 +484,7 @@ def main():
                 raise ModelError(f"no kernel {args.kernel} in {args.sass} "
                                  f"(it has: {', '.join(sorted(kernels))})")
             m = model_kernel(kernels[args.kernel], args.target, args.head_dim,
-                             args.head_dim_v or args.head_dim)
+                             args.head_dim_v or args.head_dim, args.threads)
             if m is None:
                 raise ModelError(f"{args.kernel} has no loop with MMA "
                                  "instructions")

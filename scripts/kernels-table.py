@@ -43,6 +43,7 @@ COUNTED = [
     ("wgmma", r"wgmma\.mma_async"),
     ("ldmatrix", r"ldmatrix\.sync\.aligned"),
     ("cp.async", r"cp\.async\.c[ag]\.shared\.global"),
+    ("tma", r"cp\.async\.bulk\.tensor"),
     ("ex2", r"ex2\.approx"),
     ("shfl", r"shfl\.sync"),
     ("bar", r"bar\.sync"),
