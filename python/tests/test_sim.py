@@ -35,15 +35,33 @@ def test_sm90a_kernel_and_its_ptx(rng, seed):
                                 dtype="f16")
     kernel = flashc.compile(spec, "sm_90a-sim")
     assert ".target sm_90a" in kernel.ptx
-    # sm_90a multiplies by warpgroups from shared memory.
+    # sm_90a multiplies by warpgroups from shared memory, and copies the
+    # blocks by TMA from tensor maps the runtime builds at launch.
     assert "wgmma.mma_async.sync.aligned.m64n" in kernel.ptx
     assert "mma.sync.aligned" not in kernel.ptx
+    assert "cp.async.bulk.tensor.4d" in kernel.ptx
+    assert "cp.async.cg" not in kernel.ptx
     meta = kernel.metadata
     assert meta["shared_bytes"] > 0 and meta["threads_per_block"] > 0
     assert "B" in meta["grid"]
     assert meta["registers"] == -1  # not assembled
     q, k, v = make_inputs(rng, 1, 2, 2, 24, 40, 64, dtype=np.float16)
     check(kernel(q, k, v), None, q, k, v, False, seed)
+
+
+def test_sm90a_options_switch_tma_and_wgmma_off(rng, seed):
+    spec = flashc.AttentionSpec(heads=2, seq_q=32, seq_kv=32, head_dim=64,
+                                dtype="f16")
+    q, k, v = make_inputs(rng, 1, 2, 2, 24, 40, 64, dtype=np.float16)
+    cp_async = flashc.compile(spec, "sm_90a-sim", tma=False)
+    assert "cp.async.bulk.tensor" not in cp_async.ptx
+    assert "cp.async.cg" in cp_async.ptx
+    assert "wgmma.mma_async" in cp_async.ptx
+    check(cp_async(q, k, v), None, q, k, v, False, seed)
+    warp_mma = flashc.compile(spec, "sm_90a-sim", warpgroup_mma=False)
+    assert "wgmma.mma_async" not in warp_mma.ptx
+    assert "mma.sync.aligned" in warp_mma.ptx
+    check(warp_mma(q, k, v), None, q, k, v, False, seed)
 
 
 def test_bf16_numpy_arrays(rng, seed):

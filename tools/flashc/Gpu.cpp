@@ -166,7 +166,7 @@ int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
       args, {"no-assemble"},
       {"targets", "dtypes", "head-dims", "head-dim-v", "groups", "causal",
        "masks", "lse", "variants", "causal-order", "block-q", "block-kv",
-       "stages", "rescale-threshold", "o"});
+       "stages", "rescale-threshold", "warpgroup-mma", "tma", "o"});
   if (!parsed)
     return reportError(parsed.takeError());
   const Options &o = *parsed;
@@ -227,8 +227,8 @@ int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
     return reportError(llvm::createStringError(
         "--head-dim-v must be positive, got " + std::to_string(*headDimV)));
   // The pipeline options the bundle takes (--causal-order, --block-q,
-  // --block-kv, --stages, --rescale-threshold), as every command reads
-  // them; each variant sets its target.
+  // --block-kv, --stages, --rescale-threshold, --warpgroup-mma, --tma), as
+  // every command reads them; each variant sets its target.
   PipelineConfig base;
   if (llvm::Error e = readConfig(o, base))
     return reportError(std::move(e));
