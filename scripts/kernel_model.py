@@ -26,7 +26,9 @@
 # prologue/epilogue are not modelled.
 #
 # The steady-state iteration: the main loop is the backward branch whose
-# body holds the most MMA work; of loops with the same work, the shortest
+# body holds the most MMA work and not the kernel's exit (a branch back
+# from an out-of-line block past the exit, such as an mbarrier wait's
+# retries, spans it); of loops with the same work, the shortest
 # (a causal kernel that keeps its diagonal blocks in a loop of their own
 # runs that loop once or twice per CTA, the unmasked one for the rest).
 # A forward branch inside the body that skips
@@ -245,6 +247,12 @@ def main_loop(kernel):
             continue
         lo = labels[m.group(1)]
         if lo > i:
+            continue
+        # A span that holds the kernel's exit is no loop: its backward branch
+        # returns from an out-of-line block past the exit (ptxas moves the
+        # retries of an mbarrier wait there).
+        if any(opcode(t).split(".")[0] in ("EXIT", "RET")
+               for _, t in instructions[lo:i]):
             continue
         macs = sum(mma_macs(opcode(t)) for _, t in instructions[lo:i + 1])
         key = (macs, -(i - lo))
