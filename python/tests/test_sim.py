@@ -109,3 +109,19 @@ def test_cache_directory_is_a_bundle(rng, seed, tmp_path):
           v, True, seed)
     with pytest.raises(flashc.FlashcTypeError, match="path must be a string"):
         flashc.set_cache_directory(42)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_sm90a_tma_kernel_on_strided_views(rng, seed, causal):
+    # [B, N, H, D] views of a fused [B, N, 3, H, D] projection (rows 3 H D
+    # apart, heads D apart, no batch folding): the TMA kernel's tensor maps
+    # take the call's strides. GQA 2, ragged lengths.
+    b, n, h, d = 2, 70, 4, 64
+    qkv = rng.standard_normal((b, n, 3, h, d)).astype(np.float16)
+    q = qkv[:, :, 0]
+    k = qkv[:, :, 1, :2]
+    v = qkv[:, :, 2, :2]
+    out, lse = flashc.attention(q, k, v, causal=causal, return_lse=True,
+                                layout="bnhd", target="sm_90a-sim")
+    to_bhnd = lambda x: np.ascontiguousarray(x.transpose(0, 2, 1, 3))
+    check(to_bhnd(out), lse, to_bhnd(q), to_bhnd(k), to_bhnd(v), causal, seed)
