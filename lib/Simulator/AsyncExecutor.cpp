@@ -248,6 +248,11 @@ std::string AsyncExecutor::issueTensorLoad(const TensorMap &map,
     }
   for (uint32_t c = first; c <= last && checking; ++c) {
     const Chunk &ch = chunks[c];
+    if (ch.heldByWgmma)
+      return what + " overwrites, at " + hex(c * kChunkBytes) +
+             ", an operand of the wgmma issued at " + hooks.at(ch.wgmmaLine) +
+             " by warp " + std::to_string(ch.wgmmaWarp) +
+             ", which no wgmma.wait_group has retired";
     if (ch.writer != kNone && ch.writer != s.warp &&
         me[ch.writer] < ch.writeClock)
       return what + " overwrites, at " + hex(c * kChunkBytes) +
@@ -407,6 +412,11 @@ std::string AsyncExecutor::onAccess(uint32_t off, uint32_t size, bool write,
     uint32_t addr = std::max(off, c * kChunkBytes);
     if (std::string why = checkCopies(ch, addr, kind, me); !why.empty())
       return why;
+    if (write && ch.heldByWgmma)
+      return "write of shared address " + hex(addr) +
+             ", which the wgmma issued at " + hooks.at(ch.wgmmaLine) +
+             " by warp " + std::to_string(ch.wgmmaWarp) +
+             " still reads (no wgmma.wait_group has retired it)";
     if (write && ch.heldByStores)
       for (const Store &st : stores)
         if (c >= st.first && c <= st.last)
@@ -531,6 +541,21 @@ std::string AsyncExecutor::issueTensorStore(const TensorMap &map,
     chunks[c].heldByStores++;
   stores.push_back(st);
   return "";
+}
+
+void AsyncExecutor::holdWgmmaRead(uint32_t chunk, uint32_t warp,
+                                  uint32_t line) {
+  if (chunk >= chunks.size())
+    return;
+  Chunk &ch = chunks[chunk];
+  ++ch.heldByWgmma;
+  ch.wgmmaWarp = warp;
+  ch.wgmmaLine = line;
+}
+
+void AsyncExecutor::releaseWgmmaRead(uint32_t chunk) {
+  if (chunk < chunks.size() && chunks[chunk].heldByWgmma)
+    --chunks[chunk].heldByWgmma;
 }
 
 void AsyncExecutor::bulkCommit(uint32_t thread) {

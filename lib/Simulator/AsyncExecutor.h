@@ -208,6 +208,12 @@ public:
   std::string issueTensorStore(const TensorMap &map, const int32_t *coords,
                                uint32_t src, const AsyncSite &s,
                                ErrorCode &code);
+  /// A wgmma of warp `warp` issued at `line` reads shared chunk `chunk`
+  /// until a wgmma.wait_group of the warp retires it: writing the chunk in
+  /// between (a plain store, a landing copy, a TMA copy issued over it) is
+  /// a race. releaseWgmmaRead ends the hold.
+  void holdWgmmaRead(uint32_t chunk, uint32_t warp, uint32_t line);
+  void releaseWgmmaRead(uint32_t chunk);
   /// cp.async.bulk.commit_group of thread `thread`.
   void bulkCommit(uint32_t thread);
   /// cp.async.bulk.wait_group of thread `thread`: retires every bulk group
@@ -224,6 +230,10 @@ private:
     uint32_t inflightCopy = kNone;
     /// TMA stores in flight that read the chunk.
     uint32_t heldByStores = 0;
+    /// wgmmas in flight (issued, not retired by a wait) that read the
+    /// chunk, and the warp and line of the last of them.
+    uint32_t heldByWgmma = 0;
+    uint32_t wgmmaWarp = 0, wgmmaLine = 0;
   };
   struct Store {
     static constexpr uint32_t kUncommitted = 0xffffffffu;

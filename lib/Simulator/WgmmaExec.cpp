@@ -106,6 +106,9 @@ bool CTARunner::execWgmma(const WarpStep<CTARunner> &S) {
       if (!why.empty())
         return S.fault(ErrorCode::Race, "wgmma's " + why);
     }
+    // Read until a wait retires it: no write may come in between.
+    for (uint32_t c : flight.chunks)
+      async.holdWgmmaRead(c, S.w, I.line);
   }
   // D = scale-d ? D + A B : A B, per element in double (D first, then k in
   // order), rounded once to f32.
@@ -173,6 +176,7 @@ bool CTARunner::waitWgmma(const WarpStep<CTARunner> &S, uint32_t keep) {
         --wgmmaHeld[size_t(S.lane(l).linear) * k.numRegs + r];
     // The warp has read the operands by now: a stage may be released.
     for (uint32_t c : f.chunks) {
+      async.releaseWgmmaRead(c);
       std::string why = async.onAccess(c * AsyncExecutor::kChunkBytes,
                                        AsyncExecutor::kChunkBytes, false, site);
       if (!why.empty())

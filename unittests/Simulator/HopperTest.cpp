@@ -503,6 +503,66 @@ TEST(HopperTest, WgmmaReadsCpAsyncCopiesOnlyAcrossAProxyFence) {
       << unfenced.status().message();
 }
 
+TEST(HopperTest, AWgmmasOperandsAreReadUntilItsWaitRetiresIt) {
+  // Each of 128 threads stores 64 bytes of ones into `buf` (64 rows of 128
+  // bytes), fences them for the asynchronous proxy, and the warpgroup
+  // multiplies by descriptors of it; thread 0 then overwrites the first
+  // 16 bytes (B's first rows, which every warp's wgmma reads): after the
+  // wgmma.wait_group that retires the multiply and a barrier (the operands
+  // are read, by every warp), or between its issue and that wait (a race:
+  // the tensor cores may still be reading them).
+  auto body = [](bool early) {
+    std::string overwrite = "  setp.eq.u32 %p1, %r0, 0;\n"
+                            "  @%p1 st.shared.v2.u64 [%r1], {%rd9, %rd9};\n";
+    std::string s = "  mov.u32 %r1, buf;\n"
+                    "  shl.b32 %r2, %r0, 6;\n"
+                    "  add.u32 %r3, %r1, %r2;\n"
+                    "  mov.b64 %rd9, 4323521613979991040;\n";
+    for (int i = 0; i < 4; ++i)
+      s += "  st.shared.v2.u64 [%r3+" + std::to_string(16 * i) +
+           "], {%rd9, %rd9};\n";
+    s += "  fence.proxy.async.shared::cta;\n"
+         "  bar.sync 0;\n"
+         "  cvt.u64.u32 %rd4, %r1;\n"
+         "  shr.u64 %rd4, %rd4, 4;\n"
+         "  and.b64 %rd4, %rd4, 16383;\n"
+         "  or.b64 %rd5, %rd4, 4611686293305360384;\n"
+         "  wgmma.fence.sync.aligned;\n"
+         "  mov.f32 %f0, 0f00000000;\n"
+         "  mov.f32 %f1, 0f00000000;\n"
+         "  mov.f32 %f2, 0f00000000;\n"
+         "  mov.f32 %f3, 0f00000000;\n"
+         "  {\n"
+         "  .reg .pred p;\n"
+         "  setp.ne.b32 p, 1, 0;\n"
+         "  wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 "
+         "{%f0, %f1, %f2, %f3}, %rd5, %rd5, p, 1, 1, 0, 0;\n"
+         "  }\n"
+         "  wgmma.commit_group.sync.aligned;\n";
+    if (early)
+      s += overwrite;
+    s += "  wgmma.wait_group.sync.aligned 0;\n";
+    if (!early)
+      s += "  bar.sync 0;\n" + overwrite;
+    s += "  mov.b32 %r5, %f0;\n"
+         "  cvt.u64.u32 %rd6, %r5;\n" +
+         storeSlot("%rd6");
+    return s;
+  };
+  const char *decl = ".shared .align 1024 .b8 buf[8192];";
+  auto after = runBody(body(false), {}, 128, 128, decl);
+  ASSERT_TRUE(ok(after));
+  for (uint32_t t = 0; t < 128; ++t)
+    EXPECT_EQ((*after)[t], 0x41800000u) << "thread " << t; // 16.0f
+  auto during = runBody(body(true), {}, 128, 128, decl);
+  ASSERT_FALSE(during);
+  EXPECT_EQ(during.status().code(), ErrorCode::Race);
+  EXPECT_NE(during.status().message().find(
+                "still reads (no wgmma.wait_group has retired it)"),
+            std::string::npos)
+      << during.status().message();
+}
+
 TEST(HopperTest, ElectSyncElectsTheLowestMemberLane) {
   // Lanes 4-31 of each warp elect with the mask of themselves: lane 4 is
   // elected. Each stores 2 * elected lane + (whether it is the one).
