@@ -416,6 +416,12 @@ def FlashTileToNVGPU : Pass<"flash-tile-to-nvgpu", "::mlir::ModuleOp"> {
       kernel's entry, followed by a CTA barrier.
     - `stage_wait`: `nvgpu.mbarrier.try_wait.parity` on the stage's
       mbarrier.
+    - `local_store`: each thread's runs of a row (within a swizzle chunk)
+      as `vector.store`s at the buffer's swizzled, paneled addresses.
+    - `tma_store`: `fence.proxy.async.shared::cta` and a CTA barrier, then
+      the first thread's `nvgpu.tma.async.store` of each panel,
+      `cp.async.bulk.commit_group` and `cp.async.bulk.wait_group.read 0`
+      (the stage is free again when the op ends).
     - `barrier`: `gpu.barrier`.
     - `async_wait`: `cp.async.commit_group`, `cp.async.wait_group pending`
       and a CTA barrier; in a kernel with a warpgroup MMA, a

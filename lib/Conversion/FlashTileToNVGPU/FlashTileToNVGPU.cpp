@@ -78,15 +78,19 @@ public:
         return;
       // The operand types as they are before the conversion: by the time a
       // pattern sees an op, its operands may already be converted values.
-      bool hasTileOps = false, warpgroup = false;
+      bool hasTileOps = false, warpgroup = false, stores = false;
       llvm::SetVector<Value> tmaBuffers;
       fn.walk([&](Operation *op) {
         if (!isa<FlashTileDialect>(op->getDialect()))
           return;
         hasTileOps = true;
-        warpgroup |= isa<WarpgroupMmaOp, TmaLoadOp>(op);
+        warpgroup |= isa<WarpgroupMmaOp, TmaLoadOp, TmaStoreOp>(op);
+        stores |= isa<TmaStoreOp>(op);
         if (auto load = dyn_cast<TmaLoadOp>(op))
           tmaBuffers.insert(load.getBuffer());
+        if (auto alloc = dyn_cast<AllocOp>(op))
+          if (std::optional<int64_t> offset = alloc.getOffset())
+            allocOffsets[alloc.getBuffer()] = *offset;
         operandTypes[op] = llvm::to_vector(op->getOperandTypes());
       });
       if (!hasTileOps)
@@ -95,16 +99,18 @@ public:
       State &s = functions[fn];
       s.tid = gpu::ThreadIdOp::create(b, fn.getLoc(), gpu::Dimension::x);
       s.warpgroup = warpgroup;
-      if (tmaBuffers.empty())
+      if (tmaBuffers.empty() && !stores)
         return;
-      // One mbarrier per stage of each buffer a TMA copy fills, initialised
-      // for one arrival (the copying thread's arrive.expect_tx) by the first
-      // thread, before any thread uses one.
       Location loc = fn.getLoc();
       MLIRContext *ctx = fn->getContext();
       s.firstThread =
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, s.tid,
                                 arith::ConstantIndexOp::create(b, loc, 0));
+      if (tmaBuffers.empty())
+        return;
+      // One mbarrier per stage of each buffer a TMA copy fills, initialised
+      // for one arrival (the copying thread's arrive.expect_tx) by the first
+      // thread, before any thread uses one.
       Value one = arith::ConstantIndexOp::create(b, loc, 1);
       for (Value buffer : tmaBuffers) {
         auto type = cast<SharedType>(buffer.getType());
@@ -133,6 +139,13 @@ public:
   /// `tid == 0` of the function holding `op`: the thread that issues its
   /// TMA copies.
   Value firstThread(Operation *op) { return state(op).firstThread; }
+
+  /// The byte offset of `buffer` (a placed flash_tile.alloc's) in the
+  /// kernel's shared buffers, or -1.
+  int64_t allocOffset(Value buffer) const {
+    auto it = allocOffsets.find(buffer);
+    return it == allocOffsets.end() ? -1 : it->second;
+  }
 
   /// Whether `op` was seen by prepare(): a flash_tile op in a function
   /// (one outside any function has no thread index to start from).
@@ -247,6 +260,7 @@ private:
 
   llvm::DenseMap<Operation *, State> functions;
   llvm::DenseMap<Operation *, SmallVector<Type>> operandTypes;
+  llvm::DenseMap<Value, int64_t> allocOffsets;
 };
 
 //===----------------------------------------------------------------------===//
@@ -994,6 +1008,70 @@ struct TmaLoadLowering : TilePattern<TmaLoadOp> {
                                     /*multicastMask=*/Value(),
                                     /*predicate=*/Value());
     }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct TmaStoreLowering : TilePattern<TmaStoreOp> {
+  using TilePattern::TilePattern;
+  LogicalResult lower(TmaStoreOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    int64_t offset = kv.allocOffset(op.getBuffer());
+    if (offset < 0)
+      return op.emitOpError() << "stores a buffer that is not a placed "
+                                 "flash_tile.alloc of its kernel: run "
+                                 "flash-tile-allocate-shared first";
+    SharedType buffer = kv.operandType<SharedType>(op, 0);
+    SmallVector<int64_t> shape(llvm::reverse(op.getBox()));
+    auto workgroup =
+        gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+    auto boxType =
+        MemRefType::get(shape, buffer.getElementType(), AffineMap(), workgroup);
+    auto descType = nvgpu::TensorMapDescriptorType::get(
+        ctx, boxType, nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
+        nvgpu::TensorMapL2PromoKind::L2PROMO_256B,
+        nvgpu::TensorMapOOBKind::OOB_ZERO,
+        nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
+    Value desc = UnrealizedConversionCastOp::create(rewriter, loc, descType,
+                                                    adaptor.getMap())
+                     .getResult(0);
+    // Every thread's writes of the stage, for the asynchronous proxy; then
+    // every thread's, for the storing thread.
+    NVVM::FenceProxyOp::create(
+        rewriter, loc, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+    gpu::BarrierOp::create(rewriter, loc);
+    int64_t stageBytes = buffer.getSizeInBytes() / buffer.getStages();
+    Value at = arith::AddIOp::create(
+        rewriter, loc, indexConst(rewriter, loc, offset),
+        arith::MulIOp::create(rewriter, loc, adaptor.getStage(),
+                              indexConst(rewriter, loc, stageBytes)));
+    if (Value padding = kv.sharedPadding(op, rewriter))
+      at = arith::AddIOp::create(rewriter, loc, padding, at);
+    Value shared = kv.dynamicShared(op, rewriter);
+    auto ifFirst = scf::IfOp::create(rewriter, loc, TypeRange{},
+                                     kv.firstThread(op), /*withElse=*/false);
+    rewriter.setInsertionPointToStart(ifFirst.thenBlock());
+    int64_t boxes = op.getNumBoxes();
+    int64_t boxBytes = stageBytes / boxes;
+    SmallVector<Value> coordinates(adaptor.getCoordinates());
+    Value inner = coordinates[0];
+    for (int64_t p = 0; p < boxes; ++p) {
+      Value src = memref::ViewOp::create(
+          rewriter, loc, boxType, shared,
+          addConst(rewriter, loc, at, p * boxBytes), ValueRange{});
+      coordinates[0] = addConst(rewriter, loc, inner, p * op.getBox()[0]);
+      nvgpu::TmaAsyncStoreOp::create(rewriter, loc, src, desc, coordinates,
+                                     /*predicate=*/Value());
+    }
+    // The stage may be reused once the stores have read it.
+    NVVM::CpAsyncBulkCommitGroupOp::create(rewriter, loc);
+    NVVM::CpAsyncBulkWaitGroupOp::create(
+        rewriter, loc, rewriter.getI32IntegerAttr(0), rewriter.getUnitAttr());
+    rewriter.setInsertionPointAfter(ifFirst);
     rewriter.eraseOp(op);
     return success();
   }
@@ -2085,6 +2163,55 @@ struct StoreLowering : TilePattern<StoreOp> {
   }
 };
 
+/// local_store: each thread's runs of a row (at most a swizzle chunk, which
+/// stays contiguous) as one vector store into the stage at the buffer's
+/// swizzled and paneled addresses.
+struct LocalStoreLowering : TilePattern<LocalStoreOp> {
+  using TilePattern::TilePattern;
+  LogicalResult lower(LocalStoreOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = kv.operandType<TileType>(op, 0);
+    auto buffer = kv.operandType<SharedType>(op, 1);
+    LayoutAttrInterface layout = type.getLayoutInterface();
+    if (!layout)
+      return op.emitOpError() << "writes a tile without a layout";
+    if (!buffer.hasLayout())
+      return op.emitOpError() << "writes a buffer without a placement";
+    SmallVector<AffineExpr> offsets = getThreadOffsets(layout, type.getShape());
+    SharedAddresses addr(buffer, offsets[0], offsets[1],
+                         32 * layout.getNumWarps());
+    Value owner = ownerOf(op, layout, kv, rewriter);
+    int64_t elementBytes = type.getElementType().getIntOrFloatBitWidth() / 8;
+    int64_t chunkBytes = buffer.getLayout().getVector() * elementBytes;
+    OpBuilder::InsertionGuard guard(rewriter);
+    if (owner) {
+      auto ifOwner = scf::IfOp::create(rewriter, loc, TypeRange{}, owner,
+                                       /*withElse=*/false);
+      rewriter.setInsertionPointToStart(ifOwner.thenBlock());
+    }
+    for (const RowAccesses &row :
+         getRowAccesses(type, offsets[1], chunkBytes)) {
+      for (const RowAccesses::Access &access : row.accesses) {
+        int64_t n = access.elements.size();
+        SmallVector<Value> xs;
+        for (int64_t e : access.elements)
+          xs.push_back(vector::ExtractOp::create(
+              rewriter, loc, adaptor.getValue(), ArrayRef<int64_t>{e}));
+        Value index = addr.index(rewriter, loc, kv, op, rewriter,
+                                 adaptor.getStage(), row.row, access.column);
+        Value v = vector::FromElementsOp::create(
+            rewriter, loc, VectorType::get({n}, type.getElementType()), xs);
+        vector::StoreOp::create(rewriter, loc, v, adaptor.getBuffer(),
+                                ValueRange{index}, /*nontemporal=*/false,
+                                llvm::MaybeAlign(n * elementBytes));
+      }
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // The target's math
 //===----------------------------------------------------------------------===//
@@ -2214,12 +2341,13 @@ struct FlashTileToNVGPUPass
 
     RewritePatternSet patterns(ctx);
     patterns.add<AllocLowering, AsyncCopyLowering, AsyncCommitLowering,
-                 AsyncWaitLowering, TmaLoadLowering, StageWaitLowering,
-                 BarrierLowering, LocalLoadLowering, SplatLowering,
-                 ConvertLayoutLowering, MmaLowering, WarpgroupMmaLowering,
-                 ReduceLowering, FoldLowering, BroadcastLowering,
-                 BatchReduceLowering, MapLowering, RescaleLowering,
-                 LoadLowering, StoreLowering>(converter, ctx, kv);
+                 AsyncWaitLowering, TmaLoadLowering, TmaStoreLowering,
+                 StageWaitLowering, BarrierLowering, LocalLoadLowering,
+                 LocalStoreLowering, SplatLowering, ConvertLayoutLowering,
+                 MmaLowering, WarpgroupMmaLowering, ReduceLowering,
+                 FoldLowering, BroadcastLowering, BatchReduceLowering,
+                 MapLowering, RescaleLowering, LoadLowering, StoreLowering>(
+        converter, ctx, kv);
     patterns.add<ApproxLowering<math::Exp2Op>>(ctx,
                                                "llvm.nvvm.ex2.approx.ftz.f32");
     patterns.add<ApproxLowering<math::Log2Op>>(ctx, "llvm.nvvm.lg2.approx.f");

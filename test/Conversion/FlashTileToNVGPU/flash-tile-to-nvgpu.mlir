@@ -807,3 +807,44 @@ func.func @tma_load(%map: !llvm.ptr, %row: index, %b: index, %stage: index,
   flash_tile.barrier
   return
 }
+
+// -----
+
+// local_store: each thread's pairs of an accumulator row (4 bytes, within
+// a 16-byte chunk) as vector stores at the swizzled addresses of the
+// buffer's panels (64 columns: 4096 elements a panel of 64 rows), the
+// second panel's columns a panel further. tma_store: the writes fenced for
+// the asynchronous proxy and a barrier; then the first thread's TMA store
+// of each 64-column panel, 8192 bytes apart, its inner coordinate 64
+// further, committed and waited for until read.
+#sw = #flash_tile.swizzled<vector = 8, phases = 8, panel = 64>
+#mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+// CHECK-LABEL: func.func @tma_store
+// CHECK-SAME: (%[[MAP:.+]]: !llvm.ptr, %{{.+}}: vector<64xf16>, %[[ROW:.+]]: index, %[[B:.+]]: index)
+// CHECK: %[[SMEM:.+]] = gpu.dynamic_shared_memory
+// CHECK: %[[FIRST:.+]] = arith.cmpi eq, %thread_id_x
+// CHECK: %[[VIEW:.+]] = memref.view %[[SMEM]][%{{.+}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<8192xf16, #gpu.address_space<workgroup>>
+// CHECK-COUNT-32: vector.store %{{.+}}, %[[VIEW]][%{{.+}}] {alignment = 4 : i64} : memref<8192xf16, #gpu.address_space<workgroup>>, vector<2xf16>
+// CHECK: %[[DESC:.+]] = builtin.unrealized_conversion_cast %[[MAP]] : !llvm.ptr to !nvgpu.tensormap.descriptor<tensor = memref<1x1x64x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT: gpu.barrier
+// CHECK: scf.if %[[FIRST]] {
+// CHECK: %[[P0:.+]] = memref.view %[[SMEM]][%[[AT:.+]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1x1x64x64xf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.tma.async.store %[[P0]] to %[[DESC]][%[[C0:.+]], %[[ROW]], %[[C0]], %[[B]]]
+// CHECK: %[[AT1:.+]] = arith.addi %[[AT]], %c8192
+// CHECK: %[[P1:.+]] = memref.view %[[SMEM]][%[[AT1]]][]
+// CHECK: %[[COL1:.+]] = arith.addi %[[C0]], %c64
+// CHECK: nvgpu.tma.async.store %[[P1]] to %[[DESC]][%[[COL1]], %[[ROW]], %[[C0]], %[[B]]]
+// CHECK: nvvm.cp.async.bulk.commit.group
+// CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK-NEXT: }
+func.func @tma_store(%map: !llvm.ptr, %o: !flash_tile.tile<64x128xf16, #mma>,
+                     %row: index, %b: index) {
+  %c0 = arith.constant 0 : index
+  %buf = flash_tile.alloc {offset = 0} : !flash_tile.shared<1x64x128xf16, #sw>
+  flash_tile.local_store %o, %buf[%c0]
+      : !flash_tile.tile<64x128xf16, #mma>, !flash_tile.shared<1x64x128xf16, #sw>
+  flash_tile.tma_store %buf[%c0], %map[%c0, %row, %c0, %b] box [64, 64, 1, 1]
+      : !flash_tile.shared<1x64x128xf16, #sw>, !llvm.ptr
+  return
+}

@@ -1118,7 +1118,7 @@ func.func @f(%map: !llvm.ptr, %k: !flash_tile.shared<2x128x96xf16>, %s: index) {
 // -----
 
 func.func @f(%map: !llvm.ptr, %k: !flash_tile.shared<2x128x128xf16, #flash_tile.swizzled<vector = 8, phases = 8>>, %s: index) {
-  // expected-error @+1 {{'flash_tile.tma_load' op fills a buffer of #flash_tile.swizzled<vector = 8, phases = 8>, not the 128-byte swizzle of 16-byte chunks over 8 rows of 64 elements that the copy writes}}
+  // expected-error @+1 {{'flash_tile.tma_load' op fills a buffer of #flash_tile.swizzled<vector = 8, phases = 8>, not the 128-byte swizzle of 16-byte chunks over 8 rows of 64 elements that the copy moves}}
   flash_tile.tma_load %map[%s, %s], %k[%s] box [64, 128]
       : !llvm.ptr, !flash_tile.shared<2x128x128xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
   return
@@ -1130,5 +1130,34 @@ func.func @f(%map: i64, %k: !flash_tile.shared<2x128x64xf16>, %s: index) {
   // expected-error @+1 {{'flash_tile.tma_load' op operand #0 must be the address of a tensor map, but got 'i64'}}
   "flash_tile.tma_load"(%map, %s, %s, %k, %s) <{box = array<i64: 64, 128>}>
       : (i64, index, index, !flash_tile.shared<2x128x64xf16>, index) -> ()
+  return
+}
+
+// -----
+
+// tma_store: the box rules of tma_load
+
+func.func @f(%map: !llvm.ptr, %o: !flash_tile.shared<1x128x64xf16>, %s: index) {
+  // expected-error @+1 {{'flash_tile.tma_store' op copies boxes of 64 rows into stages of 128}}
+  flash_tile.tma_store %o[%s], %map[%s, %s] box [64, 64]
+      : !flash_tile.shared<1x128x64xf16>, !llvm.ptr
+  return
+}
+
+// -----
+
+// local_store: the tile is a stage of the buffer
+
+func.func @f(%t: !flash_tile.tile<64x64xf32>, %o: !flash_tile.shared<1x64x64xf16>, %s: index) {
+  // expected-error @+1 {{'flash_tile.local_store' op writes a tile of 'f32' into a buffer of 'f16'}}
+  flash_tile.local_store %t, %o[%s] : !flash_tile.tile<64x64xf32>, !flash_tile.shared<1x64x64xf16>
+  return
+}
+
+// -----
+
+func.func @f(%t: !flash_tile.tile<64x32xf16>, %o: !flash_tile.shared<1x64x64xf16>, %s: index) {
+  // expected-error @+1 {{'flash_tile.local_store' op writes a tile of 64x32 into stages of 64x64}}
+  flash_tile.local_store %t, %o[%s] : !flash_tile.tile<64x32xf16>, !flash_tile.shared<1x64x64xf16>
   return
 }

@@ -351,3 +351,23 @@ func.func @tma(%map: !llvm.ptr, %k: !flash_tile.shared<2x128x128xf16, #sw>,
   flash_tile.barrier
   return
 }
+
+// -----
+
+// The output through shared memory: a register tile written into a stage,
+// and the stage stored by TMA.
+#sw = #flash_tile.swizzled<vector = 8, phases = 8, panel = 64>
+#mma = #flash_tile.mma<warps = [8, 1], instr = [16, 8, 16]>
+// CHECK-LABEL: func.func @tma_store
+// CHECK: flash_tile.local_store %{{.+}}, %{{.+}}[%{{.+}}] : !flash_tile.tile<128x128xf16, #mma>, !flash_tile.shared<1x128x128xf16, #swizzled>
+// CHECK: flash_tile.tma_store %{{.+}}[%{{.+}}], %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] box [64, 128, 1, 1] : !flash_tile.shared<1x128x128xf16, #swizzled>, !llvm.ptr
+func.func @tma_store(%map: !llvm.ptr, %o: !flash_tile.tile<128x128xf16, #mma>,
+                     %buf: !flash_tile.shared<1x128x128xf16, #sw>, %row: index,
+                     %b: index) {
+  %c0 = arith.constant 0 : index
+  flash_tile.local_store %o, %buf[%c0]
+      : !flash_tile.tile<128x128xf16, #mma>, !flash_tile.shared<1x128x128xf16, #sw>
+  flash_tile.tma_store %buf[%c0], %map[%c0, %row, %c0, %b] box [64, 128, 1, 1]
+      : !flash_tile.shared<1x128x128xf16, #sw>, !llvm.ptr
+  return
+}

@@ -137,15 +137,17 @@ int64_t TmaLoadOp::getStageBytes() {
          (buffer.getElementType().getIntOrFloatBitWidth() / 8);
 }
 
-LogicalResult TmaLoadOp::verify() {
-  SharedType buffer = getBuffer().getType();
-  ArrayRef<int64_t> box = getBox();
+/// The rules a TMA copy's box and buffer follow, load or store.
+static LogicalResult verifyTmaBox(Operation *op, SharedType buffer,
+                                  ArrayRef<int64_t> box,
+                                  size_t numCoordinates) {
+  auto emitOpError = [&]() { return op->emitOpError(); };
   if (box.empty() || box.size() > 5)
     return emitOpError() << "copies a box of 1 to 5 dimensions, not "
                          << box.size();
-  if (getCoordinates().size() != box.size())
+  if (numCoordinates != box.size())
     return emitOpError() << "addresses a box of " << box.size()
-                         << " dimensions with " << getCoordinates().size()
+                         << " dimensions with " << numCoordinates
                          << " coordinates";
   for (int64_t d : box)
     if (d < 1 || d > 256)
@@ -181,7 +183,44 @@ LogicalResult TmaLoadOp::verify() {
     return emitOpError() << "fills a buffer of " << layout
                          << ", not the 128-byte swizzle of 16-byte chunks "
                             "over 8 rows of "
-                         << box[0] << " elements that the copy writes";
+                         << box[0] << " elements that the copy moves";
+  return success();
+}
+
+LogicalResult TmaLoadOp::verify() {
+  return verifyTmaBox(*this, getBuffer().getType(), getBox(),
+                      getCoordinates().size());
+}
+
+//===----------------------------------------------------------------------===//
+// TmaStoreOp
+//===----------------------------------------------------------------------===//
+
+int64_t TmaStoreOp::getNumBoxes() {
+  return getBuffer().getType().getColumns() / getBox()[0];
+}
+
+LogicalResult TmaStoreOp::verify() {
+  return verifyTmaBox(*this, getBuffer().getType(), getBox(),
+                      getCoordinates().size());
+}
+
+//===----------------------------------------------------------------------===//
+// LocalStoreOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult LocalStoreOp::verify() {
+  SharedType buffer = getBuffer().getType();
+  TileType value = getValue().getType();
+  if (value.getElementType() != buffer.getElementType())
+    return emitOpError() << "writes a tile of " << value.getElementType()
+                         << " into a buffer of " << buffer.getElementType();
+  if (value.getRank() != 2 || value.getShape()[0] != buffer.getRows() ||
+      value.getShape()[1] != buffer.getColumns())
+    return emitOpError() << "writes a tile of " << formatShape(value.getShape())
+                         << " into stages of "
+                         << formatShape(
+                                {buffer.getRows(), buffer.getColumns()});
   return success();
 }
 

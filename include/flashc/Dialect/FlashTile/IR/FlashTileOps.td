@@ -166,6 +166,62 @@ def FlashTile_TmaLoadOp : FlashTile_Op<"tma_load"> {
   }];
 }
 
+def FlashTile_TmaStoreOp : FlashTile_Op<"tma_store"> {
+  let summary = "Store a stage to a tensor's box by TMA";
+  let description = [{
+    Every thread's writes to stage `stage` of `buffer` before it are made
+    visible to the asynchronous proxy, the CTA meets at a barrier, and the
+    tensor memory accelerator stores the stage into the box of `box`
+    elements (innermost first) at `coordinates` (innermost first) of the
+    tensor `map` describes, one box per 128-byte panel of the stage's rows
+    at inner coordinates `box[0]` apart; elements outside the tensor are
+    not written, so a ragged last tile writes only its rows. The first
+    thread issues the stores and waits until they have read the stage,
+    which may be reused after the op. Every thread of the CTA executes it.
+
+    ```mlir
+    flash_tile.tma_store %obuf[%c0], %omap[%c0, %row, %c0, %b] box [64, 128, 1, 1]
+        : !flash_tile.shared<1x128x128xf16, #flash_tile.swizzled<vector = 8, phases = 8, panel = 64>>, !llvm.ptr
+    ```
+  }];
+  let arguments = (ins FlashTile_Shared:$buffer, Index:$stage,
+                       FlashTile_TensorMap:$map, Variadic<Index>:$coordinates,
+                       DenseI64ArrayAttr:$box);
+  let assemblyFormat = [{
+    $buffer `[` $stage `]` `,` $map `[` $coordinates `]` `box` $box
+    attr-dict `:` qualified(type($buffer)) `,` qualified(type($map))
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The boxes of a stage: one per panel of its rows.
+    int64_t getNumBoxes();
+  }];
+}
+
+def FlashTile_LocalStoreOp : FlashTile_Op<"local_store"> {
+  let summary = "Write a register tile into one stage of a shared buffer";
+  let description = [{
+    Each thread writes the values it holds of `value` (a 2-D tile of the
+    stage's shape and element type) to their places in stage `stage` of
+    `buffer`, following the buffer's swizzle and panels; the writes of a
+    thread's consecutive values of a row are one access. No barrier
+    follows: readers order themselves after it (`flash_tile.tma_store`
+    does).
+
+    ```mlir
+    flash_tile.local_store %o, %obuf[%c0]
+        : !flash_tile.tile<128x128xf16, #mma>, !flash_tile.shared<1x128x128xf16, #swizzled>
+    ```
+  }];
+  let arguments = (ins FlashTile_Tile:$value, FlashTile_Shared:$buffer,
+                       Index:$stage);
+  let assemblyFormat = [{
+    $value `,` $buffer `[` $stage `]` attr-dict `:` qualified(type($value))
+    `,` qualified(type($buffer))
+  }];
+  let hasVerifier = 1;
+}
+
 def FlashTile_StageWaitOp : FlashTile_Op<"stage_wait"> {
   let summary = "Wait for the TMA copies into a stage";
   let description = [{
