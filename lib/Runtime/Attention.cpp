@@ -414,17 +414,30 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
     // manifest gives. Rows of whole 16-byte units (the only ones such
     // kernels are built for) have the 16-byte strides and base a map
     // needs; checkTensor required them above.
-    TensorMapBytes maps[3];
+    TensorMapBytes maps[4];
+    static const char *const tensors[] = {"q", "k", "v", "out"};
+    static const char *const names[] = {"query", "key", "value", "output"};
+    const TensorView *views[] = {&call.q, &call.k, &call.v, &call.out};
+    const char *bases[] = {slice.q, slice.k, slice.v, slice.out};
     for (const KernelParameter &p : variant.parameters) {
       if (!p.isTensorMap())
         continue;
-      int which = p.tensor == "q" ? 0 : p.tensor == "k" ? 1 : 2;
-      const TensorView &t = which == 0 ? call.q : which == 1 ? call.k : call.v;
-      int64_t headsPerKV = which == 0 ? q.group : 1;
+      // The manifest's loader admits q, k, v and out only.
+      int which = static_cast<int>(
+          std::find(std::begin(tensors), std::end(tensors), p.tensor) -
+          std::begin(tensors));
+      if (which == 4) {
+        status = Status::make(ErrorCode::InvalidBundle,
+                              "variant '" + variant.id + "': tensor map '" +
+                                  p.name + "' of an unknown tensor");
+        break;
+      }
+      const TensorView &t = *views[which];
+      int64_t headsPerKV = which == 0 || which == 3 ? q.group : 1;
       TensorMapSpec spec;
       spec.type = q.dtype;
       spec.rank = 4;
-      spec.address = which == 0 ? slice.q : which == 1 ? slice.k : slice.v;
+      spec.address = bases[which];
       spec.dims[0] = static_cast<uint64_t>(t.sizes[3]);
       spec.dims[1] = static_cast<uint64_t>(t.sizes[2]);
       spec.dims[2] = static_cast<uint64_t>(headsPerKV);
@@ -439,11 +452,9 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
       if (!map) {
         status = Status::invalidArgument(
             "kernel " + variant.forward.name +
-            " copies by TMA: the tensor map of " +
-            (which == 0   ? "query"
-             : which == 1 ? "key"
-                          : "value") +
-            " could not be built (" + map.message() +
+            " copies by TMA: the tensor "
+            "map of " +
+            names[which] + " could not be built (" + map.message() +
             "); a bundle built with tma=0 copies without one");
         break;
       }

@@ -217,7 +217,7 @@ const std::vector<KernelParameter> &runtime::getKnownKernelParameters() {
           "v_stride_n", "out_stride_b", "out_stride_h", "out_stride_n"})
       p.push_back({name, "", 64});
     p.push_back({"scale", "", 32});
-    for (const char *name : {"q_map", "k_map", "v_map"})
+    for (const char *name : {"q_map", "k_map", "v_map", "out_map"})
       p.push_back({name, "", 1024});
     return p;
   }();

@@ -111,6 +111,8 @@
 // TMA-DAG: mbarrier.arrive.expect_tx.shared.b64
 // TMA-DAG: cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // TMA-DAG: mbarrier.try_wait.parity.shared.b64
+// TMA-DAG: cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group
+// TMA-DAG: cp.async.bulk.wait_group.read
 // CPASYNC-DAG: cp.async.wait_group \090;\0A\09fence.proxy.async.shared::cta;\0A\09bar.sync
 // WGMMA-DAG: wgmma.fence.sync.aligned;
 // WGMMA-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{[{][^}]+[}]}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1, 0, 0;

@@ -664,12 +664,12 @@ INSTANTIATE_TEST_SUITE_P(
                             JsonValue(JsonValue::Object{});
                       },
                       "manifest: missing or malformed 'arguments'"},
-        // A tensor map's tensor and box: the last three arguments are
-        // q_map, k_map and v_map.
+        // A tensor map's tensor and box: the last four arguments are
+        // q_map, k_map, v_map and out_map.
         MalformedCase{"TensorMapWithoutBox",
                       [](auto &v) {
                         auto &args = v["arguments"].getArray();
-                        args[args.size() - 1].getObject().erase("box");
+                        args[args.size() - 2].getObject().erase("box");
                       },
                       "manifest: tensor map argument 'v_map' of variant "
                       "'sm_90a-bf16-g4-d96dv80-causal-lse-decode' needs its "
@@ -677,7 +677,7 @@ INSTANTIATE_TEST_SUITE_P(
         MalformedCase{"TensorMapOfAnotherTensor",
                       [](auto &v) {
                         auto &args = v["arguments"].getArray();
-                        args[args.size() - 2].getObject()["tensor"] = "q";
+                        args[args.size() - 3].getObject()["tensor"] = "q";
                       },
                       "manifest: tensor map argument 'k_map' of variant "
                       "'sm_90a-bf16-g4-d96dv80-causal-lse-decode' needs its "
@@ -685,7 +685,7 @@ INSTANTIATE_TEST_SUITE_P(
         MalformedCase{"TensorMapBoxTooWide",
                       [](auto &v) {
                         auto &args = v["arguments"].getArray();
-                        args[args.size() - 3].getObject()["box"] =
+                        args[args.size() - 4].getObject()["box"] =
                             JsonValue(JsonValue::Array{
                                 JsonValue(64), JsonValue(512), JsonValue(1),
                                 JsonValue(1)});
@@ -1175,8 +1175,8 @@ INSTANTIATE_TEST_SUITE_P(
               v.ptx.erase(
                   at, std::string(",\n\t.param .f32 attn_fwd_param_23").size());
             },
-            ".entry attn_fwd takes 26 parameters; the manifest "
-            "names 27"},
+            ".entry attn_fwd takes 27 parameters; the manifest "
+            "names 28"},
         DisagreementCase{"TensorMapAsPointer",
                          [](KernelVariant &v) {
                            std::string map =

@@ -155,7 +155,7 @@ struct KernelParameter {
   /// 64: a pointer or an integer (.u64); 32: an f32; 1024: a tensor map
   /// (`.param .align 64 .b8 [128]`, a __grid_constant__ CUtensorMap).
   int bits = 64;
-  /// Of a tensor map: the tensor it describes ("q", "k" or "v", as
+  /// Of a tensor map: the tensor it describes ("q", "k", "v" or "out", as
   /// [B', heads, N, D] with dimensions (D, N, heads, B') innermost first)
   /// and the box its copies move, innermost first.
   std::string tensor;
@@ -167,9 +167,9 @@ struct KernelParameter {
 /// The parameters this runtime knows how to pass, by name, with their
 /// widths (meanings are the manifest's): q, k, v, out, lse, ws_out,
 /// ws_lse, B, Nq, Nk, splits, the (batch, head, row) strides of q, k, v
-/// and out, scale, and the tensor maps q_map, k_map and v_map (built at
-/// launch with the box the manifest gives). A kernel takes any of them in any
-/// order; a manifest naming another is refused when loaded.
+/// and out, scale, and the tensor maps q_map, k_map, v_map and out_map
+/// (built at launch with the box the manifest gives). A kernel takes any of
+/// them in any order; a manifest naming another is refused when loaded.
 const std::vector<KernelParameter> &getKnownKernelParameters();
 
 /// A compiled GPU attention kernel: one forward kernel and, for decode

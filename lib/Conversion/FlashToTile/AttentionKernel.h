@@ -92,6 +92,9 @@ struct ForwardKernelSpec {
   llvm::SmallVector<KVLoop> loops;
 
   TileAddress out;
+  /// `out` as a subview of its whole tensor, when it is the kernel's
+  /// output (not split partials); else null.
+  TensorOrigin outOrigin;
   /// The log-sum-exp tile (its rowStride used, groupStride per head); null
   /// buffer when not written.
   TileAddress lse;

@@ -1023,6 +1023,9 @@ LogicalResult FlashToTilePass::build(TiledAttention &t,
         tile.groupStride = st[0];
         tile.rowStride = st[1];
         spec.out = tile;
+        // The attention's own output (not split partials) as a subview.
+        if (!t.combine && !lift.origin(slice, spec.outOrigin))
+          return report();
         spec.outType = cast<ShapedType>(slice.getType()).getElementType();
         if (spec.outType.getIntOrFloatBitWidth() / 8 > config.outputBytes)
           return slice.emitError()

@@ -503,7 +503,8 @@ LogicalResult TileEmitter::emit(std::string &why) {
   });
   // O / l into `out` in `outType`, and the log-sum-exp into `lse`.
   auto storeResults = [&](const TileAddress &out, Type outType,
-                          const TileAddress &lseAt) {
+                          const TileAddress &lseAt,
+                          const TensorOrigin &outOrigin) {
     Value o = map(tile({R, Dv}, outType), ValueRange{accFinal, inv},
                   [&](ValueRange a) -> Value {
                     Value x = arith::MulFOp::create(b, a[0], a[1]);
@@ -511,8 +512,11 @@ LogicalResult TileEmitter::emit(std::string &why) {
                       return x;
                     return arith::TruncFOp::create(b, outType, x);
                   });
-    Value outMatrix = matrix(out.buffer, out.base, out.rowStride, s.qRows,
-                             c.headDimV, outType, groupStrideOf(out));
+    Value outMatrix = outOrigin
+                          ? matrix(outOrigin, s.qRows, c.headDimV, outType,
+                                   c.tileGroup > 1 ? c.tileGroup : 0)
+                          : matrix(out.buffer, out.base, out.rowStride, s.qRows,
+                                   c.headDimV, outType, groupStrideOf(out));
     StoreOp::create(b, o, outMatrix, zero, s.qRows, validGroups(),
                     rowAlignment(b, c.headDimV, outType));
     if (!lseAt.buffer)
@@ -536,7 +540,7 @@ LogicalResult TileEmitter::emit(std::string &why) {
                     IntegerAttr());
   };
   if (!s.finalOut.buffer) {
-    storeResults(s.out, s.outType, s.lse);
+    storeResults(s.out, s.outType, s.lse, s.outOrigin);
     return success();
   }
   // A split kernel launched with one split writes the attention's output
@@ -547,9 +551,9 @@ LogicalResult TileEmitter::emit(std::string &why) {
       /*withElse=*/true);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifOne.thenBlock());
-  storeResults(s.finalOut, s.finalOutType, s.finalLse);
+  storeResults(s.finalOut, s.finalOutType, s.finalLse, TensorOrigin());
   b.setInsertionPointToStart(ifOne.elseBlock());
-  storeResults(s.out, s.outType, s.lse);
+  storeResults(s.out, s.outType, s.lse, TensorOrigin());
   b.setInsertionPointAfter(ifOne);
   return success();
 }

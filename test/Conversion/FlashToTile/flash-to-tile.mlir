@@ -126,9 +126,12 @@
 // MHA-NOT: flash_tile.convert_layout
 // MHA: %[[V:.+]] = flash_tile.local_load %[[VS]]
 // MHA-NEXT: flash_tile.mma %[[P]], %[[V]]
-// The epilogue stores the rows of the output below the tile's valid rows.
-// MHA: memref.reinterpret_cast %[[O]]
-// MHA-NEXT: flash_tile.store {{.+}} {alignment = 16 : i64} : !flash_tile.tile<128x64xf16>
+// The epilogue stores the rows of the output below the tile's valid rows,
+// into a subview of the whole output tensor (at the tile's batch, head and
+// first row).
+// MHA: memref.reinterpret_cast %[[O]] to offset: [0]
+// MHA-NEXT: %[[OV:.+]] = memref.subview
+// MHA-NEXT: flash_tile.store %{{.+}}, %[[OV]][%{{.+}}] valid {{.+}} {alignment = 16 : i64} : !flash_tile.tile<128x64xf16>
 // MHA: gpu.return
 // One kernel only.
 // MHA-NOT: gpu.func

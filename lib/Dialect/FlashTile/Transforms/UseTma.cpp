@@ -59,8 +59,9 @@ struct TmaCopy {
 std::string describeMap(StringRef tensor) {
   std::string upper = tensor.upper();
   return "TMA tensor map of " + upper + " (" + upper +
-         (tensor == "q" ? ": batch x G query heads x Nq x D"
-                        : ": batch x 1 KV head x Nk x D") +
+         (tensor == "q"     ? ": batch x G query heads x Nq x D"
+          : tensor == "out" ? ": batch x G query heads x Nq x Dv"
+                            : ": batch x 1 KV head x Nk x D") +
          ", as dimensions (D, N, heads, batch) innermost first), built at "
          "launch";
 }
@@ -116,6 +117,66 @@ FailureOr<TmaCopy> matchCopy(FunctionOpInterface fn, AsyncCopyOp copy,
   t.box = {flashc::kWarpgroupRowBytes / bytes, buffer.getRows() / groups,
            groups, 1};
   return t;
+}
+
+/// The kernel's output store as a TMA store from `buffer` (filled once
+/// before the KV loops, of the tile's shape, free after them).
+struct TmaOutput {
+  StoreOp op;
+  Value buffer;
+  SmallVector<OpFoldResult> origin;
+  SmallVector<int64_t> box;
+};
+
+/// `store` as a TMA store through one of `buffers`, or failure.
+FailureOr<TmaOutput> matchOutput(FunctionOpInterface fn, StoreOp store,
+                                 ArrayRef<Value> buffers) {
+  TileType tile = store.getValue().getType();
+  if (tile.getRank() != 2 || store.getGroups())
+    return failure();
+  int64_t bytes = tile.getElementType().getIntOrFloatBitWidth() / 8;
+  int64_t rows = tile.getShape()[0], cols = tile.getShape()[1];
+  auto dest = cast<MemRefType>(store.getDest().getType());
+  if (bytes != 2 || (cols * bytes) % flashc::kWarpgroupRowBytes ||
+      dest.getShape().back() != cols)
+    return failure();
+  auto sub = store.getDest().getDefiningOp<memref::SubViewOp>();
+  auto whole = sub ? sub.getSource().getDefiningOp<memref::ReinterpretCastOp>()
+                   : memref::ReinterpretCastOp();
+  auto arg =
+      whole ? dyn_cast<BlockArgument>(whole.getSource()) : BlockArgument();
+  if (!arg || arg.getOwner() != &fn.getFunctionBody().front() ||
+      sub.getSourceType().getRank() != 4)
+    return failure();
+  auto param = fn.getArgAttrOfType<DictionaryAttr>(
+      arg.getArgNumber(),
+      flash::FlashDialect::ParamAttrHelper(fn->getContext()).getName());
+  auto name = param ? param.getAs<StringAttr>("name") : StringAttr();
+  if (!name || name.getValue() != "out")
+    return failure();
+  SmallVector<OpFoldResult> offsets = sub.getMixedOffsets();
+  if (getConstantIntValue(offsets[3]) != 0 ||
+      llvm::any_of(sub.getMixedStrides(), [](OpFoldResult stride) {
+        return getConstantIntValue(stride) != 1;
+      }))
+    return failure();
+  int64_t groups = dest.getRank() == 3 ? dest.getShape()[0] : 1;
+  if (ShapedType::isDynamic(groups) || rows % groups)
+    return failure();
+  for (Value buffer : buffers) {
+    auto type = cast<SharedType>(buffer.getType());
+    if (type.getStages() != 1 || type.getRows() != rows ||
+        type.getColumns() != cols ||
+        type.getElementType() != tile.getElementType())
+      continue;
+    TmaOutput out;
+    out.op = store;
+    out.buffer = buffer;
+    out.origin.assign(offsets.begin(), offsets.begin() + 3);
+    out.box = {flashc::kWarpgroupRowBytes / bytes, rows / groups, groups, 1};
+    return out;
+  }
+  return failure();
 }
 
 /// The op of `block` that is or holds `op`.
@@ -267,6 +328,25 @@ LogicalResult UseTmaPass::rewrite(FunctionOpInterface fn) {
         }))
       return keep("a buffer filled before the KV loops with no wait after");
 
+  // The output: a store of the kernel's `out` after the KV loops, through a
+  // buffer filled once (Q's, which the loops are done reading) of its shape.
+  SmallVector<TmaOutput> outputs;
+  if (!loops.empty()) {
+    SmallVector<StoreOp> stores;
+    fn->walk([&](StoreOp op) { stores.push_back(op); });
+    SmallVector<Value> free(once.begin(), once.end());
+    for (StoreOp store : stores) {
+      if (loopOf(store) || store->getBlock() != loops.back()->getBlock() ||
+          !loops.back()->isBeforeInBlock(store))
+        continue;
+      FailureOr<TmaOutput> out = matchOutput(fn, store, free);
+      if (failed(out))
+        continue;
+      llvm::erase(free, out->buffer);
+      outputs.push_back(std::move(*out));
+    }
+  }
+
   // Everything is checked: the IR changes from here on.
   ++numKernels;
   IRRewriter rewriter(ctx);
@@ -276,8 +356,8 @@ LogicalResult UseTmaPass::rewrite(FunctionOpInterface fn) {
   // One tensor map per (tensor, box).
   std::map<std::pair<std::string, SmallVector<int64_t>>, Value> maps;
   SmallVector<int64_t> gridConstants;
-  auto mapOf = [&](TmaCopy &t) {
-    Value &map = maps[{t.tensor, t.box}];
+  auto mapOf = [&](const std::string &tensor, ArrayRef<int64_t> box) {
+    Value &map = maps[{tensor, SmallVector<int64_t>(box)}];
     if (map)
       return map;
     unsigned index = fn.getNumArguments();
@@ -286,11 +366,11 @@ LogicalResult UseTmaPass::rewrite(FunctionOpInterface fn) {
         paramAttr.getName(),
         rewriter.getDictionaryAttr({
             rewriter.getNamedAttr("name",
-                                  rewriter.getStringAttr(t.tensor + "_map")),
-            rewriter.getNamedAttr(
-                "meaning", rewriter.getStringAttr(describeMap(t.tensor))),
-            rewriter.getNamedAttr("tensor", rewriter.getStringAttr(t.tensor)),
-            rewriter.getNamedAttr("box", rewriter.getDenseI64ArrayAttr(t.box)),
+                                  rewriter.getStringAttr(tensor + "_map")),
+            rewriter.getNamedAttr("meaning",
+                                  rewriter.getStringAttr(describeMap(tensor))),
+            rewriter.getNamedAttr("tensor", rewriter.getStringAttr(tensor)),
+            rewriter.getNamedAttr("box", rewriter.getDenseI64ArrayAttr(box)),
         }));
     attrs.set("llvm.align", rewriter.getI64IntegerAttr(64));
     if (failed(fn.insertArgument(index, ptr, rewriter.getDictionaryAttr(attrs),
@@ -337,7 +417,7 @@ LogicalResult UseTmaPass::rewrite(FunctionOpInterface fn) {
     return sum;
   };
   for (TmaCopy &t : tma) {
-    Value map = mapOf(t);
+    Value map = mapOf(t.tensor, t.box);
     if (!map)
       return fn.emitError("flash-tile-use-tma: could not add a tensor map "
                           "argument");
@@ -351,6 +431,25 @@ LogicalResult UseTmaPass::rewrite(FunctionOpInterface fn) {
     rewriter.eraseOp(t.op);
     t.op = {};
     ++numCopies;
+  }
+  // The output through its buffer: every thread writes its values, then
+  // the first thread stores the stage by TMA.
+  for (TmaOutput &out : outputs) {
+    Value map = mapOf("out", out.box);
+    if (!map)
+      return fn.emitError("flash-tile-use-tma: could not add a tensor map "
+                          "argument");
+    rewriter.setInsertionPoint(out.op);
+    Location loc = out.op.getLoc();
+    Value row = arith::AddIOp::create(rewriter, loc, atEntry(out.origin[2]),
+                                      out.op.getRow());
+    LocalStoreOp::create(rewriter, loc, out.op.getValue(), out.buffer, zero);
+    TmaStoreOp::create(
+        rewriter, loc, out.buffer, zero, map,
+        ValueRange{zero, row, atEntry(out.origin[1]), atEntry(out.origin[0])},
+        out.box);
+    rewriter.eraseOp(out.op);
+    ++numStores;
   }
   flash::FlashDialect::GridConstantsAttrHelper(ctx).setAttr(
       fn, rewriter.getDenseI64ArrayAttr(gridConstants));

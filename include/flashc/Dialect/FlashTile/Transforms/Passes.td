@@ -168,6 +168,13 @@ def FlashTileUseTma : Pass<"flash-tile-use-tma"> {
     - a branch between a full block's copies and a ragged one's, which are
       now the same TMA copies (TMA fills the rows past the tensor with
       zeros itself), folds into them.
+    - the store of the kernel's output (`out`) after the KV loops, where a
+      buffer filled once before them (Q's) has the tile's shape and element
+      type, becomes a `flash_tile.local_store` of the tile into that buffer
+      (free once the loops have read it) and a `flash_tile.tma_store` of
+      it to a fourth tensor map (`out_map`): rows and heads past the
+      tensor's are not written, as the store's `valid` and `groups` did
+      not; other outputs keep their stores.
 
     A kernel is rewritten whole or not at all: every copy must be of 16-bit
     rows of a multiple of 128 bytes (as the 128-byte swizzle's boxes
@@ -190,6 +197,8 @@ def FlashTileUseTma : Pass<"flash-tile-use-tma"> {
   let statistics = [
     Statistic<"numKernels", "num-kernels", "Kernels given TMA copies">,
     Statistic<"numCopies", "num-copies", "Copies rewritten as TMA copies">,
+    Statistic<"numStores", "num-stores",
+              "Output stores rewritten as TMA stores">,
     Statistic<"numKept", "num-kept", "Kernels left with cp.async copies">,
     Statistic<"numFoldedBranches", "num-folded-branches",
               "Branches between a full and a ragged block's copies folded">,
