@@ -950,63 +950,102 @@ struct AsyncWaitLowering : TilePattern<AsyncWaitOp> {
 // tma_load, stage_wait and barrier
 //===----------------------------------------------------------------------===//
 
-struct TmaLoadLowering : TilePattern<TmaLoadOp> {
-  using TilePattern::TilePattern;
-  LogicalResult lower(TmaLoadOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
+/// The boxes of a TMA copy between a stage and a tensor map: the map as a
+/// descriptor of the box with the 128-byte swizzle and zeros out of
+/// bounds, and per panel of the stage the box's view of shared memory and
+/// its coordinates (the inner one a box further each panel).
+class TmaBoxes {
+public:
+  TmaBoxes(ConversionPatternRewriter &rewriter, Location loc, SharedType buffer,
+           Value map, ArrayRef<int64_t> box)
+      : buffer(buffer), box(box) {
     MLIRContext *ctx = rewriter.getContext();
-    auto [bars, offset] = kv.stageBarriers(op, op.getBuffer());
-    if (!bars || offset < 0)
-      return op.emitOpError() << "fills a buffer that is not a placed "
-                                 "flash_tile.alloc of its kernel: run "
-                                 "flash-tile-allocate-shared first";
-    // The box as the descriptor's tensor and each copy's destination:
-    // outermost dimension first.
-    SharedType buffer =
-        kv.operandType<SharedType>(op, 1 + op.getCoordinates().size());
-    SmallVector<int64_t> shape(llvm::reverse(op.getBox()));
-    auto workgroup =
-        gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-    auto boxType =
-        MemRefType::get(shape, buffer.getElementType(), AffineMap(), workgroup);
+    // The box as the descriptor's tensor and each view: outermost first.
+    SmallVector<int64_t> shape(llvm::reverse(box));
+    boxType = MemRefType::get(
+        shape, buffer.getElementType(), AffineMap(),
+        gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
     auto descType = nvgpu::TensorMapDescriptorType::get(
         ctx, boxType, nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
         nvgpu::TensorMapL2PromoKind::L2PROMO_256B,
         nvgpu::TensorMapOOBKind::OOB_ZERO,
         nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
-    Value desc = UnrealizedConversionCastOp::create(rewriter, loc, descType,
-                                                    adaptor.getMap())
-                     .getResult(0);
+    desc = UnrealizedConversionCastOp::create(rewriter, loc, descType, map)
+               .getResult(0);
+  }
+
+  int64_t getStageBytes() const {
+    return buffer.getSizeInBytes() / buffer.getStages();
+  }
+  int64_t getNumBoxes() const { return buffer.getColumns() / box[0]; }
+
+  /// Sets the byte offset of stage `stage` of the buffer at `offset` in
+  /// the kernel's buffers, at the rewriter's insertion point.
+  void setStage(ConversionPatternRewriter &rewriter, Location loc,
+                KernelValues &kv, Operation *op, int64_t offset, Value stage) {
+    at = arith::AddIOp::create(
+        rewriter, loc, indexConst(rewriter, loc, offset),
+        arith::MulIOp::create(rewriter, loc, stage,
+                              indexConst(rewriter, loc, getStageBytes())));
+    if (Value padding = kv.sharedPadding(op, rewriter))
+      at = arith::AddIOp::create(rewriter, loc, padding, at);
+    shared = kv.dynamicShared(op, rewriter);
+  }
+
+  /// Box `p`'s view of the stage (after setStage).
+  Value view(OpBuilder &b, Location loc, int64_t p) const {
+    return memref::ViewOp::create(
+        b, loc, boxType, shared,
+        addConst(b, loc, at, p * (getStageBytes() / getNumBoxes())),
+        ValueRange{});
+  }
+
+  /// Box `p`'s coordinates, of the box at `coordinates`.
+  SmallVector<Value> coordinatesOf(OpBuilder &b, Location loc,
+                                   ValueRange coordinates, int64_t p) const {
+    SmallVector<Value> c(coordinates);
+    c[0] = addConst(b, loc, c[0], p * box[0]);
+    return c;
+  }
+
+  Value desc;
+
+private:
+  SharedType buffer;
+  ArrayRef<int64_t> box;
+  MemRefType boxType;
+  Value at, shared;
+};
+
+struct TmaLoadLowering : TilePattern<TmaLoadOp> {
+  using TilePattern::TilePattern;
+  LogicalResult lower(TmaLoadOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto [bars, offset] = kv.stageBarriers(op, op.getBuffer());
+    if (!bars || offset < 0)
+      return op.emitOpError() << "fills a buffer that is not a placed "
+                                 "flash_tile.alloc of its kernel: run "
+                                 "flash-tile-allocate-shared first";
+    TmaBoxes boxes(
+        rewriter, loc,
+        kv.operandType<SharedType>(op, 1 + op.getCoordinates().size()),
+        adaptor.getMap(), op.getBox());
     // The first thread copies; the other warps branch over it.
     auto ifFirst = scf::IfOp::create(rewriter, loc, TypeRange{},
                                      kv.firstThread(op), /*withElse=*/false);
     rewriter.setInsertionPointToStart(ifFirst.thenBlock());
     Value stage = adaptor.getStage();
-    int64_t stageBytes = op.getStageBytes();
     nvgpu::MBarrierArriveExpectTxOp::create(
-        rewriter, loc, bars, indexConst(rewriter, loc, stageBytes), stage,
-        /*predicate=*/Value());
-    Value at = arith::AddIOp::create(
-        rewriter, loc, indexConst(rewriter, loc, offset),
-        arith::MulIOp::create(rewriter, loc, stage,
-                              indexConst(rewriter, loc, stageBytes)));
-    if (Value padding = kv.sharedPadding(op, rewriter))
-      at = arith::AddIOp::create(rewriter, loc, padding, at);
-    Value shared = kv.dynamicShared(op, rewriter);
-    int64_t boxes = op.getNumBoxes();
-    int64_t boxBytes = stageBytes / boxes;
-    SmallVector<Value> coordinates(adaptor.getCoordinates());
-    Value inner = coordinates[0];
-    for (int64_t p = 0; p < boxes; ++p) {
-      Value dst = memref::ViewOp::create(
-          rewriter, loc, boxType, shared,
-          addConst(rewriter, loc, at, p * boxBytes), ValueRange{});
-      coordinates[0] = addConst(rewriter, loc, inner, p * op.getBox()[0]);
-      nvgpu::TmaAsyncLoadOp::create(rewriter, loc, dst, bars, desc, coordinates,
-                                    stage,
-                                    /*multicastMask=*/Value(),
-                                    /*predicate=*/Value());
+        rewriter, loc, bars, indexConst(rewriter, loc, boxes.getStageBytes()),
+        stage, /*predicate=*/Value());
+    boxes.setStage(rewriter, loc, kv, op, offset, stage);
+    for (int64_t p = 0; p < boxes.getNumBoxes(); ++p) {
+      Value dst = boxes.view(rewriter, loc, p);
+      nvgpu::TmaAsyncLoadOp::create(
+          rewriter, loc, dst, bars, boxes.desc,
+          boxes.coordinatesOf(rewriter, loc, adaptor.getCoordinates(), p),
+          stage, /*multicastMask=*/Value(), /*predicate=*/Value());
     }
     rewriter.eraseOp(op);
     return success();
@@ -1024,48 +1063,24 @@ struct TmaStoreLowering : TilePattern<TmaStoreOp> {
       return op.emitOpError() << "stores a buffer that is not a placed "
                                  "flash_tile.alloc of its kernel: run "
                                  "flash-tile-allocate-shared first";
-    SharedType buffer = kv.operandType<SharedType>(op, 0);
-    SmallVector<int64_t> shape(llvm::reverse(op.getBox()));
-    auto workgroup =
-        gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-    auto boxType =
-        MemRefType::get(shape, buffer.getElementType(), AffineMap(), workgroup);
-    auto descType = nvgpu::TensorMapDescriptorType::get(
-        ctx, boxType, nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
-        nvgpu::TensorMapL2PromoKind::L2PROMO_256B,
-        nvgpu::TensorMapOOBKind::OOB_ZERO,
-        nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
-    Value desc = UnrealizedConversionCastOp::create(rewriter, loc, descType,
-                                                    adaptor.getMap())
-                     .getResult(0);
+    TmaBoxes boxes(rewriter, loc, kv.operandType<SharedType>(op, 0),
+                   adaptor.getMap(), op.getBox());
     // Every thread's writes of the stage, for the asynchronous proxy; then
     // every thread's, for the storing thread.
     NVVM::FenceProxyOp::create(
         rewriter, loc, NVVM::ProxyKind::async_shared,
         NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
     gpu::BarrierOp::create(rewriter, loc);
-    int64_t stageBytes = buffer.getSizeInBytes() / buffer.getStages();
-    Value at = arith::AddIOp::create(
-        rewriter, loc, indexConst(rewriter, loc, offset),
-        arith::MulIOp::create(rewriter, loc, adaptor.getStage(),
-                              indexConst(rewriter, loc, stageBytes)));
-    if (Value padding = kv.sharedPadding(op, rewriter))
-      at = arith::AddIOp::create(rewriter, loc, padding, at);
-    Value shared = kv.dynamicShared(op, rewriter);
+    boxes.setStage(rewriter, loc, kv, op, offset, adaptor.getStage());
     auto ifFirst = scf::IfOp::create(rewriter, loc, TypeRange{},
                                      kv.firstThread(op), /*withElse=*/false);
     rewriter.setInsertionPointToStart(ifFirst.thenBlock());
-    int64_t boxes = op.getNumBoxes();
-    int64_t boxBytes = stageBytes / boxes;
-    SmallVector<Value> coordinates(adaptor.getCoordinates());
-    Value inner = coordinates[0];
-    for (int64_t p = 0; p < boxes; ++p) {
-      Value src = memref::ViewOp::create(
-          rewriter, loc, boxType, shared,
-          addConst(rewriter, loc, at, p * boxBytes), ValueRange{});
-      coordinates[0] = addConst(rewriter, loc, inner, p * op.getBox()[0]);
-      nvgpu::TmaAsyncStoreOp::create(rewriter, loc, src, desc, coordinates,
-                                     /*predicate=*/Value());
+    for (int64_t p = 0; p < boxes.getNumBoxes(); ++p) {
+      Value src = boxes.view(rewriter, loc, p);
+      nvgpu::TmaAsyncStoreOp::create(
+          rewriter, loc, src, boxes.desc,
+          boxes.coordinatesOf(rewriter, loc, adaptor.getCoordinates(), p),
+          /*predicate=*/Value());
     }
     // The stage may be reused once the stores have read it.
     NVVM::CpAsyncBulkCommitGroupOp::create(rewriter, loc);
