@@ -122,17 +122,14 @@ public:
           nvgpu::MBarrierInitOp::create(
               b, loc, bars, one, arith::ConstantIndexOp::create(b, loc, stage),
               s.firstThread);
-        auto alloc = buffer.getDefiningOp<AllocOp>();
-        s.barriers[buffer] = {bars,
-                              alloc ? alloc.getOffset().value_or(-1) : -1};
+        s.barriers[buffer] = bars;
       }
       gpu::BarrierOp::create(b, loc);
     });
   }
 
-  /// The mbarriers of the stages of `buffer` (a TMA copy's) and the
-  /// buffer's offset in the kernel's shared memory (-1: not allocated).
-  std::pair<Value, int64_t> stageBarriers(Operation *op, Value buffer) {
+  /// The mbarriers of the stages of `buffer` (a TMA copy's), or null.
+  Value stageBarriers(Operation *op, Value buffer) {
     return state(op).barriers.lookup(buffer);
   }
 
@@ -224,7 +221,7 @@ private:
   struct State {
     Value tid, shared, padding, firstThread;
     bool warpgroup = false;
-    llvm::DenseMap<Value, std::pair<Value, int64_t>> barriers;
+    llvm::DenseMap<Value, Value> barriers;
     llvm::DenseMap<AffineExpr, Value> exprs;
   };
   State &state(Operation *op) {
@@ -1022,7 +1019,8 @@ struct TmaLoadLowering : TilePattern<TmaLoadOp> {
   LogicalResult lower(TmaLoadOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto [bars, offset] = kv.stageBarriers(op, op.getBuffer());
+    Value bars = kv.stageBarriers(op, op.getBuffer());
+    int64_t offset = kv.allocOffset(op.getBuffer());
     if (!bars || offset < 0)
       return op.emitOpError() << "fills a buffer that is not a placed "
                                  "flash_tile.alloc of its kernel: run "
@@ -1096,7 +1094,7 @@ struct StageWaitLowering : TilePattern<StageWaitOp> {
   using TilePattern::TilePattern;
   LogicalResult lower(StageWaitOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &rewriter) const override {
-    Value bars = kv.stageBarriers(op, op.getBuffer()).first;
+    Value bars = kv.stageBarriers(op, op.getBuffer());
     if (!bars)
       return op.emitOpError()
              << "waits on a buffer that no flash_tile.tma_load fills";

@@ -127,16 +127,6 @@ LogicalResult AsyncCopyOp::verify() {
 // TmaLoadOp
 //===----------------------------------------------------------------------===//
 
-int64_t TmaLoadOp::getNumBoxes() {
-  return getBuffer().getType().getColumns() / getBox()[0];
-}
-
-int64_t TmaLoadOp::getStageBytes() {
-  SharedType buffer = getBuffer().getType();
-  return buffer.getRows() * buffer.getColumns() *
-         (buffer.getElementType().getIntOrFloatBitWidth() / 8);
-}
-
 /// The rules a TMA copy's box and buffer follow, load or store.
 static LogicalResult verifyTmaBox(Operation *op, SharedType buffer,
                                   ArrayRef<int64_t> box,
@@ -195,10 +185,6 @@ LogicalResult TmaLoadOp::verify() {
 //===----------------------------------------------------------------------===//
 // TmaStoreOp
 //===----------------------------------------------------------------------===//
-
-int64_t TmaStoreOp::getNumBoxes() {
-  return getBuffer().getType().getColumns() / getBox()[0];
-}
 
 LogicalResult TmaStoreOp::verify() {
   return verifyTmaBox(*this, getBuffer().getType(), getBox(),

@@ -158,12 +158,6 @@ def FlashTile_TmaLoadOp : FlashTile_Op<"tma_load"> {
     attr-dict `:` qualified(type($map)) `,` qualified(type($buffer))
   }];
   let hasVerifier = 1;
-  let extraClassDeclaration = [{
-    /// The boxes a stage takes: one per panel of its rows.
-    int64_t getNumBoxes();
-    /// The bytes of one stage, which its mbarrier expects.
-    int64_t getStageBytes();
-  }];
 }
 
 def FlashTile_TmaStoreOp : FlashTile_Op<"tma_store"> {
@@ -192,10 +186,6 @@ def FlashTile_TmaStoreOp : FlashTile_Op<"tma_store"> {
     attr-dict `:` qualified(type($buffer)) `,` qualified(type($map))
   }];
   let hasVerifier = 1;
-  let extraClassDeclaration = [{
-    /// The boxes of a stage: one per panel of its rows.
-    int64_t getNumBoxes();
-  }];
 }
 
 def FlashTile_LocalStoreOp : FlashTile_Op<"local_store"> {
