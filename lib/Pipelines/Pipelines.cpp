@@ -446,8 +446,11 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
       pm.addPass(flash_tile::createFlashTileUseWarpgroupMma());
     pm.addPass(flash_tile::createFlashTileAssignLayouts());
     pm.addPass(flash_tile::createFlashTilePipeline());
-    if (c.target == "sm_90a" && c.tma)
+    if (c.target == "sm_90a" && c.tma) {
       pm.addPass(flash_tile::createFlashTileUseTma());
+      if (c.warpSpecialize)
+        pm.addPass(flash_tile::createFlashTileWarpSpecialize());
+    }
     flash_tile::FlashTileAllocateSharedOptions shared;
     shared.chip = c.target;
     pm.addPass(flash_tile::createFlashTileAllocateShared(shared));

@@ -205,6 +205,7 @@ public:
     counters.ldmatrixMatrices += stats->ldmatrixMatrices;
     counters.wgmmaInstructions += stats->wgmmaInstructions;
     counters.tensorLoads += stats->tensorLoads;
+    counters.setmaxnregInstructions += stats->setmaxnregInstructions;
     counters.ldmatrixExtraWavefronts += stats->ldmatrixExtraWavefronts;
     return Status::success();
   }

@@ -752,6 +752,7 @@ Result<LaunchStats> Device::launch(const Module &module,
         env.ldmatrixExtraWavefronts += runner.ldmatrixExtraWavefronts;
         env.wgmmaInstructions += runner.wgmmaInstructions;
         env.tensorLoads += runner.tensorLoads;
+        env.setmaxnregInstructions += runner.setmaxnregInstructions;
       } catch (const std::bad_alloc &) {
         env.report(index, Status::make(ErrorCode::Limit,
                                        "the host ran out of memory simulating "
@@ -779,6 +780,7 @@ Result<LaunchStats> Device::launch(const Module &module,
     stats.ldmatrixExtraWavefronts = env.ldmatrixExtraWavefronts;
     stats.wgmmaInstructions = env.wgmmaInstructions;
     stats.tensorLoads = env.tensorLoads;
+    stats.setmaxnregInstructions = env.setmaxnregInstructions;
     stats.seconds = std::chrono::duration<double>(end - start).count();
     return stats;
   } catch (const std::bad_alloc &) {

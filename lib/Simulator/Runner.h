@@ -97,6 +97,7 @@ struct LaunchEnv {
   std::atomic<uint64_t> ldmatrixMatrices{0}, ldmatrixExtraWavefronts{0};
   std::atomic<uint64_t> wgmmaInstructions{0};
   std::atomic<uint64_t> tensorLoads{0};
+  std::atomic<uint64_t> setmaxnregInstructions{0};
   /// Serialises atomics (atom, red) on global memory across workers.
   std::mutex atomicMutex;
   std::mutex errorMutex;
@@ -197,6 +198,8 @@ public:
   uint64_t wgmmaInstructions = 0;
   /// TMA tensor loads (cp.async.bulk.tensor to shared memory) issued.
   uint64_t tensorLoads = 0;
+  /// setmaxnreg executed, per warp.
+  uint64_t setmaxnregInstructions = 0;
 
   // The CTA, which executors read and update ------------------------------
 

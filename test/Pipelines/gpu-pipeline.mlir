@@ -8,9 +8,14 @@
 // RUN: FileCheck %s --check-prefix=PTX < %t.sm80.mlir
 // RUN: flashc-opt %s --flash-gpu-pipeline="chip=sm_90a" -o %t.sm90.mlir
 // RUN: FileCheck %s --check-prefixes=CHECK,SM90 < %t.sm90.mlir
-// RUN: FileCheck %s --check-prefixes=WGMMA,TMA --implicit-check-not=ldmatrix \
+// RUN: FileCheck %s --check-prefixes=WGMMA,TMA,WS --implicit-check-not=ldmatrix \
 // RUN:   --implicit-check-not=mma.sync --implicit-check-not=cp.async.cg \
 // RUN:   --implicit-check-not=fence.proxy < %t.sm90.mlir
+// Without warp specialisation (warp-specialize=0) the CTA's first thread
+// copies and every warp computes.
+// RUN: flashc-opt %s --flash-gpu-pipeline="chip=sm_90a warp-specialize=0" \
+// RUN:   | FileCheck %s --check-prefixes=WGMMA,TMA,NO-WS \
+// RUN:       --implicit-check-not=setmaxnreg --implicit-check-not=elect.sync
 // The same kernel with cp.async copies (tma=0).
 // RUN: flashc-opt %s --flash-gpu-pipeline="chip=sm_90a tma=0" \
 // RUN:   | FileCheck %s --check-prefixes=WGMMA,CPASYNC \
@@ -74,8 +79,8 @@
 // One kernel: no combine without a split KV loop.
 // CHECK-NOT: .visible .entry
 // SM80-SAME: .reqntid 128, 1, 1
-// Two warpgroups of 64 rows each.
-// SM90-SAME: .reqntid 256, 1, 1
+// Two consumer warpgroups of 64 rows each, and the producer's warpgroup.
+// SM90-SAME: .reqntid 384, 1, 1
 // SM90-MMA-SAME: .reqntid 256, 1, 1
 // CHECK-NOT: .visible .entry
 // CHECK-SAME: ">]
@@ -113,6 +118,17 @@
 // TMA-DAG: mbarrier.try_wait.parity.shared.b64
 // TMA-DAG: cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group
 // TMA-DAG: cp.async.bulk.wait_group.read
+// A producer warp (the last warpgroup's first) copies, an elected thread
+// issuing each copy after waiting for the consumers' release of the stage;
+// the consumers arrive on the stage's release mbarrier, meet at a named
+// barrier of their 256 threads, and take the producer's registers.
+// WS-DAG: .reqntid 384, 1, 1
+// WS-DAG: setmaxnreg.dec.sync.aligned.u32 \0924;
+// WS-DAG: setmaxnreg.inc.sync.aligned.u32 \09240;
+// WS-DAG: elect.sync \09%r{{[0-9]+}}|%p{{[0-9]+}}, -1;
+// WS-DAG: mbarrier.arrive.shared.b64
+// WS-DAG: bar.sync \091, 256;
+// NO-WS-DAG: .reqntid 256, 1, 1
 // CPASYNC-DAG: cp.async.wait_group \090;\0A\09fence.proxy.async.shared::cta;\0A\09bar.sync
 // WGMMA-DAG: wgmma.fence.sync.aligned;
 // WGMMA-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{[{][^}]+[}]}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1, 0, 0;

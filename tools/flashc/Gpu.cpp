@@ -162,11 +162,12 @@ llvm::Expected<std::vector<bool>> both(const Options &o, llvm::StringRef name,
 } // namespace
 
 int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
-  llvm::Expected<Options> parsed = Options::parse(
-      args, {"no-assemble"},
-      {"targets", "dtypes", "head-dims", "head-dim-v", "groups", "causal",
-       "masks", "lse", "variants", "causal-order", "block-q", "block-kv",
-       "stages", "rescale-threshold", "warpgroup-mma", "tma", "o"});
+  llvm::Expected<Options> parsed =
+      Options::parse(args, {"no-assemble"},
+                     {"targets", "dtypes", "head-dims", "head-dim-v", "groups",
+                      "causal", "masks", "lse", "variants", "causal-order",
+                      "block-q", "block-kv", "stages", "rescale-threshold",
+                      "warpgroup-mma", "tma", "warp-specialize", "o"});
   if (!parsed)
     return reportError(parsed.takeError());
   const Options &o = *parsed;
@@ -227,7 +228,8 @@ int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
     return reportError(llvm::createStringError(
         "--head-dim-v must be positive, got " + std::to_string(*headDimV)));
   // The pipeline options the bundle takes (--causal-order, --block-q,
-  // --block-kv, --stages, --rescale-threshold, --warpgroup-mma, --tma), as
+  // --block-kv, --stages, --rescale-threshold, --warpgroup-mma, --tma,
+  // --warp-specialize), as
   // every command reads them; each variant sets its target.
   PipelineConfig base;
   if (llvm::Error e = readConfig(o, base))

@@ -137,6 +137,11 @@ void checkShape(const Config &c, const Shape &s,
              (c.headDimV ? c.headDimV : c.headDim) % 8 == 0;
   EXPECT_EQ(counters->tensorLoads > 0, tma)
       << counters->tensorLoads << " TMA tensor loads";
+  // A producer warp copies for them, its warpgroup's registers moved to
+  // the consumers': every warp of each CTA runs one setmaxnreg.
+  bool specialised = tma && config.warpSpecialize;
+  EXPECT_EQ(counters->setmaxnregInstructions > 0, specialised)
+      << counters->setmaxnregInstructions << " setmaxnreg";
   EXPECT_EQ(counters->ldmatrixMatrices > 0, !(qk && pv))
       << counters->ldmatrixMatrices << " ldmatrix matrices";
   EXPECT_EQ(counters->ldmatrixExtraWavefronts, 0u)

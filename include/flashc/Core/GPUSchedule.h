@@ -44,6 +44,20 @@ inline constexpr int64_t kWarpgroupRowBytes = 128;
 /// reads start on (the lowering aligns the kernel's buffers to it at run
 /// time, within as many bytes more of shared memory).
 inline constexpr int64_t kWarpgroupSharedAlignment = 8 * kWarpgroupRowBytes;
+/// The threads of a warpgroup (four warps), the unit of sm_90a's warpgroup
+/// MMAs and of `setmaxnreg`.
+inline constexpr int64_t kWarpgroupThreads = 128;
+/// An SM's 32-bit registers, which the warpgroups of a CTA that
+/// redistributes them (`setmaxnreg`) share.
+inline constexpr int64_t kRegistersPerSM = 65536;
+/// The per-thread register counts `setmaxnreg` sets: multiples of 8 from 24
+/// to 256.
+inline constexpr int64_t kMinSetMaxRegisters = 24;
+inline constexpr int64_t kMaxSetMaxRegisters = 256;
+inline bool isSetMaxRegisterCount(int64_t registers) {
+  return registers >= kMinSetMaxRegisters && registers <= kMaxSetMaxRegisters &&
+         registers % 8 == 0;
+}
 /// Rows of one MMA tile (mma.m16n8k16).
 inline constexpr int64_t kMmaRows = 16;
 /// The stages of the K and V buffers that a kernel's KV loop is pipelined

@@ -336,6 +336,9 @@ struct SimulatorCounters {
   uint64_t wgmmaInstructions = 0;
   /// TMA tensor loads issued (sim::LaunchStats).
   uint64_t tensorLoads = 0;
+  /// setmaxnreg executed, per warp: a warp-specialised kernel's warps
+  /// redistributing registers.
+  uint64_t setmaxnregInstructions = 0;
 };
 
 /// The counters of a device from getSimulatorDevice; an error for any other

@@ -226,6 +226,8 @@ struct LaunchStats {
   uint64_t wgmmaInstructions = 0;
   /// TMA tensor loads (cp.async.bulk.tensor to shared memory) issued.
   uint64_t tensorLoads = 0;
+  /// setmaxnreg instructions executed, counted per warp.
+  uint64_t setmaxnregInstructions = 0;
   double seconds = 0;
 };
 

@@ -79,7 +79,7 @@ public:
       // The operand types as they are before the conversion: by the time a
       // pattern sees an op, its operands may already be converted values.
       bool hasTileOps = false, warpgroup = false, stores = false;
-      llvm::SetVector<Value> tmaBuffers;
+      llvm::SetVector<Value> tmaBuffers, releasedBuffers;
       fn.walk([&](Operation *op) {
         if (!isa<FlashTileDialect>(op->getDialect()))
           return;
@@ -88,6 +88,15 @@ public:
         stores |= isa<TmaStoreOp>(op);
         if (auto load = dyn_cast<TmaLoadOp>(op))
           tmaBuffers.insert(load.getBuffer());
+        if (auto release = dyn_cast<StageReleaseOp>(op))
+          releasedBuffers.insert(release.getBuffer());
+        if (auto specialize = dyn_cast<WarpSpecializeOp>(op)) {
+          specialize.getProducer().walk(
+              [&](Operation *nested) { producerOps.insert(nested); });
+          specialize.getConsumers().walk([&](Operation *nested) {
+            consumerThreads[nested] = specialize.getConsumerThreads();
+          });
+        }
         if (auto alloc = dyn_cast<AllocOp>(op))
           if (std::optional<int64_t> offset = alloc.getOffset())
             allocOffsets[alloc.getBuffer()] = *offset;
@@ -124,8 +133,55 @@ public:
               s.firstThread);
         s.barriers[buffer] = bars;
       }
+      // In a warp-specialised kernel, one more per stage of each buffer its
+      // consumers release, for an arrival of every consumer thread.
+      for (Value buffer : releasedBuffers) {
+        auto type = cast<SharedType>(buffer.getType());
+        Operation *release =
+            *llvm::find_if(buffer.getUsers(),
+                           [](Operation *u) { return isa<StageReleaseOp>(u); });
+        Value consumers = arith::ConstantIndexOp::create(
+            b, loc, consumerThreads.lookup(release));
+        auto group = nvgpu::MBarrierGroupType::get(
+            ctx, gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup),
+            type.getStages());
+        Value bars = nvgpu::MBarrierCreateOp::create(b, loc, group);
+        for (int64_t stage = 0; stage < type.getStages(); ++stage)
+          nvgpu::MBarrierInitOp::create(
+              b, loc, bars, consumers,
+              arith::ConstantIndexOp::create(b, loc, stage), s.firstThread);
+        s.releaseBarriers[buffer] = bars;
+      }
       gpu::BarrierOp::create(b, loc);
     });
+  }
+
+  /// The mbarriers on which the consumers release the stages of `buffer`
+  /// (a warp-specialised kernel's ring buffer), or null.
+  Value releaseBarriers(Operation *op, Value buffer) {
+    return state(op).releaseBarriers.lookup(buffer);
+  }
+
+  /// The thread index of the function holding `op`.
+  Value threadId(Operation *op) { return state(op).tid; }
+
+  /// Whether `op` is in the producer region of a flash_tile.warp_specialize.
+  bool inProducer(Operation *op) const { return producerOps.contains(op); }
+
+  /// A barrier of the threads that execute `op`: the CTA's, or in the
+  /// consumer region of a flash_tile.warp_specialize, a named barrier (1)
+  /// of the consumer threads only, which the producer's warps never meet.
+  void createBarrier(Operation *op, OpBuilder &b, Location loc) const {
+    int64_t consumers = consumerThreads.lookup(op);
+    if (!consumers) {
+      gpu::BarrierOp::create(b, loc);
+      return;
+    }
+    Value id = arith::ConstantIntOp::create(b, loc, 1, 32);
+    Value count = arith::ConstantIntOp::create(b, loc, consumers, 32);
+    NVVM::BarrierOp::create(b, loc, /*res=*/Type(), id, count,
+                            NVVM::BarrierReductionAttr(),
+                            /*reductionPredicate=*/Value());
   }
 
   /// The mbarriers of the stages of `buffer` (a TMA copy's), or null.
@@ -221,9 +277,14 @@ private:
   struct State {
     Value tid, shared, padding, firstThread;
     bool warpgroup = false;
-    llvm::DenseMap<Value, Value> barriers;
+    llvm::DenseMap<Value, Value> barriers, releaseBarriers;
     llvm::DenseMap<AffineExpr, Value> exprs;
   };
+  /// The ops of producer regions, and those of consumer regions with the
+  /// consumers' thread count (ops keep their identity when a pattern moves
+  /// them).
+  llvm::DenseSet<Operation *> producerOps;
+  llvm::DenseMap<Operation *, int64_t> consumerThreads;
   State &state(Operation *op) {
     auto fn = op->getParentOfType<FunctionOpInterface>();
     auto it = functions.find(fn);
@@ -938,7 +999,8 @@ struct AsyncWaitLowering : TilePattern<AsyncWaitOp> {
           rewriter, loc, NVVM::ProxyKind::async_shared,
           NVVM::SharedSpaceAttr::get(rewriter.getContext(),
                                      NVVM::SharedSpace::shared_cta));
-    rewriter.replaceOpWithNewOp<gpu::BarrierOp>(op);
+    kv.createBarrier(op, rewriter, loc);
+    rewriter.eraseOp(op);
     return success();
   }
 };
@@ -1029,9 +1091,14 @@ struct TmaLoadLowering : TilePattern<TmaLoadOp> {
         rewriter, loc,
         kv.operandType<SharedType>(op, 1 + op.getCoordinates().size()),
         adaptor.getMap(), op.getBox());
-    // The first thread copies; the other warps branch over it.
-    auto ifFirst = scf::IfOp::create(rewriter, loc, TypeRange{},
-                                     kv.firstThread(op), /*withElse=*/false);
+    // The first thread copies; the other warps branch over it. In a
+    // producer region only its warp runs the op, which elects a thread.
+    Value issuer = kv.firstThread(op);
+    if (kv.inProducer(op))
+      issuer = NVVM::ElectSyncOp::create(rewriter, loc, rewriter.getI1Type(),
+                                         /*membermask=*/Value());
+    auto ifFirst = scf::IfOp::create(rewriter, loc, TypeRange{}, issuer,
+                                     /*withElse=*/false);
     rewriter.setInsertionPointToStart(ifFirst.thenBlock());
     Value stage = adaptor.getStage();
     nvgpu::MBarrierArriveExpectTxOp::create(
@@ -1068,7 +1135,7 @@ struct TmaStoreLowering : TilePattern<TmaStoreOp> {
     NVVM::FenceProxyOp::create(
         rewriter, loc, NVVM::ProxyKind::async_shared,
         NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
-    gpu::BarrierOp::create(rewriter, loc);
+    kv.createBarrier(op, rewriter, loc);
     boxes.setStage(rewriter, loc, kv, op, offset, adaptor.getStage());
     auto ifFirst = scf::IfOp::create(rewriter, loc, TypeRange{},
                                      kv.firstThread(op), /*withElse=*/false);
@@ -1112,7 +1179,84 @@ struct BarrierLowering : TilePattern<BarrierOp> {
   using TilePattern::TilePattern;
   LogicalResult lower(BarrierOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &rewriter) const override {
-    rewriter.replaceOpWithNewOp<gpu::BarrierOp>(op);
+    kv.createBarrier(op, rewriter, op.getLoc());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct StageAcquireLowering : TilePattern<StageAcquireOp> {
+  using TilePattern::TilePattern;
+  LogicalResult lower(StageAcquireOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter) const override {
+    Value bars = kv.releaseBarriers(op, op.getBuffer());
+    if (!bars)
+      return op.emitOpError()
+             << "waits for a buffer whose stages no flash_tile.stage_release "
+                "releases";
+    Location loc = op.getLoc();
+    nvgpu::MBarrierTryWaitParityOp::create(
+        rewriter, loc, bars, adaptor.getParity(),
+        indexConst(rewriter, loc, 0x989680), adaptor.getStage());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct StageReleaseLowering : TilePattern<StageReleaseOp> {
+  using TilePattern::TilePattern;
+  LogicalResult lower(StageReleaseOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter) const override {
+    Value bars = kv.releaseBarriers(op, op.getBuffer());
+    assert(bars && "prepare() made the barriers of every released buffer");
+    // Every consumer thread arrives; the phase completes with the last.
+    Location loc = op.getLoc();
+    nvgpu::MBarrierArriveOp::create(
+        rewriter, loc, nvgpu::MBarrierTokenType::get(rewriter.getContext()),
+        bars, adaptor.getStage());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct WarpSpecializeLowering : TilePattern<WarpSpecializeOp> {
+  using TilePattern::TilePattern;
+  LogicalResult lower(WarpSpecializeOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto fn = op->getParentOfType<FunctionOpInterface>();
+    IntegerAttr block =
+        flash::FlashDialect::BlockAttrHelper(op->getContext()).getAttr(fn);
+    if (!block || block.getInt() != op.getBlockThreads())
+      return op.emitOpError()
+             << "needs a block of " << op.getBlockThreads()
+             << " threads (its consumers and a producer warpgroup); its "
+                "kernel's flash.block is "
+             << (block ? std::to_string(block.getInt()) : "absent");
+    // The consumers' warpgroups first, as the layouts were chosen for; the
+    // producer's warpgroup last, its first warp copying.
+    Value tid = kv.threadId(op);
+    Value isConsumer = arith::CmpIOp::create(
+        rewriter, loc, arith::CmpIPredicate::ult, tid,
+        indexConst(rewriter, loc, op.getConsumerThreads()));
+    auto split = scf::IfOp::create(rewriter, loc, TypeRange{}, isConsumer,
+                                   /*withElse=*/true);
+    rewriter.setInsertionPointToStart(split.thenBlock());
+    NVVM::SetMaxRegisterOp::create(rewriter, loc, op.getConsumerRegisters(),
+                                   NVVM::SetMaxRegisterAction::increase);
+    rewriter.inlineBlockBefore(&op.getConsumersBlock(),
+                               split.thenBlock()->getTerminator());
+    rewriter.setInsertionPointToStart(split.elseBlock());
+    NVVM::SetMaxRegisterOp::create(rewriter, loc, op.getProducerRegisters(),
+                                   NVVM::SetMaxRegisterAction::decrease);
+    Value firstWarp = arith::CmpIOp::create(
+        rewriter, loc, arith::CmpIPredicate::ult, tid,
+        indexConst(rewriter, loc, op.getConsumerThreads() + 32));
+    auto producer = scf::IfOp::create(rewriter, loc, TypeRange{}, firstWarp,
+                                      /*withElse=*/false);
+    rewriter.inlineBlockBefore(&op.getProducerBlock(),
+                               producer.thenBlock()->getTerminator());
+    rewriter.eraseOp(op);
     return success();
   }
 };
@@ -1764,7 +1908,7 @@ struct BatchReduceLowering : TilePattern<BatchReduceOp> {
       return kv.atEntry(op, {linear}, rewriter)[0];
     };
 
-    gpu::BarrierOp::create(rewriter, loc);
+    kv.createBarrier(op, rewriter, loc);
     {
       // Of a value's holders (the lanes of a quad share a row's value),
       // its owner writes.
@@ -1784,7 +1928,7 @@ struct BatchReduceLowering : TilePattern<BatchReduceOp> {
             ValueRange{addConst(rewriter, loc, from, linearize(c, shape))});
       }
     }
-    gpu::BarrierOp::create(rewriter, loc);
+    kv.createBarrier(op, rewriter, loc);
 
     Value to = place(result, shape.drop_front());
     SmallVector<Value> values;
@@ -2353,14 +2497,15 @@ struct FlashTileToNVGPUPass
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
 
     RewritePatternSet patterns(ctx);
-    patterns.add<AllocLowering, AsyncCopyLowering, AsyncCommitLowering,
-                 AsyncWaitLowering, TmaLoadLowering, TmaStoreLowering,
-                 StageWaitLowering, BarrierLowering, LocalLoadLowering,
-                 LocalStoreLowering, SplatLowering, ConvertLayoutLowering,
-                 MmaLowering, WarpgroupMmaLowering, ReduceLowering,
-                 FoldLowering, BroadcastLowering, BatchReduceLowering,
-                 MapLowering, RescaleLowering, LoadLowering, StoreLowering>(
-        converter, ctx, kv);
+    patterns.add<
+        AllocLowering, AsyncCopyLowering, AsyncCommitLowering,
+        AsyncWaitLowering, TmaLoadLowering, TmaStoreLowering, StageWaitLowering,
+        BarrierLowering, StageAcquireLowering, StageReleaseLowering,
+        WarpSpecializeLowering, LocalLoadLowering, LocalStoreLowering,
+        SplatLowering, ConvertLayoutLowering, MmaLowering, WarpgroupMmaLowering,
+        ReduceLowering, FoldLowering, BroadcastLowering, BatchReduceLowering,
+        MapLowering, RescaleLowering, LoadLowering, StoreLowering>(converter,
+                                                                   ctx, kv);
     patterns.add<ApproxLowering<math::Exp2Op>>(ctx,
                                                "llvm.nvvm.ex2.approx.ftz.f32");
     patterns.add<ApproxLowering<math::Log2Op>>(ctx, "llvm.nvvm.lg2.approx.f");

@@ -274,6 +274,7 @@ struct SetmaxnregInst : WarpInst {
     X &x = S.x;
     const Inst &I = S.I;
     uint32_t group = S.w / 4;
+    ++x.setmaxnregInstructions;
     auto &history = x.setmaxnregHistory[group];
     uint32_t index = x.setmaxnregExecuted[S.w]++;
     uint32_t entry = (I.target << 1) | I.mode;

@@ -211,6 +211,82 @@ LogicalResult LocalStoreOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Warp specialisation: WarpSpecializeOp, StageAcquireOp, StageReleaseOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult WarpSpecializeOp::verify() {
+  int64_t threads = getConsumerThreads();
+  if (threads % flashc::kWarpgroupThreads)
+    return emitOpError() << "has " << threads
+                         << " consumer threads, not whole warpgroups of "
+                         << flashc::kWarpgroupThreads;
+  for (auto [name, registers] :
+       {std::pair<StringRef, int64_t>{"producer", getProducerRegisters()},
+        {"consumer", getConsumerRegisters()}})
+    if (!flashc::isSetMaxRegisterCount(registers))
+      return emitOpError() << "gives the " << name << " threads " << registers
+                           << " registers; setmaxnreg sets a multiple of 8 "
+                              "from "
+                           << flashc::kMinSetMaxRegisters << " to "
+                           << flashc::kMaxSetMaxRegisters;
+  int64_t total = getProducerRegisters() * flashc::kWarpgroupThreads +
+                  getConsumerRegisters() * threads;
+  if (total > flashc::kRegistersPerSM)
+    return emitOpError() << "allots " << total << " registers ("
+                         << getProducerRegisters() << " x "
+                         << flashc::kWarpgroupThreads << " producer and "
+                         << getConsumerRegisters() << " x " << threads
+                         << " consumer threads), more than an SM's "
+                         << flashc::kRegistersPerSM;
+  return success();
+}
+
+LogicalResult WarpSpecializeOp::verifyRegions() {
+  WalkResult nested = getProducer().walk([&](Operation *op) {
+    if (!isa<FlashTileDialect>(op->getDialect()) ||
+        isa<TmaLoadOp, StageAcquireOp>(op))
+      return WalkResult::advance();
+    op->emitOpError() << "is in a producer region, which only copies "
+                         "(flash_tile.tma_load) and waits for free stages "
+                         "(flash_tile.stage_acquire)";
+    return WalkResult::interrupt();
+  });
+  if (nested.wasInterrupted())
+    return failure();
+  WalkResult inner = getConsumers().walk([&](WarpSpecializeOp op) {
+    op.emitOpError() << "is nested in another flash_tile.warp_specialize";
+    return WalkResult::interrupt();
+  });
+  return failure(inner.wasInterrupted());
+}
+
+/// Whether `op` is in region `index` (0: producer, 1: consumers) of a
+/// flash_tile.warp_specialize.
+static bool isInSpecializedRegion(Operation *op, unsigned index) {
+  auto specialize = op->getParentOfType<WarpSpecializeOp>();
+  if (!specialize)
+    return false;
+  Region *region = &specialize->getRegion(index);
+  return region->isAncestor(op->getParentRegion());
+}
+
+LogicalResult StageAcquireOp::verify() {
+  if (!isInSpecializedRegion(*this, 0))
+    return emitOpError() << "is not in the producer region of a "
+                            "flash_tile.warp_specialize, whose consumers "
+                            "release the stages it waits for";
+  return success();
+}
+
+LogicalResult StageReleaseOp::verify() {
+  if (!isInSpecializedRegion(*this, 1))
+    return emitOpError() << "is not in the consumer region of a "
+                            "flash_tile.warp_specialize, whose producer "
+                            "waits for the stages it releases";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // LocalLoadOp
 //===----------------------------------------------------------------------===//
 

@@ -140,12 +140,15 @@ struct AllocateSharedPass
     }
     if (llvm::is_contained(operands, true))
       offset += flashc::kWarpgroupSharedAlignment;
-    // The mbarriers of the stages a TMA copy fills (8 bytes each), which the
+    // The mbarriers of the stages a TMA copy fills (8 bytes each), and of
+    // those a warp-specialised kernel's consumers release, which the
     // lowering puts in static shared memory, count against the same budget.
     for (AllocOp alloc : allocs)
-      if (llvm::any_of(alloc.getBuffer().getUsers(),
-                       [](Operation *user) { return isa<TmaLoadOp>(user); }))
-        offset += kMbarrierBytes * alloc.getBuffer().getType().getStages();
+      for (bool release : {false, true})
+        if (llvm::any_of(alloc.getBuffer().getUsers(), [&](Operation *user) {
+              return release ? isa<StageReleaseOp>(user) : isa<TmaLoadOp>(user);
+            }))
+          offset += kMbarrierBytes * alloc.getBuffer().getType().getStages();
     if (offset > budget) {
       InFlightDiagnostic diag = fn->emitError()
                                 << "the shared buffers of @" << fn.getName()

@@ -1,8 +1,14 @@
 """Plants a synchronisation defect in the PTX of the one variant of a
 bundle and re-hashes it in the manifest, so that the runtime loads it:
-no-wait (every mbarrier wait succeeds at once), no-expect-tx (the stage's
-arrival does not expect the copy's bytes) or wrong-parity (the first wait
-is for the other phase)."""
+no-wait (the consumers' mbarrier waits succeed at once), no-expect-tx (the
+stage's arrival does not expect the copy's bytes), wrong-parity (the first
+wait is for the other phase), no-acquire (the producer's waits for a
+released stage succeed at once) or no-release (the consumers never release
+a stage).
+
+A warp-specialised kernel's producer waits right before the copy its
+elected thread issues: a wait followed within a few lines by elect.sync is
+the producer's, any other the consumers'."""
 
 import json
 import re
@@ -15,9 +21,30 @@ variant = manifest["variants"][0]
 path = directory + "/" + variant["ptx"]
 with open(path) as f:
     ptx = f.read()
+WAIT = re.compile(r"mbarrier\.try_wait\.parity\.shared\.b64 (\w+), [^;]*;")
+
+
+def remove_waits(ptx, producer):
+    """Makes the producer's (or the consumers') waits succeed at once."""
+    lines = ptx.split("\n")
+    n = 0
+    for i, line in enumerate(lines):
+        m = WAIT.search(line)
+        if not m:
+            continue
+        if any("elect.sync" in l for l in lines[i + 1:i + 8]) != producer:
+            continue
+        lines[i] = WAIT.sub(r"setp.eq.u32 \1, 0, 0;", line)
+        n += 1
+    return "\n".join(lines), n
+
+
 if defect == "no-wait":
-    ptx, n = re.subn(r"mbarrier\.try_wait\.parity\.shared\.b64 (\w+), [^;]*;",
-                     r"setp.eq.u32 \1, 0, 0;", ptx)
+    ptx, n = remove_waits(ptx, producer=False)
+elif defect == "no-acquire":
+    ptx, n = remove_waits(ptx, producer=True)
+elif defect == "no-release":
+    ptx, n = re.subn(r"mbarrier\.arrive\.shared\.b64 [^;]*;", "", ptx)
 elif defect == "no-expect-tx":
     ptx, n = re.subn(
         r"mbarrier\.arrive\.expect_tx\.shared\.b64 ([^,]+), (\[[^\]]+\]), [^;]*;",

@@ -143,7 +143,9 @@ def FlashTile_TmaLoadOp : FlashTile_Op<"tma_load"> {
     The copy completes on the stage's mbarrier, one per stage of each
     buffer a `tma_load` fills, which expects the stage's bytes;
     `flash_tile.stage_wait` waits for it. The CTA's first thread issues
-    the copy; every thread of the CTA executes the op.
+    the copy; every thread of the CTA executes the op. In the producer
+    region of a `flash_tile.warp_specialize`, the producer warp executes
+    it and one elected thread of the warp issues the copy.
 
     ```mlir
     flash_tile.tma_load %kmap[%c0, %j, %c0, %b], %kbuf[%stage] box [64, 128, 1, 1]
@@ -219,7 +221,8 @@ def FlashTile_StageWaitOp : FlashTile_Op<"stage_wait"> {
     `flash_tile.tma_load`) have landed: the stage's mbarrier has completed
     its phase of parity `parity`. A stage's first fill completes phase 0,
     its next one phase 1, and so on; the waiting thread then reads the
-    stage. Every thread of the CTA waits for itself.
+    stage. Every thread of the CTA (of the consumers, in a
+    `flash_tile.warp_specialize`) waits for itself.
 
     ```mlir
     flash_tile.stage_wait %kbuf[%stage], %parity : !flash_tile.shared<2x128x128xf16, #swizzled>
@@ -237,13 +240,114 @@ def FlashTile_BarrierOp : FlashTile_Op<"barrier"> {
     Every thread of the CTA waits here for every other: what each read or
     wrote in shared memory before is done for all after. A pipeline of TMA
     copies ends each iteration with one, so that the next copy into a
-    stage starts only after every thread has read it.
+    stage starts only after every thread has read it. In the consumer
+    region of a `flash_tile.warp_specialize` it meets the consumer threads
+    only (a named barrier of their count).
 
     ```mlir
     flash_tile.barrier
     ```
   }];
   let assemblyFormat = "attr-dict";
+}
+
+def FlashTile_StageReleaseOp : FlashTile_Op<"stage_release"> {
+  let summary = "Release a stage to the producer that fills it";
+  let description = [{
+    In the consumer region of a `flash_tile.warp_specialize`: every
+    consumer thread arrives on the release mbarrier of stage `stage` of
+    `buffer` (one per stage of each buffer the producer fills, expecting
+    an arrival of every consumer thread), saying that it has done reading
+    the stage. Once all have, the stage's release phase completes and the
+    producer, waiting in `flash_tile.stage_acquire`, may fill it again.
+    A read of the stage by a warpgroup MMA is done when the op returns, so
+    a release may follow it directly.
+
+    ```mlir
+    flash_tile.stage_release %kbuf[%stage] : !flash_tile.shared<2x128x128xf16, #swizzled>
+    ```
+  }];
+  let arguments = (ins FlashTile_Shared:$buffer, Index:$stage);
+  let assemblyFormat = [{
+    $buffer `[` $stage `]` attr-dict `:` qualified(type($buffer))
+  }];
+  let hasVerifier = 1;
+}
+
+def FlashTile_StageAcquireOp : FlashTile_Op<"stage_acquire"> {
+  let summary = "Wait until the consumers have released a stage";
+  let description = [{
+    In the producer region of a `flash_tile.warp_specialize`: waits until
+    stage `stage` of `buffer` is free to fill, its release mbarrier having
+    completed its phase of parity `parity` (every consumer thread arrived,
+    `flash_tile.stage_release`). A fresh mbarrier counts the phase before
+    its first (of parity 1) as complete, so a producer that waits for the
+    parity opposite to the one its consumers wait for in
+    `flash_tile.stage_wait` (1 for a stage's first fill, then 0, ...)
+    finds a stage free the first time without waiting. The producer's
+    threads wait for themselves.
+
+    ```mlir
+    flash_tile.stage_acquire %kbuf[%stage], %parity : !flash_tile.shared<2x128x128xf16, #swizzled>
+    ```
+  }];
+  let arguments = (ins FlashTile_Shared:$buffer, Index:$stage, I1:$parity);
+  let assemblyFormat = [{
+    $buffer `[` $stage `]` `,` $parity attr-dict `:` qualified(type($buffer))
+  }];
+  let hasVerifier = 1;
+}
+
+def FlashTile_WarpSpecializeOp : FlashTile_Op<"warp_specialize",
+    [SingleBlock, NoTerminator, RecursiveMemoryEffects]> {
+  let summary = "Split the CTA into a producer warp and consumer warpgroups";
+  let description = [{
+    Runs `producer` on the first warp of the CTA's last warpgroup and
+    `consumers` on the `consumer_threads` threads before it (whole
+    warpgroups: the CTA is `consumer_threads + 128` threads, the first ones
+    those the kernel's layouts were chosen for). On entry the producer's
+    warpgroup gives up registers down to `producer_registers` a thread and
+    the consumers' warpgroups take them, up to `consumer_registers` a
+    thread (`setmaxnreg`); what both allot fits the SM's 65536 registers.
+    The other warps of the producer's warpgroup have nothing to do.
+
+    The producer fills the stages of shared buffers by TMA
+    (`flash_tile.tma_load`, issued by one elected thread of its warp),
+    waiting before each fill until the consumers have released the stage
+    (`flash_tile.stage_acquire`); the consumers wait for each stage to land
+    (`flash_tile.stage_wait`) and release it once read
+    (`flash_tile.stage_release`). A `flash_tile.barrier` in `consumers`
+    meets only the consumer threads.
+
+    ```mlir
+    flash_tile.warp_specialize producer(registers 24) {
+      flash_tile.stage_acquire %kbuf[%s], %free : !flash_tile.shared<2x128x128xf16, #swizzled>
+      flash_tile.tma_load %kmap[%c0, %j, %c0, %b], %kbuf[%s] box [64, 128, 1, 1]
+          : !llvm.ptr, !flash_tile.shared<2x128x128xf16, #swizzled>
+    } consumers(threads 256, registers 240) {
+      flash_tile.stage_wait %kbuf[%s], %full : !flash_tile.shared<2x128x128xf16, #swizzled>
+      ...
+      flash_tile.stage_release %kbuf[%s] : !flash_tile.shared<2x128x128xf16, #swizzled>
+    }
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I64Attr, [IntPositive]>:$consumer_threads,
+                       I64Attr:$producer_registers,
+                       I64Attr:$consumer_registers);
+  let regions = (region SizedRegion<1>:$producer, SizedRegion<1>:$consumers);
+  let assemblyFormat = [{
+    `producer` `(` `registers` $producer_registers `)` $producer
+    `consumers` `(` `threads` $consumer_threads `,` `registers`
+    $consumer_registers `)` $consumers attr-dict
+  }];
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The threads of the CTA: the consumers' and a producer warpgroup's.
+    int64_t getBlockThreads() { return getConsumerThreads() + 128; }
+    Block &getProducerBlock() { return getProducer().front(); }
+    Block &getConsumersBlock() { return getConsumers().front(); }
+  }];
 }
 
 def FlashTile_LocalLoadOp : FlashTile_Op<"local_load"> {

@@ -205,6 +205,56 @@ def FlashTileUseTma : Pass<"flash-tile-use-tma"> {
   ];
 }
 
+def FlashTileWarpSpecialize : Pass<"flash-tile-warp-specialize"> {
+  let summary = "Give a TMA kernel's copies to a producer warp (sm_90a)";
+  let description = [{
+    Splits a kernel whose blocks are copied by TMA (after
+    `flash-tile-use-tma`) into a producer and its consumers, a
+    `flash_tile.warp_specialize`:
+
+    - from the first op that copies (Q's `flash_tile.tma_load`) to the end
+      of its block, the kernel becomes the consumers' region, run by the
+      threads the kernel had (whole warpgroups); the CTA gains a warpgroup
+      for the producer (`flash.block` grows by 128);
+    - the producer's region is that code sliced down to its copies: the
+      `flash_tile.tma_load`s and what computes their coordinates and
+      stages, the KV loops carrying only what those need. Before each fill
+      of a stage of a buffer the KV loops fill (K's and V's) the producer
+      waits until the consumers have released it
+      (`flash_tile.stage_acquire`), tracking each stage's parity, one bit a
+      stage in an `i32` a buffer, which starts at all ones: a stage's first
+      fill does not wait;
+    - the consumers copy nothing: each KV loop releases a buffer's stage
+      (`flash_tile.stage_release`) after its last read of it in the
+      iteration, and the barrier that ended the iteration, which kept the
+      next copy into a stage from starting before every thread had read
+      it, goes (where nothing else in the loop writes shared memory).
+
+    `setmaxnreg` moves registers from the producer's warpgroup to the
+    consumers': `producer-registers` a producer thread and
+    `consumer-registers` a consumer thread, or when 0 the most (a multiple
+    of 8, at most 240) that the SM's 65536 registers leave them.
+
+    A kernel is rewritten only where every `flash_tile.tma_load` is under
+    one block whose terminator uses nothing the moved code defines, and
+    whose `flash.block` is whole warpgroups; others are left as they are.
+  }];
+  let options = [
+    Option<"producerRegisters", "producer-registers", "int64_t", "24",
+           "Registers a thread of the producer's warpgroup keeps">,
+    Option<"consumerRegisters", "consumer-registers", "int64_t", "0",
+           "Registers a consumer thread gets (0: the most the SM's "
+           "registers allow, at most 240)">,
+  ];
+  let statistics = [
+    Statistic<"numKernels", "num-kernels", "Kernels warp-specialised">,
+    Statistic<"numReleases", "num-releases", "Stage releases inserted">,
+    Statistic<"numAcquires", "num-acquires", "Stage acquires inserted">,
+    Statistic<"numBarriers", "num-barriers",
+              "KV loop barriers the releases replaced">,
+  ];
+}
+
 def FlashTileAllocateShared : Pass<"flash-tile-allocate-shared"> {
   let summary = "Place a kernel's shared buffers and check the budget";
   let description = [{
