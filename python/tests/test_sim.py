@@ -41,6 +41,9 @@ def test_sm90a_kernel_and_its_ptx(rng, seed):
     assert "mma.sync.aligned" not in kernel.ptx
     assert "cp.async.bulk.tensor.4d" in kernel.ptx
     assert "cp.async.cg" not in kernel.ptx
+    # A producer warp copies for two consumer warpgroups.
+    assert "setmaxnreg.inc.sync.aligned.u32" in kernel.ptx
+    assert kernel.metadata["threads_per_block"] == 384
     meta = kernel.metadata
     assert meta["shared_bytes"] > 0 and meta["threads_per_block"] > 0
     assert "B" in meta["grid"]
@@ -49,7 +52,7 @@ def test_sm90a_kernel_and_its_ptx(rng, seed):
     check(kernel(q, k, v), None, q, k, v, False, seed)
 
 
-def test_sm90a_options_switch_tma_and_wgmma_off(rng, seed):
+def test_sm90a_options_switch_tma_wgmma_and_specialisation_off(rng, seed):
     spec = flashc.AttentionSpec(heads=2, seq_q=32, seq_kv=32, head_dim=64,
                                 dtype="f16")
     q, k, v = make_inputs(rng, 1, 2, 2, 24, 40, 64, dtype=np.float16)
@@ -62,6 +65,11 @@ def test_sm90a_options_switch_tma_and_wgmma_off(rng, seed):
     assert "wgmma.mma_async" not in warp_mma.ptx
     assert "mma.sync.aligned" in warp_mma.ptx
     check(warp_mma(q, k, v), None, q, k, v, False, seed)
+    unspecialised = flashc.compile(spec, "sm_90a-sim", warp_specialize=False)
+    assert "cp.async.bulk.tensor" in unspecialised.ptx
+    assert "setmaxnreg" not in unspecialised.ptx
+    assert unspecialised.metadata["threads_per_block"] == 256
+    check(unspecialised(q, k, v), None, q, k, v, False, seed)
 
 
 def test_bf16_numpy_arrays(rng, seed):

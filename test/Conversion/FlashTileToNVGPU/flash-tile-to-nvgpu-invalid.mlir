@@ -151,3 +151,34 @@ func.func @unplaced_buffer() {
 func.func @unassigned_argument(%t: !flash_tile.tile<64x64xf32>) {
   return
 }
+
+// -----
+
+// A warp-specialised kernel runs its consumers and a producer warpgroup:
+// its block must be both.
+func.func @wrong_block() attributes {flash.block = 256 : i64} {
+  // expected-error @below {{needs a block of 384 threads (its consumers and a producer warpgroup); its kernel's flash.block is 256}}
+  // expected-error @below {{failed to legalize operation 'flash_tile.warp_specialize'}}
+  flash_tile.warp_specialize producer(registers 24) {
+  } consumers(threads 256, registers 240) {
+  }
+  return
+}
+
+// -----
+
+// The producer waits for releases no consumer makes.
+#sw = #flash_tile.swizzled<vector = 8, phases = 8, panel = 64>
+func.func @no_release(%map: !llvm.ptr, %s: index, %p: i1) attributes {flash.block = 384 : i64} {
+  %c0 = arith.constant 0 : index
+  %k = flash_tile.alloc {offset = 0} : !flash_tile.shared<2x64x64xf16, #sw>
+  flash_tile.warp_specialize producer(registers 24) {
+    // expected-error @below {{waits for a buffer whose stages no flash_tile.stage_release releases}}
+    // expected-error @below {{failed to legalize operation 'flash_tile.stage_acquire'}}
+    flash_tile.stage_acquire %k[%s], %p : !flash_tile.shared<2x64x64xf16, #sw>
+    flash_tile.tma_load %map[%c0, %s, %c0, %c0], %k[%s] box [64, 64, 1, 1]
+        : !llvm.ptr, !flash_tile.shared<2x64x64xf16, #sw>
+  } consumers(threads 256, registers 240) {
+  }
+  return
+}

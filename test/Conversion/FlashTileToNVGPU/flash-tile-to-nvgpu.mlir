@@ -848,3 +848,63 @@ func.func @tma_store(%map: !llvm.ptr, %o: !flash_tile.tile<64x128xf16, #mma>,
       : !flash_tile.shared<1x64x128xf16, #sw>, !llvm.ptr
   return
 }
+
+// -----
+
+// warp_specialize: a block of 384 threads splits at thread 256. The
+// consumers take 240 registers (setmaxnreg.inc) and run their region; the
+// producer's warpgroup gives its registers up (setmaxnreg.dec 24) and its
+// first warp (threads 256 to 287) runs the producer region, where an
+// elected thread of the warp issues each copy and the whole warp waits
+// for the stage's release (try_wait.parity on the buffer's second group
+// of mbarriers, initialised for 256 arrivals). A consumer's release is
+// its arrival on that mbarrier; its barrier is a named barrier (1) of the
+// 256 consumer threads.
+#sw = #flash_tile.swizzled<vector = 8, phases = 8, panel = 64>
+// CHECK-LABEL: func.func @warp_specialize
+// CHECK-SAME: (%[[MAP:.+]]: !llvm.ptr, %[[ROW:.+]]: index, %[[B:.+]]: index, %[[STAGE:.+]]: index, %[[FREE:.+]]: i1, %[[FULL:.+]]: i1)
+// CHECK: %[[TID:.+]] = gpu.thread_id x
+// CHECK: %[[FIRST:.+]] = arith.cmpi eq, %[[TID]], %{{.+}} : index
+// CHECK: %[[FULLBARS:.+]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+// CHECK-COUNT-2: nvgpu.mbarrier.init %[[FULLBARS]][%{{.+}}], %c1{{.*}}, predicate = %[[FIRST]]
+// CHECK: %[[C256:.+]] = arith.constant 256 : index
+// CHECK: %[[FREEBARS:.+]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+// CHECK-COUNT-2: nvgpu.mbarrier.init %[[FREEBARS]][%{{.+}}], %[[C256]], predicate = %[[FIRST]]
+// CHECK-NEXT: gpu.barrier
+// CHECK: %[[CONSUMER:.+]] = arith.cmpi ult, %[[TID]], %c256{{.*}} : index
+// CHECK: scf.if %[[CONSUMER]] {
+// CHECK-NEXT: nvvm.setmaxregister increase 240
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[FULLBARS]][%[[STAGE]]], %[[FULL]]
+// CHECK: nvgpu.mbarrier.arrive %[[FREEBARS]][%[[STAGE]]]
+// CHECK: %[[ID:.+]] = arith.constant 1 : i32
+// CHECK: %[[COUNT:.+]] = arith.constant 256 : i32
+// CHECK: nvvm.barrier id = %[[ID]] number_of_threads = %[[COUNT]]
+// CHECK: } else {
+// CHECK-NEXT: nvvm.setmaxregister decrease 24
+// CHECK: %[[WARP:.+]] = arith.cmpi ult, %[[TID]], %c288{{.*}} : index
+// CHECK: scf.if %[[WARP]] {
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[FREEBARS]][%[[STAGE]]], %[[FREE]]
+// CHECK: %[[ELECTED:.+]] = nvvm.elect.sync -> i1
+// CHECK: scf.if %[[ELECTED]] {
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %[[FULLBARS]][%[[STAGE]]], %c16384
+// CHECK-COUNT-2: nvgpu.tma.async.load
+// CHECK: }
+// CHECK: }
+// CHECK: }
+// CHECK-NEXT: return
+func.func @warp_specialize(%map: !llvm.ptr, %row: index, %b: index,
+                           %stage: index, %free: i1, %full: i1)
+    attributes {flash.block = 384 : i64} {
+  %c0 = arith.constant 0 : index
+  %k = flash_tile.alloc {offset = 1024} : !flash_tile.shared<2x64x128xf16, #sw>
+  flash_tile.warp_specialize producer(registers 24) {
+    flash_tile.stage_acquire %k[%stage], %free : !flash_tile.shared<2x64x128xf16, #sw>
+    flash_tile.tma_load %map[%c0, %row, %c0, %b], %k[%stage] box [64, 64, 1, 1]
+        : !llvm.ptr, !flash_tile.shared<2x64x128xf16, #sw>
+  } consumers(threads 256, registers 240) {
+    flash_tile.stage_wait %k[%stage], %full : !flash_tile.shared<2x64x128xf16, #sw>
+    flash_tile.stage_release %k[%stage] : !flash_tile.shared<2x64x128xf16, #sw>
+    flash_tile.barrier
+  }
+  return
+}

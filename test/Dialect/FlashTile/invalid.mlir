@@ -1161,3 +1161,102 @@ func.func @f(%t: !flash_tile.tile<64x32xf16>, %o: !flash_tile.shared<1x64x64xf16
   flash_tile.local_store %t, %o[%s] : !flash_tile.tile<64x32xf16>, !flash_tile.shared<1x64x64xf16>
   return
 }
+
+// -----
+
+// warp_specialize: whole consumer warpgroups, setmaxnreg's register counts,
+// the SM's registers, a producer region that only copies and waits
+
+func.func @f() {
+  // expected-error @+1 {{'flash_tile.warp_specialize' op has 192 consumer threads, not whole warpgroups of 128}}
+  flash_tile.warp_specialize producer(registers 24) {
+  } consumers(threads 192, registers 240) {
+  }
+  return
+}
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{'flash_tile.warp_specialize' op gives the producer threads 20 registers; setmaxnreg sets a multiple of 8 from 24 to 256}}
+  flash_tile.warp_specialize producer(registers 20) {
+  } consumers(threads 256, registers 240) {
+  }
+  return
+}
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{'flash_tile.warp_specialize' op gives the consumer threads 244 registers; setmaxnreg sets a multiple of 8 from 24 to 256}}
+  flash_tile.warp_specialize producer(registers 24) {
+  } consumers(threads 256, registers 244) {
+  }
+  return
+}
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{'flash_tile.warp_specialize' op allots 68608 registers (24 x 128 producer and 256 x 256 consumer threads), more than an SM's 65536}}
+  flash_tile.warp_specialize producer(registers 24) {
+  } consumers(threads 256, registers 256) {
+  }
+  return
+}
+
+// -----
+
+func.func @f(%k: !flash_tile.shared<2x64x64xf16>, %s: index) {
+  flash_tile.warp_specialize producer(registers 24) {
+    // expected-error @+1 {{'flash_tile.local_load' op is in a producer region, which only copies (flash_tile.tma_load) and waits for free stages (flash_tile.stage_acquire)}}
+    %t = flash_tile.local_load %k[%s] : !flash_tile.shared<2x64x64xf16> -> !flash_tile.tile<64x64xf16>
+  } consumers(threads 256, registers 240) {
+  }
+  return
+}
+
+// -----
+
+func.func @f() {
+  flash_tile.warp_specialize producer(registers 24) {
+  } consumers(threads 256, registers 240) {
+    // expected-error @+1 {{'flash_tile.warp_specialize' op is nested in another flash_tile.warp_specialize}}
+    flash_tile.warp_specialize producer(registers 24) {
+    } consumers(threads 128, registers 240) {
+    }
+  }
+  return
+}
+
+// -----
+
+// stage_acquire and stage_release: in the producer and the consumer region
+
+func.func @f(%k: !flash_tile.shared<2x64x64xf16>, %s: index, %p: i1) {
+  // expected-error @+1 {{'flash_tile.stage_acquire' op is not in the producer region of a flash_tile.warp_specialize, whose consumers release the stages it waits for}}
+  flash_tile.stage_acquire %k[%s], %p : !flash_tile.shared<2x64x64xf16>
+  return
+}
+
+// -----
+
+func.func @f(%k: !flash_tile.shared<2x64x64xf16>, %s: index, %p: i1) {
+  flash_tile.warp_specialize producer(registers 24) {
+  } consumers(threads 256, registers 240) {
+    // expected-error @+1 {{'flash_tile.stage_acquire' op is not in the producer region of a flash_tile.warp_specialize}}
+    flash_tile.stage_acquire %k[%s], %p : !flash_tile.shared<2x64x64xf16>
+  }
+  return
+}
+
+// -----
+
+func.func @f(%k: !flash_tile.shared<2x64x64xf16>, %s: index) {
+  flash_tile.warp_specialize producer(registers 24) {
+    // expected-error @+1 {{'flash_tile.stage_release' op is not in the consumer region of a flash_tile.warp_specialize, whose producer waits for the stages it releases}}
+    flash_tile.stage_release %k[%s] : !flash_tile.shared<2x64x64xf16>
+  } consumers(threads 256, registers 240) {
+  }
+  return
+}

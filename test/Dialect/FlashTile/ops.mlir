@@ -371,3 +371,32 @@ func.func @tma_store(%map: !llvm.ptr, %o: !flash_tile.tile<128x128xf16, #mma>,
       : !flash_tile.shared<1x128x128xf16, #sw>, !llvm.ptr
   return
 }
+
+// -----
+
+// A warp-specialised kernel: the producer warp waits for a released stage
+// and fills it; the consumers wait for it to land, read it and release it.
+#sw = #flash_tile.swizzled<vector = 8, phases = 8, panel = 64>
+// CHECK-LABEL: func.func @warp_specialize
+// CHECK: flash_tile.warp_specialize producer(registers 24) {
+// CHECK-NEXT: flash_tile.stage_acquire %{{.+}}[%{{.+}}], %{{.+}} : !flash_tile.shared<2x128x128xf16, #swizzled>
+// CHECK-NEXT: flash_tile.tma_load
+// CHECK-NEXT: } consumers(threads 256, registers 240) {
+// CHECK-NEXT: flash_tile.stage_wait
+// CHECK-NEXT: flash_tile.stage_release %{{.+}}[%{{.+}}] : !flash_tile.shared<2x128x128xf16, #swizzled>
+// CHECK-NEXT: flash_tile.barrier
+// CHECK-NEXT: }
+func.func @warp_specialize(%map: !llvm.ptr, %k: !flash_tile.shared<2x128x128xf16, #sw>,
+                           %j: index, %b: index, %s: index, %free: i1, %full: i1) {
+  %c0 = arith.constant 0 : index
+  flash_tile.warp_specialize producer(registers 24) {
+    flash_tile.stage_acquire %k[%s], %free : !flash_tile.shared<2x128x128xf16, #sw>
+    flash_tile.tma_load %map[%c0, %j, %c0, %b], %k[%s] box [64, 128, 1, 1]
+        : !llvm.ptr, !flash_tile.shared<2x128x128xf16, #sw>
+  } consumers(threads 256, registers 240) {
+    flash_tile.stage_wait %k[%s], %full : !flash_tile.shared<2x128x128xf16, #sw>
+    flash_tile.stage_release %k[%s] : !flash_tile.shared<2x128x128xf16, #sw>
+    flash_tile.barrier
+  }
+  return
+}

@@ -176,3 +176,24 @@ func.func @tma(%map: !llvm.ptr, %j: index, %b: index) {
       : !llvm.ptr, !flash_tile.shared<2x32x128xf16>
   return
 }
+
+// -----
+
+// A warp-specialised kernel's consumers release the stages of the buffer,
+// each on an mbarrier of its own: 8 bytes more a stage, 16384 + 1024 + 16
+// + 16.
+// CHECK-LABEL: func.func @warp_specialized
+// CHECK-SAME: attributes {flash.shared_bytes = 17440 : i64}
+func.func @warp_specialized(%map: !llvm.ptr, %j: index, %b: index, %p: i1) {
+  %c0 = arith.constant 0 : index
+  %v = flash_tile.alloc : !flash_tile.shared<2x32x128xf16>
+  flash_tile.warp_specialize producer(registers 24) {
+    flash_tile.stage_acquire %v[%c0], %p : !flash_tile.shared<2x32x128xf16>
+    flash_tile.tma_load %map[%c0, %j, %c0, %b], %v[%c0] box [64, 32, 1, 1]
+        : !llvm.ptr, !flash_tile.shared<2x32x128xf16>
+  } consumers(threads 256, registers 240) {
+    flash_tile.stage_wait %v[%c0], %p : !flash_tile.shared<2x32x128xf16>
+    flash_tile.stage_release %v[%c0] : !flash_tile.shared<2x32x128xf16>
+  }
+  return
+}
