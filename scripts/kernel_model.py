@@ -263,6 +263,35 @@ def main_loop(kernel):
     return best[1], best[2]
 
 
+def producer_loop(kernel, main):
+    """A warp-specialised kernel's producer loop: the loop (other than
+    `main`) that issues TMA copies and multiplies nothing, as (first index,
+    last index), or None. Its warp shares a scheduler with consumer warps,
+    so its instructions take issue slots from theirs."""
+    instructions = kernel["instructions"]
+    labels = kernel["labels"]
+    if not any(opcode(t).startswith(("USETMAXREG", "SETMAXNREG"))
+               for _, t in instructions):
+        return None
+    best = None
+    for i, (_, text) in enumerate(instructions):
+        m = BRANCH.search(text)
+        if not m or m.group(1) not in labels:
+            continue
+        lo = labels[m.group(1)]
+        if lo > i or (lo, i) == main:
+            continue
+        body = [opcode(t) for _, t in instructions[lo:i + 1]]
+        if any(op.split(".")[0] in ("EXIT", "RET") for op in body):
+            continue
+        if any(mma_macs(op) for op in body):
+            continue
+        copies = sum(is_tma_issue(op) for op in body)
+        if copies and (best is None or (copies, i - lo) > best[0]):
+            best = ((copies, i - lo), lo, i)
+    return None if best is None else (best[1], best[2])
+
+
 def is_tma_issue(op):
     """Is an instruction a TMA copy's issue (one thread's, in flashc's
     kernels)?"""
@@ -359,10 +388,20 @@ def model_kernel(kernel, target, head_dim, head_dim_v, threads=None):
     issued = sum(counts.values())
     per_unit = {k: v / units for k, v in counts.items()}
     per_unit["issued"] = issued / units
+    # A producer warp issues its loop's instructions (one iteration a KV
+    # block, as the main loop's) on one scheduler, beside that scheduler's
+    # share of the consumer warps: the busiest scheduler issues that much
+    # more per consumer warp and unit.
+    producer = producer_loop(kernel, (lo, hi)) if threads else None
+    producer_per_unit = 0.0
+    if producer:
+        consumer_warps = (threads - 128 + 31) // 32
+        producer_per_unit = (producer[1] - producer[0] + 1) / (
+            units * max(1, consumer_warps // 4))
     times = {
         "tensor": hmma_cycles / units,
         "mufu": MUFU_CYCLES * counts["mufu"] / units,
-        "issue": issued / units,
+        "issue": issued / units + producer_per_unit,
         "smem": smem / units / SMEM_BYTES_PER_CYCLE,
     }
     bound = max(times, key=lambda k: (times[k], k == "tensor"))
@@ -371,6 +410,8 @@ def model_kernel(kernel, target, head_dim, head_dim_v, threads=None):
         "units_per_iteration": units,
         "fixup": len(skipped),
         "first_thread": len(single),
+        "producer": (producer[1] - producer[0] + 1) if producer else 0,
+        "producer_per_unit": producer_per_unit,
         "per_unit": per_unit,
         "smem_bytes_per_unit": smem / units,
         "cycles": times,
@@ -402,9 +443,22 @@ def disassemble(nvdisasm, cubin):
     return result.stdout
 
 
-def model_variant(directory, variant, nvdisasm):
+def registers_used(kernel):
+    """The registers a parsed kernel's SASS names: its highest R register's
+    number plus one. For a kernel that raises its warps' allotment
+    (setmaxnreg), what its code needs, which ptxas's count (the allotment
+    at launch) does not show."""
+    highest = -1
+    for _, text in kernel["instructions"]:
+        for number in re.findall(r"\bR(\d+)\b", text):
+            highest = max(highest, int(number))
+    return highest + 1
+
+
+def model_variant(directory, variant, nvdisasm, registers=None):
     """{role: model or None} for the kernels of one variant of an assembled
-    bundle in `directory` (`variant`: its manifest entry)."""
+    bundle in `directory` (`variant`: its manifest entry). `registers`, a
+    dict, receives each role's registers_used."""
     if "cubin" not in variant:
         raise ModelError(f"{variant['id']}: the bundle has no cubin (it was "
                          "written with --no-assemble)")
@@ -414,6 +468,8 @@ def model_variant(directory, variant, nvdisasm):
     for role, k in variant["kernels"].items():
         if k["name"] not in kernels:
             raise ModelError(f"{variant['id']}: no {k['name']} in the cubin")
+        if registers is not None:
+            registers[role] = registers_used(kernels[k["name"]])
         m = model_kernel(kernels[k["name"]], variant["target"],
                          variant["head_dim"], variant["head_dim_v"],
                          k["block"])
@@ -446,7 +502,10 @@ def format_model(name, m):
         f"{m['units_per_iteration']:g} units per iteration, "
         f"{m['fixup']} fix-up instructions apart"
         + (f", {m['first_thread']} the first thread's (TMA issue)"
-           if m.get("first_thread") else ""),
+           if m.get("first_thread") else "")
+        + (f"; a producer warp's loop of {m['producer']} instructions, "
+           f"{m['producer_per_unit']:.1f} a unit on its scheduler"
+           if m.get("producer") else ""),
         "  per warp per unit (16 query rows x 64 keys): "
         + ", ".join(f"{k} {u[k]:.1f}" for k in CATEGORIES + ["issued"]),
         f"  cycles per unit: tensor {c['tensor']:.0f}, mufu {c['mufu']:.0f}, "

@@ -68,7 +68,8 @@ def build_bundle(flashc, nvdisasm, target, directory):
         manifest = json.load(f)
     rows = []
     for v in manifest["variants"]:
-        models = kernel_model.model_variant(directory, v, nvdisasm)
+        used = {}
+        models = kernel_model.model_variant(directory, v, nvdisasm, used)
         with open(os.path.join(directory, v["ptx"])) as f:
             ptx = f.read()
         for role in ("forward", "combine"):
@@ -78,7 +79,12 @@ def build_bundle(flashc, nvdisasm, target, directory):
             text = entry_ptx(ptx, k["name"])
             counts = [len(re.findall(p, text)) for _, p in COUNTED]
             local = len(re.findall(r"\b(?:ld|st)\.local", text))
-            rows.append((v, role, k, counts, local, models[role]))
+            # A warp-specialised kernel's setmaxnreg: the producer's and the
+            # consumers' allotments.
+            grants = {m.group(1): int(m.group(2)) for m in re.finditer(
+                r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32\s+(\d+);", text)}
+            rows.append((v, role, k, counts, local, models[role],
+                         used[role], grants))
     return rows
 
 
@@ -114,7 +120,7 @@ def model_table(rows):
         "|---|---|---|---|" + "---|" * len(cats) + "---|---|---|---|---|"
         "---|---|---|",
     ]
-    for v, role, _, _, _, m in rows:
+    for v, role, _, _, _, m, _, _ in rows:
         if m is None:
             continue
         u = m["per_unit"]
@@ -169,11 +175,20 @@ def main():
         "loop body is unrolled, so they are per KV block, plus prologue "
         "and epilogue).",
         "",
-        "| variant | kernel | threads | registers | spill bytes | shared bytes | "
+        "`registers` is ptxas's count, the allotment a thread starts with; "
+        "`SASS registers` what the code names (its highest register plus "
+        "one). A warp-specialised kernel's `setmaxnreg` gives its "
+        "producer's warpgroup fewer and its consumers more "
+        "(producer / consumers): its code must fit the consumers' "
+        "allotment, which may exceed ptxas's count; any other kernel's must "
+        "fit ptxas's count.",
+        "",
+        "| variant | kernel | threads | registers | setmaxnreg | "
+        "SASS registers | spill bytes | shared bytes | "
         + " | ".join(name for name, _ in COUNTED) + " |",
-        "|---|---|---|---|---|---|" + "---|" * len(COUNTED),
+        "|---|---|---|---|---|---|---|---|" + "---|" * len(COUNTED),
     ]
-    for v, role, k, counts, local, _ in rows:
+    for v, role, k, counts, local, _, used, grants in rows:
         target = v["target"]
         if local:
             problems.append(f"{k['name']} ({v['id']}) has {local} "
@@ -184,12 +199,24 @@ def main():
         if k["registers"] < 0 or k["registers"] > 255:
             problems.append(f"{k['name']} ({v['id']}) uses "
                             f"{k['registers']} registers")
+        allotment = grants.get("inc", k["registers"])
+        if used > allotment:
+            problems.append(f"{k['name']} ({v['id']}) names {used} "
+                            f"registers, more than its {allotment}")
+        if grants and (set(grants) != {"inc", "dec"} or
+                       grants["dec"] * 128 + grants["inc"] *
+                       (k["block"] - 128) > 65536):
+            problems.append(f"{k['name']} ({v['id']}) has setmaxnreg "
+                            f"{grants} that do not fit the SM's registers")
         if k["shared_bytes"] > SHARED_LIMIT[target]:
             problems.append(f"{k['name']} ({v['id']}) needs "
                             f"{k['shared_bytes']} bytes of shared memory, "
                             f"{target} allows {SHARED_LIMIT[target]}")
+        setmax = (f"{grants['dec']} / {grants['inc']}"
+                  if set(grants) == {"inc", "dec"} else "-")
         lines.append(f"| {v['id']} | {role} | {k['block']} | "
-                     f"{k['registers']} | {k['spill_bytes']} | "
+                     f"{k['registers']} | {setmax} | {used} | "
+                     f"{k['spill_bytes']} | "
                      f"{k['shared_bytes']} | "
                      + " | ".join(str(c) for c in counts) + " |")
     lines += model_table(rows)
