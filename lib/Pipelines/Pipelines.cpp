@@ -448,8 +448,11 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
     pm.addPass(flash_tile::createFlashTilePipeline());
     if (c.target == "sm_90a" && c.tma) {
       pm.addPass(flash_tile::createFlashTileUseTma());
-      if (c.warpSpecialize)
+      if (c.warpSpecialize) {
         pm.addPass(flash_tile::createFlashTileWarpSpecialize());
+        if (c.overlapSoftmax)
+          pm.addPass(flash_tile::createFlashTileOverlapSoftmax());
+      }
     }
     flash_tile::FlashTileAllocateSharedOptions shared;
     shared.chip = c.target;

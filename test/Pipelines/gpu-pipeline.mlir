@@ -16,6 +16,8 @@
 // RUN: flashc-opt %s --flash-gpu-pipeline="chip=sm_90a warp-specialize=0" \
 // RUN:   | FileCheck %s --check-prefixes=WGMMA,TMA,NO-WS \
 // RUN:       --implicit-check-not=setmaxnreg --implicit-check-not=elect.sync
+// RUN: flashc-opt %s --flash-gpu-pipeline="chip=sm_90a overlap-softmax=1" \
+// RUN:   | FileCheck %s --check-prefix=OVERLAP
 // The same kernel with cp.async copies (tma=0).
 // RUN: flashc-opt %s --flash-gpu-pipeline="chip=sm_90a tma=0" \
 // RUN:   | FileCheck %s --check-prefixes=WGMMA,CPASYNC \
@@ -131,10 +133,18 @@
 // NO-WS-DAG: .reqntid 256, 1, 1
 // CPASYNC-DAG: cp.async.wait_group \090;\0A\09fence.proxy.async.shared::cta;\0A\09bar.sync
 // WGMMA-DAG: wgmma.fence.sync.aligned;
-// WGMMA-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{[{][^}]+[}]}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1, 0, 0;
-// WGMMA-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{[{][^}]+[}]}}, {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, %rd{{[0-9]+}}, p, 1, 1, 1;
+// WGMMA-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{[{][^}]+[}]}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p0, 1, 1, 0, 0;
+// WGMMA-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{[{][^}]+[}]}}, {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, %rd{{[0-9]+}}, p1, 1, 1, 1;
 // WGMMA-DAG: wgmma.commit_group.sync.aligned;
-// WGMMA-DAG: wgmma.wait_group.sync.aligned \090;
+// WGMMA-DAG: wgmma.wait_group.sync.aligned 0;
+// With overlap-softmax=1 an iteration starts S and the previous block's
+// P V back to back, each its own group, and waits for S with P V still
+// running, then for P V.
+// OVERLAP: assembly = "
+// OVERLAP: wgmma.commit_group.sync.aligned;\0Awgmma.mma_async
+// OVERLAP: wgmma.commit_group.sync.aligned;\0A}
+// OVERLAP: wgmma.wait_group.sync.aligned 1;
+// OVERLAP: wgmma.wait_group.sync.aligned 0;
 
 // PTX90: gpu.binary @flash_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_80", features = "+ptx90">
 // PTX90-SAME: .version 9.0\0A.target sm_80\0A

@@ -229,7 +229,7 @@ int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
         "--head-dim-v must be positive, got " + std::to_string(*headDimV)));
   // The pipeline options the bundle takes (--causal-order, --block-q,
   // --block-kv, --stages, --rescale-threshold, --warpgroup-mma, --tma,
-  // --warp-specialize), as
+  // --warp-specialize, --overlap-softmax), as
   // every command reads them; each variant sets its target.
   PipelineConfig base;
   if (llvm::Error e = readConfig(o, base))

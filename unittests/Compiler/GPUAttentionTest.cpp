@@ -274,6 +274,30 @@ TEST(GPUKernelTest, EveryCausalOrderMatches) {
   }
 }
 
+/// sm_90a's kernels with each block's softmax overlapped with the previous
+/// block's P V (flash-tile-overlap-softmax, the pipeline's overlap-softmax
+/// option): the same results for every head dim, causal (both KV loops
+/// pipelined, the blocks handed between them) or not, MHA and GQA, with
+/// the log-sum-exp, over one block (the loop's first and last block are
+/// the same), two and several, a ragged last block, and over 3 stages.
+TEST(GPUKernelTest, OverlappedSoftmaxMatches) {
+  PipelineConfig config;
+  config.overlapSoftmax = true;
+  for (int64_t d : {64, 128, 256})
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE("d " + std::to_string(d) + (causal ? " causal" : ""));
+      checkShape({"sm_90a", ElementType::F16, d, 1, causal, false},
+                 {1, 1, 130, 260}, nullptr, config);
+      checkShape({"sm_90a", ElementType::BF16, d, 4, causal, false, true},
+                 {2, 1, 37, 53}, nullptr, config);
+      checkShape({"sm_90a", ElementType::F16, d, 1, causal, false},
+                 {1, 1, 70, 129}, nullptr, config);
+    }
+  config.stages = 3;
+  checkShape({"sm_90a", ElementType::F16, 128, 1, true, false},
+             {1, 2, 200, 520}, nullptr, config);
+}
+
 /// Kernels pipelined over 3 and 4 stages (flash-tile-pipeline, the pipeline's
 /// stages option) give the same results: prefill with the blocks of a
 /// causal kernel's two KV loops handed over between them and a ragged last

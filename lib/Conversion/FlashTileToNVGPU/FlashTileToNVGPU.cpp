@@ -38,6 +38,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Transforms/DialectConversion.h"
 
@@ -165,6 +166,17 @@ public:
   /// The thread index of the function holding `op`.
   Value threadId(Operation *op) { return state(op).tid; }
 
+  /// The registers of A an async warpgroup MMA reads until it is waited
+  /// for (recorded by its lowering, read by its wait's).
+  SmallVector<Value> &asyncOperands(Operation *mma) {
+    return asyncRegisters[mma];
+  }
+
+  /// The result of a warpgroup MMA whose instructions the lowering of the
+  /// one before it emitted, or null.
+  Value startedMma(Operation *mma) const { return started.lookup(mma); }
+  void setStartedMma(Operation *mma, Value result) { started[mma] = result; }
+
   /// Whether `op` is in the producer region of a flash_tile.warp_specialize.
   bool inProducer(Operation *op) const { return producerOps.contains(op); }
 
@@ -285,6 +297,8 @@ private:
   /// them).
   llvm::DenseSet<Operation *> producerOps;
   llvm::DenseMap<Operation *, int64_t> consumerThreads;
+  llvm::DenseMap<Operation *, SmallVector<Value>> asyncRegisters;
+  llvm::DenseMap<Operation *, Value> started;
   State &state(Operation *op) {
     auto fn = op->getParentOfType<FunctionOpInterface>();
     auto it = functions.find(fn);
@@ -1517,199 +1531,359 @@ Value matrixDescriptor(OpBuilder &b, Location loc, Value address,
   return arith::OrIOp::create(b, loc, field, constant(fixed));
 }
 
-/// `wgmma.mma_async` m64nNk16 with f32 accumulators, as inline PTX: the
-/// accumulators in and out (tied), A as a descriptor (`aDesc`) or four
-/// registers of f16 pairs (`aRegs`), B as a descriptor, N-major when
-/// `transB` (the PTX's imm-trans-b = 1).
-SmallVector<Value> warpgroupMma(OpBuilder &b, Location loc, Type element,
-                                ArrayRef<Value> acc, Value aDesc,
-                                ArrayRef<Value> aRegs, Value bDesc,
-                                bool transB) {
-  int64_t n = acc.size() * 2;
-  std::string type = element.isF16() ? "f16" : "bf16";
-  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n" +
-                     std::to_string(n) + "k16.f32." + type + "." + type + " {";
-  std::string constraints;
-  int64_t count = acc.size();
-  for (int64_t i = 0; i < count; ++i) {
-    text += (i ? ", $" : "$") + std::to_string(i);
-    constraints += (i ? ",=f" : "=f");
+/// What a warpgroup MMA's instructions read, computed before its fence:
+/// the accumulator's registers in the instruction's order, and each
+/// k-step's A (a descriptor or registers) and B descriptor.
+struct PreparedMma {
+  Type element;
+  bool transB = false, zeroAcc = false;
+  SmallVector<Value> acc;
+  SmallVector<int64_t> accIndex;
+  SmallVector<Value> aDescs, bDescs;
+  SmallVector<SmallVector<Value>> aRegs;
+  VectorType resultType;
+};
+
+/// Prepares `op`'s multiply from its converted operands.
+FailureOr<PreparedMma> prepareMma(WarpgroupMmaOp op, Value aValue, Value aStage,
+                                  Value bValue, Value bStage, Value accValue,
+                                  KernelValues &kv,
+                                  ConversionPatternRewriter &rewriter) {
+  Location loc = op.getLoc();
+  TileType accType = op.getResult().getType();
+  // The operands may be converted already: A's kind and B's position
+  // come from the stage A has when it is a buffer.
+  bool sharedA = static_cast<bool>(op.getAStage());
+  auto b = kv.operandType<SharedType>(op, sharedA ? 2 : 1);
+  int64_t n = accType.getShape()[1];
+  int64_t kSteps =
+      (sharedA ? kv.operandType<SharedType>(op, 0).getColumns()
+               : kv.operandType<TileType>(op, 0).getShape().back()) /
+      16;
+  PreparedMma p;
+  p.element = b.getElementType();
+  constexpr int64_t rowBytes = flashc::kWarpgroupRowBytes;
+
+  // The instruction's accumulator register i of a thread is row
+  // 8 * ((i % 4) / 2) and column 8 * (i / 4) + i % 2 from the thread's
+  // first (as mma.sync's m16n8 tiles, n8 after n8); A's register j (a
+  // pair of 16-bit values) row 8 * (j % 2), column 8 * (j / 2) + {0, 1}
+  // of its k-step.
+  SmallVector<std::array<int64_t, 2>> accAt;
+  for (int64_t i = 0; i < n / 2; ++i)
+    accAt.push_back({8 * ((i % 4) / 2), 8 * (i / 4) + i % 2});
+  if (failed(valueIndices(accType, accAt, p.accIndex)))
+    return op.emitOpError() << "has an accumulator layout that does not "
+                               "hold the instruction's registers";
+  SmallVector<int64_t> aIndex;
+  if (!sharedA) {
+    SmallVector<std::array<int64_t, 2>> aAt;
+    for (int64_t k = 0; k < kSteps; ++k)
+      for (int64_t j = 0; j < 4; ++j)
+        for (int64_t h = 0; h < 2; ++h)
+          aAt.push_back({8 * (j % 2), 16 * k + 8 * (j / 2) + h});
+    if (failed(valueIndices(kv.operandType<TileType>(op, 0), aAt, aIndex)))
+      return op.emitOpError() << "has an A layout that does not hold the "
+                                 "instruction's registers";
   }
-  for (int64_t i = 0; i < count; ++i)
-    constraints += "," + std::to_string(i);
-  int64_t next = 2 * count;
-  SmallVector<Value> operands(acc);
-  if (aDesc) {
-    text += "}, $" + std::to_string(next++);
-    constraints += ",l";
-    operands.push_back(aDesc);
-  } else {
-    text += "}, {";
-    for (auto [i, r] : llvm::enumerate(aRegs)) {
-      text += (i ? ", $" : "$") + std::to_string(next++);
-      constraints += ",r";
-      operands.push_back(r);
+
+  // Shared addresses, bytes in the shared window, as i64.
+  Type i64 = rewriter.getI64Type();
+  auto stageStart = [&](Value buffer, Value stage, SharedType type) {
+    Value at =
+        memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, buffer);
+    Value bytes = arith::MulIOp::create(
+        rewriter, loc, stage,
+        indexConst(rewriter, loc, type.getSizeInBytes() / type.getStages()));
+    return arith::IndexCastOp::create(
+        rewriter, loc, i64, arith::AddIOp::create(rewriter, loc, at, bytes));
+  };
+  auto plus = [&](Value v, int64_t c) -> Value {
+    if (c == 0)
+      return v;
+    return arith::AddIOp::create(
+        rewriter, loc, v,
+        arith::ConstantOp::create(rewriter, loc, i64,
+                                  rewriter.getI64IntegerAttr(c)));
+  };
+  // A buffer's rows are panels of 128 bytes (one, or several stored one
+  // after the other): a panel of a stage is its rows x 128 bytes.
+  auto panelBytes = [&](SharedType type) { return type.getRows() * rowBytes; };
+  // The bytes from a K-major operand's first k-step to its k-th: 32 a
+  // step within a panel's rows, whole panels beyond.
+  auto kMajorStep = [&](SharedType type, int64_t k) {
+    int64_t bytes = 32 * k;
+    return bytes / rowBytes * panelBytes(type) + bytes % rowBytes;
+  };
+  // B: K rows of N (N-major: k-steps of 16 rows, 8-row groups 1024
+  // bytes apart, 64-column panels a panel apart), or N rows of K
+  // (K-major, 8-row groups 1024 bytes apart).
+  Value bStart = stageStart(bValue, bStage, b);
+  p.transB = !op.getTransposeB();
+  int64_t bLeading = p.transB ? panelBytes(b) : 16;
+  Value bDesc = matrixDescriptor(rewriter, loc, bStart, bLeading, 8 * rowBytes);
+  auto bStep = [&](int64_t k) {
+    return p.transB ? 16 * rowBytes * k : kMajorStep(b, k);
+  };
+  Value aDesc;
+  SharedType a;
+  if (sharedA) {
+    // Each warpgroup's 64 rows of A.
+    a = kv.operandType<SharedType>(op, 0);
+    Value aStart = stageStart(aValue, aStage, a);
+    AffineExpr t = getAffineDimExpr(0, rewriter.getContext());
+    Value group =
+        kv.atEntry(op, {t.floorDiv(128) * (64 * rowBytes)}, rewriter)[0];
+    aStart = arith::AddIOp::create(
+        rewriter, loc, aStart,
+        arith::IndexCastOp::create(rewriter, loc, i64, group));
+    aDesc = matrixDescriptor(rewriter, loc, aStart, 16, 8 * rowBytes);
+  }
+
+  // An accumulator of zeros (S's) is not read: the first k-step does not
+  // scale it in, and no instruction writes its registers.
+  auto splat = op.getAcc().getDefiningOp<SplatOp>();
+  p.zeroAcc = splat && matchPattern(splat.getValue(), m_AnyZeroFloat());
+  for (int64_t e : p.accIndex)
+    p.acc.push_back(p.zeroAcc
+                        ? Value()
+                        : Value(vector::ExtractOp::create(
+                              rewriter, loc, accValue, ArrayRef<int64_t>{e})));
+  // A's registers, every k-step's (pairs of 16-bit values), and the
+  // descriptors' addresses, all before the fence: a register the
+  // multiplies read that is written after it would make ptxas fence again
+  // before that multiply.
+  auto pairType = VectorType::get({2}, p.element);
+  p.aRegs.resize(kSteps);
+  for (int64_t k = 0; k < kSteps; ++k) {
+    for (int64_t j = 0; !aDesc && j < 4; ++j) {
+      Value lo = vector::ExtractOp::create(
+          rewriter, loc, aValue, ArrayRef<int64_t>{aIndex[(k * 4 + j) * 2]});
+      Value hi = vector::ExtractOp::create(
+          rewriter, loc, aValue,
+          ArrayRef<int64_t>{aIndex[(k * 4 + j) * 2 + 1]});
+      Value pair = vector::FromElementsOp::create(rewriter, loc, pairType,
+                                                  ValueRange{lo, hi});
+      p.aRegs[k].push_back(
+          LLVM::BitcastOp::create(rewriter, loc, rewriter.getI32Type(), pair));
     }
-    text += "}";
+    // Descriptor addresses count 16 bytes: a step adds step / 16.
+    p.aDescs.push_back(aDesc ? plus(aDesc, kMajorStep(a, k) / 16) : Value());
+    p.bDescs.push_back(plus(bDesc, bStep(k) / 16));
   }
-  text += ", $" + std::to_string(next++) + ", p, 1, 1";
-  constraints += ",l";
-  operands.push_back(bDesc);
-  // imm-trans-a exists for an A descriptor only.
-  text += aDesc ? ", 0" : "";
-  text += transB ? ", 1;\n}\n" : ", 0;\n}\n";
+  p.resultType = convertTile(accType);
+  return p;
+}
+
+/// One block of inline PTX that fences the registers, issues each
+/// multiply's k-steps (`wgmma.mma_async` m64nNk16 with f32 accumulators: A
+/// as a descriptor or four registers of f16 pairs, B as a descriptor,
+/// N-major when `transB`, the PTX's imm-trans-b = 1) and commits each
+/// multiply as a group of its own; with `wait`, it then waits for them
+/// all. Every register the multiplies read is an operand of the block, so
+/// that whatever copies them does so before the fence (ptxas serializes
+/// every multiply of a kernel in which an instruction writes a multiply's
+/// register between its fence and its wait). An accumulator of zeros
+/// (`zeroAcc`) is not read: its first k-step does not scale it in.
+/// Returns each multiply's accumulator registers, in its instruction's
+/// order.
+SmallVector<SmallVector<Value>> warpgroupMmas(OpBuilder &b, Location loc,
+                                              ArrayRef<PreparedMma *> mmas,
+                                              bool wait) {
+  std::string text = "{\n.reg .pred p<2>;\nsetp.ne.b32 p0, 0, 0;\n"
+                     "setp.ne.b32 p1, 1, 0;\nwgmma.fence.sync.aligned;\n";
+  std::string constraints;
+  SmallVector<Value> operands;
+  SmallVector<int64_t> firstOutput;
+  int64_t outputs = 0;
+  for (PreparedMma *p : mmas) {
+    firstOutput.push_back(outputs);
+    for (size_t i = 0; i < p->acc.size(); ++i)
+      constraints += (outputs + i ? ",=f" : "=f");
+    outputs += p->acc.size();
+  }
+  int64_t next = outputs;
+  for (auto [m, p] : llvm::enumerate(mmas)) {
+    if (p->zeroAcc)
+      continue;
+    for (size_t i = 0; i < p->acc.size(); ++i) {
+      constraints += "," + std::to_string(firstOutput[m] + i);
+      operands.push_back(p->acc[i]);
+      ++next;
+    }
+  }
+  for (auto [m, p] : llvm::enumerate(mmas)) {
+    int64_t count = p->acc.size();
+    std::string type = p->element.isF16() ? "f16" : "bf16";
+    std::string accList = "{";
+    for (int64_t i = 0; i < count; ++i)
+      accList += (i ? ", $" : "$") + std::to_string(firstOutput[m] + i);
+    accList += "}";
+    for (size_t k = 0; k < p->bDescs.size(); ++k) {
+      text += "wgmma.mma_async.sync.aligned.m64n" + std::to_string(2 * count) +
+              "k16.f32." + type + "." + type + " " + accList + ", ";
+      if (p->aDescs[k]) {
+        text += "$" + std::to_string(next++);
+        constraints += ",l";
+        operands.push_back(p->aDescs[k]);
+      } else {
+        text += "{";
+        for (auto [i, r] : llvm::enumerate(p->aRegs[k])) {
+          text += (i ? ", $" : "$") + std::to_string(next++);
+          constraints += ",r";
+          operands.push_back(r);
+        }
+        text += "}";
+      }
+      text += ", $" + std::to_string(next++);
+      constraints += ",l";
+      operands.push_back(p->bDescs[k]);
+      text += (p->zeroAcc && k == 0) ? ", p0, 1, 1" : ", p1, 1, 1";
+      // imm-trans-a exists for an A descriptor only.
+      text += p->aDescs[k] ? ", 0" : "";
+      text += p->transB ? ", 1;\n" : ", 0;\n";
+    }
+    text += "wgmma.commit_group.sync.aligned;\n";
+  }
+  if (wait)
+    text += "wgmma.wait_group.sync.aligned 0;\n";
+  text += "}\n";
   MLIRContext *ctx = b.getContext();
   auto result = LLVM::LLVMStructType::getLiteral(
-      ctx, SmallVector<Type>(count, b.getF32Type()));
+      ctx, SmallVector<Type>(outputs, b.getF32Type()));
   auto asmOp = LLVM::InlineAsmOp::create(
       b, loc, result, operands, text, constraints, /*has_side_effects=*/true,
       /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
       LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
       /*operand_attrs=*/ArrayAttr());
-  SmallVector<Value> out;
-  for (int64_t i = 0; i < count; ++i)
-    out.push_back(LLVM::ExtractValueOp::create(b, loc, asmOp.getRes(), i));
+  SmallVector<SmallVector<Value>> out;
+  for (auto [m, p] : llvm::enumerate(mmas)) {
+    out.emplace_back();
+    for (size_t i = 0; i < p->acc.size(); ++i)
+      out.back().push_back(LLVM::ExtractValueOp::create(b, loc, asmOp.getRes(),
+                                                        firstOutput[m] + i));
+  }
   return out;
+}
+
+/// A multiply's result from its accumulator registers.
+FailureOr<Value> mmaResult(WarpgroupMmaOp op, PreparedMma &p,
+                           ArrayRef<Value> acc,
+                           ConversionPatternRewriter &rewriter) {
+  SmallVector<Value> out(p.resultType.getNumElements());
+  for (auto [i, e] : llvm::enumerate(p.accIndex))
+    out[e] = acc[i];
+  if (llvm::any_of(out, [](Value v) { return !v; }))
+    return op.emitOpError() << "has an accumulator layout whose values "
+                               "the instruction does not all write";
+  return Value(
+      vector::FromElementsOp::create(rewriter, op.getLoc(), p.resultType, out));
 }
 
 struct WarpgroupMmaLowering : TilePattern<WarpgroupMmaOp> {
   using TilePattern::TilePattern;
   LogicalResult lower(WarpgroupMmaOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &rewriter) const override {
+    // Started with the multiply before it (below).
+    if (Value done = kv.startedMma(op)) {
+      rewriter.replaceOp(op, done);
+      return success();
+    }
     Location loc = op.getLoc();
-    TileType accType = op.getResult().getType();
-    // The operands may be converted already: A's kind and B's position
-    // come from the stage A has when it is a buffer.
-    bool sharedA = static_cast<bool>(op.getAStage());
-    auto b = kv.operandType<SharedType>(op, sharedA ? 2 : 1);
-    int64_t n = accType.getShape()[1];
-    int64_t kSteps =
-        (sharedA ? kv.operandType<SharedType>(op, 0).getColumns()
-                 : kv.operandType<TileType>(op, 0).getShape().back()) /
-        16;
-    Type element = b.getElementType();
-    constexpr int64_t rowBytes = flashc::kWarpgroupRowBytes;
-
-    // The instruction's accumulator register i of a thread is row
-    // 8 * ((i % 4) / 2) and column 8 * (i / 4) + i % 2 from the thread's
-    // first (as mma.sync's m16n8 tiles, n8 after n8); A's register j (a
-    // pair of 16-bit values) row 8 * (j % 2), column 8 * (j / 2) + {0, 1}
-    // of its k-step.
-    SmallVector<std::array<int64_t, 2>> accAt;
-    for (int64_t i = 0; i < n / 2; ++i)
-      accAt.push_back({8 * ((i % 4) / 2), 8 * (i / 4) + i % 2});
-    SmallVector<int64_t> accIndex;
-    if (failed(valueIndices(accType, accAt, accIndex)))
-      return op.emitOpError() << "has an accumulator layout that does not "
-                                 "hold the instruction's registers";
-    SmallVector<int64_t> aIndex;
-    if (!sharedA) {
-      SmallVector<std::array<int64_t, 2>> aAt;
-      for (int64_t k = 0; k < kSteps; ++k)
-        for (int64_t j = 0; j < 4; ++j)
-          for (int64_t h = 0; h < 2; ++h)
-            aAt.push_back({8 * (j % 2), 16 * k + 8 * (j / 2) + h});
-      if (failed(valueIndices(kv.operandType<TileType>(op, 0), aAt, aIndex)))
-        return op.emitOpError() << "has an A layout that does not hold the "
-                                   "instruction's registers";
+    FailureOr<PreparedMma> self =
+        prepareMma(op, adaptor.getA(), adaptor.getAStage(), adaptor.getB(),
+                   adaptor.getBStage(), adaptor.getAcc(), kv, rewriter);
+    if (failed(self))
+      return failure();
+    // An async multiply that another async multiply follows (S, then the
+    // previous block's P V): both start in one block, under one fence,
+    // each its own group.
+    auto next = dyn_cast_or_null<WarpgroupMmaOp>(op->getNextNode());
+    if (!op.getAsync() || !next || !next.getAsync())
+      next = {};
+    FailureOr<PreparedMma> second = failure();
+    SmallVector<PreparedMma *> mmas{&*self};
+    if (next) {
+      auto remap = [&](Value v) {
+        return v ? rewriter.getRemappedValue(v) : Value();
+      };
+      second = prepareMma(next, remap(next.getA()), remap(next.getAStage()),
+                          remap(next.getB()), remap(next.getBStage()),
+                          remap(next.getAcc()), kv, rewriter);
+      if (failed(second))
+        return failure();
+      mmas.push_back(&*second);
     }
-
-    // Shared addresses, bytes in the shared window, as i64.
-    Type i64 = rewriter.getI64Type();
-    auto stageStart = [&](Value buffer, Value stage, SharedType type) {
-      Value at =
-          memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, buffer);
-      Value bytes = arith::MulIOp::create(
-          rewriter, loc, stage,
-          indexConst(rewriter, loc,
-                     type.getSizeInBytes() / type.getStages()));
-      return arith::IndexCastOp::create(
-          rewriter, loc, i64, arith::AddIOp::create(rewriter, loc, at, bytes));
-    };
-    auto plus = [&](Value v, int64_t c) -> Value {
-      if (c == 0)
-        return v;
-      return arith::AddIOp::create(
-          rewriter, loc, v,
-          arith::ConstantOp::create(rewriter, loc, i64,
-                                    rewriter.getI64IntegerAttr(c)));
-    };
-    // A buffer's rows are panels of 128 bytes (one, or several stored one
-    // after the other): a panel of a stage is its rows x 128 bytes.
-    auto panelBytes = [&](SharedType type) {
-      return type.getRows() * rowBytes;
-    };
-    // The bytes from a K-major operand's first k-step to its k-th: 32 a
-    // step within a panel's rows, whole panels beyond.
-    auto kMajorStep = [&](SharedType type, int64_t k) {
-      int64_t bytes = 32 * k;
-      return bytes / rowBytes * panelBytes(type) + bytes % rowBytes;
-    };
-    // B: K rows of N (N-major: k-steps of 16 rows, 8-row groups 1024
-    // bytes apart, 64-column panels a panel apart), or N rows of K
-    // (K-major, 8-row groups 1024 bytes apart).
-    Value bStart = stageStart(adaptor.getB(), adaptor.getBStage(), b);
-    bool transB = !op.getTransposeB();
-    int64_t bLeading = transB ? panelBytes(b) : 16;
-    Value bDesc =
-        matrixDescriptor(rewriter, loc, bStart, bLeading, 8 * rowBytes);
-    auto bStep = [&](int64_t k) {
-      return transB ? 16 * rowBytes * k : kMajorStep(b, k);
-    };
-    Value aDesc;
-    SharedType a;
-    if (sharedA) {
-      // Each warpgroup's 64 rows of A.
-      a = kv.operandType<SharedType>(op, 0);
-      Value aStart = stageStart(adaptor.getA(), adaptor.getAStage(), a);
-      AffineExpr t = getAffineDimExpr(0, rewriter.getContext());
-      Value group =
-          kv.atEntry(op, {t.floorDiv(128) * (64 * rowBytes)}, rewriter)[0];
-      aStart = arith::AddIOp::create(
-          rewriter, loc, aStart,
-          arith::IndexCastOp::create(rewriter, loc, i64, group));
-      aDesc = matrixDescriptor(rewriter, loc, aStart, 16, 8 * rowBytes);
+    // A synchronous multiply waits in the same block: nothing reads its
+    // registers before the wait. An async one is waited for by its
+    // flash_tile.warpgroup_wait, which its A registers live until.
+    SmallVector<SmallVector<Value>> acc =
+        warpgroupMmas(rewriter, loc, mmas, /*wait=*/!op.getAsync());
+    FailureOr<Value> result = mmaResult(op, *self, acc[0], rewriter);
+    if (failed(result))
+      return failure();
+    if (op.getAsync())
+      for (ArrayRef<Value> regs : self->aRegs)
+        llvm::append_range(kv.asyncOperands(op), regs);
+    if (next) {
+      FailureOr<Value> nextResult = mmaResult(next, *second, acc[1], rewriter);
+      if (failed(nextResult))
+        return failure();
+      for (ArrayRef<Value> regs : second->aRegs)
+        llvm::append_range(kv.asyncOperands(next), regs);
+      kv.setStartedMma(next, *nextResult);
     }
+    rewriter.replaceOp(op, *result);
+    return success();
+  }
+};
 
-    SmallVector<Value> acc;
-    for (int64_t e : accIndex)
-      acc.push_back(vector::ExtractOp::create(rewriter, loc, adaptor.getAcc(),
-                                              ArrayRef<int64_t>{e}));
-    // The registers the multiply reads (the accumulators, P) were written
-    // by other instructions: fence them first.
-    NVVM::WgmmaFenceAlignedOp::create(rewriter, loc);
-    auto pairType = VectorType::get({2}, element);
-    for (int64_t k = 0; k < kSteps; ++k) {
-      SmallVector<Value> aRegs;
-      for (int64_t j = 0; !aDesc && j < 4; ++j) {
-        Value lo = vector::ExtractOp::create(
-            rewriter, loc, adaptor.getA(),
-            ArrayRef<int64_t>{aIndex[(k * 4 + j) * 2]});
-        Value hi = vector::ExtractOp::create(
-            rewriter, loc, adaptor.getA(),
-            ArrayRef<int64_t>{aIndex[(k * 4 + j) * 2 + 1]});
-        Value pair = vector::FromElementsOp::create(rewriter, loc, pairType,
-                                                    ValueRange{lo, hi});
-        aRegs.push_back(LLVM::BitcastOp::create(rewriter, loc,
-                                                rewriter.getI32Type(), pair));
+struct WarpgroupWaitLowering : TilePattern<WarpgroupWaitOp> {
+  using TilePattern::TilePattern;
+  LogicalResult lower(WarpgroupWaitOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter) const override {
+    // `wgmma.wait_group N` as inline PTX through which the accumulator's
+    // registers pass (tied): what reads them after the wait reads the
+    // asm's results, which no compiler moves above it, as it could a read
+    // of the multiply's own results past a wait that does not name them.
+    Location loc = op.getLoc();
+    Value acc = adaptor.getPendingResult();
+    auto type = cast<VectorType>(acc.getType());
+    int64_t count = type.getNumElements();
+    std::string constraints;
+    SmallVector<Value> values;
+    for (int64_t i = 0; i < count; ++i) {
+      constraints += (i ? ",=f" : "=f");
+      values.push_back(
+          vector::ExtractOp::create(rewriter, loc, acc, ArrayRef<int64_t>{i}));
+    }
+    for (int64_t i = 0; i < count; ++i)
+      constraints += "," + std::to_string(i);
+    // The registers of A (P) the multiply reads until now: as inputs of
+    // the wait, they live until it, and no value written meanwhile (the
+    // next block's P) takes them.
+    SmallVector<Value> operands(values);
+    if (auto mma = op.getPendingResult().getDefiningOp<WarpgroupMmaOp>())
+      for (Value r : kv.asyncOperands(mma)) {
+        constraints += ",r";
+        operands.push_back(r);
       }
-      // Descriptor addresses count 16 bytes: a step adds step / 16.
-      acc = warpgroupMma(rewriter, loc, element, acc,
-                         aDesc ? plus(aDesc, kMajorStep(a, k) / 16) : Value(),
-                         aRegs, plus(bDesc, bStep(k) / 16), transB);
-    }
-    NVVM::WgmmaGroupSyncAlignedOp::create(rewriter, loc);
-    NVVM::WgmmaWaitGroupSyncOp::create(rewriter, loc, 0);
-
-    VectorType resultType = convertTile(accType);
-    SmallVector<Value> out(resultType.getNumElements());
-    for (auto [i, e] : llvm::enumerate(accIndex))
-      out[e] = acc[i];
-    if (llvm::any_of(out, [](Value v) { return !v; }))
-      return op.emitOpError() << "has an accumulator layout whose values "
-                                 "the instruction does not all write";
-    rewriter.replaceOpWithNewOp<vector::FromElementsOp>(op, resultType, out);
+    MLIRContext *ctx = rewriter.getContext();
+    auto result = LLVM::LLVMStructType::getLiteral(
+        ctx, SmallVector<Type>(count, rewriter.getF32Type()));
+    auto asmOp = LLVM::InlineAsmOp::create(
+        rewriter, loc, result, operands,
+        "wgmma.wait_group.sync.aligned " + std::to_string(op.getPending()) +
+            ";",
+        constraints, /*has_side_effects=*/true, /*is_align_stack=*/false,
+        LLVM::tailcallkind::TailCallKind::None,
+        LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+        /*operand_attrs=*/ArrayAttr());
+    SmallVector<Value> out;
+    for (int64_t i = 0; i < count; ++i)
+      out.push_back(
+          LLVM::ExtractValueOp::create(rewriter, loc, asmOp.getRes(), i));
+    rewriter.replaceOpWithNewOp<vector::FromElementsOp>(op, type, out);
     return success();
   }
 };
@@ -2497,15 +2671,16 @@ struct FlashTileToNVGPUPass
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
 
     RewritePatternSet patterns(ctx);
-    patterns.add<
-        AllocLowering, AsyncCopyLowering, AsyncCommitLowering,
-        AsyncWaitLowering, TmaLoadLowering, TmaStoreLowering, StageWaitLowering,
-        BarrierLowering, StageAcquireLowering, StageReleaseLowering,
-        WarpSpecializeLowering, LocalLoadLowering, LocalStoreLowering,
-        SplatLowering, ConvertLayoutLowering, MmaLowering, WarpgroupMmaLowering,
-        ReduceLowering, FoldLowering, BroadcastLowering, BatchReduceLowering,
-        MapLowering, RescaleLowering, LoadLowering, StoreLowering>(converter,
-                                                                   ctx, kv);
+    patterns.add<AllocLowering, AsyncCopyLowering, AsyncCommitLowering,
+                 AsyncWaitLowering, TmaLoadLowering, TmaStoreLowering,
+                 StageWaitLowering, BarrierLowering, StageAcquireLowering,
+                 StageReleaseLowering, WarpSpecializeLowering,
+                 WarpgroupWaitLowering, LocalLoadLowering, LocalStoreLowering,
+                 SplatLowering, ConvertLayoutLowering, MmaLowering,
+                 WarpgroupMmaLowering, ReduceLowering, FoldLowering,
+                 BroadcastLowering, BatchReduceLowering, MapLowering,
+                 RescaleLowering, LoadLowering, StoreLowering>(converter, ctx,
+                                                               kv);
     patterns.add<ApproxLowering<math::Exp2Op>>(ctx,
                                                "llvm.nvvm.ex2.approx.ftz.f32");
     patterns.add<ApproxLowering<math::Log2Op>>(ctx, "llvm.nvvm.lg2.approx.f");

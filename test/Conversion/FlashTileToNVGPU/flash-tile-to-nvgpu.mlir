@@ -634,7 +634,10 @@ func.func @batch_reduce(%m: !flash_tile.tile<4x16xf32, #flash_tile.slice<2, #mma
 // by descriptors of the 128-byte swizzle (address / 16 in bits 0-13,
 // leading offset 16 / 16 in bits 16-29, stride 1024 / 16 in bits 32-45,
 // swizzle 1 in bits 62-63), K-major (imm-trans-b 0); k-steps of 32 bytes
-// (+2). The registers are fenced first, the group waited for after.
+// (+2). Every k-step's descriptors come first; then one block of inline
+// PTX fences the registers, issues the k-steps (the accumulator tied in
+// and out, scale-d p1 = true), commits them and waits: no instruction
+// between them writes a register they read.
 // CHECK-LABEL: func.func @warpgroup_mma
 // CHECK: %[[DYN:.+]] = gpu.dynamic_shared_memory
 // CHECK: %[[BASE:.+]] = memref.extract_aligned_pointer_as_index %[[DYN]]
@@ -645,25 +648,17 @@ func.func @batch_reduce(%m: !flash_tile.tile<4x16xf32, #flash_tile.slice<2, #mma
 // CHECK: %[[KOFF:.+]] = arith.addi %[[PAD]], %c16384
 // CHECK: memref.view %[[DYN]][%[[KOFF]]][]
 // CHECK: arith.constant 4611686293305360384 : i64
-// CHECK: nvvm.wgmma.fence.aligned
-// CHECK: llvm.inline_asm has_side_effects asm_dialect = att "{\0A.reg .pred p;\0Asetp.ne.b32 p, 1, 0;\0Awgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {$0, {{.+}}, $31}, $64, $65, p, 1, 1, 0, 0;\0A}\0A", "=f,{{.+}},=f,0,1,{{.+}},31,l,l"
-// CHECK: arith.addi %{{.+}}, %c2_i64 : i64
-// CHECK: llvm.inline_asm
-// CHECK: llvm.inline_asm
-// CHECK: llvm.inline_asm
-// CHECK-NOT: llvm.inline_asm
-// CHECK: nvvm.wgmma.commit.group.sync.aligned
-// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK-COUNT-6: arith.addi %{{.+}}, %c{{[246]}}_i64{{.*}} : i64
+// CHECK-NOT: nvvm.wgmma
+// CHECK: llvm.inline_asm has_side_effects asm_dialect = att "{\0A.reg .pred p<2>;\0Asetp.ne.b32 p0, 0, 0;\0Asetp.ne.b32 p1, 1, 0;\0Awgmma.fence.sync.aligned;\0Awgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {$0, {{.+}}, $31}, $64, $65, p1, 1, 1, 0, 0;\0Awgmma.mma_async{{.+}}$66, $67, p1, 1, 1, 0, 0;\0Awgmma.mma_async{{.+}}$68, $69, p1, 1, 1, 0, 0;\0Awgmma.mma_async{{.+}}$70, $71, p1, 1, 1, 0, 0;\0Awgmma.commit_group.sync.aligned;\0Awgmma.wait_group.sync.aligned 0;\0A}\0A", "=f,{{.+}},=f,0,1,{{.+}},31,l,l,l,l,l,l,l,l"
 // O += P V: P from registers (four pairs of 16-bit values a k-step), V
 // N-major (imm-trans-b 1), k-steps of 16 rows (2048 bytes: +128), the
 // leading offset a stage (8192 bytes).
 // CHECK: arith.constant 4611686293338849280 : i64
-// CHECK: nvvm.wgmma.fence.aligned
 // CHECK: llvm.bitcast %{{.+}} : vector<2xf16> to i32
-// CHECK: llvm.inline_asm has_side_effects asm_dialect = att "{\0A.reg .pred p;\0Asetp.ne.b32 p, 1, 0;\0Awgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {$0, {{.+}}, $31}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;\0A}\0A", "=f,{{.+}},=f,0,1,{{.+}},31,r,r,r,r,l"
 // CHECK: arith.addi %{{.+}}, %c128_i64 : i64
-// CHECK: nvvm.wgmma.commit.group.sync.aligned
-// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK-NOT: nvvm.wgmma
+// CHECK: llvm.inline_asm has_side_effects asm_dialect = att "{\0A.reg .pred p<2>;\0Asetp.ne.b32 p0, 0, 0;\0Asetp.ne.b32 p1, 1, 0;\0Awgmma.fence.sync.aligned;\0Awgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {$0, {{.+}}, $31}, {$64, $65, $66, $67}, $68, p1, 1, 1, 1;\0A{{.+}}wgmma.commit_group.sync.aligned;\0Awgmma.wait_group.sync.aligned 0;\0A}\0A", "=f,{{.+}},=f,0,1,{{.+}},31,r,r,r,r,l,{{.+}}"
 func.func @warpgroup_mma(%stage: index, %p: !flash_tile.tile<128x64xf16, #a>,
                          %acc: !flash_tile.tile<128x64xf32, #mma>)
     -> !flash_tile.tile<128x64xf32, #mma> {
@@ -710,8 +705,6 @@ func.func @warpgroup_wait(%p: !flash_tile.tile<64x64xf16, #a>,
 // bits 16-29), which the instruction's N = 128 crosses.
 // CHECK-LABEL: func.func @warpgroup_panels
 // CHECK-COUNT-2: arith.constant 4611686293305360384 : i64
-// CHECK: nvvm.wgmma.fence.aligned
-// CHECK: llvm.inline_asm {{.+}}m64n64k16{{.+}}$64, $65, p, 1, 1, 0, 0;
 // CHECK: arith.addi %{{.+}}, %c2_i64
 // CHECK: arith.addi %{{.+}}, %c4_i64
 // CHECK: arith.addi %{{.+}}, %c6_i64
@@ -719,10 +712,10 @@ func.func @warpgroup_wait(%p: !flash_tile.tile<64x64xf16, #a>,
 // CHECK: arith.addi %{{.+}}, %c512_i64
 // CHECK: arith.addi %{{.+}}, %c514_i64
 // CHECK: arith.addi %{{.+}}, %c514_i64
+// CHECK: llvm.inline_asm {{.+}}wgmma.fence.sync.aligned;{{.+}}m64n64k16{{.+}}$64, $65, p1, 1, 1, 0, 0;
 // CHECK: arith.constant 4611686293322072064 : i64
-// CHECK: llvm.inline_asm {{.+}}m64n128k16{{.+}}, p, 1, 1, 1;
 // CHECK: arith.addi %{{.+}}, %c128_i64
-// CHECK: llvm.inline_asm {{.+}}m64n128k16{{.+}}, p, 1, 1, 1;
+// CHECK: llvm.inline_asm {{.+}}m64n128k16{{.+}}, p1, 1, 1, 1;{{.+}}m64n128k16{{.+}}, p1, 1, 1, 1;
 // CHECK-NOT: llvm.inline_asm
 func.func @warpgroup_panels(%stage: index, %p: !flash_tile.tile<64x32xf16, #a>,
                             %s0: !flash_tile.tile<64x64xf32, #mma>,
@@ -907,4 +900,36 @@ func.func @warp_specialize(%map: !llvm.ptr, %row: index, %b: index,
     flash_tile.barrier
   }
   return
+}
+
+// -----
+
+#mma = #flash_tile.mma<warps = [8, 1], instr = [16, 8, 16]>
+#a = #flash_tile.operand<a, #mma>
+#smem = #flash_tile.swizzled<vector = 8, phases = 8>
+// Two async multiplies in a row (S, of zeros: scale-d p0 = false for its
+// first k-step, whose accumulator is no input; then P V) start in one
+// block: one fence, a commit after each, no wait. Each wait is inline PTX
+// through which the accumulator's registers pass (tied), S's with one
+// group pending, P V's also reading P's registers, which live until then.
+// CHECK-LABEL: func.func @async_pair
+// CHECK: llvm.inline_asm has_side_effects asm_dialect = att "{\0A.reg .pred p<2>;\0Asetp.ne.b32 p0, 0, 0;\0Asetp.ne.b32 p1, 1, 0;\0Awgmma.fence.sync.aligned;\0Awgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {$0, {{.+}}, $31}, ${{[0-9]+}}, ${{[0-9]+}}, p0, 1, 1, 0, 0;{{.+}}p1, 1, 1, 0, 0;\0Awgmma.commit_group.sync.aligned;\0Awgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {$32, {{.+}}, $63}, {{.+}}p1, 1, 1, 1;\0Awgmma.commit_group.sync.aligned;\0A}\0A"
+// CHECK-NOT: wait_group.sync.aligned 0;\0A}
+// CHECK: llvm.inline_asm has_side_effects asm_dialect = att "wgmma.wait_group.sync.aligned 1;", "=f,{{.+}},=f,0,{{.+}},31"
+// CHECK: llvm.inline_asm has_side_effects asm_dialect = att "wgmma.wait_group.sync.aligned 0;", "=f,{{.+}},=f,0,{{.+}},31,r,r,r,r,r,r,r,r,r,r,r,r,r,r,r,r"
+func.func @async_pair(%stage: index, %p: !flash_tile.tile<128x64xf16, #a>,
+                      %acc: !flash_tile.tile<128x64xf32, #mma>)
+    -> (!flash_tile.tile<128x64xf32, #mma>, !flash_tile.tile<128x64xf32, #mma>) {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %z = flash_tile.splat %zero : !flash_tile.tile<128x64xf32, #mma>
+  %q = flash_tile.alloc {offset = 0} : !flash_tile.shared<1x128x64xf16, #smem>
+  %k = flash_tile.alloc {offset = 16384} : !flash_tile.shared<2x64x64xf16, #smem>
+  %s0 = flash_tile.warpgroup_mma %q[%c0], %k[%stage] transpose, %z async
+      : !flash_tile.shared<1x128x64xf16, #smem>, !flash_tile.shared<2x64x64xf16, #smem>, !flash_tile.tile<128x64xf32, #mma>
+  %o0 = flash_tile.warpgroup_mma %p, %k[%stage], %acc async
+      : !flash_tile.tile<128x64xf16, #a>, !flash_tile.shared<2x64x64xf16, #smem>, !flash_tile.tile<128x64xf32, #mma>
+  %s = flash_tile.warpgroup_wait %s0 pending 1 : !flash_tile.tile<128x64xf32, #mma>
+  %o = flash_tile.warpgroup_wait %o0 pending 0 : !flash_tile.tile<128x64xf32, #mma>
+  return %s, %o : !flash_tile.tile<128x64xf32, #mma>, !flash_tile.tile<128x64xf32, #mma>
 }

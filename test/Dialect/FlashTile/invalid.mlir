@@ -1260,3 +1260,37 @@ func.func @f(%k: !flash_tile.shared<2x64x64xf16>, %s: index) {
   }
   return
 }
+
+// -----
+
+// warpgroup_mma async: its one use is its wait, in its block
+
+func.func @f(%q: !flash_tile.shared<1x64x64xf16>, %k: !flash_tile.shared<2x64x64xf16>,
+             %acc: !flash_tile.tile<64x64xf32>, %s: index) -> !flash_tile.tile<64x64xf32> {
+  // expected-error @+1 {{'flash_tile.warpgroup_mma' op is async: its one use is the flash_tile.warpgroup_wait of its result, in its block}}
+  %r = flash_tile.warpgroup_mma %q[%s], %k[%s] transpose, %acc async
+      : !flash_tile.shared<1x64x64xf16>, !flash_tile.shared<2x64x64xf16>, !flash_tile.tile<64x64xf32>
+  return %r : !flash_tile.tile<64x64xf32>
+}
+
+// -----
+
+// warpgroup_wait: of an async multiply, leaving pending no more than started
+// after it
+
+func.func @f(%acc: !flash_tile.tile<64x64xf32>) -> !flash_tile.tile<64x64xf32> {
+  // expected-error @+1 {{'flash_tile.warpgroup_wait' op waits for a value that is not the result of an async flash_tile.warpgroup_mma in its block}}
+  %r = flash_tile.warpgroup_wait %acc pending 0 : !flash_tile.tile<64x64xf32>
+  return %r : !flash_tile.tile<64x64xf32>
+}
+
+// -----
+
+func.func @f(%q: !flash_tile.shared<1x64x64xf16>, %k: !flash_tile.shared<2x64x64xf16>,
+             %acc: !flash_tile.tile<64x64xf32>, %s: index) -> !flash_tile.tile<64x64xf32> {
+  %r = flash_tile.warpgroup_mma %q[%s], %k[%s] transpose, %acc async
+      : !flash_tile.shared<1x64x64xf16>, !flash_tile.shared<2x64x64xf16>, !flash_tile.tile<64x64xf32>
+  // expected-error @+1 {{'flash_tile.warpgroup_wait' op leaves 1 multiplies pending, but only 0 started after the one it waits for}}
+  %w = flash_tile.warpgroup_wait %r pending 1 : !flash_tile.tile<64x64xf32>
+  return %w : !flash_tile.tile<64x64xf32>
+}

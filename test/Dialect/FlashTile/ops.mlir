@@ -400,3 +400,25 @@ func.func @warp_specialize(%map: !llvm.ptr, %k: !flash_tile.shared<2x128x128xf16
   }
   return
 }
+
+// -----
+
+// Two warpgroup MMAs started, the first waited for with the second still
+// running, then the second.
+#sw = #flash_tile.swizzled<vector = 8, phases = 8>
+// CHECK-LABEL: func.func @async_mma
+// CHECK: %[[S:.+]] = flash_tile.warpgroup_mma %{{.+}}[%{{.+}}], %{{.+}}[%{{.+}}] transpose, %{{.+}} async :
+// CHECK: %[[O:.+]] = flash_tile.warpgroup_mma %{{.+}}, %{{.+}}[%{{.+}}], %{{.+}} async :
+// CHECK: flash_tile.warpgroup_wait %[[S]] pending 1 : !flash_tile.tile<64x64xf32>
+// CHECK: flash_tile.warpgroup_wait %[[O]] pending 0 : !flash_tile.tile<64x64xf32>
+func.func @async_mma(%q: !flash_tile.shared<1x64x64xf16, #sw>, %k: !flash_tile.shared<2x64x64xf16, #sw>,
+                     %p: !flash_tile.tile<64x64xf16>, %acc: !flash_tile.tile<64x64xf32>, %s: index)
+    -> (!flash_tile.tile<64x64xf32>, !flash_tile.tile<64x64xf32>) {
+  %s0 = flash_tile.warpgroup_mma %q[%s], %k[%s] transpose, %acc async
+      : !flash_tile.shared<1x64x64xf16, #sw>, !flash_tile.shared<2x64x64xf16, #sw>, !flash_tile.tile<64x64xf32>
+  %o0 = flash_tile.warpgroup_mma %p, %k[%s], %acc async
+      : !flash_tile.tile<64x64xf16>, !flash_tile.shared<2x64x64xf16, #sw>, !flash_tile.tile<64x64xf32>
+  %s1 = flash_tile.warpgroup_wait %s0 pending 1 : !flash_tile.tile<64x64xf32>
+  %o1 = flash_tile.warpgroup_wait %o0 pending 0 : !flash_tile.tile<64x64xf32>
+  return %s1, %o1 : !flash_tile.tile<64x64xf32>, !flash_tile.tile<64x64xf32>
+}

@@ -211,6 +211,28 @@ LogicalResult LocalStoreOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// WarpgroupWaitOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult WarpgroupWaitOp::verify() {
+  auto start = getPendingResult().getDefiningOp<WarpgroupMmaOp>();
+  if (!start || !start.getAsync() || start->getBlock() != (*this)->getBlock())
+    return emitOpError() << "waits for a value that is not the result of an "
+                            "async flash_tile.warpgroup_mma in its block";
+  // wgmma.wait_group N leaves the N most recent multiplies running: at
+  // least N must have started after this one's.
+  int64_t later = 0;
+  for (Operation *op = start->getNextNode(); op != getOperation();
+       op = op->getNextNode())
+    op->walk([&](WarpgroupMmaOp mma) { later += mma.getAsync() ? 1 : 0; });
+  if (later < static_cast<int64_t>(getPending()))
+    return emitOpError() << "leaves " << getPending()
+                         << " multiplies pending, but only " << later
+                         << " started after the one it waits for";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Warp specialisation: WarpSpecializeOp, StageAcquireOp, StageReleaseOp
 //===----------------------------------------------------------------------===//
 
@@ -436,6 +458,15 @@ static LogicalResult verifyWarpgroupBuffer(WarpgroupMmaOp op, SharedType buffer,
 }
 
 LogicalResult WarpgroupMmaOp::verify() {
+  if (getAsync()) {
+    Operation *user =
+        getResult().hasOneUse() ? *getResult().getUsers().begin() : nullptr;
+    if (!user || !isa<WarpgroupWaitOp>(user) ||
+        user->getBlock() != (*this)->getBlock())
+      return emitOpError() << "is async: its one use is the "
+                              "flash_tile.warpgroup_wait of its result, in "
+                              "its block";
+  }
   TileType acc = getAcc().getType();
   auto b = cast<SharedType>(getB().getType());
   auto aTile = dyn_cast<TileType>(getA().getType());

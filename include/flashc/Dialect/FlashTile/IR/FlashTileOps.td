@@ -485,6 +485,12 @@ def FlashTile_WarpgroupMmaOp : FlashTile_Op<"warpgroup_mma",
     (`flash-tile-to-nvgpu` fences after each `async_wait` of a kernel
     that has this op).
 
+    With `async` the op only starts the multiply: its result is the
+    accumulator once `flash_tile.warpgroup_wait` has waited for it, its one
+    use, in the same block; until then the multiply reads its operands
+    (the registers of `a` and `acc`, the shared stages), which nothing may
+    overwrite, and the stages may not be released.
+
     ```mlir
     %s = flash_tile.warpgroup_mma %q[%c0], %k[%stage] transpose, %zero
         : !flash_tile.shared<1x128x64xf16, #sw>, !flash_tile.shared<2x64x64xf16, #sw>,
@@ -497,11 +503,11 @@ def FlashTile_WarpgroupMmaOp : FlashTile_Op<"warpgroup_mma",
   let arguments = (ins AnyTypeOf<[FlashTile_Tile, FlashTile_Shared]>:$a,
                        Optional<Index>:$a_stage, FlashTile_Shared:$b,
                        Index:$b_stage, FlashTile_Tile:$acc,
-                       UnitAttr:$transpose_b);
+                       UnitAttr:$transpose_b, UnitAttr:$async);
   let results = (outs FlashTile_Tile:$result);
   let assemblyFormat = [{
     $a (`[` $a_stage^ `]`)? `,` $b `[` $b_stage `]`
-    (`transpose` $transpose_b^)? `,` $acc attr-dict `:`
+    (`transpose` $transpose_b^)? `,` $acc (`async` $async^)? attr-dict `:`
     qualified(type($a)) `,` qualified(type($b)) `,` qualified(type($acc))
   }];
   let hasVerifier = 1;
@@ -519,6 +525,32 @@ def FlashTile_WarpgroupMmaOp : FlashTile_Op<"warpgroup_mma",
       return m % 64 == 0 && n % 8 == 0 && n <= 256 && k % 16 == 0;
     }
   }];
+}
+
+def FlashTile_WarpgroupWaitOp : FlashTile_Op<"warpgroup_wait",
+    [AllTypesMatch<["pending_result", "result"]>]> {
+  let summary = "Wait for a started warpgroup MMA";
+  let description = [{
+    Waits until at most `pending` of the warpgroup MMAs the thread started
+    (`flash_tile.warpgroup_mma ... async`, in program order) are still
+    running, and returns the accumulator of `pending_result`, whose
+    multiply must be done by then: at least `pending` more must have been
+    started after it (`wgmma.wait_group pending`). Every thread of the
+    warpgroup waits.
+
+    ```mlir
+    %s0 = flash_tile.warpgroup_mma %q[%c0], %k[%s] transpose, %zero async : ...
+    %o0 = flash_tile.warpgroup_mma %p, %v[%t], %o async : ...
+    %s = flash_tile.warpgroup_wait %s0 pending 1 : !flash_tile.tile<128x128xf32, #mma>
+    ```
+  }];
+  let arguments = (ins FlashTile_Tile:$pending_result,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$pending);
+  let results = (outs FlashTile_Tile:$result);
+  let assemblyFormat = [{
+    $pending_result `pending` $pending attr-dict `:` qualified(type($result))
+  }];
+  let hasVerifier = 1;
 }
 
 def FlashTile_ReduceKind : I32EnumAttr<"ReduceKind",

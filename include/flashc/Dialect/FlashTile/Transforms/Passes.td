@@ -255,6 +255,35 @@ def FlashTileWarpSpecialize : Pass<"flash-tile-warp-specialize"> {
   ];
 }
 
+def FlashTileOverlapSoftmax : Pass<"flash-tile-overlap-softmax"> {
+  let summary = "Overlap each block's softmax with the previous block's P V";
+  let description = [{
+    Software-pipelines each KV loop of a warp-specialised kernel's
+    consumers (after `flash-tile-warp-specialize`) over its two warpgroup
+    MMAs, as FlashAttention-3 overlaps within a warpgroup: an iteration
+    rescales the previous block's O and waits for its stage of V, starts
+    its block's `S = Q K^T` (`flash_tile.warpgroup_mma ... async`) and the
+    previous block's `O += P V` back to back, waits for S alone
+    (`flash_tile.warpgroup_wait ... pending 1`), releases K's stage and
+    computes the block's softmax and P while the tensor cores run P V,
+    then waits for P V (`pending 0`) and releases the previous block's V
+    stage. What the deferred work reads of its block (P, the rescale
+    factor, V's stage and its parity) is carried to the next iteration.
+    The first block's own work runs before the loop and the last block's
+    P V after it, each only when the loop has a block.
+
+    A loop is rewritten when it has two warpgroup MMAs at its top level,
+    the second of a register A (P) into the iteration argument it yields
+    (O), read by nothing but the multiply and its rescale, and V's buffer
+    used in the loop only by the multiply and its stage's wait and
+    release; other loops keep their order.
+  }];
+  let statistics = [
+    Statistic<"numLoops", "num-loops", "KV loops pipelined">,
+    Statistic<"numKept", "num-kept", "KV loops left in their order">,
+  ];
+}
+
 def FlashTileAllocateShared : Pass<"flash-tile-allocate-shared"> {
   let summary = "Place a kernel's shared buffers and check the budget";
   let description = [{
