@@ -167,7 +167,8 @@ int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
                      {"targets", "dtypes", "head-dims", "head-dim-v", "groups",
                       "causal", "masks", "lse", "variants", "causal-order",
                       "block-q", "block-kv", "stages", "rescale-threshold",
-                      "warpgroup-mma", "tma", "warp-specialize", "o"});
+                      "warpgroup-mma", "tma", "warp-specialize",
+                      "overlap-softmax", "o"});
   if (!parsed)
     return reportError(parsed.takeError());
   const Options &o = *parsed;
