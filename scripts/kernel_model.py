@@ -235,12 +235,14 @@ def is_data_work(op):
                     "WARPGROUP")
 
 
-def main_loop(kernel):
-    """The main loop of a parsed kernel: (first index, last index) of the
-    body in its instruction list, the back edge included."""
+def loops(kernel):
+    """The (first index, last index) of each loop of a parsed kernel: the
+    span of a backward branch, the back edge included. A span that holds
+    the kernel's exit is no loop: its backward branch returns from an
+    out-of-line block past the exit (ptxas moves the retries of an mbarrier
+    wait there)."""
     instructions = kernel["instructions"]
     labels = kernel["labels"]
-    best = None
     for i, (_, text) in enumerate(instructions):
         m = BRANCH.search(text)
         if not m or m.group(1) not in labels:
@@ -248,12 +250,18 @@ def main_loop(kernel):
         lo = labels[m.group(1)]
         if lo > i:
             continue
-        # A span that holds the kernel's exit is no loop: its backward branch
-        # returns from an out-of-line block past the exit (ptxas moves the
-        # retries of an mbarrier wait there).
         if any(opcode(t).split(".")[0] in ("EXIT", "RET")
                for _, t in instructions[lo:i]):
             continue
+        yield lo, i
+
+
+def main_loop(kernel):
+    """The main loop of a parsed kernel: (first index, last index) of the
+    body in its instruction list, the back edge included."""
+    instructions = kernel["instructions"]
+    best = None
+    for lo, i in loops(kernel):
         macs = sum(mma_macs(opcode(t)) for _, t in instructions[lo:i + 1])
         key = (macs, -(i - lo))
         if best is None or key > best[0]:
@@ -269,21 +277,14 @@ def producer_loop(kernel, main):
     last index), or None. Its warp shares a scheduler with consumer warps,
     so its instructions take issue slots from theirs."""
     instructions = kernel["instructions"]
-    labels = kernel["labels"]
     if not any(opcode(t).startswith(("USETMAXREG", "SETMAXNREG"))
                for _, t in instructions):
         return None
     best = None
-    for i, (_, text) in enumerate(instructions):
-        m = BRANCH.search(text)
-        if not m or m.group(1) not in labels:
-            continue
-        lo = labels[m.group(1)]
-        if lo > i or (lo, i) == main:
+    for lo, i in loops(kernel):
+        if (lo, i) == main:
             continue
         body = [opcode(t) for _, t in instructions[lo:i + 1]]
-        if any(op.split(".")[0] in ("EXIT", "RET") for op in body):
-            continue
         if any(mma_macs(op) for op in body):
             continue
         copies = sum(is_tma_issue(op) for op in body)

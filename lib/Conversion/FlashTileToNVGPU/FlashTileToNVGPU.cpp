@@ -1171,6 +1171,15 @@ struct TmaStoreLowering : TilePattern<TmaStoreOp> {
   }
 };
 
+/// Waits until mbarrier `stage` of `bars` has completed its phase of
+/// `parity`; the suspend-time hint of each try is what CUTLASS's pipelines
+/// pass.
+void waitForPhase(OpBuilder &b, Location loc, Value bars, Value stage,
+                  Value parity) {
+  nvgpu::MBarrierTryWaitParityOp::create(b, loc, bars, parity,
+                                         indexConst(b, loc, 0x989680), stage);
+}
+
 struct StageWaitLowering : TilePattern<StageWaitOp> {
   using TilePattern::TilePattern;
   LogicalResult lower(StageWaitOp op, OpAdaptor adaptor,
@@ -1179,11 +1188,8 @@ struct StageWaitLowering : TilePattern<StageWaitOp> {
     if (!bars)
       return op.emitOpError()
              << "waits on a buffer that no flash_tile.tma_load fills";
-    // The suspend-time hint of each try: what CUTLASS's pipelines pass.
-    Location loc = op.getLoc();
-    nvgpu::MBarrierTryWaitParityOp::create(
-        rewriter, loc, bars, adaptor.getParity(),
-        indexConst(rewriter, loc, 0x989680), adaptor.getStage());
+    waitForPhase(rewriter, op.getLoc(), bars, adaptor.getStage(),
+                 adaptor.getParity());
     rewriter.eraseOp(op);
     return success();
   }
@@ -1208,10 +1214,8 @@ struct StageAcquireLowering : TilePattern<StageAcquireOp> {
       return op.emitOpError()
              << "waits for a buffer whose stages no flash_tile.stage_release "
                 "releases";
-    Location loc = op.getLoc();
-    nvgpu::MBarrierTryWaitParityOp::create(
-        rewriter, loc, bars, adaptor.getParity(),
-        indexConst(rewriter, loc, 0x989680), adaptor.getStage());
+    waitForPhase(rewriter, op.getLoc(), bars, adaptor.getStage(),
+                 adaptor.getParity());
     rewriter.eraseOp(op);
     return success();
   }
