@@ -9,6 +9,7 @@
 
 #include "flashc/Dialect/FlashTile/Transforms/Passes.h"
 
+#include "StagePhases.h"
 #include "flashc/Core/GPUSchedule.h"
 #include "flashc/Dialect/Flash/IR/FlashDialect.h"
 #include "flashc/Dialect/FlashTile/IR/FlashTileOps.h"
@@ -483,22 +484,15 @@ LogicalResult UseTmaPass::rewrite(FunctionOpInterface fn) {
     Value carried = newLoop.getRegionIterArgs()[position];
     Location loc = newLoop.getLoc();
     rewriter.setInsertionPointToStart(body);
-    Value stage32 = arith::IndexCastOp::create(rewriter, loc, i32, stage);
-    Value bit = arith::ShLIOp::create(
-        rewriter, loc, arith::ConstantIntOp::create(rewriter, loc, i32, 1),
-        stage32);
-    Value parity = arith::CmpIOp::create(
-        rewriter, loc, arith::CmpIPredicate::ne,
-        arith::AndIOp::create(rewriter, loc, carried, bit),
-        arith::ConstantIntOp::create(rewriter, loc, i32, 0));
+    Value bit = stagePhaseBit(rewriter, loc, stage);
+    Value parity = stagePhaseParity(rewriter, loc, carried, bit);
     for (auto [buffer, at] : r.first) {
       rewriter.setInsertionPoint(at);
       StageWaitOp::create(rewriter, at->getLoc(), buffer, stage, parity);
     }
     auto yield = cast<scf::YieldOp>(body->getTerminator());
     rewriter.setInsertionPoint(yield);
-    yield->setOperand(position,
-                      arith::XOrIOp::create(rewriter, loc, carried, bit));
+    yield->setOperand(position, flipStagePhase(rewriter, loc, carried, bit));
     phases = newLoop.getResults()[position];
   }
 

@@ -9,6 +9,7 @@
 
 #include "flashc/Dialect/FlashTile/Transforms/Passes.h"
 
+#include "StagePhases.h"
 #include "flashc/Core/GPUSchedule.h"
 #include "flashc/Dialect/Flash/IR/FlashDialect.h"
 #include "flashc/Dialect/FlashTile/IR/FlashTileOps.h"
@@ -261,16 +262,6 @@ private:
   llvm::DenseMap<Operation *, llvm::SmallDenseSet<unsigned>> liveResults;
 };
 
-/// `(mask >> stage) & 1`: the parity a stage's bit in `mask` holds.
-Value parityOf(OpBuilder &b, Location loc, Value mask, Value stage) {
-  Value one = arith::ConstantIntOp::create(b, loc, 1, 32);
-  Value bit = arith::ShLIOp::create(
-      b, loc, one, arith::IndexCastOp::create(b, loc, b.getI32Type(), stage));
-  Value zero = arith::ConstantIntOp::create(b, loc, 0, 32);
-  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
-                               arith::AndIOp::create(b, loc, mask, bit), zero);
-}
-
 /// Waits before each fill of a stage of `ring`'s buffers in the producer
 /// region until its consumers have released it, threading one parity mask
 /// per buffer (a bit per stage) through the region's loops and branches.
@@ -303,15 +294,12 @@ private:
       unsigned i = llvm::find(ring, load.getBuffer()) - ring.begin();
       OpBuilder b(load);
       Value stage = load.getStage();
+      Value bit = stagePhaseBit(b, loc, stage);
       StageAcquireOp::create(b, loc, load.getBuffer(), stage,
-                             parityOf(b, loc, masks[i], stage));
+                             stagePhaseParity(b, loc, masks[i], bit));
       ++numAcquires;
       b.setInsertionPointAfter(load);
-      Value one = arith::ConstantIntOp::create(b, loc, 1, 32);
-      Value bit = arith::ShLIOp::create(
-          b, loc, one,
-          arith::IndexCastOp::create(b, loc, b.getI32Type(), stage));
-      masks[i] = arith::XOrIOp::create(b, loc, masks[i], bit);
+      masks[i] = flipStagePhase(b, loc, masks[i], bit);
       return;
     }
     if (auto loop = dyn_cast<scf::ForOp>(op)) {
