@@ -452,6 +452,8 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
         pm.addPass(flash_tile::createFlashTileWarpSpecialize());
         if (c.overlapSoftmax)
           pm.addPass(flash_tile::createFlashTileOverlapSoftmax());
+        if (c.pingpong)
+          pm.addPass(flash_tile::createFlashTilePingPong());
       }
     }
     flash_tile::FlashTileAllocateSharedOptions shared;

@@ -206,6 +206,7 @@ public:
     counters.wgmmaInstructions += stats->wgmmaInstructions;
     counters.tensorLoads += stats->tensorLoads;
     counters.setmaxnregInstructions += stats->setmaxnregInstructions;
+    counters.barrierArrivals += stats->barrierArrivals;
     counters.ldmatrixExtraWavefronts += stats->ldmatrixExtraWavefronts;
     return Status::success();
   }

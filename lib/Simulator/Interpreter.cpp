@@ -753,6 +753,7 @@ Result<LaunchStats> Device::launch(const Module &module,
         env.wgmmaInstructions += runner.wgmmaInstructions;
         env.tensorLoads += runner.tensorLoads;
         env.setmaxnregInstructions += runner.setmaxnregInstructions;
+        env.barrierArrivals += runner.barrierArriveInstructions;
       } catch (const std::bad_alloc &) {
         env.report(index, Status::make(ErrorCode::Limit,
                                        "the host ran out of memory simulating "
@@ -781,6 +782,7 @@ Result<LaunchStats> Device::launch(const Module &module,
     stats.wgmmaInstructions = env.wgmmaInstructions;
     stats.tensorLoads = env.tensorLoads;
     stats.setmaxnregInstructions = env.setmaxnregInstructions;
+    stats.barrierArrivals = env.barrierArrivals;
     stats.seconds = std::chrono::duration<double>(end - start).count();
     return stats;
   } catch (const std::bad_alloc &) {

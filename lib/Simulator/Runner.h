@@ -98,6 +98,7 @@ struct LaunchEnv {
   std::atomic<uint64_t> wgmmaInstructions{0};
   std::atomic<uint64_t> tensorLoads{0};
   std::atomic<uint64_t> setmaxnregInstructions{0};
+  std::atomic<uint64_t> barrierArrivals{0};
   /// Serialises atomics (atom, red) on global memory across workers.
   std::mutex atomicMutex;
   std::mutex errorMutex;
@@ -200,6 +201,8 @@ public:
   uint64_t tensorLoads = 0;
   /// setmaxnreg executed, per warp.
   uint64_t setmaxnregInstructions = 0;
+  /// bar.arrive executed, per thread.
+  uint64_t barrierArriveInstructions = 0;
 
   // The CTA, which executors read and update ------------------------------
 
@@ -249,6 +252,7 @@ public:
   void barrierArrive(uint32_t id, uint32_t count, const Thread &t) {
     barrierArrivals[id]++;
     barrierArrivalCount[id] = count;
+    ++barrierArriveInstructions;
     async.barrierArrive(id, t.warp);
   }
   /// Scratch for tryBarriers: the warps a barrier releases.

@@ -52,7 +52,7 @@ def test_sm90a_kernel_and_its_ptx(rng, seed):
     check(kernel(q, k, v), None, q, k, v, False, seed)
 
 
-def test_sm90a_options_switch_tma_wgmma_and_specialisation_off(rng, seed):
+def test_sm90a_options_switch_tma_wgmma_specialisation_and_turns_off(rng, seed):
     spec = flashc.AttentionSpec(heads=2, seq_q=32, seq_kv=32, head_dim=64,
                                 dtype="f16")
     q, k, v = make_inputs(rng, 1, 2, 2, 24, 40, 64, dtype=np.float16)
@@ -70,6 +70,14 @@ def test_sm90a_options_switch_tma_wgmma_and_specialisation_off(rng, seed):
     assert "setmaxnreg" not in unspecialised.ptx
     assert unspecialised.metadata["threads_per_block"] == 256
     check(unspecialised(q, k, v), None, q, k, v, False, seed)
+    # The consumer warpgroups take turns at the tensor cores unless told
+    # not to.
+    specialised = flashc.compile(spec, "sm_90a-sim")
+    assert "bar.arrive" in specialised.ptx
+    no_turns = flashc.compile(spec, "sm_90a-sim", pingpong=False)
+    assert "bar.arrive" not in no_turns.ptx
+    assert "setmaxnreg" in no_turns.ptx
+    check(no_turns(q, k, v), None, q, k, v, False, seed)
 
 
 def test_bf16_numpy_arrays(rng, seed):

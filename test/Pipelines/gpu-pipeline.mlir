@@ -8,14 +8,18 @@
 // RUN: FileCheck %s --check-prefix=PTX < %t.sm80.mlir
 // RUN: flashc-opt %s --flash-gpu-pipeline="chip=sm_90a" -o %t.sm90.mlir
 // RUN: FileCheck %s --check-prefixes=CHECK,SM90 < %t.sm90.mlir
-// RUN: FileCheck %s --check-prefixes=WGMMA,TMA,WS --implicit-check-not=ldmatrix \
+// RUN: FileCheck %s --check-prefixes=WGMMA,TMA,WS,PINGPONG --implicit-check-not=ldmatrix \
 // RUN:   --implicit-check-not=mma.sync --implicit-check-not=cp.async.cg \
 // RUN:   --implicit-check-not=fence.proxy < %t.sm90.mlir
 // Without warp specialisation (warp-specialize=0) the CTA's first thread
 // copies and every warp computes.
 // RUN: flashc-opt %s --flash-gpu-pipeline="chip=sm_90a warp-specialize=0" \
 // RUN:   | FileCheck %s --check-prefixes=WGMMA,TMA,NO-WS \
-// RUN:       --implicit-check-not=setmaxnreg --implicit-check-not=elect.sync
+// RUN:       --implicit-check-not=setmaxnreg --implicit-check-not=elect.sync \
+// RUN:       --implicit-check-not=bar.arrive
+// Without the ping-pong (pingpong=0) the consumer warpgroups pass no turns.
+// RUN: flashc-opt %s --flash-gpu-pipeline="chip=sm_90a pingpong=0" \
+// RUN:   | FileCheck %s --check-prefixes=WGMMA,TMA,WS --implicit-check-not=bar.arrive
 // RUN: flashc-opt %s --flash-gpu-pipeline="chip=sm_90a overlap-softmax=1" \
 // RUN:   | FileCheck %s --check-prefix=OVERLAP
 // The same kernel with cp.async copies (tma=0).
@@ -130,6 +134,12 @@
 // WS-DAG: elect.sync \09%r{{[0-9]+}}|%p{{[0-9]+}}, -1;
 // WS-DAG: mbarrier.arrive.shared.b64
 // WS-DAG: bar.sync \091, 256;
+// The two consumer warpgroups take turns at the tensor cores: the first
+// holds the first turn (an arrival on its own barrier, 2), and each waits
+// for its turn on its barrier and passes it by arriving on the other's.
+// PINGPONG-DAG: bar.arrive 2, 256;
+// PINGPONG-DAG: bar.sync \09%r{{[0-9]+}}, 256;
+// PINGPONG-DAG: bar.arrive %r{{[0-9]+}}, 256;
 // NO-WS-DAG: .reqntid 256, 1, 1
 // CPASYNC-DAG: cp.async.wait_group \090;\0A\09fence.proxy.async.shared::cta;\0A\09bar.sync
 // WGMMA-DAG: wgmma.fence.sync.aligned;

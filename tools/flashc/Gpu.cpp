@@ -162,13 +162,17 @@ llvm::Expected<std::vector<bool>> both(const Options &o, llvm::StringRef name,
 } // namespace
 
 int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
-  llvm::Expected<Options> parsed =
-      Options::parse(args, {"no-assemble"},
-                     {"targets", "dtypes", "head-dims", "head-dim-v", "groups",
-                      "causal", "masks", "lse", "variants", "causal-order",
-                      "block-q", "block-kv", "stages", "rescale-threshold",
-                      "warpgroup-mma", "tma", "warp-specialize",
-                      "overlap-softmax", "o"});
+  llvm::Expected<Options> parsed = Options::parse(
+      args, {"no-assemble"}, {"targets",         "dtypes",
+                              "head-dims",       "head-dim-v",
+                              "groups",          "causal",
+                              "masks",           "lse",
+                              "variants",        "causal-order",
+                              "block-q",         "block-kv",
+                              "stages",          "rescale-threshold",
+                              "warpgroup-mma",   "tma",
+                              "warp-specialize", "overlap-softmax",
+                              "pingpong",        "o"});
   if (!parsed)
     return reportError(parsed.takeError());
   const Options &o = *parsed;
@@ -230,7 +234,7 @@ int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
         "--head-dim-v must be positive, got " + std::to_string(*headDimV)));
   // The pipeline options the bundle takes (--causal-order, --block-q,
   // --block-kv, --stages, --rescale-threshold, --warpgroup-mma, --tma,
-  // --warp-specialize, --overlap-softmax), as
+  // --warp-specialize, --overlap-softmax, --pingpong), as
   // every command reads them; each variant sets its target.
   PipelineConfig base;
   if (llvm::Error e = readConfig(o, base))

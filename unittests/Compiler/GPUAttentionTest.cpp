@@ -142,6 +142,11 @@ void checkShape(const Config &c, const Shape &s,
   bool specialised = tma && config.warpSpecialize;
   EXPECT_EQ(counters->setmaxnregInstructions > 0, specialised)
       << counters->setmaxnregInstructions << " setmaxnreg";
+  // Their two consumer warpgroups (128 query rows) take turns at the
+  // tensor cores, passing each turn by bar.arrive.
+  bool pingpong = specialised && config.pingpong;
+  EXPECT_EQ(counters->barrierArrivals > 0, pingpong)
+      << counters->barrierArrivals << " bar.arrive";
   EXPECT_EQ(counters->ldmatrixMatrices > 0, !(qk && pv))
       << counters->ldmatrixMatrices << " ldmatrix matrices";
   EXPECT_EQ(counters->ldmatrixExtraWavefronts, 0u)
@@ -296,6 +301,25 @@ TEST(GPUKernelTest, OverlappedSoftmaxMatches) {
   config.stages = 3;
   checkShape({"sm_90a", ElementType::F16, 128, 1, true, false},
              {1, 2, 200, 520}, nullptr, config);
+}
+
+/// sm_90a's warp-specialised kernels without the ping-pong of their consumer
+/// warpgroups (flash-tile-pingpong, the pipeline's pingpong option, on by
+/// default and so in every other sm_90a test): the same results, and no
+/// turns passed (checkShape asserts no bar.arrive ran). With the overlapped
+/// softmax too, whose turns hold two multiplies started back to back.
+TEST(GPUKernelTest, WithoutPingPongMatches) {
+  PipelineConfig config;
+  config.pingpong = false;
+  for (int64_t d : {64, 128, 256})
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE("d " + std::to_string(d) + (causal ? " causal" : ""));
+      checkShape({"sm_90a", ElementType::BF16, d, 4, causal, false, true},
+                 {2, 1, 37, 140}, nullptr, config);
+    }
+  config.overlapSoftmax = true;
+  checkShape({"sm_90a", ElementType::F16, 128, 1, true, false},
+             {1, 2, 200, 300}, nullptr, config);
 }
 
 /// Kernels pipelined over 3 and 4 stages (flash-tile-pipeline, the pipeline's

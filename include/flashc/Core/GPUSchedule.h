@@ -58,6 +58,16 @@ inline bool isSetMaxRegisterCount(int64_t registers) {
   return registers >= kMinSetMaxRegisters && registers <= kMaxSetMaxRegisters &&
          registers % 8 == 0;
 }
+/// The named barriers of a warp-specialised kernel's consumers: 0 is the
+/// CTA's (`bar.sync 0`), 1 meets every consumer thread (a
+/// `flash_tile.barrier` in their region), and from 2 on one a consumer
+/// warpgroup, on which it waits for its turn at the tensor cores
+/// (`flash_tile.turn_wait`) and which the warpgroup before it arrives on
+/// when it passes the turn (`flash_tile.turn_pass`).
+inline constexpr int64_t kConsumerBarrierId = 1;
+inline constexpr int64_t kFirstTurnBarrierId = 2;
+/// PTX's named barriers a CTA: ids 0 to 15.
+inline constexpr int64_t kNamedBarriers = 16;
 /// Rows of one MMA tile (mma.m16n8k16).
 inline constexpr int64_t kMmaRows = 16;
 /// The stages of the K and V buffers that a kernel's KV loop is pipelined

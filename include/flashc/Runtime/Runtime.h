@@ -339,6 +339,9 @@ struct SimulatorCounters {
   /// setmaxnreg executed, per warp: a warp-specialised kernel's warps
   /// redistributing registers.
   uint64_t setmaxnregInstructions = 0;
+  /// bar.arrive executed, per thread: consumer warpgroups passing turns
+  /// (sim::LaunchStats).
+  uint64_t barrierArrivals = 0;
 };
 
 /// The counters of a device from getSimulatorDevice; an error for any other

@@ -228,6 +228,9 @@ struct LaunchStats {
   uint64_t tensorLoads = 0;
   /// setmaxnreg instructions executed, counted per warp.
   uint64_t setmaxnregInstructions = 0;
+  /// bar.arrive instructions executed (arrivals on a named barrier without
+  /// waiting), counted per thread.
+  uint64_t barrierArrivals = 0;
   double seconds = 0;
 };
 

@@ -91,6 +91,8 @@ public:
           tmaBuffers.insert(load.getBuffer());
         if (auto release = dyn_cast<StageReleaseOp>(op))
           releasedBuffers.insert(release.getBuffer());
+        if (isa<TurnWaitOp>(op))
+          takesTurns.insert(op->getParentOfType<WarpSpecializeOp>());
         if (auto specialize = dyn_cast<WarpSpecializeOp>(op)) {
           specialize.getProducer().walk(
               [&](Operation *nested) { producerOps.insert(nested); });
@@ -189,11 +191,43 @@ public:
       gpu::BarrierOp::create(b, loc);
       return;
     }
-    Value id = arith::ConstantIntOp::create(b, loc, 1, 32);
+    Value id =
+        arith::ConstantIntOp::create(b, loc, flashc::kConsumerBarrierId, 32);
     Value count = arith::ConstantIntOp::create(b, loc, consumers, 32);
     NVVM::BarrierOp::create(b, loc, /*res=*/Type(), id, count,
                             NVVM::BarrierReductionAttr(),
                             /*reductionPredicate=*/Value());
+  }
+
+  /// The consumer threads of the flash_tile.warp_specialize whose consumer
+  /// region holds `op`, or 0.
+  int64_t consumerThreadsOf(Operation *op) const {
+    return consumerThreads.lookup(op);
+  }
+
+  /// The named barrier of the turns of `op`'s consumer warpgroup `offset`
+  /// places after the executing thread's (wrapping around), as an i32: the
+  /// one it waits on for its turn (0) or the next warpgroup's (1).
+  Value turnBarrier(Operation *op, OpBuilder &b, Location loc, int64_t offset) {
+    auto constant = [&](int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(b, loc, v);
+    };
+    Value threads = constant(flashc::kWarpgroupThreads);
+    Value warpgroup = arith::DivUIOp::create(b, loc, threadId(op), threads);
+    if (offset) {
+      Value step = constant(offset);
+      Value count = constant(consumerThreadsOf(op) / flashc::kWarpgroupThreads);
+      Value after = arith::AddIOp::create(b, loc, warpgroup, step);
+      warpgroup = arith::RemUIOp::create(b, loc, after, count);
+    }
+    Value first = constant(flashc::kFirstTurnBarrierId);
+    Value id = arith::AddIOp::create(b, loc, warpgroup, first);
+    return arith::IndexCastOp::create(b, loc, b.getI32Type(), id);
+  }
+
+  /// Whether the consumer warpgroups of `specialize` take turns.
+  bool takeTurns(WarpSpecializeOp specialize) const {
+    return takesTurns.contains(specialize);
   }
 
   /// The mbarriers of the stages of `buffer` (a TMA copy's), or null.
@@ -297,6 +331,9 @@ private:
   /// them).
   llvm::DenseSet<Operation *> producerOps;
   llvm::DenseMap<Operation *, int64_t> consumerThreads;
+  /// The flash_tile.warp_specialize ops whose consumer warpgroups take
+  /// turns (flash_tile.turn_wait).
+  llvm::SmallPtrSet<Operation *, 2> takesTurns;
   llvm::DenseMap<Operation *, SmallVector<Value>> asyncRegisters;
   llvm::DenseMap<Operation *, Value> started;
   State &state(Operation *op) {
@@ -1237,6 +1274,40 @@ struct StageReleaseLowering : TilePattern<StageReleaseOp> {
   }
 };
 
+/// The threads that meet at a turn's named barrier: the warpgroup waiting
+/// for its turn and the one before it, arriving.
+constexpr int64_t kTurnBarrierThreads = 2 * flashc::kWarpgroupThreads;
+
+struct TurnWaitLowering : TilePattern<TurnWaitOp> {
+  using TilePattern::TilePattern;
+  LogicalResult lower(TurnWaitOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value id = kv.turnBarrier(op, rewriter, loc, 0);
+    Value count =
+        arith::ConstantIntOp::create(rewriter, loc, kTurnBarrierThreads, 32);
+    NVVM::BarrierOp::create(rewriter, loc, /*res=*/Type(), id, count,
+                            NVVM::BarrierReductionAttr(),
+                            /*reductionPredicate=*/Value());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct TurnPassLowering : TilePattern<TurnPassOp> {
+  using TilePattern::TilePattern;
+  LogicalResult lower(TurnPassOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value id = kv.turnBarrier(op, rewriter, loc, 1);
+    Value count =
+        arith::ConstantIntOp::create(rewriter, loc, kTurnBarrierThreads, 32);
+    NVVM::BarrierArriveOp::create(rewriter, loc, id, count);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 struct WarpSpecializeLowering : TilePattern<WarpSpecializeOp> {
   using TilePattern::TilePattern;
   LogicalResult lower(WarpSpecializeOp op, OpAdaptor adaptor,
@@ -1262,6 +1333,22 @@ struct WarpSpecializeLowering : TilePattern<WarpSpecializeOp> {
     rewriter.setInsertionPointToStart(split.thenBlock());
     NVVM::SetMaxRegisterOp::create(rewriter, loc, op.getConsumerRegisters(),
                                    NVVM::SetMaxRegisterAction::increase);
+    // Where the consumer warpgroups take turns, the first holds the first
+    // one: it arrives on its own barrier for the warpgroup before it.
+    if (kv.takeTurns(op)) {
+      Value isFirst = arith::CmpIOp::create(
+          rewriter, loc, arith::CmpIPredicate::ult, tid,
+          indexConst(rewriter, loc, flashc::kWarpgroupThreads));
+      auto first = scf::IfOp::create(rewriter, loc, TypeRange{}, isFirst,
+                                     /*withElse=*/false);
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(first.thenBlock());
+      Value id = arith::ConstantIntOp::create(rewriter, loc,
+                                              flashc::kFirstTurnBarrierId, 32);
+      Value count =
+          arith::ConstantIntOp::create(rewriter, loc, kTurnBarrierThreads, 32);
+      NVVM::BarrierArriveOp::create(rewriter, loc, id, count);
+    }
     rewriter.inlineBlockBefore(&op.getConsumersBlock(),
                                split.thenBlock()->getTerminator());
     rewriter.setInsertionPointToStart(split.elseBlock());
@@ -2675,16 +2762,16 @@ struct FlashTileToNVGPUPass
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
 
     RewritePatternSet patterns(ctx);
-    patterns.add<AllocLowering, AsyncCopyLowering, AsyncCommitLowering,
-                 AsyncWaitLowering, TmaLoadLowering, TmaStoreLowering,
-                 StageWaitLowering, BarrierLowering, StageAcquireLowering,
-                 StageReleaseLowering, WarpSpecializeLowering,
-                 WarpgroupWaitLowering, LocalLoadLowering, LocalStoreLowering,
-                 SplatLowering, ConvertLayoutLowering, MmaLowering,
-                 WarpgroupMmaLowering, ReduceLowering, FoldLowering,
-                 BroadcastLowering, BatchReduceLowering, MapLowering,
-                 RescaleLowering, LoadLowering, StoreLowering>(converter, ctx,
-                                                               kv);
+    patterns.add<
+        AllocLowering, AsyncCopyLowering, AsyncCommitLowering,
+        AsyncWaitLowering, TmaLoadLowering, TmaStoreLowering, StageWaitLowering,
+        BarrierLowering, StageAcquireLowering, StageReleaseLowering,
+        TurnWaitLowering, TurnPassLowering, WarpSpecializeLowering,
+        WarpgroupWaitLowering, LocalLoadLowering, LocalStoreLowering,
+        SplatLowering, ConvertLayoutLowering, MmaLowering, WarpgroupMmaLowering,
+        ReduceLowering, FoldLowering, BroadcastLowering, BatchReduceLowering,
+        MapLowering, RescaleLowering, LoadLowering, StoreLowering>(converter,
+                                                                   ctx, kv);
     patterns.add<ApproxLowering<math::Exp2Op>>(ctx,
                                                "llvm.nvvm.ex2.approx.ftz.f32");
     patterns.add<ApproxLowering<math::Log2Op>>(ctx, "llvm.nvvm.lg2.approx.f");

@@ -904,6 +904,54 @@ func.func @warp_specialize(%map: !llvm.ptr, %row: index, %b: index,
 
 // -----
 
+// Turns of two consumer warpgroups: the first warpgroup (threads 0 to 127)
+// holds the first turn, arriving on its own named barrier (2) for 256
+// threads as it enters the consumers' region. A warpgroup waits for its
+// turn on barrier 2 + its index (tid / 128) and passes it by arriving on
+// the next one's, 2 + (index + 1) mod 2, each for 256 threads: the waiting
+// warpgroup and the one before it.
+// CHECK-LABEL: func.func @turns
+// CHECK: %[[TID:.+]] = gpu.thread_id x
+// CHECK: scf.if %{{.+}} {
+// CHECK-NEXT: nvvm.setmaxregister increase 240
+// CHECK-NEXT: %[[C128:.+]] = arith.constant 128 : index
+// CHECK-NEXT: %[[ISFIRST:.+]] = arith.cmpi ult, %[[TID]], %[[C128]] : index
+// CHECK-NEXT: scf.if %[[ISFIRST]] {
+// CHECK-NEXT: %[[TWO:.+]] = arith.constant 2 : i32
+// CHECK-NEXT: %[[N:.+]] = arith.constant 256 : i32
+// CHECK-NEXT: nvvm.barrier.arrive id = %[[TWO]] number_of_threads = %[[N]]
+// CHECK-NEXT: }
+// CHECK-NEXT: %[[C128B:.+]] = arith.constant 128 : index
+// CHECK-NEXT: %[[WG:.+]] = arith.divui %[[TID]], %[[C128B]] : index
+// CHECK-NEXT: %[[C2:.+]] = arith.constant 2 : index
+// CHECK-NEXT: %[[OWN:.+]] = arith.addi %[[WG]], %[[C2]] : index
+// CHECK-NEXT: %[[OWN32:.+]] = arith.index_cast %[[OWN]] : index to i32
+// CHECK-NEXT: %[[N1:.+]] = arith.constant 256 : i32
+// CHECK-NEXT: nvvm.barrier id = %[[OWN32]] number_of_threads = %[[N1]]
+// CHECK-NEXT: %[[C128C:.+]] = arith.constant 128 : index
+// CHECK-NEXT: %[[WG2:.+]] = arith.divui %[[TID]], %[[C128C]] : index
+// CHECK-NEXT: %[[ONE:.+]] = arith.constant 1 : index
+// CHECK-NEXT: %[[TWOWG:.+]] = arith.constant 2 : index
+// CHECK-NEXT: %[[AFTER:.+]] = arith.addi %[[WG2]], %[[ONE]] : index
+// CHECK-NEXT: %[[NEXT:.+]] = arith.remui %[[AFTER]], %[[TWOWG]] : index
+// CHECK-NEXT: %[[FIRSTID:.+]] = arith.constant 2 : index
+// CHECK-NEXT: %[[NEXTID:.+]] = arith.addi %[[NEXT]], %[[FIRSTID]] : index
+// CHECK-NEXT: %[[NEXT32:.+]] = arith.index_cast %[[NEXTID]] : index to i32
+// CHECK-NEXT: %[[N2:.+]] = arith.constant 256 : i32
+// CHECK-NEXT: nvvm.barrier.arrive id = %[[NEXT32]] number_of_threads = %[[N2]]
+// CHECK: } else {
+// CHECK-NEXT: nvvm.setmaxregister decrease 24
+func.func @turns() attributes {flash.block = 384 : i64} {
+  flash_tile.warp_specialize producer(registers 24) {
+  } consumers(threads 256, registers 240) {
+    flash_tile.turn_wait
+    flash_tile.turn_pass
+  }
+  return
+}
+
+// -----
+
 #mma = #flash_tile.mma<warps = [8, 1], instr = [16, 8, 16]>
 #a = #flash_tile.operand<a, #mma>
 #smem = #flash_tile.swizzled<vector = 8, phases = 8>

@@ -1294,3 +1294,139 @@ func.func @f(%q: !flash_tile.shared<1x64x64xf16>, %k: !flash_tile.shared<2x64x64
   %w = flash_tile.warpgroup_wait %r pending 1 : !flash_tile.tile<64x64xf32>
   return %w : !flash_tile.tile<64x64xf32>
 }
+
+// -----
+
+// turn_wait and turn_pass: a turn of two or more consumer warpgroups, in
+// one block, holding no barrier, stage wait or region
+
+func.func @f() {
+  // expected-error @+1 {{'flash_tile.turn_wait' op is not in the consumer region of a flash_tile.warp_specialize, whose warpgroups take the turns}}
+  flash_tile.turn_wait
+  flash_tile.turn_pass
+  return
+}
+
+// -----
+
+func.func @f() {
+  flash_tile.warp_specialize producer(registers 24) {
+    // expected-error @+1 {{'flash_tile.turn_wait' op is not in the consumer region}}
+    flash_tile.turn_wait
+    flash_tile.turn_pass
+  } consumers(threads 256, registers 240) {
+  }
+  return
+}
+
+// -----
+
+func.func @f() {
+  flash_tile.warp_specialize producer(registers 24) {
+  } consumers(threads 128, registers 240) {
+    // expected-error @+1 {{'flash_tile.turn_wait' op takes turns among 1 consumer warpgroup; turns need two or more}}
+    flash_tile.turn_wait
+    flash_tile.turn_pass
+  }
+  return
+}
+
+// -----
+
+func.func @f() {
+  flash_tile.warp_specialize producer(registers 24) {
+  } consumers(threads 1920, registers 24) {
+    // expected-error @+1 {{'flash_tile.turn_wait' op takes turns among 15 consumer warpgroups, more than the 14 named barriers left for them}}
+    flash_tile.turn_wait
+    flash_tile.turn_pass
+  }
+  return
+}
+
+// -----
+
+func.func @f() {
+  flash_tile.warp_specialize producer(registers 24) {
+  } consumers(threads 256, registers 240) {
+    // expected-error @+1 {{'flash_tile.turn_wait' op begins a turn that no flash_tile.turn_pass after it in its block ends}}
+    flash_tile.turn_wait
+  }
+  return
+}
+
+// -----
+
+func.func @f() {
+  flash_tile.warp_specialize producer(registers 24) {
+  } consumers(threads 256, registers 240) {
+    // expected-error @+1 {{'flash_tile.turn_wait' op begins a turn that another flash_tile.turn_wait begins again before its flash_tile.turn_pass}}
+    flash_tile.turn_wait
+    flash_tile.turn_wait
+    flash_tile.turn_pass
+  }
+  return
+}
+
+// -----
+
+func.func @f() {
+  flash_tile.warp_specialize producer(registers 24) {
+  } consumers(threads 256, registers 240) {
+    // expected-error @+1 {{'flash_tile.turn_wait' op begins a turn that holds 'flash_tile.barrier'; a turn holds no barrier, no wait for a stage and no region}}
+    flash_tile.turn_wait
+    flash_tile.barrier
+    flash_tile.turn_pass
+  }
+  return
+}
+
+// -----
+
+func.func @f(%k: !flash_tile.shared<2x64x64xf16>, %s: index, %p: i1) {
+  flash_tile.warp_specialize producer(registers 24) {
+  } consumers(threads 256, registers 240) {
+    // expected-error @+1 {{'flash_tile.turn_wait' op begins a turn that holds 'flash_tile.stage_wait'}}
+    flash_tile.turn_wait
+    flash_tile.stage_wait %k[%s], %p : !flash_tile.shared<2x64x64xf16>
+    flash_tile.turn_pass
+  }
+  return
+}
+
+// -----
+
+func.func @f(%p: i1) {
+  flash_tile.warp_specialize producer(registers 24) {
+  } consumers(threads 256, registers 240) {
+    // expected-error @+1 {{'flash_tile.turn_wait' op begins a turn that holds 'scf.if'}}
+    flash_tile.turn_wait
+    scf.if %p {
+    }
+    flash_tile.turn_pass
+  }
+  return
+}
+
+// -----
+
+func.func @f() {
+  flash_tile.warp_specialize producer(registers 24) {
+  } consumers(threads 256, registers 240) {
+    // expected-error @+1 {{'flash_tile.turn_pass' op ends no turn: no flash_tile.turn_wait before it in its block since the last flash_tile.turn_pass}}
+    flash_tile.turn_pass
+  }
+  return
+}
+
+// -----
+
+func.func @f() {
+  flash_tile.warp_specialize producer(registers 24) {
+  } consumers(threads 256, registers 240) {
+    flash_tile.turn_wait
+    flash_tile.turn_pass
+    // expected-error @+1 {{'flash_tile.turn_pass' op ends no turn}}
+    flash_tile.turn_pass
+  }
+  return
+}

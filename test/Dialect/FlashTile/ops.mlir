@@ -422,3 +422,27 @@ func.func @async_mma(%q: !flash_tile.shared<1x64x64xf16, #sw>, %k: !flash_tile.s
   %o1 = flash_tile.warpgroup_wait %o0 pending 0 : !flash_tile.tile<64x64xf32>
   return %s1, %o1 : !flash_tile.tile<64x64xf32>, !flash_tile.tile<64x64xf32>
 }
+
+// -----
+
+// The consumer warpgroups take turns at the tensor cores: a turn starts a
+// multiply, and its wait follows the turn.
+#sw = #flash_tile.swizzled<vector = 8, phases = 8>
+// CHECK-LABEL: func.func @turns
+// CHECK: consumers(threads 256, registers 240) {
+// CHECK-NEXT: flash_tile.turn_wait
+// CHECK-NEXT: %[[S:.+]] = flash_tile.warpgroup_mma {{.+}} async
+// CHECK-NEXT: flash_tile.turn_pass
+// CHECK-NEXT: flash_tile.warpgroup_wait %[[S]] pending 0
+func.func @turns(%q: !flash_tile.shared<1x64x64xf16, #sw>, %k: !flash_tile.shared<2x64x64xf16, #sw>,
+                 %acc: !flash_tile.tile<64x64xf32>, %s: index) {
+  flash_tile.warp_specialize producer(registers 24) {
+  } consumers(threads 256, registers 240) {
+    flash_tile.turn_wait
+    %s0 = flash_tile.warpgroup_mma %q[%s], %k[%s] transpose, %acc async
+        : !flash_tile.shared<1x64x64xf16, #sw>, !flash_tile.shared<2x64x64xf16, #sw>, !flash_tile.tile<64x64xf32>
+    flash_tile.turn_pass
+    %s1 = flash_tile.warpgroup_wait %s0 pending 0 : !flash_tile.tile<64x64xf32>
+  }
+  return
+}

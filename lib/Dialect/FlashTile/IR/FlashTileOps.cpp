@@ -233,7 +233,8 @@ LogicalResult WarpgroupWaitOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
-// Warp specialisation: WarpSpecializeOp, StageAcquireOp, StageReleaseOp
+// Warp specialisation: WarpSpecializeOp, StageAcquireOp, StageReleaseOp,
+// TurnWaitOp, TurnPassOp
 //===----------------------------------------------------------------------===//
 
 LogicalResult WarpSpecializeOp::verify() {
@@ -306,6 +307,51 @@ LogicalResult StageReleaseOp::verify() {
                             "flash_tile.warp_specialize, whose producer "
                             "waits for the stages it releases";
   return success();
+}
+
+LogicalResult TurnWaitOp::verify() {
+  if (!isInSpecializedRegion(*this, 1))
+    return emitOpError() << "is not in the consumer region of a "
+                            "flash_tile.warp_specialize, whose warpgroups "
+                            "take the turns";
+  auto specialize = (*this)->getParentOfType<WarpSpecializeOp>();
+  int64_t warpgroups =
+      specialize.getConsumerThreads() / flashc::kWarpgroupThreads;
+  if (warpgroups < 2)
+    return emitOpError() << "takes turns among " << warpgroups
+                         << " consumer warpgroup; turns need two or more";
+  if (warpgroups > flashc::kNamedBarriers - flashc::kFirstTurnBarrierId)
+    return emitOpError() << "takes turns among " << warpgroups
+                         << " consumer warpgroups, more than the "
+                         << flashc::kNamedBarriers - flashc::kFirstTurnBarrierId
+                         << " named barriers left for them";
+  for (Operation *op = (*this)->getNextNode(); op; op = op->getNextNode()) {
+    if (isa<TurnPassOp>(op))
+      return success();
+    if (isa<TurnWaitOp>(op))
+      return emitOpError() << "begins a turn that another "
+                              "flash_tile.turn_wait begins again before its "
+                              "flash_tile.turn_pass";
+    if (isa<BarrierOp, StageWaitOp>(op) || op->getNumRegions())
+      return emitOpError()
+             << "begins a turn that holds '" << op->getName()
+             << "'; a turn holds no barrier, no wait for a stage and no "
+                "region, which could wait for a warpgroup waiting for the "
+                "turn";
+  }
+  return emitOpError() << "begins a turn that no flash_tile.turn_pass after "
+                          "it in its block ends";
+}
+
+LogicalResult TurnPassOp::verify() {
+  for (Operation *op = (*this)->getPrevNode(); op; op = op->getPrevNode()) {
+    if (isa<TurnWaitOp>(op))
+      return success();
+    if (isa<TurnPassOp>(op))
+      break;
+  }
+  return emitOpError() << "ends no turn: no flash_tile.turn_wait before it "
+                          "in its block since the last flash_tile.turn_pass";
 }
 
 //===----------------------------------------------------------------------===//

@@ -3,8 +3,9 @@ bundle and re-hashes it in the manifest, so that the runtime loads it:
 no-wait (the consumers' mbarrier waits succeed at once), no-expect-tx (the
 stage's arrival does not expect the copy's bytes), wrong-parity (the first
 wait is for the other phase), no-acquire (the producer's waits for a
-released stage succeed at once) or no-release (the consumers never release
-a stage).
+released stage succeed at once), no-release (the consumers never release
+a stage) or no-first-turn (the first consumer warpgroup does not take the
+first turn at the tensor cores: no arrival on its own turn barrier).
 
 A warp-specialised kernel's producer waits right before the copy its
 elected thread issues: a wait followed within a few lines by elect.sync is
@@ -45,6 +46,10 @@ elif defect == "no-acquire":
     ptx, n = remove_waits(ptx, producer=True)
 elif defect == "no-release":
     ptx, n = re.subn(r"mbarrier\.arrive\.shared\.b64 [^;]*;", "", ptx)
+elif defect == "no-first-turn":
+    # The first warpgroup's arrival on its own turn barrier (2), the only
+    # bar.arrive with an immediate id.
+    ptx, n = re.subn(r"bar\.arrive 2, 256;", "", ptx)
 elif defect == "no-expect-tx":
     ptx, n = re.subn(
         r"mbarrier\.arrive\.expect_tx\.shared\.b64 ([^,]+), (\[[^\]]+\]), [^;]*;",

@@ -298,6 +298,48 @@ def FlashTile_StageAcquireOp : FlashTile_Op<"stage_acquire"> {
   let hasVerifier = 1;
 }
 
+def FlashTile_TurnWaitOp : FlashTile_Op<"turn_wait"> {
+  let summary = "Wait for this warpgroup's turn at the tensor cores";
+  let description = [{
+    In the consumer region of a `flash_tile.warp_specialize` of two or more
+    consumer warpgroups: the warpgroup waits until it holds the turn,
+    passed to it by the warpgroup before it (`flash_tile.turn_pass`; the
+    first warpgroup holds the first turn). A turn is the ops from a
+    `flash_tile.turn_wait` to the next `flash_tile.turn_pass` of the same
+    block, typically a warpgroup's MMAs: the consumer warpgroups take turns
+    in order, so that one warpgroup's softmax runs while the next one's
+    multiplies occupy the tensor cores (FlashAttention-3's ping-pong).
+    Every warpgroup must take the same turns; a turn holds no barrier, no
+    wait for a stage and no region. Lowered to a named barrier of the
+    warpgroup's (`bar.sync`), which the warpgroup before it arrives on.
+
+    ```mlir
+    flash_tile.turn_wait
+    %s = flash_tile.warpgroup_mma %q[%c0], %k[%s] transpose, %zero async : ...
+    flash_tile.turn_pass
+    %sw = flash_tile.warpgroup_wait %s pending 0 : !flash_tile.tile<128x128xf32, #mma>
+    ```
+  }];
+  let assemblyFormat = "attr-dict";
+  let hasVerifier = 1;
+}
+
+def FlashTile_TurnPassOp : FlashTile_Op<"turn_pass"> {
+  let summary = "Pass the turn at the tensor cores to the next warpgroup";
+  let description = [{
+    Ends the turn that the `flash_tile.turn_wait` before it in the same
+    block began: the warpgroup passes the turn to the next consumer
+    warpgroup (the last to the first) and goes on without waiting (an
+    arrival on the next warpgroup's named barrier, `bar.arrive`).
+
+    ```mlir
+    flash_tile.turn_pass
+    ```
+  }];
+  let assemblyFormat = "attr-dict";
+  let hasVerifier = 1;
+}
+
 def FlashTile_WarpSpecializeOp : FlashTile_Op<"warp_specialize",
     [SingleBlock, NoTerminator, RecursiveMemoryEffects]> {
   let summary = "Split the CTA into a producer warp and consumer warpgroups";

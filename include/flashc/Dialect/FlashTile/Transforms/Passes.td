@@ -284,6 +284,36 @@ def FlashTileOverlapSoftmax : Pass<"flash-tile-overlap-softmax"> {
   ];
 }
 
+def FlashTilePingPong : Pass<"flash-tile-pingpong"> {
+  let summary = "Make the consumer warpgroups take turns at the tensor cores";
+  let description = [{
+    Schedules the consumer warpgroups of a warp-specialised kernel (after
+    `flash-tile-warp-specialize` and, when it runs,
+    `flash-tile-overlap-softmax`) in ping-pong, as FlashAttention-3 does:
+    each run of warpgroup MMAs in the consumers' region (MMAs one after the
+    other, with nothing between them but ops free of memory effects) becomes
+    a turn, begun by `flash_tile.turn_wait` and ended by
+    `flash_tile.turn_pass` right after its last MMA is started. The
+    warpgroups take the turns in order, so that while one computes its
+    softmax the next one's multiplies run.
+
+    A multiply of the run that waited for itself is made `async`, and a
+    `flash_tile.warpgroup_wait` for it follows the turn's end: the turn
+    passes as soon as the multiplies are started, and the next warpgroup's
+    queue behind them.
+
+    Only kernels of two or more consumer warpgroups are scheduled; the
+    turns need every warpgroup to run the same MMAs, which the tile IR's
+    control flow (the same for every thread of the CTA) gives.
+  }];
+  let statistics = [
+    Statistic<"numKernels", "num-kernels", "Kernels scheduled in ping-pong">,
+    Statistic<"numTurns", "num-turns", "Turns inserted">,
+    Statistic<"numStarted", "num-started",
+              "Multiplies made async for their turn to end early">,
+  ];
+}
+
 def FlashTileAllocateShared : Pass<"flash-tile-allocate-shared"> {
   let summary = "Place a kernel's shared buffers and check the budget";
   let description = [{
