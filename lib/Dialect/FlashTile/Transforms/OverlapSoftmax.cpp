@@ -133,6 +133,31 @@ FailureOr<LoopPlan> matchLoop(scf::ForOp loop, std::string &why) {
   return plan;
 }
 
+/// The first op of the conversion of P, the second multiply's A, from the
+/// softmax's f32 tile (a map that only casts, then layout conversions), or
+/// A's defining op where there is none. The previous block's P V is waited
+/// for before it, as FlashAttention-3 does: once the next P is written,
+/// ptxas would otherwise find the registers of the P that P V reads
+/// redefined while it runs (it folds the copies the inline PTX takes its
+/// operands through) and serialize every multiply of the kernel.
+Operation *findPConversion(WarpgroupMmaOp pv) {
+  Operation *first = pv.getA().getDefiningOp();
+  for (Operation *op = first; op;) {
+    bool cast = false;
+    if (auto map = dyn_cast<MapOp>(op)) {
+      Block &body = map.getBody().front();
+      cast = map.getInputs().size() == 1 && !map.getIndices() &&
+             body.getOperations().size() == 2 &&
+             isa<arith::TruncFOp, arith::ExtFOp>(body.front());
+    }
+    if (!cast && !isa<ConvertLayoutOp>(op))
+      break;
+    first = op;
+    op = op->getOperand(0).getDefiningOp();
+  }
+  return first;
+}
+
 /// A value of `type` for an iteration that never runs.
 Value placeholder(OpBuilder &b, Location loc, Type type) {
   if (auto tile = dyn_cast<TileType>(type)) {
@@ -232,11 +257,21 @@ void pipeline(LoopPlan &plan) {
     previous.map(o, newO);
     for (auto [v, arg] : llvm::zip(plan.carried, newCarried))
       previous.map(v, arg);
-    Value pvStarted;
+    Value pvStarted, pvDone;
     SmallVector<Operation *> releases;
+    // P V, once the softmax is done, before the next P is written.
+    Operation *pConversion = findPConversion(plan.pv);
+    auto waitForPV = [&] {
+      pvDone =
+          WarpgroupWaitOp::create(sb, loc, pvStarted.getType(), pvStarted, 0);
+      for (Operation *r : releases)
+        sb.clone(*r, previous);
+    };
     for (Operation &op : body->without_terminator()) {
       if (deferred.contains(&op))
         continue;
+      if (&op == pConversion && pvStarted && !pvDone)
+        waitForPV();
       if (&op != plan.s.getOperation()) {
         sb.clone(op, m);
         continue;
@@ -262,10 +297,8 @@ void pipeline(LoopPlan &plan) {
           WarpgroupWaitOp::create(sb, loc, started.getType(), started, 1);
       m.map(plan.s.getResult(), sDone);
     }
-    Value pvDone =
-        WarpgroupWaitOp::create(sb, loc, pvStarted.getType(), pvStarted, 0);
-    for (Operation *r : releases)
-      sb.clone(*r, previous);
+    if (!pvDone)
+      waitForPV();
     SmallVector<Value> yields;
     for (unsigned i : stateIndices)
       yields.push_back(m.lookupOrDefault(yield.getOperand(i)));

@@ -11,7 +11,9 @@
 //   its stage and parity), starts S and the previous block's P V back to
 //   back (async), waits for S with P V still running (pending 1),
 //   releases K, computes the softmax, waits for P V (pending 0) and
-//   releases the previous block's V stage;
+//   releases the previous block's V stage, and only then converts the
+//   softmax to P (the map that only truncates), whose registers the next
+//   P V reads;
 // - the last block's deferred work, when there was a block.
 // CHECK-LABEL: func.func @kernel
 // CHECK: flash_tile.warp_specialize
@@ -37,9 +39,11 @@
 // CHECK-NEXT: %[[S:.+]] = flash_tile.warpgroup_wait %[[SSTART]] pending 1
 // CHECK-NEXT: flash_tile.stage_release %[[KS]]
 // CHECK: flash_tile.map %[[S]]
-// CHECK: %[[PV:.+]] = flash_tile.warpgroup_wait %[[PVSTART]] pending 0
+// CHECK: flash_tile.reduce max
+// CHECK-NEXT: %[[PV:.+]] = flash_tile.warpgroup_wait %[[PVSTART]] pending 0
 // CHECK-NEXT: flash_tile.stage_release %[[VS]][%[[VSTAGE]]]
-// CHECK-NEXT: scf.yield %{{.+}}, %{{.+}}, %{{.+}}, %[[PV]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} :
+// CHECK-NEXT: %[[NEXTP:.+]] = flash_tile.map %[[S]] : !flash_tile.tile<64x64xf32> -> !flash_tile.tile<64x64xf16>
+// CHECK: scf.yield %{{.+}}, %{{.+}}, %{{.+}}, %[[PV]], %{{.+}}, %{{.+}}, %{{.+}}, %[[NEXTP]] :
 // CHECK: } {flash.kv_loop}
 // CHECK: %[[LAST:.+]] = scf.if %[[ANY]] -> (!flash_tile.tile<64x64xf32>) {
 // CHECK-NEXT: %[[RL:.+]] = flash_tile.rescale %[[LOOP]]#3 by %[[LOOP]]#4

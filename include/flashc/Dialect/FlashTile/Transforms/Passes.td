@@ -265,9 +265,10 @@ def FlashTileOverlapSoftmax : Pass<"flash-tile-overlap-softmax"> {
     its block's `S = Q K^T` (`flash_tile.warpgroup_mma ... async`) and the
     previous block's `O += P V` back to back, waits for S alone
     (`flash_tile.warpgroup_wait ... pending 1`), releases K's stage and
-    computes the block's softmax and P while the tensor cores run P V,
-    then waits for P V (`pending 0`) and releases the previous block's V
-    stage. What the deferred work reads of its block (P, the rescale
+    computes the block's softmax while the tensor cores run P V, then
+    waits for P V (`pending 0`), releases the previous block's V stage and
+    converts the softmax to P (the next P V's registers are written only
+    once the last one has read its own). What the deferred work reads of its block (P, the rescale
     factor, V's stage and its parity) is carried to the next iteration.
     The first block's own work runs before the loop and the last block's
     P V after it, each only when the loop has a block.
