@@ -178,8 +178,23 @@ bool CTARunner::run(uint64_t index) {
     bool allExited = std::all_of(threads.begin(), threads.end(), [](auto &t) {
       return t.state == State::Exited;
     });
-    if (allExited)
+    if (allExited) {
+      // A named barrier still holding arrivals: a bar.arrive that no
+      // bar.sync met, whose arrivals the next use of the barrier would
+      // count.
+      for (uint32_t id = 0; id < 16; ++id)
+        if (barrierArrivals[id]) {
+          std::ostringstream os;
+          os << "deadlock in kernel '" << k.info.name << "', CTA (" << ctaid.x
+             << "," << ctaid.y << "," << ctaid.z << "): the CTA exited with "
+             << barrierArrivals[id] << " thread(s) arrived at named barrier "
+             << id << " (of " << barrierArrivalCount[id]
+             << ") by bar.arrive, which no bar.sync met";
+          fail(ErrorCode::Deadlock, os.str());
+          break;
+        }
       break;
+    }
     if (!progress) {
       // Nothing runs: the TMA copies in flight land now, as a last resort,
       // and may complete the phases that threads wait for.

@@ -135,9 +135,11 @@
 // WS-DAG: mbarrier.arrive.shared.b64
 // WS-DAG: bar.sync \091, 256;
 // The two consumer warpgroups take turns at the tensor cores: the first
-// holds the first turn (an arrival on its own barrier, 2), and each waits
-// for its turn on its barrier and passes it by arriving on the other's.
+// holds the first turn (an arrival on its own barrier, 2) and meets the
+// last turn's pass there at the end, and each waits for its turn on its
+// barrier and passes it by arriving on the other's.
 // PINGPONG-DAG: bar.arrive 2, 256;
+// PINGPONG-DAG: bar.sync \092, 256;
 // PINGPONG-DAG: bar.sync \09%r{{[0-9]+}}, 256;
 // PINGPONG-DAG: bar.arrive %r{{[0-9]+}}, 256;
 // NO-WS-DAG: .reqntid 256, 1, 1

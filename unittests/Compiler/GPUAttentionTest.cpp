@@ -306,8 +306,9 @@ TEST(GPUKernelTest, OverlappedSoftmaxMatches) {
 /// sm_90a's warp-specialised kernels without the ping-pong of their consumer
 /// warpgroups (flash-tile-pingpong, the pipeline's pingpong option, on by
 /// default and so in every other sm_90a test): the same results, and no
-/// turns passed (checkShape asserts no bar.arrive ran). With the overlapped
-/// softmax too, whose turns hold two multiplies started back to back.
+/// turns passed (checkShape asserts no bar.arrive ran); and the overlapped
+/// softmax without them (with them, whose turns hold two multiplies
+/// started back to back, OverlappedSoftmaxMatches runs it).
 TEST(GPUKernelTest, WithoutPingPongMatches) {
   PipelineConfig config;
   config.pingpong = false;

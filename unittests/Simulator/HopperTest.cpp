@@ -440,6 +440,32 @@ TEST(HopperTest, NamedBarrierArrivalsReleaseTheWaiters) {
     EXPECT_EQ((*out)[t], 2 * (t - 32) + 100) << "thread " << t;
 }
 
+TEST(HopperTest, ArrivalsNoWaitMetAtExitAreReported) {
+  // Warp 0 arrives at barrier 3 (64 threads) and warp 1 never waits there:
+  // the CTA exits with the barrier holding 32 arrivals, which the next use
+  // of the barrier would count. With warp 1 waiting, it is clean.
+  auto body = [](bool wait) {
+    return std::string("  setp.ge.u32 %p1, %r0, 32;\n"
+                       "  @%p1 bra CONSUMER;\n"
+                       "  bar.arrive 3, 64;\n"
+                       "  bra.uni DONE;\n"
+                       "CONSUMER:\n") +
+           (wait ? "  bar.sync 3, 64;\n" : "") +
+           "DONE:\n"
+           "  cvt.u64.u32 %rd1, %r0;\n" +
+           storeSlot("%rd1");
+  };
+  ASSERT_TRUE(ok(runBody(body(true), {}, 64, 64)));
+  auto out = runBody(body(false), {}, 64, 64);
+  ASSERT_FALSE(ok(out));
+  EXPECT_EQ(out.status().code(), ErrorCode::Deadlock);
+  EXPECT_NE(out.status().message().find(
+                "the CTA exited with 32 thread(s) arrived at named barrier 3 "
+                "(of 64) by bar.arrive, which no bar.sync met"),
+            std::string::npos)
+      << out.status().message();
+}
+
 TEST(HopperTest, WgmmaReadsCpAsyncCopiesOnlyAcrossAProxyFence) {
   // Each of 128 threads copies 64 bytes of the input into `buf` by
   // cp.async (8 KiB: 64 rows of 128 bytes), waits, fences the generic

@@ -1334,23 +1334,39 @@ struct WarpSpecializeLowering : TilePattern<WarpSpecializeOp> {
     NVVM::SetMaxRegisterOp::create(rewriter, loc, op.getConsumerRegisters(),
                                    NVVM::SetMaxRegisterAction::increase);
     // Where the consumer warpgroups take turns, the first holds the first
-    // one: it arrives on its own barrier for the warpgroup before it.
-    if (kv.takeTurns(op)) {
+    // one: it arrives on its own barrier for the warpgroup before it. The
+    // last turn's pass is an arrival on that barrier too, which the first
+    // warpgroup waits for as the consumers end: no arrival is left when
+    // the CTA exits.
+    auto firstWarpgroup = [&](OpBuilder::InsertPoint at, bool wait) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.restoreInsertionPoint(at);
       Value isFirst = arith::CmpIOp::create(
           rewriter, loc, arith::CmpIPredicate::ult, tid,
           indexConst(rewriter, loc, flashc::kWarpgroupThreads));
       auto first = scf::IfOp::create(rewriter, loc, TypeRange{}, isFirst,
                                      /*withElse=*/false);
-      OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPointToStart(first.thenBlock());
       Value id = arith::ConstantIntOp::create(rewriter, loc,
                                               flashc::kFirstTurnBarrierId, 32);
       Value count =
           arith::ConstantIntOp::create(rewriter, loc, kTurnBarrierThreads, 32);
-      NVVM::BarrierArriveOp::create(rewriter, loc, id, count);
-    }
+      if (wait)
+        NVVM::BarrierOp::create(rewriter, loc, /*res=*/Type(), id, count,
+                                NVVM::BarrierReductionAttr(),
+                                /*reductionPredicate=*/Value());
+      else
+        NVVM::BarrierArriveOp::create(rewriter, loc, id, count);
+    };
+    if (kv.takeTurns(op))
+      firstWarpgroup(rewriter.saveInsertionPoint(), /*wait=*/false);
     rewriter.inlineBlockBefore(&op.getConsumersBlock(),
                                split.thenBlock()->getTerminator());
+    if (kv.takeTurns(op))
+      firstWarpgroup(OpBuilder::InsertPoint(
+                         split.thenBlock(),
+                         split.thenBlock()->getTerminator()->getIterator()),
+                     /*wait=*/true);
     rewriter.setInsertionPointToStart(split.elseBlock());
     NVVM::SetMaxRegisterOp::create(rewriter, loc, op.getProducerRegisters(),
                                    NVVM::SetMaxRegisterAction::decrease);

@@ -909,7 +909,8 @@ func.func @warp_specialize(%map: !llvm.ptr, %row: index, %b: index,
 // threads as it enters the consumers' region. A warpgroup waits for its
 // turn on barrier 2 + its index (tid / 128) and passes it by arriving on
 // the next one's, 2 + (index + 1) mod 2, each for 256 threads: the waiting
-// warpgroup and the one before it.
+// warpgroup and the one before it. As the consumers end, the first
+// warpgroup waits on its barrier once more, meeting the last turn's pass.
 // CHECK-LABEL: func.func @turns
 // CHECK: %[[TID:.+]] = gpu.thread_id x
 // CHECK: scf.if %{{.+}} {
@@ -939,7 +940,14 @@ func.func @warp_specialize(%map: !llvm.ptr, %row: index, %b: index,
 // CHECK-NEXT: %[[NEXT32:.+]] = arith.index_cast %[[NEXTID]] : index to i32
 // CHECK-NEXT: %[[N2:.+]] = arith.constant 256 : i32
 // CHECK-NEXT: nvvm.barrier.arrive id = %[[NEXT32]] number_of_threads = %[[N2]]
-// CHECK: } else {
+// CHECK-NEXT: %[[C128D:.+]] = arith.constant 128 : index
+// CHECK-NEXT: %[[ISFIRST2:.+]] = arith.cmpi ult, %[[TID]], %[[C128D]] : index
+// CHECK-NEXT: scf.if %[[ISFIRST2]] {
+// CHECK-NEXT: %[[TWO2:.+]] = arith.constant 2 : i32
+// CHECK-NEXT: %[[N3:.+]] = arith.constant 256 : i32
+// CHECK-NEXT: nvvm.barrier id = %[[TWO2]] number_of_threads = %[[N3]]
+// CHECK-NEXT: }
+// CHECK-NEXT: } else {
 // CHECK-NEXT: nvvm.setmaxregister decrease 24
 func.func @turns() attributes {flash.block = 384 : i64} {
   flash_tile.warp_specialize producer(registers 24) {

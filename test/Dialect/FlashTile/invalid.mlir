@@ -1298,7 +1298,7 @@ func.func @f(%q: !flash_tile.shared<1x64x64xf16>, %k: !flash_tile.shared<2x64x64
 // -----
 
 // turn_wait and turn_pass: a turn of two or more consumer warpgroups, in
-// one block, holding no barrier, stage wait or region
+// one block, holding only what never waits for another warpgroup
 
 func.func @f() {
   // expected-error @+1 {{'flash_tile.turn_wait' op is not in the consumer region of a flash_tile.warp_specialize, whose warpgroups take the turns}}
@@ -1372,7 +1372,7 @@ func.func @f() {
 func.func @f() {
   flash_tile.warp_specialize producer(registers 24) {
   } consumers(threads 256, registers 240) {
-    // expected-error @+1 {{'flash_tile.turn_wait' op begins a turn that holds 'flash_tile.barrier'; a turn holds no barrier, no wait for a stage and no region}}
+    // expected-error @+1 {{'flash_tile.turn_wait' op begins a turn that holds 'flash_tile.barrier'; a turn holds only warpgroup MMAs, their waits, stage releases and ops without regions or memory effects, which never wait for a warpgroup waiting for the turn}}
     flash_tile.turn_wait
     flash_tile.barrier
     flash_tile.turn_pass
@@ -1388,6 +1388,19 @@ func.func @f(%k: !flash_tile.shared<2x64x64xf16>, %s: index, %p: i1) {
     // expected-error @+1 {{'flash_tile.turn_wait' op begins a turn that holds 'flash_tile.stage_wait'}}
     flash_tile.turn_wait
     flash_tile.stage_wait %k[%s], %p : !flash_tile.shared<2x64x64xf16>
+    flash_tile.turn_pass
+  }
+  return
+}
+
+// -----
+
+func.func @f() {
+  flash_tile.warp_specialize producer(registers 24) {
+  } consumers(threads 256, registers 240) {
+    // expected-error @+1 {{'flash_tile.turn_wait' op begins a turn that holds 'flash_tile.async_wait'}}
+    flash_tile.turn_wait
+    flash_tile.async_wait pending 0
     flash_tile.turn_pass
   }
   return

@@ -12,6 +12,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -332,12 +333,17 @@ LogicalResult TurnWaitOp::verify() {
       return emitOpError() << "begins a turn that another "
                               "flash_tile.turn_wait begins again before its "
                               "flash_tile.turn_pass";
-    if (isa<BarrierOp, StageWaitOp>(op) || op->getNumRegions())
+    // What never waits for another warpgroup: anything else (a barrier of
+    // the consumers, a wait for a stage, a region holding either) could
+    // wait for a warpgroup that waits for the turn.
+    bool allowed = isa<WarpgroupMmaOp, WarpgroupWaitOp, StageReleaseOp>(op) ||
+                   (op->getNumRegions() == 0 && isMemoryEffectFree(op));
+    if (!allowed)
       return emitOpError()
              << "begins a turn that holds '" << op->getName()
-             << "'; a turn holds no barrier, no wait for a stage and no "
-                "region, which could wait for a warpgroup waiting for the "
-                "turn";
+             << "'; a turn holds only warpgroup MMAs, their waits, stage "
+                "releases and ops without regions or memory effects, which "
+                "never wait for a warpgroup waiting for the turn";
   }
   return emitOpError() << "begins a turn that no flash_tile.turn_pass after "
                           "it in its block ends";

@@ -33,23 +33,31 @@ using namespace mlir::flash_tile;
 namespace {
 
 /// The runs of warpgroup MMAs of `block`: MMAs one after the other with
-/// nothing between them but ops without regions or memory effects.
+/// nothing between them but ops without regions or memory effects, none of
+/// which (the MMAs included) reads the result of an MMA of the run: that
+/// is there only once the turn has passed and the MMA has been waited for.
 SmallVector<SmallVector<WarpgroupMmaOp>> findRuns(Block &block) {
   SmallVector<SmallVector<WarpgroupMmaOp>> runs;
   SmallVector<WarpgroupMmaOp> run;
+  auto end = [&] {
+    if (!run.empty())
+      runs.push_back(std::move(run));
+    run.clear();
+  };
   for (Operation &op : block) {
+    if (llvm::any_of(op.getOperands(), [&](Value v) {
+          return llvm::any_of(
+              run, [&](WarpgroupMmaOp mma) { return v == mma.getResult(); });
+        }))
+      end();
     if (auto mma = dyn_cast<WarpgroupMmaOp>(op)) {
       run.push_back(mma);
       continue;
     }
-    if (!run.empty() && op.getNumRegions() == 0 && isMemoryEffectFree(&op))
-      continue;
-    if (!run.empty())
-      runs.push_back(std::move(run));
-    run.clear();
+    if (run.empty() || op.getNumRegions() || !isMemoryEffectFree(&op))
+      end();
   }
-  if (!run.empty())
-    runs.push_back(std::move(run));
+  end();
   return runs;
 }
 
@@ -87,6 +95,12 @@ struct PingPongPass : flash_tile::impl::FlashTilePingPongBase<PingPongPass> {
           specialize.getConsumerThreads() / flashc::kWarpgroupThreads;
       if (warpgroups < 2) {
         LLVM_DEBUG(DBGS() << "one consumer warpgroup: no turns\n");
+        return;
+      }
+      if (specialize.getConsumers()
+              .walk([](TurnWaitOp) { return WalkResult::interrupt(); })
+              .wasInterrupted()) {
+        LLVM_DEBUG(DBGS() << "the warpgroups take turns already\n");
         return;
       }
       SmallVector<Block *> blocks;

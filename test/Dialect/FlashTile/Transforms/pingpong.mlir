@@ -1,4 +1,7 @@
 // RUN: flashc-opt %s --split-input-file --flash-tile-pingpong | FileCheck %s
+// Twice: a kernel whose warpgroups take turns already is left as it is.
+// RUN: flashc-opt %s --split-input-file --flash-tile-pingpong \
+// RUN:   --flash-tile-pingpong | FileCheck %s
 
 // Two consumer warpgroups: every run of warpgroup MMAs becomes a turn.
 // - S, which waited for itself, is started in its turn and waited for
@@ -95,4 +98,40 @@ func.func @not_specialized(%q: !flash_tile.shared<1x64x64xf16>,
   %s0 = flash_tile.warpgroup_mma %q[%c0], %k[%c0] transpose, %acc
       : !flash_tile.shared<1x64x64xf16>, !flash_tile.shared<2x64x64xf16>, !flash_tile.tile<64x64xf32>
   return %s0 : !flash_tile.tile<64x64xf32>
+}
+
+// -----
+
+// An MMA that accumulates into the one before it, or an op that reads an
+// MMA's result, ends the run: that result is only there after its turn.
+// CHECK-LABEL: func.func @dependent
+// CHECK: flash_tile.turn_wait
+// CHECK-NEXT: %[[A0:.+]] = flash_tile.warpgroup_mma {{.+}} async :
+// CHECK-NEXT: flash_tile.turn_pass
+// CHECK-NEXT: %[[A:.+]] = flash_tile.warpgroup_wait %[[A0]] pending 0
+// CHECK-NEXT: flash_tile.turn_wait
+// CHECK-NEXT: %[[B0:.+]] = flash_tile.warpgroup_mma %{{.+}}, %{{.+}}, %[[A]] async :
+// CHECK-NEXT: flash_tile.turn_pass
+// CHECK-NEXT: %[[B:.+]] = flash_tile.warpgroup_wait %[[B0]] pending 0
+// CHECK-NEXT: %[[R:.+]] = flash_tile.rescale %[[B]]
+// CHECK-NEXT: flash_tile.turn_wait
+// CHECK-NEXT: %[[C0:.+]] = flash_tile.warpgroup_mma %{{.+}}, %{{.+}}, %[[R]] async :
+// CHECK-NEXT: flash_tile.turn_pass
+// CHECK-NEXT: flash_tile.warpgroup_wait %[[C0]] pending 0
+func.func @dependent(%q: !flash_tile.shared<1x64x64xf16>,
+                     %k: !flash_tile.shared<2x64x64xf16>,
+                     %acc: !flash_tile.tile<64x64xf32>,
+                     %scale: !flash_tile.tile<64xf32>) {
+  %c0 = arith.constant 0 : index
+  flash_tile.warp_specialize producer(registers 24) {
+  } consumers(threads 256, registers 240) {
+    %a = flash_tile.warpgroup_mma %q[%c0], %k[%c0] transpose, %acc
+        : !flash_tile.shared<1x64x64xf16>, !flash_tile.shared<2x64x64xf16>, !flash_tile.tile<64x64xf32>
+    %b = flash_tile.warpgroup_mma %q[%c0], %k[%c0] transpose, %a
+        : !flash_tile.shared<1x64x64xf16>, !flash_tile.shared<2x64x64xf16>, !flash_tile.tile<64x64xf32>
+    %r = flash_tile.rescale %b by %scale : !flash_tile.tile<64x64xf32>, !flash_tile.tile<64xf32>
+    %c = flash_tile.warpgroup_mma %q[%c0], %k[%c0] transpose, %r
+        : !flash_tile.shared<1x64x64xf16>, !flash_tile.shared<2x64x64xf16>, !flash_tile.tile<64x64xf32>
+  }
+  return
 }

@@ -4,8 +4,9 @@ no-wait (the consumers' mbarrier waits succeed at once), no-expect-tx (the
 stage's arrival does not expect the copy's bytes), wrong-parity (the first
 wait is for the other phase), no-acquire (the producer's waits for a
 released stage succeed at once), no-release (the consumers never release
-a stage) or no-first-turn (the first consumer warpgroup does not take the
-first turn at the tensor cores: no arrival on its own turn barrier).
+a stage), no-first-turn (the first consumer warpgroup does not take the
+first turn at the tensor cores: no arrival on its own turn barrier) or
+no-last-turn (it does not meet the last turn's pass as the consumers end).
 
 A warp-specialised kernel's producer waits right before the copy its
 elected thread issues: a wait followed within a few lines by elect.sync is
@@ -50,6 +51,10 @@ elif defect == "no-first-turn":
     # The first warpgroup's arrival on its own turn barrier (2), the only
     # bar.arrive with an immediate id.
     ptx, n = re.subn(r"bar\.arrive 2, 256;", "", ptx)
+elif defect == "no-last-turn":
+    # The first warpgroup's wait on its own turn barrier (2) at the end, the
+    # only bar.sync of it with an immediate id.
+    ptx, n = re.subn(r"bar\.sync \t2, 256;", "", ptx)
 elif defect == "no-expect-tx":
     ptx, n = re.subn(
         r"mbarrier\.arrive\.expect_tx\.shared\.b64 ([^,]+), (\[[^\]]+\]), [^;]*;",

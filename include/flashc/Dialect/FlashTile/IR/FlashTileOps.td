@@ -309,9 +309,13 @@ def FlashTile_TurnWaitOp : FlashTile_Op<"turn_wait"> {
     block, typically a warpgroup's MMAs: the consumer warpgroups take turns
     in order, so that one warpgroup's softmax runs while the next one's
     multiplies occupy the tensor cores (FlashAttention-3's ping-pong).
-    Every warpgroup must take the same turns; a turn holds no barrier, no
-    wait for a stage and no region. Lowered to a named barrier of the
-    warpgroup's (`bar.sync`), which the warpgroup before it arrives on.
+    Every warpgroup must take the same turns. A turn holds only what never
+    waits for another warpgroup: warpgroup MMAs, their waits, stage
+    releases and ops without regions or memory effects. Lowered to a named
+    barrier of the warpgroup's (`bar.sync`), which the warpgroup before it
+    arrives on; the first warpgroup arrives on its own as the consumers
+    start, and waits on it once more as they end, for the last turn's
+    pass, so that no arrival is left at exit.
 
     ```mlir
     flash_tile.turn_wait

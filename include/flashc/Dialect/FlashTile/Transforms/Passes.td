@@ -292,9 +292,10 @@ def FlashTilePingPong : Pass<"flash-tile-pingpong"> {
     `flash-tile-warp-specialize` and, when it runs,
     `flash-tile-overlap-softmax`) in ping-pong, as FlashAttention-3 does:
     each run of warpgroup MMAs in the consumers' region (MMAs one after the
-    other, with nothing between them but ops free of memory effects) becomes
-    a turn, begun by `flash_tile.turn_wait` and ended by
-    `flash_tile.turn_pass` right after its last MMA is started. The
+    other, with nothing between them but ops free of memory effects and
+    regions, none reading what an MMA of the run computes) becomes a turn,
+    begun by `flash_tile.turn_wait` and ended by `flash_tile.turn_pass`
+    right after its last MMA is started. The
     warpgroups take the turns in order, so that while one computes its
     softmax the next one's multiplies run.
 
@@ -303,7 +304,8 @@ def FlashTilePingPong : Pass<"flash-tile-pingpong"> {
     passes as soon as the multiplies are started, and the next warpgroup's
     queue behind them.
 
-    Only kernels of two or more consumer warpgroups are scheduled; the
+    Only kernels of two or more consumer warpgroups, not taking turns
+    already, are scheduled; the
     turns need every warpgroup to run the same MMAs, which the tile IR's
     control flow (the same for every thread of the CTA) gives.
   }];
