@@ -62,6 +62,20 @@ using namespace mlir::flash_tile;
 
 namespace {
 
+/// `threads` threads meeting at named barrier `id` (an i32): each waits
+/// there for the others (`bar.sync`) or, without `wait`, counts towards
+/// the barrier and goes on (`bar.arrive`).
+void namedBarrier(OpBuilder &b, Location loc, Value id, int64_t threads,
+                  bool wait) {
+  Value count = arith::ConstantIntOp::create(b, loc, threads, 32);
+  if (wait)
+    NVVM::BarrierOp::create(b, loc, /*res=*/Type(), id, count,
+                            NVVM::BarrierReductionAttr(),
+                            /*reductionPredicate=*/Value());
+  else
+    NVVM::BarrierArriveOp::create(b, loc, id, count);
+}
+
 //===----------------------------------------------------------------------===//
 // Per-kernel values
 //===----------------------------------------------------------------------===//
@@ -193,10 +207,7 @@ public:
     }
     Value id =
         arith::ConstantIntOp::create(b, loc, flashc::kConsumerBarrierId, 32);
-    Value count = arith::ConstantIntOp::create(b, loc, consumers, 32);
-    NVVM::BarrierOp::create(b, loc, /*res=*/Type(), id, count,
-                            NVVM::BarrierReductionAttr(),
-                            /*reductionPredicate=*/Value());
+    namedBarrier(b, loc, id, consumers, /*wait=*/true);
   }
 
   /// The consumer threads of the flash_tile.warp_specialize whose consumer
@@ -1284,11 +1295,7 @@ struct TurnWaitLowering : TilePattern<TurnWaitOp> {
                       ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value id = kv.turnBarrier(op, rewriter, loc, 0);
-    Value count =
-        arith::ConstantIntOp::create(rewriter, loc, kTurnBarrierThreads, 32);
-    NVVM::BarrierOp::create(rewriter, loc, /*res=*/Type(), id, count,
-                            NVVM::BarrierReductionAttr(),
-                            /*reductionPredicate=*/Value());
+    namedBarrier(rewriter, loc, id, kTurnBarrierThreads, /*wait=*/true);
     rewriter.eraseOp(op);
     return success();
   }
@@ -1300,9 +1307,7 @@ struct TurnPassLowering : TilePattern<TurnPassOp> {
                       ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value id = kv.turnBarrier(op, rewriter, loc, 1);
-    Value count =
-        arith::ConstantIntOp::create(rewriter, loc, kTurnBarrierThreads, 32);
-    NVVM::BarrierArriveOp::create(rewriter, loc, id, count);
+    namedBarrier(rewriter, loc, id, kTurnBarrierThreads, /*wait=*/false);
     rewriter.eraseOp(op);
     return success();
   }
@@ -1349,14 +1354,7 @@ struct WarpSpecializeLowering : TilePattern<WarpSpecializeOp> {
       rewriter.setInsertionPointToStart(first.thenBlock());
       Value id = arith::ConstantIntOp::create(rewriter, loc,
                                               flashc::kFirstTurnBarrierId, 32);
-      Value count =
-          arith::ConstantIntOp::create(rewriter, loc, kTurnBarrierThreads, 32);
-      if (wait)
-        NVVM::BarrierOp::create(rewriter, loc, /*res=*/Type(), id, count,
-                                NVVM::BarrierReductionAttr(),
-                                /*reductionPredicate=*/Value());
-      else
-        NVVM::BarrierArriveOp::create(rewriter, loc, id, count);
+      namedBarrier(rewriter, loc, id, kTurnBarrierThreads, wait);
     };
     if (kv.takeTurns(op))
       firstWarpgroup(rewriter.saveInsertionPoint(), /*wait=*/false);
