@@ -219,20 +219,15 @@ public:
   /// The named barrier of the turns of `op`'s consumer warpgroup `offset`
   /// places after the executing thread's (wrapping around), as an i32: the
   /// one it waits on for its turn (0) or the next warpgroup's (1).
-  Value turnBarrier(Operation *op, OpBuilder &b, Location loc, int64_t offset) {
-    auto constant = [&](int64_t v) -> Value {
-      return arith::ConstantIndexOp::create(b, loc, v);
-    };
-    Value threads = constant(flashc::kWarpgroupThreads);
-    Value warpgroup = arith::DivUIOp::create(b, loc, threadId(op), threads);
-    if (offset) {
-      Value step = constant(offset);
-      Value count = constant(consumerThreadsOf(op) / flashc::kWarpgroupThreads);
-      Value after = arith::AddIOp::create(b, loc, warpgroup, step);
-      warpgroup = arith::RemUIOp::create(b, loc, after, count);
-    }
-    Value first = constant(flashc::kFirstTurnBarrierId);
-    Value id = arith::AddIOp::create(b, loc, warpgroup, first);
+  Value turnBarrier(Operation *op, RewriterBase &b, Location loc,
+                    int64_t offset) {
+    AffineExpr warpgroup =
+        getAffineDimExpr(0, b.getContext()).floorDiv(flashc::kWarpgroupThreads);
+    if (offset)
+      warpgroup = (warpgroup + offset) %
+                  (consumerThreadsOf(op) / flashc::kWarpgroupThreads);
+    Value id =
+        atEntry(op, {warpgroup + flashc::kFirstTurnBarrierId}, b).front();
     return arith::IndexCastOp::create(b, loc, b.getI32Type(), id);
   }
 
@@ -1343,28 +1338,29 @@ struct WarpSpecializeLowering : TilePattern<WarpSpecializeOp> {
     // last turn's pass is an arrival on that barrier too, which the first
     // warpgroup waits for as the consumers end: no arrival is left when
     // the CTA exits.
-    auto firstWarpgroup = [&](OpBuilder::InsertPoint at, bool wait) {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.restoreInsertionPoint(at);
-      Value isFirst = arith::CmpIOp::create(
-          rewriter, loc, arith::CmpIPredicate::ult, tid,
-          indexConst(rewriter, loc, flashc::kWarpgroupThreads));
+    bool turns = kv.takeTurns(op);
+    Value isFirst;
+    auto firstWarpgroup = [&](bool wait) {
       auto first = scf::IfOp::create(rewriter, loc, TypeRange{}, isFirst,
                                      /*withElse=*/false);
+      OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPointToStart(first.thenBlock());
       Value id = arith::ConstantIntOp::create(rewriter, loc,
                                               flashc::kFirstTurnBarrierId, 32);
       namedBarrier(rewriter, loc, id, kTurnBarrierThreads, wait);
     };
-    if (kv.takeTurns(op))
-      firstWarpgroup(rewriter.saveInsertionPoint(), /*wait=*/false);
+    if (turns) {
+      isFirst = arith::CmpIOp::create(
+          rewriter, loc, arith::CmpIPredicate::ult, tid,
+          indexConst(rewriter, loc, flashc::kWarpgroupThreads));
+      firstWarpgroup(/*wait=*/false);
+    }
     rewriter.inlineBlockBefore(&op.getConsumersBlock(),
                                split.thenBlock()->getTerminator());
-    if (kv.takeTurns(op))
-      firstWarpgroup(OpBuilder::InsertPoint(
-                         split.thenBlock(),
-                         split.thenBlock()->getTerminator()->getIterator()),
-                     /*wait=*/true);
+    if (turns) {
+      rewriter.setInsertionPoint(split.thenBlock()->getTerminator());
+      firstWarpgroup(/*wait=*/true);
+    }
     rewriter.setInsertionPointToStart(split.elseBlock());
     NVVM::SetMaxRegisterOp::create(rewriter, loc, op.getProducerRegisters(),
                                    NVVM::SetMaxRegisterAction::decrease);

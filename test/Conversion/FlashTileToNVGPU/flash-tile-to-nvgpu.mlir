@@ -909,10 +909,23 @@ func.func @warp_specialize(%map: !llvm.ptr, %row: index, %b: index,
 // threads as it enters the consumers' region. A warpgroup waits for its
 // turn on barrier 2 + its index (tid / 128) and passes it by arriving on
 // the next one's, 2 + (index + 1) mod 2, each for 256 threads: the waiting
-// warpgroup and the one before it. As the consumers end, the first
-// warpgroup waits on its barrier once more, meeting the last turn's pass.
+// warpgroup and the one before it; both ids are computed once, at the
+// function's entry. As the consumers end, the first warpgroup waits on its
+// barrier once more, meeting the last turn's pass.
 // CHECK-LABEL: func.func @turns
 // CHECK: %[[TID:.+]] = gpu.thread_id x
+// CHECK-NEXT: %[[C128A:.+]] = arith.constant 128 : index
+// CHECK-NEXT: %[[WG:.+]] = arith.divui %[[TID]], %[[C128A]] : index
+// CHECK-NEXT: %[[ONE:.+]] = arith.constant 1 : index
+// CHECK-NEXT: %[[AFTER:.+]] = arith.addi %[[WG]], %[[ONE]] : index
+// CHECK-NEXT: %[[TWOWG:.+]] = arith.constant 2 : index
+// CHECK-NEXT: %[[NEXT:.+]] = arith.remui %[[AFTER]], %[[TWOWG]] : index
+// CHECK-NEXT: %[[FIRSTID:.+]] = arith.constant 2 : index
+// CHECK-NEXT: %[[NEXTID:.+]] = arith.addi %[[NEXT]], %[[FIRSTID]] : index
+// CHECK-NEXT: %[[C128B:.+]] = arith.constant 128 : index
+// CHECK-NEXT: %[[WG2:.+]] = arith.divui %[[TID]], %[[C128B]] : index
+// CHECK-NEXT: %[[C2:.+]] = arith.constant 2 : index
+// CHECK-NEXT: %[[OWN:.+]] = arith.addi %[[WG2]], %[[C2]] : index
 // CHECK: scf.if %{{.+}} {
 // CHECK-NEXT: nvvm.setmaxregister increase 240
 // CHECK-NEXT: %[[C128:.+]] = arith.constant 128 : index
@@ -922,27 +935,13 @@ func.func @warp_specialize(%map: !llvm.ptr, %row: index, %b: index,
 // CHECK-NEXT: %[[N:.+]] = arith.constant 256 : i32
 // CHECK-NEXT: nvvm.barrier.arrive id = %[[TWO]] number_of_threads = %[[N]]
 // CHECK-NEXT: }
-// CHECK-NEXT: %[[C128B:.+]] = arith.constant 128 : index
-// CHECK-NEXT: %[[WG:.+]] = arith.divui %[[TID]], %[[C128B]] : index
-// CHECK-NEXT: %[[C2:.+]] = arith.constant 2 : index
-// CHECK-NEXT: %[[OWN:.+]] = arith.addi %[[WG]], %[[C2]] : index
 // CHECK-NEXT: %[[OWN32:.+]] = arith.index_cast %[[OWN]] : index to i32
 // CHECK-NEXT: %[[N1:.+]] = arith.constant 256 : i32
 // CHECK-NEXT: nvvm.barrier id = %[[OWN32]] number_of_threads = %[[N1]]
-// CHECK-NEXT: %[[C128C:.+]] = arith.constant 128 : index
-// CHECK-NEXT: %[[WG2:.+]] = arith.divui %[[TID]], %[[C128C]] : index
-// CHECK-NEXT: %[[ONE:.+]] = arith.constant 1 : index
-// CHECK-NEXT: %[[TWOWG:.+]] = arith.constant 2 : index
-// CHECK-NEXT: %[[AFTER:.+]] = arith.addi %[[WG2]], %[[ONE]] : index
-// CHECK-NEXT: %[[NEXT:.+]] = arith.remui %[[AFTER]], %[[TWOWG]] : index
-// CHECK-NEXT: %[[FIRSTID:.+]] = arith.constant 2 : index
-// CHECK-NEXT: %[[NEXTID:.+]] = arith.addi %[[NEXT]], %[[FIRSTID]] : index
 // CHECK-NEXT: %[[NEXT32:.+]] = arith.index_cast %[[NEXTID]] : index to i32
 // CHECK-NEXT: %[[N2:.+]] = arith.constant 256 : i32
 // CHECK-NEXT: nvvm.barrier.arrive id = %[[NEXT32]] number_of_threads = %[[N2]]
-// CHECK-NEXT: %[[C128D:.+]] = arith.constant 128 : index
-// CHECK-NEXT: %[[ISFIRST2:.+]] = arith.cmpi ult, %[[TID]], %[[C128D]] : index
-// CHECK-NEXT: scf.if %[[ISFIRST2]] {
+// CHECK-NEXT: scf.if %[[ISFIRST]] {
 // CHECK-NEXT: %[[TWO2:.+]] = arith.constant 2 : i32
 // CHECK-NEXT: %[[N3:.+]] = arith.constant 256 : i32
 // CHECK-NEXT: nvvm.barrier id = %[[TWO2]] number_of_threads = %[[N3]]
