@@ -237,10 +237,15 @@ def is_data_work(op):
 
 def loops(kernel):
     """The (first index, last index) of each loop of a parsed kernel: the
-    span of a backward branch, the back edge included. A span that holds
-    the kernel's exit is no loop: its backward branch returns from an
-    out-of-line block past the exit (ptxas moves the retries of an mbarrier
-    wait there)."""
+    span of a backward branch, the back edge included. ptxas moves the
+    retries of an mbarrier wait to out-of-line blocks past the code, each a
+    try that branches to itself and then back to the wait: their backward
+    branches make no loop. One is known by its span holding an
+    unconditional exit (the code before the block ends in one), or by its
+    back edge being an unconditional branch right after a branch to a
+    label within the span (the retry's own). A loop may exit the kernel
+    from within (`@P0 EXIT`, a producer warp's loop whose end is the
+    kernel's)."""
     instructions = kernel["instructions"]
     labels = kernel["labels"]
     for i, (_, text) in enumerate(instructions):
@@ -251,8 +256,14 @@ def loops(kernel):
         if lo > i:
             continue
         if any(opcode(t).split(".")[0] in ("EXIT", "RET")
+               and not PREDICATE.match(t)
                for _, t in instructions[lo:i]):
             continue
+        if not PREDICATE.match(text) and i > lo:
+            previous = BRANCH.search(instructions[i - 1][1])
+            if (previous and previous.group(1) in labels
+                    and lo < labels[previous.group(1)] < i):
+                continue
         yield lo, i
 
 
