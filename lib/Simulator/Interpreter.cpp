@@ -545,8 +545,16 @@ Result<uint64_t> Device::mapBuffer(void *host, uint64_t bytes,
                         "buffer '" + escapeText(name) +
                             "' overflows the address space");
   // nextMapped <= kMappedEnd, far below 2^64: the sums cannot overflow
-  // once `bytes` fits below kMappedEnd.
-  uint64_t begin = nextMapped;
+  // once `bytes` fits below kMappedEnd. The address keeps the host
+  // address's offset within 256 bytes (CUDA's allocations are 256-byte
+  // aligned), so that a view starting inside an allocation is as aligned
+  // here as it is there, and a misaligned access faults alike.
+  uint64_t offset = reinterpret_cast<uint64_t>(host) % kMappedAlignment;
+  if (offset > kMappedEnd - nextMapped)
+    return Status::make(ErrorCode::Limit,
+                        "no room for a buffer of " + std::to_string(bytes) +
+                            " bytes in the simulated address space");
+  uint64_t begin = nextMapped + offset;
   if (bytes > kMappedEnd - begin)
     return Status::make(ErrorCode::Limit,
                         "no room for a buffer of " + std::to_string(bytes) +

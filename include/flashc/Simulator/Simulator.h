@@ -243,17 +243,21 @@ public:
   Device &operator=(const Device &) = delete;
 
   /// Maps `[host, host + bytes)` at a simulated global address that the
-  /// device chooses, and returns that address, which a kernel receives as
-  /// the buffer's pointer. Each mapping has a region of its own, far from
-  /// any host address, with at least kGuardGapBytes of unmapped addresses
-  /// on either side; no address is used twice by one Device. Host ranges
-  /// may overlap (views of one allocation): each mapping is still its own
-  /// buffer, so an access through one view never reaches another.
+  /// device chooses, with the host address's offset within
+  /// kMappedAlignment bytes, and returns that address, which a kernel
+  /// receives as the buffer's pointer. Each mapping has a region of its own,
+  /// far from any host address, with at least kGuardGapBytes of unmapped
+  /// addresses on either side; no address is used twice by one Device. Host
+  /// ranges may overlap (views of one allocation): each mapping is still its
+  /// own buffer, so an access through one view never reaches another.
   Result<uint64_t> mapBuffer(void *host, uint64_t bytes, std::string name = "");
   /// Forgets the buffer mapped (or registered) at `address`.
   Status unmapBuffer(uint64_t address);
   /// The unmapped addresses around every mapBuffer region, at least.
   static constexpr uint64_t kGuardGapBytes = 1ull << 32;
+  /// A mapped address and its host address agree modulo this (the
+  /// alignment of CUDA's allocations).
+  static constexpr uint64_t kMappedAlignment = 256;
 
   /// Makes `[data, data + bytes)` addressable as global memory at its own
   /// host address: a kernel receives `data` itself as the buffer's address.
