@@ -208,6 +208,8 @@ llvm::Error PipelineConfig::validate() const {
   if (std::string why = flashc::whyNotRescaleThreshold(rescaleThreshold);
       !why.empty())
     return llvm::createStringError(why);
+  if (std::string why = flashc::whyNotGlobalAlignment(alignment); !why.empty())
+    return llvm::createStringError(why);
   auto check = [](int64_t v, llvm::StringRef name) -> llvm::Error {
     if (v < 0)
       return llvm::createStringError(
@@ -441,6 +443,7 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
     o.causalOrder = c.causalOrder;
     o.stages = c.stages;
     o.rescaleThreshold = c.rescaleThreshold;
+    o.alignment = c.alignment;
     pm.addPass(createFlashToTile(o));
     if (c.target == "sm_90a" && c.warpgroupMma)
       pm.addPass(flash_tile::createFlashTileUseWarpgroupMma());

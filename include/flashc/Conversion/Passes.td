@@ -336,8 +336,10 @@ def FlashToTile : Pass<"flash-to-tile", "::mlir::ModuleOp"> {
     Every kernel takes the same arguments: `q, k, v, out` (element type of
     Q), `lse, ws_out, ws_lse` (f32), then `batch, seq_q, seq_kv, splits`
     and the (batch, head, row) strides of `q, k, v, out`, as i64; all
-    pointers are bare, and 16-byte aligned where rows are multiples of 16
-    bytes. Each carries `flash.grid` (its CTA
+    pointers are bare. Where rows are multiples of 16 bytes, q, k, v and
+    out are `alignment`-byte aligned (their addresses and strides), the
+    workspaces 16-byte aligned; the copies of q, k and v carry an
+    `alignment` below 16, and so do the stores of out. Each carries `flash.grid` (its CTA
     count as `#flash.grid_factor`s over `B`, `Nq`, `Nk` and `splits`, the
     `flash.param` names of its size arguments), `flash.shared_bytes` and
     `flash.tile` for the runtime, and the combine kernel its `flash.block`
@@ -379,7 +381,12 @@ def FlashToTile : Pass<"flash-to-tile", "::mlir::ModuleOp"> {
            /*default=*/"8",
            "How far (log2, 0 to 15) a row's maximum may grow past the one "
            "its P and O are kept against before they are rescaled to it; "
-           "0 rescales whenever it grows">
+           "0 rescales whenever it grows">,
+    Option<"alignment", "alignment", "int64_t", /*default=*/"16",
+           "The bytes (16, 8, 4 or 2) that q, k, v and out's addresses and "
+           "their row, head and batch strides are multiples of: the "
+           "copies and stores of rows of whole 16-byte units move at most "
+           "that many bytes at a time (their `alignment`)">
   ];
   let statistics = [
     Statistic<"numForwardKernels", "num-forward-kernels",

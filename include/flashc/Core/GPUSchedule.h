@@ -86,6 +86,30 @@ inline std::string whyNotPipelineStageCount(int64_t stages) {
          std::to_string(kMaxPipelineStages) + ", not " + std::to_string(stages);
 }
 
+/// The byte alignment a GPU kernel assumes of the addresses of q, k, v and
+/// out and of their row, head and batch strides (the `alignment` option):
+/// 16, which TMA and 16-byte cp.async need, down to 2, one f16 or bf16
+/// element, read element by element.
+inline constexpr int64_t kMaxGlobalAlignment = 16;
+inline constexpr int64_t kMinGlobalAlignment = 2;
+inline bool isGlobalAlignment(int64_t bytes) {
+  return bytes >= kMinGlobalAlignment && bytes <= kMaxGlobalAlignment &&
+         (bytes & (bytes - 1)) == 0;
+}
+/// Why `bytes` is not an alignment option, or an empty string.
+inline std::string whyNotGlobalAlignment(int64_t bytes) {
+  if (isGlobalAlignment(bytes))
+    return "";
+  return "alignment is 16, 8, 4 or 2 bytes, not " + std::to_string(bytes);
+}
+/// The largest power of two, at most 16, that divides `bytes` (16 for 0).
+inline int64_t getAlignmentOf(uint64_t bytes) {
+  int64_t a = kMaxGlobalAlignment;
+  while (a > 1 && bytes % static_cast<uint64_t>(a) != 0)
+    a /= 2;
+  return a;
+}
+
 /// How far (in log2 units) the GPU kernels let a row's running maximum
 /// grow past the maximum its P and O are kept against before rescaling
 /// them: P = 2^(s - m) then stays at most 2^threshold, which f16 holds up

@@ -76,6 +76,10 @@ struct ForwardKernelSpec {
   /// kept against before they are rescaled to the new one (0: whenever it
   /// grows).
   int64_t rescaleThreshold = 0;
+  /// The bytes (16 down to 2) that q, k, v and out's addresses and strides
+  /// are multiples of: their copies and stores move at most that many at
+  /// a time.
+  int64_t alignment = 16;
 
   TileAddress q;
   Value qRows; // valid rows per head of the Q tile
@@ -134,6 +138,8 @@ struct CombineKernelSpec {
   /// out[b, h, n, c] at b * s0 + h * s1 + n * s2 + c.
   Value out, outStrideB, outStrideH, outStrideN;
   Value lse; // null when not written; contiguous [B, H, Nq]
+  /// What `out`'s address and strides are multiples of, in bytes.
+  int64_t alignment = 16;
 };
 
 /// The CTA of the flash_tile combine kernel: `rows` output rows over

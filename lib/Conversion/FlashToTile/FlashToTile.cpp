@@ -707,12 +707,24 @@ FunctionType kernelType(MLIRContext *ctx, Type elt) {
   return FunctionType::get(ctx, inputs, {});
 }
 
+/// The alignment of q, k, v and out (in ArgQ..ArgOut order) that kernels
+/// of head dims `headDim` and `headDimV` may assume: `alignment` where rows
+/// are whole 16-byte units (the runtime checks it), else the element's.
+SmallVector<int64_t, 4> getDataAlignment(Type elt, int64_t headDim,
+                                         int64_t headDimV, int64_t alignment) {
+  int64_t bytes = elt.getIntOrFloatBitWidth() / 8;
+  auto of = [&](int64_t cols) {
+    return cols * bytes % 16 == 0 ? std::max(alignment, bytes) : bytes;
+  };
+  return {of(headDim), of(headDim), of(headDimV), of(headDimV)};
+}
+
 /// A kernel of the common signature. Its `flash.block` (threads) is set
 /// by the caller for the combine kernel and by flash-tile-assign-layouts
 /// for the forward one; flash-tile-to-nvgpu makes it the kernel's
 /// `.reqntid`.
 gpu::GPUFuncOp createKernel(OpBuilder &b, Location loc, StringRef name,
-                            Type elt) {
+                            Type elt, ArrayRef<int64_t> dataAlignment) {
   auto fn = gpu::GPUFuncOp::create(b, loc, name,
                                    kernelType(b.getContext(), elt));
   fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
@@ -722,8 +734,11 @@ gpu::GPUFuncOp createKernel(OpBuilder &b, Location loc, StringRef name,
                   b.getDictionaryAttr(
                       {b.getNamedAttr("name", b.getStringAttr(p.name)),
                        b.getNamedAttr("meaning", b.getStringAttr(p.meaning))}));
+  // q, k, v and out as aligned as the caller's tensors are, the
+  // workspaces (the runtime's) 16 bytes.
   for (unsigned i = 0; i < ArgBatch; ++i) {
-    fn.setArgAttr(i, "llvm.align", b.getI64IntegerAttr(16));
+    fn.setArgAttr(i, "llvm.align",
+                  b.getI64IntegerAttr(i <= ArgOut ? dataAlignment[i] : 16));
     fn.setArgAttr(i, "llvm.noalias", b.getUnitAttr());
     if (i <= ArgV)
       fn.setArgAttr(i, "llvm.readonly", b.getUnitAttr());
@@ -824,7 +839,9 @@ LogicalResult FlashToTilePass::build(TiledAttention &t,
   ob.setInsertionPointToEnd(gpuModule.getBody());
   Location loc = t.forall.getLoc();
   std::string name = t.func.getSymName().str();
-  gpu::GPUFuncOp fwd = createKernel(ob, loc, name + "_fwd", elt);
+  gpu::GPUFuncOp fwd =
+      createKernel(ob, loc, name + "_fwd", elt,
+                   getDataAlignment(elt, headDim, headDimV, alignment));
   FlashDialect::GridAttrHelper gridAttr(ctx);
   FlashDialect::BlockAttrHelper blockAttr(ctx);
   FlashDialect::SharedBytesAttrHelper sharedBytesAttr(ctx);
@@ -915,6 +932,7 @@ LogicalResult FlashToTilePass::build(TiledAttention &t,
     spec.config = config;
     spec.elementType = elt;
     spec.rescaleThreshold = rescaleThreshold;
+    spec.alignment = alignment;
     spec.scale = t.steps[0].getScale().convertToDouble();
     // A run-time factor of the scale is the kernel's scale argument: it
     // must be an argument of the host function, the same for every step.
@@ -1112,7 +1130,9 @@ LogicalResult FlashToTilePass::build(TiledAttention &t,
         1));
   combineGrid.push_back(GridFactorAttr::get(
       ctx, ob.getArrayAttr({rowSize(2, "Nq")}), shape.rowsPerGroup));
-  gpu::GPUFuncOp comb = createKernel(ob, loc, name + "_combine", elt);
+  gpu::GPUFuncOp comb =
+      createKernel(ob, loc, name + "_combine", elt,
+                   getDataAlignment(elt, headDim, headDimV, alignment));
   gridAttr.setAttr(comb, ob.getArrayAttr(combineGrid));
   blockAttr.setAttr(comb, ob.getI64IntegerAttr(combineThreads));
   sharedBytesAttr.setAttr(comb, ob.getI64IntegerAttr(0));
@@ -1126,6 +1146,7 @@ LogicalResult FlashToTilePass::build(TiledAttention &t,
     spec.headDimV = headDimV;
     spec.warps = combineThreads / 32;
     spec.heads = heads;
+    spec.alignment = alignment;
     spec.batch = lift.dimOf(t.combine.getOut(), 0);
     spec.seqQ = lift.dimOf(t.combine.getOut(), 2);
     spec.splits = lift.dimOf(t.combine.getParts(), 0);
@@ -1171,6 +1192,11 @@ void FlashToTilePass::runOnOperation() {
     return signalPassFailure();
   }
   if (std::string why = flashc::whyNotRescaleThreshold(rescaleThreshold);
+      !why.empty()) {
+    module.emitError() << "flash-to-tile: " << why;
+    return signalPassFailure();
+  }
+  if (std::string why = flashc::whyNotGlobalAlignment(alignment);
       !why.empty()) {
     module.emitError() << "flash-to-tile: " << why;
     return signalPassFailure();

@@ -79,14 +79,27 @@ using namespace mlir::flash_tile;
 
 namespace {
 
-/// The alignment a store of rows of `cols` elements of `type` may assume:
-/// 16 bytes for rows of a multiple of 16 bytes (the runtime checks it of
-/// the output, and the split workspace is 16-byte aligned), else none (the
-/// element's).
-IntegerAttr rowAlignment(OpBuilder &b, int64_t cols, Type type) {
-  return (cols * type.getIntOrFloatBitWidth() / 8) % 16 == 0
-             ? b.getI64IntegerAttr(16)
-             : IntegerAttr();
+/// The alignment a store of rows of `cols` elements of `type` to a tensor
+/// `alignment`-byte aligned may assume: that for rows of a multiple of 16
+/// bytes (the runtime checks it of the output, and the split workspace is
+/// 16-byte aligned), else none (the element's).
+IntegerAttr rowAlignment(OpBuilder &b, int64_t cols, Type type,
+                         int64_t alignment) {
+  int64_t elementBytes = type.getIntOrFloatBitWidth() / 8;
+  if ((cols * elementBytes) % 16 != 0 || alignment <= elementBytes)
+    return IntegerAttr();
+  return b.getI64IntegerAttr(std::min<int64_t>(alignment, 16));
+}
+
+/// The `alignment` of a copy of rows of `cols` elements of `type` from a
+/// tensor `alignment`-byte aligned: none where rows of whole 16-byte units
+/// may assume 16 bytes (or are copied element by element anyway).
+IntegerAttr copyAlignment(OpBuilder &b, int64_t cols, Type type,
+                          int64_t alignment) {
+  int64_t elementBytes = type.getIntOrFloatBitWidth() / 8;
+  if ((cols * elementBytes) % 16 != 0 || alignment >= 16)
+    return IntegerAttr();
+  return b.getI64IntegerAttr(std::max(alignment, elementBytes));
 }
 
 /// What both kernels' emitters build with: constants and elementwise maps.
@@ -262,10 +275,12 @@ void TileEmitter::copyKVIfAny(Value j, Value stage) {
                             idx(c.blockKV)),
       /*withElse=*/true);
   auto copies = [&](Value valid) {
-    AsyncCopyOp::create(b, kMatrix, j, kBuffer, stage, valid, Value(),
-                        BlockedLayoutAttr());
-    AsyncCopyOp::create(b, vMatrix, j, vBuffer, stage, valid, Value(),
-                        BlockedLayoutAttr());
+    AsyncCopyOp::create(
+        b, kMatrix, j, kBuffer, stage, valid, Value(), BlockedLayoutAttr(),
+        copyAlignment(b, c.headDim, s.elementType, s.alignment));
+    AsyncCopyOp::create(
+        b, vMatrix, j, vBuffer, stage, valid, Value(), BlockedLayoutAttr(),
+        copyAlignment(b, c.headDimV, s.elementType, s.alignment));
   };
   b.setInsertionPointToStart(ifFull.thenBlock());
   copies(idx(c.blockKV));
@@ -314,7 +329,8 @@ LogicalResult TileEmitter::emit(std::string &why) {
 
   size_t nLoops = s.loops.size();
   AsyncCopyOp::create(b, qMatrix, zero, qBuffer, zero, s.qRows, validGroups(),
-                      BlockedLayoutAttr());
+                      BlockedLayoutAttr(),
+                      copyAlignment(b, c.headDim, elt, s.alignment));
   AsyncWaitOp::create(b, 0);
   // Q as the A operand (every kv warp's: replicated over them), once, or
   // per block where it does not fit in registers beside the loop's state.
@@ -517,8 +533,11 @@ LogicalResult TileEmitter::emit(std::string &why) {
                                    c.tileGroup > 1 ? c.tileGroup : 0)
                           : matrix(out.buffer, out.base, out.rowStride, s.qRows,
                                    c.headDimV, outType, groupStrideOf(out));
+    // The output (f16 or bf16) is the caller's, the f32 partials the
+    // runtime's workspace (16-byte aligned).
     StoreOp::create(b, o, outMatrix, zero, s.qRows, validGroups(),
-                    rowAlignment(b, c.headDimV, outType));
+                    rowAlignment(b, c.headDimV, outType,
+                                 outType.isF32() ? int64_t(16) : s.alignment));
     if (!lseAt.buffer)
       return;
     // lse = ln(2^m l) = (m + log2 l) ln 2; -inf for an empty row (l = 0),
@@ -750,9 +769,9 @@ void CombineEmitter::emit() {
                     return arith::TruncFOp::create(b, s.outType, a[0]);
                   });
   // out[b, h, n] at b * sB + h * sH + n * sN.
-  StoreOp::create(
-      b, out, matrix(s.out, outBase, outGroupStride, s.outStrideN, dv), n0,
-      valid, groups, rowAlignment(b, dv, s.outType));
+  StoreOp::create(b, out,
+                  matrix(s.out, outBase, outGroupStride, s.outStrideN, dv), n0,
+                  valid, groups, rowAlignment(b, dv, s.outType, s.alignment));
   if (s.lse) {
     // (max + log2(sum) ln 2), -inf when empty; lse[b, h, n] contiguous.
     Value lse = map(rows(), ValueRange{mUse, total}, [&](ValueRange a) -> Value {

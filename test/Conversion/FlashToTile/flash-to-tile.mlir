@@ -26,6 +26,30 @@
 // EXACT: flash_tile.rescale
 // BAD-THRESHOLD: error: flash-to-tile: rescale-threshold is 0 to 15 (log2 of how far P may grow past 1 before O is rescaled), not 16
 //
+// Tensors aligned to less than 16 bytes: the copies of Q, K and V and the
+// store of the output say so (the split workspace stays 16-byte aligned);
+// the alignment is 16, 8, 4 or 2.
+// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN:   | flashc-opt --flash-to-tile=alignment=4 | FileCheck %s --check-prefix=ALIGN4
+// RUN: flashc-opt %t/decode.mlir \
+// RUN:   --flash-attention-pipeline="target=sm_80 dynamic-splits=1 block-q=4" \
+// RUN:   | flashc-opt --flash-to-tile=alignment=2 | FileCheck %s --check-prefix=ALIGN2
+// RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80" \
+// RUN:   | not flashc-opt --flash-to-tile=alignment=32 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BAD-ALIGNMENT
+// ALIGN4: gpu.func @mha_fwd({{.+}}name = "q"}, llvm.align = 4 : i64
+// ALIGN4-SAME: name = "out"}, llvm.align = 4 : i64
+// ALIGN4-SAME: name = "ws_out"}, llvm.align = 16 : i64
+// ALIGN4-COUNT-3: flash_tile.async_copy {{.+}} {alignment = 4 : i64}
+// ALIGN4: flash_tile.store {{.+}} {alignment = 4 : i64} : !flash_tile.tile<128x64xf16>
+// ALIGN2: gpu.func @decode_fwd({{.+}}name = "q"}, llvm.align = 2 : i64
+// ALIGN2-COUNT-3: flash_tile.async_copy {{.+}} {alignment = 2 : i64}
+// ALIGN2: flash_tile.store {{[^{]+}} : !flash_tile.tile<16x64xf16>
+// ALIGN2: flash_tile.store {{.+}} {alignment = 16 : i64} : !flash_tile.tile<16x64xf32>
+// ALIGN2-LABEL: gpu.func @decode_combine
+// ALIGN2: flash_tile.store {{[^{]+}} : !flash_tile.tile<4x64xf16, #blocked>
+// BAD-ALIGNMENT: error: flash-to-tile: alignment is 16, 8, 4 or 2 bytes, not 32
+//
 // bf16, causal GQA (8 query heads over 2 KV heads, D = 128).
 // RUN: flashc-opt %t/gqa-bf16.mlir --flash-attention-pipeline="target=sm_80" \
 // RUN:   | flashc-opt --flash-to-tile | FileCheck %s --check-prefix=BF16

@@ -248,6 +248,32 @@ func.func @f(%src: memref<?x59xf16>, %buf: !flash_tile.shared<2x64x64xf16, #flas
 
 // -----
 
+// async_copy: an alignment of a power of two from the element's size to 16
+func.func @f(%src: memref<?x64xf16>, %buf: !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>, %i: index) {
+  // expected-error @+1 {{'flash_tile.async_copy' op alignment 32 is not a power of two from the element's 2 bytes to 16}}
+  flash_tile.async_copy %src[%i], %buf[%i] valid %i {alignment = 32} : memref<?x64xf16>, !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+  return
+}
+
+// -----
+
+func.func @f(%src: memref<?x64xf16>, %buf: !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>, %i: index) {
+  // expected-error @+1 {{'flash_tile.async_copy' op alignment 6 is not a power of two from the element's 2 bytes to 16}}
+  flash_tile.async_copy %src[%i], %buf[%i] valid %i {alignment = 6} : memref<?x64xf16>, !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+  return
+}
+
+// -----
+
+// async_copy: runs no longer than the source's alignment
+func.func @f(%src: memref<?x64xf16>, %buf: !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>, %i: index) {
+  // expected-error @+1 {{'flash_tile.async_copy' op copies runs of 16 bytes from a source aligned to 8}}
+  flash_tile.async_copy %src[%i], %buf[%i] valid %i {alignment = 8, layout = #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [4, 1]>} : memref<?x64xf16>, !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+  return
+}
+
+// -----
+
 // async_copy: runs within a row
 func.func @f(%src: memref<?x64xf16>, %buf: !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>, %i: index) {
   // expected-error @+1 {{'flash_tile.async_copy' op copies runs within one row: its layout's size is [1, n]}}

@@ -96,6 +96,13 @@ LogicalResult AsyncCopyOp::verify() {
     return emitOpError() << "counts valid groups of a 3-D source; the "
                             "source is "
                          << getSource().getType();
+  int64_t elementBytes = element.getIntOrFloatBitWidth() / 8;
+  std::optional<int64_t> alignment = getAlignment();
+  if (alignment && (*alignment < elementBytes || *alignment > 16 ||
+                    !llvm::isPowerOf2_64(*alignment)))
+    return emitOpError() << "alignment " << *alignment
+                         << " is not a power of two from the element's "
+                         << elementBytes << " bytes to 16";
   // Without a layout, flash-tile-assign-layouts spreads the copy.
   BlockedLayoutAttr layout = getLayoutAttr();
   if (!layout)
@@ -104,8 +111,10 @@ LogicalResult AsyncCopyOp::verify() {
     return emitOpError() << "copies runs within one row: its layout's size "
                             "is [1, n]";
   int64_t run = layout.getSize()[1];
-  int64_t elementBytes = element.getIntOrFloatBitWidth() / 8;
   int64_t runBytes = run * elementBytes;
+  if (alignment && run != 1 && runBytes > *alignment)
+    return emitOpError() << "copies runs of " << runBytes
+                         << " bytes from a source aligned to " << *alignment;
   if (run != 1 && runBytes != 4 && runBytes != 8 && runBytes != 16)
     return emitOpError() << "copies runs of one element or of 4, 8 or 16 "
                             "bytes; a run of "

@@ -257,19 +257,18 @@ int64_t mlir::flash_tile::getLanesOver(int64_t runs) {
   return lanes;
 }
 
-BlockedLayoutAttr mlir::flash_tile::getCopyLayout(MLIRContext *ctx,
-                                                  int64_t rows, int64_t cols,
-                                                  int64_t sourceCols,
-                                                  int64_t elementBytes,
-                                                  int64_t warps) {
-  if ((sourceCols * elementBytes) % 16 != 0) {
+BlockedLayoutAttr
+mlir::flash_tile::getCopyLayout(MLIRContext *ctx, int64_t rows, int64_t cols,
+                                int64_t sourceCols, int64_t elementBytes,
+                                int64_t warps, int64_t alignment) {
+  if ((sourceCols * elementBytes) % 16 != 0 || alignment < 4) {
     int64_t across = getLanesOver(cols);
     return BlockedLayoutAttr::get(ctx, {1, 1}, {32 / across, across},
                                   {warps, 1});
   }
   for (int64_t bytes : {16, 8, 4}) {
     int64_t vec = bytes / elementBytes;
-    if (vec < 1 || cols % vec != 0)
+    if (vec < 1 || cols % vec != 0 || bytes > alignment)
       continue;
     int64_t across = getLanesOver(cols / vec);
     if (rows % (32 / across * warps) == 0 || bytes == 4)

@@ -489,10 +489,11 @@ void Assignment::setCopyLayouts() {
     if (copy.getLayoutAttr())
       return;
     SharedType buffer = copy.getBuffer().getType();
-    copy.setLayoutAttr(getCopyLayout(
-        ctx, buffer.getRows(), buffer.getColumns(),
-        copy.getSource().getType().getShape().back(),
-        buffer.getElementType().getIntOrFloatBitWidth() / 8, warps));
+    copy.setLayoutAttr(
+        getCopyLayout(ctx, buffer.getRows(), buffer.getColumns(),
+                      copy.getSource().getType().getShape().back(),
+                      buffer.getElementType().getIntOrFloatBitWidth() / 8,
+                      warps, copy.getAlignment().value_or(16)));
   });
 }
 

@@ -82,6 +82,11 @@ FailureOr<TmaCopy> matchCopy(FunctionOpInterface fn, AsyncCopyOp copy,
   int64_t sourceColumns = copy.getSource().getType().getShape().back();
   if (ShapedType::isDynamic(sourceColumns) || (sourceColumns * bytes) % 16)
     return why = "its source's rows are not whole 16-byte units", failure();
+  if (std::optional<int64_t> alignment = copy.getAlignment();
+      alignment && *alignment < 16)
+    return why = "its source is " + std::to_string(*alignment) +
+                 "-byte aligned; a tensor map needs 16",
+           failure();
   auto sub = copy.getSource().getDefiningOp<memref::SubViewOp>();
   auto cast = sub ? sub.getSource().getDefiningOp<memref::ReinterpretCastOp>()
                   : memref::ReinterpretCastOp();
@@ -140,6 +145,9 @@ FailureOr<TmaOutput> matchOutput(FunctionOpInterface fn, StoreOp store,
   auto dest = cast<MemRefType>(store.getDest().getType());
   if (bytes != 2 || (cols * bytes) % flashc::kWarpgroupRowBytes ||
       dest.getShape().back() != cols)
+    return failure();
+  // A tensor map's address and strides are multiples of 16 bytes.
+  if (store.getAlignment().value_or(bytes) < 16)
     return failure();
   auto sub = store.getDest().getDefiningOp<memref::SubViewOp>();
   auto whole = sub ? sub.getSource().getDefiningOp<memref::ReinterpretCastOp>()

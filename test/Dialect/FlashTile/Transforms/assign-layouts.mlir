@@ -172,6 +172,45 @@ gpu.module @kernels {
 
 #sw = #flash_tile.swizzled<vector = 8, phases = 8>
 
+// Copies from sources aligned to less than 16 bytes: runs of 8 and 4
+// bytes (cp.async of that size), and of one element at 2 bytes.
+// CHECK-DAG: #[[C8:.+]] = #flash_tile.blocked<size = [1, 4], threads = [2, 16], warps = [4, 1]>
+// CHECK-DAG: #[[C4:.+]] = #flash_tile.blocked<size = [1, 2], threads = [1, 32], warps = [4, 1]>
+// CHECK-DAG: #[[C2:.+]] = #flash_tile.blocked<size = [1, 1], threads = [1, 32], warps = [4, 1]>
+// CHECK-LABEL: gpu.func @under_aligned
+// CHECK: flash_tile.async_copy {{.+}} {alignment = 8 : i64, layout = #[[C8]]}
+// CHECK: flash_tile.async_copy {{.+}} {alignment = 4 : i64, layout = #[[C4]]}
+// CHECK: flash_tile.async_copy {{.+}} {alignment = 2 : i64, layout = #[[C2]]}
+gpu.module @kernels {
+  gpu.func @under_aligned(%qg: memref<?x64xf16>, %out: memref<?x64xf32>, %n: index) kernel {
+    %c0 = arith.constant 0 : index
+    %zero = arith.constant 0.0 : f32
+    %qs = flash_tile.alloc : !flash_tile.shared<1x64x64xf16, #sw>
+    %ks = flash_tile.alloc : !flash_tile.shared<1x64x64xf16, #sw>
+    flash_tile.async_copy %qg[%c0], %qs[%c0] valid %n {alignment = 8}
+        : memref<?x64xf16>, !flash_tile.shared<1x64x64xf16, #sw>
+    flash_tile.async_copy %qg[%c0], %ks[%c0] valid %n {alignment = 4}
+        : memref<?x64xf16>, !flash_tile.shared<1x64x64xf16, #sw>
+    flash_tile.async_copy %qg[%c0], %ks[%c0] valid %n {alignment = 2}
+        : memref<?x64xf16>, !flash_tile.shared<1x64x64xf16, #sw>
+    flash_tile.async_wait pending 0
+    %q = flash_tile.local_load %qs[%c0]
+        : !flash_tile.shared<1x64x64xf16, #sw> -> !flash_tile.tile<64x64xf16>
+    %kt = flash_tile.local_load %ks[%c0] transpose
+        : !flash_tile.shared<1x64x64xf16, #sw> -> !flash_tile.tile<64x64xf16>
+    %s0 = flash_tile.splat %zero : !flash_tile.tile<64x64xf32>
+    %s = flash_tile.mma %q, %kt, %s0 : !flash_tile.tile<64x64xf16>,
+        !flash_tile.tile<64x64xf16>, !flash_tile.tile<64x64xf32>
+    flash_tile.store %s, %out[%c0] valid %n
+        : !flash_tile.tile<64x64xf32>, memref<?x64xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+#sw = #flash_tile.swizzled<vector = 8, phases = 8>
+
 // A decode tile: 16 rows, a batch of 4 kv warps, each with its own 16 keys
 // of the block. Q is read once and broadcast to every kv warp; the batch's
 // row maxima merge into the 2-D layout whose column warps are the kv warps,

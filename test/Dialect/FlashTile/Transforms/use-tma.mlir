@@ -124,6 +124,32 @@ func.func @no_warpgroup_mma(%q: memref<?xf16> {flash.param = {meaning = "Q", nam
 
 // -----
 
+// A source only 4-byte aligned (a kernel built for tensors whose
+// addresses or strides are not multiples of 16 bytes), which no tensor map
+// describes: the kernel keeps its cp.async copies.
+// CHECK-LABEL: func.func @under_aligned
+// CHECK-NOT: !llvm.ptr
+// CHECK: flash_tile.async_copy {{.+}} {alignment = 4 : i64}
+// CHECK-NOT: flash_tile.tma_load
+#wide = strided<[?, ?, ?, 1]>
+#rows = strided<[?, 1], offset: ?>
+func.func @under_aligned(%q: memref<?xf16> {flash.param = {meaning = "Q", name = "q"}},
+                         %b: index, %n: index, %sb: index, %sh: index,
+                         %sn: index, %acc: !flash_tile.tile<64x64xf32>,
+                         %k: !flash_tile.shared<1x64x64xf16>) -> !flash_tile.tile<64x64xf32> {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %qw = memref.reinterpret_cast %q to offset: [0], sizes: [%b, 1, %n, 64], strides: [%sb, %sh, %sn, 1] : memref<?xf16> to memref<?x?x?x64xf16, #wide>
+  %qm = memref.subview %qw[%b, 0, 0, 0] [1, 1, %c64, 64] [1, 1, 1, 1] : memref<?x?x?x64xf16, #wide> to memref<?x64xf16, #rows>
+  %qs = flash_tile.alloc : !flash_tile.shared<1x64x64xf16>
+  flash_tile.async_copy %qm[%c0], %qs[%c0] valid %c64 {alignment = 4} : memref<?x64xf16, #rows>, !flash_tile.shared<1x64x64xf16>
+  flash_tile.async_wait pending 0
+  %s = flash_tile.warpgroup_mma %qs[%c0], %k[%c0] transpose, %acc : !flash_tile.shared<1x64x64xf16>, !flash_tile.shared<1x64x64xf16>, !flash_tile.tile<64x64xf32>
+  return %s : !flash_tile.tile<64x64xf32>
+}
+
+// -----
+
 // Rows of 60 elements (120 bytes) may be packed, which no tensor map
 // describes: the kernel keeps its cp.async copies (into its 64-column
 // stages, the padding zero-filled).
@@ -213,6 +239,6 @@ func.func @kernel_out(%q: memref<?xf16> {flash.param = {meaning = "Q", name = "q
   } {flash.kv_loop}
   %ow = memref.reinterpret_cast %out to offset: [0], sizes: [%b, 1, %n, 64], strides: [%sb, %sh, %sn, 1] : memref<?xf16> to memref<?x?x?x64xf16, #wide>
   %om = memref.subview %ow[%b, 0, %row0, 0] [1, 1, %c64, 64] [1, 1, 1, 1] : memref<?x?x?x64xf16, #wide> to memref<?x64xf16, #rows>
-  flash_tile.store %o16, %om[%c0] valid %c64 : !flash_tile.tile<64x64xf16>, memref<?x64xf16, #rows>
+  flash_tile.store %o16, %om[%c0] valid %c64 {alignment = 16} : !flash_tile.tile<64x64xf16>, memref<?x64xf16, #rows>
   return %r#0 : !flash_tile.tile<64x64xf32>
 }

@@ -64,7 +64,14 @@ def FlashTile_AsyncCopyOp : FlashTile_Op<"async_copy"> {
     writes it, `flash-tile-assign-layouts` chooses it once the CTA's warps
     are known). A run of one element (rows that are
     not whole 4-byte units, which `cp.async` cannot copy) is a plain load
-    and store instead. The copies of one stage form a group with
+    and store instead.
+
+    `alignment` is what the caller knows of the source: its start and its
+    strides between rows and between groups are multiples of `alignment`
+    bytes (a power of two, from the element's size to 16), and no run is
+    longer. Without it, a source whose rows are whole 16-byte units is
+    16-byte aligned (the kernels' arguments are, unless built for less),
+    and other rows go element by element. The copies of one stage form a group with
     `flash_tile.async_wait`, which waits for them (and orders the plain
     stores with the rest).
 
@@ -77,7 +84,8 @@ def FlashTile_AsyncCopyOp : FlashTile_Op<"async_copy"> {
   let arguments = (ins FlashTile_GlobalMatrix:$source, Index:$row,
                        FlashTile_Shared:$buffer, Index:$stage, Index:$valid,
                        Optional<Index>:$groups,
-                       OptionalAttr<FlashTile_BlockedLayoutAttr>:$layout);
+                       OptionalAttr<FlashTile_BlockedLayoutAttr>:$layout,
+                       OptionalAttr<I64Attr>:$alignment);
   let assemblyFormat = [{
     $source `[` $row `]` `,` $buffer `[` $stage `]` `valid` $valid
     (`groups` $groups^)?

@@ -84,10 +84,11 @@ int64_t getLanesOver(int64_t runs);
 /// divides), or of 8 or 4 bytes where 16-byte runs do not spread evenly
 /// over every thread (16 rows of 12 chunks are 1.5 chunks a thread of 4
 /// warps). Rows of `sourceCols` that are not whole 16-byte chunks go
-/// element by element.
+/// element by element. No run is longer than `alignment` bytes, the
+/// source's (a run of 2 bytes is an element).
 BlockedLayoutAttr getCopyLayout(MLIRContext *ctx, int64_t rows, int64_t cols,
                                 int64_t sourceCols, int64_t elementBytes,
-                                int64_t warps);
+                                int64_t warps, int64_t alignment = 16);
 
 /// The placement of a shared buffer's rows of `cols` elements of
 /// `elementBytes` bytes: 16-byte chunks, XOR-swizzled over up to 8 rows

@@ -174,7 +174,8 @@ def FlashTileUseTma : Pass<"flash-tile-use-tma"> {
       (free once the loops have read it) and a `flash_tile.tma_store` of
       it to a fourth tensor map (`out_map`): rows and heads past the
       tensor's are not written, as the store's `valid` and `groups` did
-      not; other outputs keep their stores.
+      not; other outputs keep their stores, and so does an output whose
+      store's `alignment` is below 16 bytes.
 
     A kernel is rewritten whole or not at all: every copy must be of 16-bit
     rows of a multiple of 128 bytes (as the 128-byte swizzle's boxes
@@ -183,7 +184,9 @@ def FlashTileUseTma : Pass<"flash-tile-use-tma"> {
     of a multiple of 8: the runtime then requires strides of 16-byte
     multiples and a 16-byte aligned base, which is all a tensor map needs;
     rows of other widths, D = 59 say, may be packed, which no tensor map
-    describes), and the kernel must multiply by warpgroups. A
+    describes) and without an `alignment` below 16 (a kernel built for
+    less aligned tensors, the runtime's fallback), and the kernel must
+    multiply by warpgroups. A
     kernel whose copies do not all qualify keeps its `cp.async` copies.
     The rows a copy zero-fills past `valid` are those past the tensor's end,
     which a TMA box fills with zeros; a GQA tile's groups past the group
