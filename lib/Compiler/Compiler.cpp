@@ -60,7 +60,7 @@ static std::string kernelKey(const AttentionSpec &spec,
                              const PipelineConfig &c, const JITOptions &jit) {
   if (!c.isGPU())
     return cpuKernelKey(spec, c) + (jit.perfProfiling ? " | perf" : "");
-  return gpuVariantId(spec.gpuQuery(c.target)) + " | " +
+  return gpuVariantId(spec.gpuQuery(c.target), c.alignment) + " | " +
          gpuConfig(spec, c).str() +
          (spec.isDecode() && c.splits ? " | splits " + std::to_string(c.splits)
                                       : "");

@@ -135,7 +135,8 @@ llvm::Expected<flashc::runtime::KernelVariant> compileGPUVariant(
 
 /// The runtime's id of the GPU variant computing `query` (also the file
 /// stem of its PTX in a bundle).
-std::string gpuVariantId(const flashc::runtime::AttentionQuery &query);
+std::string gpuVariantId(const flashc::runtime::AttentionQuery &query,
+                         int64_t alignment = 16);
 
 } // namespace detail
 

@@ -45,7 +45,8 @@ AttentionSpec::gpuQuery(llvm::StringRef target) const {
   return rt::AttentionQuery::of(*this, target.str());
 }
 
-std::string mlir::flash::detail::gpuVariantId(const rt::AttentionQuery &q) {
+std::string mlir::flash::detail::gpuVariantId(const rt::AttentionQuery &q,
+                                              int64_t alignment) {
   std::string id = llvm::formatv("{0}-{1}-g{2}-d{3}", q.target,
                                  flashc::stringify(q.dtype), q.group, q.headDim)
                        .str();
@@ -56,6 +57,9 @@ std::string mlir::flash::detail::gpuVariantId(const rt::AttentionQuery &q) {
   if (q.withLse)
     id += "-lse";
   id += q.decode ? "-decode" : "-prefill";
+  // A kernel for less aligned tensors (the runtime's fallback).
+  if (alignment != flashc::kMaxGlobalAlignment)
+    id += "-a" + std::to_string(alignment);
   return id;
 }
 
@@ -203,7 +207,8 @@ llvm::Expected<rt::KernelVariant> mlir::flash::detail::compileGPUVariant(
 
   rt::KernelVariant variant;
   variant.query = spec.gpuQuery(g.target);
-  variant.id = gpuVariantId(variant.query);
+  variant.alignment = g.alignment;
+  variant.id = gpuVariantId(variant.query, g.alignment);
   variant.config = g.str();
 
   // The launch metadata the conversion recorded on each kernel.
@@ -348,6 +353,7 @@ KernelBuilder::buildGPU(const AttentionSpec &spec, const PipelineConfig &config,
   auto start = std::chrono::steady_clock::now();
   auto kernel = std::unique_ptr<Kernel>(new Kernel());
   kernel->spec = spec;
+  kernel->config = config;
   KernelMetadata &meta = kernel->metadata;
   PipelineConfig g = gpuConfig(spec, config);
   meta.target = g.target;
@@ -366,7 +372,8 @@ KernelBuilder::buildGPU(const AttentionSpec &spec, const PipelineConfig &config,
       return llvm::createStringError(s.message());
     flashc::Result<rt::Bundle> bundle = rt::Bundle::load(cacheDirectory);
     if (bundle)
-      if (const rt::KernelVariant *v = bundle->find(spec.gpuQuery(g.target)))
+      if (const rt::KernelVariant *v =
+              bundle->find(spec.gpuQuery(g.target), g.alignment))
         if (v->config == g.str())
           variant = std::make_shared<rt::KernelVariant>(*v);
   }
@@ -486,7 +493,58 @@ llvm::Error Kernel::runGPU(const TensorRef &q, const TensorRef &k,
   }
   if (lse)
     call.lse = &lseView;
-  if (flashc::Status s = rt::launchAttention(*device, *metadata.gpu, call))
+  llvm::Expected<std::shared_ptr<const rt::KernelVariant>> variant =
+      selectVariant(call);
+  if (!variant)
+    return variant.takeError();
+  if (flashc::Status s = rt::launchAttention(*device, **variant, call))
     return llvm::createStringError(s.message());
   return llvm::Error::success();
+}
+
+llvm::Expected<std::shared_ptr<const rt::KernelVariant>>
+Kernel::selectVariant(const rt::AttentionCall &call) const {
+  int64_t alignment = rt::getCallAlignment(call);
+  if (alignment >= metadata.gpu->alignment)
+    return metadata.gpu;
+  std::lock_guard<std::mutex> lock(fallbacks->mutex);
+  auto it = fallbacks->byAlignment.find(alignment);
+  if (it == fallbacks->byAlignment.end()) {
+    PipelineConfig c = config;
+    c.alignment = alignment;
+    llvm::Expected<std::shared_ptr<const Kernel>> built =
+        Compiler::global().compile(spec, metadata.target, c);
+    if (!built)
+      return llvm::createStringError(
+          llvm::formatv("the tensors are {0}-byte aligned, less than the "
+                        "{1} kernel {2} needs, and its fallback did not "
+                        "compile: {3}",
+                        alignment, metadata.gpu->alignment, metadata.gpu->id,
+                        llvm::toString(built.takeError()))
+              .str());
+    std::string reason =
+        llvm::formatv("the tensors' addresses and strides are {0}-byte "
+                      "aligned; {1} needs {2}{3}",
+                      alignment, metadata.gpu->id, metadata.gpu->alignment,
+                      metadata.gpu->parameters.end() !=
+                              llvm::find_if(metadata.gpu->parameters,
+                                            [](const rt::KernelParameter &p) {
+                                              return p.isTensorMap();
+                                            })
+                          ? " (its copies are by TMA)"
+                          : "")
+            .str();
+    it = fallbacks->byAlignment
+             .emplace(alignment, std::make_pair(*built, reason))
+             .first;
+  }
+  return it->second.first->metadata.gpu;
+}
+
+std::vector<Kernel::Fallback> Kernel::getFallbacks() const {
+  std::lock_guard<std::mutex> lock(fallbacks->mutex);
+  std::vector<Fallback> list;
+  for (const auto &[alignment, entry] : fallbacks->byAlignment)
+    list.push_back({alignment, entry.first->metadata.gpu, entry.second});
+  return list;
 }

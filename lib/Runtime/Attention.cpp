@@ -14,8 +14,9 @@
 
 #include "flashc/Runtime/Runtime.h"
 
-#include "flashc/Support/Sizes.h"
+#include "flashc/Core/GPUSchedule.h"
 #include "flashc/Core/GPUTargets.h"
+#include "flashc/Support/Sizes.h"
 
 #include <algorithm>
 #include <cmath>
@@ -67,9 +68,22 @@ std::string stridesString(const TensorView &t) {
   return s + "]";
 }
 
-/// Checks one tensor of the call.
+/// The largest power of two up to 16 that the address of `t` and its
+/// strides in bytes are multiples of.
+int64_t getTensorAlignment(const TensorView &t) {
+  uint64_t bits = reinterpret_cast<uintptr_t>(t.data);
+  int64_t eb = getElementBytes(t.dtype);
+  for (int d = 0; d + 1 < t.rank; ++d)
+    bits |= static_cast<uint64_t>(t.strides[d] * eb);
+  return getAlignmentOf(bits);
+}
+
+/// Checks one tensor of the call; `alignment` is what `variant` assumes
+/// of its address and strides in bytes (0: nothing, its rows go element
+/// by element).
 Status checkTensor(const TensorView &t, const char *name, ElementType dtype,
-                   std::initializer_list<int64_t> sizes, bool aligned) {
+                   std::initializer_list<int64_t> sizes, int64_t alignment,
+                   const KernelVariant *variant = nullptr) {
   if (!t.data)
     return Status::invalidArgument(std::string(name) + " is null");
   if (t.dtype != dtype)
@@ -96,19 +110,26 @@ Status checkTensor(const TensorView &t, const char *name, ElementType dtype,
     if (t.strides[d] < 0)
       return Status::invalidArgument(std::string(name) + " has a negative stride: " +
                            stridesString(t));
-  if (aligned) {
-    // Rows are copied and stored 16 bytes at a time.
-    int64_t perChunk = 16 / getElementBytes(t.dtype);
-    if (reinterpret_cast<uintptr_t>(t.data) % 16 != 0)
-      return Status::invalidArgument(std::string(name) +
-                           " must be 16-byte aligned for the GPU kernels");
-    for (int d = 0; d + 1 < t.rank; ++d)
-      if (t.strides[d] % perChunk != 0)
-        return Status::invalidArgument(std::string(name) + " has strides " +
-                             stridesString(t) +
-                             "; the GPU kernels need strides that are "
-                             "multiples of " +
-                             std::to_string(perChunk) + " elements");
+  if (reinterpret_cast<uintptr_t>(t.data) % getElementBytes(t.dtype) != 0)
+    return Status::invalidArgument(
+        std::string(name) + " is at an address that is not a multiple of its " +
+        std::to_string(getElementBytes(t.dtype)) + "-byte elements");
+  if (alignment > 0 && getTensorAlignment(t) < alignment) {
+    // Rows are copied and stored `alignment` bytes at a time (by TMA,
+    // whose tensor maps need 16, where the kernel copies so).
+    int64_t eb = getElementBytes(t.dtype);
+    std::string what = reinterpret_cast<uintptr_t>(t.data) % alignment != 0
+                           ? " is at an address that is not " +
+                                 std::to_string(alignment) + "-byte aligned"
+                           : " has strides " + stridesString(t) +
+                                 " (elements of " + std::to_string(eb) +
+                                 " bytes) that are not multiples of " +
+                                 std::to_string(alignment) + " bytes";
+    return Status::invalidArgument(
+        std::string(name) + what + "; kernel " +
+        (variant ? variant->id : std::string("?")) + " needs " +
+        std::to_string(alignment) + " (a variant built with --alignment " +
+        std::to_string(getTensorAlignment(t)) + " takes it)");
   }
   Result<uint64_t> extent = t.getExtentBytes();
   if (!extent)
@@ -140,7 +161,25 @@ struct Slice {
   int64_t batch;
 };
 
+/// What `variant` assumes of the addresses and strides of tensors with
+/// rows of `cols` elements: its alignment for rows of whole 16-byte units,
+/// else nothing (0).
+int64_t getRowAlignment(const KernelVariant &variant, int64_t cols) {
+  return cols * getElementBytes(variant.query.dtype) % 16 == 0
+             ? variant.alignment
+             : 0;
+}
+
 } // namespace
+
+int64_t runtime::getCallAlignment(const AttentionCall &call) {
+  int64_t alignment = kMaxGlobalAlignment;
+  for (const TensorView *t : {&call.q, &call.k, &call.v, &call.out})
+    if (t->rank > 0 &&
+        t->sizes[t->rank - 1] * getElementBytes(t->dtype) % 16 == 0)
+      alignment = std::min(alignment, getTensorAlignment(*t));
+  return std::max(alignment, kMinGlobalAlignment);
+}
 
 Status runtime::launchAttention(Device &device, const KernelVariant &variant,
                                 const AttentionCall &call,
@@ -203,20 +242,25 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
                          " query head(s) per KV head, but the call has " +
                          std::to_string(heads) + " query heads over " +
                          std::to_string(kvHeads) + " KV heads");
-  // Rows of a multiple of 8 elements are moved 16 bytes at a time: they
-  // must be 16-byte aligned. Other rows go element by element.
-  bool alignedD = q.headDim % 8 == 0, alignedDv = q.headDimV % 8 == 0;
+  // Rows of whole 16-byte units are moved up to the variant's alignment
+  // at a time: their addresses and strides must have it. Other rows go
+  // element by element.
+  int64_t alignD = getRowAlignment(variant, q.headDim),
+          alignDv = getRowAlignment(variant, q.headDimV);
   if (Status s = checkTensor(call.q, "query", q.dtype,
-                             {batch, heads, seqQ, q.headDim}, alignedD))
+                             {batch, heads, seqQ, q.headDim}, alignD, &variant))
     return s;
-  if (Status s = checkTensor(call.k, "key", q.dtype,
-                             {batch, kvHeads, seqKV, q.headDim}, alignedD))
+  if (Status s =
+          checkTensor(call.k, "key", q.dtype,
+                      {batch, kvHeads, seqKV, q.headDim}, alignD, &variant))
     return s;
-  if (Status s = checkTensor(call.v, "value", q.dtype,
-                             {batch, kvHeads, seqKV, q.headDimV}, alignedDv))
+  if (Status s =
+          checkTensor(call.v, "value", q.dtype,
+                      {batch, kvHeads, seqKV, q.headDimV}, alignDv, &variant))
     return s;
-  if (Status s = checkTensor(call.out, "output", q.dtype,
-                             {batch, heads, seqQ, q.headDimV}, alignedDv))
+  if (Status s =
+          checkTensor(call.out, "output", q.dtype,
+                      {batch, heads, seqQ, q.headDimV}, alignDv, &variant))
     return s;
   if (q.withLse != (call.lse != nullptr))
     return Status::invalidArgument(q.withLse
@@ -226,7 +270,7 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
                                "no LSE output");
   if (call.lse) {
     if (Status s = checkTensor(*call.lse, "lse", ElementType::F32,
-                               {batch, heads, seqQ}, false))
+                               {batch, heads, seqQ}, 0))
       return s;
     const TensorView &l = *call.lse;
     if (l.strides[1] != seqQ || l.strides[0] != heads * seqQ)

@@ -290,7 +290,7 @@ flashc_status attention(flashc_bundle *bundle, int kind, int layout,
           !(device->getChip() == "sm_90a" && std::string(chip) == "sm_80"))
         continue;
       query.target = chip;
-      if ((variant = bundle->bundle.find(query)))
+      if ((variant = bundle->bundle.find(query, getCallAlignment(call))))
         break;
       size_t matched = 0;
       std::string why = bundle->bundle.explainMiss(query, &matched);

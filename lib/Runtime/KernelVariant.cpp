@@ -277,6 +277,7 @@ JsonValue KernelVariant::toJson() const {
   o["decode"] = query.decode;
   o["block_q"] = blockQ;
   o["block_kv"] = blockKV;
+  o["alignment"] = alignment;
   o["ptx"] = id + ".ptx";
   o["ptx_fnv1a"] = fnv1aHex(ptx);
   if (!cubin.empty()) {
@@ -359,6 +360,15 @@ Result<KernelVariant> KernelVariant::fromJson(const JsonValue &v) {
     return s;
   if (Status s = getBounded(v, "block_kv", 1, kMaxBlockSize, k.blockKV))
     return s;
+  // Manifests that predate it hold 16-byte aligned kernels only.
+  if (v.get("alignment")) {
+    if (!getInt(v, "alignment", k.alignment) || !isGlobalAlignment(k.alignment))
+      return Status::error("manifest: variant '" + k.id + "' has 'alignment' " +
+                           (getInt(v, "alignment", k.alignment)
+                                ? std::to_string(k.alignment)
+                                : std::string("that is not an integer")) +
+                           "; expected 16, 8, 4 or 2 bytes");
+  }
   if (v.get("config") && !getString(v, "config", k.config))
     return missing("config");
   if (const JsonValue *t = v.get("compile_seconds")) {
@@ -700,10 +710,16 @@ std::string runtime::getVariantDescriptor(const KernelVariant &v) {
       " dtype=" + stringify(q.dtype) + " group=" + std::to_string(q.group) +
       " head_dim=" + std::to_string(q.headDim) +
       " head_dim_v=" + std::to_string(q.headDimV) +
-      " causal=" + (q.mask.isCausal() ? "1" : "0") + " lse=" + (q.withLse ? "1" : "0") +
-      " decode=" + (q.decode ? "1" : "0") +
+      " causal=" + (q.mask.isCausal() ? "1" : "0") +
+      " lse=" + (q.withLse ? "1" : "0") + " decode=" + (q.decode ? "1" : "0") +
       " block_q=" + std::to_string(v.blockQ) +
-      " block_kv=" + std::to_string(v.blockKV) + "\n";
+      " block_kv=" + std::to_string(v.blockKV) +
+      // Only kernels built for less than 16 bytes say it (older ones
+      // were all built for 16).
+      (v.alignment != kMaxGlobalAlignment
+           ? " alignment=" + std::to_string(v.alignment)
+           : std::string()) +
+      "\n";
   text += describeKernel(v.forward) + "\n";
   if (v.combine)
     text += describeKernel(*v.combine) + "\n";
@@ -1006,17 +1022,31 @@ std::string Bundle::explainMiss(const AttentionQuery &q,
          "; the call needs " + wanted[closestMatched].second + ")";
 }
 
-const KernelVariant *Bundle::find(const AttentionQuery &q) const {
+const KernelVariant *Bundle::find(const AttentionQuery &q,
+                                  int64_t alignment) const {
   // Field by field, as getMismatchedField compares their text, without
-  // building it: find runs at every call.
+  // building it: find runs at every call. Of the variants computing the
+  // query, the one that assumes the most of `alignment`, else the one that
+  // assumes the least (its launch then says what the call lacks).
+  const KernelVariant *best = nullptr;
+  auto better = [&](const KernelVariant &v) {
+    if (!best)
+      return true;
+    bool fits = v.alignment <= alignment,
+         bestFits = best->alignment <= alignment;
+    if (fits != bestFits)
+      return fits;
+    return fits ? v.alignment > best->alignment : v.alignment < best->alignment;
+  };
   for (const KernelVariant &v : variants) {
     const AttentionQuery &k = v.query;
     if (k.target == q.target && k.dtype == q.dtype && k.group == q.group &&
         k.headDim == q.headDim && k.headDimV == q.headDimV &&
-        k.mask == q.mask && k.withLse == q.withLse && k.decode == q.decode)
-      return &v;
+        k.mask == q.mask && k.withLse == q.withLse && k.decode == q.decode &&
+        better(v))
+      best = &v;
   }
-  return nullptr;
+  return best;
 }
 
 void Bundle::add(KernelVariant variant) {

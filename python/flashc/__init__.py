@@ -514,9 +514,12 @@ class Kernel:
     @property
     def metadata(self):
         """Tiles, splits, stages and, for GPU kernels, the entry, grid,
-        block, shared bytes and, once assembled (``compile(...,
-        assemble=True)``), the registers and spill bytes from ptxas
-        (-1 until then), as a dict."""
+        block, shared bytes, the variant's id and the alignment (bytes) it
+        assumes of the tensors, its ``fallbacks`` (one dict per variant
+        that ran tensors less aligned: ``alignment``, ``variant``,
+        ``entry``, ``reason``) and, once assembled (``compile(...,
+        assemble=True)``), the registers and spill bytes from ptxas (-1
+        until then), as a dict."""
         meta = _native(getattr, self._native, "metadata")
         if self._resources:
             meta.update(self._resources)
@@ -792,6 +795,9 @@ class Bundle:
         self.path = path
         # The variant of each query asked so far (a bundle never changes).
         self._found = {}
+        # Ids of the variants built for less aligned tensors that calls
+        # fell back to, with the variant each replaced.
+        self._fallbacks = {}
 
     def _find(self, query):
         """The index of the variant serving ``query``, or None."""
@@ -805,6 +811,13 @@ class Bundle:
         causal, LSE, decode, tiles, shared bytes, registers. (Every
         variant takes any softmax scale.)"""
         return _native(getattr, self._native, "variants")
+
+    @property
+    def fallbacks(self):
+        """The fallbacks calls took so far: one dict per variant that ran
+        tensors less aligned than the variant their query found assumes
+        (``variant``, its ``alignment``, and the id it ``replaced``)."""
+        return [dict(v) for v in self._fallbacks.values()]
 
     def attention(self, q, k, v, *, causal=False, mask=None, scale=None,
                   return_lse=False, layout="bhnd", simulate=False, chip=None,
@@ -850,9 +863,18 @@ class Bundle:
                 f"{_native(_runtime.explain_miss, self._native, *query)}")
 
         def run(qd, kd, vd, od, ld, stream_handle):
-            self._native.launch(index, "sim" if simulate else "cuda", qd, kd,
-                                vd, od, ld, stream_handle, splits,
-                                spec.effective_scale)
+            ran = self._native.launch(index, "sim" if simulate else "cuda",
+                                      qd, kd, vd, od, ld, stream_handle,
+                                      splits, spec.effective_scale)
+            if ran != index and ran not in self._fallbacks:
+                variants = self.variants
+                self._fallbacks[ran] = {
+                    "variant": variants[ran]["id"],
+                    "alignment": variants[ran]["alignment"],
+                    "replaced": variants[index]["id"]}
+                _log.info("%s: the tensors are not aligned as %s needs; "
+                          "ran %s", self.path, variants[index]["id"],
+                          variants[ran]["id"])
         return call.run(run, q, out, lse, stream, return_lse)
 
     def __repr__(self):

@@ -184,6 +184,19 @@ struct PyKernel {
       d["combine_entry"] =
           m.gpu->combine ? py::object(py::str(m.gpu->combine->name))
                          : py::object(py::none());
+      d["variant"] = m.gpu->id;
+      d["alignment"] = m.gpu->alignment;
+      // The variants runs on less aligned tensors fell back to.
+      py::list fallbacks;
+      for (const Kernel::Fallback &f : kernel->getFallbacks()) {
+        py::dict e;
+        e["alignment"] = f.alignment;
+        e["variant"] = f.variant->id;
+        e["entry"] = f.variant->forward.name;
+        e["reason"] = f.reason;
+        fallbacks.append(e);
+      }
+      d["fallbacks"] = fallbacks;
     }
     return d;
   }

@@ -120,6 +120,7 @@ py::dict variantInfo(const rt::KernelVariant &v) {
   d["decode"] = v.query.decode;
   d["block_q"] = v.blockQ;
   d["block_kv"] = v.blockKV;
+  d["alignment"] = v.alignment;
   d["shared_bytes"] = v.forward.sharedBytes;
   d["registers"] = v.forward.registers;
   d["threads_per_block"] = v.forward.block;
@@ -310,7 +311,7 @@ PYBIND11_MODULE(_runtime, m) {
              py::handle lse, uintptr_t stream, int64_t splits, double scale) {
             if (index >= b.variants.size())
               fail("no variant " + std::to_string(index) + " in the bundle");
-            const rt::KernelVariant &variant = b.variants[index];
+            const rt::KernelVariant *variant = &b.variants[index];
             rt::AttentionCall call;
             call.q = toView(toDesc(q), "q");
             call.k = toView(toDesc(k), "k");
@@ -324,15 +325,22 @@ PYBIND11_MODULE(_runtime, m) {
             call.stream = reinterpret_cast<void *>(stream);
             call.splits = splits;
             call.scale = scale;
+            // Tensors less aligned than the variant assumes run on the
+            // bundle's variant built for them, where it has one.
+            if (rt::getCallAlignment(call) < variant->alignment)
+              if (const rt::KernelVariant *v =
+                      b.find(variant->query, rt::getCallAlignment(call)))
+                variant = v;
             std::shared_ptr<rt::Device> dev =
-                getDevice(device, variant.query.target);
+                getDevice(device, variant->query.target);
             flashc::Status status;
             {
               py::gil_scoped_release release;
-              status = rt::launchAttention(*dev, variant, call);
+              status = rt::launchAttention(*dev, *variant, call);
             }
             if (!status.ok())
               fail(status.message());
+            return static_cast<size_t>(variant - b.variants.data());
           },
           py::arg("index"), py::arg("device"), py::arg("q"), py::arg("k"),
           py::arg("v"), py::arg("out"), py::arg("lse"), py::arg("stream"),

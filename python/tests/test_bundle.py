@@ -116,3 +116,47 @@ def test_runtime_module_links_no_llvm():
                             text=True, check=True)
     assert "LLVM" not in result.stdout and "MLIR" not in result.stdout, (
         result.stdout)
+
+
+def test_bundle_falls_back_for_unaligned_tensors(tmp_path, rng, seed):
+    # A bundle built with --alignments 16,4 holds each variant twice; a
+    # call whose tensors start 2 elements (4 bytes) into their buffers runs
+    # the 4-byte one, and the bundle lists the fallback. A bundle without
+    # it refuses such a call, naming what is missing.
+    if not TOOLS:
+        pytest.skip("FLASHC_TOOLS_DIR (the folder of the flashc tool) unset")
+    built = {}
+    for alignments in ("16,4", "16"):
+        path = tmp_path / alignments.replace(",", "-")
+        subprocess.run(
+            [os.path.join(TOOLS, "flashc"), "bundle", "-o", str(path),
+             "--targets", "sm_80", "--dtypes", "f16", "--head-dims", "64",
+             "--groups", "1", "--masks", "causal", "--lse", "no",
+             "--variants", "prefill", "--alignments", alignments,
+             "--no-assemble"],
+            check=True, capture_output=True)
+        built[alignments] = flashc.load_bundle(path)
+    bundle = built["16,4"]
+    assert sorted(v["alignment"] for v in bundle.variants) == [4, 16]
+
+    q, k, v = make_inputs(rng, 1, 2, 2, 30, 50, 64, dtype=np.float16)
+    out = bundle.attention(q, k, v, causal=True, simulate=True)
+    check(out, None, q, k, v, True, seed)
+    assert bundle.fallbacks == []
+
+    def unaligned(x):
+        buffer = np.zeros(x.size + 2, dtype=x.dtype)
+        view = buffer[2:].reshape(x.shape)
+        view[...] = x
+        return view
+
+    qu, ku, vu = unaligned(q), unaligned(k), unaligned(v)
+    out = bundle.attention(qu, ku, vu, causal=True, simulate=True)
+    check(out, None, q, k, v, True, seed)
+    assert bundle.fallbacks == [{
+        "variant": "sm_80-f16-g1-d64-causal-prefill-a4", "alignment": 4,
+        "replaced": "sm_80-f16-g1-d64-causal-prefill"}]
+    with pytest.raises(flashc.FlashcError,
+                       match="query is at an address that is not 16-byte "
+                             "aligned.*--alignment 4"):
+        built["16"].attention(qu, ku, vu, causal=True, simulate=True)

@@ -141,3 +141,35 @@ def test_sm90a_tma_kernel_on_strided_views(rng, seed, causal):
                                 layout="bnhd", target="sm_90a-sim")
     to_bhnd = lambda x: np.ascontiguousarray(x.transpose(0, 2, 1, 3))
     check(to_bhnd(out), lse, to_bhnd(q), to_bhnd(k), to_bhnd(v), causal, seed)
+
+
+@pytest.mark.parametrize("offset", [1, 2])
+def test_unaligned_views_run_on_a_fallback_kernel(rng, seed, offset):
+    # Tensors starting 1 or 2 elements into their buffers (2- and 4-byte
+    # aligned): TMA's tensor maps and 16-byte copies cannot read them, so
+    # the kernel runs its variant built for that alignment, and says so in
+    # its metadata.
+    b, h, n, d = 1, 2, 40, 64
+    spec = flashc.AttentionSpec(heads=h, seq_q=n, seq_kv=n, head_dim=d,
+                                dtype="f16")
+    kernel = flashc.compile(spec, "sm_90a-sim")
+    assert kernel.metadata["alignment"] == 16
+    before = {f["alignment"] for f in kernel.metadata["fallbacks"]}
+
+    def unaligned(x):
+        buffer = np.zeros(x.size + offset, dtype=x.dtype)
+        view = buffer[offset:].reshape(x.shape)
+        view[...] = x
+        return view
+
+    q, k, v = (unaligned(x) for x in make_inputs(rng, b, h, h, n, n, d,
+                                                 dtype=np.float16))
+    out = unaligned(np.zeros((b, h, n, d), dtype=np.float16))
+    kernel(q, k, v, out=out)
+    check(out, None, np.ascontiguousarray(q), np.ascontiguousarray(k),
+          np.ascontiguousarray(v), False, seed)
+    fallbacks = {f["alignment"]: f for f in kernel.metadata["fallbacks"]}
+    assert 2 * offset in fallbacks, (before, fallbacks)
+    fallback = fallbacks[2 * offset]
+    assert fallback["variant"] == kernel.metadata["variant"] + f"-a{2 * offset}"
+    assert f"{2 * offset}-byte aligned" in fallback["reason"]

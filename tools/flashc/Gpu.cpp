@@ -7,6 +7,7 @@
 #include "Gpu.h"
 #include "Options.h"
 
+#include "flashc/Core/GPUSchedule.h"
 #include "flashc/Runtime/Runtime.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -162,17 +163,28 @@ llvm::Expected<std::vector<bool>> both(const Options &o, llvm::StringRef name,
 } // namespace
 
 int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
-  llvm::Expected<Options> parsed = Options::parse(
-      args, {"no-assemble"}, {"targets",         "dtypes",
-                              "head-dims",       "head-dim-v",
-                              "groups",          "causal",
-                              "masks",           "lse",
-                              "variants",        "causal-order",
-                              "block-q",         "block-kv",
-                              "stages",          "rescale-threshold",
-                              "warpgroup-mma",   "tma",
-                              "warp-specialize", "overlap-softmax",
-                              "pingpong",        "o"});
+  llvm::Expected<Options> parsed = Options::parse(args, {"no-assemble", "add"},
+                                                  {"targets",
+                                                   "dtypes",
+                                                   "head-dims",
+                                                   "head-dim-v",
+                                                   "groups",
+                                                   "causal",
+                                                   "masks",
+                                                   "lse",
+                                                   "variants",
+                                                   "causal-order",
+                                                   "block-q",
+                                                   "block-kv",
+                                                   "stages",
+                                                   "rescale-threshold",
+                                                   "warpgroup-mma",
+                                                   "tma",
+                                                   "warp-specialize",
+                                                   "overlap-softmax",
+                                                   "pingpong",
+                                                   "alignments",
+                                                   "o"});
   if (!parsed)
     return reportError(parsed.takeError());
   const Options &o = *parsed;
@@ -184,6 +196,9 @@ int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
   auto dims = list(o, "head-dims", "64,128,256");
   auto groups = list(o, "groups", "1,4");
   auto variants = list(o, "variants", "prefill,decode");
+  // The alignments each variant is built for: 16 (TMA, 16-byte copies)
+  // and, for tensors that lack it, the fallbacks (8, 4 or 2).
+  auto alignmentNames = list(o, "alignments", "16");
   // The masks: --masks names them (default: every kind flashc knows);
   // --causal yes|no|both is the older spelling of causal, none or both.
   std::vector<Mask> masks;
@@ -225,6 +240,16 @@ int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
     return reportError(variants.takeError());
   if (!lse)
     return reportError(lse.takeError());
+  if (!alignmentNames)
+    return reportError(alignmentNames.takeError());
+  std::vector<int64_t> alignments;
+  for (const std::string &text : *alignmentNames) {
+    int64_t a = 0;
+    if (!llvm::to_integer(text, a) || !::flashc::isGlobalAlignment(a))
+      return reportError(llvm::createStringError(
+          "--alignments: expected 16, 8, 4 or 2, got '" + text + "'"));
+    alignments.push_back(a);
+  }
   // V's head dim: one for every variant, or (0) each variant's head dim.
   llvm::Expected<int64_t> headDimV = o.integer("head-dim-v", 0);
   if (!headDimV)
@@ -239,7 +264,17 @@ int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
   PipelineConfig base;
   if (llvm::Error e = readConfig(o, base))
     return reportError(std::move(e));
+  // --add keeps the variants of the bundle already there (those of the
+  // same id are replaced).
   flashc::runtime::Bundle bundle;
+  if (o.has("add")) {
+    flashc::Result<flashc::runtime::Bundle> existing =
+        flashc::runtime::Bundle::load(o.str("o"));
+    if (existing)
+      bundle = std::move(*existing);
+    else if (existing.status().code() != ::flashc::ErrorCode::NotFound)
+      return reportError(toError(existing.status()));
+  }
   bool assemble = !o.has("no-assemble");
   for (const std::string &target : *targets) {
     for (const std::string &dtypeName : *dtypes) {
@@ -268,21 +303,24 @@ int flashc::bundleCommand(llvm::ArrayRef<const char *> args) {
                 spec.withLse = withLse;
                 spec.seqQ = variant == "decode" ? 1 : 1024;
                 spec.seqKV = 1024;
-                PipelineConfig config = base;
-                config.target = target;
-                llvm::Expected<flashc::runtime::KernelVariant> v =
-                    Compiler::compileGPUVariant(spec, config, assemble);
-                if (!v)
-                  return reportError(v.takeError());
-                llvm::outs() << llvm::formatv(
-                    "{0,-44} {1:f0} ms{2}\n", v->id, v->compileSeconds * 1e3,
-                    assemble ? llvm::formatv(", {0} registers, {1} spill "
-                                             "bytes",
-                                             v->forward.registers,
-                                             v->forward.spillBytes)
-                                   .str()
-                             : std::string());
-                bundle.add(std::move(*v));
+                for (int64_t alignment : alignments) {
+                  PipelineConfig config = base;
+                  config.target = target;
+                  config.alignment = alignment;
+                  llvm::Expected<flashc::runtime::KernelVariant> v =
+                      Compiler::compileGPUVariant(spec, config, assemble);
+                  if (!v)
+                    return reportError(v.takeError());
+                  llvm::outs() << llvm::formatv(
+                      "{0,-44} {1:f0} ms{2}\n", v->id, v->compileSeconds * 1e3,
+                      assemble ? llvm::formatv(", {0} registers, {1} spill "
+                                               "bytes",
+                                               v->forward.registers,
+                                               v->forward.spillBytes)
+                                     .str()
+                               : std::string());
+                  bundle.add(std::move(*v));
+                }
               }
             }
           }

@@ -207,6 +207,13 @@ std::string commandHelp(llvm::StringRef command) {
            "keys a block\n"
            "                      (default 0: chosen for the target's "
            "shared memory)\n"
+           "  --alignments 16,4,2  each variant for tensors of these byte "
+           "alignments\n"
+           "                      (default 16); the runtime runs the "
+           "largest a call's\n"
+           "                      addresses and strides have\n"
+           "  --add               keep the variants of the bundle already in "
+           "DIR\n"
            "  --no-assemble       PTX only (no ptxas: registers unknown)\n";
   return "";
 }

@@ -584,6 +584,197 @@ public:
   std::vector<std::pair<std::string, uint64_t>> launches;
 };
 
+/// Tensors whose addresses or row strides are not multiples of 16 bytes
+/// (an odd element offset into a buffer, rows padded by 2 or 4 elements,
+/// or 1) run on the kernel built with their alignment: on sm_90a no TMA
+/// (its tensor maps need 16 bytes) and cp.async of 8 or 4 bytes, or
+/// element by element; the same on sm_80 for its 16-byte cp.async. The
+/// kernel's fallbacks say which variant ran and why; the results match
+/// float64 for prefill (causal, GQA) and split decode.
+TEST(GPUKernelTest, UnalignedTensorsRunOnAFallback) {
+  struct Case {
+    const char *target;
+    bool decode;
+    int64_t pad, offset; // row padding and start offset, in elements
+    int64_t alignment;   // what the call then has
+  };
+  const Case cases[] = {{"sm_90a", false, 4, 0, 8}, {"sm_90a", false, 2, 0, 4},
+                        {"sm_90a", false, 0, 1, 2}, {"sm_90a", true, 2, 0, 4},
+                        {"sm_80", false, 0, 1, 2},  {"sm_80", true, 4, 4, 8}};
+  for (const Case &c : cases) {
+    SCOPED_TRACE(std::string(c.target) + (c.decode ? " decode" : " prefill") +
+                 ", rows padded by " + std::to_string(c.pad) + ", offset " +
+                 std::to_string(c.offset));
+    AttentionSpec spec;
+    spec.batch = 2;
+    spec.heads = 4;
+    spec.kvHeads = 2;
+    spec.seqQ = c.decode ? 3 : 77;
+    spec.seqKV = 150;
+    spec.headDim = 64;
+    spec.dtype = ElementType::BF16;
+    spec.mask = Mask::causal();
+    auto kernel = Compiler::global().compile(spec, c.target);
+    ASSERT_TRUE(static_cast<bool>(kernel))
+        << llvm::toString(kernel.takeError());
+    EXPECT_EQ((*kernel)->getMetadata().gpu->alignment, 16);
+    unsigned seed = freshSeed();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937 rng(seed);
+    std::normal_distribution<double> normal;
+    int64_t D = spec.headDim, pitch = D + c.pad;
+    // Dense [B, H, N, D] tensors for the reference, and copies whose rows
+    // are `pitch` elements apart from `offset` elements into a buffer.
+    auto make = [&](int64_t h, int64_t n) {
+      HostTensor t(spec.dtype, {spec.batch, h, n, D});
+      for (int64_t i = 0; i < t.getNumElements(); ++i)
+        t.set(i, normal(rng));
+      return t;
+    };
+    auto place = [&](const HostTensor &t, HostTensor &buffer, int64_t h,
+                     int64_t n) {
+      for (int64_t r = 0; r < spec.batch * h * n; ++r)
+        for (int64_t d = 0; d < D; ++d)
+          buffer.set(c.offset + r * pitch + d, t.get(r * D + d));
+      TensorRef ref;
+      ref.data = static_cast<char *>(buffer.data()) + 2 * c.offset;
+      ref.dtype = spec.dtype;
+      ref.sizes = {spec.batch, h, n, D};
+      ref.strides = {h * n * pitch, n * pitch, pitch, 1};
+      return ref;
+    };
+    auto bufferFor = [&](int64_t h, int64_t n) {
+      return HostTensor(spec.dtype, {c.offset + spec.batch * h * n * pitch});
+    };
+    HostTensor q = make(spec.heads, spec.seqQ);
+    HostTensor k = make(spec.kvHeads, spec.seqKV);
+    HostTensor v = make(spec.kvHeads, spec.seqKV);
+    HostTensor qb = bufferFor(spec.heads, spec.seqQ),
+               kb = bufferFor(spec.kvHeads, spec.seqKV),
+               vb = bufferFor(spec.kvHeads, spec.seqKV),
+               ob = bufferFor(spec.heads, spec.seqQ);
+    HostTensor zeros(spec.dtype, {spec.batch, spec.heads, spec.seqQ, D});
+    TensorRef qr = place(q, qb, spec.heads, spec.seqQ),
+              kr = place(k, kb, spec.kvHeads, spec.seqKV),
+              vr = place(v, vb, spec.kvHeads, spec.seqKV),
+              outr = place(zeros, ob, spec.heads, spec.seqQ);
+    auto device = flashc::runtime::getSimulatorDevice(c.target);
+    RunOptions options;
+    options.device = device;
+    options.layout = flashc::Layout::Strided;
+    llvm::Error err = (*kernel)->run(qr, kr, vr, outr, nullptr, options);
+    ASSERT_FALSE(static_cast<bool>(err)) << llvm::toString(std::move(err));
+
+    // The kernel (cached, shared by the cases of its target and variant)
+    // records one fallback per alignment met.
+    std::vector<Kernel::Fallback> fallbacks = (*kernel)->getFallbacks();
+    auto fallback = llvm::find_if(fallbacks, [&](const Kernel::Fallback &f) {
+      return f.alignment == c.alignment;
+    });
+    ASSERT_NE(fallback, fallbacks.end());
+    EXPECT_EQ(fallback->variant->alignment, c.alignment);
+    EXPECT_EQ(fallback->variant->id, (*kernel)->getMetadata().gpu->id + "-a" +
+                                         std::to_string(c.alignment));
+    EXPECT_NE(
+        fallback->reason.find(std::to_string(c.alignment) + "-byte aligned"),
+        std::string::npos)
+        << fallback->reason;
+    auto counters = flashc::runtime::getSimulatorCounters(*device);
+    ASSERT_TRUE(counters.ok());
+    EXPECT_EQ(counters->tensorLoads, 0u) << "no TMA below 16 bytes";
+    if (std::string(c.target) == "sm_90a" && !c.decode)
+      EXPECT_GT(counters->wgmmaInstructions, 0u);
+
+    std::vector<double> expected = referenceAttention(spec, q, k, v);
+    double worst = 0;
+    for (int64_t r = 0; r < spec.batch * spec.heads * spec.seqQ; ++r)
+      for (int64_t d = 0; d < D; ++d) {
+        double got = ob.get(c.offset + r * pitch + d);
+        double want = expected[r * D + d];
+        worst = std::max(worst,
+                         std::isfinite(got) ? std::fabs(got - want) : INFINITY);
+      }
+    EXPECT_LE(worst, getOutputTolerance(spec.dtype));
+    // The padding between rows is left alone.
+    for (int64_t r = 0; r < spec.batch * spec.heads * spec.seqQ; ++r)
+      for (int64_t d = D; d < pitch; ++d)
+        ASSERT_EQ(ob.get(c.offset + r * pitch + d), 0.0);
+  }
+}
+
+/// The runtime refuses tensors less aligned than the variant it is handed
+/// assumes, naming the tensor, what it lacks and the option that builds a
+/// variant taking it; a bundle holding both variants finds the fallback
+/// for such a call.
+TEST(GPUKernelTest, RuntimeRefusesTensorsLessAlignedThanItsVariant) {
+  AttentionSpec spec;
+  spec.batch = 1;
+  spec.heads = 1;
+  spec.seqQ = 64;
+  spec.seqKV = 64;
+  spec.headDim = 64;
+  spec.dtype = ElementType::F16;
+  PipelineConfig config;
+  config.target = "sm_90a";
+  auto aligned = Compiler::compileGPUVariant(spec, config);
+  ASSERT_TRUE(static_cast<bool>(aligned))
+      << llvm::toString(aligned.takeError());
+  config.alignment = 4;
+  auto fallback = Compiler::compileGPUVariant(spec, config);
+  ASSERT_TRUE(static_cast<bool>(fallback))
+      << llvm::toString(fallback.takeError());
+  EXPECT_EQ(aligned->alignment, 16);
+  EXPECT_EQ(fallback->alignment, 4);
+  EXPECT_EQ(fallback->id, aligned->id + "-a4");
+  EXPECT_NE(fallback->ptx.find("alignment=4"), std::string::npos)
+      << "the descriptor records it";
+
+  HostTensor q(spec.dtype, {1, 1, 64, 66}), k(spec.dtype, {1, 1, 64, 64}),
+      v(spec.dtype, {1, 1, 64, 64}), out(spec.dtype, {1, 1, 64, 64});
+  flashc::runtime::AttentionCall call;
+  call.q = flashc::runtime::TensorView::contiguous(q.data(), spec.dtype,
+                                                   {1, 1, 64, 64});
+  call.q.strides[0] = call.q.strides[1] = 64 * 66;
+  call.q.strides[2] = 66; // 132-byte rows: 4-byte aligned
+  call.k = flashc::runtime::TensorView::contiguous(k.data(), spec.dtype,
+                                                   {1, 1, 64, 64});
+  call.v = flashc::runtime::TensorView::contiguous(v.data(), spec.dtype,
+                                                   {1, 1, 64, 64});
+  call.out = flashc::runtime::TensorView::contiguous(out.data(), spec.dtype,
+                                                     {1, 1, 64, 64});
+  EXPECT_EQ(flashc::runtime::getCallAlignment(call), 4);
+  auto device = flashc::runtime::getSimulatorDevice("sm_90a");
+  flashc::Status s = flashc::runtime::launchAttention(*device, *aligned, call);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), flashc::ErrorCode::InvalidArgument);
+  EXPECT_NE(s.message().find("query has strides"), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("--alignment 4"), std::string::npos)
+      << s.message();
+  // An address that is not even the element's.
+  flashc::runtime::AttentionCall odd = call;
+  odd.k.data = static_cast<char *>(k.data()) + 1;
+  s = flashc::runtime::launchAttention(*device, *fallback, odd);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("key is at an address that is not a multiple "
+                             "of its 2-byte elements"),
+            std::string::npos)
+      << s.message();
+
+  flashc::runtime::Bundle bundle;
+  bundle.add(*fallback);
+  bundle.add(*aligned);
+  flashc::runtime::AttentionQuery query = spec.gpuQuery("sm_90a");
+  EXPECT_EQ(bundle.find(query)->alignment, 16);
+  EXPECT_EQ(bundle.find(query, 8)->alignment, 4);
+  EXPECT_EQ(bundle.find(query, 2)->alignment, 4)
+      << "none fits: the least demanding";
+  const flashc::runtime::KernelVariant *found =
+      bundle.find(query, flashc::runtime::getCallAlignment(call));
+  ASSERT_TRUE(found);
+  EXPECT_TRUE(flashc::runtime::launchAttention(*device, *found, call).ok());
+}
+
 /// A fixed split count in the configuration is a launch argument of the
 /// one decode kernel (as on the CPU): the forward grid has that many
 /// splits, the combine merges them, and the result matches the reference.

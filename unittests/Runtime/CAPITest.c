@@ -338,7 +338,7 @@ int main(int argc, char **argv) {
   /* A bad call on the same tensors: misaligned rows. */
   c.tk.data = (char *)c.k + 2;
   expectError("misaligned key", run(bundle, &c), FLASHC_ERROR_INVALID_ARGUMENT,
-              "key must be 16-byte aligned");
+              "key is at an address that is not 16-byte aligned");
   c.tk.data = c.k;
   /* The LSE buffer of the wrong element type. */
   c.tlse.dtype = FLASHC_F16;

@@ -1486,21 +1486,29 @@ INSTANTIATE_TEST_SUITE_P(
                      [](Problem &p) {
                        p.call.q.data = static_cast<char *>(p.call.q.data) + 2;
                      },
-                     "query must be 16-byte aligned for the GPU kernels"},
+                     "query is at an address that is not 16-byte aligned; "
+                     "kernel sm_80-f16-g4-d64-prefill needs 16 (a variant "
+                     "built with --alignment 2 takes it)"},
         ArgumentCase{"OutputMisaligned", true, false,
                      [](Problem &p) {
                        p.call.out.data =
                            static_cast<char *>(p.call.out.data) + 8;
                      },
-                     "output must be 16-byte aligned for the GPU kernels"},
+                     "output is at an address that is not 16-byte aligned; "
+                     "kernel sm_80-f16-g4-d64-decode needs 16 (a variant "
+                     "built with --alignment 8 takes it)"},
         ArgumentCase{"ValueRowStride", false, false,
                      [](Problem &p) { p.call.v.strides[2] = 68; },
-                     "value has strides [896, 448, 68, 1]; the GPU kernels "
-                     "need strides that are multiples of 8 elements"},
+                     "value has strides [896, 448, 68, 1] (elements of 2 "
+                     "bytes) that are not multiples of 16 bytes; kernel "
+                     "sm_80-f16-g4-d64-prefill needs 16 (a variant built "
+                     "with --alignment 8 takes it)"},
         ArgumentCase{"KeyHeadStride", true, false,
                      [](Problem &p) { p.call.k.strides[1] = 450; },
-                     "key has strides [896, 450, 64, 1]; the GPU kernels "
-                     "need strides that are multiples of 8 elements"},
+                     "key has strides [896, 450, 64, 1] (elements of 2 "
+                     "bytes) that are not multiples of 16 bytes; kernel "
+                     "sm_80-f16-g4-d64-decode needs 16 (a variant built "
+                     "with --alignment 4 takes it)"},
         ArgumentCase{"QueryNull", false, false,
                      [](Problem &p) { p.call.q.data = nullptr; },
                      "query is null"},
@@ -1765,7 +1773,10 @@ TEST_F(LaunchTest, UnalignedRowsNeedNoAlignment) {
   EXPECT_EQ(device.launches.size(), 1u);
   call.v.data = static_cast<char *>(call.v.data) + 2;
   s = launchAttention(device, variant, call);
-  EXPECT_EQ(s.message(), "value must be 16-byte aligned for the GPU kernels");
+  EXPECT_EQ(s.message(), "value is at an address that is not 16-byte "
+                         "aligned; kernel sm_80-f16-g4-d64-prefill-d59 "
+                         "needs 16 (a variant built with --alignment 2 "
+                         "takes it)");
   for (void *p : {qBase, kBase, vBase, oBase})
     std::free(p);
 }

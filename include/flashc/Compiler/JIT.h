@@ -208,6 +208,20 @@ public:
   /// Writes `<NN>-<stage>.mlir` for every stage into `directory`.
   llvm::Error dumpIR(llvm::StringRef directory) const;
 
+  /// A GPU kernel run on tensors less aligned than its variant assumes
+  /// (KernelVariant::alignment; a 16-byte one copies by TMA or 16-byte
+  /// cp.async) runs the variant built with their alignment instead,
+  /// compiled at the first such run by the process-wide compiler with
+  /// this kernel's options. One record per alignment met so far.
+  struct Fallback {
+    /// The alignment of the run's tensors (rt::getCallAlignment).
+    int64_t alignment = 0;
+    std::shared_ptr<const flashc::runtime::KernelVariant> variant;
+    /// Why: "the tensors are only 4-byte aligned; <id> needs 16".
+    std::string reason;
+  };
+  std::vector<Fallback> getFallbacks() const;
+
 private:
   friend class Compiler;
   friend struct KernelBuilder;
@@ -225,6 +239,21 @@ private:
                      const TensorRef *lse, const RunOptions &options) const;
   AttentionSpec spec;
   KernelMetadata metadata;
+  /// A GPU kernel's options (as given to the compiler), and its fallbacks
+  /// by alignment.
+  PipelineConfig config;
+  struct Fallbacks {
+    std::mutex mutex;
+    /// By alignment: the fallback kernel and why it ran.
+    std::map<int64_t, std::pair<std::shared_ptr<const Kernel>, std::string>>
+        byAlignment;
+  };
+  /// Shared by the views of this kernel with other default scales.
+  std::shared_ptr<Fallbacks> fallbacks = std::make_shared<Fallbacks>();
+  /// The variant that runs `call`: this kernel's, or its fallback for the
+  /// call's alignment (compiled now when new).
+  llvm::Expected<std::shared_ptr<const flashc::runtime::KernelVariant>>
+  selectVariant(const flashc::runtime::AttentionCall &call) const;
   /// The configuration's fixed split count (0: chosen per run; GPU decode
   /// kernels pass it at launch); on the CPU also the largest Nq that is
   /// split and the worker threads.

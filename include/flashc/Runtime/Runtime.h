@@ -178,6 +178,13 @@ struct KernelVariant {
   std::string id;
   AttentionQuery query;
   int64_t blockQ = 0, blockKV = 0;
+  /// The bytes that the addresses of q, k, v and out and their row, head
+  /// and batch strides must be multiples of (the `alignment` option it was
+  /// built with: 16, 8, 4 or 2), where rows are whole 16-byte units.
+  /// Below 16 the kernel copies without TMA, by cp.async of that size (2:
+  /// element by element): the variant a call with less aligned tensors
+  /// falls back to.
+  int64_t alignment = 16;
   KernelEntry forward;
   std::optional<KernelEntry> combine;
   /// The parameters of both kernels, in order.
@@ -370,8 +377,15 @@ struct LaunchReport {
   int64_t combineGrid = 0;
 };
 
+/// The alignment (16, 8, 4 or 2 bytes) that the addresses and the strides
+/// of the call's tensors with rows of whole 16-byte units have in common:
+/// a variant built with this `alignment` or less takes the call
+/// (KernelVariant::alignment, Bundle::find).
+int64_t getCallAlignment(const AttentionCall &call);
+
 /// Checks the call's tensors against the variant (element types, shapes,
-/// unit innermost strides, 16-byte alignment of rows) and launches it. The
+/// unit innermost strides, the variant's alignment of rows) and launches
+/// it. The
 /// call's Hkv KV heads become part of the kernels' batch: one launch over
 /// B * Hkv when the strides allow it (as for densely packed tensors), else
 /// one launch per batch entry. Errors name the offending tensor
@@ -407,8 +421,12 @@ public:
   /// Writes the manifest and every variant's files, each whole (through a
   /// temporary file renamed into place), the manifest last.
   Status save(const std::string &directory) const;
-  /// The variant computing `query`, or null.
-  const KernelVariant *find(const AttentionQuery &query) const;
+  /// The variant computing `query`, or null. Of several (built with
+  /// other `alignment`s), the one with the largest alignment up to
+  /// `alignment`, the call's (getCallAlignment), else the one with the
+  /// smallest.
+  const KernelVariant *find(const AttentionQuery &query,
+                            int64_t alignment = 16) const;
   /// Why find(query) found nothing: the variant that matches the most
   /// fields (in the order target, dtype, group, head_dim, head_dim_v,
   /// mask, lse, decode) and the first field in which it differs, with
