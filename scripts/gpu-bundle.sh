@@ -4,8 +4,10 @@
 # Compiles the bundle that scripts/gpu-check.sh loads on a GPU machine
 # without MLIR: sm_90a (H200) kernels for f16 and bf16, head dims 64 and
 # 128, MHA and GQA groups of 4 (32 query heads over 8 KV heads), causal and
-# not, with and without LSE, prefill and split-KV decode. The folder is
-# git-ignored; pass it to the device machine with the run's carry list.
+# not, with and without LSE, prefill and split-KV decode; and the two
+# variants the numerics' offset cases run built for 2-byte aligned tensors
+# too (the runtime's fallback). The folder is git-ignored; pass it to the
+# device machine with the run's carry list.
 #
 #   scripts/gpu-bundle.sh [OUT_DIR] [extra flashc bundle options]
 #
@@ -26,4 +28,10 @@ rm -rf "$out"
 "$flashc" bundle -o "$out" --targets sm_90a --dtypes f16,bf16 \
   --head-dims 64,128 --groups 1,4 --causal both --lse both \
   --variants prefill,decode "$@"
+"$flashc" bundle -o "$out" --add --targets sm_90a --dtypes f16 \
+  --head-dims 64 --groups 1 --masks causal --lse yes --variants prefill \
+  --alignments 2 "$@"
+"$flashc" bundle -o "$out" --add --targets sm_90a --dtypes bf16 \
+  --head-dims 128 --groups 4 --masks none --lse no --variants decode \
+  --alignments 2 "$@"
 du -sh "$out"

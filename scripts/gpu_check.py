@@ -220,7 +220,11 @@ NUMERICS_GPU = [
     ("float16", 3, 32, 8, 1, 40000, 128, False, True),
     ("bfloat16", 16, 32, 8, 1, 4097, 128, True, False),
     ("float16", 1, 32, 8, 4, 1000, 128, True, True),
-    ("float16", 2, 8, 8, 300, 100, 64, True, True)]
+    ("float16", 2, 8, 8, 300, 100, 64, True, True),
+    # Tensors starting 1 element into their buffers (2-byte aligned): the
+    # bundle's fallback variants (--alignments 16,2), element by element.
+    ("float16", 2, 16, 16, 1023, 1023, 64, True, True, 1),
+    ("bfloat16", 3, 32, 8, 1, 5000, 128, False, False, 1)]
 
 # The same code path at simulator sizes (--dry-run with PyTorch present).
 NUMERICS_SIM = [
@@ -228,7 +232,9 @@ NUMERICS_SIM = [
     ("bfloat16", 1, 8, 2, 19, 71, 128, False, False),
     ("float16", 2, 8, 2, 1, 300, 128, False, True),
     ("bfloat16", 1, 8, 2, 4, 50, 128, True, True),
-    ("float16", 1, 2, 2, 30, 10, 64, True, True)]
+    ("float16", 1, 2, 2, 30, 10, 64, True, True),
+    ("float16", 1, 2, 2, 37, 37, 64, True, True, 1),
+    ("bfloat16", 2, 8, 2, 1, 300, 128, False, False, 1)]
 
 
 def torch_check(fc, torch, device_code, dev, stream, timer, numerics_cases,
@@ -276,18 +282,34 @@ def torch_check(fc, torch, device_code, dev, stream, timer, numerics_cases,
     # 1. Numerics against float64 and SDPA.
     print("numerics (flashc vs float64 reference and torch SDPA):")
     failures = 0
-    for (dtype, b, hq, hkv, nq, nk, d, causal, with_lse) in numerics_cases:
+    for case in numerics_cases:
+        (dtype, b, hq, hkv, nq, nk, d, causal, with_lse), offset = \
+            case[:9], (case[9] if len(case) > 9 else 0)
         dtype = getattr(torch, dtype)
         g = torch.Generator(device=dev).manual_seed(time.time_ns() % 2**62)
-        q = torch.randn(b, hq, nq, d, device=dev, dtype=dtype, generator=g)
-        k = torch.randn(b, hkv, nk, d, device=dev, dtype=dtype, generator=g)
-        v = torch.randn(b, hkv, nk, d, device=dev, dtype=dtype, generator=g)
+
+        def tensor(*shape, fill=None):
+            """Random (or `fill`) of `shape`, `offset` elements into a
+            buffer of its own."""
+            n = math.prod(shape)
+            buffer = torch.empty(n + offset, device=dev, dtype=dtype)
+            t = buffer[offset:].view(*shape)
+            if fill is None:
+                t.copy_(torch.randn(*shape, device=dev, dtype=dtype,
+                                    generator=g))
+            else:
+                t.fill_(fill)
+            return t
+        q = tensor(b, hq, nq, d)
+        k = tensor(b, hkv, nk, d)
+        v = tensor(b, hkv, nk, d)
         # Poisoned outputs: a row the kernel never writes stays NaN.
-        out = torch.full_like(q, float("nan"))
+        out = tensor(b, hq, nq, d, fill=float("nan"))
         lse = torch.full((b, hq, nq), float("nan"), device=dev) \
             if with_lse else None
         shape = f"{str(dtype):15s} B={b:<3} Hq={hq:<3} Hkv={hkv:<3} " \
-                f"Nq={nq:<5} Nk={nk:<6} D={d:<4} causal={int(causal)}"
+                f"Nq={nq:<5} Nk={nk:<6} D={d:<4} causal={int(causal)}" + \
+                (f" offset={offset}" if offset else "")
         try:
             flashc(q, k, v, out, causal, lse)
             if dev.type == "cuda":
@@ -323,7 +345,7 @@ def torch_check(fc, torch, device_code, dev, stream, timer, numerics_cases,
         failures += not ok
         report["numerics"].append(dict(
             dtype=str(dtype), B=b, Hq=hq, Hkv=hkv, Nq=nq, Nk=nk, D=d,
-            causal=causal, err=err, sdpa_err=sdpa_err, lse_err=lse_err,
+            causal=causal, offset=offset, err=err, sdpa_err=sdpa_err, lse_err=lse_err,
             ok=ok))
         print(f"  {shape}: max|err| vs f64 {err:.2e} (tol {tol:.0e}), vs "
               f"SDPA {sdpa_err:.2e}, lse {lse_err:.2e}  "
