@@ -177,11 +177,19 @@ Compiler::compileModule(llvm::StringRef source, llvm::StringRef target,
   if (!described)
     key += " | module " + llvm::toHex(llvm::SHA256::hash(
                               llvm::arrayRefFromStringRef(printOp(module))));
-  return getOrBuild(key, spec.scale, [&] {
-    return info->isGPU() ? KernelBuilder::buildGPU(
-                               spec, c, described ? cacheDirectory : "", module)
-                         : KernelBuilder::build(spec, c, jit, module);
-  });
+  return getOrBuild(key, spec.scale,
+                    [&]() -> llvm::Expected<std::unique_ptr<Kernel>> {
+                      if (!info->isGPU())
+                        return KernelBuilder::build(spec, c, jit, module);
+                      llvm::Expected<std::unique_ptr<Kernel>> kernel =
+                          KernelBuilder::buildGPU(
+                              spec, c, described ? cacheDirectory : "", module);
+                      // Its fallbacks (Kernel::selectVariant) come from the
+                      // module too.
+                      if (kernel && !described)
+                        (*kernel)->moduleSource = source.str();
+                      return kernel;
+                    });
 }
 
 void Compiler::setJITOptions(const JITOptions &options) {

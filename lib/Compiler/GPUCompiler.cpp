@@ -505,46 +505,64 @@ llvm::Error Kernel::runGPU(const TensorRef &q, const TensorRef &k,
 llvm::Expected<std::shared_ptr<const rt::KernelVariant>>
 Kernel::selectVariant(const rt::AttentionCall &call) const {
   int64_t alignment = rt::getCallAlignment(call);
-  if (alignment >= metadata.gpu->alignment)
+  // Tensors not even aligned to their elements no kernel takes: the
+  // launch says so.
+  if (alignment >= metadata.gpu->alignment ||
+      alignment < flashc::kMinGlobalAlignment)
     return metadata.gpu;
-  std::lock_guard<std::mutex> lock(fallbacks->mutex);
-  auto it = fallbacks->byAlignment.find(alignment);
-  if (it == fallbacks->byAlignment.end()) {
+  std::shared_ptr<FallbackEntry> entry;
+  {
+    std::lock_guard<std::mutex> lock(fallbacks->mutex);
+    std::shared_ptr<FallbackEntry> &slot = fallbacks->byAlignment[alignment];
+    if (!slot)
+      slot = std::make_shared<FallbackEntry>();
+    entry = slot;
+  }
+  std::lock_guard<std::mutex> lock(entry->compile);
+  if (!entry->done) {
     PipelineConfig c = config;
     c.alignment = alignment;
     llvm::Expected<std::shared_ptr<const Kernel>> built =
-        Compiler::global().compile(spec, metadata.target, c);
-    if (!built)
-      return llvm::createStringError(
-          llvm::formatv("the tensors are {0}-byte aligned, less than the "
-                        "{1} kernel {2} needs, and its fallback did not "
-                        "compile: {3}",
+        moduleSource.empty()
+            ? Compiler::global().compile(spec, metadata.target, c)
+            : Compiler::global().compileModule(moduleSource, metadata.target,
+                                               c);
+    if (built) {
+      entry->kernel = *built;
+      entry->reason =
+          llvm::formatv("the tensors' addresses and strides are {0}-byte "
+                        "aligned; {1} needs {2}{3}",
+                        alignment, metadata.gpu->id, metadata.gpu->alignment,
+                        llvm::any_of(metadata.gpu->parameters,
+                                     [](const rt::KernelParameter &p) {
+                                       return p.isTensorMap();
+                                     })
+                            ? " (its copies are by TMA)"
+                            : "")
+              .str();
+      entry->ready = true;
+    } else {
+      entry->error =
+          llvm::formatv("the tensors are {0}-byte aligned, less than the {1} "
+                        "kernel {2} needs, and its fallback did not compile: "
+                        "{3}",
                         alignment, metadata.gpu->alignment, metadata.gpu->id,
                         llvm::toString(built.takeError()))
-              .str());
-    std::string reason =
-        llvm::formatv("the tensors' addresses and strides are {0}-byte "
-                      "aligned; {1} needs {2}{3}",
-                      alignment, metadata.gpu->id, metadata.gpu->alignment,
-                      metadata.gpu->parameters.end() !=
-                              llvm::find_if(metadata.gpu->parameters,
-                                            [](const rt::KernelParameter &p) {
-                                              return p.isTensorMap();
-                                            })
-                          ? " (its copies are by TMA)"
-                          : "")
-            .str();
-    it = fallbacks->byAlignment
-             .emplace(alignment, std::make_pair(*built, reason))
-             .first;
+              .str();
+    }
+    entry->done = true;
   }
-  return it->second.first->metadata.gpu;
+  if (!entry->kernel)
+    return llvm::createStringError(entry->error);
+  return entry->kernel->metadata.gpu;
 }
 
 std::vector<Kernel::Fallback> Kernel::getFallbacks() const {
+  // Those compiled: a compile in progress is not waited for.
   std::lock_guard<std::mutex> lock(fallbacks->mutex);
   std::vector<Fallback> list;
   for (const auto &[alignment, entry] : fallbacks->byAlignment)
-    list.push_back({alignment, entry.first->metadata.gpu, entry.second});
+    if (entry->ready)
+      list.push_back({alignment, entry->kernel->metadata.gpu, entry->reason});
   return list;
 }

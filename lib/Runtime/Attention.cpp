@@ -125,11 +125,13 @@ Status checkTensor(const TensorView &t, const char *name, ElementType dtype,
                                  " (elements of " + std::to_string(eb) +
                                  " bytes) that are not multiples of " +
                                  std::to_string(alignment) + " bytes";
+    std::string has = std::to_string(getTensorAlignment(t));
     return Status::invalidArgument(
         std::string(name) + what + "; kernel " +
         (variant ? variant->id : std::string("?")) + " needs " +
-        std::to_string(alignment) + " (a variant built with --alignment " +
-        std::to_string(getTensorAlignment(t)) + " takes it)");
+        std::to_string(alignment) + " (a variant built for " + has +
+        " bytes takes it: the compile option --alignment " + has +
+        ", or flashc bundle --alignments 16," + has + ")");
   }
   Result<uint64_t> extent = t.getExtentBytes();
   if (!extent)
@@ -178,7 +180,7 @@ int64_t runtime::getCallAlignment(const AttentionCall &call) {
     if (t->rank > 0 &&
         t->sizes[t->rank - 1] * getElementBytes(t->dtype) % 16 == 0)
       alignment = std::min(alignment, getTensorAlignment(*t));
-  return std::max(alignment, kMinGlobalAlignment);
+  return alignment;
 }
 
 Status runtime::launchAttention(Device &device, const KernelVariant &variant,

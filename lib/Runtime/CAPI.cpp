@@ -278,8 +278,12 @@ flashc_status attention(flashc_bundle *bundle, int kind, int layout,
                 "scale must be finite (<= 0 selects 1/sqrt(D)), got " +
                     std::to_string(scale));
   call.scale = scale > 0 ? scale : 0;
-  // A kernel for the device's chip; on the simulator, any chip's.
-  const KernelVariant *variant = nullptr;
+  // A kernel for the device's chip; on the simulator, any chip's. The
+  // first query in this order with a variant the call's alignment fits
+  // (KernelVariant::alignment) runs; where none fits, the first with any
+  // variant, whose launch then says what the tensors lack.
+  const KernelVariant *variant = nullptr, *unfit = nullptr;
+  const int64_t alignment = getCallAlignment(call);
   // For the error: the closest miss of the queries tried.
   std::string miss;
   size_t missMatched = 0;
@@ -290,8 +294,15 @@ flashc_status attention(flashc_bundle *bundle, int kind, int layout,
           !(device->getChip() == "sm_90a" && std::string(chip) == "sm_80"))
         continue;
       query.target = chip;
-      if ((variant = bundle->bundle.find(query, getCallAlignment(call))))
-        break;
+      if (const KernelVariant *found = bundle->bundle.find(query, alignment)) {
+        if (found->alignment <= alignment) {
+          variant = found;
+          break;
+        }
+        if (!unfit)
+          unfit = found;
+        continue;
+      }
       size_t matched = 0;
       std::string why = bundle->bundle.explainMiss(query, &matched);
       if (miss.empty() || matched > missMatched) {
@@ -302,6 +313,8 @@ flashc_status attention(flashc_bundle *bundle, int kind, int layout,
     if (variant)
       break;
   }
+  if (!variant)
+    variant = unfit;
   if (!variant)
     return fail(FLASHC_ERROR_NOT_FOUND,
                 std::string("the bundle has no kernel for ") +

@@ -456,6 +456,15 @@ Result<KernelVariant> KernelVariant::fromJson(const JsonValue &v) {
     }
     k.parameters.push_back(std::move(p));
   }
+  // A tensor map needs 16-byte aligned tensors: a kernel taking one is
+  // built for them.
+  if (k.alignment < kMaxGlobalAlignment)
+    for (const KernelParameter &p : k.parameters)
+      if (p.isTensorMap())
+        return Status::error("manifest: variant '" + k.id + "' has '" + p.name +
+                             "', a tensor map, but 'alignment' " +
+                             std::to_string(k.alignment) +
+                             ": tensor maps need 16-byte aligned tensors");
   return k;
 }
 

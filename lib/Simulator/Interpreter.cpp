@@ -268,18 +268,39 @@ bool CTARunner::tryBarriers() {
   // bar.arrive's arrivals count too.
   uint32_t waiting[16] = {0};
   uint32_t expected[16] = {0};
+  // Who gave each barrier's count: a waiting thread, or (UINT32_MAX)
+  // bar.arrive. Every thread of one use of a barrier must give the same
+  // count (PTX leaves other counts undefined).
+  uint32_t countedBy[16];
   bool any = false;
   for (uint32_t id = 0; id < 16; ++id)
     if (barrierArrivals[id]) {
       expected[id] = barrierArrivalCount[id];
+      countedBy[id] = UINT32_MAX;
       any = true;
     }
   for (const Thread &t : threads) {
     if (t.state != State::AtBarrier)
       continue;
     any = true;
-    waiting[t.barrierId]++;
-    expected[t.barrierId] = t.barrierCount ? t.barrierCount : nthreads;
+    uint32_t id = t.barrierId;
+    uint32_t want = t.barrierCount ? t.barrierCount : nthreads;
+    if (expected[id] && expected[id] != want)
+      return fault(
+          ErrorCode::Trap, k.code[t.pc], t,
+          "named barrier " + std::to_string(id) + " is waited for with " +
+              std::to_string(want) + " threads, but " +
+              (countedBy[id] == UINT32_MAX
+                   ? std::to_string(barrierArrivals[id]) +
+                         " thread(s) arrived at it by bar.arrive with " +
+                         std::to_string(expected[id])
+                   : threadName(countedBy[id]) + " waits with " +
+                         std::to_string(expected[id])) +
+              " (every thread of a barrier's use gives the same count)");
+    waiting[id]++;
+    if (!expected[id])
+      countedBy[id] = t.linear;
+    expected[id] = want;
   }
   if (!any)
     return false;

@@ -16,8 +16,11 @@
 #include "AttentionTestUtils.h"
 
 #include "flashc/Compiler/Reference.h"
+#include "flashc/Runtime/flashc_runtime.h"
 #include "flashc/Simulator/Simulator.h"
 
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <gtest/gtest.h>
@@ -598,9 +601,10 @@ TEST(GPUKernelTest, UnalignedTensorsRunOnAFallback) {
     int64_t pad, offset; // row padding and start offset, in elements
     int64_t alignment;   // what the call then has
   };
-  const Case cases[] = {{"sm_90a", false, 4, 0, 8}, {"sm_90a", false, 2, 0, 4},
-                        {"sm_90a", false, 0, 1, 2}, {"sm_90a", true, 2, 0, 4},
-                        {"sm_80", false, 0, 1, 2},  {"sm_80", true, 4, 4, 8}};
+  const Case cases[] = {{"sm_90a", false, 0, 0, 16}, // no fallback
+                        {"sm_90a", false, 4, 0, 8},  {"sm_90a", false, 2, 0, 4},
+                        {"sm_90a", false, 0, 1, 2},  {"sm_90a", true, 2, 0, 4},
+                        {"sm_80", false, 0, 1, 2},   {"sm_80", true, 4, 4, 8}};
   for (const Case &c : cases) {
     SCOPED_TRACE(std::string(c.target) + (c.decode ? " decode" : " prefill") +
                  ", rows padded by " + std::to_string(c.pad) + ", offset " +
@@ -666,8 +670,16 @@ TEST(GPUKernelTest, UnalignedTensorsRunOnAFallback) {
     ASSERT_FALSE(static_cast<bool>(err)) << llvm::toString(std::move(err));
 
     // The kernel (cached, shared by the cases of its target and variant)
-    // records one fallback per alignment met.
+    // records one fallback per alignment met; 16-byte aligned tensors run
+    // its own variant (by TMA on sm_90a).
     std::vector<Kernel::Fallback> fallbacks = (*kernel)->getFallbacks();
+    auto counters = flashc::runtime::getSimulatorCounters(*device);
+    ASSERT_TRUE(counters.ok());
+    if (c.alignment == 16) {
+      EXPECT_TRUE(fallbacks.empty());
+      EXPECT_GT(counters->tensorLoads, 0u);
+      continue;
+    }
     auto fallback = llvm::find_if(fallbacks, [&](const Kernel::Fallback &f) {
       return f.alignment == c.alignment;
     });
@@ -679,8 +691,6 @@ TEST(GPUKernelTest, UnalignedTensorsRunOnAFallback) {
         fallback->reason.find(std::to_string(c.alignment) + "-byte aligned"),
         std::string::npos)
         << fallback->reason;
-    auto counters = flashc::runtime::getSimulatorCounters(*device);
-    ASSERT_TRUE(counters.ok());
     EXPECT_EQ(counters->tensorLoads, 0u) << "no TMA below 16 bytes";
     if (std::string(c.target) == "sm_90a" && !c.decode)
       EXPECT_GT(counters->wgmmaInstructions, 0u);
@@ -773,6 +783,98 @@ TEST(GPUKernelTest, RuntimeRefusesTensorsLessAlignedThanItsVariant) {
       bundle.find(query, flashc::runtime::getCallAlignment(call));
   ASSERT_TRUE(found);
   EXPECT_TRUE(flashc::runtime::launchAttention(*device, *found, call).ok());
+}
+
+/// The C API runs the first of the bundle's kernels (sm_90a, then sm_80 on
+/// the simulator) that the call's alignment fits: with an sm_90a variant
+/// for 16 bytes only and an sm_80 one for 4, rows of 66 elements run on
+/// the sm_80 one and match float64; the same bundle without it refuses
+/// the call, naming the alignment.
+TEST(GPUKernelTest, CAPIRunsTheFirstKernelTheAlignmentFits) {
+  AttentionSpec spec;
+  spec.heads = spec.kvHeads = 2;
+  spec.seqQ = spec.seqKV = 40;
+  spec.headDim = 64;
+  spec.dtype = ElementType::F16;
+  PipelineConfig config;
+  config.target = "sm_90a";
+  auto sm90 = Compiler::compileGPUVariant(spec, config);
+  config.target = "sm_80";
+  config.alignment = 4;
+  auto sm80 = Compiler::compileGPUVariant(spec, config);
+  ASSERT_TRUE(sm90 && sm80);
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("flashc-capi", dir));
+  auto save = [&](bool withFallback) {
+    flashc::runtime::Bundle bundle;
+    bundle.add(*sm90);
+    if (withFallback)
+      bundle.add(*sm80);
+    std::string path = (dir + (withFallback ? "/both" : "/one")).str();
+    EXPECT_FALSE(bundle.save(path));
+    return path;
+  };
+  std::string both = save(true), one = save(false);
+
+  unsigned seed = freshSeed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> normal;
+  HostTensor q(spec.dtype, {1, 2, 40, 64}), k(spec.dtype, {1, 2, 40, 64}),
+      v(spec.dtype, {1, 2, 40, 64});
+  for (HostTensor *t : {&q, &k, &v})
+    for (int64_t i = 0; i < t->getNumElements(); ++i)
+      t->set(i, normal(rng));
+  // Q in rows of 66 elements (132 bytes: 4-byte aligned).
+  HostTensor qPadded(spec.dtype, {1, 2, 40, 66}),
+      out(spec.dtype, {1, 2, 40, 64});
+  for (int64_t r = 0; r < 80; ++r)
+    for (int64_t d = 0; d < 64; ++d)
+      qPadded.set(r * 66 + d, q.get(r * 64 + d));
+  auto tensor = [](HostTensor &t, std::initializer_list<int64_t> strides) {
+    flashc_tensor x{};
+    x.data = t.data();
+    x.dtype = FLASHC_F16;
+    x.rank = 4;
+    int64_t sizes[4] = {1, 2, 40, 64};
+    int i = 0;
+    for (int64_t stride : strides) {
+      x.sizes[i] = sizes[i];
+      x.strides[i++] = stride;
+    }
+    return x;
+  };
+  flashc_tensor tq = tensor(qPadded, {2 * 40 * 66, 40 * 66, 66, 1}),
+                tk = tensor(k, {2 * 40 * 64, 40 * 64, 64, 1}),
+                tv = tensor(v, {2 * 40 * 64, 40 * 64, 64, 1}),
+                to = tensor(out, {2 * 40 * 64, 40 * 64, 64, 1});
+  for (const std::string &path : {both, one}) {
+    flashc_bundle *bundle = nullptr;
+    ASSERT_EQ(flashc_bundle_open(path.c_str(), &bundle), FLASHC_OK)
+        << flashc_last_error();
+    flashc_status status = flashc_attention(
+        bundle, FLASHC_DEVICE_SIMULATOR, FLASHC_LAYOUT_BHND, &tq, &tk, &tv, &to,
+        nullptr, FLASHC_MASK_NONE, 0, nullptr);
+    flashc_bundle_close(bundle);
+    if (path == one) {
+      EXPECT_EQ(status, FLASHC_ERROR_INVALID_ARGUMENT);
+      EXPECT_NE(std::string(flashc_last_error())
+                    .find("kernel sm_90a-f16-g1-d64-prefill needs 16 (a "
+                          "variant built for 4 bytes takes it"),
+                std::string::npos)
+          << flashc_last_error();
+      continue;
+    }
+    ASSERT_EQ(status, FLASHC_OK) << flashc_last_error();
+    std::vector<double> expected = referenceAttention(spec, q, k, v);
+    double worst = 0;
+    for (int64_t i = 0; i < out.getNumElements(); ++i)
+      worst = std::max(worst, std::isfinite(out.get(i))
+                                  ? std::fabs(out.get(i) - expected[i])
+                                  : INFINITY);
+    EXPECT_LE(worst, getOutputTolerance(spec.dtype));
+  }
+  llvm::sys::fs::remove_directories(dir);
 }
 
 /// A fixed split count in the configuration is a launch argument of the

@@ -539,6 +539,22 @@ INSTANTIATE_TEST_SUITE_P(
                       "manifest: variant id 'a\\x0ab' " + kNotAFileName},
         MalformedCase{"NumericId", [](auto &v) { v["id"] = 3; },
                       "manifest: missing or malformed 'id'"},
+        MalformedCase{"OddAlignment", [](auto &v) { v["alignment"] = 3; },
+                      "manifest: variant "
+                      "'sm_90a-bf16-g4-d96dv80-causal-lse-decode' has "
+                      "'alignment' 3; expected 16, 8, 4 or 2 bytes"},
+        MalformedCase{"TextAlignment",
+                      [](auto &v) { v["alignment"] = "16"; },
+                      "manifest: variant "
+                      "'sm_90a-bf16-g4-d96dv80-causal-lse-decode' has "
+                      "'alignment' that is not an integer; expected 16, 8, "
+                      "4 or 2 bytes"},
+        MalformedCase{"TensorMapBelowSixteen",
+                      [](auto &v) { v["alignment"] = 4; },
+                      "manifest: variant "
+                      "'sm_90a-bf16-g4-d96dv80-causal-lse-decode' has "
+                      "'q_map', a tensor map, but 'alignment' 4: tensor "
+                      "maps need 16-byte aligned tensors"},
         MalformedCase{"NoTarget", [](auto &v) { v.erase("target"); },
                       "manifest: missing or malformed 'target'"},
         MalformedCase{"UnknownTarget", [](auto &v) { v["target"] = "sm_75"; },
@@ -1122,6 +1138,18 @@ INSTANTIATE_TEST_SUITE_P(
             "Dtype", [](KernelVariant &v) { v.query.dtype = ElementType::F16; },
             "'dtype' is f16 in the manifest but bf16 in the "
             "PTX"},
+        DisagreementCase{"Alignment",
+                         [](KernelVariant &v) {
+                           v.alignment = 4;
+                           v.parameters.erase(
+                               std::remove_if(v.parameters.begin(),
+                                              v.parameters.end(),
+                                              [](const KernelParameter &p) {
+                                                return p.isTensorMap();
+                                              }),
+                               v.parameters.end());
+                         },
+                         "the PTX does not record 'alignment'"},
         DisagreementCase{"BlockKV", [](KernelVariant &v) { v.blockKV = 32; },
                          "'block_kv' is 32 in the manifest but 96 in the "
                          "PTX"},
@@ -1488,7 +1516,8 @@ INSTANTIATE_TEST_SUITE_P(
                      },
                      "query is at an address that is not 16-byte aligned; "
                      "kernel sm_80-f16-g4-d64-prefill needs 16 (a variant "
-                     "built with --alignment 2 takes it)"},
+                     "built for 2 bytes takes it: the compile option "
+                     "--alignment 2, or flashc bundle --alignments 16,2)"},
         ArgumentCase{"OutputMisaligned", true, false,
                      [](Problem &p) {
                        p.call.out.data =
@@ -1496,19 +1525,22 @@ INSTANTIATE_TEST_SUITE_P(
                      },
                      "output is at an address that is not 16-byte aligned; "
                      "kernel sm_80-f16-g4-d64-decode needs 16 (a variant "
-                     "built with --alignment 8 takes it)"},
+                     "built for 8 bytes takes it: the compile option "
+                     "--alignment 8, or flashc bundle --alignments 16,8)"},
         ArgumentCase{"ValueRowStride", false, false,
                      [](Problem &p) { p.call.v.strides[2] = 68; },
                      "value has strides [896, 448, 68, 1] (elements of 2 "
                      "bytes) that are not multiples of 16 bytes; kernel "
-                     "sm_80-f16-g4-d64-prefill needs 16 (a variant built "
-                     "with --alignment 8 takes it)"},
+                     "sm_80-f16-g4-d64-prefill needs 16 (a variant "
+                     "built for 8 bytes takes it: the compile option "
+                     "--alignment 8, or flashc bundle --alignments 16,8)"},
         ArgumentCase{"KeyHeadStride", true, false,
                      [](Problem &p) { p.call.k.strides[1] = 450; },
                      "key has strides [896, 450, 64, 1] (elements of 2 "
                      "bytes) that are not multiples of 16 bytes; kernel "
-                     "sm_80-f16-g4-d64-decode needs 16 (a variant built "
-                     "with --alignment 4 takes it)"},
+                     "sm_80-f16-g4-d64-decode needs 16 (a variant "
+                     "built for 4 bytes takes it: the compile option "
+                     "--alignment 4, or flashc bundle --alignments 16,4)"},
         ArgumentCase{"QueryNull", false, false,
                      [](Problem &p) { p.call.q.data = nullptr; },
                      "query is null"},
@@ -1775,8 +1807,9 @@ TEST_F(LaunchTest, UnalignedRowsNeedNoAlignment) {
   s = launchAttention(device, variant, call);
   EXPECT_EQ(s.message(), "value is at an address that is not 16-byte "
                          "aligned; kernel sm_80-f16-g4-d64-prefill-d59 "
-                         "needs 16 (a variant built with --alignment 2 "
-                         "takes it)");
+                         "needs 16 (a variant "
+                         "built for 2 bytes takes it: the compile option "
+                         "--alignment 2, or flashc bundle --alignments 16,2)");
   for (void *p : {qBase, kBase, vBase, oBase})
     std::free(p);
 }

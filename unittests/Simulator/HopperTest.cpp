@@ -466,6 +466,49 @@ TEST(HopperTest, ArrivalsNoWaitMetAtExitAreReported) {
       << out.status().message();
 }
 
+TEST(HopperTest, NamedBarrierThreadCountsMustAgree) {
+  // Warp 0 arrives at (or waits at) barrier 3 for 96 threads and warps 1
+  // and 2 wait there for 96: clean. Warps 1 and 2 waiting for 64 instead,
+  // or arriving with another count, is a trap naming both counts.
+  auto body = [](const char *first, const char *second) {
+    return std::string("  setp.ge.u32 %p1, %r0, 32;\n"
+                       "  @%p1 bra SECOND;\n  ") +
+           first +
+           "\n"
+           "  bra.uni DONE;\n"
+           "SECOND:\n  " +
+           second +
+           "\n"
+           "DONE:\n"
+           "  cvt.u64.u32 %rd1, %r0;\n" +
+           storeSlot("%rd1");
+  };
+  ASSERT_TRUE(
+      ok(runBody(body("bar.arrive 3, 96;", "bar.sync 3, 96;"), {}, 96, 96)));
+  ASSERT_TRUE(
+      ok(runBody(body("bar.sync 3, 96;", "bar.sync 3, 96;"), {}, 96, 96)));
+  struct Case {
+    const char *first, *second, *message;
+  } cases[] = {
+      {"bar.arrive 3, 96;", "bar.sync 3, 64;",
+       "named barrier 3 is waited for with 64 threads, but 32 thread(s) "
+       "arrived at it by bar.arrive with 96"},
+      {"bar.sync 3, 96;", "bar.sync 3, 64;",
+       "named barrier 3 is waited for with 64 threads, but thread (0,0,0) "
+       "waits with 96"},
+      {"bar.arrive 3, 96;", "bar.arrive 3, 64;\n  bar.sync 3, 64;",
+       "bar.arrive at named barrier 3 with 64 threads, but 32 thread(s) "
+       "arrived at it with 96"}};
+  for (const Case &c : cases) {
+    SCOPED_TRACE(std::string(c.first) + " / " + c.second);
+    auto out = runBody(body(c.first, c.second), {}, 96, 96);
+    ASSERT_FALSE(ok(out));
+    EXPECT_EQ(out.status().code(), ErrorCode::Trap);
+    EXPECT_NE(out.status().message().find(c.message), std::string::npos)
+        << out.status().message();
+  }
+}
+
 TEST(HopperTest, WgmmaReadsCpAsyncCopiesOnlyAcrossAProxyFence) {
   // Each of 128 threads copies 64 bytes of the input into `buf` by
   // cp.async (8 KiB: 64 rows of 128 bytes), waits, fences the generic

@@ -39,6 +39,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -212,7 +213,9 @@ public:
   /// (KernelVariant::alignment; a 16-byte one copies by TMA or 16-byte
   /// cp.async) runs the variant built with their alignment instead,
   /// compiled at the first such run by the process-wide compiler with
-  /// this kernel's options. One record per alignment met so far.
+  /// this kernel's options (from its module, for a kernel compiled from
+  /// one its spec does not describe). One record per alignment met so
+  /// far.
   struct Fallback {
     /// The alignment of the run's tensors (rt::getCallAlignment).
     int64_t alignment = 0;
@@ -242,11 +245,23 @@ private:
   /// A GPU kernel's options (as given to the compiler), and its fallbacks
   /// by alignment.
   PipelineConfig config;
+  /// The module a kernel was compiled from when its spec does not
+  /// describe it (Compiler::compileModule): its fallbacks are compiled
+  /// from it too.
+  std::string moduleSource;
+  /// One alignment's fallback: compiled once, by the first run that needs
+  /// it (others wait for it; runs at other alignments do not).
+  struct FallbackEntry {
+    std::mutex compile;
+    bool done = false; // under `compile`; `ready` is read without it
+    std::atomic<bool> ready{false};
+    std::shared_ptr<const Kernel> kernel;
+    std::string reason;
+    std::string error; // a failed compile, kept: it is not retried
+  };
   struct Fallbacks {
     std::mutex mutex;
-    /// By alignment: the fallback kernel and why it ran.
-    std::map<int64_t, std::pair<std::shared_ptr<const Kernel>, std::string>>
-        byAlignment;
+    std::map<int64_t, std::shared_ptr<FallbackEntry>> byAlignment;
   };
   /// Shared by the views of this kernel with other default scales.
   std::shared_ptr<Fallbacks> fallbacks = std::make_shared<Fallbacks>();

@@ -377,9 +377,10 @@ struct LaunchReport {
   int64_t combineGrid = 0;
 };
 
-/// The alignment (16, 8, 4 or 2 bytes) that the addresses and the strides
-/// of the call's tensors with rows of whole 16-byte units have in common:
-/// a variant built with this `alignment` or less takes the call
+/// The alignment (16, 8, 4 or 2 bytes; 1 for an address or stride that is
+/// not even a multiple of the element's 2) that the addresses and the
+/// strides of the call's tensors with rows of whole 16-byte units have in
+/// common: a variant built with this `alignment` or less takes the call
 /// (KernelVariant::alignment, Bundle::find).
 int64_t getCallAlignment(const AttentionCall &call);
 

@@ -103,10 +103,12 @@ int flashc_cuda_available(void);
  * likely described in the wrong order. lse is [B, Hq, Nq] (f32, whatever
  * the layout) or NULL.
  * scale <= 0 selects 1/sqrt(D); a NaN or infinite scale is an error.
- * out and lse must not overlap each other or q, k, v. The bundle must hold the matching kernel
- * (target of the device, dtype, heads, head dims, mask, LSE;
- * the decode variant when Nq <= 16 and the bundle has one). `mask` is a
- * flashc_mask (an int, so that 0 and 1 keep meaning no mask and causal);
+ * out and lse must not overlap each other or q, k, v. The bundle must hold the
+ * matching kernel (target of the device, dtype, heads, head dims, mask, LSE;
+ * the decode variant when Nq <= 16 and the bundle has one; where the
+ * tensors' addresses or strides are not multiples of 16 bytes, the first
+ * of those built for their alignment, `flashc bundle --alignments`). `mask` is
+ * a flashc_mask (an int, so that 0 and 1 keep meaning no mask and causal);
  * another value is FLASHC_ERROR_INVALID_ARGUMENT. */
 flashc_status flashc_attention(flashc_bundle *bundle,
                                flashc_device_kind device,

@@ -734,11 +734,12 @@ gpu::GPUFuncOp createKernel(OpBuilder &b, Location loc, StringRef name,
                   b.getDictionaryAttr(
                       {b.getNamedAttr("name", b.getStringAttr(p.name)),
                        b.getNamedAttr("meaning", b.getStringAttr(p.meaning))}));
-  // q, k, v and out as aligned as the caller's tensors are, the
-  // workspaces (the runtime's) 16 bytes.
+  // q, k, v and out as aligned as the caller's tensors are; the LSE (the
+  // caller's, checked for its f32 elements) and the partials' LSE (after
+  // the partials in the runtime's workspace) 4 bytes; the partials 16.
   for (unsigned i = 0; i < ArgBatch; ++i) {
-    fn.setArgAttr(i, "llvm.align",
-                  b.getI64IntegerAttr(i <= ArgOut ? dataAlignment[i] : 16));
+    int64_t align = i <= ArgOut ? dataAlignment[i] : i == ArgWsOut ? 16 : 4;
+    fn.setArgAttr(i, "llvm.align", b.getI64IntegerAttr(align));
     fn.setArgAttr(i, "llvm.noalias", b.getUnitAttr());
     if (i <= ArgV)
       fn.setArgAttr(i, "llvm.readonly", b.getUnitAttr());

@@ -129,7 +129,17 @@ struct BarSyncInst : ThreadInst {
                          " is not a multiple of 32 within the CTA's " +
                          std::to_string(S.x.nthreads));
     if constexpr (Code == Op::BarArrive) {
-      // Counted towards the barrier's completion; the thread goes on.
+      // Counted towards the barrier's completion; the thread goes on. The
+      // arrivals of one use of the barrier give one count.
+      if (S.x.barrierArrivals[id] && S.x.barrierArrivalCount[id] != count)
+        return S.fault(ErrorCode::Trap,
+                       "bar.arrive at named barrier " + std::to_string(id) +
+                           " with " + std::to_string(count) + " threads, but " +
+                           std::to_string(S.x.barrierArrivals[id]) +
+                           " thread(s) arrived at it with " +
+                           std::to_string(S.x.barrierArrivalCount[id]) +
+                           " (every thread of a barrier's use gives the "
+                           "same count)");
       S.x.barrierArrive(id, count, S.t);
       return Next::Advance;
     }

@@ -108,9 +108,9 @@
 // MHA-SAME: %[[K:[a-z0-9]+]]: memref<1099511627776xf16> {flash.param = {meaning = "K: batch x Nk x D elements", name = "k"}, llvm.align = 16 : i64, llvm.noalias, llvm.readonly},
 // MHA-SAME: %[[V:[a-z0-9]+]]: memref<1099511627776xf16> {flash.param = {meaning = "V: batch x Nk x Dv elements", name = "v"}, llvm.align = 16 : i64, llvm.noalias, llvm.readonly},
 // MHA-SAME: %[[O:[a-z0-9]+]]: memref<1099511627776xf16> {flash.param = {meaning = "O: batch x G x Nq x Dv elements", name = "out"}, llvm.align = 16 : i64, llvm.noalias},
-// MHA-SAME: %{{[a-z0-9]+}}: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]+}}", name = "lse"}, llvm.align = 16 : i64, llvm.noalias},
+// MHA-SAME: %{{[a-z0-9]+}}: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]+}}", name = "lse"}, llvm.align = 4 : i64, llvm.noalias},
 // MHA-SAME: %{{[a-z0-9]+}}: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]+}}", name = "ws_out"}, llvm.align = 16 : i64, llvm.noalias},
-// MHA-SAME: %{{[a-z0-9]+}}: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]+}}", name = "ws_lse"}, llvm.align = 16 : i64, llvm.noalias},
+// MHA-SAME: %{{[a-z0-9]+}}: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]+}}", name = "ws_lse"}, llvm.align = 4 : i64, llvm.noalias},
 // MHA-SAME: %{{[a-z0-9]+}}: i64 {flash.param = {meaning = "{{[^"]+}}", name = "B"}}, %[[NQ:[a-z0-9]+]]: i64 {flash.param = {meaning = "query rows per head", name = "Nq"}}, %[[NK:[a-z0-9]+]]: i64 {flash.param = {meaning = "keys", name = "Nk"}},
 // MHA-SAME: name = "splits"
 // MHA-SAME: name = "q_stride_b"
@@ -212,7 +212,7 @@ func.func @gqa_bf16(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>,
 // LSE-NOT: func.func
 // LSE-LABEL: gpu.func @prefill_lse_fwd(
 // LSE-SAME: %{{[a-z0-9]+}}: memref<1099511627776xf16> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias},
-// LSE-SAME: %[[LSE:[a-z0-9]+]]: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias},
+// LSE-SAME: %[[LSE:[a-z0-9]+]]: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 4 : i64, llvm.noalias},
 // LSE-SAME: flash.grid = [#flash.grid_factor<B>, #flash.grid_factor<2>, #flash.grid_factor<ceildiv(Nq, 128)>]
 // The row's log-sum-exp, one per row (the accumulator's row slice).
 // LSE: memref.reinterpret_cast %[[LSE]]
@@ -235,8 +235,8 @@ func.func @prefill_lse(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 
 // DECODE-NOT: func.func
 // DECODE-LABEL: gpu.func @decode_fwd(
-// DECODE-SAME: %{{[a-z0-9]+}}: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias},
-// DECODE-SAME: %[[WSO:[a-z0-9]+]]: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias}, %[[WSL:[a-z0-9]+]]: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias},
+// DECODE-SAME: %{{[a-z0-9]+}}: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 4 : i64, llvm.noalias},
+// DECODE-SAME: %[[WSO:[a-z0-9]+]]: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias}, %[[WSL:[a-z0-9]+]]: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 4 : i64, llvm.noalias},
 // DECODE-SAME: name = "Nk"}}, %[[S:[a-z0-9]+]]: i64 {flash.param = {meaning = "KV splits (decode variants; 1 otherwise)", name = "splits"}},
 // One CTA per (batch, 4-row Q tile, split); the single KV head's tile
 // dimension is folded away. Four kv warps split each KV block. At one
@@ -257,8 +257,8 @@ func.func @prefill_lse(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 // The combine: CTAs of a query row of the group's 4 heads, 2 warps.
 // DECODE-LABEL: gpu.func @decode_combine(
 // DECODE-SAME: %[[CO:[a-z0-9]+]]: memref<1099511627776xf16> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias},
-// DECODE-SAME: %[[CL:[a-z0-9]+]]: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias},
-// DECODE-SAME: %[[CWSO:[a-z0-9]+]]: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias}, %[[CWSL:[a-z0-9]+]]: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias},
+// DECODE-SAME: %[[CL:[a-z0-9]+]]: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 4 : i64, llvm.noalias},
+// DECODE-SAME: %[[CWSO:[a-z0-9]+]]: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 16 : i64, llvm.noalias}, %[[CWSL:[a-z0-9]+]]: memref<1099511627776xf32> {flash.param = {meaning = "{{[^"]*}}", name = "{{[a-z_]+}}"}, llvm.align = 4 : i64, llvm.noalias},
 // DECODE-SAME: attributes {flash.block = 64 : i64, flash.grid = [#flash.grid_factor<B>, #flash.grid_factor<Nq>], flash.shared_bytes = 0 : i64}
 // DECODE: memref.reinterpret_cast %[[CWSL]]
 // DECODE: flash_tile.load
