@@ -293,6 +293,8 @@ llvm::Expected<rt::KernelVariant> mlir::flash::detail::compileGPUVariant(
       }
       e.block = block.getInt();
       e.sharedBytes = shared.getInt();
+      e.programmaticLaunch =
+          FlashDialect::ProgrammaticLaunchAttrHelper(ctx).isAttrPresent(fn);
       if (llvm::StringRef(e.name).ends_with("_combine")) {
         variant.combine = e;
       } else {

@@ -190,11 +190,30 @@ public:
       return Status::make(ErrorCode::Launch,
                           "a grid of " + std::to_string(grid) +
                               " CTAs exceeds the launch limit");
-    CUresult r = d.cuLaunchKernel(
-        *fn, static_cast<unsigned>(grid), 1, 1,
-        static_cast<unsigned>(kernel.block), 1, 1,
-        static_cast<unsigned>(kernel.sharedBytes),
-        static_cast<CUstream>(stream), pointers.data(), nullptr);
+    CUresult r;
+    if (kernel.programmaticLaunch && d.cuLaunchKernelEx) {
+      // A kernel that waits for its predecessor's results itself
+      // (griddepcontrol.wait) may start while the predecessor runs.
+      CUlaunchAttribute attribute{};
+      attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      attribute.value.programmaticStreamSerializationAllowed = 1;
+      CUlaunchConfig config{};
+      config.gridDimX = static_cast<unsigned>(grid);
+      config.gridDimY = config.gridDimZ = 1;
+      config.blockDimX = static_cast<unsigned>(kernel.block);
+      config.blockDimY = config.blockDimZ = 1;
+      config.sharedMemBytes = static_cast<unsigned>(kernel.sharedBytes);
+      config.hStream = static_cast<CUstream>(stream);
+      config.attrs = &attribute;
+      config.numAttrs = 1;
+      r = d.cuLaunchKernelEx(&config, *fn, pointers.data(), nullptr);
+    } else {
+      r = d.cuLaunchKernel(*fn, static_cast<unsigned>(grid), 1, 1,
+                           static_cast<unsigned>(kernel.block), 1, 1,
+                           static_cast<unsigned>(kernel.sharedBytes),
+                           static_cast<CUstream>(stream), pointers.data(),
+                           nullptr);
+    }
     if (r != CUDA_SUCCESS)
       return Status::make(ErrorCode::Launch,
                           "launching " + kernel.name + ": " + d.error(r));

@@ -118,6 +118,22 @@ enum CUtensorMapFloatOOBfill : int {
 
 /// A device ordinal's handle, and device addresses (64 bits on every
 /// platform flashc builds for).
+/// cuLaunchKernelEx's attributes: programmatic stream serialization only
+/// (value.programmaticStreamSerializationAllowed, an int at the start of
+/// the 64-byte union).
+enum CUlaunchAttributeID : int {
+  CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6,
+};
+union CUlaunchAttributeValue {
+  char pad[64];
+  int programmaticStreamSerializationAllowed;
+};
+struct CUlaunchAttribute {
+  CUlaunchAttributeID id;
+  char pad[8 - sizeof(CUlaunchAttributeID)];
+  CUlaunchAttributeValue value;
+};
+
 using CUdevice = int;
 using CUdeviceptr = unsigned long long;
 
@@ -132,6 +148,15 @@ using CUmodule = CUmod_st *;
 using CUfunction = CUfunc_st *;
 using CUstream = CUstream_st *;
 using CUmemoryPool = CUmemPoolHandle_st *;
+
+struct CUlaunchConfig {
+  unsigned gridDimX, gridDimY, gridDimZ;
+  unsigned blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute *attrs;
+  unsigned numAttrs;
+};
 
 /// The entry points flashc calls: X(name, exported symbol, function type).
 /// The exported symbol is the one cuda.h's macros select for `name` (the
@@ -175,14 +200,18 @@ using CUmemoryPool = CUmemPoolHandle_st *;
 
 /// Entry points that only some drivers have, resolved when present: the
 /// runtime checks for null before a call that needs one (tensor maps need
-/// a CUDA 12 driver; everything else works with CUDA 11.2).
+/// a CUDA 12 driver; a programmatic dependent launch cuLaunchKernelEx, of
+/// CUDA 12 too, without which such kernels launch as any other; everything
+/// else works with CUDA 11.2).
 #define FLASHC_CUDA_DRIVER_OPTIONAL_FUNCTIONS(X)                               \
   X(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled",                          \
     CUresult(CUtensorMap *, CUtensorMapDataType, unsigned, void *,             \
              const unsigned long long *, const unsigned long long *,           \
              const unsigned *, const unsigned *, CUtensorMapInterleave,        \
              CUtensorMapSwizzle, CUtensorMapL2promotion,                       \
-             CUtensorMapFloatOOBfill))
+             CUtensorMapFloatOOBfill))                                         \
+  X(cuLaunchKernelEx, "cuLaunchKernelEx",                                      \
+    CUresult(const CUlaunchConfig *, CUfunction, void **, void **))
 
 /// `cuInitFn` and so on: the function type of each entry point.
 #define FLASHC_CUDA_DECLARE_FUNCTION_TYPE(name, symbol, type)                  \

@@ -133,6 +133,8 @@ JsonValue KernelEntry::toJson() const {
   o["spill_bytes"] = spillBytes;
   if (finalAtOneSplit)
     o["final_at_one_split"] = true;
+  if (programmaticLaunch)
+    o["programmatic_launch"] = true;
   return JsonValue(std::move(o));
 }
 
@@ -204,6 +206,10 @@ Result<KernelEntry> KernelEntry::fromJson(const JsonValue &v) {
       !getBool(v, "final_at_one_split", e.finalAtOneSplit))
     return Status::error("manifest: kernel " + e.name +
                          ": 'final_at_one_split' is not a boolean");
+  if (v.get("programmatic_launch") &&
+      !getBool(v, "programmatic_launch", e.programmaticLaunch))
+    return Status::error("manifest: kernel " + e.name +
+                         ": 'programmatic_launch' is not a boolean");
   return e;
 }
 
@@ -596,7 +602,9 @@ constexpr const char *kKernelTag = "// flashc-kernel ";
 std::string describeKernel(const KernelEntry &e) {
   return std::string(kKernelTag) + "name=" + e.name +
          " block=" + std::to_string(e.block) +
-         " shared_bytes=" + std::to_string(e.sharedBytes) + " grid=" + e.grid.str() +
+         " shared_bytes=" + std::to_string(e.sharedBytes) +
+         (e.programmaticLaunch ? " programmatic_launch=1" : "") +
+         " grid=" + e.grid.str() +
          (e.finalAtOneSplit ? " final_at_one_split=1" : "");
 }
 

@@ -26,6 +26,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <dlfcn.h>
 #include <functional>
 #include <ostream>
 #include <random>
@@ -972,8 +973,25 @@ TEST(GPUKernelTest, RunsOnTheCudaDriverWithDevicePointers) {
     ASSERT_EQ(copies.size(), 5u);
     RunOptions options;
     options.splits = decode ? 3 : 0;
+    // The fake driver's count of launches and of programmatic ones.
+    void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    ASSERT_NE(driver, nullptr);
+    using StatsFn = void(unsigned long long *, unsigned long long *);
+    auto *stats =
+        reinterpret_cast<StatsFn *>(dlsym(driver, "flashcFakeCudaLaunchStats"));
+    ASSERT_NE(stats, nullptr);
+    unsigned long long launches0, programmatic0, launches, programmatic;
+    stats(&launches0, &programmatic0);
     llvm::Error err = (*kernel)->run(q, k, v, out, &lse, options);
     ASSERT_FALSE(static_cast<bool>(err)) << llvm::toString(std::move(err));
+    stats(&launches, &programmatic);
+    dlclose(driver);
+    // A split decode call on sm_90a: the forward kernel, then the combine
+    // by a programmatic dependent launch (it waits for the partials
+    // itself); sm_80 has none.
+    EXPECT_EQ(launches - launches0, decode ? 2u : 1u);
+    EXPECT_EQ(programmatic - programmatic0,
+              decode && (*cuda)->getChip() == "sm_90a" ? 1u : 0u);
     for (auto &[host, mem] : copies) {
       if (host == &b.out || host == &b.lse) {
         EXPECT_FALSE((*cuda)->copyToHost(

@@ -87,6 +87,7 @@ FLASHC_CHECK_VALUE(CU_TENSOR_MAP_SWIZZLE_128B)
 FLASHC_CHECK_VALUE(CU_TENSOR_MAP_L2_PROMOTION_NONE)
 FLASHC_CHECK_VALUE(CU_TENSOR_MAP_L2_PROMOTION_L2_128B)
 FLASHC_CHECK_VALUE(CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+FLASHC_CHECK_VALUE(CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
 #undef FLASHC_CHECK_VALUE
 
 #define FLASHC_CHECK_SIZE(type)                                                \
@@ -109,6 +110,10 @@ FLASHC_CHECK_SIZE(CUmemPoolProps)
 FLASHC_CHECK_SIZE(CUtensorMap)
 FLASHC_CHECK_SIZE(CUtensorMapDataType)
 FLASHC_CHECK_SIZE(CUtensorMapSwizzle)
+FLASHC_CHECK_SIZE(CUlaunchAttributeID)
+FLASHC_CHECK_SIZE(CUlaunchAttributeValue)
+FLASHC_CHECK_SIZE(CUlaunchAttribute)
+FLASHC_CHECK_SIZE(CUlaunchConfig)
 static_assert(alignof(fc::CUtensorMap) >= 64,
               "a CUtensorMap must be 64-byte aligned");
 #undef FLASHC_CHECK_SIZE
@@ -126,6 +131,20 @@ FLASHC_CHECK_FIELD(CUmemPoolProps, win32SecurityAttributes)
 FLASHC_CHECK_FIELD(CUmemPoolProps, maxSize)
 FLASHC_CHECK_FIELD(CUmemPoolProps, usage)
 FLASHC_CHECK_FIELD(CUmemPoolProps, reserved)
+FLASHC_CHECK_FIELD(CUlaunchAttribute, id)
+FLASHC_CHECK_FIELD(CUlaunchAttribute, value)
+FLASHC_CHECK_FIELD(CUlaunchAttributeValue,
+                   programmaticStreamSerializationAllowed)
+FLASHC_CHECK_FIELD(CUlaunchConfig, gridDimX)
+FLASHC_CHECK_FIELD(CUlaunchConfig, gridDimY)
+FLASHC_CHECK_FIELD(CUlaunchConfig, gridDimZ)
+FLASHC_CHECK_FIELD(CUlaunchConfig, blockDimX)
+FLASHC_CHECK_FIELD(CUlaunchConfig, blockDimY)
+FLASHC_CHECK_FIELD(CUlaunchConfig, blockDimZ)
+FLASHC_CHECK_FIELD(CUlaunchConfig, sharedMemBytes)
+FLASHC_CHECK_FIELD(CUlaunchConfig, hStream)
+FLASHC_CHECK_FIELD(CUlaunchConfig, attrs)
+FLASHC_CHECK_FIELD(CUlaunchConfig, numAttrs)
 #undef FLASHC_CHECK_FIELD
 
 } // namespace

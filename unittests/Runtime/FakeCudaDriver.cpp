@@ -88,6 +88,9 @@ struct State {
   /// them, for flashcFakeCudaPoolStats.
   std::vector<std::unique_ptr<unsigned long long>> poolThresholds;
   unsigned long long defaultPoolAllocations = 0, poolAllocations = 0;
+  /// Launches, and those with programmatic stream serialization
+  /// (cuLaunchKernelEx), for flashcFakeCudaLaunchStats.
+  unsigned long long launches = 0, programmaticLaunches = 0;
   std::vector<std::unique_ptr<ModuleHandle>> modules;
 };
 
@@ -148,6 +151,7 @@ extern "C" {
 #define FLASHC_FAKE_CUDA_DECLARE(name, symbol, type)                           \
   name##Fn name __asm__(symbol);
 FLASHC_CUDA_DRIVER_FUNCTIONS(FLASHC_FAKE_CUDA_DECLARE)
+FLASHC_CUDA_DRIVER_OPTIONAL_FUNCTIONS(FLASHC_FAKE_CUDA_DECLARE)
 #undef FLASHC_FAKE_CUDA_DECLARE
 
 CUresult cuInit(unsigned flags) {
@@ -318,10 +322,60 @@ CUresult cuFuncSetAttribute(CUfunction function, CUfunction_attribute attribute,
   return CUDA_SUCCESS;
 }
 
+/// A launch of either entry point, after its own checks.
+static CUresult launch(CUfunction function, unsigned gridX, unsigned gridY,
+                       unsigned gridZ, unsigned blockX, unsigned blockY,
+                       unsigned blockZ, unsigned sharedBytes, CUstream,
+                       void **params, void **extra, bool programmatic);
+
 CUresult cuLaunchKernel(CUfunction function, unsigned gridX, unsigned gridY,
                         unsigned gridZ, unsigned blockX, unsigned blockY,
-                        unsigned blockZ, unsigned sharedBytes, CUstream,
+                        unsigned blockZ, unsigned sharedBytes, CUstream stream,
                         void **params, void **extra) {
+  return launch(function, gridX, gridY, gridZ, blockX, blockY, blockZ,
+                sharedBytes, stream, params, extra, /*programmatic=*/false);
+}
+
+/// cuLaunchKernel with launch attributes: programmatic stream
+/// serialization (0 or 1) is the one it knows, on compute capability 9.0
+/// (the kernels run one after the other all the same: a kernel's
+/// griddepcontrol.wait is always met).
+CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction function,
+                          void **params, void **extra) {
+  if (!config || (config->numAttrs && !config->attrs))
+    return CUDA_ERROR_INVALID_VALUE;
+  bool programmatic = false;
+  for (unsigned i = 0; i < config->numAttrs; ++i) {
+    const CUlaunchAttribute &a = config->attrs[i];
+    if (a.id != CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+      return CUDA_ERROR_NOT_SUPPORTED;
+    int allowed = a.value.programmaticStreamSerializationAllowed;
+    if (allowed != 0 && allowed != 1)
+      return CUDA_ERROR_INVALID_VALUE;
+    if (allowed && state().major < 9)
+      return CUDA_ERROR_NOT_SUPPORTED;
+    programmatic |= allowed == 1;
+  }
+  return launch(function, config->gridDimX, config->gridDimY, config->gridDimZ,
+                config->blockDimX, config->blockDimY, config->blockDimZ,
+                config->sharedMemBytes, config->hStream, params, extra,
+                programmatic);
+}
+
+/// What flashc's runtime asked of the launches so far: all of them, and
+/// those with programmatic stream serialization.
+void flashcFakeCudaLaunchStats(unsigned long long *launches,
+                               unsigned long long *programmatic) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  *launches = s.launches;
+  *programmatic = s.programmaticLaunches;
+}
+
+static CUresult launch(CUfunction function, unsigned gridX, unsigned gridY,
+                       unsigned gridZ, unsigned blockX, unsigned blockY,
+                       unsigned blockZ, unsigned sharedBytes, CUstream,
+                       void **params, void **extra, bool programmatic) {
   if (!hasContext())
     return CUDA_ERROR_INVALID_CONTEXT;
   auto *f = reinterpret_cast<Function *>(function);
@@ -346,6 +400,8 @@ CUresult cuLaunchKernel(CUfunction function, unsigned gridX, unsigned gridY,
   }
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
+  ++s.launches;
+  s.programmaticLaunches += programmatic;
   if (s.skipLaunches)
     return CUDA_SUCCESS;
   sim::LaunchConfig config;

@@ -466,6 +466,20 @@ TEST(HopperTest, ArrivalsNoWaitMetAtExitAreReported) {
       << out.status().message();
 }
 
+TEST(HopperTest, GridDependencyControlIsMetInALaunchOrder) {
+  // A device runs its launches one after the other: griddepcontrol.wait
+  // (the grids this one depends on have ended) is met at once, and
+  // launch_dependents changes nothing; the kernel runs on.
+  auto out = runBody("  griddepcontrol.launch_dependents;\n"
+                     "  griddepcontrol.wait;\n"
+                     "  cvt.u64.u32 %rd1, %r0;\n" +
+                         storeSlot("%rd1"),
+                     {}, 64, 64);
+  ASSERT_TRUE(ok(out)) << out.status().message();
+  for (uint64_t i = 0; i < 64; ++i)
+    EXPECT_EQ((*out)[i], i);
+}
+
 TEST(HopperTest, NamedBarrierThreadCountsMustAgree) {
   // Warp 0 arrives at (or waits at) barrier 3 for 96 threads and warps 1
   // and 2 wait there for 96: clean. Warps 1 and 2 waiting for 64 instead,

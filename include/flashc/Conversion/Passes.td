@@ -327,7 +327,12 @@ def FlashToTile : Pass<"flash-to-tile", "::mlir::ModuleOp"> {
     - `<func>_combine`, when the KV loop was split: the log-sum-exp merge
       of the f32 partials, loads of the partials and their log-sum-exps
       (`flash_tile.load`), maps and stores in a blocked layout, CTAs of a
-      few rows of a few heads, a warp's lanes over a row's columns.
+      few rows of a few heads, a warp's lanes over a row's columns. On
+      sm_90a it is a programmatic dependent launch
+      (`flash.programmatic_launch`): the forward kernel lets it launch as
+      it starts (`griddepcontrol.launch_dependents`) and it waits for the
+      partials before anything else (`griddepcontrol.wait`), both inline
+      PTX that clobbers memory.
 
     flash-tile-assign-layouts then chooses the warps and layouts,
     flash-tile-allocate-shared places the shared buffers and

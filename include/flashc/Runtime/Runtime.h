@@ -104,6 +104,12 @@ struct KernelEntry {
   /// combine then. (False in manifests that predate it, whose combine
   /// runs at every split count.)
   bool finalAtOneSplit = false;
+  /// A kernel that waits for the results of the kernel launched before it
+  /// on its stream itself (griddepcontrol.wait, sm_90a): the CUDA device
+  /// launches it with programmatic stream serialization, so that it may
+  /// start while that kernel runs (cuLaunchKernelEx; a driver without it
+  /// launches it as any other).
+  bool programmaticLaunch = false;
 
   JsonValue toJson() const;
   static Result<KernelEntry> fromJson(const JsonValue &value);

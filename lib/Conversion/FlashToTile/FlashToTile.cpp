@@ -719,6 +719,20 @@ SmallVector<int64_t, 4> getDataAlignment(Type elt, int64_t headDim,
   return {of(headDim), of(headDim), of(headDimV), of(headDimV)};
 }
 
+/// `griddepcontrol.<action>` (sm_90's programmatic dependent launch) as
+/// inline PTX that clobbers memory, as CUTLASS writes it: no load or store
+/// moves across it (LLVM's intrinsic is modelled as touching no memory,
+/// which would let the combine's loads of the partials move above its
+/// wait).
+void gridDependency(ImplicitLocOpBuilder &b, StringRef action) {
+  LLVM::InlineAsmOp::create(
+      b, /*res=*/Type(), ValueRange(), ("griddepcontrol." + action + ";").str(),
+      "~{memory}", /*has_side_effects=*/true, /*is_align_stack=*/false,
+      LLVM::tailcallkind::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+      /*operand_attrs=*/ArrayAttr());
+}
+
 /// A kernel of the common signature. Its `flash.block` (threads) is set
 /// by the caller for the combine kernel and by flash-tile-assign-layouts
 /// for the forward one; flash-tile-to-nvgpu makes it the kernel's
@@ -854,6 +868,11 @@ LogicalResult FlashToTilePass::build(TiledAttention &t,
   {
     ImplicitLocOpBuilder b(loc, ob);
     b.setInsertionPointToStart(&fwd.getBody().front());
+    // On sm_90a the combine may launch as soon as every CTA of this kernel
+    // has started (it waits for this kernel's partials itself): its launch
+    // overlaps this kernel's run.
+    if (t.combine && this->target == "sm_90a")
+      gridDependency(b, "launch_dependents");
     ValueRange args = fwd.getArguments();
     Lifter lift(b, t, args, err);
 
@@ -1140,6 +1159,13 @@ LogicalResult FlashToTilePass::build(TiledAttention &t,
   {
     ImplicitLocOpBuilder b(loc, ob);
     b.setInsertionPointToStart(&comb.getBody().front());
+    // A programmatic dependent launch on sm_90a: the kernel may start
+    // while the forward kernel runs, and waits for its partials here.
+    if (this->target == "sm_90a") {
+      gridDependency(b, "wait");
+      FlashDialect::ProgrammaticLaunchAttrHelper(ctx).setAttr(
+          comb, UnitAttr::get(ctx));
+    }
     ValueRange args = comb.getArguments();
     Lifter lift(b, t, args, err);
     CombineKernelSpec spec;

@@ -177,6 +177,32 @@ struct ActivemaskInst : ThreadInst {
   }
 };
 
+/// griddepcontrol.wait and griddepcontrol.launch_dependents (sm_90's
+/// programmatic dependent launch): a kernel waits for the grids its launch
+/// depends on, or lets the launches that depend on it start. A device runs
+/// its launches one after the other, each once the one before has ended:
+/// every wait is already met, and letting a launch start early changes
+/// nothing.
+struct GriddepcontrolInst : ThreadInst {
+  static constexpr std::string_view spellings[] = {"griddepcontrol"};
+
+  static std::string decode(const OpcodeParts &p, Inst &inst) {
+    inst.op = Op::Griddepcontrol;
+    return p.rest.size() == 1 &&
+                   (p.rest[0] == "wait" || p.rest[0] == "launch_dependents") &&
+                   p.types.empty()
+               ? ""
+               : kUnsupported;
+  }
+
+  static Status operands(OperandReader &r, Inst &inst) { return r.count(0, 0); }
+
+  template <Op Code, typename X>
+  static FLASHC_SIM_INLINE Next exec(const ThreadStep<X> &S) {
+    return Next::Advance;
+  }
+};
+
 } // namespace detail
 } // namespace sim
 } // namespace flashc

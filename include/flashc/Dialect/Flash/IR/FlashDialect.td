@@ -51,6 +51,11 @@ def Flash_Dialect : Dialect {
     - `flash.final_at_one_split` (unit), on a forward GPU kernel of split-KV
       partials that writes the attention's output itself when launched with
       one split: the runtime launches no combine kernel then.
+    - `flash.programmatic_launch` (unit), on a GPU kernel that may start
+      before the kernel launched before it on its stream has finished
+      (sm_90a's programmatic dependent launch): it waits for that kernel's
+      results itself (`griddepcontrol.wait`), and the runtime launches it
+      with the attribute that allows the early start.
     - `flash.param` (dictionary: `name` and `meaning`, strings), on each
       argument of a GPU kernel: what the runtime passes there. A bundle's
       manifest lists the kernels' arguments from these. A tensor map's
@@ -71,6 +76,7 @@ def Flash_Dialect : Dialect {
     "::mlir::IntegerAttr":$shared_bytes,
     "::mlir::DenseI64ArrayAttr":$tile,
     "::mlir::UnitAttr":$final_at_one_split,
+    "::mlir::UnitAttr":$programmatic_launch,
     "::mlir::DictionaryAttr":$param,
     "::mlir::DenseI64ArrayAttr":$grid_constants
   );
