@@ -339,6 +339,12 @@ llvm::Expected<rt::KernelVariant> mlir::flash::detail::compileGPUVariant(
   if (!variant.ptx.empty() && variant.ptx.back() != '\n')
     variant.ptx += '\n';
   variant.ptx += rt::getVariantDescriptor(variant);
+  // What a bundle's loader checks of it (its launch metadata against its
+  // code; a kernel launched early waits before it reads), checked here
+  // too: the JIT's kernels never reach the loader.
+  if (flashc::Status s = rt::checkVariantAgainstPTX(variant))
+    return llvm::createStringError(
+        "flashc built a kernel its runtime would refuse: " + s.message());
   variant.compileSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

@@ -501,7 +501,8 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
             " copies by TMA: the tensor "
             "map of " +
             names[which] + " could not be built (" + map.message() +
-            "); a bundle built with tma=0 copies without one");
+            "); a variant built with --tma off or a lower --alignment "
+            "copies without one");
         break;
       }
       maps[which] = *map;

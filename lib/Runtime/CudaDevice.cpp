@@ -190,7 +190,7 @@ public:
       return Status::make(ErrorCode::Launch,
                           "a grid of " + std::to_string(grid) +
                               " CTAs exceeds the launch limit");
-    CUresult r;
+    CUresult r = CUDA_SUCCESS;
     if (kernel.programmaticLaunch && d.cuLaunchKernelEx) {
       // A kernel that waits for its predecessor's results itself
       // (griddepcontrol.wait) may start while the predecessor runs.
@@ -207,7 +207,12 @@ public:
       config.attrs = &attribute;
       config.numAttrs = 1;
       r = d.cuLaunchKernelEx(&config, *fn, pointers.data(), nullptr);
-    } else {
+    }
+    // A driver that refuses the early start (some configurations do not
+    // support it) runs the kernel as any other: its wait is then met at
+    // once.
+    if (!kernel.programmaticLaunch || !d.cuLaunchKernelEx ||
+        r == CUDA_ERROR_NOT_SUPPORTED) {
       r = d.cuLaunchKernel(*fn, static_cast<unsigned>(grid), 1, 1,
                            static_cast<unsigned>(kernel.block), 1, 1,
                            static_cast<unsigned>(kernel.sharedBytes),

@@ -116,8 +116,6 @@ enum CUtensorMapFloatOOBfill : int {
   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0,
 };
 
-/// A device ordinal's handle, and device addresses (64 bits on every
-/// platform flashc builds for).
 /// cuLaunchKernelEx's attributes: programmatic stream serialization only
 /// (value.programmaticStreamSerializationAllowed, an int at the start of
 /// the 64-byte union).
@@ -134,6 +132,8 @@ struct CUlaunchAttribute {
   CUlaunchAttributeValue value;
 };
 
+/// A device ordinal's handle, and device addresses (64 bits on every
+/// platform flashc builds for).
 using CUdevice = int;
 using CUdeviceptr = unsigned long long;
 
@@ -201,7 +201,7 @@ struct CUlaunchConfig {
 /// Entry points that only some drivers have, resolved when present: the
 /// runtime checks for null before a call that needs one (tensor maps need
 /// a CUDA 12 driver; a programmatic dependent launch cuLaunchKernelEx, of
-/// CUDA 12 too, without which such kernels launch as any other; everything
+/// CUDA 11.8, without which such kernels launch as any other; everything
 /// else works with CUDA 11.2).
 #define FLASHC_CUDA_DRIVER_OPTIONAL_FUNCTIONS(X)                               \
   X(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled",                          \

@@ -650,7 +650,56 @@ std::string firstDifference(const Fields &have, const Fields &want) {
 struct EntryHeader {
   std::vector<std::string> params;
   std::string directives;
+  /// Where its body's `{` is in the PTX.
+  size_t body = 0;
 };
+
+/// The first instruction of the body at `ptx[body]` (its `{`) that may
+/// access global memory (a load, store, atomic, reduction, copy or
+/// prefetch not of .param, .shared, .local or .const memory; generic ones
+/// count) before its first `griddepcontrol.wait`: "" when the wait comes
+/// first, the instruction's text otherwise, or "(none)" when the body
+/// never waits.
+std::string firstAccessBeforeWait(const std::string &ptx, size_t body) {
+  int depth = 0;
+  size_t pos = body;
+  while (pos < ptx.size()) {
+    size_t end = ptx.find('\n', pos);
+    if (end == std::string::npos)
+      end = ptx.size();
+    std::string line = ptx.substr(pos, end - pos);
+    pos = end + 1;
+    if (size_t comment = line.find("//"); comment != std::string::npos)
+      line.erase(comment);
+    for (char c : line)
+      depth += c == '{' ? 1 : c == '}' ? -1 : 0;
+    size_t first = line.find_first_not_of(" \t\r");
+    if (first != std::string::npos && line.compare(first, 1, "@") == 0)
+      first = line.find_first_not_of(" \t", line.find_first_of(" \t", first));
+    if (first == std::string::npos) {
+      if (depth <= 0 && pos > body + 1)
+        break;
+      continue;
+    }
+    std::string op =
+        line.substr(first, line.find_first_of(" \t;", first) - first);
+    if (op.rfind("griddepcontrol.wait", 0) == 0)
+      return "";
+    std::string head = op.substr(0, op.find('.'));
+    bool memory = head == "ld" || head == "ldu" || head == "st" ||
+                  head == "atom" || head == "red" || head == "cp" ||
+                  head == "prefetch" || head == "prefetchu";
+    bool local = op.find(".param") != std::string::npos ||
+                 op.find(".shared") != std::string::npos ||
+                 op.find(".local") != std::string::npos ||
+                 op.find(".const") != std::string::npos;
+    if (memory && (op.find(".global") != std::string::npos || !local))
+      return line.substr(first);
+    if (depth <= 0)
+      break;
+  }
+  return "(none)";
+}
 
 std::optional<EntryHeader> findEntry(const std::string &ptx,
                                      const std::string &name) {
@@ -684,6 +733,7 @@ std::optional<EntryHeader> findEntry(const std::string &ptx,
       start = comma + 1;
     }
     header.directives = ptx.substr(close + 1, open - close - 1);
+    header.body = open;
     return header;
   }
   return std::nullopt;
@@ -839,6 +889,20 @@ Status runtime::checkVariantAgainstPTX(const KernelVariant &v) {
     if (twice != names.end())
       return fail(".entry " + e->name + " declares parameter " +
                   escapeForMessage(*twice) + " twice");
+    // A kernel launched to start before its predecessor has finished
+    // waits for it before it touches global memory.
+    if (e->programmaticLaunch) {
+      std::string access = firstAccessBeforeWait(v.ptx, header->body);
+      if (access == "(none)")
+        return fail(".entry " + e->name +
+                    " is launched early (programmatic_launch) but never "
+                    "waits for its predecessor (griddepcontrol.wait)");
+      if (!access.empty())
+        return fail(".entry " + e->name +
+                    " is launched early (programmatic_launch) but accesses "
+                    "memory before griddepcontrol.wait: '" +
+                    escapeForMessage(access) + "'");
+    }
     std::optional<std::vector<int64_t>> reqntid =
         directiveNumbers(header->directives, ".reqntid");
     if (!reqntid || reqntid->empty())

@@ -37,7 +37,10 @@
 // the checks cuda.h documents; it prints why it refuses a map.
 //
 // FLASHC_FAKE_CUDA_CC ("8.0" or "9.0", default 9.0) picks the chip it
-// claims to be. FLASHC_FAKE_CUDA_SKIP_LAUNCHES=1 checks each launch and
+// claims to be. cuLaunchKernelEx takes programmatic stream serialization
+// (counted for flashcFakeCudaLaunchStats), or refuses it with
+// CUDA_ERROR_NOT_SUPPORTED under FLASHC_FAKE_CUDA_NO_PROGRAMMATIC_LAUNCH=1,
+// read at each call. FLASHC_FAKE_CUDA_SKIP_LAUNCHES=1 checks each launch and
 // its arguments but runs nothing (for timing the runtime's own host work,
 // `flashc-gpucheck hosttime`). Errors of a launch are printed on stderr.
 //
@@ -344,6 +347,10 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction function,
                           void **params, void **extra) {
   if (!config || (config->numAttrs && !config->attrs))
     return CUDA_ERROR_INVALID_VALUE;
+  // FLASHC_FAKE_CUDA_NO_PROGRAMMATIC_LAUNCH=1: a driver that refuses it.
+  if (const char *no = std::getenv("FLASHC_FAKE_CUDA_NO_PROGRAMMATIC_LAUNCH");
+      no && std::strcmp(no, "1") == 0 && config->numAttrs)
+    return CUDA_ERROR_NOT_SUPPORTED;
   bool programmatic = false;
   for (unsigned i = 0; i < config->numAttrs; ++i) {
     const CUlaunchAttribute &a = config->attrs[i];

@@ -352,8 +352,13 @@ std::string fakePtx(const KernelVariant &v) {
                                            : ".f32 ") +
              e->name + "_param_" + std::to_string(i) +
              (v.parameters[i].bits == 1024 ? "[128]" : "");
-    ptx += "\n)\n.reqntid " + std::to_string(e->block) +
-           ", 1, 1\n{\n\tret;\n}\n";
+    // A kernel launched early waits for its predecessor before it reads.
+    ptx += "\n)\n.reqntid " + std::to_string(e->block) + ", 1, 1\n{\n" +
+           (e->programmaticLaunch ? "\tld.param.u64 %rd1, [" + e->name +
+                                        "_param_0];\n\tgriddepcontrol.wait;\n"
+                                        "\tld.global.f32 %f1, [%rd1];\n"
+                                  : std::string()) +
+           "\tret;\n}\n";
   }
   return ptx + getVariantDescriptor(v);
 }
@@ -378,6 +383,7 @@ KernelVariant sampleVariant() {
   v.forward.finalAtOneSplit = true;
   v.combine = KernelEntry{"attn_combine", gridOf({factor({"B", "4", "Nq"}, 4)}),
                           128, 0, 40, 8};
+  v.combine->programmaticLaunch = true;
   v.config = "target=sm_90a block-q=16";
   v.compileSeconds = 1.25;
   for (const KernelParameter &p : getKnownKernelParameters()) {
@@ -400,6 +406,7 @@ void expectSameEntry(const KernelEntry &a, const KernelEntry &b) {
   EXPECT_EQ(a.registers, b.registers);
   EXPECT_EQ(a.spillBytes, b.spillBytes);
   EXPECT_EQ(a.finalAtOneSplit, b.finalAtOneSplit);
+  EXPECT_EQ(a.programmaticLaunch, b.programmaticLaunch);
 }
 
 /// Every manifest field of two variants (not the PTX and cubin, which live
@@ -1138,6 +1145,30 @@ INSTANTIATE_TEST_SUITE_P(
             "Dtype", [](KernelVariant &v) { v.query.dtype = ElementType::F16; },
             "'dtype' is f16 in the manifest but bf16 in the "
             "PTX"},
+        DisagreementCase{
+            "ProgrammaticLaunchInTheManifestOnly",
+            [](KernelVariant &v) { v.forward.programmaticLaunch = true; },
+            "kernel attn_fwd: the PTX does not record "
+            "'programmatic_launch'"},
+        DisagreementCase{"EarlyLaunchWithoutWait",
+                         [](KernelVariant &v) {
+                           // Neither the wait nor the load after it.
+                           size_t at = v.ptx.find("\tgriddepcontrol.wait;\n");
+                           v.ptx.erase(at, v.ptx.find("\tret;", at) - at);
+                         },
+                         ".entry attn_combine is launched early "
+                         "(programmatic_launch) but never waits for its "
+                         "predecessor (griddepcontrol.wait)"},
+        DisagreementCase{"EarlyLaunchReadsBeforeItsWait",
+                         [](KernelVariant &v) {
+                           size_t at = v.ptx.find("\tgriddepcontrol.wait;\n");
+                           v.ptx.erase(at, 21);
+                           v.ptx.insert(v.ptx.find("\tret;", at),
+                                        "\tgriddepcontrol.wait;\n");
+                         },
+                         ".entry attn_combine is launched early "
+                         "(programmatic_launch) but accesses memory before "
+                         "griddepcontrol.wait: 'ld.global.f32 %f1, [%rd1];'"},
         DisagreementCase{"Alignment",
                          [](KernelVariant &v) {
                            v.alignment = 4;

@@ -720,10 +720,11 @@ SmallVector<int64_t, 4> getDataAlignment(Type elt, int64_t headDim,
 }
 
 /// `griddepcontrol.<action>` (sm_90's programmatic dependent launch) as
-/// inline PTX that clobbers memory, as CUTLASS writes it: no load or store
-/// moves across it (LLVM's intrinsic is modelled as touching no memory,
-/// which would let the combine's loads of the partials move above its
-/// wait).
+/// inline PTX with side effects that clobbers memory, as CUTLASS writes it
+/// (LLVM's intrinsic is modelled as touching no memory, which would let
+/// the combine's loads of the partials move above its wait). The back end
+/// keeps memory accesses on their side of it; the runtime checks the PTX
+/// of a kernel it launches early (checkVariantAgainstPTX).
 void gridDependency(ImplicitLocOpBuilder &b, StringRef action) {
   LLVM::InlineAsmOp::create(
       b, /*res=*/Type(), ValueRange(), ("griddepcontrol." + action + ";").str(),
@@ -870,9 +871,17 @@ LogicalResult FlashToTilePass::build(TiledAttention &t,
     b.setInsertionPointToStart(&fwd.getBody().front());
     // On sm_90a the combine may launch as soon as every CTA of this kernel
     // has started (it waits for this kernel's partials itself): its launch
-    // overlaps this kernel's run.
-    if (t.combine && this->target == "sm_90a")
+    // overlaps this kernel's run. With one split no combine runs, and the
+    // kernel after this one is not let in early.
+    if (t.combine && this->target == "sm_90a") {
+      Value split = arith::CmpIOp::create(
+          b, arith::CmpIPredicate::sgt, fwd.getArgument(ArgSplits),
+          arith::ConstantIntOp::create(b, b.getI64Type(), 1));
+      auto ifSplit = scf::IfOp::create(b, split, /*withElse=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifSplit.thenBlock());
       gridDependency(b, "launch_dependents");
+    }
     ValueRange args = fwd.getArguments();
     Lifter lift(b, t, args, err);
 

@@ -65,12 +65,16 @@
 // RUN:   --flash-attention-pipeline="target=sm_80 dynamic-splits=1 block-q=4" \
 // RUN:   | flashc-opt --flash-to-tile | FileCheck %s --check-prefix=DECODE
 // On sm_90a the combine is a programmatic dependent launch: the forward
-// kernel lets it launch as it starts, and it waits for the partials first.
+// kernel lets it launch as it starts (when split: %arg10 is the split
+// count), and it waits for the partials first.
 // RUN: flashc-opt %t/decode.mlir \
 // RUN:   --flash-attention-pipeline="target=sm_80 dynamic-splits=1 block-q=4" \
 // RUN:   | flashc-opt --flash-to-tile=target=sm_90a | FileCheck %s --check-prefix=PDL
 // PDL-LABEL: gpu.func @decode_fwd(
 // PDL-NOT: flash.programmatic_launch
+// PDL-NEXT: %[[ONE:.+]] = arith.constant 1 : i64
+// PDL-NEXT: %[[SPLIT:.+]] = arith.cmpi sgt, %arg10, %[[ONE]] : i64
+// PDL-NEXT: scf.if %[[SPLIT]] {
 // PDL-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "griddepcontrol.launch_dependents;", "~{memory}"  : () -> ()
 // PDL-LABEL: gpu.func @decode_combine(
 // PDL-SAME: flash.programmatic_launch
