@@ -69,13 +69,33 @@ std::string stridesString(const TensorView &t) {
 }
 
 /// The largest power of two up to 16 that the address of `t` and its
-/// strides in bytes are multiples of.
+/// strides in bytes are multiples of (the stride of a dimension of one
+/// element is never used).
 int64_t getTensorAlignment(const TensorView &t) {
   uint64_t bits = reinterpret_cast<uintptr_t>(t.data);
   int64_t eb = getElementBytes(t.dtype);
   for (int d = 0; d + 1 < t.rank; ++d)
-    bits |= static_cast<uint64_t>(t.strides[d] * eb);
+    if (t.sizes[d] != 1)
+      bits |= static_cast<uint64_t>(t.strides[d]) * static_cast<uint64_t>(eb);
   return getAlignmentOf(bits);
+}
+
+/// `t` with the stride of each outer dimension of one element replaced by
+/// the one a dense dimension would have there (the next dimension's
+/// extent). Such a stride only ever multiplies 0, but DLPack and
+/// as_strided views may give it any value, which would make the call look
+/// less aligned, its batch and heads not fold, and a tensor map that
+/// needs strides of 16-byte multiples unbuildable.
+TensorView withUnitDimensionStrides(TensorView t) {
+  if (t.rank < 2 || t.rank > 4)
+    return t;
+  for (int d = t.rank - 2; d >= 0; --d) {
+    int64_t dense;
+    if (t.sizes[d] == 1 && t.sizes[d + 1] > 0 && t.strides[d + 1] >= 0 &&
+        !__builtin_mul_overflow(t.strides[d + 1], t.sizes[d + 1], &dense))
+      t.strides[d] = dense;
+  }
+  return t;
 }
 
 /// Checks one tensor of the call; `alignment` is what `variant` assumes
@@ -184,8 +204,9 @@ int64_t runtime::getCallAlignment(const AttentionCall &call) {
 }
 
 Status runtime::launchAttention(Device &device, const KernelVariant &variant,
-                                const AttentionCall &call,
+                                const AttentionCall &original,
                                 LaunchReport *report) {
+  AttentionCall call = original;
   const AttentionQuery &q = variant.query;
   // Where each of the kernels' parameters is among the values this
   // runtime passes (getKnownKernelParameters).
@@ -303,6 +324,11 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
       }
     }
   }
+  // The tensors are checked (their messages give the caller's strides);
+  // what the kernels take of them has dense strides for dimensions of one
+  // element.
+  for (TensorView *t : {&call.q, &call.k, &call.v, &call.out})
+    *t = withUnitDimensionStrides(*t);
   if (call.splits < 0)
     return Status::invalidArgument("splits must be non-negative, got " +
                          std::to_string(call.splits));

@@ -713,6 +713,45 @@ TEST(GPUKernelTest, UnalignedTensorsRunOnAFallback) {
   }
 }
 
+/// The stride of a dimension of one element (a batch of one, one KV head)
+/// is never used: an odd one, as DLPack and as_strided views may give,
+/// neither makes the call fall back nor keeps its tensor maps from being
+/// built; sm_90a runs its TMA kernel and matches float64.
+TEST(GPUKernelTest, StridesOfUnitDimensionsAreIgnored) {
+  AttentionSpec spec;
+  spec.batch = 1;
+  spec.heads = 4;
+  spec.kvHeads = 1;
+  spec.seqQ = 50;
+  spec.seqKV = 70;
+  spec.headDim = 64;
+  spec.dtype = ElementType::F16;
+  auto kernel = Compiler::global().compile(spec, "sm_90a");
+  ASSERT_TRUE(static_cast<bool>(kernel)) << llvm::toString(kernel.takeError());
+  unsigned seed = freshSeed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  flashc_test::AttentionBuffers b(spec, rng);
+  auto odd = [](TensorRef r, std::initializer_list<int> dims) {
+    for (int d : dims)
+      r.strides[d] = 12345;
+    return r;
+  };
+  auto device = flashc::runtime::getSimulatorDevice("sm_90a");
+  RunOptions options;
+  options.device = device;
+  options.layout = flashc::Layout::Strided;
+  llvm::Error err = (*kernel)->run(odd(b.q.ref(), {0}), odd(b.k.ref(), {0, 1}),
+                                   odd(b.v.ref(), {0, 1}),
+                                   odd(b.out.ref(), {0}), nullptr, options);
+  ASSERT_FALSE(static_cast<bool>(err)) << llvm::toString(std::move(err));
+  EXPECT_TRUE((*kernel)->getFallbacks().empty());
+  auto counters = flashc::runtime::getSimulatorCounters(*device);
+  ASSERT_TRUE(counters.ok());
+  EXPECT_GT(counters->tensorLoads, 0u);
+  flashc_test::expectMatchesReference(spec, b);
+}
+
 /// The runtime refuses tensors less aligned than the variant it is handed
 /// assumes, naming the tensor, what it lacks and the option that builds a
 /// variant taking it; a bundle holding both variants finds the fallback
