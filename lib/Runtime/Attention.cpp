@@ -295,8 +295,11 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
     if (Status s = checkTensor(*call.lse, "lse", ElementType::F32,
                                {batch, heads, seqQ}, 0))
       return s;
+    // Contiguous, but for the strides of dimensions of one element, which
+    // the kernels never use.
     const TensorView &l = *call.lse;
-    if (l.strides[1] != seqQ || l.strides[0] != heads * seqQ)
+    if ((heads != 1 && l.strides[1] != seqQ) ||
+        (batch != 1 && l.strides[0] != heads * seqQ))
       return Status::invalidArgument("lse must be contiguous, got strides " +
                            stridesString(l));
   }

@@ -716,7 +716,8 @@ TEST(GPUKernelTest, UnalignedTensorsRunOnAFallback) {
 /// The stride of a dimension of one element (a batch of one, one KV head)
 /// is never used: an odd one, as DLPack and as_strided views may give,
 /// neither makes the call fall back nor keeps its tensor maps from being
-/// built; sm_90a runs its TMA kernel and matches float64.
+/// built, nor makes the LSE look not contiguous; sm_90a runs its TMA
+/// kernel and matches float64.
 TEST(GPUKernelTest, StridesOfUnitDimensionsAreIgnored) {
   AttentionSpec spec;
   spec.batch = 1;
@@ -726,6 +727,7 @@ TEST(GPUKernelTest, StridesOfUnitDimensionsAreIgnored) {
   spec.seqKV = 70;
   spec.headDim = 64;
   spec.dtype = ElementType::F16;
+  spec.withLse = true;
   auto kernel = Compiler::global().compile(spec, "sm_90a");
   ASSERT_TRUE(static_cast<bool>(kernel)) << llvm::toString(kernel.takeError());
   unsigned seed = freshSeed();
@@ -741,15 +743,17 @@ TEST(GPUKernelTest, StridesOfUnitDimensionsAreIgnored) {
   RunOptions options;
   options.device = device;
   options.layout = flashc::Layout::Strided;
+  TensorRef lse = odd(b.lse.ref(), {0});
   llvm::Error err = (*kernel)->run(odd(b.q.ref(), {0}), odd(b.k.ref(), {0, 1}),
                                    odd(b.v.ref(), {0, 1}),
-                                   odd(b.out.ref(), {0}), nullptr, options);
+                                   odd(b.out.ref(), {0}), &lse, options);
   ASSERT_FALSE(static_cast<bool>(err)) << llvm::toString(std::move(err));
   EXPECT_TRUE((*kernel)->getFallbacks().empty());
   auto counters = flashc::runtime::getSimulatorCounters(*device);
   ASSERT_TRUE(counters.ok());
   EXPECT_GT(counters->tensorLoads, 0u);
-  flashc_test::expectMatchesReference(spec, b);
+  flashc_test::expectMatchesReference(spec, b, 1.0, /*lseAbs=*/1e-3,
+                                      /*lseRel=*/1e-3);
 }
 
 /// The runtime refuses tensors less aligned than the variant it is handed
