@@ -548,7 +548,6 @@ Kernel::selectVariant(const rt::AttentionCall &call) const {
                             ? " (its copies are by TMA)"
                             : "")
               .str();
-      entry->ready = true;
     } else {
       entry->error =
           llvm::formatv("the tensors are {0}-byte aligned, less than the {1} "
@@ -570,7 +569,7 @@ std::vector<Kernel::Fallback> Kernel::getFallbacks() const {
   std::lock_guard<std::mutex> lock(fallbacks->mutex);
   std::vector<Fallback> list;
   for (const auto &[alignment, entry] : fallbacks->byAlignment)
-    if (entry->ready)
+    if (entry->done && entry->kernel)
       list.push_back({alignment, entry->kernel->metadata.gpu, entry->reason});
   return list;
 }

@@ -134,7 +134,7 @@ Status checkTensor(const TensorView &t, const char *name, ElementType dtype,
     return Status::invalidArgument(
         std::string(name) + " is at an address that is not a multiple of its " +
         std::to_string(getElementBytes(t.dtype)) + "-byte elements");
-  if (alignment > 0 && getTensorAlignment(t) < alignment) {
+  if (int64_t has = getTensorAlignment(t); alignment > has) {
     // Rows are copied and stored `alignment` bytes at a time (by TMA,
     // whose tensor maps need 16, where the kernel copies so).
     int64_t eb = getElementBytes(t.dtype);
@@ -145,13 +145,13 @@ Status checkTensor(const TensorView &t, const char *name, ElementType dtype,
                                  " (elements of " + std::to_string(eb) +
                                  " bytes) that are not multiples of " +
                                  std::to_string(alignment) + " bytes";
-    std::string has = std::to_string(getTensorAlignment(t));
+    std::string bytes = std::to_string(has);
     return Status::invalidArgument(
         std::string(name) + what + "; kernel " +
         (variant ? variant->id : std::string("?")) + " needs " +
-        std::to_string(alignment) + " (a variant built for " + has +
-        " bytes takes it: the compile option --alignment " + has +
-        ", or flashc bundle --alignments 16," + has + ")");
+        std::to_string(alignment) + " (a variant built for " + bytes +
+        " bytes takes it: the compile option --alignment " + bytes +
+        ", or flashc bundle --alignments 16," + bytes + ")");
   }
   Result<uint64_t> extent = t.getExtentBytes();
   if (!extent)
@@ -183,22 +183,13 @@ struct Slice {
   int64_t batch;
 };
 
-/// What `variant` assumes of the addresses and strides of tensors with
-/// rows of `cols` elements: its alignment for rows of whole 16-byte units,
-/// else nothing (0).
-int64_t getRowAlignment(const KernelVariant &variant, int64_t cols) {
-  return cols * getElementBytes(variant.query.dtype) % 16 == 0
-             ? variant.alignment
-             : 0;
-}
-
 } // namespace
 
 int64_t runtime::getCallAlignment(const AttentionCall &call) {
   int64_t alignment = kMaxGlobalAlignment;
   for (const TensorView *t : {&call.q, &call.k, &call.v, &call.out})
     if (t->rank > 0 &&
-        t->sizes[t->rank - 1] * getElementBytes(t->dtype) % 16 == 0)
+        hasWholeChunkRows(t->sizes[t->rank - 1], getElementBytes(t->dtype)))
       alignment = std::min(alignment, getTensorAlignment(*t));
   return alignment;
 }
@@ -267,9 +258,12 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
                          std::to_string(kvHeads) + " KV heads");
   // Rows of whole 16-byte units are moved up to the variant's alignment
   // at a time: their addresses and strides must have it. Other rows go
-  // element by element.
-  int64_t alignD = getRowAlignment(variant, q.headDim),
-          alignDv = getRowAlignment(variant, q.headDimV);
+  // element by element (0: nothing to check).
+  auto assumed = [&](int64_t cols) -> int64_t {
+    return hasWholeChunkRows(cols, getElementBytes(q.dtype)) ? variant.alignment
+                                                             : 0;
+  };
+  int64_t alignD = assumed(q.headDim), alignDv = assumed(q.headDimV);
   if (Status s = checkTensor(call.q, "query", q.dtype,
                              {batch, heads, seqQ, q.headDim}, alignD, &variant))
     return s;

@@ -191,7 +191,8 @@ public:
                           "a grid of " + std::to_string(grid) +
                               " CTAs exceeds the launch limit");
     CUresult r = CUDA_SUCCESS;
-    if (kernel.programmaticLaunch && d.cuLaunchKernelEx) {
+    const bool early = kernel.programmaticLaunch && d.cuLaunchKernelEx;
+    if (early) {
       // A kernel that waits for its predecessor's results itself
       // (griddepcontrol.wait) may start while the predecessor runs.
       CUlaunchAttribute attribute{};
@@ -211,8 +212,7 @@ public:
     // A driver that refuses the early start (some configurations do not
     // support it) runs the kernel as any other: its wait is then met at
     // once.
-    if (!kernel.programmaticLaunch || !d.cuLaunchKernelEx ||
-        r == CUDA_ERROR_NOT_SUPPORTED) {
+    if (!early || r == CUDA_ERROR_NOT_SUPPORTED) {
       r = d.cuLaunchKernel(*fn, static_cast<unsigned>(grid), 1, 1,
                            static_cast<unsigned>(kernel.block), 1, 1,
                            static_cast<unsigned>(kernel.sharedBytes),

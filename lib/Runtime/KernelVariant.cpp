@@ -368,11 +368,11 @@ Result<KernelVariant> KernelVariant::fromJson(const JsonValue &v) {
     return s;
   // Manifests that predate it hold 16-byte aligned kernels only.
   if (v.get("alignment")) {
-    if (!getInt(v, "alignment", k.alignment) || !isGlobalAlignment(k.alignment))
+    bool integer = getInt(v, "alignment", k.alignment);
+    if (!integer || !isGlobalAlignment(k.alignment))
       return Status::error("manifest: variant '" + k.id + "' has 'alignment' " +
-                           (getInt(v, "alignment", k.alignment)
-                                ? std::to_string(k.alignment)
-                                : std::string("that is not an integer")) +
+                           (integer ? std::to_string(k.alignment)
+                                    : std::string("that is not an integer")) +
                            "; expected 16, 8, 4 or 2 bytes");
   }
   if (v.get("config") && !getString(v, "config", k.config))

@@ -327,9 +327,10 @@ PYBIND11_MODULE(_runtime, m) {
             call.scale = scale;
             // Tensors less aligned than the variant assumes run on the
             // bundle's variant built for them, where it has one.
-            if (rt::getCallAlignment(call) < variant->alignment)
+            if (int64_t alignment = rt::getCallAlignment(call);
+                alignment < variant->alignment)
               if (const rt::KernelVariant *v =
-                      b.find(variant->query, rt::getCallAlignment(call)))
+                      b.find(variant->query, alignment))
                 variant = v;
             std::shared_ptr<rt::Device> dev =
                 getDevice(device, variant->query.target);

@@ -30,6 +30,15 @@ def make_inputs(rng, b, hq, hkv, nq, nk, d, dv=None, dtype=np.float32):
     return q, k, v
 
 
+def offset_copy(x, offset):
+    """A copy of ``x`` that starts ``offset`` elements into a buffer of its
+    own: a view no more aligned than ``offset`` elements are."""
+    buffer = np.zeros(x.size + offset, dtype=x.dtype)
+    view = buffer[offset:].reshape(x.shape)
+    view[...] = x
+    return view
+
+
 def reference(q, k, v, causal=False, scale=None, top_left=False):
     """O and LSE in float64. Causal masks are aligned at the bottom right:
     query i sees keys j <= i + Nk - Nq (with ``top_left``, PyTorch's

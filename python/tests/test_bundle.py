@@ -11,7 +11,7 @@ import pytest
 
 import flashc
 
-from conftest import check, make_inputs
+from conftest import check, make_inputs, offset_copy
 
 TOOLS = os.environ.get("FLASHC_TOOLS_DIR")
 
@@ -144,13 +144,7 @@ def test_bundle_falls_back_for_unaligned_tensors(tmp_path, rng, seed):
     check(out, None, q, k, v, True, seed)
     assert bundle.fallbacks == []
 
-    def unaligned(x):
-        buffer = np.zeros(x.size + 2, dtype=x.dtype)
-        view = buffer[2:].reshape(x.shape)
-        view[...] = x
-        return view
-
-    qu, ku, vu = unaligned(q), unaligned(k), unaligned(v)
+    qu, ku, vu = (offset_copy(x, 2) for x in (q, k, v))
     out = bundle.attention(qu, ku, vu, causal=True, simulate=True)
     check(out, None, q, k, v, True, seed)
     assert bundle.fallbacks == [{

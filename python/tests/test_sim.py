@@ -9,7 +9,7 @@ import pytest
 
 import flashc
 
-from conftest import check, make_inputs
+from conftest import check, make_inputs, offset_copy
 
 # Small sizes: the simulator runs every thread of every warp.
 SHAPES = [
@@ -160,15 +160,9 @@ def test_unaligned_views_run_on_a_fallback_kernel(rng, seed, offset):
     check(kernel(q, k, v), None, q, k, v, False, seed)
     assert kernel.metadata["fallbacks"] == before
 
-    def unaligned(x):
-        buffer = np.zeros(x.size + offset, dtype=x.dtype)
-        view = buffer[offset:].reshape(x.shape)
-        view[...] = x
-        return view
-
-    q, k, v = (unaligned(x) for x in make_inputs(rng, b, h, h, n, n, d,
-                                                 dtype=np.float16))
-    out = unaligned(np.zeros((b, h, n, d), dtype=np.float16))
+    q, k, v = (offset_copy(x, offset) for x in make_inputs(
+        rng, b, h, h, n, n, d, dtype=np.float16))
+    out = offset_copy(np.zeros((b, h, n, d), dtype=np.float16), offset)
     kernel(q, k, v, out=out)
     check(out, None, np.ascontiguousarray(q), np.ascontiguousarray(k),
           np.ascontiguousarray(v), False, seed)

@@ -253,9 +253,10 @@ private:
   /// it (others wait for it; runs at other alignments do not).
   struct FallbackEntry {
     std::mutex compile;
-    bool done = false; // under `compile`; `ready` is read without it
-    std::atomic<bool> ready{false};
-    std::shared_ptr<const Kernel> kernel;
+    /// Set under `compile` once the fields below are (they do not change
+    /// after): getFallbacks reads them without the lock.
+    std::atomic<bool> done{false};
+    std::shared_ptr<const Kernel> kernel; // null: the compile failed
     std::string reason;
     std::string error; // a failed compile, kept: it is not retried
   };

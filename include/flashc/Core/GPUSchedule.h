@@ -102,6 +102,23 @@ inline std::string whyNotGlobalAlignment(int64_t bytes) {
     return "";
   return "alignment is 16, 8, 4 or 2 bytes, not " + std::to_string(bytes);
 }
+/// Whether rows of `cols` elements of `elementBytes` are whole 16-byte
+/// units: the GPU kernels copy and store such rows in runs of up to 16
+/// bytes (by TMA on sm_90a), and the runtime checks the alignment of the
+/// tensors that hold them; other rows go element by element.
+inline bool hasWholeChunkRows(int64_t cols, int64_t elementBytes) {
+  return cols * elementBytes % kMaxGlobalAlignment == 0;
+}
+/// What a kernel built for `alignment` may assume of the address and
+/// strides of a tensor with rows of `cols` elements of `elementBytes`:
+/// that alignment (at least an element) for rows of whole 16-byte units,
+/// an element's for others.
+inline int64_t getRowAlignment(int64_t cols, int64_t elementBytes,
+                               int64_t alignment) {
+  return hasWholeChunkRows(cols, elementBytes)
+             ? std::clamp(alignment, elementBytes, kMaxGlobalAlignment)
+             : elementBytes;
+}
 /// The largest power of two, at most 16, that divides `bytes` (16 for 0).
 inline int64_t getAlignmentOf(uint64_t bytes) {
   int64_t a = kMaxGlobalAlignment;
@@ -363,8 +380,8 @@ inline GPUTileConfig chooseGPUTiles(int64_t group, int64_t headDim,
     // Rows copied element by element (not whole 16-byte chunks): a thread
     // copies Bc x D / threads elements a block, one instruction pair
     // each; 16 keys a warp keep that to the prefill tiles' count.
-    if (wideWarps && ((headDim * elementBytes) % 16 != 0 ||
-                      (headDimV * elementBytes) % 16 != 0))
+    if (wideWarps && (!hasWholeChunkRows(headDim, elementBytes) ||
+                      !hasWholeChunkRows(headDimV, elementBytes)))
       warpKeys = 16;
     blockKV = warpKeys * kvWarps;
   } else {

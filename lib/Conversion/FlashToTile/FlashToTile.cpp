@@ -713,10 +713,9 @@ FunctionType kernelType(MLIRContext *ctx, Type elt) {
 SmallVector<int64_t, 4> getDataAlignment(Type elt, int64_t headDim,
                                          int64_t headDimV, int64_t alignment) {
   int64_t bytes = elt.getIntOrFloatBitWidth() / 8;
-  auto of = [&](int64_t cols) {
-    return cols * bytes % 16 == 0 ? std::max(alignment, bytes) : bytes;
-  };
-  return {of(headDim), of(headDim), of(headDimV), of(headDimV)};
+  int64_t d = flashc::getRowAlignment(headDim, bytes, alignment),
+          dv = flashc::getRowAlignment(headDimV, bytes, alignment);
+  return {d, d, dv, dv};
 }
 
 /// `griddepcontrol.<action>` (sm_90's programmatic dependent launch) as

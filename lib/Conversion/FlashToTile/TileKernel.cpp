@@ -56,6 +56,7 @@
 
 #include "AttentionKernel.h"
 
+#include "flashc/Core/GPUSchedule.h"
 #include "flashc/Dialect/Flash/IR/FlashDialect.h"
 #include "flashc/Dialect/FlashTile/IR/FlashTileDialect.h"
 #include "flashc/Dialect/FlashTile/IR/FlashTileOps.h"
@@ -86,9 +87,8 @@ namespace {
 IntegerAttr rowAlignment(OpBuilder &b, int64_t cols, Type type,
                          int64_t alignment) {
   int64_t elementBytes = type.getIntOrFloatBitWidth() / 8;
-  if ((cols * elementBytes) % 16 != 0 || alignment <= elementBytes)
-    return IntegerAttr();
-  return b.getI64IntegerAttr(std::min<int64_t>(alignment, 16));
+  int64_t assumed = flashc::getRowAlignment(cols, elementBytes, alignment);
+  return assumed > elementBytes ? b.getI64IntegerAttr(assumed) : IntegerAttr();
 }
 
 /// The `alignment` of a copy of rows of `cols` elements of `type` from a
@@ -97,9 +97,11 @@ IntegerAttr rowAlignment(OpBuilder &b, int64_t cols, Type type,
 IntegerAttr copyAlignment(OpBuilder &b, int64_t cols, Type type,
                           int64_t alignment) {
   int64_t elementBytes = type.getIntOrFloatBitWidth() / 8;
-  if ((cols * elementBytes) % 16 != 0 || alignment >= 16)
+  if (!flashc::hasWholeChunkRows(cols, elementBytes))
     return IntegerAttr();
-  return b.getI64IntegerAttr(std::max(alignment, elementBytes));
+  int64_t assumed = flashc::getRowAlignment(cols, elementBytes, alignment);
+  return assumed < flashc::kMaxGlobalAlignment ? b.getI64IntegerAttr(assumed)
+                                               : IntegerAttr();
 }
 
 /// What both kernels' emitters build with: constants and elementwise maps.

@@ -261,7 +261,7 @@ BlockedLayoutAttr
 mlir::flash_tile::getCopyLayout(MLIRContext *ctx, int64_t rows, int64_t cols,
                                 int64_t sourceCols, int64_t elementBytes,
                                 int64_t warps, int64_t alignment) {
-  if ((sourceCols * elementBytes) % 16 != 0 || alignment < 4) {
+  if (!flashc::hasWholeChunkRows(sourceCols, elementBytes) || alignment < 4) {
     int64_t across = getLanesOver(cols);
     return BlockedLayoutAttr::get(ctx, {1, 1}, {32 / across, across},
                                   {warps, 1});

@@ -80,7 +80,8 @@ FailureOr<TmaCopy> matchCopy(FunctionOpInterface fn, AsyncCopyOp copy,
   // units, whose strides the runtime requires to be such (rows of other
   // widths may be packed, which TMA cannot describe; they keep cp.async).
   int64_t sourceColumns = copy.getSource().getType().getShape().back();
-  if (ShapedType::isDynamic(sourceColumns) || (sourceColumns * bytes) % 16)
+  if (ShapedType::isDynamic(sourceColumns) ||
+      !flashc::hasWholeChunkRows(sourceColumns, bytes))
     return why = "its source's rows are not whole 16-byte units", failure();
   if (std::optional<int64_t> alignment = copy.getAlignment();
       alignment && *alignment < 16)
