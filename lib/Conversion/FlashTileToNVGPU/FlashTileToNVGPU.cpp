@@ -2437,11 +2437,28 @@ struct LoadLowering : TilePattern<LoadOp> {
       auto [group, inGroup, ok] =
           placeRow(rewriter, loc, sourceType, type.getShape()[0], thread[0],
                    row.row, adaptor.getValid(), adaptor.getGroups());
-      auto ifOp = scf::IfOp::create(rewriter, loc, TypeRange{rowType}, ok,
-                                    /*withElse=*/true);
+      // A clamped load reads the last valid row (group) for those past it,
+      // unconditionally; otherwise they are zeros, in a branch.
+      scf::IfOp ifOp;
+      if (op.getClamp()) {
+        auto last = [&](Value bound) {
+          return arith::SubIOp::create(rewriter, loc, bound,
+                                       indexConst(rewriter, loc, 1));
+        };
+        inGroup = arith::MinSIOp::create(rewriter, loc, inGroup,
+                                         last(adaptor.getValid()));
+        if (group && adaptor.getGroups())
+          group = arith::MinSIOp::create(rewriter, loc, group,
+                                         last(adaptor.getGroups()));
+      } else {
+        ifOp = scf::IfOp::create(rewriter, loc, TypeRange{rowType}, ok,
+                                 /*withElse=*/true);
+      }
+      Value rowValues;
       {
         OpBuilder::InsertionGuard guard(rewriter);
-        rewriter.setInsertionPointToStart(ifOp.thenBlock());
+        if (ifOp)
+          rewriter.setInsertionPointToStart(ifOp.thenBlock());
         Value at = arith::AddIOp::create(rewriter, loc, adaptor.getRow(),
                                          inGroup);
         SmallVector<Value> loaded;
@@ -2492,20 +2509,22 @@ struct LoadLowering : TilePattern<LoadOp> {
             loaded.push_back(vector::ExtractOp::create(
                 rewriter, loc, v, ArrayRef<int64_t>{k}));
         }
-        scf::YieldOp::create(rewriter, loc,
-                             ValueRange{vector::FromElementsOp::create(
-                                 rewriter, loc, rowType, loaded)});
-        rewriter.setInsertionPointToStart(ifOp.elseBlock());
-        Value zeros = arith::ConstantOp::create(
-            rewriter, loc, rowType,
-            DenseElementsAttr::get(rowType, rewriter.getZeroAttr(element)));
-        scf::YieldOp::create(rewriter, loc, ValueRange{zeros});
+        rowValues =
+            vector::FromElementsOp::create(rewriter, loc, rowType, loaded);
+        if (ifOp) {
+          scf::YieldOp::create(rewriter, loc, ValueRange{rowValues});
+          rewriter.setInsertionPointToStart(ifOp.elseBlock());
+          Value zeros = arith::ConstantOp::create(
+              rewriter, loc, rowType,
+              DenseElementsAttr::get(rowType, rewriter.getZeroAttr(element)));
+          scf::YieldOp::create(rewriter, loc, ValueRange{zeros});
+          rowValues = ifOp.getResult(0);
+        }
       }
       int64_t k = 0;
       for (const RowAccesses::Access &access : row.accesses)
         for (int64_t e : access.elements)
-          values[e] = vector::ExtractOp::create(rewriter, loc,
-                                                ifOp.getResult(0),
+          values[e] = vector::ExtractOp::create(rewriter, loc, rowValues,
                                                 ArrayRef<int64_t>{k++});
     }
     rewriter.replaceOpWithNewOp<vector::FromElementsOp>(op, vectorType,

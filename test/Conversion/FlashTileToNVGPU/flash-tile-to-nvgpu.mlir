@@ -477,6 +477,40 @@ func.func @load(%parts: memref<4x?x256xf32>, %lse: memref<4x?x1xf32>, %row: inde
 
 // -----
 
+#rows = #flash_tile.blocked<size = [1, 4], threads = [1, 32], warps = [4, 1]>
+#weight = #flash_tile.slice<1, #rows>
+// Clamped loads: a row past `valid` reads row valid - 1 and a group past
+// `groups` group groups - 1, with no branch around the reads.
+// CHECK-LABEL: func.func @clamped_load
+// CHECK: %[[TID:.+]] = gpu.thread_id x
+// CHECK: %[[COL:.+]] = arith.muli %{{.+}}, %c4
+// CHECK: %[[WARP:.+]] = arith.divui %[[TID]], %c32
+// CHECK: %[[ROW:.+]] = arith.remui %[[WARP]], %c4
+// CHECK: %[[GROUP:.+]] = arith.divui %[[ROW]], %c1
+// CHECK: %[[IN:.+]] = arith.remui %[[ROW]], %c1
+// CHECK-NOT: scf.if
+// CHECK: %[[LASTROW:.+]] = arith.subi %arg3, %c1
+// CHECK: %[[CROW:.+]] = arith.minsi %[[IN]], %[[LASTROW]]
+// CHECK: %[[LASTGROUP:.+]] = arith.subi %arg4, %c1
+// CHECK: %[[CGROUP:.+]] = arith.minsi %[[GROUP]], %[[LASTGROUP]]
+// CHECK: %[[AT:.+]] = arith.addi %arg2, %[[CROW]]
+// CHECK: vector.load %arg0[%[[CGROUP]], %[[AT]], %[[COL]]] {alignment = 16 : i64} : memref<4x?x256xf32>, vector<4xf32>
+// CHECK: vector.load %arg0[%[[CGROUP]], %[[AT]], %{{.+}}] {alignment = 16 : i64} : memref<4x?x256xf32>, vector<4xf32>
+// CHECK-NOT: scf.if
+// CHECK: memref.load %arg1[%{{.+}}, %{{.+}}, %{{.+}}] : memref<4x?x1xf32>
+// CHECK-NOT: scf.if
+// CHECK: return
+func.func @clamped_load(%parts: memref<4x?x256xf32>, %lse: memref<4x?x1xf32>, %row: index, %n: index, %g: index)
+    -> (!flash_tile.tile<4x256xf32, #rows>, !flash_tile.tile<4xf32, #weight>) {
+  %p = flash_tile.load %parts[%row] valid %n groups %g clamp {alignment = 16}
+      : memref<4x?x256xf32> -> !flash_tile.tile<4x256xf32, #rows>
+  %w = flash_tile.load %lse[%row] valid %n groups %g clamp
+      : memref<4x?x1xf32> -> !flash_tile.tile<4xf32, #weight>
+  return %p, %w : !flash_tile.tile<4x256xf32, #rows>, !flash_tile.tile<4xf32, #weight>
+}
+
+// -----
+
 #copy = #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [4, 1]>
 #smem = #flash_tile.swizzled<vector = 8, phases = 8>
 #mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>

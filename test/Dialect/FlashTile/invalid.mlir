@@ -784,6 +784,28 @@ func.func @f(%src: memref<?x128xf32>, %row: index, %n: index) {
 
 // -----
 
+// load: a clamped load needs a valid row to clamp to
+#rows = #flash_tile.blocked<size = [1, 4], threads = [1, 32], warps = [4, 1]>
+func.func @f(%src: memref<?x128xf32>, %row: index) {
+  %zero = arith.constant 0 : index
+  // expected-error @+1 {{clamps its rows to the last of `valid`, which is 0: a clamped load needs at least 1}}
+  %t = flash_tile.load %src[%row] valid %zero clamp : memref<?x128xf32> -> !flash_tile.tile<4x128xf32, #rows>
+  return
+}
+
+// -----
+
+// load: and a valid group
+#rows = #flash_tile.blocked<size = [1, 4], threads = [1, 32], warps = [4, 1]>
+func.func @f(%src: memref<4x?x128xf32>, %row: index, %n: index) {
+  %none = arith.constant -1 : index
+  // expected-error @+1 {{clamps its rows to the last of `groups`, which is -1: a clamped load needs at least 1}}
+  %t = flash_tile.load %src[%row] valid %n groups %none clamp : memref<4x?x128xf32> -> !flash_tile.tile<4x128xf32, #rows>
+  return
+}
+
+// -----
+
 // store: valid groups of a 3-D matrix only
 #mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
 func.func @f(%o: !flash_tile.tile<64x32xf32, #mma>, %out: memref<?x32xf32>, %row: index, %n: index) {

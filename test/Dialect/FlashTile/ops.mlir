@@ -197,6 +197,9 @@ func.func @combine(%parts: memref<4x?x128xf32, strided<[?, 128, 1], offset: ?>>,
   // CHECK: flash_tile.load %{{.*}}[%{{.*}}] valid %{{.*}} groups %{{.*}} : memref<4x?x1xf32, strided<[?, 1, 1], offset: ?>> -> !flash_tile.tile<4xf32, #{{.*}}>
   %w = flash_tile.load %lse[%n] valid %valid groups %valid
       : memref<4x?x1xf32, strided<[?, 1, 1], offset: ?>> -> !flash_tile.tile<4xf32, #weight>
+  // CHECK: flash_tile.load %{{.*}}[%{{.*}}] valid %{{.*}} groups %{{.*}} clamp : memref<4x?x1xf32, strided<[?, 1, 1], offset: ?>> -> !flash_tile.tile<4xf32, #{{.*}}>
+  %wc = flash_tile.load %lse[%n] valid %valid groups %valid clamp
+      : memref<4x?x1xf32, strided<[?, 1, 1], offset: ?>> -> !flash_tile.tile<4xf32, #weight>
   // CHECK: flash_tile.map %{{.*}}, %{{.*}} : !flash_tile.tile<4x128xf32, #[[BLOCKED]]>, !flash_tile.tile<4xf32, #{{.*}}> -> !flash_tile.tile<4x128xf16, #[[BLOCKED]]>
   %o = flash_tile.map %p, %w : !flash_tile.tile<4x128xf32, #rows>, !flash_tile.tile<4xf32, #weight>
       -> !flash_tile.tile<4x128xf16, #rows> {

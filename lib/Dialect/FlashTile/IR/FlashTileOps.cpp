@@ -11,6 +11,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
@@ -856,6 +857,18 @@ LogicalResult LoadOp::verify() {
                                 result.getShape()[0], columns,
                                 result.getElementType(), /*atMost=*/true)))
     return failure();
+  // A clamped load reads row valid - 1 (group groups - 1) for the rows
+  // past them: there must be one.
+  if (getClamp())
+    for (auto [what, bound] : {std::pair<StringRef, Value>{"valid", getValid()},
+                               {"groups", getGroups()}}) {
+      APInt c;
+      if (bound && matchPattern(bound, m_ConstantInt(&c)) &&
+          c.getSExtValue() < 1)
+        return emitOpError()
+               << "clamps its rows to the last of `" << what << "`, which is "
+               << c.getSExtValue() << ": a clamped load needs at least 1";
+    }
   return verifyAccess(*this, getSource().getType(), getGroups(),
                       getAlignment(), result.getElementType());
 }

@@ -806,19 +806,28 @@ def FlashTile_LoadOp : FlashTile_Op<"load", [MemoryEffects<[MemRead]>]> {
     of consecutive columns is read in accesses of up to that many bytes
     (and at most 16).
 
+    With `clamp`, the tile's rows from `valid` on read row `valid - 1`
+    instead (and groups from `groups` on read group `groups - 1`): every
+    read is in bounds without a branch around it, so that the reads of
+    several loads can be in flight together. `valid` and `groups` are then
+    at least 1.
+
     ```mlir
     %part = flash_tile.load %parts[%n] valid %left {alignment = 16}
         : memref<4x?x128xf32, strided<[?, 128, 1], offset: ?>>
           -> !flash_tile.tile<4x128xf32, #blocked>
+    %lse = flash_tile.load %lses[%n] valid %left groups %g clamp
+        : memref<4x?x1xf32, strided<[?, 1, 1], offset: ?>>
+          -> !flash_tile.tile<4xf32, #flash_tile.slice<1, #blocked>>
     ```
   }];
   let arguments = (ins FlashTile_GlobalMatrix:$source, Index:$row,
                        Index:$valid, Optional<Index>:$groups,
-                       OptionalAttr<I64Attr>:$alignment);
+                       OptionalAttr<I64Attr>:$alignment, UnitAttr:$clamp);
   let results = (outs FlashTile_Tile:$result);
   let assemblyFormat = [{
-    $source `[` $row `]` `valid` $valid (`groups` $groups^)? attr-dict `:`
-    qualified(type($source)) `->` qualified(type($result))
+    $source `[` $row `]` `valid` $valid (`groups` $groups^)? (`clamp` $clamp^)?
+    attr-dict `:` qualified(type($source)) `->` qualified(type($result))
   }];
   let hasVerifier = 1;
 }
