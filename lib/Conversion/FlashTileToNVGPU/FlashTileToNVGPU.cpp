@@ -2752,13 +2752,19 @@ struct FlashTileToNVGPUPass
     // chosen for (a launch with another is refused), which the runtime
     // checks a manifest against. LLVM bounds %tid from it as it would from
     // known_block_size's `.maxntid`, and PTX allows only one of the two.
+    // `.maxnreg` where the kernel asks for a register budget.
     flash::FlashDialect::BlockAttrHelper block(ctx);
+    flash::FlashDialect::MaxRegistersAttrHelper maxRegisters(ctx);
     module.walk([&](gpu::GPUFuncOp fn) {
       IntegerAttr threads = block.getAttr(fn);
       if (threads && !fn->hasAttr(NVVM::NVVMDialect::getReqntidAttrName()))
         fn->setAttr(NVVM::NVVMDialect::getReqntidAttrName(),
                     DenseI32ArrayAttr::get(
                         ctx, {static_cast<int32_t>(threads.getInt()), 1, 1}));
+      if (IntegerAttr registers = maxRegisters.getAttr(fn))
+        fn->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(),
+                    IntegerAttr::get(IntegerType::get(ctx, 32),
+                                     registers.getValue().getSExtValue()));
     });
     KernelValues kv;
     kv.prepare(module);

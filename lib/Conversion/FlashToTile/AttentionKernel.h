@@ -156,8 +156,18 @@ struct CombineTileShape {
   /// The tile's columns: Dv, or Dv padded to a whole number of a warp's
   /// runs where fewer than 4 lanes would share a row.
   int64_t columns = 0;
+  /// The splits a step of the kernel's loop reads, their loads in flight
+  /// together: up to 8, and 64 of a thread's partial values (13 splits,
+  /// 32768 keys on an H200, are 2 round trips to memory instead of 13).
+  int64_t splitsPerStep = 0;
 };
 CombineTileShape getCombineTileShape(int64_t headDimV, int64_t heads);
+
+/// The combine kernel's register budget (`flash.max_registers`), within
+/// which ptxas issues every load of a step before their first use (120
+/// registers at D = 256 on sm_90a; without it ptxas keeps to 40 and
+/// issues the partials of a step 4 or fewer at a time).
+constexpr int64_t kCombineMaxRegisters = 128;
 
 /// Emits the body of the combine kernel as flash_tile ops: loads of the
 /// partials and their log-sum-exps, maps, and stores, for a CTA of

@@ -1164,6 +1164,11 @@ LogicalResult FlashToTilePass::build(TiledAttention &t,
   gridAttr.setAttr(comb, ob.getArrayAttr(combineGrid));
   blockAttr.setAttr(comb, ob.getI64IntegerAttr(combineThreads));
   sharedBytesAttr.setAttr(comb, ob.getI64IntegerAttr(0));
+  // Registers for a step's loads: ptxas, left to itself, gives the combine
+  // 40 and issues the partials of a step's splits a few at a time (one
+  // round trip to memory each) where they do not fit.
+  FlashDialect::MaxRegistersAttrHelper(ctx).setAttr(
+      comb, ob.getI64IntegerAttr(kCombineMaxRegisters));
   {
     ImplicitLocOpBuilder b(loc, ob);
     b.setInsertionPointToStart(&comb.getBody().front());

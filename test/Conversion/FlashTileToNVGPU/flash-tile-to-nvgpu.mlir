@@ -1022,3 +1022,16 @@ func.func @async_pair(%stage: index, %p: !flash_tile.tile<128x64xf16, #a>,
   %o = flash_tile.warpgroup_wait %o0 pending 0 : !flash_tile.tile<128x64xf32, #mma>
   return %s, %o : !flash_tile.tile<128x64xf32, #mma>, !flash_tile.tile<128x64xf32, #mma>
 }
+
+// -----
+
+// A kernel's launch attributes: its block is `.reqntid`, its register
+// budget `.maxnreg`.
+// CHECK-LABEL: gpu.func @budget
+// CHECK-SAME: nvvm.maxnreg = 128 : i32
+// CHECK-SAME: nvvm.reqntid = array<i32: 64, 1, 1>
+gpu.module @kernels {
+  gpu.func @budget() kernel attributes {flash.block = 64 : i64, flash.max_registers = 128 : i64} {
+    gpu.return
+  }
+}

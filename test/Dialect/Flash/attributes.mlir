@@ -54,3 +54,12 @@ func.func @masks(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<
   %3 = flash.softmax %s causal : tensor<4x8xf32> -> tensor<4x8xf32>
   return
 }
+
+// -----
+
+// A GPU kernel's register budget.
+// CHECK-LABEL: func.func @budget
+// CHECK-SAME: flash.max_registers = 128 : i64
+func.func @budget() attributes {flash.max_registers = 128} {
+  return
+}

@@ -637,6 +637,31 @@ func.func @grid_negative() attributes {flash.grid = [#flash.grid_factor<-2>]} {
 
 // -----
 
+//===----------------------------------------------------------------------===//
+// flash.max_registers
+//===----------------------------------------------------------------------===//
+
+// expected-error @+1 {{'flash.max_registers' is 256 : i64; a thread's registers are an integer from 16 to 255}}
+func.func @too_many_registers() attributes {flash.max_registers = 256} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'flash.max_registers' is 8 : i64; a thread's registers are an integer from 16 to 255}}
+func.func @too_few_registers() attributes {flash.max_registers = 8} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'flash.max_registers' is "many"; a thread's registers are an integer from 16 to 255}}
+func.func @registers_as_a_string() attributes {flash.max_registers = "many"} {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{expected ','}}
 func.func @grid_ceildiv_without_divisor() attributes {flash.grid = [#flash.grid_factor<ceildiv(B)>]} {
   return

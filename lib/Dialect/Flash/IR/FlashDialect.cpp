@@ -67,5 +67,13 @@ LogicalResult FlashDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
   if (attr.getName() == GridAttrHelper(op->getContext()).getName())
     return verifyGrid(op, attr.getValue());
+  if (attr.getName() == MaxRegistersAttrHelper(op->getContext()).getName()) {
+    auto registers = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!registers || registers.getValue().getSExtValue() < 16 ||
+        registers.getValue().getSExtValue() > 255)
+      return op->emitOpError()
+             << "'flash.max_registers' is " << attr.getValue()
+             << "; a thread's registers are an integer from 16 to 255";
+  }
   return success();
 }

@@ -56,6 +56,11 @@ def Flash_Dialect : Dialect {
       (sm_90a's programmatic dependent launch): it waits for that kernel's
       results itself (`griddepcontrol.wait`), and the runtime launches it
       with the attribute that allows the early start.
+    - `flash.max_registers` (integer, 16 to 255), on a GPU kernel: the
+      registers a thread may use, which the back end declares
+      (`.maxnreg`). ptxas otherwise keeps a small kernel's registers few,
+      and with them its loads in flight: the combine kernel's reads of its
+      splits.
     - `flash.param` (dictionary: `name` and `meaning`, strings), on each
       argument of a GPU kernel: what the runtime passes there. A bundle's
       manifest lists the kernels' arguments from these. A tensor map's
@@ -77,6 +82,7 @@ def Flash_Dialect : Dialect {
     "::mlir::DenseI64ArrayAttr":$tile,
     "::mlir::UnitAttr":$final_at_one_split,
     "::mlir::UnitAttr":$programmatic_launch,
+    "::mlir::IntegerAttr":$max_registers,
     "::mlir::DictionaryAttr":$param,
     "::mlir::DenseI64ArrayAttr":$grid_constants
   );
