@@ -1064,6 +1064,64 @@ TEST(GPUKernelTest, RunsOnTheCudaDriverWithDevicePointers) {
   }
 }
 
+/// A driver that cannot build a tensor map: a TMA kernel's run fails
+/// before it launches, naming the tensor, the driver's reason and the
+/// variants that copy without one (FLASHC_FAKE_CUDA_NO_TENSOR_MAPS).
+TEST(GPUKernelTest, TensorMapRefusedByTheCudaDriver) {
+  if (!std::getenv("FLASHC_TEST_CUDA"))
+    GTEST_SKIP() << "runs under the fake CUDA driver only";
+  auto cuda = flashc::runtime::getCudaDevice(0);
+  ASSERT_TRUE(cuda.ok()) << cuda.message();
+  AttentionSpec spec;
+  spec.heads = 2;
+  spec.seqQ = 64;
+  spec.seqKV = 64;
+  spec.headDim = 64;
+  spec.dtype = ElementType::F16;
+  auto kernel = Compiler::global().compile(spec, (*cuda)->getChip());
+  ASSERT_TRUE(static_cast<bool>(kernel)) << llvm::toString(kernel.takeError());
+  bool tma = false;
+  for (const auto &p : (*kernel)->getMetadata().gpu->parameters)
+    tma |= p.isTensorMap();
+  // sm_90a's prefill copies by TMA; sm_80 has none to refuse.
+  EXPECT_EQ(tma, (*cuda)->getChip() == "sm_90a");
+  if (!tma)
+    return;
+  std::mt19937 rng(freshSeed());
+  flashc_test::AttentionBuffers b(spec, rng);
+  std::vector<void *> memory;
+  auto toDevice = [&](HostTensor &t) {
+    TensorRef r = t.ref();
+    auto mem = (*cuda)->allocate(t.getNumElements() * 2, nullptr);
+    EXPECT_TRUE(mem.ok()) << mem.message();
+    if (mem.ok()) {
+      memory.push_back(*mem);
+      r.data = *mem;
+      r.onDevice = true;
+    }
+    return r;
+  };
+  TensorRef q = toDevice(b.q), k = toDevice(b.k), v = toDevice(b.v),
+            out = toDevice(b.out);
+  ASSERT_EQ(memory.size(), 4u);
+  setenv("FLASHC_FAKE_CUDA_NO_TENSOR_MAPS", "1", 1);
+  RunOptions options;
+  llvm::Error err = (*kernel)->run(q, k, v, out, nullptr, options);
+  unsetenv("FLASHC_FAKE_CUDA_NO_TENSOR_MAPS");
+  ASSERT_TRUE(static_cast<bool>(err)) << "a run without its tensor maps";
+  std::string message = llvm::toString(std::move(err));
+  EXPECT_NE(message.find("copies by TMA: the tensor map of query could not "
+                         "be built (cuTensorMapEncodeTiled refused"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("a variant built with --tma off or a lower "
+                         "--alignment copies without one"),
+            std::string::npos)
+      << message;
+  for (void *mem : memory)
+    EXPECT_FALSE((*cuda)->release(mem, nullptr));
+}
+
 /// Every instruction of every shipped kernel's PTX is one the simulator
 /// implements (an unimplemented one would be a parse error at launch).
 TEST(GPUKernelTest, SimulatorImplementsEveryShippedOpcode) {

@@ -40,9 +40,11 @@
 // claims to be. cuLaunchKernelEx takes programmatic stream serialization
 // (counted for flashcFakeCudaLaunchStats), or refuses it with
 // CUDA_ERROR_NOT_SUPPORTED under FLASHC_FAKE_CUDA_NO_PROGRAMMATIC_LAUNCH=1,
-// read at each call. FLASHC_FAKE_CUDA_SKIP_LAUNCHES=1 checks each launch and
-// its arguments but runs nothing (for timing the runtime's own host work,
-// `flashc-gpucheck hosttime`). Errors of a launch are printed on stderr.
+// read at each call; FLASHC_FAKE_CUDA_NO_TENSOR_MAPS=1 likewise makes
+// cuTensorMapEncodeTiled refuse every map (CUDA_ERROR_NOT_SUPPORTED).
+// FLASHC_FAKE_CUDA_SKIP_LAUNCHES=1 checks each launch and its arguments but
+// runs nothing (for timing the runtime's own host work, `flashc-gpucheck
+// hosttime`). Errors of a launch are printed on stderr.
 //
 //===----------------------------------------------------------------------===//
 
@@ -581,6 +583,9 @@ CUresult cuTensorMapEncodeTiled(
   // The simulator's own encoding (flashc/Simulator/TensorMap.h), which its
   // TMA reads. Like the real driver, this needs no context and does not
   // check that the address is an allocation.
+  if (const char *no = std::getenv("FLASHC_FAKE_CUDA_NO_TENSOR_MAPS");
+      no && std::strcmp(no, "1") == 0)
+    return CUDA_ERROR_NOT_SUPPORTED;
   static_assert(sizeof(unsigned long long) == sizeof(uint64_t));
   sim::TensorMapTiledArgs args;
   args.dataType = static_cast<uint32_t>(type);
