@@ -327,12 +327,18 @@ def FlashToTile : Pass<"flash-to-tile", "::mlir::ModuleOp"> {
     - `<func>_combine`, when the KV loop was split: the log-sum-exp merge
       of the f32 partials, loads of the partials and their log-sum-exps
       (`flash_tile.load`), maps and stores in a blocked layout, CTAs of a
-      few rows of a few heads, a warp's lanes over a row's columns. On
-      sm_90a it is a programmatic dependent launch
-      (`flash.programmatic_launch`): the forward kernel lets it launch as
-      it starts (`griddepcontrol.launch_dependents`) and it waits for the
-      partials before anything else (`griddepcontrol.wait`), both inline
-      PTX that clobbers memory.
+      few rows of a few heads, a warp's lanes over a row's columns, 8
+      splits a step (4 where Dv > 256) with their loads clamped to the
+      rows rather than branched around, so that they are in flight
+      together, in 128 registers (`flash.max_registers`).
+
+    On sm_90a both kernels are programmatic dependent launches
+    (`flash.programmatic_launch`): each waits for the kernel before it on
+    the stream before anything else (`griddepcontrol.wait`); the forward
+    kernel then lets the combine launch (`griddepcontrol.launch_dependents`,
+    when launched with more than one split), and the combine the kernel
+    after it (the next call's forward kernel). Both are inline PTX that
+    clobbers memory.
 
     flash-tile-assign-layouts then chooses the warps and layouts,
     flash-tile-allocate-shared places the shared buffers and

@@ -868,6 +868,16 @@ LogicalResult FlashToTilePass::build(TiledAttention &t,
   {
     ImplicitLocOpBuilder b(loc, ob);
     b.setInsertionPointToStart(&fwd.getBody().front());
+    // On sm_90a this kernel is a programmatic dependent launch too: it may
+    // start while the kernel before it on the stream (the previous call's
+    // combine, which lets it in as it starts, or any other) runs, and
+    // waits for that kernel's results before its first access to memory.
+    // Its launch then overlaps the previous kernel's end.
+    if (this->target == "sm_90a") {
+      gridDependency(b, "wait");
+      FlashDialect::ProgrammaticLaunchAttrHelper(ctx).setAttr(
+          fwd, UnitAttr::get(ctx));
+    }
     // On sm_90a the combine may launch as soon as every CTA of this kernel
     // has started (it waits for this kernel's partials itself): its launch
     // overlaps this kernel's run. With one split no combine runs, and the
@@ -1173,9 +1183,12 @@ LogicalResult FlashToTilePass::build(TiledAttention &t,
     ImplicitLocOpBuilder b(loc, ob);
     b.setInsertionPointToStart(&comb.getBody().front());
     // A programmatic dependent launch on sm_90a: the kernel may start
-    // while the forward kernel runs, and waits for its partials here.
+    // while the forward kernel runs, and waits for its partials here. It
+    // then lets the next kernel launch (the next call's forward kernel,
+    // which waits for this one's output itself).
     if (this->target == "sm_90a") {
       gridDependency(b, "wait");
+      gridDependency(b, "launch_dependents");
       FlashDialect::ProgrammaticLaunchAttrHelper(ctx).setAttr(
           comb, UnitAttr::get(ctx));
     }

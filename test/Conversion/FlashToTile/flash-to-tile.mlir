@@ -64,14 +64,16 @@
 // RUN: flashc-opt %t/decode.mlir \
 // RUN:   --flash-attention-pipeline="target=sm_80 dynamic-splits=1 block-q=4" \
 // RUN:   | flashc-opt --flash-to-tile | FileCheck %s --check-prefix=DECODE
-// On sm_90a the combine is a programmatic dependent launch: the forward
-// kernel lets it launch as it starts (when split: %arg10 is the split
-// count), and it waits for the partials first.
+// On sm_90a both kernels are programmatic dependent launches, which wait
+// for the kernel before them first: the forward kernel lets the combine
+// launch as it starts (when split: %arg10 is the split count), and the
+// combine, once the partials are in, lets the next kernel launch.
 // RUN: flashc-opt %t/decode.mlir \
 // RUN:   --flash-attention-pipeline="target=sm_80 dynamic-splits=1 block-q=4" \
 // RUN:   | flashc-opt --flash-to-tile=target=sm_90a | FileCheck %s --check-prefix=PDL
 // PDL-LABEL: gpu.func @decode_fwd(
-// PDL-NOT: flash.programmatic_launch
+// PDL-SAME: flash.programmatic_launch
+// PDL-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "griddepcontrol.wait;", "~{memory}"  : () -> ()
 // PDL-NEXT: %[[ONE:.+]] = arith.constant 1 : i64
 // PDL-NEXT: %[[SPLIT:.+]] = arith.cmpi sgt, %arg10, %[[ONE]] : i64
 // PDL-NEXT: scf.if %[[SPLIT]] {
@@ -79,6 +81,7 @@
 // PDL-LABEL: gpu.func @decode_combine(
 // PDL-SAME: flash.programmatic_launch
 // PDL-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "griddepcontrol.wait;", "~{memory}"  : () -> ()
+// PDL-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "griddepcontrol.launch_dependents;", "~{memory}"  : () -> ()
 //
 // Unsupported inputs and options are diagnosed.
 // RUN: flashc-opt %t/f32.mlir --flash-attention-pipeline="target=sm_80" \
@@ -178,7 +181,8 @@
 
 // SM90-NOT: func.func
 // SM90-LABEL: gpu.func @mha_fwd(
-// SM90-SAME: flash.grid = [#flash.grid_factor<B>, #flash.grid_factor<2>, #flash.grid_factor<ceildiv(Nq, 128)>], flash.shared_bytes = 49152 : i64
+// SM90-SAME: flash.grid = [#flash.grid_factor<B>, #flash.grid_factor<2>, #flash.grid_factor<ceildiv(Nq, 128)>], flash.programmatic_launch, flash.shared_bytes = 49152 : i64
+// SM90-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "griddepcontrol.wait;", "~{memory}"  : () -> ()
 
 //--- mha.mlir
 func.func @mha(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>,
