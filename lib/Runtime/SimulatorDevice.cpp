@@ -195,6 +195,8 @@ public:
     config.checkRaces = options.checkRaces;
     config.maxInstructionsPerThread = options.maxInstructionsPerThread;
     config.memoryBudgetBytes = options.memoryBudgetBytes;
+    // A kernel launched early on a GPU must wait before touching memory.
+    config.programmatic = kernel.programmaticLaunch;
     Result<sim::LaunchStats> stats =
         device.launch(**module, kernel.name, config, simArgs);
     if (!stats)

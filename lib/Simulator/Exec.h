@@ -76,6 +76,8 @@ struct Thread {
   /// thread must not touch).
   bool wgmmaPending = false;
   uint32_t groupsCommitted = 0;
+  /// Whether the thread has executed griddepcontrol.wait.
+  bool gridWaited = false;
   std::vector<PendingCopy> pending;
 };
 

@@ -708,6 +708,7 @@ Result<LaunchStats> Device::launch(const Module &module,
     env.dynamicShared = config.dynamicSharedBytes;
     env.checkRaces = config.checkRaces;
     env.checkGlobalWrites = config.checkGlobalWrites;
+    env.programmatic = config.programmatic;
     env.maxInstructions = config.maxInstructionsPerThread;
     env.memoryBudget = config.memoryBudgetBytes;
     env.params.assign(kernel->paramBytes, 0);

@@ -87,6 +87,7 @@ struct LaunchEnv {
   std::vector<OwnerTable> owners; // by buffer, when checking global writes
   bool checkRaces = true;
   bool checkGlobalWrites = true;
+  bool programmatic = false;
   uint64_t maxInstructions = 0;
   /// The memory budget and what the launch holds of it.
   uint64_t memoryBudget = 0;
@@ -325,6 +326,19 @@ public:
 
   // Memory -----------------------------------------------------------------
 
+  /// In a programmatic dependent launch, a thread reaches global memory
+  /// only after its griddepcontrol.wait (the kernel launched before may
+  /// still be writing it); false after reporting the race.
+  bool checkGridDependency(const Inst &inst, Thread &t) {
+    if (!env.programmatic || t.gridWaited)
+      return true;
+    fault(ErrorCode::Race, inst, t,
+          "global memory accessed before griddepcontrol.wait in a "
+          "programmatic dependent launch (the kernel launched before it may "
+          "still be writing)");
+    return false;
+  }
+
   /// Resolves an access of `size` bytes at `addr` in `space` to host
   /// memory, checking bounds, alignment and (for shared memory) races.
   uint8_t *access(const Inst &inst, Thread &t, Space space, uint64_t addr,
@@ -350,6 +364,8 @@ public:
         space = Space::Global;
       }
     }
+    if (space == Space::Global && !checkGridDependency(inst, t))
+      return nullptr;
     switch (space) {
     case Space::Global:
     case Space::Const: {

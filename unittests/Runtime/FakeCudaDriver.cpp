@@ -418,6 +418,7 @@ static CUresult launch(CUfunction function, unsigned gridX, unsigned gridY,
   config.block = sim::Dim3{blockX, blockY, blockZ};
   config.dynamicSharedBytes = sharedBytes;
   config.maxInstructionsPerThread = 100000000;
+  config.programmatic = programmatic;
   flashc::Result<sim::LaunchStats> stats =
       s.memory.launch(*f->module, info.name, config, args);
   if (!stats) {

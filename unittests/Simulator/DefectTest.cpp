@@ -323,6 +323,72 @@ TEST(FaultTest, RaceCheckingSurvivesEpochWrap) {
       << racy.status().message();
 }
 
+/// A programmatic dependent launch may start while the kernel before it
+/// still runs: a thread that reads or writes global memory (ld, st, atom,
+/// cp.async) before its griddepcontrol.wait races with that kernel. The
+/// same code launched as any other is fine, and so is every access after
+/// the thread's wait.
+TEST(FaultTest, GlobalAccessBeforeGridDependencyWait) {
+  struct Case {
+    const char *name, *body, *decls;
+    uint32_t threads;
+    const char *racer; // the thread reported, or null: no race
+    const char *instruction;
+  };
+  const Case cases[] = {
+      {"load before the wait",
+       "  ld.global.u32 %r1, [%rd15];\n  griddepcontrol.wait;\n", "", 1,
+       "thread (0,0,0)", "ld.global.u32"},
+      {"store before the wait",
+       "  st.global.u32 [%rd14], %r0;\n  griddepcontrol.wait;\n", "", 1,
+       "thread (0,0,0)", "st.global.u32"},
+      {"atomic before the wait",
+       "  atom.global.add.u32 %r1, [%rd14], 1;\n  griddepcontrol.wait;\n", "",
+       1, "thread (0,0,0)", "atom.global.add.u32"},
+      {"cp.async before the wait",
+       "  mov.u32 %r1, s;\n"
+       "  cp.async.cg.shared.global [%r1], [%rd15], 16;\n"
+       "  cp.async.wait_all;\n  griddepcontrol.wait;\n",
+       ".shared .align 16 .b8 s[16];", 1, "thread (0,0,0)", "cp.async"},
+      {"launch_dependents is no wait",
+       "  griddepcontrol.launch_dependents;\n  ld.global.u32 %r1, [%rd15];\n",
+       "", 1, "thread (0,0,0)", "ld.global.u32"},
+      {"a thread that branches around the wait",
+       "  setp.eq.u32 %p1, %r0, 1;\n"
+       "  @%p1 bra SKIP;\n"
+       "  griddepcontrol.wait;\n"
+       "SKIP:\n"
+       "  ld.global.u32 %r1, [%rd15];\n",
+       "", 2, "thread (1,0,0)", "ld.global.u32"},
+      {"every access after the wait",
+       "  griddepcontrol.wait;\n"
+       "  ld.global.u32 %r1, [%rd15];\n"
+       "  griddepcontrol.launch_dependents;\n"
+       "  st.global.u32 [%rd14], %r1;\n",
+       "", 1, nullptr, nullptr},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.name);
+    // Launched as any other kernel, nothing is wrong.
+    ASSERT_TRUE(ok(runBody(c.body, {7, 0, 0, 0}, 4, c.threads, c.decls)));
+    auto early = runBody(c.body, {7, 0, 0, 0}, 4, c.threads, c.decls,
+                         /*programmatic=*/true);
+    if (!c.racer) {
+      ASSERT_TRUE(ok(early));
+      EXPECT_EQ((*early)[0], 7u);
+      continue;
+    }
+    ASSERT_FALSE(early) << "the race was missed";
+    const std::string &msg = early.status().message();
+    EXPECT_EQ(early.status().code(), ErrorCode::Race) << msg;
+    for (const char *part :
+         {"global memory accessed before griddepcontrol.wait in a "
+          "programmatic dependent launch",
+          c.racer, c.instruction})
+      EXPECT_NE(msg.find(part), std::string::npos) << part << " in: " << msg;
+  }
+}
+
 /// With several CTAs failing, the error is the first CTA's whatever the
 /// number of workers.
 TEST(FaultTest, FirstFailingCTAIsReported) {

@@ -67,7 +67,7 @@ struct Pipeline {
   }
 
   Result<LaunchStats> run(const Module &module, int blocks, bool swizzled,
-                          int defect) {
+                          int defect, bool programmatic = false) {
     Device device;
     if (Status e = registerVector(device, tensor, "tensor"))
       return e;
@@ -77,6 +77,7 @@ struct Pipeline {
     config.block = {256};
     config.workers = 1;
     config.maxInstructionsPerThread = 1u << 22;
+    config.programmatic = programmatic;
     return device.launch(
         module, "tmaPipeline", config,
         {map, KernelArg::pointer(out.data()), KernelArg::s32(blocks),
@@ -478,6 +479,22 @@ TEST(HopperTest, GridDependencyControlIsMetInALaunchOrder) {
   ASSERT_TRUE(ok(out)) << out.status().message();
   for (uint64_t i = 0; i < 64; ++i)
     EXPECT_EQ((*out)[i], i);
+}
+
+TEST(HopperTest, ATensorCopyBeforeTheGridDependencyWaitIsARace) {
+  // tmaPipeline never executes griddepcontrol.wait: launched as a
+  // programmatic dependent launch, its producer's first TMA load may read
+  // the tensor before the kernel launched before it has written it.
+  FLASHC_REQUIRE_NVCC_SM90_KERNELS(module);
+  FLASHC_SEEDED_RNG(rng);
+  Pipeline p(rng.engine, 64, true);
+  ASSERT_TRUE(ok(p.run(*module, 4, true, 0)));
+  auto stats = p.run(*module, 4, true, 0, /*programmatic=*/true);
+  ASSERT_FALSE(stats) << "the race was missed";
+  const std::string &msg = stats.status().message();
+  EXPECT_EQ(stats.status().code(), ErrorCode::Race) << msg;
+  EXPECT_NE(msg.find("before griddepcontrol.wait"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("cp.async.bulk.tensor"), std::string::npos) << msg;
 }
 
 TEST(HopperTest, NamedBarrierThreadCountsMustAgree) {

@@ -46,10 +46,9 @@ std::string wrapBody(const std::string &body, const std::string &decls) {
          "}\n";
 }
 
-Result<std::vector<uint64_t>> runBody(const std::string &body,
-                                      const std::vector<uint64_t> &in,
-                                      size_t numOut, uint32_t threads,
-                                      const std::string &decls) {
+Result<std::vector<uint64_t>>
+runBody(const std::string &body, const std::vector<uint64_t> &in, size_t numOut,
+        uint32_t threads, const std::string &decls, bool programmatic) {
   auto module = Module::parse(wrapBody(body, decls), "body.ptx");
   if (!module)
     return module.status();
@@ -67,6 +66,7 @@ Result<std::vector<uint64_t>> runBody(const std::string &body,
   config.block = {threads};
   config.workers = 1;
   config.maxInstructionsPerThread = 1u << 20;
+  config.programmatic = programmatic;
   auto stats = device.launch(
       **module, "test", config,
       {KernelArg::pointer(output.data()), KernelArg::pointer(input.data())});

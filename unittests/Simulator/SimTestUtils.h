@@ -46,11 +46,13 @@ constexpr unsigned kBodyFirstLine = 17;
 
 /// Runs `wrapBody(body, decls)` on one CTA of `threads` threads with
 /// `numOut` zeroed output slots and the input slots `in`; returns the output
-/// slots or the simulator's error.
+/// slots or the simulator's error. `programmatic`: as a programmatic
+/// dependent launch (LaunchConfig::programmatic).
 Result<std::vector<uint64_t>> runBody(const std::string &body,
                                       const std::vector<uint64_t> &in,
                                       size_t numOut, uint32_t threads = 1,
-                                      const std::string &decls = "");
+                                      const std::string &decls = "",
+                                      bool programmatic = false);
 
 //===----------------------------------------------------------------------===//
 // The nvcc-compiled kernels

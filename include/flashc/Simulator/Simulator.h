@@ -209,6 +209,13 @@ struct LaunchConfig {
   /// run one CTA within it, or whose records outgrow it, fails with a Limit
   /// error naming both figures.
   uint64_t memoryBudgetBytes = 2ull << 30;
+  /// A programmatic dependent launch (sm_90): on a GPU the kernel may
+  /// start before the one launched before it has finished, and sees that
+  /// kernel's results only once it has executed griddepcontrol.wait. A
+  /// thread's access to global memory (ld, st, atom, cp.async, TMA) before
+  /// its griddepcontrol.wait is then a Race fault. Launches here run one
+  /// after the other, so this is the only way such a race shows.
+  bool programmatic = false;
 };
 
 struct LaunchStats {

@@ -121,6 +121,8 @@ struct CpAsyncInst : ThreadInst {
     copy.line = inst.line;
     std::memset(copy.data, 0, sizeof(copy.data));
     if (srcSize > 0) {
+      if (!x.checkGridDependency(inst, t))
+        return Next::Stop;
       const auto *buf = x.findGlobal(src, srcSize);
       if (!buf)
         return S.fault(ErrorCode::OutOfBounds,

@@ -276,6 +276,9 @@ struct CpAsyncBulkTensorInst : ThreadInst {
     ErrorCode code = ErrorCode::Trap;
     std::string why;
     int32_t coords[kTensorMapMaxRank] = {};
+    // The copy reads or writes global memory.
+    if (!x.checkGridDependency(I, S.t))
+      return Next::Stop;
     if constexpr (Code == Op::CpAsyncBulkTensorStore) {
       uint32_t src = sharedOperand(S, 1 + rank, Space::Shared,
                                    "cp.async.bulk.tensor's source", ok);

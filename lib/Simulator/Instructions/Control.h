@@ -182,12 +182,14 @@ struct ActivemaskInst : ThreadInst {
 /// depends on, or lets the launches that depend on it start. A device runs
 /// its launches one after the other, each once the one before has ended:
 /// every wait is already met, and letting a launch start early changes
-/// nothing.
+/// nothing. The wait is recorded (Inst::mode 1): in a programmatic launch
+/// a thread's global accesses before it are races (LaunchConfig).
 struct GriddepcontrolInst : ThreadInst {
   static constexpr std::string_view spellings[] = {"griddepcontrol"};
 
   static std::string decode(const OpcodeParts &p, Inst &inst) {
     inst.op = Op::Griddepcontrol;
+    inst.mode = p.rest.size() == 1 && p.rest[0] == "wait";
     return p.rest.size() == 1 &&
                    (p.rest[0] == "wait" || p.rest[0] == "launch_dependents") &&
                    p.types.empty()
@@ -199,6 +201,8 @@ struct GriddepcontrolInst : ThreadInst {
 
   template <Op Code, typename X>
   static FLASHC_SIM_INLINE Next exec(const ThreadStep<X> &S) {
+    if (S.I.mode)
+      S.t.gridWaited = true;
     return Next::Advance;
   }
 };
