@@ -11,7 +11,9 @@
 #   2. benchmark (CUDA events around runs of calls back to back, median of
 #      many such runs): prefill in TFLOP/s
 #      against SDPA's flash and cuDNN backends, and decode in GB/s and as a
-#      percentage of a measured device-to-device copy bandwidth.
+#      percentage of a measured device-to-device copy bandwidth, and again
+#      with every kernel launched as any other (no programmatic dependent
+#      launch: FLASHC_CUDA_PROGRAMMATIC_LAUNCH=0).
 #
 #   gpu_check.py --lib LIB --bundle DIR [--quick] [--json FILE]
 #   gpu_check.py --lib LIB --bundle DIR --dry-run
@@ -26,6 +28,7 @@ import argparse
 import ctypes
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -351,13 +354,22 @@ def torch_check(fc, torch, device_code, dev, stream, timer, numerics_cases,
               f"SDPA {sdpa_err:.2e}, lse {lse_err:.2e}  "
               f"{'PASS' if ok else 'FAIL'}")
 
-    def against_sdpa(q, k, v, out, causal):
-        """Seconds per call for flashc and SDPA's flash and cuDNN."""
+    def against_sdpa(q, k, v, out, causal, serial=False):
+        """Seconds per call for flashc and SDPA's flash and cuDNN; with
+        `serial`, also flashc with every kernel launched as any other
+        (FLASHC_CUDA_PROGRAMMATIC_LAUNCH=0: no programmatic dependent
+        launch), as "flashc_serial"."""
         views = [gpu_view(t, FLASHC_BF16) for t in (q, k, v, out)]
 
         def run_flashc():
             fc.attention(device_code, *views, None, causal, stream())
         results = {"flashc": timer(run_flashc, iters)}
+        if serial:
+            os.environ["FLASHC_CUDA_PROGRAMMATIC_LAUNCH"] = "0"
+            try:
+                results["flashc_serial"] = timer(run_flashc, iters)
+            finally:
+                del os.environ["FLASHC_CUDA_PROGRAMMATIC_LAUNCH"]
         for name, backend in (("flash", SDPBackend.FLASH_ATTENTION),
                               ("cudnn", SDPBackend.CUDNN_ATTENTION)):
             # A backend that refuses the shape (or this torch's SDPA lacks
@@ -395,7 +407,7 @@ def torch_check(fc, torch, device_code, dev, stream, timer, numerics_cases,
     print(f"\ndecode (bf16, GQA 32/8, D = 128, one query; device-to-device "
           f"copy {copy_gbs:.0f} GB/s):")
     print(f"  {'B':>3} {'Nk':>7} {'flashc GB/s':>12} {'% copy':>7} "
-          f"{'flash GB/s':>11} {'cudnn GB/s':>11}")
+          f"{'flash GB/s':>11} {'cudnn GB/s':>11} {'no PDL GB/s':>12}")
     for (b, nk) in decode_cfgs:
         q = torch.randn(b, 32, 1, 128, device=dev, dtype=torch.bfloat16)
         k = torch.randn(b, 8, nk, 128, device=dev, dtype=torch.bfloat16)
@@ -403,11 +415,12 @@ def torch_check(fc, torch, device_code, dev, stream, timer, numerics_cases,
         out = torch.empty_like(q)
         nbytes = (k.numel() + v.numel() + 2 * q.numel()) * 2
         gbs = {k2: nbytes / t * 1e-9
-               for k2, t in against_sdpa(q, k, v, out, False).items()}
+               for k2, t in against_sdpa(q, k, v, out, False,
+                                         serial=True).items()}
         row = dict(B=b, Nk=nk, copy_gbs=copy_gbs, **gbs)
         line = (f"  {b:>3} {nk:>7} {gbs['flashc']:12.0f} "
                 f"{100 * gbs['flashc'] / copy_gbs:6.0f}% {gbs['flash']:11.0f} "
-                f"{gbs['cudnn']:11.0f}")
+                f"{gbs['cudnn']:11.0f} {gbs['flashc_serial']:12.0f}")
         if profiler:
             views = [gpu_view(t, FLASHC_BF16) for t in (q, k, v, out)]
             host, kernels = profiler(

@@ -9,7 +9,9 @@
 // stream-ordered allocations from a memory pool of flashc's own that keeps
 // its memory across synchronisations (the device's default pool returns it
 // to the driver at every synchronise, so that each decode call would map
-// its workspace afresh).
+// its workspace afresh). Kernels marked programmatic_launch go through
+// cuLaunchKernelEx with programmatic stream serialization, unless the
+// driver lacks or refuses it or FLASHC_CUDA_PROGRAMMATIC_LAUNCH=0.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +21,7 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include <map>
@@ -191,7 +194,11 @@ public:
                           "a grid of " + std::to_string(grid) +
                               " CTAs exceeds the launch limit");
     CUresult r = CUDA_SUCCESS;
-    const bool early = kernel.programmaticLaunch && d.cuLaunchKernelEx;
+    // FLASHC_CUDA_PROGRAMMATIC_LAUNCH=0 launches every kernel as any other
+    // (read at each launch: a benchmark compares the two in one process).
+    const char *allowed = std::getenv("FLASHC_CUDA_PROGRAMMATIC_LAUNCH");
+    const bool early = kernel.programmaticLaunch && d.cuLaunchKernelEx &&
+                       !(allowed && std::strcmp(allowed, "0") == 0);
     if (early) {
       // A kernel that waits for its predecessor's results itself
       // (griddepcontrol.wait) may start while the predecessor runs.
