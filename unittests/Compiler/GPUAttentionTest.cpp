@@ -985,13 +985,19 @@ TEST(GPUKernelTest, RunsOnTheCudaDriverWithDevicePointers) {
   ASSERT_TRUE(cuda.ok()) << cuda.message();
   ASSERT_NE((*cuda)->describe().find("fake CUDA driver"), std::string::npos)
       << (*cuda)->describe();
-  // Prefill, split decode, and split decode on a driver that refuses the
-  // combine's early start (it then launches as any other).
-  for (int mode : {0, 1, 2}) {
-    bool decode = mode > 0, refused = mode == 2;
-    SCOPED_TRACE(refused ? "early start refused" : decode ? "decode" : "");
+  // Prefill, split decode, split decode on a driver that refuses the
+  // kernels' early start (they then launch as any other), and with the
+  // runtime told not to ask for it (FLASHC_CUDA_PROGRAMMATIC_LAUNCH=0).
+  for (int mode : {0, 1, 2, 3}) {
+    bool decode = mode > 0, refused = mode == 2, off = mode == 3;
+    SCOPED_TRACE(refused  ? "early start refused"
+                 : off    ? "early start off"
+                 : decode ? "decode"
+                          : "");
     if (refused)
       setenv("FLASHC_FAKE_CUDA_NO_PROGRAMMATIC_LAUNCH", "1", 1);
+    if (off)
+      setenv("FLASHC_CUDA_PROGRAMMATIC_LAUNCH", "0", 1);
     AttentionSpec spec;
     spec.batch = 2;
     spec.heads = 8;
@@ -1045,15 +1051,17 @@ TEST(GPUKernelTest, RunsOnTheCudaDriverWithDevicePointers) {
     dlclose(driver);
     if (refused)
       unsetenv("FLASHC_FAKE_CUDA_NO_PROGRAMMATIC_LAUNCH");
+    if (off)
+      unsetenv("FLASHC_CUDA_PROGRAMMATIC_LAUNCH");
     // On sm_90a every kernel is a programmatic dependent launch (each
     // waits for the kernel before it itself): the forward kernel, and a
     // split decode's combine; sm_80 has none, and a driver that refuses
     // them launches both as any other.
     EXPECT_EQ(launches - launches0, decode ? 2u : 1u);
     EXPECT_EQ(programmatic - programmatic0,
-              refused || (*cuda)->getChip() != "sm_90a" ? 0u
-              : decode                                  ? 2u
-                                                        : 1u);
+              refused || off || (*cuda)->getChip() != "sm_90a" ? 0u
+              : decode                                         ? 2u
+                                                               : 1u);
     for (auto &[host, mem] : copies) {
       if (host == &b.out || host == &b.lse) {
         EXPECT_FALSE((*cuda)->copyToHost(
