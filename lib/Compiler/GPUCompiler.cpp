@@ -362,6 +362,7 @@ KernelBuilder::buildGPU(const AttentionSpec &spec, const PipelineConfig &config,
   auto kernel = std::unique_ptr<Kernel>(new Kernel());
   kernel->spec = spec;
   kernel->config = config;
+  kernel->cacheDirectory = cacheDirectory;
   KernelMetadata &meta = kernel->metadata;
   PipelineConfig g = gpuConfig(spec, config);
   meta.target = g.target;
@@ -530,11 +531,18 @@ Kernel::selectVariant(const rt::AttentionCall &call) const {
   if (!entry->done) {
     PipelineConfig c = config;
     c.alignment = alignment;
-    llvm::Expected<std::shared_ptr<const Kernel>> built =
-        moduleSource.empty()
-            ? Compiler::global().compile(spec, metadata.target, c)
-            : Compiler::global().compileModule(moduleSource, metadata.target,
-                                               c);
+    // As the kernel was built: from its spec (through the kernel cache
+    // directory of the compiler that built it, if any), or from its
+    // module (never cached in a directory).
+    llvm::Expected<std::shared_ptr<const Kernel>> built = moduleSource.empty()
+        ? [&]() -> llvm::Expected<std::shared_ptr<const Kernel>> {
+      llvm::Expected<std::unique_ptr<Kernel>> k =
+          KernelBuilder::buildGPU(spec, c, cacheDirectory, ModuleOp());
+      if (!k)
+        return k.takeError();
+      return std::shared_ptr<const Kernel>(std::move(*k));
+    }()
+        : Compiler::global().compileModule(moduleSource, metadata.target, c);
     if (built) {
       entry->kernel = *built;
       entry->reason =

@@ -305,6 +305,62 @@ TEST(JITTest, GPUKernelsPersistInTheCacheDirectory) {
   llvm::sys::fs::remove_directories(cache);
 }
 
+/// A kernel's fallback for tensors less aligned than it needs is compiled
+/// as the kernel was: through the cache directory of the compiler that
+/// built it, where it is then found beside the kernel.
+TEST(JITTest, FallbacksPersistInTheKernelsCacheDirectory) {
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("flashc-jit-cache", dir));
+  std::string cache = dir.str().str();
+  AttentionSpec spec;
+  spec.heads = 2;
+  spec.seqQ = 20;
+  spec.seqKV = 30;
+  spec.headDim = 64;
+  spec.dtype = ElementType::F16;
+  Compiler compiler;
+  compiler.setCacheDirectory(cache);
+  auto kernel = compiler.compile(spec, "sm_80");
+  ASSERT_TRUE(static_cast<bool>(kernel)) << llvm::toString(kernel.takeError());
+  std::string id = (*kernel)->getMetadata().gpu->id;
+
+  // Every tensor one element into its buffer: 2-byte aligned.
+  unsigned seed = flashc_test::freshSeed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  flashc_test::AttentionBuffers b(spec, rng);
+  std::vector<HostTensor> buffers;
+  auto offset = [&](HostTensor &t) {
+    HostTensor &buffer = buffers.emplace_back(
+        spec.dtype, std::vector<int64_t>{t.getNumElements() + 1});
+    for (int64_t i = 0; i < t.getNumElements(); ++i)
+      buffer.set(i + 1, t.get(i));
+    TensorRef r = t.ref();
+    r.data = static_cast<char *>(buffer.data()) + 2;
+    return r;
+  };
+  buffers.reserve(4);
+  TensorRef q = offset(b.q), k = offset(b.k), v = offset(b.v),
+            out = offset(b.out);
+  RunOptions options;
+  options.simulate = true;
+  llvm::Error err = (*kernel)->run(q, k, v, out, nullptr, options);
+  ASSERT_FALSE(static_cast<bool>(err)) << llvm::toString(std::move(err));
+  for (int64_t i = 0; i < b.out.getNumElements(); ++i)
+    b.out.set(i, buffers[3].get(i + 1));
+  flashc_test::expectMatchesReference(spec, b);
+  ASSERT_EQ((*kernel)->getFallbacks().size(), 1u);
+  flashc::Result<flashc::runtime::Bundle> bundle =
+      flashc::runtime::Bundle::load(cache);
+  ASSERT_TRUE(bundle.ok()) << bundle.message();
+  std::vector<std::string> ids;
+  for (const flashc::runtime::KernelVariant &variant : bundle->variants)
+    ids.push_back(variant.id);
+  llvm::sort(ids);
+  EXPECT_EQ(ids, (std::vector<std::string>{id, id + "-a2"}));
+  (void)llvm::sys::fs::remove_directories(cache);
+}
+
 /// The cache's kernels run as the user's code: a directory someone else can
 /// write is refused, not read; a new one is made private (0700).
 TEST(JITTest, UntrustedCacheDirectoriesAreRefused) {

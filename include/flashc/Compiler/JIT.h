@@ -249,6 +249,9 @@ private:
   /// describe it (Compiler::compileModule): its fallbacks are compiled
   /// from it too.
   std::string moduleSource;
+  /// The kernel cache directory of the compiler that built a GPU kernel
+  /// (empty: none): its fallbacks are kept there too.
+  std::string cacheDirectory;
   /// One alignment's fallback: compiled once, by the first run that needs
   /// it (others wait for it; runs at other alignments do not).
   struct FallbackEntry {
