@@ -365,11 +365,15 @@ def torch_check(fc, torch, device_code, dev, stream, timer, numerics_cases,
             fc.attention(device_code, *views, None, causal, stream())
         results = {"flashc": timer(run_flashc, iters)}
         if serial:
+            saved = os.environ.get("FLASHC_CUDA_PROGRAMMATIC_LAUNCH")
             os.environ["FLASHC_CUDA_PROGRAMMATIC_LAUNCH"] = "0"
             try:
                 results["flashc_serial"] = timer(run_flashc, iters)
             finally:
-                del os.environ["FLASHC_CUDA_PROGRAMMATIC_LAUNCH"]
+                if saved is None:
+                    del os.environ["FLASHC_CUDA_PROGRAMMATIC_LAUNCH"]
+                else:
+                    os.environ["FLASHC_CUDA_PROGRAMMATIC_LAUNCH"] = saved
         for name, backend in (("flash", SDPBackend.FLASH_ATTENTION),
                               ("cudnn", SDPBackend.CUDNN_ATTENTION)):
             # A backend that refuses the shape (or this torch's SDPA lacks

@@ -657,9 +657,9 @@ struct EntryHeader {
 /// The first instruction of the body at `ptx[body]` (its `{`) that may
 /// access global memory (a load, store, atomic, reduction, copy or
 /// prefetch not of .param, .shared, .local or .const memory; generic ones
-/// count) before its first `griddepcontrol.wait`: "" when the wait comes
-/// first, the instruction's text otherwise, or "(none)" when the body
-/// never waits.
+/// count) before its first unpredicated `griddepcontrol.wait`: "" when the
+/// wait comes first, the instruction's text otherwise, or "(none)" when
+/// the body never waits.
 std::string firstAccessBeforeWait(const std::string &ptx, size_t body) {
   int depth = 0;
   size_t pos = body;
@@ -674,7 +674,9 @@ std::string firstAccessBeforeWait(const std::string &ptx, size_t body) {
     for (char c : line)
       depth += c == '{' ? 1 : c == '}' ? -1 : 0;
     size_t first = line.find_first_not_of(" \t\r");
-    if (first != std::string::npos && line.compare(first, 1, "@") == 0)
+    bool guarded =
+        first != std::string::npos && line.compare(first, 1, "@") == 0;
+    if (guarded)
       first = line.find_first_not_of(" \t", line.find_first_of(" \t", first));
     if (first == std::string::npos) {
       if (depth <= 0 && pos > body + 1)
@@ -683,7 +685,8 @@ std::string firstAccessBeforeWait(const std::string &ptx, size_t body) {
     }
     std::string op =
         line.substr(first, line.find_first_of(" \t;", first) - first);
-    if (op.rfind("griddepcontrol.wait", 0) == 0)
+    // A wait under a predicate may not run: it waits for nothing here.
+    if (op.rfind("griddepcontrol.wait", 0) == 0 && !guarded)
       return "";
     std::string head = op.substr(0, op.find('.'));
     bool memory = head == "ld" || head == "ldu" || head == "st" ||

@@ -28,6 +28,7 @@
 #include <cmath>
 #include <dlfcn.h>
 #include <functional>
+#include <optional>
 #include <ostream>
 #include <random>
 
@@ -974,6 +975,15 @@ TEST(GPUKernelTest, FixedSplitCountIsPassedAtLaunch) {
   EXPECT_EQ(forwardGrid[1], 3 * forwardGrid[0]);
 }
 
+/// An environment variable set for a scope (the fake driver's switches).
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(const char *n, const char *value) : name(n) { setenv(n, value, 1); }
+  ~ScopedEnv() { unsetenv(name.c_str()); }
+  ScopedEnv(const ScopedEnv &) = delete;
+  ScopedEnv &operator=(const ScopedEnv &) = delete;
+};
+
 /// A compiled kernel on the CUDA device with device pointers, under the
 /// fake driver (ctest flashc-compiler-fake-cuda; FakeCudaDriver.cpp): the
 /// JIT's kernel through the runtime's module loading and launches, with
@@ -994,10 +1004,12 @@ TEST(GPUKernelTest, RunsOnTheCudaDriverWithDevicePointers) {
                  : off    ? "early start off"
                  : decode ? "decode"
                           : "");
+    // Unset again however the iteration ends.
+    std::optional<ScopedEnv> refusing, switchedOff;
     if (refused)
-      setenv("FLASHC_FAKE_CUDA_NO_PROGRAMMATIC_LAUNCH", "1", 1);
+      refusing.emplace("FLASHC_FAKE_CUDA_NO_PROGRAMMATIC_LAUNCH", "1");
     if (off)
-      setenv("FLASHC_CUDA_PROGRAMMATIC_LAUNCH", "0", 1);
+      switchedOff.emplace("FLASHC_CUDA_PROGRAMMATIC_LAUNCH", "0");
     AttentionSpec spec;
     spec.batch = 2;
     spec.heads = 8;
@@ -1049,10 +1061,6 @@ TEST(GPUKernelTest, RunsOnTheCudaDriverWithDevicePointers) {
     ASSERT_FALSE(static_cast<bool>(err)) << llvm::toString(std::move(err));
     stats(&launches, &programmatic);
     dlclose(driver);
-    if (refused)
-      unsetenv("FLASHC_FAKE_CUDA_NO_PROGRAMMATIC_LAUNCH");
-    if (off)
-      unsetenv("FLASHC_CUDA_PROGRAMMATIC_LAUNCH");
     // On sm_90a every kernel is a programmatic dependent launch (each
     // waits for the kernel before it itself): the forward kernel, and a
     // split decode's combine; sm_80 has none, and a driver that refuses
@@ -1115,10 +1123,11 @@ TEST(GPUKernelTest, TensorMapRefusedByTheCudaDriver) {
   TensorRef q = toDevice(b.q), k = toDevice(b.k), v = toDevice(b.v),
             out = toDevice(b.out);
   ASSERT_EQ(memory.size(), 4u);
-  setenv("FLASHC_FAKE_CUDA_NO_TENSOR_MAPS", "1", 1);
-  RunOptions options;
-  llvm::Error err = (*kernel)->run(q, k, v, out, nullptr, options);
-  unsetenv("FLASHC_FAKE_CUDA_NO_TENSOR_MAPS");
+  llvm::Error err = [&] {
+    ScopedEnv refusing("FLASHC_FAKE_CUDA_NO_TENSOR_MAPS", "1");
+    RunOptions options;
+    return (*kernel)->run(q, k, v, out, nullptr, options);
+  }();
   ASSERT_TRUE(static_cast<bool>(err)) << "a run without its tensor maps";
   std::string message = llvm::toString(std::move(err));
   EXPECT_NE(message.find("copies by TMA: the tensor map of query could not "

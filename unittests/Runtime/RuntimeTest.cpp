@@ -1159,6 +1159,15 @@ INSTANTIATE_TEST_SUITE_P(
                          ".entry attn_combine is launched early "
                          "(programmatic_launch) but never waits for its "
                          "predecessor (griddepcontrol.wait)"},
+        DisagreementCase{"EarlyLaunchWaitsUnderAPredicate",
+                         [](KernelVariant &v) {
+                           // A wait that may not run is no wait.
+                           size_t at = v.ptx.find("\tgriddepcontrol.wait;\n");
+                           v.ptx.insert(at + 1, "@%p1 ");
+                         },
+                         ".entry attn_combine is launched early "
+                         "(programmatic_launch) but accesses memory before "
+                         "griddepcontrol.wait: 'ld.global.f32 %f1, [%rd1];'"},
         DisagreementCase{"EarlyLaunchReadsBeforeItsWait",
                          [](KernelVariant &v) {
                            size_t at = v.ptx.find("\tgriddepcontrol.wait;\n");

@@ -327,8 +327,9 @@ def FlashToTile : Pass<"flash-to-tile", "::mlir::ModuleOp"> {
     - `<func>_combine`, when the KV loop was split: the log-sum-exp merge
       of the f32 partials, loads of the partials and their log-sum-exps
       (`flash_tile.load`), maps and stores in a blocked layout, CTAs of a
-      few rows of a few heads, a warp's lanes over a row's columns, 8
-      splits a step (4 where Dv > 256) with their loads clamped to the
+      few rows of a few heads, a warp's lanes over a row's columns, several
+      splits a step (8 at Dv = 64, 128 or 256; fewer where a thread holds
+      more than 8 partials of a split) with their loads clamped to the
       rows rather than branched around, so that they are in flight
       together, in 128 registers (`flash.max_registers`).
 

@@ -157,8 +157,10 @@ struct CombineTileShape {
   /// runs where fewer than 4 lanes would share a row.
   int64_t columns = 0;
   /// The splits a step of the kernel's loop reads, their loads in flight
-  /// together: up to 8, and 64 of a thread's partial values (13 splits,
-  /// 32768 keys on an H200, are 2 round trips to memory instead of 13).
+  /// together: a power of two, up to 8 and to 64 of a thread's partial
+  /// values (8 at Dv = 64, 128 and 256, 2 to 4 at 48, 80, 96, 112, 160,
+  /// 192 and 224). 13 splits (32768 keys on an H200) are 2 round trips to
+  /// memory at 8 a step instead of 13.
   int64_t splitsPerStep = 0;
 };
 CombineTileShape getCombineTileShape(int64_t headDimV, int64_t heads);

@@ -701,17 +701,17 @@ void CombineEmitter::emit() {
 
   // An online pass over the splits, shape.splitsPerStep a step, as the
   // forward kernel's softmax: m the running maximum of the splits'
-  // log-sum-exps,
-  // sum the running sum of exp(lse_s - m), acc the running sum of
-  // exp(lse_s - m) parts_s, both rescaled by exp(m_old - m) when the
-  // maximum grows. While every split so far saw no key (m = -inf), 0 is
-  // subtracted instead, and a split that saw no key weighs 0. A step
+  // log-sum-exps, sum the running sum of exp(lse_s - m), acc the running
+  // sum of exp(lse_s - m) parts_s, both rescaled by exp(m_old - m) when
+  // the maximum grows. While every split so far saw no key (m = -inf), 0
+  // is subtracted instead, and a split that saw no key weighs 0. A step
   // reads its splits first, each load independent of the others and of
   // the arithmetic, so that they are in flight together: the combine's
   // time is its loads' round trips, one a step (on an H200 one split a
-  // step took 4.3 us at 13 splits, whatever the length). The step's splits
-  // past the last read the last one again and weigh 0 (their lse is
-  // -inf).
+  // step took 4.3 us at 13 splits, whatever the length). The step's
+  // splits past the last read the last one again and count for nothing:
+  // their lse is -inf and their partials 0 (an inf partial times a weight
+  // of 0 would be NaN).
   auto zeroIfNegInf = [&](Value m) {
     Value isInf =
         arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, negInf);
@@ -743,10 +743,14 @@ void CombineEmitter::emit() {
       partials.push_back(parts(clamped));
     }
     // The step's first split is always one of the call's.
-    for (int64_t u = 1; u < perStep; ++u)
+    for (int64_t u = 1; u < perStep; ++u) {
       lses[u] = map(rows(), lses[u], [&](ValueRange a) -> Value {
         return select(inRange[u], a[0], negInf);
       });
+      partials[u] = map(tile(f32), partials[u], [&](ValueRange a) -> Value {
+        return select(inRange[u], a[0], fzero);
+      });
+    }
     SmallVector<Value> maxInputs = {m};
     llvm::append_range(maxInputs, lses);
     Value mNew = map(rows(), maxInputs, [&](ValueRange a) -> Value {

@@ -655,6 +655,13 @@ func.func @too_few_registers() attributes {flash.max_registers = 8} {
 
 // -----
 
+// expected-error @+1 {{'flash.max_registers' is 100000000000000000000 : i128; a thread's registers are an integer from 16 to 255}}
+func.func @registers_beyond_64_bits() attributes {flash.max_registers = 100000000000000000000 : i128} {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{'flash.max_registers' is "many"; a thread's registers are an integer from 16 to 255}}
 func.func @registers_as_a_string() attributes {flash.max_registers = "many"} {
   return

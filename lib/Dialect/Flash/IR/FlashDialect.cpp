@@ -69,7 +69,8 @@ LogicalResult FlashDialect::verifyOperationAttribute(Operation *op,
     return verifyGrid(op, attr.getValue());
   if (attr.getName() == MaxRegistersAttrHelper(op->getContext()).getName()) {
     auto registers = dyn_cast<IntegerAttr>(attr.getValue());
-    if (!registers || registers.getValue().getSExtValue() < 16 ||
+    if (!registers || registers.getValue().getSignificantBits() > 64 ||
+        registers.getValue().getSExtValue() < 16 ||
         registers.getValue().getSExtValue() > 255)
       return op->emitOpError()
              << "'flash.max_registers' is " << attr.getValue()

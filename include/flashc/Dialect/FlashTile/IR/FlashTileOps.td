@@ -808,9 +808,9 @@ def FlashTile_LoadOp : FlashTile_Op<"load", [MemoryEffects<[MemRead]>]> {
 
     With `clamp`, the tile's rows from `valid` on read row `valid - 1`
     instead (and groups from `groups` on read group `groups - 1`): every
-    read is in bounds without a branch around it, so that the reads of
-    several loads can be in flight together. `valid` and `groups` are then
-    at least 1.
+    row is read without a branch around it, so that the reads of several
+    loads can be in flight together (columns past a narrower matrix's are
+    still checked one by one). `valid` and `groups` are then at least 1.
 
     ```mlir
     %part = flash_tile.load %parts[%n] valid %left {alignment = 16}
