@@ -2434,13 +2434,14 @@ struct LoadLowering : TilePattern<LoadOp> {
       for (const RowAccesses::Access &access : row.accesses)
         count += access.elements.size();
       auto rowType = VectorType::get({count}, element);
-      auto [group, inGroup, ok] =
-          placeRow(rewriter, loc, sourceType, type.getShape()[0], thread[0],
-                   row.row, adaptor.getValid(), adaptor.getGroups());
       // A clamped load reads the last valid row (group) for those past it,
       // unconditionally; otherwise they are zeros, in a branch.
+      Value group, inGroup;
       scf::IfOp ifOp;
       if (op.getClamp()) {
+        std::tie(group, inGroup) =
+            groupAndRow(rewriter, loc, sourceType, type.getShape()[0],
+                        addConst(rewriter, loc, thread[0], row.row));
         auto last = [&](Value bound) {
           return arith::SubIOp::create(rewriter, loc, bound,
                                        indexConst(rewriter, loc, 1));
@@ -2451,7 +2452,12 @@ struct LoadLowering : TilePattern<LoadOp> {
           group = arith::MinSIOp::create(rewriter, loc, group,
                                          last(adaptor.getGroups()));
       } else {
-        ifOp = scf::IfOp::create(rewriter, loc, TypeRange{rowType}, ok,
+        RowPlace place =
+            placeRow(rewriter, loc, sourceType, type.getShape()[0], thread[0],
+                     row.row, adaptor.getValid(), adaptor.getGroups());
+        group = place.group;
+        inGroup = place.inGroup;
+        ifOp = scf::IfOp::create(rewriter, loc, TypeRange{rowType}, place.ok,
                                  /*withElse=*/true);
       }
       Value rowValues;
