@@ -3,7 +3,8 @@
 //   flashc-ptxsim FILE.ptx --kernel NAME --grid X[,Y[,Z]] --block X[,Y[,Z]]
 //       [--dynamic-shared BYTES] --param P ... [--out INDEX=FILE.npy]
 //       [--no-race-check] [--no-write-check] [--workers N] [--stats]
-//       [--max-instructions N] [--memory-budget BYTES] [--list-opcodes]
+//       [--max-instructions N] [--memory-budget BYTES] [--programmatic]
+//       [--list-opcodes]
 //
 // Each --param, in the kernel's parameter order, is one of
 //   buf:FILE.npy               a global buffer holding exactly the array
@@ -13,6 +14,9 @@
 // unmapped guard gaps around it: a kernel's access past the end of one
 // buffer faults rather than reaching the next. --out INDEX=FILE.npy writes
 // the buffer of parameter INDEX after the launch, with its dtype and shape.
+//
+// --programmatic runs the launch as a programmatic dependent launch: a
+// thread's global access before its griddepcontrol.wait is a race.
 //
 // Budgets, both on by default: a thread may execute --max-instructions
 // instructions (100 million; 0: no limit), and the buffers together, and
@@ -49,13 +53,16 @@ const char *kUsage =
     "--block X[,Y[,Z]]\n"
     "         [--dynamic-shared BYTES] --param P ... [--out INDEX=FILE.npy]\n"
     "         [--no-race-check] [--no-write-check] [--workers N] [--stats]\n"
-    "         [--max-instructions N] [--memory-budget BYTES]\n"
+    "         [--max-instructions N] [--memory-budget BYTES] "
+    "[--programmatic]\n"
     "       flashc-ptxsim FILE.ptx --list-opcodes\n"
     "  P: buf:FILE.npy | buf:zeros:DTYPE:SHAPE (e.g. buf:zeros:f32:16x8) |\n"
     "     u32:V | s32:V | u64:V | s64:V | f32:V\n"
     "  --max-instructions: per thread (default 100000000; 0: no limit)\n"
     "  --memory-budget: for the buffers, and for the launch's own memory\n"
     "     (default 2147483648)\n"
+    "  --programmatic: a programmatic dependent launch (a global access\n"
+    "     before griddepcontrol.wait is a race)\n"
     "  exit status: 0 clean, 3 out-of-bounds/race/deadlock/trap, 1 other "
     "errors\n";
 
@@ -220,6 +227,8 @@ int run(int argc, char **argv) {
       config.checkRaces = false;
     } else if (a == "--no-write-check") {
       config.checkGlobalWrites = false;
+    } else if (a == "--programmatic") {
+      config.programmatic = true;
     } else if (a == "--max-instructions") {
       unsigned long long n;
       if (!value(v) || !isDecimal(v) || !parseUInt(v, n))
