@@ -45,6 +45,12 @@
 # scheduler's share; in full without the CTA's size, `--sass` without
 # `--threads`).
 #
+# A kernel without MMAs (the split-KV combine) is latency-bound: for it the
+# model gives, over its loop with the most global loads, the loads an
+# iteration issues and the round trips to memory they take (a round trip
+# ends at the first instruction that reads a register one of its loads
+# writes).
+#
 #   scripts/kernel_model.py --bundle DIR             # every kernel of a bundle
 #   scripts/kernel_model.py --sass F.sass --kernel NAME --target sm_80 \
 #       --head-dim 64 [--head-dim-v 64]               # one disassembled kernel
@@ -432,6 +438,63 @@ def model_kernel(kernel, target, head_dim, head_dim_v, threads=None):
     }
 
 
+REGISTER = re.compile(r"\bR(\d+)(?:\.64)?\b")
+
+
+def registers_of(operand):
+    """The registers an operand names: R8, or the pair of R8.64."""
+    regs = set()
+    for m in REGISTER.finditer(operand):
+        first = int(m.group(1))
+        regs.update(range(first, first + (2 if m.group(0).endswith(".64")
+                                          else 1)))
+    return regs
+
+
+def load_round_trips(kernel):
+    """Where a kernel without MMAs waits on global memory: over its loop
+    with the most global loads (LDG), the loads an iteration issues and the
+    round trips to memory they take, a round trip ending where an
+    instruction first reads a register that a load of it writes (its loads
+    are all issued by then, and all have to land for the iteration to go
+    on: later loads are the next round trip). None without such a loop."""
+    instructions = kernel["instructions"]
+    best = None
+    for lo, hi in loops(kernel):
+        loads = sum(opcode(t).startswith("LDG") for _, t in
+                    instructions[lo:hi + 1])
+        if loads and (best is None or loads > best[0]):
+            best = (loads, lo, hi)
+    if best is None:
+        return None
+    loads, lo, hi = best
+    trips, pending, issued = 0, set(), False
+    for _, text in instructions[lo:hi + 1]:
+        body = PREDICATE.sub("", text)
+        op = body.split()[0]
+        operands = [o.strip() for o in body[len(op):].split(",")]
+        stores = op.split(".")[0] in ("STG", "ST", "STS", "RED", "ATOM",
+                                      "BAR", "BRA")
+        sources = set()
+        for o in (operands if stores else operands[1:]):
+            sources |= registers_of(o)
+        if pending & sources:
+            pending = set()
+            issued = False
+        if op.startswith("LDG"):
+            if not issued:
+                trips += 1
+                issued = True
+            width = 4 if ".128" in op else 2 if ".64" in op else 1
+            first = registers_of(operands[0])
+            if first:
+                pending.update(range(min(first), min(first) + width))
+        elif not stores and operands and operands[0]:
+            pending -= registers_of(operands[0])
+    return {"loop": [instructions[lo][0], instructions[hi][0]],
+            "loads": loads, "round_trips": trips}
+
+
 def find_nvdisasm(explicit=None):
     """nvdisasm: the given path, $FLASHC_NVDISASM, the pinned PyPI copy
     that scripts/install-deps.sh installs, the toolkit's, or PATH's."""
@@ -488,6 +551,8 @@ def model_variant(directory, variant, nvdisasm, registers=None):
         if m is not None:
             m["ctas_per_sm"] = occupancy(variant["target"], k["block"],
                                          k["registers"], k["shared_bytes"])
+        else:
+            m = load_round_trips(kernels[k["name"]])
         models[role] = m
     return models
 
@@ -507,6 +572,10 @@ def model_bundle(directory, nvdisasm):
 
 
 def format_model(name, m):
+    if "round_trips" in m:
+        return (f"{name}: loop {m['loop'][0]:#x}-{m['loop'][1]:#x}, "
+                f"{m['loads']} global loads an iteration in "
+                f"{m['round_trips']} round trip(s) to memory")
     u = m["per_unit"]
     c = m["cycles"]
     lines = [
@@ -565,8 +634,10 @@ def main():
             m = model_kernel(kernels[args.kernel], args.target, args.head_dim,
                              args.head_dim_v or args.head_dim, args.threads)
             if m is None:
+                m = load_round_trips(kernels[args.kernel])
+            if m is None:
                 raise ModelError(f"{args.kernel} has no loop with MMA "
-                                 "instructions")
+                                 "instructions or global loads")
             print(json.dumps(m, indent=1, sort_keys=True) if args.json
                   else format_model(args.kernel, m))
             return 0

@@ -121,7 +121,7 @@ def model_table(rows):
         "---|---|---|",
     ]
     for v, role, _, _, _, m, _, _ in rows:
-        if m is None:
+        if m is None or "per_unit" not in m:
             continue
         u = m["per_unit"]
         c = m["cycles"]
@@ -132,6 +132,28 @@ def model_table(rows):
             + f" | {u['issued']:.1f} | {m['fixup']} | {c['tensor']:.0f} | "
             f"{c['mufu']:.0f} | {c['issue']:.0f} | {c['smem']:.0f} | "
             f"{m['bound']} | {100 * m['tensor_fraction']:.0f}% |")
+    trips = [(v, role, m) for v, role, _, _, _, m, _, _ in rows
+             if m is not None and "round_trips" in m]
+    if trips:
+        lines += [
+            "",
+            "## The combine kernels' loads",
+            "",
+            "A kernel without MMAs, the split-KV combine, waits on memory: "
+            "over its loop with the most global loads (LDG), the loads an "
+            "iteration (a step of whole splits) issues and the round trips "
+            "to memory they take, a round trip ending at the first "
+            "instruction that reads a register one of its loads writes "
+            "(`scripts/kernel_model.py`). The last splits, when they are "
+            "not a whole step, take a step of their own after the loop, "
+            "not counted here.",
+            "",
+            "| variant | kernel | loads an iteration | round trips |",
+            "|---|---|---|---|",
+        ]
+        for v, role, m in trips:
+            lines.append(f"| {v['id']} | {role} | {m['loads']} | "
+                         f"{m['round_trips']} |")
     return lines
 
 

@@ -173,13 +173,15 @@ TEST_P(ShippedConfigTest, MatchesFloat64InTheSimulator) {
     // of batch entries (four to a CTA where there is one head) is partial.
     checkShape(c, {3, 1, 1, 600, 3});
     // Nine splits (blocks of 256 keys at most: 9 of them), which the
-    // combine reads in steps of 8, the last one partial.
+    // combine reads in a whole step of 8 and a masked step of one; and
+    // eight, one whole step and no masked one.
     std::shared_ptr<const Kernel> kernel;
     checkShape(c, {1, 1, 1, 2100, 9}, &kernel);
     if (kernel)
       EXPECT_GE((2100 + kernel->getMetadata().gpu->blockKV - 1) /
                     kernel->getMetadata().gpu->blockKV,
                 9);
+    checkShape(c, {2, 1, 1, 2100, 8});
   } else {
     checkShape(c, {2, 2, 37, 53});
     // Nk < Nq: under causal alignment the first rows see no key.

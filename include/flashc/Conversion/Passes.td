@@ -331,7 +331,9 @@ def FlashToTile : Pass<"flash-to-tile", "::mlir::ModuleOp"> {
       splits a step (8 at Dv = 64, 128 or 256; fewer where a thread holds
       more than 8 partials of a split) with their loads clamped to the
       rows rather than branched around, so that they are in flight
-      together, in 128 registers (`flash.max_registers`).
+      together, in 128 registers (`flash.max_registers`); the last
+      splits, when they are not a whole step, in a masked step after the
+      loop.
 
     On sm_90a both kernels are programmatic dependent launches
     (`flash.programmatic_launch`): each waits for the kernel before it on

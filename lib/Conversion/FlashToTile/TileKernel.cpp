@@ -707,50 +707,41 @@ void CombineEmitter::emit() {
   // is subtracted instead, and a split that saw no key weighs 0. A step
   // reads its splits first, each load independent of the others and of
   // the arithmetic, so that they are in flight together: the combine's
-  // time is its loads' round trips, one a step (on an H200 one split a
-  // step took 4.3 us at 13 splits, whatever the length). The step's
-  // splits past the last read the last one again and count for nothing:
-  // their lse is -inf and their partials 0 (an inf partial times a weight
-  // of 0 would be NaN).
+  // time is its loads' round trips (on an H200 one split a step took
+  // 4.3 us at 13 splits, whatever the length).
   auto zeroIfNegInf = [&](Value m) {
     Value isInf =
         arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, negInf);
     return select(isInf, fzero, m);
   };
   int64_t perStep = shape.splitsPerStep;
-  Value steps =
-      arith::DivUIOp::create(b, add(s.splits, idx(perStep - 1)), idx(perStep));
+  // One step: the running (m, sum, acc) merged with splits [first, first +
+  // perStep). A `masked` step may run past the last split: those splits
+  // re-read the last one and count for nothing, their lse -inf and their
+  // products not added (an inf partial times a weight of 0 would be NaN).
   Value lastSplit = arith::SubIOp::create(b, s.splits, one);
-  auto loop =
-      scf::ForOp::create(b, zero, steps, one,
-                         ValueRange{SplatOp::create(b, rows(), negInf),
-                                    SplatOp::create(b, rows(), fzero),
-                                    SplatOp::create(b, tile(f32), fzero)});
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value first = mul(loop.getInductionVar(), idx(perStep));
-    Value m = loop.getRegionIterArgs()[0];
-    Value sum = loop.getRegionIterArgs()[1];
-    Value acc = loop.getRegionIterArgs()[2];
-    SmallVector<Value> lses, partials, inRange;
+  auto step = [&](Value first, Value m, Value sum, Value acc,
+                  bool masked) -> SmallVector<Value, 3> {
+    SmallVector<Value> lses, partials, inRange, at;
     for (int64_t u = 0; u < perStep; ++u) {
       Value split = add(first, idx(u));
+      if (!masked) {
+        at.push_back(split);
+        continue;
+      }
       inRange.push_back(
           arith::CmpIOp::create(b, arith::CmpIPredicate::ult, split, s.splits));
-      Value clamped = arith::MinUIOp::create(b, split, lastSplit);
-      lses.push_back(partLse(clamped));
-      partials.push_back(parts(clamped));
+      at.push_back(arith::MinUIOp::create(b, split, lastSplit));
     }
-    // The step's first split is always one of the call's.
-    for (int64_t u = 1; u < perStep; ++u) {
+    for (int64_t u = 0; u < perStep; ++u)
+      partials.push_back(parts(at[u]));
+    for (int64_t u = 0; u < perStep; ++u)
+      lses.push_back(partLse(at[u]));
+    // A masked step's first split is always one of the call's.
+    for (int64_t u = 1; masked && u < perStep; ++u)
       lses[u] = map(rows(), lses[u], [&](ValueRange a) -> Value {
         return select(inRange[u], a[0], negInf);
       });
-      partials[u] = map(tile(f32), partials[u], [&](ValueRange a) -> Value {
-        return select(inRange[u], a[0], fzero);
-      });
-    }
     SmallVector<Value> maxInputs = {m};
     llvm::append_range(maxInputs, lses);
     Value mNew = map(rows(), maxInputs, [&](ValueRange a) -> Value {
@@ -788,16 +779,50 @@ void CombineEmitter::emit() {
     }
     Value accNew = map(tile(f32), accInputs, [&](ValueRange a) -> Value {
       Value x = arith::MulFOp::create(b, a[0], a[1]);
-      for (int64_t u = 0; u < perStep; ++u)
-        x = math::FmaOp::create(b, a[2 + 2 * u], a[3 + 2 * u], x);
+      for (int64_t u = 0; u < perStep; ++u) {
+        Value y = math::FmaOp::create(b, a[2 + 2 * u], a[3 + 2 * u], x);
+        x = masked && u > 0 ? select(inRange[u], y, x) : y;
+      }
       return x;
     });
-    scf::YieldOp::create(b, ValueRange{mNew, sumNew, accNew});
+    return {mNew, sumNew, accNew};
+  };
+
+  // The whole steps in a loop, with nothing to mask (ptxas issues each
+  // step's loads before the first use of one: one round trip a step);
+  // then the last splits, when they are not a whole step, in a masked
+  // step of their own.
+  Value wholeSteps = arith::DivUIOp::create(b, s.splits, idx(perStep));
+  auto loop =
+      scf::ForOp::create(b, zero, wholeSteps, one,
+                         ValueRange{SplatOp::create(b, rows(), negInf),
+                                    SplatOp::create(b, rows(), fzero),
+                                    SplatOp::create(b, tile(f32), fzero)});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    ValueRange state = loop.getRegionIterArgs();
+    scf::YieldOp::create(b, step(mul(loop.getInductionVar(), idx(perStep)),
+                                 state[0], state[1], state[2],
+                                 /*masked=*/false));
   }
-  Value mUse = map(rows(), loop.getResult(0), [&](ValueRange a) -> Value {
-    return zeroIfNegInf(a[0]);
-  });
-  Value total = loop.getResult(1);
+  Value partStep = arith::CmpIOp::create(
+      b, arith::CmpIPredicate::ne,
+      arith::RemUIOp::create(b, s.splits, idx(perStep)), zero);
+  auto last = scf::IfOp::create(b, loop.getResultTypes(), partStep,
+                                /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(last.thenBlock());
+    scf::YieldOp::create(b, step(mul(wholeSteps, idx(perStep)),
+                                 loop.getResult(0), loop.getResult(1),
+                                 loop.getResult(2), /*masked=*/true));
+    b.setInsertionPointToStart(last.elseBlock());
+    scf::YieldOp::create(b, loop.getResults());
+  }
+  Value mUse = map(rows(), last.getResult(0),
+                   [&](ValueRange a) -> Value { return zeroIfNegInf(a[0]); });
+  Value total = last.getResult(1);
   // Empty rows (total = 0) give 0 and -inf; NaN (a split's NaN lse)
   // propagates.
   auto positive = [&](Value x) {
@@ -807,7 +832,7 @@ void CombineEmitter::emit() {
     return select(positive(a[0]), arith::DivFOp::create(b, f32c(1), a[0]),
                   fzero);
   });
-  Value scaled = map(tile(f32), ValueRange{loop.getResult(2), inv},
+  Value scaled = map(tile(f32), ValueRange{last.getResult(2), inv},
                      [&](ValueRange a) -> Value {
                        return arith::MulFOp::create(b, a[0], a[1]);
                      });
