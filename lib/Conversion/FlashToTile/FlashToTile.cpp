@@ -733,6 +733,16 @@ void gridDependency(ImplicitLocOpBuilder &b, StringRef action) {
       /*operand_attrs=*/ArrayAttr());
 }
 
+/// Makes `kernel`, whose body `b` is at the start of, a programmatic
+/// dependent launch: it waits for the kernel launched before it on the
+/// stream before anything else, and the runtime launches it so that it may
+/// start while that kernel runs (`flash.programmatic_launch`).
+void waitForPredecessor(ImplicitLocOpBuilder &b, gpu::GPUFuncOp kernel) {
+  gridDependency(b, "wait");
+  FlashDialect::ProgrammaticLaunchAttrHelper(b.getContext())
+      .setAttr(kernel, UnitAttr::get(b.getContext()));
+}
+
 /// A kernel of the common signature. Its `flash.block` (threads) is set
 /// by the caller for the combine kernel and by flash-tile-assign-layouts
 /// for the forward one; flash-tile-to-nvgpu makes it the kernel's
@@ -873,11 +883,8 @@ LogicalResult FlashToTilePass::build(TiledAttention &t,
     // combine, which lets it in as it starts, or any other) runs, and
     // waits for that kernel's results before its first access to memory.
     // Its launch then overlaps the previous kernel's end.
-    if (this->target == "sm_90a") {
-      gridDependency(b, "wait");
-      FlashDialect::ProgrammaticLaunchAttrHelper(ctx).setAttr(
-          fwd, UnitAttr::get(ctx));
-    }
+    if (this->target == "sm_90a")
+      waitForPredecessor(b, fwd);
     // On sm_90a the combine may launch as soon as every CTA of this kernel
     // has started (it waits for this kernel's partials itself): its launch
     // overlaps this kernel's run. With one split no combine runs, and the
@@ -1187,10 +1194,8 @@ LogicalResult FlashToTilePass::build(TiledAttention &t,
     // then lets the next kernel launch (the next call's forward kernel,
     // which waits for this one's output itself).
     if (this->target == "sm_90a") {
-      gridDependency(b, "wait");
+      waitForPredecessor(b, comb);
       gridDependency(b, "launch_dependents");
-      FlashDialect::ProgrammaticLaunchAttrHelper(ctx).setAttr(
-          comb, UnitAttr::get(ctx));
     }
     ValueRange args = comb.getArguments();
     Lifter lift(b, t, args, err);
