@@ -531,18 +531,20 @@ Kernel::selectVariant(const rt::AttentionCall &call) const {
   if (!entry->done) {
     PipelineConfig c = config;
     c.alignment = alignment;
-    // As the kernel was built: from its spec (through the kernel cache
-    // directory of the compiler that built it, if any), or from its
-    // module (never cached in a directory).
-    llvm::Expected<std::shared_ptr<const Kernel>> built = moduleSource.empty()
-        ? [&]() -> llvm::Expected<std::shared_ptr<const Kernel>> {
-      llvm::Expected<std::unique_ptr<Kernel>> k =
-          KernelBuilder::buildGPU(spec, c, cacheDirectory, ModuleOp());
-      if (!k)
-        return k.takeError();
-      return std::shared_ptr<const Kernel>(std::move(*k));
-    }()
-        : Compiler::global().compileModule(moduleSource, metadata.target, c);
+    // As the kernel was built: from its module (never cached in a
+    // directory), or from its spec through the kernel cache directory of
+    // the compiler that built it, if any.
+    auto build = [&]() -> llvm::Expected<std::shared_ptr<const Kernel>> {
+      if (!moduleSource.empty())
+        return Compiler::global().compileModule(moduleSource, metadata.target,
+                                                c);
+      llvm::Expected<std::unique_ptr<Kernel>> kernel =
+          KernelBuilder::buildGPU(spec, c, cacheDirectory);
+      if (!kernel)
+        return kernel.takeError();
+      return std::shared_ptr<const Kernel>(std::move(*kernel));
+    };
+    llvm::Expected<std::shared_ptr<const Kernel>> built = build();
     if (built) {
       entry->kernel = *built;
       entry->reason =
