@@ -99,8 +99,8 @@ TensorView withUnitDimensionStrides(TensorView t) {
 }
 
 /// Checks one tensor of the call; `alignment` is what `variant` assumes
-/// of its address and strides in bytes (0: nothing, its rows go element
-/// by element).
+/// of its address and strides in bytes (0 or the element's size: nothing
+/// beyond whole elements, which every tensor has to be at).
 Status checkTensor(const TensorView &t, const char *name, ElementType dtype,
                    std::initializer_list<int64_t> sizes, int64_t alignment,
                    const KernelVariant *variant = nullptr) {
@@ -258,12 +258,10 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
                          std::to_string(kvHeads) + " KV heads");
   // Rows of whole 16-byte units are moved up to the variant's alignment
   // at a time: their addresses and strides must have it. Other rows go
-  // element by element (0: nothing to check).
-  auto assumed = [&](int64_t cols) -> int64_t {
-    return hasWholeChunkRows(cols, getElementBytes(q.dtype)) ? variant.alignment
-                                                             : 0;
-  };
-  int64_t alignD = assumed(q.headDim), alignDv = assumed(q.headDimV);
+  // element by element.
+  int64_t eb = getElementBytes(q.dtype);
+  int64_t alignD = getRowAlignment(q.headDim, eb, variant.alignment),
+          alignDv = getRowAlignment(q.headDimV, eb, variant.alignment);
   if (Status s = checkTensor(call.q, "query", q.dtype,
                              {batch, heads, seqQ, q.headDim}, alignD, &variant))
     return s;
@@ -337,7 +335,6 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
   // blocks with B' = (batch, KV head) pairs. When every tensor's batch
   // stride is Hkv times its stride per KV head, one launch covers B x Hkv;
   // otherwise each batch entry is a launch over its Hkv heads.
-  int64_t eb = getElementBytes(q.dtype);
   auto folds = [&](const TensorView &t, int64_t headsPerKV) {
     return batch == 1 || t.strides[0] == kvHeads * headsPerKV * t.strides[1];
   };
