@@ -158,21 +158,10 @@ Operation *findPConversion(WarpgroupMmaOp pv) {
   return first;
 }
 
-/// A value of `type` for an iteration that never runs.
-Value placeholder(OpBuilder &b, Location loc, Type type) {
-  if (auto tile = dyn_cast<TileType>(type)) {
-    Type element = tile.getElementType();
-    Value zero =
-        arith::ConstantOp::create(b, loc, element, b.getZeroAttr(element));
-    return SplatOp::create(b, loc, tile, zero);
-  }
-  return arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
-}
-
-/// Rewrites the planned loop: the first block's own work before it, the
-/// last block's deferred work after it, and in between each iteration
-/// starting S, then the previous block's P V, waiting for S, computing the
-/// softmax and waiting for P V.
+/// Rewrites the planned loop, when it has a block: the first block's own
+/// work, then a loop whose iterations start S, then the previous block's
+/// P V, wait for S, compute the softmax and wait for P V, then the last
+/// block's deferred work.
 void pipeline(LoopPlan &plan) {
   scf::ForOp loop = plan.loop;
   Location loc = loop.getLoc();
@@ -186,27 +175,31 @@ void pipeline(LoopPlan &plan) {
   for (unsigned i = 0; i < numArgs; ++i)
     if (i != plan.oIndex)
       stateIndices.push_back(i);
-  SmallVector<Type> stateTypes, carriedTypes;
-  for (unsigned i : stateIndices)
-    stateTypes.push_back(loop.getRegionIterArgs()[i].getType());
-  for (Value v : plan.carried)
-    carriedTypes.push_back(v.getType());
 
   OpBuilder b(loop);
   Value lb = loop.getLowerBound(), ub = loop.getUpperBound(),
         step = loop.getStep();
   Value any = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, lb, ub);
 
-  // The first block's own work, when there is a block.
-  SmallVector<Type> prologueTypes(stateTypes);
-  prologueTypes.append(carriedTypes);
-  auto prologue = scf::IfOp::create(b, loc, prologueTypes, any,
-                                    /*withElse=*/true);
+  // Everything below runs only when there is a block; otherwise the loop's
+  // results are its initial values. One branch around the whole pipeline
+  // rather than one around its prologue and one around its epilogue: ptxas
+  // spills O where it merges the epilogue's multiply with the initial O,
+  // and the carried P with a placeholder of zeros.
+  auto guard = scf::IfOp::create(b, loc, loop.getResultTypes(), any,
+                                 /*withElse=*/true);
+  for (Block *block : {guard.thenBlock(), guard.elseBlock()})
+    if (!block->empty())
+      block->getTerminator()->erase();
   {
-    for (Block *block : {prologue.thenBlock(), prologue.elseBlock()})
-      if (!block->empty())
-        block->getTerminator()->erase();
-    OpBuilder pb = OpBuilder::atBlockEnd(prologue.thenBlock());
+    OpBuilder eb = OpBuilder::atBlockEnd(guard.elseBlock());
+    scf::YieldOp::create(eb, loc, loop.getInitArgs());
+  }
+  b.setInsertionPointToEnd(guard.thenBlock());
+
+  // The first block's own work.
+  SmallVector<Value> stateInits, carriedInits;
+  {
     IRMapping m;
     m.map(loop.getInductionVar(), lb);
     for (auto [arg, init] :
@@ -214,28 +207,17 @@ void pipeline(LoopPlan &plan) {
       m.map(arg, init);
     for (Operation &op : body->without_terminator())
       if (!deferred.contains(&op))
-        pb.clone(op, m);
-    SmallVector<Value> yields;
+        b.clone(op, m);
     for (unsigned i : stateIndices)
-      yields.push_back(m.lookupOrDefault(yield.getOperand(i)));
+      stateInits.push_back(m.lookupOrDefault(yield.getOperand(i)));
     for (Value v : plan.carried)
-      yields.push_back(m.lookupOrDefault(v));
-    scf::YieldOp::create(pb, loc, yields);
-
-    OpBuilder eb = OpBuilder::atBlockEnd(prologue.elseBlock());
-    SmallVector<Value> elseYields;
-    for (unsigned i : stateIndices)
-      elseYields.push_back(loop.getInitArgs()[i]);
-    for (Type t : carriedTypes)
-      elseYields.push_back(placeholder(eb, loc, t));
-    scf::YieldOp::create(eb, loc, elseYields);
+      carriedInits.push_back(m.lookupOrDefault(v));
   }
 
   // The loop over the blocks after the first.
-  SmallVector<Value> inits(prologue.getResults().take_front(stateTypes.size()));
+  SmallVector<Value> inits(stateInits);
   inits.push_back(loop.getInitArgs()[plan.oIndex]);
-  llvm::append_range(inits,
-                     prologue.getResults().drop_front(stateTypes.size()));
+  llvm::append_range(inits, carriedInits);
   Value second = arith::AddIOp::create(b, loc, lb, step);
   auto steady = scf::ForOp::create(b, loc, second, ub, step, inits);
   steady->setDiscardableAttrs(loop->getDiscardableAttrDictionary());
@@ -243,8 +225,8 @@ void pipeline(LoopPlan &plan) {
   if (!steadyBody->empty())
     steadyBody->getTerminator()->erase();
   ValueRange newArgs = steady.getRegionIterArgs();
-  Value newO = newArgs[stateTypes.size()];
-  ValueRange newCarried = newArgs.drop_front(stateTypes.size() + 1);
+  Value newO = newArgs[stateIndices.size()];
+  ValueRange newCarried = newArgs.drop_front(stateIndices.size() + 1);
   {
     OpBuilder sb = OpBuilder::atBlockEnd(steadyBody);
     // This iteration's block.
@@ -308,31 +290,22 @@ void pipeline(LoopPlan &plan) {
     scf::YieldOp::create(sb, loc, yields);
   }
 
-  // The last block's deferred work, when there was a block.
+  // The last block's deferred work.
   b.setInsertionPointAfter(steady);
-  auto epilogue = scf::IfOp::create(
-      b, loc, TypeRange{loop.getResult(plan.oIndex).getType()}, any,
-      /*withElse=*/true);
-  {
-    for (Block *block : {epilogue.thenBlock(), epilogue.elseBlock()})
-      if (!block->empty())
-        block->getTerminator()->erase();
-    OpBuilder tb = OpBuilder::atBlockEnd(epilogue.thenBlock());
-    IRMapping last;
-    last.map(o, steady.getResult(stateTypes.size()));
-    for (auto [v, r] : llvm::zip(plan.carried, steady.getResults().drop_front(
-                                                   stateTypes.size() + 1)))
-      last.map(v, r);
-    for (Operation *d : plan.deferred)
-      tb.clone(*d, last);
-    scf::YieldOp::create(tb, loc, last.lookup(plan.pv.getResult()));
-    OpBuilder eb = OpBuilder::atBlockEnd(epilogue.elseBlock());
-    scf::YieldOp::create(eb, loc, loop.getInitArgs()[plan.oIndex]);
-  }
-
+  IRMapping last;
+  last.map(o, steady.getResult(stateIndices.size()));
+  for (auto [v, r] : llvm::zip(plan.carried, steady.getResults().drop_front(
+                                                 stateIndices.size() + 1)))
+    last.map(v, r);
+  for (Operation *d : plan.deferred)
+    b.clone(*d, last);
+  SmallVector<Value> results(numArgs);
   for (auto [k, i] : llvm::enumerate(stateIndices))
-    loop.getResult(i).replaceAllUsesWith(steady.getResult(k));
-  loop.getResult(plan.oIndex).replaceAllUsesWith(epilogue.getResult(0));
+    results[i] = steady.getResult(k);
+  results[plan.oIndex] = last.lookup(plan.pv.getResult());
+  scf::YieldOp::create(b, loc, results);
+
+  loop.replaceAllUsesWith(guard.getResults());
   loop.erase();
 }
 

@@ -2,10 +2,11 @@
 
 // A warp-specialised kernel's KV loop: S = Q K^T, a softmax (here a map
 // for P and its scale), O's rescale, O += P V, each stage waited for and
-// released. The loop becomes three parts, each block's own work (S, the
-// softmax, P) a step ahead of its deferred work (the rescale, V's wait,
-// P V, V's release):
-// - the first block's own work, when the loop has a block;
+// released. When the loop has a block, it becomes three parts, each
+// block's own work (S, the softmax, P) a step ahead of its deferred work
+// (the rescale, V's wait, P V, V's release), in one branch whose other
+// side yields the loop's initial values:
+// - the first block's own work;
 // - a loop over the blocks after it that rescales the previous block's O
 //   and waits for its V from what that iteration carried (P, the scale,
 //   its stage and parity), starts S and the previous block's P V back to
@@ -14,28 +15,26 @@
 //   releases the previous block's V stage, and only then converts the
 //   softmax to P (the map that only truncates), whose registers the next
 //   P V reads;
-// - the last block's deferred work, when there was a block.
+// - the last block's deferred work.
 // CHECK-LABEL: func.func @kernel
 // CHECK: flash_tile.warp_specialize
 // CHECK: consumers(threads 256, registers 240) {
 // CHECK: %[[ANY:.+]] = arith.cmpi slt, %[[LB:.+]], %[[UB:.+]] : index
-// CHECK: %[[FIRST:.+]]:7 = scf.if %[[ANY]] -> (!flash_tile.tile<64x64xf32>, index, i32, !flash_tile.tile<64xf32>, index, i1, !flash_tile.tile<64x64xf16>) {
+// CHECK: %[[R:.+]]:4 = scf.if %[[ANY]] -> (!flash_tile.tile<64x64xf32>, !flash_tile.tile<64x64xf32>, index, i32) {
 // CHECK: flash_tile.stage_wait %[[KS:.+]][%{{.+}}], %{{.+}}
 // CHECK-NEXT: %[[S0:.+]] = flash_tile.warpgroup_mma %{{.+}}, %[[KS]][%{{.+}}] transpose, %{{.+}} :
 // CHECK-NEXT: flash_tile.stage_release %[[KS]]
+// CHECK: %[[M0:.+]] = flash_tile.map %[[S0]]
+// CHECK: %[[SCALE0:.+]] = flash_tile.reduce max %[[M0]]
+// CHECK: %[[P0:.+]] = flash_tile.map %[[S0]] : !flash_tile.tile<64x64xf32> -> !flash_tile.tile<64x64xf16>
 // CHECK-NOT: flash_tile.warpgroup_mma
-// CHECK: scf.yield
-// CHECK: } else {
-// CHECK: flash_tile.splat
-// CHECK: flash_tile.splat
-// CHECK: scf.yield
 // CHECK: %[[SECOND:.+]] = arith.addi %[[LB]], %[[STEP:.+]] : index
-// CHECK: %[[LOOP:.+]]:8 = scf.for %{{.+}} = %[[SECOND]] to %[[UB]] step %[[STEP]] iter_args(%{{.+}} = %[[FIRST]]#0, %{{.+}} = %[[FIRST]]#1, %{{.+}} = %[[FIRST]]#2, %[[O:.+]] = %{{.+}}, %[[SCALE:.+]] = %[[FIRST]]#3, %[[VSTAGE:.+]] = %[[FIRST]]#4, %[[VPARITY:.+]] = %[[FIRST]]#5, %[[P:.+]] = %[[FIRST]]#6)
+// CHECK: %[[LOOP:.+]]:8 = scf.for %{{.+}} = %[[SECOND]] to %[[UB]] step %[[STEP]] iter_args(%{{.+}} = %[[M0]], %{{.+}} = %{{.+}}, %{{.+}} = %{{.+}}, %[[O:.+]] = %[[ACC:[^,]+]], %[[SCALE:.+]] = %[[SCALE0]], %[[VSTAGE:.+]] = %[[LB]], %[[VPARITY:.+]] = %{{.+}}, %[[P:.+]] = %[[P0]])
 // CHECK: flash_tile.stage_wait %[[KS]]
-// CHECK-NEXT: %[[R:.+]] = flash_tile.rescale %[[O]] by %[[SCALE]]
+// CHECK-NEXT: %[[RS:.+]] = flash_tile.rescale %[[O]] by %[[SCALE]]
 // CHECK-NEXT: flash_tile.stage_wait %[[VS:.+]][%[[VSTAGE]]], %[[VPARITY]]
 // CHECK-NEXT: %[[SSTART:.+]] = flash_tile.warpgroup_mma %{{.+}}, %[[KS]][%{{.+}}] transpose, %{{.+}} async :
-// CHECK-NEXT: %[[PVSTART:.+]] = flash_tile.warpgroup_mma %[[P]], %[[VS]][%[[VSTAGE]]], %[[R]] async :
+// CHECK-NEXT: %[[PVSTART:.+]] = flash_tile.warpgroup_mma %[[P]], %[[VS]][%[[VSTAGE]]], %[[RS]] async :
 // CHECK-NEXT: %[[S:.+]] = flash_tile.warpgroup_wait %[[SSTART]] pending 1
 // CHECK-NEXT: flash_tile.stage_release %[[KS]]
 // CHECK: flash_tile.map %[[S]]
@@ -45,15 +44,15 @@
 // CHECK-NEXT: %[[NEXTP:.+]] = flash_tile.map %[[S]] : !flash_tile.tile<64x64xf32> -> !flash_tile.tile<64x64xf16>
 // CHECK: scf.yield %{{.+}}, %{{.+}}, %{{.+}}, %[[PV]], %{{.+}}, %{{.+}}, %{{.+}}, %[[NEXTP]] :
 // CHECK: } {flash.kv_loop}
-// CHECK: %[[LAST:.+]] = scf.if %[[ANY]] -> (!flash_tile.tile<64x64xf32>) {
 // CHECK-NEXT: %[[RL:.+]] = flash_tile.rescale %[[LOOP]]#3 by %[[LOOP]]#4
 // CHECK-NEXT: flash_tile.stage_wait %[[VS]][%[[LOOP]]#5], %[[LOOP]]#6
 // CHECK-NEXT: %[[PVL:.+]] = flash_tile.warpgroup_mma %[[LOOP]]#7, %[[VS]][%[[LOOP]]#5], %[[RL]] :
 // CHECK-NEXT: flash_tile.stage_release %[[VS]][%[[LOOP]]#5]
-// CHECK-NEXT: scf.yield %[[PVL]]
+// CHECK-NEXT: scf.yield %[[PVL]], %[[LOOP]]#0, %[[LOOP]]#1, %[[LOOP]]#2
 // CHECK-NEXT: } else {
-// CHECK-NEXT: scf.yield %{{.+}} : !flash_tile.tile<64x64xf32>
-// CHECK: flash_tile.map %[[LAST]], %[[LOOP]]#0
+// CHECK-NEXT: scf.yield %[[ACC]], %{{.+}}, %[[LB]], %{{.+}} :
+// CHECK-NEXT: }
+// CHECK-NEXT: flash_tile.map %[[R]]#0, %[[R]]#1
 func.func @kernel(%qs: !flash_tile.shared<1x64x64xf16>,
                   %ks: !flash_tile.shared<2x64x64xf16>,
                   %vs: !flash_tile.shared<2x64x64xf16>,

@@ -271,10 +271,13 @@ def FlashTileOverlapSoftmax : Pass<"flash-tile-overlap-softmax"> {
     computes the block's softmax while the tensor cores run P V, then
     waits for P V (`pending 0`), releases the previous block's V stage and
     converts the softmax to P (the next P V's registers are written only
-    once the last one has read its own). What the deferred work reads of its block (P, the rescale
-    factor, V's stage and its parity) is carried to the next iteration.
-    The first block's own work runs before the loop and the last block's
-    P V after it, each only when the loop has a block.
+    once the last one has read its own). What the deferred work reads of
+    its block (P, the rescale factor, V's stage and its parity) is carried
+    to the next iteration. The first block's own work runs before the loop
+    and the last block's P V after it, all three in one `scf.if` on the
+    loop having a block, whose other side yields the loop's initial values
+    (one branch around each of the two would have ptxas merge O and the
+    carried P with their initial values apart, and spill).
 
     A loop is rewritten when it has two warpgroup MMAs at its top level,
     the second of a register A (P) into the iteration argument it yields
