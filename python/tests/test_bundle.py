@@ -40,6 +40,19 @@ def test_bundle_runs_in_the_simulator(bundle_dir, rng, seed):
         check(out, None, q, k, v, causal, seed)
 
 
+def test_python_host_time_script_runs(bundle_dir):
+    # scripts/python_host_time.py (docs/PERFORMANCE.md) stubs the native
+    # launch out: the stub must keep the launch's contract.
+    script = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir,
+                          "scripts", "python_host_time.py")
+    result = subprocess.run(
+        [sys.executable, script, "--bundle", str(bundle_dir), "--calls", "20"],
+        capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "numpy inputs:" in result.stdout
+    assert "us per call" in result.stdout
+
+
 def test_bundle_kernels_take_any_scale(bundle_dir, rng, seed):
     # The scale is a kernel argument: one variant serves every scale.
     bundle = flashc.load_bundle(bundle_dir)
