@@ -7,7 +7,10 @@
 # (flashc.load_bundle) on PyTorch tensors. Reports GB/s (K, V, Q and the
 # output once) against a measured device-to-device copy, so that the wave
 # model's choice can be checked against the best count measured. First, the
-# host's time per call of the runtime module and of torch's SDPA.
+# host's time per call of the runtime module and of torch's SDPA. At batch
+# 1, where the module's host time exceeds the kernels' below about 100 us
+# a call, each count is also timed by torch.profiler (the kernels' device
+# time a call, forward and combine): the split count's own effect.
 #
 #   gpu_splits.py --bundle DIR [--json FILE]
 #   gpu_splits.py --bundle DIR --dry-run
@@ -127,6 +130,8 @@ def sweep(bundle, json_path):
         ref = torch.nn.functional.scaled_dot_product_attention(
             q, k, v, enable_gqa=True).float()
         row = {"B": b, "Nk": nk, "gbs": {}}
+        if b == 1:
+            row["kernel_gbs"] = {}
         for splits in [0] + split_counts(nk, variant["block_kv"]):
             bundle.attention(q, k, v, splits=splits, out=out)
             torch.cuda.synchronize()
@@ -137,6 +142,19 @@ def sweep(bundle, json_path):
             t = timer(lambda: bundle.attention(q, k, v, splits=splits,
                                                out=out))
             row["gbs"][splits or "auto"] = nbytes / t * 1e-9
+            if row.get("kernel_gbs") is not None:
+                _, kernels = gpu_check.profile_calls(
+                    torch, lambda: bundle.attention(q, k, v, splits=splits,
+                                                    out=out))
+                busy = sum(t for t in kernels.values()
+                           if isinstance(t, float))
+                if busy > 0:
+                    row["kernel_gbs"][splits or "auto"] = (
+                        nbytes / (busy * 1e-6) * 1e-9)
+                else:
+                    row["kernel_gbs"] = None
+                    print(f"  B={b} Nk={nk}: no kernel times from "
+                          f"torch.profiler: {kernels}")
         best = max((s for s in row["gbs"] if s != "auto"),
                    key=lambda s: row["gbs"][s])
         row["best"] = best
@@ -145,6 +163,16 @@ def sweep(bundle, json_path):
         print(f"  B={b:<3} Nk={nk:<7} auto {row['gbs']['auto']:6.0f} "
               f"({100 * row['gbs']['auto'] / copy_gbs:.0f}% copy), best "
               f"{best} splits {row['gbs'][best]:6.0f} | {cells}")
+        kernel_gbs = row.get("kernel_gbs")
+        if kernel_gbs and "auto" in kernel_gbs:
+            fixed = [s for s in kernel_gbs if s != "auto"]
+            kbest = max(fixed, key=lambda s: kernel_gbs[s]) if fixed else None
+            cells = "  ".join(f"{s}:{g:.0f}" for s, g in kernel_gbs.items())
+            print(f"    kernels alone (torch.profiler) auto "
+                  f"{kernel_gbs['auto']:6.0f} "
+                  f"({100 * kernel_gbs['auto'] / copy_gbs:.0f}% copy)" +
+                  (f", best {kbest} splits {kernel_gbs[kbest]:6.0f}"
+                   if kbest is not None else "") + f" | {cells}")
         del q, k, v, out, ref
         torch.cuda.empty_cache()
     if json_path:
