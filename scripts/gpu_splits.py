@@ -10,7 +10,8 @@
 # host's time per call of the runtime module and of torch's SDPA. At batch
 # 1, where the module's host time exceeds the kernels' below about 100 us
 # a call, each count is also timed by torch.profiler (the kernels' device
-# time a call, forward and combine): the split count's own effect.
+# time a call, forward and combine, launched without programmatic
+# dependent launches): the split count's own effect.
 #
 #   gpu_splits.py --bundle DIR [--json FILE]
 #   gpu_splits.py --bundle DIR --dry-run
@@ -143,9 +144,10 @@ def sweep(bundle, json_path):
                                                out=out))
             row["gbs"][splits or "auto"] = nbytes / t * 1e-9
             if row.get("kernel_gbs") is not None:
-                _, kernels = gpu_check.profile_calls(
-                    torch, lambda: bundle.attention(q, k, v, splits=splits,
-                                                    out=out))
+                with gpu_check.no_programmatic_launch():
+                    _, kernels = gpu_check.profile_calls(
+                        torch, lambda: bundle.attention(
+                            q, k, v, splits=splits, out=out))
                 busy = sum(t for t in kernels.values()
                            if isinstance(t, float))
                 if busy > 0:
