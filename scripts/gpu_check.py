@@ -420,13 +420,10 @@ def torch_check(fc, torch, device_code, dev, stream, timer, numerics_cases,
                 f"{100 * gbs['flashc'] / copy_gbs:6.0f}% {gbs['flash']:11.0f} "
                 f"{gbs['cudnn']:11.0f} {gbs['flashc_serial']:12.0f}")
         if profiler:
-            # Without programmatic launches: a kernel launched early waits
-            # for the one before it, and the profiler counts the wait.
             views = [gpu_view(t, FLASHC_BF16) for t in (q, k, v, out)]
-            with no_programmatic_launch():
-                host, kernels = profiler(
-                    lambda: fc.attention(device_code, *views, None, False,
-                                         stream()))
+            host, kernels = profiler(
+                lambda: fc.attention(device_code, *views, None, False,
+                                     stream()))
             row.update(host_us=host * 1e6, kernels_us=kernels)
             busy = sum(t for t in kernels.values()
                        if isinstance(t, float))
@@ -470,7 +467,7 @@ def no_programmatic_launch():
         yield
     finally:
         if saved is None:
-            del os.environ["FLASHC_CUDA_PROGRAMMATIC_LAUNCH"]
+            os.environ.pop("FLASHC_CUDA_PROGRAMMATIC_LAUNCH", None)
         else:
             os.environ["FLASHC_CUDA_PROGRAMMATIC_LAUNCH"] = saved
 
@@ -478,8 +475,11 @@ def no_programmatic_launch():
 def profile_calls(torch, fn, calls=50):
     """The host's seconds a call (calls issued without waiting; the
     kernels queue behind them) and, by torch.profiler (CUPTI), each
-    kernel's device microseconds a call. Where the host's time exceeds the
-    kernels', calls back to back measure the host."""
+    kernel's device microseconds a call, the calls profiled without
+    programmatic dependent launches (a kernel launched early waits at its
+    griddepcontrol.wait for the one before it, and the profiler would count
+    the wait). Where the host's time exceeds the kernels', calls back to
+    back measure the host."""
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
@@ -491,7 +491,8 @@ def profile_calls(torch, fn, calls=50):
     kernels = {}
     try:
         from torch.profiler import ProfilerActivity, profile
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        with no_programmatic_launch(), \
+                profile(activities=[ProfilerActivity.CUDA]) as prof:
             for _ in range(calls):
                 fn()
             torch.cuda.synchronize()

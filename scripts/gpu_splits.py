@@ -144,12 +144,11 @@ def sweep(bundle, json_path):
                                                out=out))
             row["gbs"][splits or "auto"] = nbytes / t * 1e-9
             if row.get("kernel_gbs") is not None:
-                with gpu_check.no_programmatic_launch():
-                    _, kernels = gpu_check.profile_calls(
-                        torch, lambda: bundle.attention(
-                            q, k, v, splits=splits, out=out))
-                busy = sum(t for t in kernels.values()
-                           if isinstance(t, float))
+                _, kernels = gpu_check.profile_calls(
+                    torch, lambda: bundle.attention(q, k, v, splits=splits,
+                                                    out=out))
+                busy = sum(us for us in kernels.values()
+                           if isinstance(us, float))
                 if busy > 0:
                     row["kernel_gbs"][splits or "auto"] = (
                         nbytes / (busy * 1e-6) * 1e-9)

@@ -63,6 +63,9 @@ FailureOr<LoopPlan> matchLoop(scf::ForOp loop, std::string &why) {
   }
   if (mmas.size() != 2)
     return why = "it does not have two warpgroup MMAs", failure();
+  if (loop.getUnsignedCmp())
+    return why = "its bounds compare unsigned (the rewrite compares signed)",
+           failure();
   LoopPlan plan;
   plan.loop = loop;
   plan.s = mmas[0];

@@ -274,10 +274,11 @@ def FlashTileOverlapSoftmax : Pass<"flash-tile-overlap-softmax"> {
     once the last one has read its own). What the deferred work reads of
     its block (P, the rescale factor, V's stage and its parity) is carried
     to the next iteration. The first block's own work runs before the loop
-    and the last block's P V after it, all three in one `scf.if` on the
-    loop having a block, whose other side yields the loop's initial values
-    (one branch around each of the two would have ptxas merge O and the
-    carried P with their initial values apart, and spill).
+    and the last block's deferred work (its rescale, V's wait, P V and V's
+    release) after it, all three in one `scf.if` on the loop having a
+    block, whose other side yields the loop's initial values (with a
+    branch around each of the two, ptxas merged O with its initial value
+    and the carried P with a placeholder of zeros, and spilled).
 
     A loop is rewritten when it has two warpgroup MMAs at its top level,
     the second of a register A (P) into the iteration argument it yields
