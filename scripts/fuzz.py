@@ -1203,31 +1203,53 @@ def grid_text(grid):
         return json.dumps(grid, separators=(",", ":"))
 
 
-def ptx_launch(rng, variant, kernel_key):
+def ptx_launch(rng, variant, kernel_key, hostile_rate=0.1):
     """flashc-ptxsim's launch flags for one kernel of a test-bundle variant,
     on a small problem: B = 1, Nq = 20 (prefill) or 3 (decode), Nk = 30 or
-    200 in two splits, D = 64, the variant's group."""
+    200 in two splits, the variant's group and head dims; with probability
+    `hostile_rate`, a hostile launch. The parameters follow the manifest's
+    list of arguments by name, so that a kernel argument added later
+    raises here instead of leaving every launch refused."""
     decode = variant["decode"]
     g, d, dv = variant["group"], variant["head_dim"], variant["head_dim_v"]
     nq, nk, splits = (3, 200, 2) if decode else (20, 30, 1)
     kernel = variant["kernels"][kernel_key]
     grid = eval_grid(kernel["grid"], {"B": 1, "Nq": nq, "Nk": nk, "splits": splits})
     dt = variant["dtype"]
-    ws = f"f32:{splits}x1x{g}x{nq}x{dv}" if decode else "f32:1"
-    wsl = f"f32:{splits * g * nq}" if decode else "f32:1"
-    buffers = [f"{dt}:1x{g}x{nq}x{d}", f"{dt}:1x{nk}x{d}", f"{dt}:1x{nk}x{dv}",
-               f"{dt}:1x{g}x{nq}x{dv}", f"f32:1x{g}x{nq}", ws, wsl]
-    sizes = [1, nq, nk, splits, g * nq * d, nq * d, d, nk * d, nk * d, d,
-             nk * dv, nk * dv, dv, g * nq * dv, nq * dv, dv]
-    params = [f"buf:zeros:{b}" for b in buffers] + [f"u64:{s}" for s in sizes]
+    values = {
+        "q": f"buf:zeros:{dt}:1x{g}x{nq}x{d}",
+        "k": f"buf:zeros:{dt}:1x{nk}x{d}",
+        "v": f"buf:zeros:{dt}:1x{nk}x{dv}",
+        "out": f"buf:zeros:{dt}:1x{g}x{nq}x{dv}",
+        "lse": f"buf:zeros:f32:1x{g}x{nq}",
+        "ws_out": f"buf:zeros:f32:{splits}x1x{g}x{nq}x{dv}" if decode
+                  else "buf:zeros:f32:1",
+        "ws_lse": f"buf:zeros:f32:{splits * g * nq}" if decode
+                  else "buf:zeros:f32:1",
+        "B": 1, "Nq": nq, "Nk": nk, "splits": splits,
+        "q_stride_b": g * nq * d, "q_stride_h": nq * d, "q_stride_n": d,
+        "k_stride_b": nk * d, "k_stride_h": nk * d, "k_stride_n": d,
+        "v_stride_b": nk * dv, "v_stride_h": nk * dv, "v_stride_n": dv,
+        "out_stride_b": g * nq * dv, "out_stride_h": nq * dv,
+        "out_stride_n": dv,
+        "scale": "f32:0.125"}
+    params = []
+    for argument in variant["arguments"]:
+        name = argument["name"]
+        if name not in values:
+            raise ValueError(f"fuzz.py: no value for kernel argument '{name}' "
+                             "of the test bundle's manifest")
+        value = values[name]
+        params.append(value if isinstance(value, str) else f"u64:{value}")
+    sizes = [i for i, p in enumerate(params) if p.startswith("u64:")]
     block, shared = kernel["block"], kernel["shared_bytes"]
     args = ["--kernel", kernel["name"], "--grid", str(grid), "--block", str(block)]
-    if rng.random() < 0.1:
+    if rng.random() < hostile_rate:
         # A hostile launch: a size or stride at an edge value, a grid or block
         # beyond the limits, too little dynamic shared memory.
         r = rng.random()
         if r < 0.5:
-            i = rng.randrange(7, len(params))
+            i = rng.choice(sizes)
             params[i] = "u64:" + rng.choice(("0", "4294967296", "9223372036854775807",
                                              "18446744073709551615", "100000"))
         elif r < 0.7:
