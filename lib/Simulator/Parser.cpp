@@ -610,6 +610,9 @@ public:
       minus = true;
       ++i;
     }
+    if (i == toks.size())
+      return failAt(line, "nothing after '" + std::string(toks.back()->text) +
+                              "' in an operand");
     if (i + 1 != toks.size())
       return failAt(line, "cannot parse operand '" +
                               std::string(toks[i]->text) + "...'");

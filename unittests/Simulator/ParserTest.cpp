@@ -256,6 +256,18 @@ const BadInput kBadInputs[] = {
      K::Unsupported,
      10,
      {"vote.all.pred"}},
+    // A sign or a negation with no operand after it (the fuzzer's `-1` made
+    // `-`): the parser read past the operand's tokens.
+    {"MinusWithoutOperand",
+     "  shfl.sync.bfly.b32 %r1, %r2, 1, 31, -\t;",
+     K::Parse,
+     10,
+     {"nothing after '-' in an operand"}},
+    {"NegationWithoutOperand",
+     "  mov.u32 %r1, 1;\n  add.u32 %r2, %r1, !;",
+     K::Parse,
+     11,
+     {"nothing after '!' in an operand"}},
 };
 
 INSTANTIATE_TEST_SUITE_P(Parser, BadInputTest, ::testing::ValuesIn(kBadInputs),
