@@ -1,12 +1,12 @@
-"""Runs every kernel of a bundle once, unmutated, in flashc-ptxsim with the
-launch flags scripts/fuzz.py's ptx target gives it (no hostile launch):
+"""Runs every kernel of a bundle that scripts/fuzz.py's ptx target launches
+(those without tensor maps) once, unmutated, in flashc-ptxsim with the
+launch flags the target gives it (no hostile launch):
 each must run clean, or the fuzzer's mutated kernels would all stop at
 the launch's checks. Prints one line a kernel.
 
   clean-ptx-launches.py FUZZ_DIR FLASHC_PTXSIM BUNDLE
 """
 
-import json
 import os
 import random
 import subprocess
@@ -16,10 +16,10 @@ sys.path.insert(0, sys.argv[1])
 import fuzz  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 ptxsim, bundle = sys.argv[2], sys.argv[3]
-with open(os.path.join(bundle, "manifest.json"), encoding="utf-8") as f:
-    manifest = json.load(f)
+test_bundle = fuzz.TestBundle(bundle)
 failures = 0
-for variant in manifest["variants"]:
+for name in test_bundle.launchable:
+    variant = test_bundle.by_file[name]
     for key in sorted(variant["kernels"]):
         args = fuzz.ptx_launch(random.Random(1), variant, key, hostile_rate=0)
         # The fuzzer's default budget, not one of its rarer picks.
