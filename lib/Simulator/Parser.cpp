@@ -742,7 +742,9 @@ public:
     std::optional<int64_t> v = parseInteger(s);
     if (!v)
       return bad();
-    int64_t value = minus ? -*v : *v;
+    // Negated as unsigned: -INT64_MIN wraps to itself.
+    uint64_t bits = static_cast<uint64_t>(*v);
+    int64_t value = static_cast<int64_t>(minus ? 0 - bits : bits);
     if (isFloat(type)) {
       // An integer literal in a float instruction is its value.
       return floatImmediate(static_cast<double>(value), type, out, line);
@@ -799,7 +801,9 @@ public:
         std::optional<int64_t> v = parseInteger(t.text);
         if (!v)
           return failAt(line, "bad address offset '" + std::string(t.text) + "'");
-        out.imm += static_cast<uint64_t>(negative ? -*v : *v);
+        // Negated as unsigned: -INT64_MIN wraps to itself.
+        uint64_t offset = static_cast<uint64_t>(*v);
+        out.imm += negative ? 0 - offset : offset;
       } else if (t.kind == Tok::Ident && !negative) {
         std::string name(t.text);
         std::optional<int32_t> r = scope.lookupReg(name);
