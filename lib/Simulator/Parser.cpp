@@ -702,6 +702,13 @@ public:
     return std::nullopt;
   }
 
+  /// A literal's 64 bits, negated when written after a '-': as unsigned,
+  /// so that -INT64_MIN wraps to itself.
+  static uint64_t signedLiteral(int64_t value, bool negate) {
+    uint64_t bits = static_cast<uint64_t>(value);
+    return negate ? 0 - bits : bits;
+  }
+
   Status immediate(const Token &t, Ty type, bool minus, Operand &out,
                    uint32_t line) {
     std::string_view s = t.text;
@@ -742,9 +749,7 @@ public:
     std::optional<int64_t> v = parseInteger(s);
     if (!v)
       return bad();
-    // Negated as unsigned: -INT64_MIN wraps to itself.
-    uint64_t bits = static_cast<uint64_t>(*v);
-    int64_t value = static_cast<int64_t>(minus ? 0 - bits : bits);
+    int64_t value = static_cast<int64_t>(signedLiteral(*v, minus));
     if (isFloat(type)) {
       // An integer literal in a float instruction is its value.
       return floatImmediate(static_cast<double>(value), type, out, line);
@@ -801,9 +806,7 @@ public:
         std::optional<int64_t> v = parseInteger(t.text);
         if (!v)
           return failAt(line, "bad address offset '" + std::string(t.text) + "'");
-        // Negated as unsigned: -INT64_MIN wraps to itself.
-        uint64_t offset = static_cast<uint64_t>(*v);
-        out.imm += negative ? 0 - offset : offset;
+        out.imm += signedLiteral(*v, negative);
       } else if (t.kind == Tok::Ident && !negative) {
         std::string name(t.text);
         std::optional<int32_t> r = scope.lookupReg(name);
