@@ -1207,7 +1207,8 @@ def ptx_launch(rng, variant, kernel_key, hostile_rate=0.1):
     """flashc-ptxsim's launch flags for one kernel of a test-bundle variant,
     on a small problem: B = 1, Nq = 20 (prefill) or 3 (decode), Nk = 30 or
     200 in two splits, the variant's group and head dims; with probability
-    `hostile_rate`, a hostile launch. The parameters follow the manifest's
+    `hostile_rate`, a hostile launch (0: a clean one, with the default
+    instruction budget and no other flag drawn). The parameters follow the manifest's
     list of arguments by name, so that a kernel argument added later
     raises here instead of leaving every launch refused."""
     decode = variant["decode"]
@@ -1264,6 +1265,9 @@ def ptx_launch(rng, variant, kernel_key, hostile_rate=0.1):
         args += ["--dynamic-shared", str(shared)]
     for p in params:
         args += ["--param", p]
+    if hostile_rate == 0:
+        # A clean launch: the default budget, nothing else drawn.
+        return args + ["--max-instructions", "20000"]
     args += ["--max-instructions", pick(rng, ("20000",), ("1", "1000", "200000"), 0.1)]
     if rng.random() < 0.1:
         args += ["--workers", rng.choice(("1", "3"))]

@@ -22,8 +22,6 @@ for name in test_bundle.launchable:
     variant = test_bundle.by_file[name]
     for key in sorted(variant["kernels"]):
         args = fuzz.ptx_launch(random.Random(1), variant, key, hostile_rate=0)
-        # The fuzzer's default budget, not one of its rarer picks.
-        args[args.index("--max-instructions") + 1] = "20000"
         result = subprocess.run(
             [ptxsim, os.path.join(bundle, variant["ptx"])] + args,
             capture_output=True, text=True, check=False)
