@@ -1,17 +1,24 @@
 #!/usr/bin/env python3
 # ===- scripts/python_host_time.py - The Python module's time per call ----===#
 #
-# The host time the Python package spends on one Bundle.attention call
-# before the launch: argument checks, tensor descriptions, the variant's
-# lookup. The native launch is replaced by a no-op, so no GPU (and no
-# simulator run) is involved; the inputs are numpy arrays or, with
-# --torch, CPU torch tensors (described from their attributes, as CUDA
-# tensors are). A decode-shaped call (one query, 1024 keys) on the
-# bundle's first decode variant's group and head dim.
+# The host time the Python package spends on one call before the launch:
+# argument checks, tensor descriptions, the variant's or kernel's lookup.
+# The native launch is replaced by a no-op, so no GPU, simulator or CPU
+# kernel runs; the inputs are numpy arrays or, with --torch, CPU torch
+# tensors (described from their attributes, as CUDA tensors are). A
+# decode-shaped call (one query, 1024 keys) through one entry point:
 #
-#   python_host_time.py --bundle DIR [--torch] [--calls N]
+#   bundle     Bundle.attention, on the bundle's first f16 decode
+#              variant's group and head dim (the default);
+#   attention  flashc.attention on the CPU (f16 inputs, group 2, d = 64;
+#              the kernel is compiled once, before the timing);
+#   kernel     a compiled Kernel called directly (the same spec).
+#
+#   python_host_time.py [--bundle DIR] [--entry E] [--torch] [--calls N]
+#                       [--no-out]
 #
 # Prints the median over 5 runs of N calls, in microseconds per call.
+# With --no-out the call allocates its output (as the drop-in forms do).
 #
 # ===----------------------------------------------------------------------===#
 
@@ -46,21 +53,38 @@ class _NoLaunch:
         return self._real.variants
 
 
+def _stub_kernels():
+    """Makes every compiled kernel's launch a no-op."""
+    def runner(self, splits):  # pylint: disable=unused-argument
+        return lambda *args: None
+    flashc.Kernel._runner = runner  # pylint: disable=protected-access
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--bundle", required=True)
+    parser.add_argument("--bundle")
+    parser.add_argument("--entry", choices=("bundle", "attention", "kernel"),
+                        default="bundle")
     parser.add_argument("--torch", action="store_true")
+    parser.add_argument("--no-out", action="store_true")
     parser.add_argument("--calls", type=int, default=3000)
     args = parser.parse_args()
-    bundle = flashc.load_bundle(args.bundle)
-    decode = [v for v in bundle.variants if v["decode"] and not v["causal"]
-              and not v["with_lse"] and v["dtype"] == "f16"]
-    if not decode:
-        sys.exit("python_host_time: the bundle has no f16 decode variant "
-                 "without LSE")
-    group, d = decode[0]["group"], decode[0]["head_dim"]
-    chip = decode[0]["target"]
-    bundle._native = _NoLaunch(bundle._native)  # pylint: disable=protected-access
+    if args.entry == "bundle":
+        if not args.bundle:
+            sys.exit("python_host_time: --entry bundle needs --bundle")
+        bundle = flashc.load_bundle(args.bundle)
+        decode = [v for v in bundle.variants if v["decode"] and
+                  not v["causal"] and not v["with_lse"] and
+                  v["dtype"] == "f16"]
+        if not decode:
+            sys.exit("python_host_time: the bundle has no f16 decode "
+                     "variant without LSE")
+        group, d = decode[0]["group"], decode[0]["head_dim"]
+        chip = decode[0]["target"]
+        bundle._native = _NoLaunch(bundle._native)  # pylint: disable=protected-access
+    else:
+        group, d = 2, 64
+        _stub_kernels()
     rng = np.random.default_rng()
     arrays = [rng.standard_normal(s).astype(np.float16)
               for s in ((1, 2 * group, 1, d), (1, 2, 1024, d),
@@ -69,14 +93,24 @@ def main():
         import torch  # pylint: disable=import-outside-toplevel
         arrays = [torch.from_numpy(a) for a in arrays]
     q, k, v = arrays
-    out = q * 0
+    out = None if args.no_out else q * 0
+    if args.entry == "bundle":
+        def call():
+            bundle.attention(q, k, v, simulate=True, chip=chip, out=out)
+    elif args.entry == "attention":
+        def call():
+            flashc.attention(q, k, v, out=out)
+    else:
+        kernel = flashc.compile(flashc.AttentionSpec(
+            heads=2 * group, kv_heads=2, head_dim=d, dtype="f16"))
 
-    def call():
-        bundle.attention(q, k, v, simulate=True, chip=chip, out=out)
+        def call():
+            kernel(q, k, v, out=out)
     us = gpu_check.host_us_per_call(call, args.calls, warmup=200)
-    print(f"{'torch' if args.torch else 'numpy'} inputs: "
-          f"{us:.1f} us per call (median of 5 x "
-          f"{args.calls} calls, launch stubbed out)")
+    print(f"{args.entry}, {'torch' if args.torch else 'numpy'} inputs"
+          f"{', output allocated' if args.no_out else ''}: "
+          f"{us:.1f} us per call (median of 5 x {args.calls} calls, "
+          "launch stubbed out)")
 
 
 if __name__ == "__main__":

@@ -322,6 +322,30 @@ def _dims(layout):
     return "[B, H, N, D]" if layout == "bhnd" else "[B, N, H, D]"
 
 
+def _allocate(q, on_device, shape, dtype, name):
+    """A new output ``name`` next to ``q`` (a torch tensor for torch
+    inputs, on the host too)."""
+    try:
+        if on_device or _tensors.is_torch(q):
+            return _tensors.empty_like_device(q, shape, dtype)
+        return np.empty(shape, dtype=_tensors.numpy_dtype(dtype))
+    except FlashcError:
+        raise
+    except Exception as e:  # pylint: disable=broad-except
+        raise FlashcError(
+            f"cannot allocate {name} of shape {tuple(shape)}: "
+            f"{type(e).__name__}: {e}") from e
+
+
+def _output_shapes(spec):
+    """The shapes of the output (in the spec's layout) and of the LSE."""
+    if spec.layout == "bhnd":
+        out = (spec.batch, spec.heads, spec.seq_q, spec.value_dim)
+    else:
+        out = (spec.batch, spec.seq_q, spec.heads, spec.value_dim)
+    return out, (spec.batch, spec.heads, spec.seq_q)
+
+
 class _Call:
     """One call's spec and the descriptions of its tensors in [B, H, N, D]
     order (each with the object that keeps its data alive until the kernel
@@ -332,34 +356,19 @@ class _Call:
         self.on_device = on_device
         self.inputs = inputs
 
-    def _allocate(self, q, shape, dtype, name):
-        """A new output ``name`` next to ``q`` (a torch tensor for torch
-        inputs, on the host too)."""
-        try:
-            if self.on_device or _tensors.is_torch(q):
-                return _tensors.empty_like_device(q, shape, dtype)
-            return np.empty(shape, dtype=_tensors.numpy_dtype(dtype))
-        except FlashcError:
-            raise
-        except Exception as e:  # pylint: disable=broad-except
-            raise FlashcError(
-                f"cannot allocate {name} of shape {tuple(shape)}: "
-                f"{type(e).__name__}: {e}") from e
-
-    def run(self, native_run, q, out, lse, stream, return_lse):
+    def run(self, native_run, q, out, lse, stream, return_lse, save=None):
         """Allocates the outputs next to ``q`` when not given, describes
         them, checks that no output overlaps an input or the other output,
         calls ``native_run(q, k, v, out, lse, stream)`` with the
-        descriptions, and returns ``o`` or ``(o, lse)``."""
+        descriptions, and returns ``o`` or ``(o, lse)``. Then, with
+        ``save`` (a function), calls it with the call's ``_Checked`` form."""
         spec = self.spec
-        shape = (spec.batch, spec.heads, spec.seq_q, spec.value_dim)
+        allocated = (out is None, spec.with_lse and lse is None)
+        out_shape, lse_shape = _output_shapes(spec)
         if out is None:
-            out = self._allocate(
-                q, shape if spec.layout == "bhnd" else
-                (spec.batch, spec.seq_q, spec.heads, spec.value_dim),
-                spec.dtype, "out")
+            out = _allocate(q, self.on_device, out_shape, spec.dtype, "out")
         if spec.with_lse and lse is None:
-            lse = self._allocate(q, shape[:3], "f32", "lse")
+            lse = _allocate(q, self.on_device, lse_shape, "f32", "lse")
         desc, keep = _tensors.describe(out, "out", output=True)
         outputs = [(_to_bhnd(desc, spec.layout), keep)]
         if lse is not None:
@@ -384,7 +393,111 @@ class _Call:
         _native(native_run, *descs[:4], descs[4] if len(descs) > 4 else None,
                 int(stream))
         del keep
+        if save is not None:
+            save(_Checked(spec, self.on_device, descs, allocated))
         return (out, lse) if return_lse else out
+
+
+class _Checked:
+    """A call whose checks passed, kept to serve the later calls whose
+    tensors have the same signatures (``_tensors.signature``: everything
+    the checks read but the addresses) and whose other arguments are the
+    same. Such a call reads its tensors' addresses and checks only what
+    depends on them: each tensor aligned to its element size, no output
+    overlapping an input or the other output. Where one of those fails,
+    ``run`` returns None and the caller takes the checked path, whose
+    error names the problem. It keeps no tensor alive."""
+
+    __slots__ = ("spec", "on_device", "parts", "allocated", "shapes",
+                 "extra")
+
+    def __init__(self, spec, on_device, descs, allocated):
+        self.spec = spec
+        self.on_device = on_device
+        # Per tensor (q, k, v, out, lse): its description less the
+        # address, its element size and the byte range it spans from it.
+        self.parts = [(d[1], d[2], d[3], d[4], _tensors.ITEM_BYTES[d[1]],
+                       _tensors.extent(d)) for d in descs]
+        self.allocated = allocated
+        self.shapes = _output_shapes(spec)
+        self.extra = None
+
+    def run(self, native_run, tensors, stream, return_lse):
+        """Runs the call on ``tensors`` (q, k, v, out, lse; out and lse
+        None where the first call allocated them), as ``_Call.run``; None,
+        with nothing launched, where an address-dependent check fails."""
+        q, out, lse = tensors[0], tensors[3], tensors[4]
+        if self.allocated[0]:
+            out = _allocate(q, self.on_device, self.shapes[0],
+                            self.spec.dtype, "out")
+        if self.allocated[1]:
+            lse = _allocate(q, self.on_device, self.shapes[1], "f32", "lse")
+        descs, spans = [], []
+        for x, (dtype, sizes, strides, on_device, item, span) in zip(
+                (tensors[0], tensors[1], tensors[2], out, lse), self.parts):
+            data = _tensors.address(x)
+            if data % item:
+                return None
+            descs.append((data, dtype, sizes, strides, on_device))
+            spans.append(None if span is None else
+                         (data + span[0], data + span[1]))
+        for i in range(3, len(spans)):
+            for j in range(i):
+                a, b = spans[i], spans[j]
+                if a and b and a[0] < b[1] and b[0] < a[1]:
+                    return None
+        if stream is None:
+            stream = _tensors.cuda_stream(q) if self.on_device else 0
+        _native(native_run, *descs[:4], descs[4] if len(descs) > 4 else None,
+                stream)
+        return (out, lse) if return_lse else out
+
+
+class _CheckedCalls:
+    """The ``_Checked`` calls of one entry point, by key: the signatures of
+    q, k, v, out and lse (None for an output to allocate) and the entry
+    point's other arguments, checked already. At most ``LIMIT`` kept (the
+    oldest go first)."""
+
+    LIMIT = 256
+
+    def __init__(self):
+        self._calls = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(tensors, *arguments):
+        """The key of a call, or None when a tensor has no signature (it
+        takes the checked path every time)."""
+        key = []
+        for x in tensors:
+            if x is None:
+                key.append(None)
+                continue
+            signature = _tensors.signature(x)
+            if signature is None:
+                return None
+            key.append(signature)
+        return tuple(key) + arguments
+
+    def get(self, key):
+        return None if key is None else self._calls.get(key)
+
+    def saver(self, key, extra=None):
+        """The ``save`` function for ``_Call.run`` that keeps the checked
+        call under ``key`` with ``extra`` (what the entry point needs
+        besides: the bundle's variant, the compiled kernel); None for a
+        key of None."""
+        if key is None:
+            return None
+
+        def save(checked):
+            checked.extra = extra
+            with self._lock:  # Calls from threads save concurrently.
+                if len(self._calls) >= self.LIMIT:
+                    self._calls.pop(next(iter(self._calls)), None)
+                self._calls[key] = checked
+        return save
 
 
 def _prepare(q, k, v, mask, scale, with_lse, layout="bhnd"):
@@ -501,6 +614,8 @@ class Kernel:
         self.target = target
         self.simulate = simulate
         self._resources = resources
+        # The calls checked so far.
+        self._calls = _CheckedCalls()
 
     def ir(self, stage):
         """The IR after pipeline stage ``stage`` (see ``metadata['stages']``)."""
@@ -535,15 +650,24 @@ class Kernel:
             raise FlashcError(
                 "this kernel was compiled without the log-sum-exp; compile "
                 "an AttentionSpec(with_lse=True) to get it")
+        key = _CheckedCalls.key((q, k, v, out, lse), return_lse)
+        checked = self._calls.get(key)
+        if checked is not None:
+            result = checked.run(self._runner(splits), (q, k, v, out, lse),
+                                 stream, return_lse)
+            if result is not None:
+                return result
         call = _prepare(q, k, v, self.spec.mask, self.spec.scale,
                         return_lse or self.spec.with_lse, self.spec.layout)
-        return self._run(call, q, return_lse, splits, out, lse, stream)
+        return call.run(self._runner(splits), q, out, lse, stream,
+                        return_lse, self._calls.saver(key))
 
-    def _run(self, call, q, return_lse, splits, out, lse, stream):
+    def _runner(self, splits):
+        """The native run of described tensors, for ``_Call.run``."""
         def run(qd, kd, vd, od, ld, stream_handle):
             self._native.run(qd, kd, vd, od, ld, self.simulate, splits,
                              stream_handle)
-        return call.run(run, q, out, lse, stream, return_lse)
+        return run
 
     def __repr__(self):
         return (f"Kernel({self._native.spec}, layout={self.spec.layout!r}, "
@@ -611,6 +735,10 @@ def _describe_spec(spec, target):
             f"{', with LSE' if spec.with_lse else ''} on {target}")
 
 
+# The calls flashc.attention checked so far (the kernel each ran).
+_attention_calls = _CheckedCalls()
+
+
 def attention(q, k, v, *, causal=False, mask=None, scale=None,
               return_lse=False, layout="bhnd", target=None, out=None,
               lse=None):
@@ -628,10 +756,20 @@ def attention(q, k, v, *, causal=False, mask=None, scale=None,
     layout = _layout(layout)
     if target is not None:
         _split_target(target)
+    key = _CheckedCalls.key((q, k, v, out, lse), mask, scale, return_lse,
+                            layout, target)
+    checked = _attention_calls.get(key)
+    if checked is not None:
+        result = checked.run(checked.extra._runner(0), (q, k, v, out, lse),  # pylint: disable=protected-access
+                             None, return_lse)
+        if result is not None:
+            return result
     call = _prepare(q, k, v, mask, scale, return_lse, layout)
     chip, simulate = _parse_target(target, call.on_device)
     kernel = compile(call.spec, chip + ("-sim" if simulate else ""))
-    return kernel._run(call, q, return_lse, 0, out, lse, None)  # pylint: disable=protected-access
+    return call.run(kernel._runner(0), q, out, lse, None, return_lse,  # pylint: disable=protected-access
+                    _attention_calls.saver(key, kernel))
+
 
 
 def cost(spec, target="cpu", sram_bytes=None, loop_order="fa2"):
@@ -798,6 +936,8 @@ class Bundle:
         # Ids of the variants built for less aligned tensors that calls
         # fell back to, with the variant each replaced.
         self._fallbacks = {}
+        # The calls checked so far (the variant each ran).
+        self._calls = _CheckedCalls()
 
     def _find(self, query):
         """The index of the variant serving ``query``, or None."""
@@ -836,6 +976,17 @@ class Bundle:
                               "sm_90a")
         splits = _integer(splits, "splits", minimum=0)
         stream = _stream(stream)
+        key = _CheckedCalls.key((q, k, v, out, lse), mask, scale, return_lse,
+                                layout, simulate, chip)
+        checked = self._calls.get(key)
+        if checked is not None:
+            index = checked.extra
+            result = checked.run(
+                lambda *descs: self._launch(index, simulate, splits,
+                                            checked.spec, *descs),
+                (q, k, v, out, lse), stream, return_lse)
+            if result is not None:
+                return result
         call = _prepare(q, k, v, mask, scale, return_lse, layout)
         spec = call.spec
         if call.on_device == simulate:
@@ -861,21 +1012,26 @@ class Bundle:
                 f"{'with' if spec.with_lse else 'without'} LSE, "
                 f"{'decode' if query[7] else 'prefill'}: "
                 f"{_native(_runtime.explain_miss, self._native, *query)}")
+        return call.run(
+            lambda *descs: self._launch(index, simulate, splits, spec,
+                                        *descs),
+            q, out, lse, stream, return_lse, self._calls.saver(key, index))
 
-        def run(qd, kd, vd, od, ld, stream_handle):
-            ran = self._native.launch(index, "sim" if simulate else "cuda",
-                                      qd, kd, vd, od, ld, stream_handle,
-                                      splits, spec.effective_scale)
-            if ran != index and ran not in self._fallbacks:
-                variants = self.variants
-                self._fallbacks[ran] = {
-                    "variant": variants[ran]["id"],
-                    "alignment": variants[ran]["alignment"],
-                    "replaced": variants[index]["id"]}
-                _log.info("%s: the tensors are not aligned as %s needs; "
-                          "ran %s", self.path, variants[index]["id"],
-                          variants[ran]["id"])
-        return call.run(run, q, out, lse, stream, return_lse)
+    def _launch(self, index, simulate, splits, spec, qd, kd, vd, od, ld,
+                stream):
+        """Launches variant ``index`` on described tensors, and notes the
+        fallback the runtime took, if any."""
+        ran = self._native.launch(index, "sim" if simulate else "cuda", qd,
+                                  kd, vd, od, ld, stream, splits,
+                                  spec.effective_scale)
+        if ran != index and ran not in self._fallbacks:
+            variants = self.variants
+            self._fallbacks[ran] = {
+                "variant": variants[ran]["id"],
+                "alignment": variants[ran]["alignment"],
+                "replaced": variants[index]["id"]}
+            _log.info("%s: the tensors are not aligned as %s needs; ran %s",
+                      self.path, variants[index]["id"], variants[ran]["id"])
 
     def __repr__(self):
         return f"Bundle({self.path!r}, {len(self.variants)} variants)"

@@ -356,6 +356,42 @@ def _describe_dlpack(x, what):
     return (data, name, shape, strides, device_type in _DL_DEVICE), capsule
 
 
+def _torch_tensor_type():
+    """torch.Tensor when torch is imported, else None (never imports it)."""
+    torch = sys.modules.get("torch")
+    return getattr(torch, "Tensor", None)
+
+
+def signature(x):
+    """Everything that ``describe`` and a call's checks read of ``x`` but
+    its address, as a hashable value; two tensors of one signature are
+    described alike but for their data pointers. None for tensors that
+    are described afresh at every call: DLPack and CUDA array interface
+    objects (whose protocols may answer differently each time) and
+    subclasses of numpy's and torch's own types."""
+    kind = type(x)
+    if kind is np.ndarray:
+        return (kind, x.dtype, x.shape, x.strides, x.flags.writeable)
+    if kind is _torch_tensor_type():
+        return (kind, x.dtype, x.shape, x.stride(), x.device, x.is_conj(),
+                x.is_neg())
+    return None
+
+
+def address(x):
+    """The data pointer of a tensor that has a signature (the address of
+    its first element, as ``describe`` gives it)."""
+    if type(x) is np.ndarray:  # pylint: disable=unidiomatic-typecheck
+        return x.ctypes.data
+    return x.data_ptr()
+
+
+def extent(desc):
+    """The byte range a description's elements span relative to its data
+    pointer (``(low, end)``), or None when it spans none."""
+    return _extent((0,) + tuple(desc[1:]))
+
+
 def cuda_stream(x):
     """The current CUDA stream of the device ``x`` lives on, as an integer
     handle: torch's current stream for torch tensors, the CUDA array
@@ -363,6 +399,11 @@ def cuda_stream(x):
     module = type(x).__module__ or ""
     if module.startswith("torch"):
         import torch  # pylint: disable=import-outside-toplevel
+        # The handle alone, without the Stream object current_stream
+        # builds (a few microseconds a call), where torch has it.
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # pylint: disable=protected-access
+        if raw is not None:
+            return int(raw(x.get_device()))
         return int(torch.cuda.current_stream(x.device).cuda_stream)
     try:
         cai = getattr(x, "__cuda_array_interface__", None)

@@ -45,12 +45,15 @@ def test_python_host_time_script_runs(bundle_dir):
     # launch out: the stub must keep the launch's contract.
     script = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir,
                           "scripts", "python_host_time.py")
-    result = subprocess.run(
-        [sys.executable, script, "--bundle", str(bundle_dir), "--calls", "20"],
-        capture_output=True, text=True, check=False)
-    assert result.returncode == 0, result.stderr
-    assert "numpy inputs:" in result.stdout
-    assert "us per call" in result.stdout
+    for entry, extra in (("bundle", []), ("attention", ["--no-out"]),
+                         ("kernel", [])):
+        result = subprocess.run(
+            [sys.executable, script, "--bundle", str(bundle_dir), "--calls",
+             "20", "--entry", entry] + extra,
+            capture_output=True, text=True, check=False)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.startswith(f"{entry}, numpy inputs")
+        assert "us per call" in result.stdout
 
 
 def test_bundle_kernels_take_any_scale(bundle_dir, rng, seed):

@@ -1,0 +1,197 @@
+"""Calls that repeat the signatures of an earlier call (dtype, shape,
+strides, device and flags of every tensor, and the other arguments) skip
+the checks that depend on those alone: each such call must still read its
+own tensors' data, return a new output, and refuse what depends on the
+addresses (an output overlapping an input, an address not aligned to the
+element size) as the first call would have."""
+
+import gc
+import os
+import subprocess
+import weakref
+
+import numpy as np
+import pytest
+
+import flashc
+from flashc import _tensors
+
+from conftest import check, import_torch, make_inputs
+
+E = flashc.FlashcError
+TOOLS = os.environ.get("FLASHC_TOOLS_DIR")
+
+
+def unaligned(x):
+    """A copy of ``x`` one byte into a buffer of its own: the same
+    signature as ``x`` (dtype, shape, strides, writeable), an address that
+    is not a multiple of the element size."""
+    raw = np.zeros(x.nbytes + 1, dtype=np.uint8)
+    view = np.frombuffer(raw, dtype=x.dtype, count=x.size, offset=1)
+    view = view.reshape(x.shape)
+    view[...] = x
+    return view
+
+
+def test_repeated_calls_read_their_own_data(rng, seed):
+    outputs = []
+    for _ in range(3):
+        q, k, v = make_inputs(rng, 1, 4, 2, 9, 33, 64)
+        o, lse = flashc.attention(q, k, v, causal=True, return_lse=True)
+        check(o, lse, q, k, v, True, seed)
+        outputs.append((o, lse, q, k, v))
+    # Each call allocated its own outputs: the later calls left the
+    # earlier results as they were.
+    assert len({id(o) for o, *_ in outputs}) == 3
+    for o, lse, q, k, v in outputs:
+        check(o, lse, q, k, v, True, seed)
+
+
+def test_the_other_arguments_are_part_of_the_signature(rng, seed):
+    q, k, v = make_inputs(rng, 1, 2, 2, 16, 16, 64)
+    for causal in (True, False, True):
+        for scale in (None, 0.05, 0.5):
+            o = flashc.attention(q, k, v, causal=causal, scale=scale)
+            check(o, None, q, k, v, causal, seed, scale)
+    o, lse = flashc.attention(q, k, v, return_lse=True)
+    check(o, lse, q, k, v, False, seed)
+    qn, kn, vn = (np.ascontiguousarray(np.swapaxes(x, 1, 2))
+                  for x in (q, k, v))
+    o = flashc.attention(qn, kn, vn, layout="bnhd")
+    check(np.swapaxes(o, 1, 2), None, q, k, v, False, seed)
+
+
+def test_given_outputs_are_written(rng, seed):
+    q, k, v = make_inputs(rng, 1, 2, 1, 5, 40, 64)
+    for _ in range(2):
+        out = np.full(q.shape, np.nan, dtype=np.float32)
+        lse = np.full(q.shape[:3], np.nan, dtype=np.float32)
+        o, l = flashc.attention(q, k, v, out=out, lse=lse)
+        assert o is out and l is lse
+        check(out, lse, q, k, v, False, seed)
+
+
+def test_a_repeated_call_refuses_overlapping_outputs(rng):
+    # q, k, v and out of one shape: out=k has the signature of the
+    # first call's out, and must still be refused.
+    q, k, v = make_inputs(rng, 1, 2, 2, 8, 8, 64)
+    flashc.attention(q, k, v, out=np.empty_like(q))
+    with pytest.raises(E, match="^out overlaps k: an output must not"):
+        flashc.attention(q, k, v, out=k)
+    # An lse of q's memory with the strides of a dense one.
+    lse = np.empty(q.shape[:3], dtype=np.float32)
+    flashc.attention(q, k, v, out=np.empty_like(q), lse=lse)
+    inside_q = np.lib.stride_tricks.as_strided(q, shape=lse.shape,
+                                               strides=lse.strides)
+    assert _tensors.signature(inside_q) == _tensors.signature(lse)
+    with pytest.raises(E, match="^lse overlaps q"):
+        flashc.attention(q, k, v, out=np.empty_like(q), lse=inside_q)
+    out = np.empty_like(q)
+    inside_out = np.lib.stride_tricks.as_strided(out, shape=lse.shape,
+                                                 strides=lse.strides)
+    with pytest.raises(E, match="^lse overlaps out: the two outputs"):
+        flashc.attention(q, k, v, out=out, lse=inside_out)
+
+
+def test_a_repeated_call_refuses_unaligned_addresses(rng):
+    q, k, v = make_inputs(rng, 1, 2, 2, 8, 8, 64)
+    flashc.attention(q, k, v)
+    qu = unaligned(q)
+    assert _tensors.signature(qu) == _tensors.signature(q)
+    with pytest.raises(E, match="^q is not aligned to its element size"):
+        flashc.attention(qu, k, v)
+
+
+def test_a_changed_flag_is_a_new_signature(rng):
+    q, k, v = make_inputs(rng, 1, 2, 2, 8, 8, 64)
+    out = np.empty_like(q)
+    flashc.attention(q, k, v, out=out)
+    out.flags.writeable = False
+    with pytest.raises(E, match="^out is read-only"):
+        flashc.attention(q, k, v, out=out)
+    swapped = q.astype(q.dtype.newbyteorder())
+    with pytest.raises(E, match="^q is not in the machine's byte order"):
+        flashc.attention(swapped, k, v)
+
+
+def test_no_tensor_is_kept_alive(rng):
+    q, k, v = make_inputs(rng, 1, 2, 2, 8, 8, 64)
+    for _ in range(2):
+        out = flashc.attention(q, k, v)
+    refs = [weakref.ref(x) for x in (q, k, v, out)]
+    del q, k, v, out
+    gc.collect()
+    assert all(r() is None for r in refs)
+
+
+def test_subclasses_take_the_checked_path(rng, seed):
+    class Sub(np.ndarray):
+        pass
+    q, k, v = make_inputs(rng, 1, 2, 2, 8, 8, 64)
+    qs = q.view(Sub)
+    assert _tensors.signature(qs) is None
+    assert _tensors.signature(q) is not None
+    for _ in range(2):
+        check(flashc.attention(qs, k, v), None, q, k, v, False, seed)
+
+
+def test_calls_kept_are_bounded(rng):
+    calls = flashc._attention_calls  # pylint: disable=protected-access
+    q, k, v = make_inputs(rng, 1, 1, 1, 1, 1, 64)
+    for n in range(1, calls.LIMIT + 20):
+        flashc.attention(q, k[:, :, :1].repeat(n, axis=2),
+                         v[:, :, :1].repeat(n, axis=2))
+    assert len(calls._calls) == calls.LIMIT  # pylint: disable=protected-access
+
+
+def test_compiled_kernel_repeats(rng, seed):
+    spec = flashc.AttentionSpec(heads=4, kv_heads=2, head_dim=64,
+                                causal=True, with_lse=True)
+    kernel = flashc.compile(spec)
+    for splits in (0, 3, 1):
+        q, k, v = make_inputs(rng, 2, 4, 2, 3, 70, 64)
+        o, lse = kernel(q, k, v, return_lse=True, splits=splits)
+        check(o, lse, q, k, v, True, seed)
+        o = kernel(q, k, v)
+        check(o, None, q, k, v, True, seed)
+    kernel(q, k, v, out=np.empty_like(q))
+    with pytest.raises(E, match="^out overlaps q"):
+        kernel(q, k, v, out=q)
+
+
+def test_bundle_repeats_in_the_simulator(tmp_path, rng, seed):
+    if not TOOLS:
+        pytest.skip("FLASHC_TOOLS_DIR (the folder of the flashc tool) unset")
+    subprocess.run(
+        [os.path.join(TOOLS, "flashc"), "bundle", "-o", str(tmp_path),
+         "--targets", "sm_80", "--dtypes", "f16", "--head-dims", "64",
+         "--groups", "2", "--causal", "no", "--lse", "no",
+         "--variants", "decode", "--no-assemble"],
+        check=True, capture_output=True)
+    bundle = flashc.load_bundle(tmp_path)
+    for splits in (0, 2, 0):
+        q, k, v = make_inputs(rng, 1, 4, 2, 1, 45, 64, dtype=np.float16)
+        out = bundle.attention(q, k, v, simulate=True, splits=splits)
+        check(out, None, q, k, v, False, seed)
+    with pytest.raises(E, match="^q is not aligned to its element size"):
+        bundle.attention(unaligned(q), k, v, simulate=True)
+
+
+def test_torch_repeated_calls(rng, seed):
+    torch = import_torch()
+    for _ in range(3):
+        q, k, v = (torch.from_numpy(x) for x in
+                   make_inputs(rng, 1, 2, 2, 7, 19, 64))
+        o = flashc.attention(q, k, v, causal=True)
+        assert isinstance(o, torch.Tensor)
+        check(o.numpy(), None, q.numpy(), k.numpy(), v.numpy(), True, seed)
+    # A lazy negation leaves shape, strides and dtype as they were, and
+    # must still be refused.
+    neg = torch._neg_view(q)  # pylint: disable=protected-access
+    assert _tensors.signature(neg) != _tensors.signature(q)
+    with pytest.raises(E, match="lazy conjugate or negation bit"):
+        flashc.attention(neg, k, v, causal=True)
+    flashc.attention(q, k, v, causal=True,
+                     out=torch.empty_like(v)[:, :, :7])
+    with pytest.raises(E, match="^out overlaps v"):
+        flashc.attention(q, k, v, causal=True, out=v[:, :, :7])
