@@ -195,3 +195,122 @@ def test_torch_repeated_calls(rng, seed):
                      out=torch.empty_like(v)[:, :, :7])
     with pytest.raises(E, match="^out overlaps v"):
         flashc.attention(q, k, v, causal=True, out=v[:, :, :7])
+
+
+def _views(rng, shape, dtype, form):
+    """A [B, H, N, D] array of ``shape`` with random values, laid out as
+    ``form`` says: dense, strided over N, a transposed view, a few
+    elements into its buffer, or one byte into it (misaligned)."""
+    b, h, n, d = shape
+    values = rng.standard_normal(shape).astype(dtype)
+    if form == "dense":
+        return values
+    if form == "strided":
+        x = np.zeros((b, h, 2 * n, d), dtype=dtype)[:, :, ::2]
+    elif form == "transposed":
+        x = np.zeros((b, n, h, d), dtype=dtype).swapaxes(1, 2)
+    elif form == "offset":
+        buffer = np.zeros(values.size + 3, dtype=dtype)
+        x = buffer[int(rng.integers(1, 4)):][:values.size].reshape(shape)
+    else:
+        return unaligned(values)
+    x[...] = values
+    return x
+
+
+def _outcome(call):
+    """("ok", results) or (exception type, message) of ``call()``."""
+    try:
+        result = call()
+    except Exception as e:  # pylint: disable=broad-except
+        return type(e), str(e)
+    if not isinstance(result, tuple):
+        result = (result,)
+    return "ok", tuple(np.array(r, copy=True) for r in result)
+
+
+def test_repeated_calls_agree_with_checked_calls(rng, seed, monkeypatch):
+    # Random calls drawn from a few call shapes (so that signatures
+    # repeat: shape, the layout of each tensor, the arguments), with fresh
+    # data and, now and then, a defect that keeps the signature (a
+    # misaligned tensor, an output over an input's memory) or changes it
+    # (a read-only output, a dtype). Each call runs with the table of
+    # checked calls as the calls before left it, then again with the table
+    # emptied (the full checks). Both must end alike: the same error, or
+    # the same results, which match float64.
+    calls = flashc._attention_calls  # pylint: disable=protected-access
+    shapes = [(1, 2, 2, 3, 9, 16, 16), (2, 4, 2, 1, 20, 32, 32),
+              (1, 2, 1, 5, 5, 16, 8)]
+    forms = ["dense", "dense", "strided", "transposed", "offset"]
+    templates = []
+    for _ in range(6):
+        templates.append(dict(
+            shape=shapes[rng.integers(len(shapes))],
+            forms=[forms[rng.integers(len(forms))] for _ in range(4)],
+            causal=bool(rng.integers(2)), scale=[None, 0.3][rng.integers(2)],
+            return_lse=bool(rng.integers(2)), out=bool(rng.integers(2)),
+            lse=bool(rng.integers(2))))
+    accepted = refused = 0
+    served = []  # The outcomes of the calls that matched a checked call.
+    run = flashc._Checked.run  # pylint: disable=protected-access
+
+    def counted(self, *args):
+        result = run(self, *args)
+        served.append(result is not None)
+        return result
+    monkeypatch.setattr(flashc._Checked, "run", counted)  # pylint: disable=protected-access
+    for trial in range(200):
+        t = templates[rng.integers(len(templates))]
+        b, hq, hkv, nq, nk, d, dv = t["shape"]
+
+        def tensor(shape, form):
+            if form == "dense" and rng.random() < 0.08:
+                form = "misaligned"
+            return _views(rng, shape, np.float32, form)
+        q = tensor((b, hq, nq, d), t["forms"][0])
+        k = tensor((b, hkv, nk, d), t["forms"][1])
+        v = tensor((b, hkv, nk, dv), t["forms"][2])
+        if rng.random() < 0.03:
+            v = v.astype(np.float16)
+        out = lse = None
+        if t["out"]:
+            out = tensor((b, hq, nq, dv), t["forms"][3])
+            defect = rng.random()
+            if defect < 0.05:
+                out.flags.writeable = False
+            elif defect < 0.15 and q.nbytes >= out.nbytes:
+                out = np.lib.stride_tricks.as_strided(
+                    q, shape=out.shape, strides=out.strides)
+        if t["return_lse"] and t["lse"]:
+            lse = np.empty((b, hq, nq), dtype=np.float32)
+            if rng.random() < 0.1:
+                lse = np.lib.stride_tricks.as_strided(
+                    k, shape=lse.shape, strides=lse.strides)
+
+        def call():
+            return flashc.attention(q, k, v, causal=t["causal"],
+                                    scale=t["scale"],
+                                    return_lse=t["return_lse"], out=out,
+                                    lse=lse)
+        repeated = _outcome(call)
+        kept = dict(calls._calls)  # pylint: disable=protected-access
+        calls._calls.clear()  # pylint: disable=protected-access
+        checked = _outcome(call)
+        calls._calls.update(kept)  # pylint: disable=protected-access
+        where = f"trial {trial}, seed {seed}"
+        assert repeated[0] == checked[0], (where, repeated, checked)
+        if checked[0] != "ok":
+            assert repeated[1] == checked[1], where
+            assert issubclass(checked[0], flashc.FlashcError), where
+            refused += 1
+            continue
+        accepted += 1
+        for a, b_ in zip(repeated[1], checked[1]):
+            assert np.array_equal(a, b_, equal_nan=True), where
+        check(checked[1][0], checked[1][1] if t["return_lse"] else None,
+              q, k, v, t["causal"], seed, t["scale"])
+    # Both kinds of outcome were drawn, and calls matched checked ones,
+    # some of which then failed an address-dependent check.
+    assert accepted > 50 and refused > 10, (accepted, refused)
+    assert served.count(True) > 50 and served.count(False) > 5, (
+        served.count(True), served.count(False))
