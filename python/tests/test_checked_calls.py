@@ -250,6 +250,7 @@ def test_repeated_calls_agree_with_checked_calls(rng, seed, monkeypatch):
             causal=bool(rng.integers(2)), scale=[None, 0.3][rng.integers(2)],
             return_lse=bool(rng.integers(2)), out=bool(rng.integers(2)),
             lse=bool(rng.integers(2))))
+    calls._calls.clear()  # pylint: disable=protected-access
     accepted = refused = 0
     served = []  # The outcomes of the calls that matched a checked call.
     run = flashc._Checked.run  # pylint: disable=protected-access
@@ -293,10 +294,14 @@ def test_repeated_calls_agree_with_checked_calls(rng, seed, monkeypatch):
                                     return_lse=t["return_lse"], out=out,
                                     lse=lse)
         repeated = _outcome(call)
-        kept = dict(calls._calls)  # pylint: disable=protected-access
-        calls._calls.clear()  # pylint: disable=protected-access
+        table = calls._calls  # pylint: disable=protected-access
+        kept = dict(table)
+        table.clear()
         checked = _outcome(call)
-        calls._calls.update(kept)  # pylint: disable=protected-access
+        saved = dict(table)
+        table.clear()
+        table.update(kept)
+        table.update(saved)
         where = f"trial {trial}, seed {seed}"
         assert repeated[0] == checked[0], (where, repeated, checked)
         if checked[0] != "ok":
