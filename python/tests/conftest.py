@@ -5,6 +5,7 @@ float64 reference."""
 import importlib
 import os
 import random
+import subprocess
 
 import numpy as np
 import pytest
@@ -28,6 +29,20 @@ def make_inputs(rng, b, hq, hkv, nq, nk, d, dv=None, dtype=np.float32):
     k = rng.standard_normal((b, hkv, nk, d)).astype(dtype)
     v = rng.standard_normal((b, hkv, nk, dv)).astype(dtype)
     return q, k, v
+
+
+def write_bundle(path, *flags):
+    """Writes a bundle of sm_80 kernels (f16, head dim 64, not assembled)
+    with ``flashc bundle`` and ``flags`` to ``path``; skips the test where
+    FLASHC_TOOLS_DIR (the folder of the flashc tool) is unset."""
+    tools = os.environ.get("FLASHC_TOOLS_DIR")
+    if not tools:
+        pytest.skip("FLASHC_TOOLS_DIR (the folder of the flashc tool) unset")
+    subprocess.run(
+        [os.path.join(tools, "flashc"), "bundle", "-o", str(path),
+         "--targets", "sm_80", "--dtypes", "f16", "--head-dims", "64",
+         "--no-assemble", *flags], check=True, capture_output=True)
+    return path
 
 
 def offset_copy(x, offset):

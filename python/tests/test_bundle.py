@@ -11,23 +11,16 @@ import pytest
 
 import flashc
 
-from conftest import check, make_inputs, offset_copy
+from conftest import check, make_inputs, offset_copy, write_bundle
 
 TOOLS = os.environ.get("FLASHC_TOOLS_DIR")
 
 
 @pytest.fixture(scope="module")
 def bundle_dir(tmp_path_factory):
-    if not TOOLS:
-        pytest.skip("FLASHC_TOOLS_DIR (the folder of the flashc tool) unset")
-    path = tmp_path_factory.mktemp("bundle")
-    subprocess.run(
-        [os.path.join(TOOLS, "flashc"), "bundle", "-o", str(path),
-         "--targets", "sm_80", "--dtypes", "f16", "--head-dims", "64",
-         "--groups", "2", "--causal", "both", "--lse", "no",
-         "--variants", "prefill,decode", "--no-assemble"],
-        check=True, capture_output=True)
-    return path
+    return write_bundle(tmp_path_factory.mktemp("bundle"), "--groups", "2",
+                        "--causal", "both", "--lse", "no", "--variants",
+                        "prefill,decode")
 
 
 def test_bundle_runs_in_the_simulator(bundle_dir, rng, seed):
@@ -139,18 +132,12 @@ def test_bundle_falls_back_for_unaligned_tensors(tmp_path, rng, seed):
     # call whose tensors start 2 elements (4 bytes) into their buffers runs
     # the 4-byte one, and the bundle lists the fallback. A bundle without
     # it refuses such a call, naming what is missing.
-    if not TOOLS:
-        pytest.skip("FLASHC_TOOLS_DIR (the folder of the flashc tool) unset")
     built = {}
     for alignments in ("16,4", "16"):
-        path = tmp_path / alignments.replace(",", "-")
-        subprocess.run(
-            [os.path.join(TOOLS, "flashc"), "bundle", "-o", str(path),
-             "--targets", "sm_80", "--dtypes", "f16", "--head-dims", "64",
-             "--groups", "1", "--masks", "causal", "--lse", "no",
-             "--variants", "prefill", "--alignments", alignments,
-             "--no-assemble"],
-            check=True, capture_output=True)
+        path = write_bundle(
+            tmp_path / alignments.replace(",", "-"), "--groups", "1",
+            "--masks", "causal", "--lse", "no", "--variants", "prefill",
+            "--alignments", alignments)
         built[alignments] = flashc.load_bundle(path)
     bundle = built["16,4"]
     assert sorted(v["alignment"] for v in bundle.variants) == [4, 16]
