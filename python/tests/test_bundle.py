@@ -13,7 +13,6 @@ import flashc
 
 from conftest import check, make_inputs, offset_copy, write_bundle
 
-TOOLS = os.environ.get("FLASHC_TOOLS_DIR")
 
 
 @pytest.fixture(scope="module")
