@@ -31,16 +31,17 @@ def make_inputs(rng, b, hq, hkv, nq, nk, d, dv=None, dtype=np.float32):
     return q, k, v
 
 
-def write_bundle(path, *flags):
-    """Writes a bundle of sm_80 kernels (f16, head dim 64, not assembled)
-    with ``flashc bundle`` and ``flags`` to ``path``; skips the test where
-    FLASHC_TOOLS_DIR (the folder of the flashc tool) is unset."""
+def write_bundle(path, *flags, target="sm_80"):
+    """Writes a bundle of ``target``'s kernels (f16, head dim 64, not
+    assembled) with ``flashc bundle`` and ``flags`` to ``path``; skips the
+    test where FLASHC_TOOLS_DIR (the folder of the flashc tool) is
+    unset."""
     tools = os.environ.get("FLASHC_TOOLS_DIR")
     if not tools:
         pytest.skip("FLASHC_TOOLS_DIR (the folder of the flashc tool) unset")
     subprocess.run(
         [os.path.join(tools, "flashc"), "bundle", "-o", str(path),
-         "--targets", "sm_80", "--dtypes", "f16", "--head-dims", "64",
+         "--targets", target, "--dtypes", "f16", "--head-dims", "64",
          "--no-assemble", *flags], check=True, capture_output=True)
     return path
 
