@@ -7,7 +7,8 @@ and read back through the driver's copies.
 
     fake_cuda_calls.py BUNDLE SEED
 
-Exits 0 when every call matched float64 and every refusal named its
+Then flashc.attention (the compiler's kernel for the device's chip) on
+the same kind of tensors. Exits 0 when every call matched float64 and every refusal named its
 problem; the assertion's message otherwise."""
 
 import ctypes
@@ -104,6 +105,19 @@ def main():
         assert "different devices" in str(e), e
     else:
         raise AssertionError("host and device tensors were mixed")
+    # The compiler's kernels for the device's chip, through
+    # flashc.attention and a compiled Kernel (the JIT compiles once).
+    nq = 1 if decode else 33
+    for causal in (False, True):
+        q, k, v = make_inputs(rng, 1, 4, 2, nq, 45, 64, dtype=np.float16)
+        out = DeviceArray(np.zeros(q.shape, np.float16))
+        lse = DeviceArray(np.zeros(q.shape[:3], np.float32))
+        o, l = flashc.attention(DeviceArray(q), DeviceArray(k),
+                                DeviceArray(v), causal=causal, out=out,
+                                lse=lse)
+        assert o is out and l is lse
+        check(out.host(), lse.host(), q, k, v, causal, seed)
+        calls += 1
     print(f"{calls} calls on the stand-in driver matched float64")
 
 
