@@ -233,6 +233,11 @@ def smem_read_bytes(op, instruction=""):
     return 0
 
 
+def is_local(op):
+    """Is an instruction a local-memory access (a spill store or reload)?"""
+    return op.split(".")[0] in ("LDL", "STL")
+
+
 def is_data_work(op):
     """Does an instruction move data or multiply matrices (never a fix-up)?"""
     base = op.split(".")[0]
@@ -387,6 +392,7 @@ def model_kernel(kernel, target, head_dim, head_dim_v, threads=None):
     if threads:
         share = 1.0 / max(1, ((threads + 31) // 32) // 4)
     counts = dict.fromkeys(CATEGORIES, 0)
+    local_path = 0.0  # Spill traffic (LDL / STL) on the counted path.
     macs = 0
     hmma_cycles = 0.0
     smem = 0
@@ -396,6 +402,8 @@ def model_kernel(kernel, target, head_dim, head_dim_v, threads=None):
             continue
         op = opcode(instructions[i][1])
         counts[category(op)] += share if i in single else 1
+        if is_local(op):
+            local_path += share if i in single else 1
         m = mma_macs(op)
         macs += m
         hmma_cycles += cycles_16816 * m / MMA_MACS["16816"]
@@ -435,6 +443,11 @@ def model_kernel(kernel, target, head_dim, head_dim_v, threads=None):
         "cycles": times,
         "bound": bound,
         "tensor_fraction": times["tensor"] / times[bound],
+        # Spill stores and reloads: in the whole kernel, and a unit on the
+        # main loop's counted path (those in its fix-ups and edge-case
+        # arms, the prologue, the epilogue or another loop cost far less).
+        "local": {"kernel": sum(is_local(opcode(t)) for _, t in instructions),
+                  "per_unit": local_path / units},
     }
 
 
@@ -595,6 +608,11 @@ def format_model(name, m):
         f"at most {100 * m['tensor_fraction']:.0f}% of tensor peak; "
         f"issue:tensor {100 * c['issue'] / c['tensor']:.0f}%",
     ]
+    local = m.get("local")
+    if local and local["kernel"]:
+        lines.append(f"  local memory (spills): {local['kernel']} LDL/STL in "
+                     f"the kernel, {local['per_unit']:.1f} a unit on the "
+                     "main loop's counted path")
     if "ctas_per_sm" in m:
         lines.append(f"  CTAs per SM: {m['ctas_per_sm']}")
     return "\n".join(lines)

@@ -38,8 +38,11 @@ llvm_config.add_tool_substitutions(
 # kernels to PTX for the simulator's tests (`REQUIRES: nvcc`, `%nvcc`);
 # ptxas, that of the toolkit flashc uses by default, assembles the GPU
 # kernels: `flashc compile --emit manifest|cubin` and `flashc bundle`
-# without --no-assemble run it (`REQUIRES: ptxas`, `%ptxas`).
-for tool, path in (("nvcc", config.flashc_nvcc), ("ptxas", config.flashc_ptxas)):
+# without --no-assemble run it (`REQUIRES: ptxas`, `%ptxas`); nvdisasm
+# lists the SASS that scripts/kernel_model.py reads (`REQUIRES: nvdisasm`,
+# `%nvdisasm`).
+for tool, path in (("nvcc", config.flashc_nvcc), ("ptxas", config.flashc_ptxas),
+                   ("nvdisasm", config.flashc_nvdisasm)):
     if path:
         config.available_features.add(tool)
         config.substitutions.append(("%" + tool, path))
