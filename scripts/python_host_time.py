@@ -15,10 +15,13 @@
 #   kernel     a compiled Kernel called directly (the same spec).
 #
 #   python_host_time.py [--bundle DIR] [--entry E] [--torch] [--calls N]
-#                       [--no-out]
+#                       [--no-out] [--growing]
 #
 # Prints the median over 5 runs of N calls, in microseconds per call.
-# With --no-out the call allocates its output (as the drop-in forms do).
+# With --no-out the call allocates its output (as the drop-in forms do);
+# with --growing each call reads one key more of a KV cache than the one
+# before (slices of one buffer, 1024 to 1535 keys, round and round), as a
+# decode loop does.
 #
 # ===----------------------------------------------------------------------===#
 
@@ -67,6 +70,7 @@ def main():
                         default="bundle")
     parser.add_argument("--torch", action="store_true")
     parser.add_argument("--no-out", action="store_true")
+    parser.add_argument("--growing", action="store_true")
     parser.add_argument("--calls", type=int, default=3000)
     args = parser.parse_args()
     if args.entry == "bundle":
@@ -86,29 +90,44 @@ def main():
         group, d = 2, 64
         _stub_kernels()
     rng = np.random.default_rng()
+    keys = 1536 if args.growing else 1024
     arrays = [rng.standard_normal(s).astype(np.float16)
-              for s in ((1, 2 * group, 1, d), (1, 2, 1024, d),
-                        (1, 2, 1024, d))]
+              for s in ((1, 2 * group, 1, d), (1, 2, keys, d),
+                        (1, 2, keys, d))]
     if args.torch:
         import torch  # pylint: disable=import-outside-toplevel
         arrays = [torch.from_numpy(a) for a in arrays]
-    q, k, v = arrays
+    q, k_cache, v_cache = arrays
     out = None if args.no_out else q * 0
+    step = [0]
+
+    def kv():
+        """This call's keys and values: all of them, or with --growing
+        the next length's slices."""
+        if not args.growing:
+            return k_cache, v_cache
+        step[0] += 1
+        n = 1024 + step[0] % 512
+        return k_cache[:, :, :n], v_cache[:, :, :n]
     if args.entry == "bundle":
         def call():
+            k, v = kv()
             bundle.attention(q, k, v, simulate=True, chip=chip, out=out)
     elif args.entry == "attention":
         def call():
+            k, v = kv()
             flashc.attention(q, k, v, out=out)
     else:
         kernel = flashc.compile(flashc.AttentionSpec(
             heads=2 * group, kv_heads=2, head_dim=d, dtype="f16"))
 
         def call():
+            k, v = kv()
             kernel(q, k, v, out=out)
     us = gpu_check.host_us_per_call(call, args.calls, warmup=200)
     print(f"{args.entry}, {'torch' if args.torch else 'numpy'} inputs"
-          f"{', output allocated' if args.no_out else ''}: "
+          f"{', output allocated' if args.no_out else ''}"
+          f"{', growing KV cache' if args.growing else ''}: "
           f"{us:.1f} us per call (median of 5 x {args.calls} calls, "
           "launch stubbed out)")
 

@@ -356,14 +356,12 @@ class _Call:
         self.on_device = on_device
         self.inputs = inputs
 
-    def run(self, native_run, q, out, lse, stream, return_lse, save=None):
+    def run(self, native_run, q, out, lse, stream, return_lse):
         """Allocates the outputs next to ``q`` when not given, describes
         them, checks that no output overlaps an input or the other output,
         calls ``native_run(q, k, v, out, lse, stream)`` with the
-        descriptions, and returns ``o`` or ``(o, lse)``. Then, with
-        ``save`` (a function), calls it with the call's ``_Checked`` form."""
+        descriptions, and returns ``o`` or ``(o, lse)``."""
         spec = self.spec
-        allocated = (out is None, spec.with_lse and lse is None)
         out_shape, lse_shape = _output_shapes(spec)
         if out is None:
             out = _allocate(q, self.on_device, out_shape, spec.dtype, "out")
@@ -393,111 +391,176 @@ class _Call:
         _native(native_run, *descs[:4], descs[4] if len(descs) > 4 else None,
                 int(stream))
         del keep
-        if save is not None:
-            save(_Checked(spec, self.on_device, descs, allocated))
         return (out, lse) if return_lse else out
 
 
-class _Checked:
-    """A call whose checks passed, kept to serve the later calls whose
-    tensors have the same signatures (``_tensors.signature``: everything
-    the checks read but the addresses) and whose other arguments are the
-    same. Such a call reads its tensors' addresses and checks only what
-    depends on them: each tensor aligned to its element size, no output
-    overlapping an input or the other output. Where one of those fails,
-    ``run`` returns None and the caller takes the checked path, whose
-    error names the problem. It keeps no tensor alive."""
+def _bhnd(sizes, strides, layout):
+    """Rank-4 sizes and strides in ``layout``'s order, in [B, H, N, D]
+    order."""
+    if layout == "bhnd":
+        return sizes, strides
+    return ((sizes[0], sizes[2], sizes[1], sizes[3]),
+            (strides[0], strides[2], strides[1], strides[3]))
 
-    __slots__ = ("spec", "on_device", "parts", "allocated", "shapes",
-                 "extra")
 
-    def __init__(self, spec, on_device, descs, allocated):
-        self.spec = spec
-        self.on_device = on_device
-        # Per tensor (q, k, v, out, lse): its description less the
-        # address, its element size and the byte range it spans from it.
-        self.parts = [(d[1], d[2], d[3], d[4], _tensors.ITEM_BYTES[d[1]],
-                       _tensors.extent(d)) for d in descs]
-        self.allocated = allocated
-        self.shapes = _output_shapes(spec)
-        self.extra = None
-
-    def run(self, native_run, tensors, stream, return_lse):
-        """Runs the call on ``tensors`` (q, k, v, out, lse; out and lse
-        None where the first call allocated them), as ``_Call.run``; None,
-        with nothing launched, where an address-dependent check fails."""
-        q, out, lse = tensors[0], tensors[3], tensors[4]
-        if self.allocated[0]:
-            out = _allocate(q, self.on_device, self.shapes[0],
-                            self.spec.dtype, "out")
-        if self.allocated[1]:
-            lse = _allocate(q, self.on_device, self.shapes[1], "f32", "lse")
-        descs, spans = [], []
-        for x, (dtype, sizes, strides, on_device, item, span) in zip(
-                (tensors[0], tensors[1], tensors[2], out, lse), self.parts):
-            data = _tensors.address(x)
-            if data % item:
+def _span(data, dtype, sizes, strides, output):
+    """The byte range ``(first, end)`` of a tensor's elements, or None when
+    a size is 0 or, over a dimension of more than one element, a stride is
+    negative (or 0 for an output)."""
+    last = 0
+    for n, st in zip(sizes, strides):
+        if n > 1:
+            if st < 0 or (output and st == 0):
                 return None
-            descs.append((data, dtype, sizes, strides, on_device))
-            spans.append(None if span is None else
-                         (data + span[0], data + span[1]))
-        for i in range(3, len(spans)):
-            for j in range(i):
-                a, b = spans[i], spans[j]
-                if a and b and a[0] < b[1] and b[0] < a[1]:
+            last += (n - 1) * st
+        elif n < 1:
+            return None
+    item = _tensors.ITEM_BYTES[dtype]
+    if data % item:
+        return None
+    return data, data + (last + 1) * item
+
+
+class _QuickCall:
+    """A call whose tensors ``_tensors.quick`` describes, checked here as
+    ``_prepare`` and ``_Call.run`` check them, or more strictly: a call
+    that fails a check here takes their path, which accepts it or refuses
+    it naming why. ``key`` is what a call's kernel or variant depends on:
+    each tensor's kind, dtype and device, which outputs were given, the
+    layout, the GQA group, the head dims and whether the call is
+    decode-shaped (Nq <= 16), but no size, stride or address. An entry
+    point keeps the kernel or variant of each key its full path served
+    (``_Served``), so that a decode loop over a growing KV cache, whose
+    lengths change at every call, repeats none of that path."""
+
+    __slots__ = ("key", "tensors", "parts", "layout")
+
+    @classmethod
+    def of(cls, tensors, layout):
+        """The call of ``tensors`` (q, k, v, out, lse; out and lse may be
+        None) in ``layout``, or None."""
+        parts = []
+        for i, x in enumerate(tensors):
+            if x is None:
+                if i < 3:
                     return None
+                parts.append(None)
+                continue
+            d = _tensors.quick(x)
+            if d is None:
+                return None
+            kind, data, dtype, sizes, strides, on_device, writeable = d
+            if i < 4:
+                if len(sizes) != 4:
+                    return None
+                sizes, strides = _bhnd(sizes, strides, layout)
+            elif len(sizes) != 3:
+                return None
+            span = _span(data, dtype, sizes, strides, i >= 3)
+            if span is None or (i >= 3 and not writeable):
+                return None
+            parts.append((kind, data, dtype, sizes, strides, on_device, span))
+        q, k, v, out, lse = parts
+        dtype, on_device = q[2], q[5]
+        b, hq, nq, d = q[3]
+        _, hkv, nk, _ = k[3]
+        dv = v[3][3]
+        if (k[2] != dtype or v[2] != dtype or k[5] != on_device or
+                v[5] != on_device or k[3] != (b, hkv, nk, d) or
+                v[3] != (b, hkv, nk, dv) or hq % hkv):
+            return None
+        for p in (q, k, v):
+            if p[3][3] > 1 and p[4][3] != 1:
+                return None
+        spans = [q[6], k[6], v[6]]
+        for p, shape, out_dtype in ((out, (b, hq, nq, dv), dtype),
+                                    (lse, (b, hq, nq), "f32")):
+            if p is None:
+                continue
+            if p[3] != shape or p[2] != out_dtype or p[5] != on_device:
+                return None
+            first, end = p[6]
+            for other in spans:
+                if first < other[1] and other[0] < end:
+                    return None
+            spans.append(p[6])
+        call = cls()
+        call.key = tuple(None if p is None else (p[0], p[2], p[5])
+                         for p in parts) + (layout, hq // hkv, d, dv,
+                                            nq <= 16)
+        call.tensors = tensors
+        call.parts = parts
+        call.layout = layout
+        return call
+
+    def _allocated(self, shape, dtype, name):
+        """A new output of ``shape`` next to q, as its part; None where
+        ``quick`` cannot describe it."""
+        q = self.parts[0]
+        x = _allocate(self.tensors[0], q[5], shape, dtype, name)
+        d = _tensors.quick(x)
+        if d is None:
+            return x, None
+        sizes, strides = d[3], d[4]
+        if name == "out":
+            sizes, strides = _bhnd(sizes, strides, self.layout)
+        return x, (d[0], d[1], d[2], sizes, strides, d[5], None)
+
+    def run(self, native_run, with_lse, stream, return_lse):
+        """Allocates the outputs not given (the LSE ``with_lse``), calls
+        ``native_run(q, k, v, out, lse, stream)`` with the descriptions
+        and returns ``o`` or ``(o, lse)``; None, with nothing launched,
+        where an output allocated cannot be described here."""
+        q, k, v, out_part, lse_part = self.parts
+        out, lse = self.tensors[3], self.tensors[4]
+        b, hq, nq, _ = q[3]
+        dv = v[3][3]
+        if out is None:
+            shape = (b, hq, nq, dv) if self.layout == "bhnd" else (b, nq, hq,
+                                                                   dv)
+            out, out_part = self._allocated(shape, q[2], "out")
+        if with_lse and lse is None:
+            lse, lse_part = self._allocated((b, hq, nq), "f32", "lse")
+            if lse_part is None:
+                return None
+        if out_part is None:
+            return None
+        descs = [p[1:6] for p in (q, k, v, out_part)]
+        lse_desc = lse_part[1:6] if lse_part is not None else None
         if stream is None:
-            stream = _tensors.cuda_stream(q) if self.on_device else 0
-        _native(native_run, *descs[:4], descs[4] if len(descs) > 4 else None,
-                stream)
+            stream = _tensors.cuda_stream(self.tensors[0]) if q[5] else 0
+        _native(native_run, *descs, lse_desc, stream)
         return (out, lse) if return_lse else out
 
 
-class _CheckedCalls:
-    """The ``_Checked`` calls of one entry point, by key: the signatures of
-    q, k, v, out and lse (None for an output to allocate) and the entry
-    point's other arguments, checked already. At most ``LIMIT`` kept (the
+class _Served:
+    """What an entry point's full path found for each ``_QuickCall`` key
+    it served (the variant, the kernel), at most ``LIMIT`` keys (the
     oldest go first)."""
 
     LIMIT = 256
 
     def __init__(self):
-        self._calls = {}
+        self._found = {}
         self._lock = threading.Lock()
 
-    @staticmethod
-    def key(tensors, *arguments):
-        """The key of a call, or None when a tensor has no signature (it
-        takes the checked path every time)."""
-        key = []
-        for x in tensors:
-            if x is None:
-                key.append(None)
-                continue
-            signature = _tensors.signature(x)
-            if signature is None:
-                return None
-            key.append(signature)
-        return tuple(key) + arguments
-
     def get(self, key):
-        return None if key is None else self._calls.get(key)
+        return None if key is None else self._found.get(key)
 
-    def saver(self, key, extra=None):
-        """The ``save`` function for ``_Call.run`` that keeps the checked
-        call under ``key`` with ``extra`` (what the entry point needs
-        besides: the bundle's variant, the compiled kernel); None for a
-        key of None."""
+    def put(self, key, found):
         if key is None:
-            return None
+            return
+        with self._lock:  # Calls from threads put concurrently.
+            if len(self._found) >= self.LIMIT:
+                self._found.pop(next(iter(self._found)), None)
+            self._found[key] = found
 
-        def save(checked):
-            checked.extra = extra
-            with self._lock:  # Calls from threads save concurrently.
-                if len(self._calls) >= self.LIMIT:
-                    self._calls.pop(next(iter(self._calls)), None)
-                self._calls[key] = checked
-        return save
+    def clear(self):
+        with self._lock:
+            self._found.clear()
+
+    def __len__(self):
+        return len(self._found)
 
 
 def _prepare(q, k, v, mask, scale, with_lse, layout="bhnd"):
@@ -614,8 +677,8 @@ class Kernel:
         self.target = target
         self.simulate = simulate
         self._resources = resources
-        # The calls checked so far.
-        self._calls = _CheckedCalls()
+        # The calls served so far (_QuickCall keys).
+        self._served = _Served()
 
     def ir(self, stage):
         """The IR after pipeline stage ``stage`` (see ``metadata['stages']``)."""
@@ -650,17 +713,20 @@ class Kernel:
             raise FlashcError(
                 "this kernel was compiled without the log-sum-exp; compile "
                 "an AttentionSpec(with_lse=True) to get it")
-        key = _CheckedCalls.key((q, k, v, out, lse), return_lse)
-        checked = self._calls.get(key)
-        if checked is not None:
-            result = checked.run(self._runner(splits), (q, k, v, out, lse),
-                                 stream, return_lse)
+        with_lse = return_lse or self.spec.with_lse
+        quick = _QuickCall.of((q, k, v, out, lse), self.spec.layout)
+        key = None if quick is None else quick.key + (return_lse,)
+        if self._served.get(key):
+            result = quick.run(self._runner(splits), with_lse, stream,
+                               return_lse)
             if result is not None:
                 return result
-        call = _prepare(q, k, v, self.spec.mask, self.spec.scale,
-                        return_lse or self.spec.with_lse, self.spec.layout)
-        return call.run(self._runner(splits), q, out, lse, stream,
-                        return_lse, self._calls.saver(key))
+        call = _prepare(q, k, v, self.spec.mask, self.spec.scale, with_lse,
+                        self.spec.layout)
+        result = call.run(self._runner(splits), q, out, lse, stream,
+                          return_lse)
+        self._served.put(key, True)
+        return result
 
     def _runner(self, splits):
         """The native run of described tensors, for ``_Call.run``."""
@@ -735,8 +801,9 @@ def _describe_spec(spec, target):
             f"{', with LSE' if spec.with_lse else ''} on {target}")
 
 
-# The calls flashc.attention checked so far (the kernel each ran).
-_attention_calls = _CheckedCalls()
+# The kernel of each call flashc.attention served so far (_QuickCall
+# keys).
+_attention_served = _Served()
 
 
 def attention(q, k, v, *, causal=False, mask=None, scale=None,
@@ -756,19 +823,20 @@ def attention(q, k, v, *, causal=False, mask=None, scale=None,
     layout = _layout(layout)
     if target is not None:
         _split_target(target)
-    key = _CheckedCalls.key((q, k, v, out, lse), mask, scale, return_lse,
-                            layout, target)
-    checked = _attention_calls.get(key)
-    if checked is not None:
-        result = checked.run(checked.extra._runner(0), (q, k, v, out, lse),  # pylint: disable=protected-access
-                             None, return_lse)
+    quick = _QuickCall.of((q, k, v, out, lse), layout)
+    key = None if quick is None else quick.key + (mask, scale, return_lse,
+                                                  target)
+    kernel = _attention_served.get(key)
+    if kernel is not None:
+        result = quick.run(kernel._runner(0), return_lse, None, return_lse)  # pylint: disable=protected-access
         if result is not None:
             return result
     call = _prepare(q, k, v, mask, scale, return_lse, layout)
     chip, simulate = _parse_target(target, call.on_device)
     kernel = compile(call.spec, chip + ("-sim" if simulate else ""))
-    return call.run(kernel._runner(0), q, out, lse, None, return_lse,  # pylint: disable=protected-access
-                    _attention_calls.saver(key, kernel))
+    result = call.run(kernel._runner(0), q, out, lse, None, return_lse)  # pylint: disable=protected-access
+    _attention_served.put(key, kernel)
+    return result
 
 
 
@@ -936,8 +1004,9 @@ class Bundle:
         # Ids of the variants built for less aligned tensors that calls
         # fell back to, with the variant each replaced.
         self._fallbacks = {}
-        # The calls checked so far (the variant each ran).
-        self._calls = _CheckedCalls()
+        # The variant and softmax scale of each call served so far
+        # (_QuickCall keys).
+        self._served = _Served()
 
     def _find(self, query):
         """The index of the variant serving ``query``, or None."""
@@ -976,15 +1045,16 @@ class Bundle:
                               "sm_90a")
         splits = _integer(splits, "splits", minimum=0)
         stream = _stream(stream)
-        key = _CheckedCalls.key((q, k, v, out, lse), mask, scale, return_lse,
-                                layout, simulate, chip)
-        checked = self._calls.get(key)
-        if checked is not None:
-            index = checked.extra
-            result = checked.run(
+        quick = _QuickCall.of((q, k, v, out, lse), layout)
+        key = None if quick is None else quick.key + (mask, scale, return_lse,
+                                                      simulate, chip)
+        found = self._served.get(key)
+        if found is not None:
+            index, effective_scale = found
+            result = quick.run(
                 lambda *descs: self._launch(index, simulate, splits,
-                                            checked.spec, *descs),
-                (q, k, v, out, lse), stream, return_lse)
+                                            effective_scale, *descs),
+                return_lse, stream, return_lse)
             if result is not None:
                 return result
         call = _prepare(q, k, v, mask, scale, return_lse, layout)
@@ -1012,18 +1082,21 @@ class Bundle:
                 f"{'with' if spec.with_lse else 'without'} LSE, "
                 f"{'decode' if query[7] else 'prefill'}: "
                 f"{_native(_runtime.explain_miss, self._native, *query)}")
-        return call.run(
-            lambda *descs: self._launch(index, simulate, splits, spec,
-                                        *descs),
-            q, out, lse, stream, return_lse, self._calls.saver(key, index))
+        effective_scale = spec.effective_scale
+        result = call.run(
+            lambda *descs: self._launch(index, simulate, splits,
+                                        effective_scale, *descs),
+            q, out, lse, stream, return_lse)
+        self._served.put(key, (index, effective_scale))
+        return result
 
-    def _launch(self, index, simulate, splits, spec, qd, kd, vd, od, ld,
+    def _launch(self, index, simulate, splits, scale, qd, kd, vd, od, ld,
                 stream):
-        """Launches variant ``index`` on described tensors, and notes the
-        fallback the runtime took, if any."""
+        """Launches variant ``index`` on described tensors with softmax
+        scale ``scale``, and notes the fallback the runtime took, if
+        any."""
         ran = self._native.launch(index, "sim" if simulate else "cuda", qd,
-                                  kd, vd, od, ld, stream, splits,
-                                  spec.effective_scale)
+                                  kd, vd, od, ld, stream, splits, scale)
         if ran != index and ran not in self._fallbacks:
             variants = self.variants
             self._fallbacks[ran] = {

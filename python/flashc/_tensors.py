@@ -362,34 +362,54 @@ def _torch_tensor_type():
     return getattr(torch, "Tensor", None)
 
 
-def signature(x):
-    """Everything that ``describe`` and a call's checks read of ``x`` but
-    its address, as a hashable value; two tensors of one signature are
-    described alike but for their data pointers. None for tensors that
-    are described afresh at every call: DLPack and CUDA array interface
-    objects (whose protocols may answer differently each time) and
-    subclasses of numpy's and torch's own types."""
+_QUICK_NUMPY = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16"}
+if _ml_dtypes is not None:
+    _QUICK_NUMPY[np.dtype(_ml_dtypes.bfloat16)] = "bf16"
+_QUICK_TORCH = {}
+
+
+def _torch_dtype_names():
+    """flashc's names of torch's dtypes (torch imported already)."""
+    if not _QUICK_TORCH:
+        torch = sys.modules["torch"]
+        _QUICK_TORCH.update({torch.float32: "f32", torch.float16: "f16",
+                             torch.bfloat16: "bf16"})
+    return _QUICK_TORCH
+
+
+def quick(x):
+    """``(kind, data, dtype, sizes, strides, on_device, writeable)`` of a
+    numpy array or torch tensor (of those exact types) whose description
+    needs no check beyond what the caller makes of these numbers: a dtype
+    flashc takes in the machine's byte order, strides of whole elements,
+    no lazy conjugate or negation, on the CPU or CUDA device 0. None for
+    anything else, which ``describe`` then describes (or refuses, naming
+    why). Sizes and strides (in elements) are tuples."""
     kind = type(x)
     if kind is np.ndarray:
-        return (kind, x.dtype, x.shape, x.strides, x.flags.writeable)
-    if kind is _torch_tensor_type():
-        return (kind, x.dtype, x.shape, x.stride(), x.device, x.is_conj(),
-                x.is_neg())
-    return None
-
-
-def address(x):
-    """The data pointer of a tensor that has a signature (the address of
-    its first element, as ``describe`` gives it)."""
-    if type(x) is np.ndarray:  # pylint: disable=unidiomatic-typecheck
-        return x.ctypes.data
-    return x.data_ptr()
-
-
-def extent(desc):
-    """The byte range a description's elements span relative to its data
-    pointer (``(low, end)``), or None when it spans none."""
-    return _extent((0,) + tuple(desc[1:]))
+        name = _QUICK_NUMPY.get(x.dtype)
+        flags = x.flags
+        # Aligned: the address and strides are multiples of the element.
+        if name is None or not flags.aligned:
+            return None
+        item = x.itemsize
+        return (kind, x.ctypes.data, name, x.shape,
+                tuple([s // item for s in x.strides]), False, flags.writeable)
+    if kind is not _torch_tensor_type():
+        return None
+    name = _torch_dtype_names().get(x.dtype)
+    if name is None or x.is_conj() or x.is_neg():
+        return None
+    if x.is_cuda:
+        if x.get_device() != 0:
+            return None
+        on_device = True
+    elif x.device.type == "cpu":
+        on_device = False
+    else:
+        return None
+    return (kind, x.data_ptr(), name, tuple(x.shape), tuple(x.stride()),
+            on_device, True)
 
 
 def cuda_stream(x):
