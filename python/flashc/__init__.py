@@ -440,13 +440,14 @@ class _QuickCall:
         """The call of ``tensors`` (q, k, v, out, lse; out and lse may be
         None) in ``layout``, or None."""
         parts = []
+        torch_tensor = _tensors.torch_tensor_type()
         for i, x in enumerate(tensors):
             if x is None:
                 if i < 3:
                     return None
                 parts.append(None)
                 continue
-            d = _tensors.quick(x)
+            d = _tensors.quick(x, torch_tensor)
             if d is None:
                 return None
             kind, data, dtype, sizes, strides, on_device, writeable = d

@@ -356,7 +356,7 @@ def _describe_dlpack(x, what):
     return (data, name, shape, strides, device_type in _DL_DEVICE), capsule
 
 
-def _torch_tensor_type():
+def torch_tensor_type():
     """torch.Tensor when torch is imported, else None (never imports it)."""
     torch = sys.modules.get("torch")
     return getattr(torch, "Tensor", None)
@@ -377,14 +377,15 @@ def _torch_dtype_names():
     return _QUICK_TORCH
 
 
-def quick(x):
+def quick(x, torch_tensor=None):
     """``(kind, data, dtype, sizes, strides, on_device, writeable)`` of a
     numpy array or torch tensor (of those exact types) whose description
     needs no check beyond what the caller makes of these numbers: a dtype
     flashc takes in the machine's byte order, strides of whole elements,
     no lazy conjugate or negation, on the CPU or CUDA device 0. None for
     anything else, which ``describe`` then describes (or refuses, naming
-    why). Sizes and strides (in elements) are tuples."""
+    why). Sizes and strides (in elements) are tuples. ``torch_tensor``:
+    torch.Tensor, where the caller looked it up (``torch_tensor_type``)."""
     kind = type(x)
     if kind is np.ndarray:
         name = _QUICK_NUMPY.get(x.dtype)
@@ -395,7 +396,7 @@ def quick(x):
         item = x.itemsize
         return (kind, x.ctypes.data, name, x.shape,
                 tuple([s // item for s in x.strides]), False, flags.writeable)
-    if kind is not _torch_tensor_type():
+    if kind is not (torch_tensor or torch_tensor_type()):
         return None
     name = _torch_dtype_names().get(x.dtype)
     if name is None or x.is_conj() or x.is_neg():
