@@ -536,8 +536,8 @@ class _QuickCall:
 
 class _Served:
     """What an entry point's full path found for each ``_QuickCall`` key
-    it served (the variant, the kernel), at most ``LIMIT`` keys (the
-    oldest go first)."""
+    it served (the variant, the kernel), at most ``LIMIT`` keys (when
+    full, the key kept longest goes, however often it is used)."""
 
     LIMIT = 256
 
@@ -552,7 +552,7 @@ class _Served:
         if key is None:
             return
         with self._lock:  # Calls from threads put concurrently.
-            if len(self._found) >= self.LIMIT:
+            if key not in self._found and len(self._found) >= self.LIMIT:
                 self._found.pop(next(iter(self._found)), None)
             self._found[key] = found
 
@@ -829,7 +829,13 @@ def attention(q, k, v, *, causal=False, mask=None, scale=None,
                                                   target)
     kernel = _attention_served.get(key)
     if kernel is not None:
-        result = quick.run(kernel._runner(0), return_lse, None, return_lse)  # pylint: disable=protected-access
+        try:
+            result = quick.run(kernel._runner(0), return_lse, None,  # pylint: disable=protected-access
+                               return_lse)
+        except FlashcError:
+            # The full path refuses what the kernel refused, with its own
+            # message (the spec's checks come first there).
+            result = None
         if result is not None:
             return result
     call = _prepare(q, k, v, mask, scale, return_lse, layout)

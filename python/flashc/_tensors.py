@@ -369,11 +369,13 @@ _QUICK_TORCH = {}
 
 
 def _torch_dtype_names():
-    """flashc's names of torch's dtypes (torch imported already)."""
+    """flashc's names of torch's dtypes, and torch's strided layout under
+    "strided" (torch imported already)."""
     if not _QUICK_TORCH:
         torch = sys.modules["torch"]
         _QUICK_TORCH.update({torch.float32: "f32", torch.float16: "f16",
-                             torch.bfloat16: "bf16"})
+                             torch.bfloat16: "bf16",
+                             "strided": torch.strided})
     return _QUICK_TORCH
 
 
@@ -389,28 +391,40 @@ def quick(x, torch_tensor=None):
     kind = type(x)
     if kind is np.ndarray:
         name = _QUICK_NUMPY.get(x.dtype)
-        flags = x.flags
-        # Aligned: the address and strides are multiples of the element.
-        if name is None or not flags.aligned:
+        if name is None:
             return None
         item = x.itemsize
-        return (kind, x.ctypes.data, name, x.shape,
-                tuple([s // item for s in x.strides]), False, flags.writeable)
+        strides = []
+        # Every stride, of a dimension of one element too (numpy's aligned
+        # flag ignores those), in whole elements.
+        for s in x.strides:
+            if s % item:
+                return None
+            strides.append(s // item)
+        return (kind, x.ctypes.data, name, x.shape, tuple(strides), False,
+                x.flags.writeable)
     if kind is not (torch_tensor or torch_tensor_type()):
         return None
-    name = _torch_dtype_names().get(x.dtype)
-    if name is None or x.is_conj() or x.is_neg():
-        return None
-    if x.is_cuda:
-        if x.get_device() != 0:
+    try:
+        names = _torch_dtype_names()
+        name = names.get(x.dtype)
+        # Dense tensors only: sparse and mkldnn ones have no strides or
+        # data pointer to read.
+        if (name is None or x.layout is not names["strided"] or
+                x.is_conj() or x.is_neg()):
             return None
-        on_device = True
-    elif x.device.type == "cpu":
-        on_device = False
-    else:
-        return None
-    return (kind, x.data_ptr(), name, tuple(x.shape), tuple(x.stride()),
-            on_device, True)
+        if x.is_cuda:
+            if x.get_device() != 0:
+                return None
+            on_device = True
+        elif x.device.type == "cpu":
+            on_device = False
+        else:
+            return None
+        return (kind, x.data_ptr(), name, tuple(x.shape), tuple(x.stride()),
+                on_device, True)
+    except Exception:  # pylint: disable=broad-except
+        return None  # describe's path says what the tensor does wrong.
 
 
 def cuda_stream(x):

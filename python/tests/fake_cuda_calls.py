@@ -79,8 +79,8 @@ def main():
         if (nq <= 16) != decode:
             continue
         q, k, v = make_inputs(rng, 2, 4, 2, nq, nk, 64, dtype=np.float16)
-        # Twice each: the second call takes the module's per-call path
-        # again (these tensors have no signature), on new data.
+        # Twice each: the second call takes the module's full path again
+        # (these tensors have no short path), on new data.
         for _ in range(2):
             q, k, v = make_inputs(rng, 2, 4, 2, nq, nk, 64,
                                   dtype=np.float16)
