@@ -12,7 +12,15 @@
 #              variant's group and head dim (the default);
 #   attention  flashc.attention on the CPU (f16 inputs, group 2, d = 64;
 #              the kernel is compiled once, before the timing);
-#   kernel     a compiled Kernel called directly (the same spec).
+#   kernel     a compiled Kernel called directly (the same spec);
+#   native     the runtime module's launch alone (Bundle.attention's
+#              native call, with the descriptions the Python layer
+#              builds), on the bundle's first f16 decode variant for the
+#              device's chip, on the stand-in CUDA driver with its
+#              launches skipped: run with
+#              LD_LIBRARY_PATH=build/unittests/Runtime/fake-cuda
+#              FLASHC_FAKE_CUDA_SKIP_LAUNCHES=1 (the runtime's work and
+#              the binding's, not the Python layer's).
 #
 #   python_host_time.py [--bundle DIR] [--entry E] [--torch] [--calls N]
 #                       [--no-out] [--growing]
@@ -63,16 +71,66 @@ def _stub_kernels():
     flashc.Kernel._runner = runner  # pylint: disable=protected-access
 
 
+def native_launch(args):
+    """The time of the runtime module's launch of a decode call on device
+    memory from the stand-in driver (which must be the libcuda.so.1 that
+    LD_LIBRARY_PATH finds, with FLASHC_FAKE_CUDA_SKIP_LAUNCHES=1)."""
+    import ctypes  # pylint: disable=import-outside-toplevel
+    if os.environ.get("FLASHC_FAKE_CUDA_SKIP_LAUNCHES") != "1":
+        sys.exit("python_host_time: --entry native times the stand-in "
+                 "driver with FLASHC_FAKE_CUDA_SKIP_LAUNCHES=1")
+    cuda = ctypes.CDLL("libcuda.so.1")
+    device, context = ctypes.c_int(), ctypes.c_void_p()
+    if (cuda.cuInit(0) or cuda.cuDeviceGet(ctypes.byref(device), 0) or
+            cuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), device) or
+            cuda.cuCtxSetCurrent(context)):
+        sys.exit("python_host_time: no CUDA context")
+    bundle = flashc.load_bundle(args.bundle)
+    chip = flashc._runtime.cuda_chip()  # pylint: disable=protected-access
+    decode = [(i, v) for i, v in enumerate(bundle.variants)
+              if v["decode"] and not v["causal"] and not v["with_lse"] and
+              v["dtype"] == "f16" and v["target"] == chip]
+    if not decode:
+        sys.exit(f"python_host_time: the bundle has no f16 decode variant "
+                 f"without LSE for {chip}")
+    index, variant = decode[0]
+    group, d = variant["group"], variant["head_dim"]
+
+    def tensor(shape):
+        pointer = ctypes.c_uint64()
+        nbytes = 2 * shape[0] * shape[1] * shape[2] * shape[3]
+        if cuda.cuMemAllocAsync(ctypes.byref(pointer),
+                                ctypes.c_size_t(nbytes), None):
+            sys.exit("python_host_time: cannot allocate")
+        strides = (shape[1] * shape[2] * shape[3], shape[2] * shape[3],
+                   shape[3], 1)
+        return (pointer.value, "f16", shape, strides, True)
+    q, k, v, out = (tensor(s) for s in ((1, 2 * group, 1, d),
+                                        (1, 2, 32768, d), (1, 2, 32768, d),
+                                        (1, 2 * group, 1, d)))
+    native = bundle._native  # pylint: disable=protected-access
+
+    def call():
+        native.launch(index, "cuda", q, k, v, out, None, 0, 0, 0.125)
+    us = gpu_check.host_us_per_call(call, args.calls, warmup=200)
+    print(f"native launch ({variant['id']}, 32768 keys, the runtime's "
+          f"split count): {us:.1f} us per call (median of 5 x "
+          f"{args.calls} calls, stand-in driver, launches skipped)")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--bundle")
-    parser.add_argument("--entry", choices=("bundle", "attention", "kernel"),
-                        default="bundle")
+    parser.add_argument("--entry", choices=("bundle", "attention", "kernel",
+                                            "native"), default="bundle")
     parser.add_argument("--torch", action="store_true")
     parser.add_argument("--no-out", action="store_true")
     parser.add_argument("--growing", action="store_true")
     parser.add_argument("--calls", type=int, default=3000)
     args = parser.parse_args()
+    if args.entry == "native":
+        native_launch(args)
+        return
     if args.entry == "bundle":
         if not args.bundle:
             sys.exit("python_host_time: --entry bundle needs --bundle")
