@@ -256,20 +256,42 @@ def _outcome(call):
     return "ok", tuple(np.array(r, copy=True) for r in result)
 
 
-def test_repeated_calls_agree_with_the_full_path(rng, seed, monkeypatch):
+@pytest.fixture(scope="module")
+def sim_bundle(tmp_path_factory):
+    """sm_80 kernels for the simulator: f16, group 2, D = 64, every mask,
+    with and without LSE, prefill and decode, for 16-byte and (the
+    fallbacks) 2-byte aligned tensors."""
+    return flashc.load_bundle(write_bundle(
+        tmp_path_factory.mktemp("bundle"), "--groups", "2", "--causal",
+        "both", "--lse", "both", "--variants", "prefill,decode",
+        "--alignments", "16,2"))
+
+
+@pytest.mark.parametrize("entry", ["attention", "kernel", "bundle"])
+def test_repeated_calls_agree_with_the_full_path(entry, rng, seed,
+                                                 monkeypatch, request):
     # Random calls drawn from a few call forms (so that keys repeat: the
     # layout, each tensor's strides, the head counts and dims, the
-    # arguments), with
-    # lengths drawn afresh (decode-shaped or not, as the form says), fresh
-    # data and, now and then, a defect that keeps the form (a misaligned
-    # tensor, one not dense over the head dim, an output over an input's
-    # memory or of the wrong length, lengths of k and v that disagree) or
-    # changes it (a read-only output, a dtype). Each call runs
-    # with the table of served calls as the calls before left it, then
-    # again with the table emptied (the full path). Both must end alike:
-    # the same error, or the same results, which match float64.
-    served = flashc._attention_served  # pylint: disable=protected-access
-    heads = [(1, 2, 2, 16, 16), (2, 4, 2, 32, 32), (1, 2, 1, 16, 8)]
+    # arguments), with lengths drawn afresh (decode-shaped or not, as the
+    # form says), fresh data and, now and then, a defect that keeps the
+    # form (a misaligned tensor, one not dense over the head dim, an
+    # output over an input's memory or of the wrong length, lengths of k
+    # and v that disagree) or changes it (a read-only output, a dtype).
+    # Each call runs with the entry point's table of served calls as the
+    # calls before left it, then again with the table emptied (the full
+    # path). Both must end alike: the same error, or the same results,
+    # which match float64. flashc.attention and a compiled Kernel on the
+    # CPU (f32); a bundle's sm_80 kernels in the simulator (f16, group 2,
+    # D = 64, fewer calls).
+    if entry == "bundle":
+        bundle = request.getfixturevalue("sim_bundle")
+        served = bundle._served  # pylint: disable=protected-access
+        heads = [(1, 2, 1, 64, 64), (2, 4, 2, 64, 64)]
+        dtype, calls, lengths = np.float16, 60, 24
+    else:
+        served = flashc._attention_served  # pylint: disable=protected-access
+        heads = [(1, 2, 2, 16, 16), (2, 4, 2, 32, 32), (1, 2, 1, 16, 8)]
+        dtype, calls, lengths = np.float32, 200, 50
     forms = ["dense", "dense", "strided", "transposed", "offset"]
     templates = []
     for _ in range(6):
@@ -281,7 +303,17 @@ def test_repeated_calls_agree_with_the_full_path(rng, seed, monkeypatch):
             return_lse=bool(rng.integers(2)), out=bool(rng.integers(2)),
             lse=bool(rng.integers(2)),
             layout=["bhnd", "bnhd"][rng.integers(2)]))
-    served.clear()
+        if entry == "kernel":
+            b, hq, hkv, d, dv = templates[-1]["heads"]
+            templates[-1]["kernel"] = flashc.compile(flashc.AttentionSpec(
+                heads=hq, kv_heads=hkv, head_dim=d, head_dim_v=dv,
+                causal=templates[-1]["causal"],
+                scale=templates[-1]["scale"],
+                with_lse=templates[-1]["return_lse"],
+                layout=templates[-1]["layout"]))
+            served = None  # Each kernel's own table, below.
+    if served is not None:
+        served.clear()
     accepted = refused = 0
     short = []  # The calls that took the short path.
     run = flashc._QuickCall.run  # pylint: disable=protected-access
@@ -291,18 +323,19 @@ def test_repeated_calls_agree_with_the_full_path(rng, seed, monkeypatch):
         short.append(result is not None)
         return result
     monkeypatch.setattr(flashc._QuickCall, "run", counted)  # pylint: disable=protected-access
-    for trial in range(200):
+    for trial in range(calls):
         t = templates[rng.integers(len(templates))]
         b, hq, hkv, d, dv = t["heads"]
         nq = int(rng.integers(1, 17) if t["decode"] else
                  rng.integers(17, 40))
-        nk = int(rng.integers(1, 50))
+        nk = int(rng.integers(1, lengths))
 
         def tensor(shape, form):
             if form == "dense":
                 form = rng.choice(["dense"] * 22 + ["misaligned"] * 2 +
                                   ["headstrided"])
-            return _views(rng, shape, np.float32, str(form))
+            return _views(rng, shape, dtype, str(form))
+
         def order(shape):  # [B, H, N, D] in the call's layout
             return shape if t["layout"] == "bhnd" else (
                 shape[0], shape[2], shape[1], shape[3])
@@ -311,7 +344,7 @@ def test_repeated_calls_agree_with_the_full_path(rng, seed, monkeypatch):
         v = tensor(order((b, hkv, nk if rng.random() > 0.03 else nk + 1,
                           dv)), t["forms"][2])
         if rng.random() < 0.03:
-            v = v.astype(np.float16)
+            v = v.astype(np.float32 if dtype == np.float16 else np.float16)
         out = lse = None
         if t["out"]:
             out = tensor(order((b, hq, nq, dv)), t["forms"][3])
@@ -331,12 +364,22 @@ def test_repeated_calls_agree_with_the_full_path(rng, seed, monkeypatch):
                     k, shape=lse.shape, strides=lse.strides)
 
         def call():
+            if entry == "kernel":
+                return t["kernel"](q, k, v, return_lse=t["return_lse"],
+                                   out=out, lse=lse)
+            if entry == "bundle":
+                return bundle.attention(
+                    q, k, v, causal=t["causal"], scale=t["scale"],
+                    return_lse=t["return_lse"], out=out, lse=lse,
+                    layout=t["layout"], simulate=True)
             return flashc.attention(q, k, v, causal=t["causal"],
                                     scale=t["scale"],
                                     return_lse=t["return_lse"], out=out,
                                     lse=lse, layout=t["layout"])
         repeated = _outcome(call)
-        table = served._found  # pylint: disable=protected-access
+        owner = {"kernel": t.get("kernel"), "bundle": served}.get(entry)
+        table = (owner._served if entry == "kernel" else served)._found  # pylint: disable=protected-access
+        del owner
         kept = dict(table)
         table.clear()
         checked = _outcome(call)
@@ -344,7 +387,7 @@ def test_repeated_calls_agree_with_the_full_path(rng, seed, monkeypatch):
         table.clear()
         table.update(kept)
         table.update(added)
-        where = f"trial {trial}, seed {seed}"
+        where = f"{entry}, trial {trial}, seed {seed}"
         assert repeated[0] == checked[0], (where, repeated, checked)
         if checked[0] != "ok":
             assert repeated[1] == checked[1], where
@@ -354,6 +397,7 @@ def test_repeated_calls_agree_with_the_full_path(rng, seed, monkeypatch):
         accepted += 1
         for a, b_ in zip(repeated[1], checked[1]):
             assert np.array_equal(a, b_, equal_nan=True), where
+
         def bhnd(x):
             return x if t["layout"] == "bhnd" else np.swapaxes(x, 1, 2)
         check(bhnd(checked[1][0]),
@@ -361,8 +405,9 @@ def test_repeated_calls_agree_with_the_full_path(rng, seed, monkeypatch):
               bhnd(v), t["causal"], seed, t["scale"])
     # Both kinds of outcome were drawn, and most accepted calls took the
     # short path.
-    assert accepted > 50 and refused > 10, (accepted, refused)
-    assert short.count(True) > 50, short.count(True)
+    assert accepted > calls // 4 and refused > calls // 20, (accepted,
+                                                             refused)
+    assert short.count(True) > calls // 4, short.count(True)
 
 
 def test_a_decode_loop_takes_the_short_path(rng, seed, monkeypatch):
