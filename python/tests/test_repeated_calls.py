@@ -256,6 +256,21 @@ def _outcome(call):
     return "ok", tuple(np.array(r, copy=True) for r in result)
 
 
+@pytest.fixture
+def short_path(monkeypatch):
+    """A list that gets, for each call that tries the short path, whether
+    the short path served it."""
+    served = []
+    run = flashc._QuickCall.run  # pylint: disable=protected-access
+
+    def counted(self, *args):
+        result = run(self, *args)
+        served.append(result is not None)
+        return result
+    monkeypatch.setattr(flashc._QuickCall, "run", counted)  # pylint: disable=protected-access
+    return served
+
+
 @pytest.fixture(scope="module")
 def sim_bundle(tmp_path_factory):
     """sm_80 kernels for the simulator: f16, group 2, D = 64, every mask,
@@ -269,7 +284,7 @@ def sim_bundle(tmp_path_factory):
 
 @pytest.mark.parametrize("entry", ["attention", "kernel", "bundle"])
 def test_repeated_calls_agree_with_the_full_path(entry, rng, seed,
-                                                 monkeypatch, request):
+                                                 short_path, request):
     # Random calls drawn from a few call forms (so that keys repeat: the
     # layout, each tensor's strides, the head counts and dims, the
     # arguments), with lengths drawn afresh (decode-shaped or not, as the
@@ -315,14 +330,7 @@ def test_repeated_calls_agree_with_the_full_path(entry, rng, seed,
     if served is not None:
         served.clear()
     accepted = refused = 0
-    short = []  # The calls that took the short path.
-    run = flashc._QuickCall.run  # pylint: disable=protected-access
-
-    def counted(self, *args):
-        result = run(self, *args)
-        short.append(result is not None)
-        return result
-    monkeypatch.setattr(flashc._QuickCall, "run", counted)  # pylint: disable=protected-access
+    short = short_path  # The calls that took the short path.
     for trial in range(calls):
         t = templates[rng.integers(len(templates))]
         b, hq, hkv, d, dv = t["heads"]
@@ -410,17 +418,10 @@ def test_repeated_calls_agree_with_the_full_path(entry, rng, seed,
     assert short.count(True) > calls // 4, short.count(True)
 
 
-def test_a_decode_loop_takes_the_short_path(rng, seed, monkeypatch):
+def test_a_decode_loop_takes_the_short_path(rng, seed, short_path):
     # Step i reads the first n + i keys of a cache: the lengths change at
     # every call, the form does not.
-    short = []
-    run = flashc._QuickCall.run  # pylint: disable=protected-access
-
-    def counted(self, *args):
-        result = run(self, *args)
-        short.append(result is not None)
-        return result
-    monkeypatch.setattr(flashc._QuickCall, "run", counted)  # pylint: disable=protected-access
+    short = short_path
     k_cache, v_cache = (rng.standard_normal((2, 2, 60, 64)).astype(
         np.float32) for _ in range(2))
     for step in range(20):
