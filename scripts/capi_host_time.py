@@ -18,7 +18,6 @@
 # ===----------------------------------------------------------------------===#
 
 import argparse
-import ctypes
 import os
 import sys
 
@@ -33,31 +32,13 @@ def main():
     parser.add_argument("--seq-kv", type=int, default=32768)
     parser.add_argument("--calls", type=int, default=2000)
     args = parser.parse_args()
-    cuda = ctypes.CDLL("libcuda.so.1")
-    if cuda.cuInit(0) != 0:
-        sys.exit("capi_host_time: cuInit failed")
-    device = ctypes.c_int()
-    context = ctypes.c_void_p()
-    if (cuda.cuDeviceGet(ctypes.byref(device), 0) != 0 or
-            cuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), device) != 0
-            or cuda.cuCtxSetCurrent(context) != 0):
-        sys.exit("capi_host_time: no CUDA context")
-
-    def tensor(shape):
-        ptr = ctypes.c_uint64()
-        nbytes = 2 * shape[0] * shape[1] * shape[2] * shape[3]
-        if cuda.cuMemAllocAsync(ctypes.byref(ptr), ctypes.c_size_t(nbytes),
-                                None) != 0:
-            sys.exit(f"capi_host_time: cannot allocate {nbytes} bytes")
-        strides = [shape[1] * shape[2] * shape[3], shape[2] * shape[3],
-                   shape[3], 1]
-        return gpu_check.describe(ptr.value, gpu_check.FLASHC_BF16, shape,
-                                  strides)
+    shapes = ([1, 32, 1, 128], [1, 8, args.seq_kv, 128],
+              [1, 8, args.seq_kv, 128], [1, 32, 1, 128])
+    q, k, v, out = (
+        gpu_check.describe(pointer, gpu_check.FLASHC_BF16, shape, strides)
+        for shape, (pointer, strides) in zip(
+            shapes, gpu_check.driver_buffers("capi_host_time", shapes, 2)))
     fc = gpu_check.Flashc(args.lib, args.bundle)
-    q, k, v, out = (tensor(s) for s in ([1, 32, 1, 128],
-                                        [1, 8, args.seq_kv, 128],
-                                        [1, 8, args.seq_kv, 128],
-                                        [1, 32, 1, 128]))
 
     def call():
         fc.attention(gpu_check.DEVICE_CUDA, q, k, v, out, None, False, None)

@@ -78,6 +78,33 @@ class Flashc:
             raise RuntimeError(self.error())
 
 
+def driver_buffers(what, shapes, item_bytes):
+    """Opens the CUDA driver (libcuda.so.1 as LD_LIBRARY_PATH finds it:
+    the stand-in one for host-time measurements), makes device 0's
+    primary context current on this thread and allocates a dense buffer
+    of each shape: [(pointer, strides in elements)]. Exits naming
+    ``what`` where a call fails."""
+    cuda = ctypes.CDLL("libcuda.so.1")
+    device, context = ctypes.c_int(), ctypes.c_void_p()
+    if (cuda.cuInit(0) or cuda.cuDeviceGet(ctypes.byref(device), 0) or
+            cuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), device) or
+            cuda.cuCtxSetCurrent(context)):
+        sys.exit(f"{what}: no CUDA context")
+    buffers = []
+    for shape in shapes:
+        strides, elements = [], 1
+        for n in reversed(shape):
+            strides.insert(0, elements)
+            elements *= n
+        pointer = ctypes.c_uint64()
+        nbytes = elements * item_bytes
+        if cuda.cuMemAllocAsync(ctypes.byref(pointer),
+                                ctypes.c_size_t(nbytes), None):
+            sys.exit(f"{what}: cannot allocate {nbytes} bytes")
+        buffers.append((pointer.value, strides))
+    return buffers
+
+
 def describe(ptr, dtype, sizes, strides):
     t = Tensor()
     t.data = ptr

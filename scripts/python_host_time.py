@@ -75,16 +75,9 @@ def native_launch(args):
     """The time of the runtime module's launch of a decode call on device
     memory from the stand-in driver (which must be the libcuda.so.1 that
     LD_LIBRARY_PATH finds, with FLASHC_FAKE_CUDA_SKIP_LAUNCHES=1)."""
-    import ctypes  # pylint: disable=import-outside-toplevel
     if os.environ.get("FLASHC_FAKE_CUDA_SKIP_LAUNCHES") != "1":
         sys.exit("python_host_time: --entry native times the stand-in "
                  "driver with FLASHC_FAKE_CUDA_SKIP_LAUNCHES=1")
-    cuda = ctypes.CDLL("libcuda.so.1")
-    device, context = ctypes.c_int(), ctypes.c_void_p()
-    if (cuda.cuInit(0) or cuda.cuDeviceGet(ctypes.byref(device), 0) or
-            cuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), device) or
-            cuda.cuCtxSetCurrent(context)):
-        sys.exit("python_host_time: no CUDA context")
     bundle = flashc.load_bundle(args.bundle)
     chip = flashc._runtime.cuda_chip()  # pylint: disable=protected-access
     decode = [(i, v) for i, v in enumerate(bundle.variants)
@@ -95,19 +88,12 @@ def native_launch(args):
                  f"without LSE for {chip}")
     index, variant = decode[0]
     group, d = variant["group"], variant["head_dim"]
-
-    def tensor(shape):
-        pointer = ctypes.c_uint64()
-        nbytes = 2 * shape[0] * shape[1] * shape[2] * shape[3]
-        if cuda.cuMemAllocAsync(ctypes.byref(pointer),
-                                ctypes.c_size_t(nbytes), None):
-            sys.exit("python_host_time: cannot allocate")
-        strides = (shape[1] * shape[2] * shape[3], shape[2] * shape[3],
-                   shape[3], 1)
-        return (pointer.value, "f16", shape, strides, True)
-    q, k, v, out = (tensor(s) for s in ((1, 2 * group, 1, d),
-                                        (1, 2, 32768, d), (1, 2, 32768, d),
-                                        (1, 2 * group, 1, d)))
+    shapes = ((1, 2 * group, 1, d), (1, 2, 32768, d), (1, 2, 32768, d),
+              (1, 2 * group, 1, d))
+    q, k, v, out = (
+        (pointer, "f16", shape, tuple(strides), True)
+        for shape, (pointer, strides) in zip(
+            shapes, gpu_check.driver_buffers("python_host_time", shapes, 2)))
     native = bundle._native  # pylint: disable=protected-access
 
     def call():
