@@ -337,13 +337,13 @@ def _allocate(q, on_device, shape, dtype, name):
             f"{type(e).__name__}: {e}") from e
 
 
-def _output_shapes(spec):
-    """The shapes of the output (in the spec's layout) and of the LSE."""
-    if spec.layout == "bhnd":
-        out = (spec.batch, spec.heads, spec.seq_q, spec.value_dim)
+def _output_shapes(batch, heads, seq_q, value_dim, layout):
+    """The shapes of the output (in ``layout``'s order) and of the LSE."""
+    if layout == "bhnd":
+        out = (batch, heads, seq_q, value_dim)
     else:
-        out = (spec.batch, spec.seq_q, spec.heads, spec.value_dim)
-    return out, (spec.batch, spec.heads, spec.seq_q)
+        out = (batch, seq_q, heads, value_dim)
+    return out, (batch, heads, seq_q)
 
 
 class _Call:
@@ -362,7 +362,8 @@ class _Call:
         calls ``native_run(q, k, v, out, lse, stream)`` with the
         descriptions, and returns ``o`` or ``(o, lse)``."""
         spec = self.spec
-        out_shape, lse_shape = _output_shapes(spec)
+        out_shape, lse_shape = _output_shapes(
+            spec.batch, spec.heads, spec.seq_q, spec.value_dim, spec.layout)
         if out is None:
             out = _allocate(q, self.on_device, out_shape, spec.dtype, "out")
         if spec.with_lse and lse is None:
@@ -515,13 +516,12 @@ class _QuickCall:
         q, k, v, out_part, lse_part = self.parts
         out, lse = self.tensors[3], self.tensors[4]
         b, hq, nq, _ = q[3]
-        dv = v[3][3]
+        out_shape, lse_shape = _output_shapes(b, hq, nq, v[3][3],
+                                              self.layout)
         if out is None:
-            shape = (b, hq, nq, dv) if self.layout == "bhnd" else (b, nq, hq,
-                                                                   dv)
-            out, out_part = self._allocated(shape, q[2], "out")
+            out, out_part = self._allocated(out_shape, q[2], "out")
         if with_lse and lse is None:
-            lse, lse_part = self._allocated((b, hq, nq), "f32", "lse")
+            lse, lse_part = self._allocated(lse_shape, "f32", "lse")
             if lse_part is None:
                 return None
         if out_part is None:
@@ -730,7 +730,8 @@ class Kernel:
         return result
 
     def _runner(self, splits):
-        """The native run of described tensors, for ``_Call.run``."""
+        """The native run of described tensors, for ``_Call.run`` and
+        ``_QuickCall.run``."""
         def run(qd, kd, vd, od, ld, stream_handle):
             self._native.run(qd, kd, vd, od, ld, self.simulate, splits,
                              stream_handle)
@@ -844,7 +845,6 @@ def attention(q, k, v, *, causal=False, mask=None, scale=None,
     result = call.run(kernel._runner(0), q, out, lse, None, return_lse)  # pylint: disable=protected-access
     _attention_served.put(key, kernel)
     return result
-
 
 
 def cost(spec, target="cpu", sram_bytes=None, loop_order="fa2"):

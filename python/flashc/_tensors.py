@@ -365,17 +365,16 @@ def torch_tensor_type():
 _QUICK_NUMPY = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16"}
 if _ml_dtypes is not None:
     _QUICK_NUMPY[np.dtype(_ml_dtypes.bfloat16)] = "bf16"
-_QUICK_TORCH = {}
+_QUICK_TORCH = []
 
 
-def _torch_dtype_names():
-    """flashc's names of torch's dtypes, and torch's strided layout under
-    "strided" (torch imported already)."""
+def _torch_quick():
+    """flashc's names of torch's dtypes, and torch's strided layout (torch
+    imported already)."""
     if not _QUICK_TORCH:
         torch = sys.modules["torch"]
-        _QUICK_TORCH.update({torch.float32: "f32", torch.float16: "f16",
-                             torch.bfloat16: "bf16",
-                             "strided": torch.strided})
+        _QUICK_TORCH.extend(({torch.float32: "f32", torch.float16: "f16",
+                              torch.bfloat16: "bf16"}, torch.strided))
     return _QUICK_TORCH
 
 
@@ -406,11 +405,11 @@ def quick(x, torch_tensor=None):
     if kind is not (torch_tensor or torch_tensor_type()):
         return None
     try:
-        names = _torch_dtype_names()
+        names, strided = _torch_quick()
         name = names.get(x.dtype)
         # Dense tensors only: sparse and mkldnn ones have no strides or
         # data pointer to read.
-        if (name is None or x.layout is not names["strided"] or
+        if (name is None or x.layout is not strided or
                 x.is_conj() or x.is_neg()):
             return None
         if x.is_cuda:
