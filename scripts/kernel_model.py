@@ -401,9 +401,10 @@ def model_kernel(kernel, target, head_dim, head_dim_v, threads=None):
         if i in skipped:
             continue
         op = opcode(instructions[i][1])
-        counts[category(op)] += share if i in single else 1
+        weight = share if i in single else 1
+        counts[category(op)] += weight
         if is_local(op):
-            local_path += share if i in single else 1
+            local_path += weight
         m = mma_macs(op)
         macs += m
         hmma_cycles += cycles_16816 * m / MMA_MACS["16816"]

@@ -147,39 +147,14 @@ TEST(ParserTest, SkipsCommentsAndDebugDirectives) {
 /// an immediate and as an address offset it wraps to itself, with no signed
 /// overflow (UBSan's build halts on one).
 TEST(ParserTest, MostNegativeLiteral) {
-  const char *ptx = R"(
-.version 8.0
-.target sm_80
-.address_size 64
-.visible .entry k(.param .u64 out)
-{
-  .reg .b64 %rd<4>;
-  ld.param.u64 %rd1, [out];
-  mov.s64 %rd2, -0x8000000000000000;
-  st.global.u64 [%rd1], %rd2;
-  ret;
-}
-.visible .entry far(.param .u64 out)
-{
-  .reg .b32 %r<2>;
-  .reg .b64 %rd<2>;
-  ld.param.u64 %rd1, [out];
-  ld.global.u32 %r1, [%rd1+-0x8000000000000000];
-  ret;
-}
-)";
-  auto module = sim::Module::parse(ptx);
-  ASSERT_TRUE(ok(module));
-  std::vector<uint64_t> out(1, 0);
-  sim::Device device;
-  ASSERT_TRUE(ok(registerVector(device, out, "out")));
-  sim::LaunchConfig config;
-  ASSERT_TRUE(ok(device.launch(**module, "k", config,
-                               {sim::KernelArg::pointer(out.data())})));
-  EXPECT_EQ(out[0], uint64_t(1) << 63);
+  auto out = runBody("  mov.s64 %rd1, -0x8000000000000000;\n"
+                     "  st.global.u64 [%rd14], %rd1;",
+                     {}, 1);
+  ASSERT_TRUE(ok(out));
+  EXPECT_EQ((*out)[0], uint64_t(1) << 63);
   // The offset moves the address by 2^63: outside every buffer.
-  auto far = device.launch(**module, "far", config,
-                           {sim::KernelArg::pointer(out.data())});
+  auto far =
+      runBody("  ld.global.u32 %r1, [%rd14+-0x8000000000000000];", {}, 1);
   ASSERT_FALSE(far);
   EXPECT_TRUE(far.status().isFault()) << far.status().message();
   EXPECT_NE(far.status().message().find("out-of-bounds"), std::string::npos)
