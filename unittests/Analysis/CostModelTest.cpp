@@ -195,16 +195,35 @@ TEST(CostModelTest, WideWarpsOnTheTilePath) {
   // A GQA group of 4 packs 32 rows per head.
   s.kvHeads = 2;
   EXPECT_EQ(chooseTileSizes(*sm80, s, LoopOrder::FA2, true).blockQ, 32);
-  // A group that is not a power of two is laid out for the next one: a
-  // group of 3 heads as 4 of 32 rows each, in wide warps too.
+  // A group that is not a power of two packs floor(128 / G) rows a head
+  // into the 128 rows of 4 wide warps: a group of 3 heads as 3 x 42, the
+  // last 2 rows padding.
   s.heads = 6;
   EXPECT_EQ(chooseTileSizes(*sm80, s, LoopOrder::FA2, true).blockKV, 64);
-  EXPECT_EQ(chooseTileSizes(*sm80, s, LoopOrder::FA2, true).blockQ, 32);
+  EXPECT_EQ(chooseTileSizes(*sm80, s, LoopOrder::FA2, true).blockQ, 42);
   flashc::GPUTileConfig three =
-      flashc::makeGPUTileConfig(3, 64, 64, 2, 32, 64, 2, true);
-  EXPECT_EQ(three.tileGroup, 4);
+      flashc::makeGPUTileConfig(3, 64, 64, 2, 42, 64, 2, true);
+  EXPECT_EQ(three.tileGroup, 3);
   EXPECT_EQ(three.tileRows(), 128);
+  EXPECT_EQ(three.groupRows(), 42);
+  EXPECT_TRUE(three.hasPaddingRows());
   EXPECT_EQ(three.warps(), 4);
+  // Rows that do not fill a power of two of row tiles are rounded up to
+  // one: 5 x 20 rows in 8 tiles (25 rows a head in the layout), 7 x 2 in
+  // one, 80 x 1 in 8 (1 a head, 48 padding rows).
+  flashc::GPUTileConfig five =
+      flashc::makeGPUTileConfig(5, 64, 64, 2, 20, 64, 2, true);
+  EXPECT_EQ(five.tileRows(), 128);
+  EXPECT_EQ(five.groupRows(), 25);
+  EXPECT_EQ(flashc::makeGPUTileConfig(7, 64, 64, 2, 2, 64, 4, true).tileRows(),
+            16);
+  flashc::GPUTileConfig eighty =
+      flashc::makeGPUTileConfig(80, 64, 64, 2, 1, 64, 2, true);
+  EXPECT_EQ(eighty.tileRows(), 128);
+  EXPECT_EQ(eighty.groupRows(), 1);
+  // A group of 4 has none: 4 x 32.
+  EXPECT_FALSE(flashc::makeGPUTileConfig(4, 64, 64, 2, 32, 64, 2, true)
+                   .hasPaddingRows());
   // Without wide warps (flash-tile's wide-warps=0) the rows are G x Br, 63 in
   // four MMA tiles.
   EXPECT_EQ(chooseTileSizes(*sm80, s, LoopOrder::FA2, false).blockQ, 21);

@@ -154,10 +154,11 @@ inline int64_t getSharedRowElements(int64_t cols, int64_t elementBytes) {
 
 struct GPUTileConfig {
   int64_t group = 1;     // G: query heads packed into one tile
-  /// The groups the tile's rows are laid out for: G, or on the flash_tile
-  /// path G rounded up to a power of two (the rows of the groups from G
-  /// on are padding, neither read nor written), so that G' x Br fills
-  /// whole MMA tiles and the CTA has a power of two of warps.
+  /// The groups the tile's rows are laid out for (G): head-major, each
+  /// group's rows groupRows() apart. On the flash_tile path a GQA tile's
+  /// row tiles are rounded up to a power of two (a power of two of
+  /// warps): rows past G x groupRows() belong to no group and are padding,
+  /// neither read nor written. G = 3 in 128 rows packs 3 x 42.
   int64_t tileGroup = 1;
   int64_t blockQ = 0;    // Br: query rows per head
   int64_t blockKV = 0;   // Bc: keys per block
@@ -180,6 +181,11 @@ struct GPUTileConfig {
   int64_t warpKeys() const { return blockKV / kvWarps; }
   /// Elements per shared-memory row of the Q/staging region.
   int64_t tileRows() const { return kMmaRows * rowTiles; }
+  /// Rows of one group in the tile's layout (at least Br): the rows of
+  /// group g are g x groupRows() on.
+  int64_t groupRows() const { return tileRows() / tileGroup; }
+  /// Whether the tile has rows past its last group's (padding rows).
+  bool hasPaddingRows() const { return tileGroup * groupRows() < tileRows(); }
   /// Whether `kw` kv warps can merge their states: each takes 8-column
   /// runs of Dv, and their f32 accumulators fit the K or V stages they
   /// merge through.
@@ -240,6 +246,16 @@ inline int64_t ceilPowerOf2(int64_t v) {
   return p;
 }
 
+/// The 16-row MMA tiles of a tile packing `group` heads' `blockQ` rows
+/// each: on the flash_tile path (`wideWarps`), a GQA tile's are rounded up
+/// to a power of two (the CTA's warps), the rows past the groups' padding
+/// (GPUTileConfig::groupRows).
+inline int64_t tileRowTiles(int64_t group, int64_t blockQ, bool wideWarps) {
+  int64_t tiles = std::max<int64_t>(
+      1, (std::max<int64_t>(group, 1) * blockQ + kMmaRows - 1) / kMmaRows);
+  return wideWarps && group > 1 ? ceilPowerOf2(tiles) : tiles;
+}
+
 /// The widest matrix (padded head dim or keys of a block) of a prefill
 /// tile that gives a warp 32 rows ("wide warps").
 inline constexpr int64_t kMaxWideWarpColumns = 128;
@@ -291,7 +307,7 @@ inline GPUTileConfig makeGPUTileConfig(int64_t group, int64_t headDim,
   GPUTileConfig c;
   c.outputBytes = outputBytes;
   c.group = std::max<int64_t>(group, 1);
-  c.tileGroup = wideWarps ? ceilPowerOf2(c.group) : c.group;
+  c.tileGroup = c.group;
   c.blockQ = blockQ;
   c.blockKV = blockKV;
   c.headDim = headDim;
@@ -299,8 +315,7 @@ inline GPUTileConfig makeGPUTileConfig(int64_t group, int64_t headDim,
   c.paddedHeadDim = roundUpTo(std::max<int64_t>(headDim, 1), 16);
   c.paddedHeadDimV = roundUpTo(std::max<int64_t>(headDimV, 1), 16);
   c.elementBytes = elementBytes;
-  c.rowTiles = std::max<int64_t>(
-      1, (c.tileGroup * blockQ + kMmaRows - 1) / kMmaRows);
+  c.rowTiles = tileRowTiles(c.group, blockQ, wideWarps);
   // Kv warps: each takes 16-key multiples of the block and, when they
   // merge, 8-column multiples of Dv, and their f32 accumulators must fit
   // the K or V stages they merge through.
@@ -336,17 +351,16 @@ inline GPUTileConfig makeGPUTileConfig(int64_t group, int64_t headDim,
 ///
 /// Prefill KV blocks: 128 keys up to D = 64, 64 up to 128, and 16 beyond.
 /// With `wideWarps` (the flash_tile path, see makeGPUTileConfig), up to
-/// D = 128 a group that divides 128 gets 128 rows, 4 warps of 32: in
-/// blocks of 64 keys up to D = 64 (the 32 x 64 scores, 32 x 64
-/// accumulators, Q and the fragments fit 255 registers without spilling;
-/// 96 and 128 keys spill in the causal, log-sum-exp and GQA variants),
-/// of 32 keys up to 128 (32 x 32 scores and 32 x 128 accumulators, Q
-/// re-read per block; 64 keys spill, and their 96 KB of shared memory at
-/// D = 128 would leave one CTA per sm_80 SM).
-/// Beyond 128 a thread holds 128 f32 accumulators for Dv = 256; with 32
-/// keys ptxas used all 255 registers and spilled in some variants (8 bytes
-/// in sm_90a causal GQA kernels with the log-sum-exp), with 16 it uses 228
-/// and spills nothing, and the 64 KB of shared memory let two CTAs share an
+/// D = 128 a group of up to 128 heads gets 128 rows (floor(128 / G) per head),
+/// 4 warps of 32: in blocks of 64 keys up to D = 64 (the 32 x 64 scores, 32 x
+/// 64 accumulators, Q and the fragments fit 255 registers without spilling; 96
+/// and 128 keys spill in the causal, log-sum-exp and GQA variants), of 32 keys
+/// up to 128 (32 x 32 scores and 32 x 128 accumulators, Q re-read per block; 64
+/// keys spill, and their 96 KB of shared memory at D = 128 would leave one CTA
+/// per sm_80 SM). Beyond 128 a thread holds 128 f32 accumulators for Dv = 256;
+/// with 32 keys ptxas used all 255 registers and spilled in some variants (8
+/// bytes in sm_90a causal GQA kernels with the log-sum-exp), with 16 it uses
+/// 228 and spills nothing, and the 64 KB of shared memory let two CTAs share an
 /// SM on sm_80 and sm_90a.
 ///
 /// With `warpgroup` (sm_90a's warpgroup MMAs, with `wideWarps`), head dims
@@ -362,14 +376,11 @@ inline GPUTileConfig chooseGPUTiles(int64_t group, int64_t headDim,
                                     bool decode, bool wideWarps = false,
                                     bool warpgroup = false) {
   int64_t g = std::max<int64_t>(group, 1);
-  // The flash_tile path lays the rows out for a power-of-two group
-  // (GPUTileConfig::tileGroup).
-  int64_t tg = wideWarps ? ceilPowerOf2(g) : g;
   int64_t maxD = std::max(roundUpTo(headDim, 16), roundUpTo(headDimV, 16));
   int64_t blockQ, blockKV;
   if (decode) {
-    blockQ = tg <= kMmaRows ? kMmaRows / tg : 1;
-    int64_t rowTiles = (tg * blockQ + kMmaRows - 1) / kMmaRows;
+    blockQ = g <= kMmaRows ? kMmaRows / g : 1;
+    int64_t rowTiles = tileRowTiles(g, blockQ, wideWarps);
     // As many kv warps as keep 4 warps busy and split Dv into 8-column
     // multiples for their merge (makeGPUTileConfig's rule).
     int64_t kvWarps = floorPowerOf2(std::max<int64_t>(1, 4 / rowTiles));
@@ -385,21 +396,21 @@ inline GPUTileConfig chooseGPUTiles(int64_t group, int64_t headDim,
       warpKeys = 16;
     blockKV = warpKeys * kvWarps;
   } else {
-    int64_t rows = tg <= 64 ? 64 : roundUpTo(tg, kMmaRows);
+    int64_t rows = g <= 64 ? 64 : roundUpTo(g, kMmaRows);
     blockKV = maxD <= 64 ? 128 : maxD <= 128 ? 64 : 16;
-    if (wideWarps && maxD <= kMaxWideWarpColumns && kMaxGPUTileRows % tg == 0) {
+    if (wideWarps && maxD <= kMaxWideWarpColumns && g <= kMaxGPUTileRows) {
       rows = kMaxGPUTileRows;
       blockKV = maxD <= 64 ? 64 : 32;
     }
     auto swizzleRows = [&](int64_t d) {
       return roundUpTo(d, 16) * elementBytes % kWarpgroupRowBytes == 0;
     };
-    if (wideWarps && warpgroup && kMaxGPUTileRows % tg == 0 &&
+    if (wideWarps && warpgroup && g <= kMaxGPUTileRows &&
         swizzleRows(headDim) && swizzleRows(headDimV)) {
       rows = kMaxGPUTileRows;
       blockKV = maxD <= 128 ? 128 : 64;
     }
-    blockQ = std::max<int64_t>(1, rows / tg);
+    blockQ = std::max<int64_t>(1, rows / g);
   }
   return makeGPUTileConfig(g, headDim, headDimV, elementBytes, blockQ,
                            blockKV, decode ? 4 : elementBytes, wideWarps);
@@ -417,11 +428,10 @@ inline std::string checkGPUTileConfig(const GPUTileConfig &c,
   if (c.elementBytes != 2)
     return "the GPU kernels take f16 or bf16 inputs, not " +
            str(8 * c.elementBytes) + "-bit floats";
-  if (c.blockQ < 1 || c.tileGroup * c.blockQ > kMaxGPUTileRows)
-    return "a Q tile of " + str(c.group) + " x " + str(c.blockQ) +
-           " rows" +
-           (c.tileGroup != c.group
-                ? " (laid out for " + str(c.tileGroup) + " groups)"
+  if (c.blockQ < 1 || c.tileRows() > kMaxGPUTileRows)
+    return "a Q tile of " + str(c.group) + " x " + str(c.blockQ) + " rows" +
+           (c.tileRows() != c.group * c.blockQ
+                ? " (" + str(c.tileRows()) + " with its padding)"
                 : std::string()) +
            " is outside 1.." + str(kMaxGPUTileRows) + " rows";
   if (c.blockKV < 16 || c.blockKV % (16 * c.kvWarps) != 0)

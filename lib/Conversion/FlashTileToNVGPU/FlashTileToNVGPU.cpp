@@ -1094,6 +1094,15 @@ public:
     return buffer.getSizeInBytes() / buffer.getStages();
   }
   int64_t getNumBoxes() const { return buffer.getColumns() / box[0]; }
+  /// The bytes the boxes move: the stage's, or fewer where a box of groups
+  /// leaves the stage's padding rows out.
+  int64_t getBoxesBytes() const {
+    int64_t elements = 1;
+    for (int64_t d : box)
+      elements *= d;
+    return elements * (buffer.getElementType().getIntOrFloatBitWidth() / 8) *
+           getNumBoxes();
+  }
 
   /// Sets the byte offset of stage `stage` of the buffer at `offset` in
   /// the kernel's buffers, at the rewriter's insertion point.
@@ -1159,7 +1168,7 @@ struct TmaLoadLowering : TilePattern<TmaLoadOp> {
     rewriter.setInsertionPointToStart(ifFirst.thenBlock());
     Value stage = adaptor.getStage();
     nvgpu::MBarrierArriveExpectTxOp::create(
-        rewriter, loc, bars, indexConst(rewriter, loc, boxes.getStageBytes()),
+        rewriter, loc, bars, indexConst(rewriter, loc, boxes.getBoxesBytes()),
         stage, /*predicate=*/Value());
     boxes.setStage(rewriter, loc, kv, op, offset, stage);
     for (int64_t p = 0; p < boxes.getNumBoxes(); ++p) {

@@ -245,11 +245,9 @@ private:
     return c.tileGroup > 1 ? t.groupStride : Value();
   }
 
-  /// The valid groups of a tile whose rows are laid out for more groups
-  /// than the GQA group has (GPUTileConfig::tileGroup), else null.
-  Value validGroups() {
-    return c.tileGroup > c.group ? idx(c.group) : Value();
-  }
+  /// The valid groups of a tile with rows past its last group's
+  /// (GPUTileConfig::groupRows), else null.
+  Value validGroups() { return c.hasPaddingRows() ? idx(c.group) : Value(); }
 
   Value maxNum(Value x, Value y) { return arith::MaxNumFOp::create(b, x, y); }
 
@@ -405,8 +403,8 @@ LogicalResult TileEmitter::emit(std::string &why) {
             if (values.maskOffset) {
               // The row within its head (the tile packs G heads' rows).
               Value row = c.tileGroup > 1 ? Value(arith::RemUIOp::create(
-                                            b, tileRow, idx(c.blockQ)))
-                                      : tileRow;
+                                                b, tileRow, idx(c.groupRows())))
+                                          : tileRow;
               Value diag = arith::AddIOp::create(
                   b, arith::AddIOp::create(b, row, values.maskOffset), one);
               limit = arith::MinSIOp::create(b, limit, diag);
@@ -908,7 +906,9 @@ std::string gpu_kernel::whyNoTileBody(const flashc::GPUTileConfig &c) {
     return std::to_string(c.stages) + " stages (" +
            std::to_string(flashc::kMinPipelineStages) + " to " +
            std::to_string(flashc::kMaxPipelineStages) + " are built)";
-  if (c.tileRows() != c.tileGroup * c.blockQ)
+  // A GQA tile's padding rows belong to no group (validGroups); a single
+  // head's rows are whole MMA tiles.
+  if (c.tileGroup == 1 ? c.tileRows() != c.blockQ : c.groupRows() < c.blockQ)
     return "a tile of " + std::to_string(c.tileGroup) + " x " +
            std::to_string(c.blockQ) +
            " rows, not whole 16-row MMA tiles";

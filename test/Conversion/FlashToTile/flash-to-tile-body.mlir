@@ -281,14 +281,15 @@ func.func @gqa3(%q: tensor<?x6x?x64xf16>, %k: tensor<?x2x?x64xf16>,
       -> tensor<?x6x?x64xf16>
   return %o : tensor<?x6x?x64xf16>
 }
-// A group of 3 heads is laid out for 4: 4 x 32 rows in 4 wide warps. Q and
-// O are 3-D matrices of 4 groups, the fourth zero-filled on the copy and
-// not stored; the causal mask takes the row within its head (of 32).
+// A group of 3 heads packs 3 x 42 rows into 128, 4 wide warps: Q and O
+// are 3-D matrices of 3 groups, whose copy and store count the 3 valid
+// groups so that rows 126 and 127 (no group's) are zero-filled and not
+// stored; the causal mask takes the row within its head (of 42).
 // GQA3-LABEL: gpu.func @gqa3_fwd(
-// GQA3: flash_tile.async_copy %{{.+}}[%{{.+}}], %{{.+}}[%{{.+}}] valid %{{.+}} groups %c3{{.*}} {layout = #blocked} : memref<4x?x64xf16, strided<[?, ?, 1], offset: ?>>, !flash_tile.shared<1x128x64xf16>
+// GQA3: flash_tile.async_copy %{{.+}}[%{{.+}}], %{{.+}}[%{{.+}}] valid %{{.+}} groups %c3{{.*}} {layout = #blocked} : memref<3x?x64xf16, strided<[?, ?, 1], offset: ?>>, !flash_tile.shared<1x128x64xf16>
 // GQA3: flash_tile.map indices
-// GQA3: arith.remui %{{.+}}, %c32
-// GQA3: flash_tile.store %{{.+}} valid %{{.+}} groups %c3{{.*}} {alignment = 16 : i64} : !flash_tile.tile<128x64xf16, #mma>, memref<4x?x64xf16, strided<[?, ?, 1], offset: ?>>
+// GQA3: arith.remui %{{.+}}, %c42
+// GQA3: flash_tile.store %{{.+}} valid %{{.+}} groups %c3{{.*}} {alignment = 16 : i64} : !flash_tile.tile<128x64xf16, #mma>, memref<3x?x64xf16, strided<[?, ?, 1], offset: ?>>
 
 // A Q tile of 40 rows is not whole MMA tiles: the flash_tile body names it.
 // NOT-BUILT: error: flash-to-tile: the flash_tile body does not build a tile of 1 x 40 rows, not whole 16-row MMA tiles (G=1, Br=40, Bc=64)

@@ -551,10 +551,11 @@ func.func @f(%x: f16) {
 
 // -----
 
-// async_copy: groups of rows that do not divide the stage's rows
+// async_copy: groups of rows that do not divide the stage's rows, with no
+// count of valid groups to leave the padding rows out
 func.func @f(%src: memref<3x?x64xf16>, %i: index) {
   %q = flash_tile.alloc : !flash_tile.shared<1x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
-  // expected-error @+1 {{'flash_tile.async_copy' op packs the rows of a source of 3 groups into 64 tile rows; the groups must be static and divide them}}
+  // expected-error @+1 {{'flash_tile.async_copy' op packs the rows of a source of 3 groups into 64 tile rows, 63 of them the groups'; the others need a count of valid groups (`groups`)}}
   flash_tile.async_copy %src[%i], %q[%i] valid %i {layout = #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [4, 1]>}
       : memref<3x?x64xf16>, !flash_tile.shared<1x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
   return
@@ -562,9 +563,31 @@ func.func @f(%src: memref<3x?x64xf16>, %i: index) {
 
 // -----
 
+// async_copy: more valid groups than the source has, with padding rows
+func.func @f(%src: memref<3x?x64xf16>, %i: index) {
+  %c4 = arith.constant 4 : index
+  %q = flash_tile.alloc : !flash_tile.shared<1x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+  // expected-error @+1 {{'flash_tile.async_copy' op counts 4 valid groups of a source of 3; its padding rows would be read}}
+  flash_tile.async_copy %src[%i], %q[%i] valid %i groups %c4 {layout = #flash_tile.blocked<size = [1, 8], threads = [4, 8], warps = [4, 1]>}
+      : memref<3x?x64xf16>, !flash_tile.shared<1x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+  return
+}
+
+// -----
+
+// store: more valid groups than the destination has, with padding rows
+func.func @f(%t: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>, %d: memref<5x?x64xf32>, %i: index) {
+  %c6 = arith.constant 6 : index
+  // expected-error @+1 {{'flash_tile.store' op counts 6 valid groups of a destination of 5; its padding rows would be written}}
+  flash_tile.store %t, %d[%i] valid %i groups %c6 : !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>, memref<5x?x64xf32>
+  return
+}
+
+// -----
+
 // store: a dynamic number of groups
 func.func @f(%t: !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>, %d: memref<?x?x64xf32>, %i: index) {
-  // expected-error @+1 {{'flash_tile.store' op packs the rows of a destination of ? groups into 64 tile rows; the groups must be static and divide them}}
+  // expected-error @+1 {{'flash_tile.store' op packs the rows of a destination of ? groups into 64 tile rows; the groups must be static and at most the rows}}
   flash_tile.store %t, %d[%i] valid %i : !flash_tile.tile<64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>, memref<?x?x64xf32>
   return
 }
@@ -744,11 +767,22 @@ func.func @f(%src: memref<?x128xf16>, %row: index, %n: index) {
 
 // -----
 
-// load: groups that divide the tile's rows
+// load: groups that do not divide the tile's rows, with no count of valid
+// groups
 #rows = #flash_tile.blocked<size = [1, 4], threads = [1, 32], warps = [4, 1]>
 func.func @f(%src: memref<3x?x128xf32>, %row: index, %n: index) {
-  // expected-error @+1 {{packs the rows of a source of 3 groups into 4 tile rows; the groups must be static and divide them}}
+  // expected-error @+1 {{packs the rows of a source of 3 groups into 4 tile rows, 3 of them the groups'; the others need a count of valid groups (`groups`)}}
   %t = flash_tile.load %src[%row] valid %n : memref<3x?x128xf32> -> !flash_tile.tile<4x128xf32, #rows>
+  return
+}
+
+// -----
+
+// load: more groups than the tile has rows
+#rows = #flash_tile.blocked<size = [1, 4], threads = [1, 32], warps = [4, 1]>
+func.func @f(%src: memref<8x?x128xf32>, %row: index, %n: index, %g: index) {
+  // expected-error @+1 {{packs the rows of a source of 8 groups into 4 tile rows; the groups must be static and at most the rows}}
+  %t = flash_tile.load %src[%row] valid %n groups %g : memref<8x?x128xf32> -> !flash_tile.tile<4x128xf32, #rows>
   return
 }
 
@@ -1151,6 +1185,16 @@ func.func @f(%map: !llvm.ptr, %k: !flash_tile.shared<2x128x64xf16>, %s: index) {
   // expected-error @+1 {{'flash_tile.tma_load' op copies boxes of 64 rows into stages of 128}}
   flash_tile.tma_load %map[%s, %s, %s], %k[%s] box [64, 32, 2]
       : !llvm.ptr, !flash_tile.shared<2x128x64xf16>
+  return
+}
+
+// -----
+
+// A box of 3 groups of a 128-row stage moves 3 x 42 rows, not 3 x 41.
+func.func @f(%map: !llvm.ptr, %q: !flash_tile.shared<1x128x64xf16>, %s: index) {
+  // expected-error @+1 {{'flash_tile.tma_load' op copies boxes of 123 rows into stages of 128}}
+  flash_tile.tma_load %map[%s, %s, %s], %q[%s] box [64, 41, 3]
+      : !llvm.ptr, !flash_tile.shared<1x128x64xf16>
   return
 }
 

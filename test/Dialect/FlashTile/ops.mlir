@@ -334,12 +334,14 @@ func.func @warpgroup_mma_unplaced(%p: !flash_tile.tile<64x64xbf16>,
 
 // -----
 
-// TMA copies into the stages of a buffer in panels of the 128-byte swizzle,
-// waits on a stage's mbarrier, and the CTA barrier.
+// TMA copies into the stages of a buffer in panels of the 128-byte swizzle
+// (one of groups that leave padding rows), waits on a stage's mbarrier, and
+// the CTA barrier.
 #sw = #flash_tile.swizzled<vector = 8, phases = 8, panel = 64>
 // CHECK-LABEL: func.func @tma
 // CHECK: flash_tile.tma_load %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}], %{{.+}}[%{{.+}}] box [64, 128, 1, 1] : !llvm.ptr, !flash_tile.shared<2x128x128xf16, #swizzled>
 // CHECK: flash_tile.tma_load %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}], %{{.+}}[%{{.+}}] box [64, 32, 4, 1] : !llvm.ptr, !flash_tile.shared<1x128x64xbf16>
+// CHECK: flash_tile.tma_load %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}], %{{.+}}[%{{.+}}] box [64, 42, 3, 1] : !llvm.ptr, !flash_tile.shared<1x128x64xbf16>
 // CHECK: flash_tile.stage_wait %{{.+}}[%{{.+}}], %{{.+}} : !flash_tile.shared<2x128x128xf16, #swizzled>
 // CHECK: flash_tile.barrier
 func.func @tma(%map: !llvm.ptr, %k: !flash_tile.shared<2x128x128xf16, #sw>,
@@ -349,6 +351,9 @@ func.func @tma(%map: !llvm.ptr, %k: !flash_tile.shared<2x128x128xf16, #sw>,
   flash_tile.tma_load %map[%c0, %j, %c0, %b], %k[%s] box [64, 128, 1, 1]
       : !llvm.ptr, !flash_tile.shared<2x128x128xf16, #sw>
   flash_tile.tma_load %map[%c0, %j, %c0, %b], %q[%c0] box [64, 32, 4, 1]
+      : !llvm.ptr, !flash_tile.shared<1x128x64xbf16>
+  // 3 groups of 42 rows: the stage's last 2 rows are padding.
+  flash_tile.tma_load %map[%c0, %j, %c0, %b], %q[%c0] box [64, 42, 3, 1]
       : !llvm.ptr, !flash_tile.shared<1x128x64xbf16>
   flash_tile.stage_wait %k[%s], %parity : !flash_tile.shared<2x128x128xf16, #sw>
   flash_tile.barrier

@@ -43,7 +43,8 @@ static SmallVector<int64_t> dropLast(ArrayRef<int64_t> shape) {
 static LogicalResult verifyGlobalMatrix(Operation *op, MemRefType matrix,
                                         StringRef role, int64_t rows,
                                         int64_t columns, Type elementType,
-                                        bool atMost = false) {
+                                        bool atMost = false,
+                                        Value validGroups = Value()) {
   if (matrix.getElementType() != elementType)
     return op->emitOpError()
            << "copies " << elementType << " elements; the " << role
@@ -59,13 +60,33 @@ static LogicalResult verifyGlobalMatrix(Operation *op, MemRefType matrix,
                                          : std::to_string(have));
   if (matrix.getRank() == 3) {
     int64_t groups = matrix.getDimSize(0);
-    if (ShapedType::isDynamic(groups) || groups < 1 || rows % groups != 0)
+    if (ShapedType::isDynamic(groups) || groups < 1 || groups > rows)
       return op->emitOpError()
              << "packs the rows of a " << role << " of "
              << (ShapedType::isDynamic(groups) ? std::string("?")
                                                : std::to_string(groups))
              << " groups into " << rows
-             << " tile rows; the groups must be static and divide them";
+             << " tile rows; the groups must be static and at most the rows";
+    // Rows past the last group's (rows / groups each) are padding, which
+    // only a count of valid groups keeps from reading or writing past
+    // the matrix.
+    if (rows % groups != 0) {
+      APInt valid;
+      bool constant =
+          validGroups && matchPattern(validGroups, m_ConstantInt(&valid));
+      if (!validGroups)
+        return op->emitOpError()
+               << "packs the rows of a " << role << " of " << groups
+               << " groups into " << rows << " tile rows, "
+               << rows - rows % groups
+               << " of them the groups'; the others need a count of valid "
+                  "groups (`groups`)";
+      if (constant && valid.getSExtValue() > groups)
+        return op->emitOpError()
+               << "counts " << valid.getSExtValue() << " valid groups of a "
+               << role << " of " << groups << "; its padding rows would be "
+               << (isa<StoreOp>(op) ? "written" : "read");
+    }
   }
   return success();
 }
@@ -90,8 +111,8 @@ LogicalResult AsyncCopyOp::verify() {
   SharedType buffer = getBuffer().getType();
   Type element = buffer.getElementType();
   if (failed(verifyGlobalMatrix(*this, getSource().getType(), "source",
-                                buffer.getRows(), buffer.getColumns(),
-                                element, /*atMost=*/true)))
+                                buffer.getRows(), buffer.getColumns(), element,
+                                /*atMost=*/true, getGroups())))
     return failure();
   if (getGroups() && getSource().getType().getRank() != 3)
     return emitOpError() << "counts valid groups of a 3-D source; the "
@@ -168,7 +189,12 @@ static LogicalResult verifyTmaBox(Operation *op, SharedType buffer,
   int64_t rows = 1;
   for (int64_t d : box.drop_front())
     rows *= d;
-  if (rows != buffer.getRows())
+  // A box of G groups of a stage's rows that G does not divide moves the
+  // groups' rows, floor(R / G) each; the rows past them are padding.
+  bool groupsOfPaddedStage = box.size() >= 3 && box[2] > 1 &&
+                             buffer.getRows() % box[2] != 0 &&
+                             box[1] == buffer.getRows() / box[2];
+  if (rows != buffer.getRows() && !groupsOfPaddedStage)
     return emitOpError() << "copies boxes of " << rows
                          << " rows into stages of " << buffer.getRows();
   if (buffer.getColumns() % box[0] != 0)
@@ -853,9 +879,9 @@ LogicalResult LoadOp::verify() {
                          << formatShape(result.getShape());
   // A 1-D tile is a column: one value per row.
   int64_t columns = result.getRank() == 2 ? result.getShape()[1] : 1;
-  if (failed(verifyGlobalMatrix(*this, getSource().getType(), "source",
-                                result.getShape()[0], columns,
-                                result.getElementType(), /*atMost=*/true)))
+  if (failed(verifyGlobalMatrix(
+          *this, getSource().getType(), "source", result.getShape()[0], columns,
+          result.getElementType(), /*atMost=*/true, getGroups())))
     return failure();
   // A clamped load reads row valid - 1 (group groups - 1) for the rows
   // past them: there must be one.
@@ -881,9 +907,9 @@ LogicalResult StoreOp::verify() {
                          << " (reduce a batch first)";
   // A 1-D tile is a column: one value per row.
   int64_t columns = value.getRank() == 2 ? value.getShape()[1] : 1;
-  if (failed(verifyGlobalMatrix(*this, getDest().getType(), "destination",
-                                value.getShape()[0], columns,
-                                value.getElementType(), /*atMost=*/true)))
+  if (failed(verifyGlobalMatrix(
+          *this, getDest().getType(), "destination", value.getShape()[0],
+          columns, value.getElementType(), /*atMost=*/true, getGroups())))
     return failure();
   return verifyAccess(*this, getDest().getType(), getGroups(), getAlignment(),
                       value.getElementType());

@@ -67,6 +67,15 @@ std::string describeMap(StringRef tensor) {
          "launch";
 }
 
+/// Whether a copy's or store's `groups` operand leaves out no group of its
+/// 3-D matrix of `groups` groups, only the tile's rows past the last one
+/// (a GQA tile's padding, GPUTileConfig::groupRows): a box of the groups'
+/// rows then moves every row that is read or written, and leaves the
+/// padding rows alone.
+bool onlyPaddingCut(Value operand, int64_t groups) {
+  return operand && getConstantIntValue(operand) == groups;
+}
+
 /// `copy` as a TMA copy, or why not.
 FailureOr<TmaCopy> matchCopy(FunctionOpInterface fn, AsyncCopyOp copy,
                              std::string &why) {
@@ -119,7 +128,8 @@ FailureOr<TmaCopy> matchCopy(FunctionOpInterface fn, AsyncCopyOp copy,
   int64_t groups = copy.getSource().getType().getRank() == 3
                        ? copy.getSource().getType().getShape()[0]
                        : 1;
-  if (ShapedType::isDynamic(groups) || buffer.getRows() % groups)
+  if (ShapedType::isDynamic(groups) ||
+      (buffer.getRows() % groups && !onlyPaddingCut(copy.getGroups(), groups)))
     return why = "its groups do not divide the stage's rows", failure();
   t.box = {flashc::kWarpgroupRowBytes / bytes, buffer.getRows() / groups,
            groups, 1};
@@ -139,7 +149,7 @@ struct TmaOutput {
 FailureOr<TmaOutput> matchOutput(FunctionOpInterface fn, StoreOp store,
                                  ArrayRef<Value> buffers) {
   TileType tile = store.getValue().getType();
-  if (tile.getRank() != 2 || store.getGroups())
+  if (tile.getRank() != 2)
     return failure();
   int64_t bytes = tile.getElementType().getIntOrFloatBitWidth() / 8;
   int64_t rows = tile.getShape()[0], cols = tile.getShape()[1];
@@ -171,7 +181,9 @@ FailureOr<TmaOutput> matchOutput(FunctionOpInterface fn, StoreOp store,
       }))
     return failure();
   int64_t groups = dest.getRank() == 3 ? dest.getShape()[0] : 1;
-  if (ShapedType::isDynamic(groups) || rows % groups)
+  if (ShapedType::isDynamic(groups) ||
+      (store.getGroups() && !onlyPaddingCut(store.getGroups(), groups)) ||
+      (rows % groups && !store.getGroups()))
     return failure();
   for (Value buffer : buffers) {
     auto type = cast<SharedType>(buffer.getType());

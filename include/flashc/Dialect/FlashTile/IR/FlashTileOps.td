@@ -50,11 +50,13 @@ def FlashTile_AsyncCopyOp : FlashTile_Op<"async_copy"> {
     stage): the rows from `valid` on (counted from `row`) are filled with
     zeros instead of read, so a ragged last block reads nothing out of
     bounds. A 3-D source of `G` groups (`G x N x C`, the query heads of a
-    GQA group) is packed group-major: stage row `p` is row
-    `row + p mod (R / G)` of group `p / (R / G)`, and `valid` counts the
-    rows of each group; with `groups`, the groups from `groups` on are
-    zeros too, not read (a tile that packs a group of heads padded to a
-    power of two). A source narrower than the stage (`C' < C`
+    GQA group) is packed group-major: with `P = floor(R / G)` rows a
+    group, stage row `p` is row `row + p mod P` of group `p / P`, and
+    `valid` counts the rows of each group; with `groups`, the groups from
+    `groups` on are zeros too, not read. Where `G` does not divide `R`,
+    the rows from `G x P` on belong to no group (a GQA tile's rows
+    rounded up to whole MMA tiles of a power of two of warps): `groups`,
+    at most `G`, is then required, and they are zeros. A source narrower than the stage (`C' < C`
     columns: a head dim padded to the MMA's 16) fills its first `C'`
     columns; the stage's other columns are zero-filled too, so that the
     padding adds nothing to a product. The copy is spread over the CTA's
@@ -142,14 +144,18 @@ def FlashTile_TmaLoadOp : FlashTile_Op<"tma_load"> {
     elements (innermost dimension first, as the tensor map `map` was built
     with) at `coordinates` (innermost first) of the tensor `map` describes
     into stage `stage` of `buffer`. The stage is `R x C` with `R` the
-    product of the box's outer dimensions; the box's inner dimension is one
+    product of the box's outer dimensions, or, for a box of `G = box[2]`
+    groups of `box[1]` rows where `G` does not divide `R`, with
+    `box[1] = floor(R / G)`: the box fills the stage's first `G x box[1]`
+    rows and leaves the others (a GQA tile's padding rows) as they are.
+    The box's inner dimension is one
     128-byte row of the 128-byte swizzle, so a stage of wider rows (panels,
     `#flash_tile.swizzled<..., panel = box[0]>`) is one box per panel, at
     inner coordinates `box[0]` apart. Elements outside the tensor are
     zeros: a ragged last block reads nothing out of bounds.
 
     The copy completes on the stage's mbarrier, one per stage of each
-    buffer a `tma_load` fills, which expects the stage's bytes;
+    buffer a `tma_load` fills, which expects the boxes' bytes;
     `flash_tile.stage_wait` waits for it. The CTA's first thread issues
     the copy; every thread of the CTA executes the op. In the producer
     region of a `flash_tile.warp_specialize`, the producer warp executes
@@ -178,7 +184,9 @@ def FlashTile_TmaStoreOp : FlashTile_Op<"tma_store"> {
     tensor memory accelerator stores the stage into the box of `box`
     elements (innermost first) at `coordinates` (innermost first) of the
     tensor `map` describes, one box per 128-byte panel of the stage's rows
-    at inner coordinates `box[0]` apart; elements outside the tensor are
+    at inner coordinates `box[0]` apart (a box of `G` groups that does not
+    cover the stage's rows, as `flash_tile.tma_load` allows, stores its
+    first `G x box[1]` rows); elements outside the tensor are
     not written, so a ragged last tile writes only its rows. The first
     thread issues the stores and waits until they have read the stage,
     which may be reused after the op. Every thread of the CTA executes it.
@@ -794,7 +802,9 @@ def FlashTile_LoadOp : FlashTile_Op<"load", [MemoryEffects<[MemRead]>]> {
     (`C' < C` columns: a row padded to the layout's width). A 3-D source of `G` groups takes the tile's rows
     group-major, `valid` per group, as `flash_tile.async_copy` packs them;
     with `groups`, the groups from `groups` on are zeros too (a last tile
-    of batch entries that does not fill the tile).
+    of batch entries that does not fill the tile), as are the rows past
+    the last group's where `G` does not divide `R` (`groups` is then
+    required, at most `G`).
     A 1-D tile of `R` values is a column: `source` has one column. Each
     thread reads the elements its layout gives it; where it holds several
     consecutive columns of a row, they are one access when `alignment`
@@ -842,7 +852,8 @@ def FlashTile_StoreOp : FlashTile_Op<"store"> {
     padding of a head dim). A 3-D `dest` of `G`
     groups takes the tile's rows group-major, `valid` per group, as
     `flash_tile.async_copy` reads them; with `groups`, the groups from
-    `groups` on are not written. A 1-D tile of `R` values is a
+    `groups` on are not written, nor the rows past the last group's where
+    `G` does not divide `R` (`groups` is then required, at most `G`). A 1-D tile of `R` values is a
     column: `dest` has one column (a log-sum-exp per row). The
     tile and the matrix have the same element type. Where the layout holds
     an element in several threads, one of them writes it. `alignment` is
