@@ -227,9 +227,9 @@ std::vector<Config> extraConfigs() {
       {"sm_80", ElementType::F16, 192, 1, true, false, false, /*headDimV=*/128},
       {"sm_80", ElementType::BF16, 192, 4, false, true, false,
        /*headDimV=*/128},
-      // GQA groups that are not a power of two (their tiles laid out for
-      // the next one), and groups of more than 64 heads (a tile of one
-      // query row of each).
+      // GQA groups that are not a power of two (floor(R / G) rows a head,
+      // the tile's last rows no head's), and groups of more than 64 heads
+      // (a tile of one query row of each).
       {"sm_80", ElementType::F16, 64, 3, true, false, true},
       {"sm_90a", ElementType::F16, 128, 5, true, true, false},
       {"sm_80", ElementType::BF16, 64, 80, false, false, false},
@@ -244,6 +244,15 @@ std::vector<Config> extraConfigs() {
       {"sm_90a", ElementType::F16, 128, 1, false, false, true, /*headDimV=*/64},
       {"sm_90a", ElementType::BF16, 64, 3, true, false, false},
       {"sm_90a", ElementType::F16, 64, 80, false, false, true},
+      // More groups that are not a power of two: 3 x 42 rows at D = 256
+      // (TMA boxes of 3 groups of 42), 7 x 18 with the log-sum-exp, 24 x 5
+      // (120 of 128 rows), a decode tile of 3 x 5 rows and, on sm_80, 5 x
+      // 12 of 64 rows at D = 256.
+      {"sm_90a", ElementType::BF16, 256, 3, true, false, true},
+      {"sm_90a", ElementType::F16, 128, 7, false, false, true},
+      {"sm_90a", ElementType::BF16, 64, 24, true, false, false},
+      {"sm_90a", ElementType::F16, 128, 3, true, true, true},
+      {"sm_80", ElementType::F16, 256, 5, false, false, false},
   };
 }
 

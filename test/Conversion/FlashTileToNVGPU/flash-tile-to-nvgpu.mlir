@@ -837,6 +837,28 @@ func.func @tma_load(%map: !llvm.ptr, %row: index, %b: index, %stage: index,
 
 // -----
 
+// tma_load of a box of 3 groups of 42 rows into a 128-row stage (a GQA
+// tile's last 2 rows padding): the mbarrier expects the boxes' bytes, 2 x
+// 3 x 42 x 128 = 32256, not the stage's 32768; the second panel is a whole
+// panel of the stage (128 rows, 16384 bytes) further.
+#sw = #flash_tile.swizzled<vector = 8, phases = 8, panel = 64>
+// CHECK-LABEL: func.func @tma_load_padding
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %{{.+}}[%{{.+}}], %c32256
+// CHECK: nvgpu.tma.async.load
+// CHECK: arith.addi %{{.+}}, %c16384
+// CHECK: nvgpu.tma.async.load
+func.func @tma_load_padding(%map: !llvm.ptr, %row: index, %b: index,
+                            %parity: i1) {
+  %c0 = arith.constant 0 : index
+  %q = flash_tile.alloc {offset = 0} : !flash_tile.shared<1x128x128xf16, #sw>
+  flash_tile.tma_load %map[%c0, %row, %c0, %b], %q[%c0] box [64, 42, 3, 1]
+      : !llvm.ptr, !flash_tile.shared<1x128x128xf16, #sw>
+  flash_tile.stage_wait %q[%c0], %parity : !flash_tile.shared<1x128x128xf16, #sw>
+  return
+}
+
+// -----
+
 // local_store: each thread's pairs of an accumulator row (4 bytes, within
 // a 16-byte chunk) as vector stores at the swizzled addresses of the
 // buffer's panels (64 columns: 4096 elements a panel of 64 rows), the
