@@ -48,6 +48,17 @@ flashc::Options::parse(llvm::ArrayRef<const char *> args,
     if (!hasValue) {
       if (i + 1 >= args.size())
         return llvm::createStringError("--" + name + " needs a value");
+      // An option where the value should be is a value left out (`--lse
+      // --simulate` in `flashc run`, whose --lse names a file), not a
+      // value; `--name=--x` still gives one that starts with "--".
+      llvm::StringRef next = args[i + 1];
+      std::string nextName = next.drop_front(2).split('=').first.str();
+      if (next.starts_with("--") &&
+          (flags.count(nextName) || valued.count(nextName)))
+        return llvm::createStringError(
+            "--" + name + " needs a value, and '" + next +
+            "' is an option (--" + name + "=" + next +
+            " gives it that value)");
       value = args[++i];
     }
     options.values[name] = value.str();
