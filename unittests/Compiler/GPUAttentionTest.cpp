@@ -16,6 +16,7 @@
 #include "AttentionTestUtils.h"
 
 #include "flashc/Compiler/Reference.h"
+#include "flashc/Core/GPUSchedule.h"
 #include "flashc/Runtime/flashc_runtime.h"
 #include "flashc/Simulator/Simulator.h"
 
@@ -125,12 +126,18 @@ void checkShape(const Config &c, const Shape &s,
   // ldmatrix matrix in 8 different bank groups.
   auto counters = flashc::runtime::getSimulatorCounters(*options.device);
   ASSERT_TRUE(counters.ok()) << counters.message();
-  // sm_90a's prefill kernels multiply by warpgroups from shared memory
-  // where a buffer's rows are whole rows of the 128-byte swizzle (64
-  // columns, or panels of 64: K's for S, V's for O; head dims padded to
-  // 16); the other multiplies load their operands by ldmatrix.
-  bool warpgroup =
-      std::string(c.target) == "sm_90a" && config.warpgroupMma && !c.decode;
+  // sm_90a's kernels of 64 rows or more (every prefill tile; decode
+  // tiles of groups above 32 heads) multiply by warpgroups from shared
+  // memory where a buffer's rows are whole rows of the 128-byte swizzle
+  // (64 columns, or panels of 64: K's for S, V's for O; head dims padded
+  // to 16); the other multiplies load their operands by ldmatrix.
+  int64_t tileRows =
+      flashc::chooseGPUTiles(c.group, c.headDim,
+                             c.headDimV ? c.headDimV : c.headDim, 2, c.decode,
+                             /*wideWarps=*/true, /*warpgroup=*/true)
+          .tileRows();
+  bool warpgroup = std::string(c.target) == "sm_90a" && config.warpgroupMma &&
+                   tileRows >= 64;
   auto swizzleRow = [](int64_t d) { return (d + 15) / 16 * 16 % 64 == 0; };
   bool qk = warpgroup && swizzleRow(c.headDim);
   bool pv = warpgroup && swizzleRow(c.headDimV ? c.headDimV : c.headDim);
@@ -147,9 +154,9 @@ void checkShape(const Config &c, const Shape &s,
   bool specialised = tma && config.warpSpecialize;
   EXPECT_EQ(counters->setmaxnregInstructions > 0, specialised)
       << counters->setmaxnregInstructions << " setmaxnreg";
-  // Their two consumer warpgroups (128 query rows) take turns at the
-  // tensor cores, passing each turn by bar.arrive.
-  bool pingpong = specialised && config.pingpong;
+  // Two consumer warpgroups (128 query rows) take turns at the tensor
+  // cores, passing each turn by bar.arrive.
+  bool pingpong = specialised && config.pingpong && tileRows == 128;
   EXPECT_EQ(counters->barrierArrivals > 0, pingpong)
       << counters->barrierArrivals << " bar.arrive";
   EXPECT_EQ(counters->ldmatrixMatrices > 0, !(qk && pv))
@@ -253,6 +260,11 @@ std::vector<Config> extraConfigs() {
       {"sm_90a", ElementType::BF16, 64, 24, true, false, false},
       {"sm_90a", ElementType::F16, 128, 3, true, true, true},
       {"sm_80", ElementType::F16, 256, 5, false, false, false},
+      // Decode tiles of 64 and 128 rows (groups of 33 heads and more, MQA)
+      // multiply by warpgroups and copy by TMA on sm_90a; their combine
+      // kernel takes the forward kernel's tensor maps, unused.
+      {"sm_90a", ElementType::F16, 128, 48, false, true, true},
+      {"sm_90a", ElementType::BF16, 64, 80, true, true, false},
   };
 }
 

@@ -210,19 +210,64 @@ struct UseTmaPass : flash_tile::impl::FlashTileUseTmaBase<UseTmaPass> {
   using Base::Base;
 
   void runOnOperation() override {
-    WalkResult result = getOperation()->walk([&](FunctionOpInterface fn) {
-      if (fn.isExternal())
-        return WalkResult::advance();
-      if (failed(rewrite(fn)))
-        return WalkResult::interrupt();
-      return WalkResult::advance();
+    SmallVector<FunctionOpInterface> fns;
+    getOperation()->walk([&](FunctionOpInterface fn) {
+      if (!fn.isExternal())
+        fns.push_back(fn);
     });
-    if (result.wasInterrupted())
-      signalPassFailure();
+    for (FunctionOpInterface fn : fns) {
+      unsigned before = fn.getNumArguments();
+      if (failed(rewrite(fn)))
+        return signalPassFailure();
+      if (fn.getNumArguments() > before)
+        shareMaps(fn, before);
+    }
   }
 
   LogicalResult rewrite(FunctionOpInterface fn);
+  void shareMaps(FunctionOpInterface fn, unsigned before);
 };
+
+/// The runtime launches the kernels of one module (a variant's forward
+/// kernel and its combine) with one argument list. `fn` took `before`
+/// arguments and now also takes tensor maps: each other kernel of its
+/// symbol table that took the same arguments takes the maps too, unused.
+void UseTmaPass::shareMaps(FunctionOpInterface fn, unsigned before) {
+  Operation *table = SymbolTable::getNearestSymbolTable(fn->getParentOp());
+  if (!table)
+    return;
+  auto sameArguments = [&](FunctionOpInterface other) {
+    if (other.getNumArguments() != before)
+      return false;
+    for (unsigned i = 0; i < before; ++i)
+      if (other.getArgument(i).getType() != fn.getArgument(i).getType() ||
+          other.getArgAttrDict(i) != fn.getArgAttrDict(i))
+        return false;
+    return true;
+  };
+  MLIRContext *ctx = fn->getContext();
+  flash::FlashDialect::GridConstantsAttrHelper gridConstants(ctx);
+  for (Region &region : table->getRegions())
+    for (Block &block : region)
+      for (auto other : block.getOps<FunctionOpInterface>()) {
+        if (other == fn || other.isExternal() || !sameArguments(other))
+          continue;
+        SmallVector<int64_t> positions;
+        if (DenseI64ArrayAttr have = gridConstants.getAttr(other))
+          positions.assign(have.asArrayRef().begin(), have.asArrayRef().end());
+        for (unsigned i = before, e = fn.getNumArguments(); i < e; ++i) {
+          unsigned index = other.getNumArguments();
+          if (failed(other.insertArgument(index, fn.getArgument(i).getType(),
+                                          fn.getArgAttrDict(i), fn.getLoc())))
+            return;
+          positions.push_back(index);
+        }
+        gridConstants.setAttr(other, DenseI64ArrayAttr::get(ctx, positions));
+        LLVM_DEBUG(DBGS() << "@" << other.getName() << " takes @"
+                          << fn.getName() << "'s tensor maps, unused\n");
+        ++numSharedMaps;
+      }
+}
 
 LogicalResult UseTmaPass::rewrite(FunctionOpInterface fn) {
   MLIRContext *ctx = fn->getContext();

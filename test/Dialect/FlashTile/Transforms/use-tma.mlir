@@ -245,6 +245,89 @@ func.func @kernel_out(%q: memref<?xf16> {flash.param = {meaning = "Q", name = "q
 
 // -----
 
+// The kernels of one module take one argument list (the runtime launches
+// a decode variant's forward kernel and its combine with the same
+// arguments): the combine, which took the forward kernel's arguments,
+// takes its four tensor maps too, unused, as grid constants; a kernel of
+// other arguments is left alone.
+// CHECK-LABEL: func.func @forward
+// CHECK-SAME: attributes {flash.grid_constants = array<i64: 13, 14, 15, 16>}
+// CHECK-LABEL: func.func @combine
+// CHECK-SAME: %{{.+}}: !llvm.ptr {flash.param = {box = array<i64: 64, 64, 1, 1>, meaning = "TMA tensor map of Q {{.+}}", name = "q_map", tensor = "q"}, llvm.align = 64 : i64}
+// CHECK-SAME: %{{.+}}: !llvm.ptr {flash.param = {{.+}} name = "k_map"
+// CHECK-SAME: %{{.+}}: !llvm.ptr {flash.param = {{.+}} name = "v_map"
+// CHECK-SAME: %{{.+}}: !llvm.ptr {flash.param = {{.+}} name = "out_map"
+// CHECK-SAME: attributes {flash.grid_constants = array<i64: 13, 14, 15, 16>}
+// CHECK-NEXT: return
+// CHECK-LABEL: func.func @other
+// CHECK-SAME: (%{{.+}}: memref<?xf16> {flash.param = {meaning = "Q", name = "q"}}) {
+#wide = strided<[?, ?, ?, 1]>
+#rows = strided<[?, 1], offset: ?>
+func.func @forward(%q: memref<?xf16> {flash.param = {meaning = "Q", name = "q"}},
+                  %k: memref<?xf16> {flash.param = {meaning = "K", name = "k"}},
+                  %v: memref<?xf16> {flash.param = {meaning = "V", name = "v"}},
+                  %b: index, %n: index, %sb: index, %sh: index, %sn: index,
+                  %row0: index, %acc: !flash_tile.tile<64x64xf32>,
+                  %p: !flash_tile.tile<64x64xf16>,
+                  %out: memref<?xf16> {flash.param = {meaning = "O", name = "out"}},
+                  %o16: !flash_tile.tile<64x64xf16>) -> !flash_tile.tile<64x64xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %qw = memref.reinterpret_cast %q to offset: [0], sizes: [%b, 1, %n, 64], strides: [%sb, %sh, %sn, 1] : memref<?xf16> to memref<?x?x?x64xf16, #wide>
+  %qm = memref.subview %qw[%b, 0, %row0, 0] [1, 1, %c64, 64] [1, 1, 1, 1] : memref<?x?x?x64xf16, #wide> to memref<?x64xf16, #rows>
+  %kw = memref.reinterpret_cast %k to offset: [0], sizes: [%b, 1, %n, 64], strides: [%sb, %sh, %sn, 1] : memref<?xf16> to memref<?x?x?x64xf16, #wide>
+  %km = memref.subview %kw[%b, 0, 0, 0] [1, 1, %n, 64] [1, 1, 1, 1] : memref<?x?x?x64xf16, #wide> to memref<?x64xf16, #rows>
+  %vw = memref.reinterpret_cast %v to offset: [0], sizes: [%b, 1, %n, 64], strides: [%sb, %sh, %sn, 1] : memref<?xf16> to memref<?x?x?x64xf16, #wide>
+  %vm = memref.subview %vw[%b, 0, 0, 0] [1, 1, %n, 64] [1, 1, 1, 1] : memref<?x?x?x64xf16, #wide> to memref<?x64xf16, #rows>
+  %qs = flash_tile.alloc : !flash_tile.shared<1x64x64xf16>
+  %ks = flash_tile.alloc : !flash_tile.shared<2x64x64xf16>
+  %vs = flash_tile.alloc : !flash_tile.shared<2x64x64xf16>
+  flash_tile.async_copy %qm[%c0], %qs[%c0] valid %c64 : memref<?x64xf16, #rows>, !flash_tile.shared<1x64x64xf16>
+  flash_tile.async_copy %km[%c0], %ks[%c0] valid %c64 : memref<?x64xf16, #rows>, !flash_tile.shared<2x64x64xf16>
+  flash_tile.async_copy %vm[%c0], %vs[%c0] valid %c64 : memref<?x64xf16, #rows>, !flash_tile.shared<2x64x64xf16>
+  flash_tile.async_wait pending 0
+  %r:2 = scf.for %j = %c0 to %n step %c64 iter_args(%o = %acc, %s = %c0) -> (!flash_tile.tile<64x64xf32>, index) {
+    %next = arith.addi %j, %c64 : index
+    %s1 = arith.subi %c1, %s : index
+    %more = arith.cmpi slt, %next, %n : index
+    scf.if %more {
+      %left = arith.subi %n, %next : index
+      %full = arith.cmpi sge, %left, %c64 : index
+      scf.if %full {
+        %c64b = arith.constant 64 : index
+        flash_tile.async_copy %km[%next], %ks[%s1] valid %c64b : memref<?x64xf16, #rows>, !flash_tile.shared<2x64x64xf16>
+        flash_tile.async_copy %vm[%next], %vs[%s1] valid %c64b : memref<?x64xf16, #rows>, !flash_tile.shared<2x64x64xf16>
+      } else {
+        flash_tile.async_copy %km[%next], %ks[%s1] valid %left : memref<?x64xf16, #rows>, !flash_tile.shared<2x64x64xf16>
+        flash_tile.async_copy %vm[%next], %vs[%s1] valid %left : memref<?x64xf16, #rows>, !flash_tile.shared<2x64x64xf16>
+      }
+    }
+    %sc = flash_tile.warpgroup_mma %qs[%c0], %ks[%s] transpose, %acc : !flash_tile.shared<1x64x64xf16>, !flash_tile.shared<2x64x64xf16>, !flash_tile.tile<64x64xf32>
+    %o2 = flash_tile.warpgroup_mma %p, %vs[%s], %o : !flash_tile.tile<64x64xf16>, !flash_tile.shared<2x64x64xf16>, !flash_tile.tile<64x64xf32>
+    flash_tile.async_wait pending 0
+    scf.yield %o2, %s1 : !flash_tile.tile<64x64xf32>, index
+  } {flash.kv_loop}
+  %ow = memref.reinterpret_cast %out to offset: [0], sizes: [%b, 1, %n, 64], strides: [%sb, %sh, %sn, 1] : memref<?xf16> to memref<?x?x?x64xf16, #wide>
+  %om = memref.subview %ow[%b, 0, %row0, 0] [1, 1, %c64, 64] [1, 1, 1, 1] : memref<?x?x?x64xf16, #wide> to memref<?x64xf16, #rows>
+  flash_tile.store %o16, %om[%c0] valid %c64 {alignment = 16} : !flash_tile.tile<64x64xf16>, memref<?x64xf16, #rows>
+  return %r#0 : !flash_tile.tile<64x64xf32>
+}
+func.func @combine(%q: memref<?xf16> {flash.param = {meaning = "Q", name = "q"}},
+                  %k: memref<?xf16> {flash.param = {meaning = "K", name = "k"}},
+                  %v: memref<?xf16> {flash.param = {meaning = "V", name = "v"}},
+                  %b: index, %n: index, %sb: index, %sh: index, %sn: index,
+                  %row0: index, %acc: !flash_tile.tile<64x64xf32>,
+                  %p: !flash_tile.tile<64x64xf16>,
+                  %out: memref<?xf16> {flash.param = {meaning = "O", name = "out"}},
+                  %o16: !flash_tile.tile<64x64xf16>) {
+  return
+}
+func.func @other(%q: memref<?xf16> {flash.param = {meaning = "Q", name = "q"}}) {
+  return
+}
+// -----
+
 // A GQA tile of 3 heads in 64 rows: 3 x 21, the last row no head's, which
 // the Q copy's and the output store's `groups` leave out. The boxes are 3
 // groups of 21 rows, the stage's last row left alone.

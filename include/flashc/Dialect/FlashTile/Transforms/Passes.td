@@ -196,6 +196,12 @@ def FlashTileUseTma : Pass<"flash-tile-use-tma"> {
     `flash.grid_constants` for `flash-llvm-grid-constants`, and each
     argument's `flash.param` names the tensor (`tensor`) and the box the
     runtime's map must have (`box`, innermost first).
+
+    The runtime launches the kernels of one module (a decode variant's
+    forward kernel and its combine) with one argument list: every other
+    kernel of the module that took the same arguments as a kernel given
+    tensor maps takes the maps too (the same `flash.param`s and grid
+    constants), unused.
   }];
   let statistics = [
     Statistic<"numKernels", "num-kernels", "Kernels given TMA copies">,
@@ -205,6 +211,8 @@ def FlashTileUseTma : Pass<"flash-tile-use-tma"> {
     Statistic<"numKept", "num-kept", "Kernels left with cp.async copies">,
     Statistic<"numFoldedBranches", "num-folded-branches",
               "Branches between a full and a ragged block's copies folded">,
+    Statistic<"numSharedMaps", "num-shared-maps",
+              "Kernels given another kernel's tensor maps, unused">,
   ];
 }
 
