@@ -906,12 +906,20 @@ std::string gpu_kernel::whyNoTileBody(const flashc::GPUTileConfig &c) {
     return std::to_string(c.stages) + " stages (" +
            std::to_string(flashc::kMinPipelineStages) + " to " +
            std::to_string(flashc::kMaxPipelineStages) + " are built)";
-  // A GQA tile's padding rows belong to no group (validGroups); a single
-  // head's rows are whole MMA tiles.
-  if (c.tileGroup == 1 ? c.tileRows() != c.blockQ : c.groupRows() < c.blockQ)
-    return "a tile of " + std::to_string(c.tileGroup) + " x " +
-           std::to_string(c.blockQ) +
+  // A single head's rows are whole MMA tiles. A GQA tile's are rounded up
+  // to a power of two of them, each head taking groupRows() (the rows past
+  // the last head's belong to no head, validGroups): Br must be those, or
+  // a TMA box of a head's rows would store rows of the next Q block.
+  if (c.tileGroup == 1 && c.tileRows() != c.blockQ)
+    return "a tile of 1 x " + std::to_string(c.blockQ) +
            " rows, not whole 16-row MMA tiles";
+  if (c.tileGroup > 1 && c.groupRows() != c.blockQ)
+    return "a tile of " + std::to_string(c.tileGroup) + " x " +
+           std::to_string(c.blockQ) + " rows, laid out in " +
+           std::to_string(c.tileRows()) +
+           " rows (whole MMA tiles of a power of two of warps) as " +
+           std::to_string(c.groupRows()) + " a head: Br must be " +
+           std::to_string(c.groupRows());
   // The copies spread a block's rows over every warp.
   if (!llvm::isPowerOf2_64(c.warps()))
     return "tiles of " + std::to_string(c.warps()) + " warps";

@@ -54,6 +54,9 @@
 // RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80 block-q=40" \
 // RUN:   | not flashc-opt --flash-to-tile 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=NOT-BUILT
+// RUN: flashc-opt %t/gqa3.mlir --flash-attention-pipeline="target=sm_80 block-q=20" \
+// RUN:   | not flashc-opt --flash-to-tile 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=NOT-BUILT-GQA
 
 // flash-to-tile: the forward kernel's body as flash_tile ops, with the
 // layouts flash-tile-assign-layouts gives it. The MHA and GQA runs take
@@ -293,3 +296,8 @@ func.func @gqa3(%q: tensor<?x6x?x64xf16>, %k: tensor<?x2x?x64xf16>,
 
 // A Q tile of 40 rows is not whole MMA tiles: the flash_tile body names it.
 // NOT-BUILT: error: flash-to-tile: the flash_tile body does not build a tile of 1 x 40 rows, not whole 16-row MMA tiles (G=1, Br=40, Bc=64)
+
+// 3 heads of 20 rows are laid out in 64 rows, 21 a head: a Br that does
+// not fill its head's rows is refused (a TMA box of a head's 21 rows would
+// store a row of the next Q block).
+// NOT-BUILT-GQA: error: flash-to-tile: the flash_tile body does not build a tile of 3 x 20 rows, laid out in 64 rows (whole MMA tiles of a power of two of warps) as 21 a head: Br must be 21 (G=3, Br=20, Bc=64)
