@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+# ===- scripts/sim_sweep.py - Random GPU problems in the simulator --------===#
+#
+# Draws attention problems and schedule options at random and runs each
+# through `flashc run --simulate --check-rows 0`: the GPU kernel (sm_80 or
+# sm_90a) compiled, executed by the PTX simulator, every output row checked
+# against the float64 reference. Where the unit tests pin the shipped
+# variants and a few chosen ones, the sweep covers their combinations:
+# GQA groups of any size (the tiles' padding rows), head dims that are
+# padded or copied element by element, Dv != D, causal with Nq < Nk and
+# Nq > Nk, the log-sum-exp, decode with splits, less aligned tensors, the
+# pipeline's stages and the sm_90a schedule switches.
+#
+#   sim_sweep.py --flashc build/bin/flashc [--seconds S | --runs N]
+#                [--seed N] [--targets sm_80,sm_90a] [--quiet]
+#
+# Every problem is expected to compile and pass: a run that exits non-zero
+# (a refusal, a crash, a check outside its tolerance, a simulator fault) is
+# a failure, printed with the command that repeats it. Exit status 1 when
+# any run failed.
+#
+# ===----------------------------------------------------------------------===#
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def draw(rng, targets, lse_path):
+    """One problem's `flashc run` arguments."""
+    group = rng.choice([1, 1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 24, 33, 48, 64])
+    kv_heads = rng.randint(1, 2)
+    head_dim = rng.choice([8, 16, 32, 48, 59, 64, 64, 72, 80, 96, 112, 128,
+                           128, 160, 192, 256])
+    head_dim_v = rng.choice([head_dim, head_dim, head_dim, 32, 61, 64, 128,
+                             256])
+    target = rng.choice(targets)
+    decode = rng.random() < 0.35
+    seq_q = rng.randint(1, 16) if decode else rng.randint(1, 300)
+    args = ["--target", target, "--dtype", rng.choice(["f16", "bf16"]),
+            "--batch", str(rng.randint(1, 3)),
+            "--heads", str(group * kv_heads), "--kv-heads", str(kv_heads),
+            "--seq-q", str(seq_q), "--seq-kv", str(rng.randint(1, 400)),
+            "--head-dim", str(head_dim), "--head-dim-v", str(head_dim_v)]
+    if rng.random() < 0.5:
+        args.append("--causal")
+    if rng.random() < 0.3:
+        args += ["--lse", lse_path]
+    if rng.random() < 0.25:
+        args += ["--alignment", rng.choice(["8", "4", "2"])]
+    if rng.random() < 0.25:
+        args += ["--stages", rng.choice(["2", "3", "4"])]
+    if rng.random() < 0.2:
+        args += ["--splits", rng.choice(["1", "2", "3", "7"])]
+    if rng.random() < 0.2:
+        args += ["--causal-order",
+                 rng.choice(["lightest", "heaviest", "heaviest-per-head"])]
+    if target == "sm_90a":
+        for option, chance, value in (("--overlap-softmax", 0.25, "on"),
+                                      ("--pingpong", 0.2, "off"),
+                                      ("--warp-specialize", 0.15, "off"),
+                                      ("--tma", 0.15, "off"),
+                                      ("--warpgroup-mma", 0.1, "off")):
+            if rng.random() < chance:
+                args += [option, value]
+    return args + ["--simulate", "--check-rows", "0",
+                   "--seed", str(rng.randrange(1 << 31))]
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description="Random attention problems and schedule options through "
+        "`flashc run --simulate`, each checked against float64.")
+    parser.add_argument("--flashc", required=True)
+    parser.add_argument("--seconds", type=float, default=60,
+                        help="stop starting problems after this long")
+    parser.add_argument("--runs", type=int, default=0,
+                        help="stop after this many problems (0: --seconds)")
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--targets", default="sm_80,sm_90a")
+    parser.add_argument("--timeout", type=float, default=300,
+                        help="seconds one run may take")
+    parser.add_argument("--quiet", action="store_true")
+    args = parser.parse_args()
+    seed = args.seed if args.seed is not None else random.randrange(1 << 31)
+    rng = random.Random(seed)
+    targets = args.targets.split(",")
+    print(f"sim_sweep: seed {seed}", flush=True)
+    runs = failures = 0
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory() as tmp:
+        lse = os.path.join(tmp, "lse.npy")
+        while (runs < args.runs if args.runs else
+               time.monotonic() - start < args.seconds):
+            command = [args.flashc, "run"] + draw(rng, targets, lse)
+            runs += 1
+            try:
+                done = subprocess.run(command, capture_output=True, text=True,
+                                      timeout=args.timeout, check=False)
+                rc, text = done.returncode, done.stdout + done.stderr
+            except subprocess.TimeoutExpired:
+                rc, text = "timeout", f"ran past {args.timeout} s"
+            if rc == 0:
+                if not args.quiet:
+                    print(f"ok: {' '.join(command[2:])}", flush=True)
+                continue
+            failures += 1
+            last = [line for line in text.splitlines() if line.strip()][-3:]
+            print(f"FAIL ({rc}): {' '.join(command)}", flush=True)
+            for line in last:
+                print(f"  {line}", flush=True)
+    print(f"sim_sweep: {runs} problems, {failures} failed "
+          f"({time.monotonic() - start:.0f} s, seed {seed})", flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
