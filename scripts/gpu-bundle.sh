@@ -4,7 +4,8 @@
 # Compiles the bundle that scripts/gpu-check.sh loads on a GPU machine
 # without MLIR: sm_90a (H200) kernels for f16 and bf16, head dims 64 and
 # 128, MHA and GQA groups of 4 (32 query heads over 8 KV heads), causal and
-# not, with and without LSE, prefill and split-KV decode; and the two
+# not, with and without LSE, prefill and split-KV decode; bf16 D = 128 for
+# a group of 7 (28 query heads over 4, padding rows in every tile); and the two
 # variants the numerics' offset cases run built for 2-byte aligned tensors
 # too (the runtime's fallback). The folder is git-ignored; pass it to the
 # device machine with the run's carry list.
@@ -27,6 +28,10 @@ fi
 rm -rf "$out"
 "$flashc" bundle -o "$out" --targets sm_90a --dtypes f16,bf16 \
   --head-dims 64,128 --groups 1,4 --causal both --lse both \
+  --variants prefill,decode "$@"
+# A GQA group that is not a power of two (28 / 4 query heads, as Qwen2-7B).
+"$flashc" bundle -o "$out" --add --targets sm_90a --dtypes bf16 \
+  --head-dims 128 --groups 7 --causal both --lse both \
   --variants prefill,decode "$@"
 "$flashc" bundle -o "$out" --add --targets sm_90a --dtypes f16 \
   --head-dims 64 --groups 1 --masks causal --lse yes --variants prefill \

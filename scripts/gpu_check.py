@@ -200,11 +200,16 @@ def dry_run(fc):
 # ---------------------------------------------------------------------------
 
 def prefill_configs(quick=False):
-    """(d, heads, causal, batch, n): batch x n = 16K tokens."""
+    """(d, heads, causal, batch, n[, kv_heads]): batch x n = 16K tokens;
+    MHA, then a GQA group that is not a power of two (28 query heads over
+    4 KV heads, 7 a group, as Qwen2-7B: each 128-row tile packs 7 x 18
+    rows)."""
     sizes = [512, 2048, 8192] if quick else [512, 1024, 2048, 4096, 8192,
                                              16384]
-    return [(d, 32 if d == 64 else 16, causal, 16384 // n, n)
-            for d in (64, 128) for causal in (False, True) for n in sizes]
+    return ([(d, 32 if d == 64 else 16, causal, 16384 // n, n)
+             for d in (64, 128) for causal in (False, True) for n in sizes] +
+            [(128, 28, causal, 16384 // n, n, 4)
+             for causal in (False, True) for n in (2048, 8192)])
 
 
 def decode_configs(quick=False):
@@ -252,6 +257,10 @@ NUMERICS_GPU = [
     ("bfloat16", 16, 32, 8, 1, 4097, 128, True, False),
     ("float16", 1, 32, 8, 4, 1000, 128, True, True),
     ("float16", 2, 8, 8, 300, 100, 64, True, True),
+    # A GQA group of 7 (28 / 4): prefill tiles of 7 x 18 rows and 2
+    # padding rows, TMA boxes of 7 groups; a decode tile of 7 x 2.
+    ("bfloat16", 2, 28, 4, 1000, 1500, 128, True, False),
+    ("bfloat16", 3, 28, 4, 1, 7000, 128, False, True),
     # Tensors starting 1 element into their buffers (2-byte aligned): the
     # bundle's fallback variants (--alignments 16,2), element by element.
     ("float16", 2, 16, 16, 1023, 1023, 64, True, True, 1),
@@ -264,6 +273,8 @@ NUMERICS_SIM = [
     ("float16", 2, 8, 2, 1, 300, 128, False, True),
     ("bfloat16", 1, 8, 2, 4, 50, 128, True, True),
     ("float16", 1, 2, 2, 30, 10, 64, True, True),
+    ("bfloat16", 1, 14, 2, 50, 70, 128, True, False),
+    ("bfloat16", 1, 7, 1, 1, 200, 128, False, True),
     ("float16", 1, 2, 2, 37, 37, 64, True, True, 1),
     ("bfloat16", 2, 8, 2, 1, 300, 128, False, False, 1)]
 
@@ -408,17 +419,22 @@ def torch_check(fc, torch, device_code, dev, stream, timer, numerics_cases,
 
     # 2a. Prefill.
     print("\nprefill (bf16, TFLOP/s; batch x N = 16K tokens):")
-    print(f"  {'D':>4} {'H':>3} {'causal':>6} {'B':>3} {'N':>6} "
+    print(f"  {'D':>4} {'H':>5} {'causal':>6} {'B':>3} {'N':>6} "
           f"{'flashc':>8} {'flash':>8} {'cudnn':>8} {'flashc/flash':>13}")
-    for (d, h, causal, b, n) in prefill_cfgs:
-        q, k, v = (torch.randn(b, h, n, d, device=dev, dtype=torch.bfloat16)
-                   for _ in range(3))
+    for cfg in prefill_cfgs:
+        (d, h, causal, b, n), hkv = cfg[:5], (cfg[5] if len(cfg) > 5
+                                              else cfg[1])
+        q = torch.randn(b, h, n, d, device=dev, dtype=torch.bfloat16)
+        k, v = (torch.randn(b, hkv, n, d, device=dev, dtype=torch.bfloat16)
+                for _ in range(2))
         out = torch.empty_like(q)
         flops = 4 * b * h * n * n * d / (2 if causal else 1)
         tf = {k2: flops / t * 1e-12
               for k2, t in against_sdpa(q, k, v, out, causal).items()}
-        report["prefill"].append(dict(D=d, H=h, causal=causal, B=b, N=n, **tf))
-        print(f"  {d:>4} {h:>3} {int(causal):>6} {b:>3} {n:>6} "
+        report["prefill"].append(dict(D=d, H=h, HKV=hkv, causal=causal, B=b,
+                                      N=n, **tf))
+        heads = str(h) if hkv == h else f"{h}/{hkv}"
+        print(f"  {d:>4} {heads:>5} {int(causal):>6} {b:>3} {n:>6} "
               f"{tf['flashc']:8.1f} {tf['flash']:8.1f} {tf['cudnn']:8.1f} "
               f"{tf['flashc'] / tf['flash']:13.2f}")
         del q, k, v, out
@@ -562,7 +578,9 @@ def torch_dry_run(fc):
           "the figures mean nothing):")
     failures, _ = torch_check(
         fc, torch, DEVICE_SIMULATOR, torch.device("cpu"), lambda: None,
-        wall_clock, NUMERICS_SIM, [(64, 2, True, 1, 48)], [(1, 300)], 1 << 12,
+        wall_clock, NUMERICS_SIM, [(64, 2, True, 1, 48),
+                                   (128, 14, False, 1, 20, 2)],
+        [(1, 300)], 1 << 12,
         1, lambda fn: (wall_clock(fn, 1), {}))
     return failures
 

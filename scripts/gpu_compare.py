@@ -34,7 +34,10 @@ ROUNDS = 5
 
 
 def configs(causal_only):
-    return [c for c in gpu_check.prefill_configs() if c[2] or not causal_only]
+    """The benchmark's MHA prefill shapes (the bundles compared hold MHA
+    kernels; gpu_check's GQA rows are its own)."""
+    return [c for c in gpu_check.prefill_configs()
+            if len(c) == 5 and (c[2] or not causal_only)]
 
 
 def dry_run(lib, bundles, causal_only):
