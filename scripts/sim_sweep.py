@@ -32,7 +32,8 @@ import time
 
 def draw(rng, targets, lse_path):
     """One problem's `flashc run` arguments."""
-    group = rng.choice([1, 1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 24, 33, 48, 64])
+    group = rng.choice([1, 1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 24, 33, 48, 64,
+                        80, 128])
     kv_heads = rng.randint(1, 2)
     head_dim = rng.choice([8, 16, 32, 48, 59, 64, 64, 72, 80, 96, 112, 128,
                            128, 160, 192, 256])
