@@ -220,6 +220,15 @@ def decode_configs(quick=False):
             (8, 32768), (64, 1024), (64, 8192), (64, 32768)]
 
 
+def copy_bandwidth(torch, dev, elems, timer, iters):
+    """GB/s of a device-to-device copy of `elems` f16 elements (read and
+    written), by `timer(fn, iters)`; the buffers are freed on return."""
+    src = torch.empty(elems, device=dev, dtype=torch.float16)
+    dst = torch.empty_like(src)
+    seconds = timer(lambda: dst.copy_(src), iters)
+    return 2 * elems * 2 / seconds * 1e-9
+
+
 def gpu_view(t, dtype_code):
     return describe(t.data_ptr(), dtype_code, list(t.shape), list(t.stride()))
 
@@ -440,11 +449,7 @@ def torch_check(fc, torch, device_code, dev, stream, timer, numerics_cases,
         del q, k, v, out
 
     # 2b. Decode, against the measured copy bandwidth.
-    big = torch.empty(copy_elems, device=dev, dtype=torch.float16)
-    dst = torch.empty_like(big)
-    copy_s = timer(lambda: dst.copy_(big), iters)
-    copy_gbs = 2 * big.numel() * 2 / copy_s * 1e-9
-    del big, dst
+    copy_gbs = copy_bandwidth(torch, dev, copy_elems, timer, iters)
     print(f"\ndecode (bf16, GQA 32/8, D = 128, one query; device-to-device "
           f"copy {copy_gbs:.0f} GB/s):")
     print(f"  {'B':>3} {'Nk':>7} {'flashc GB/s':>12} {'% copy':>7} "

@@ -120,10 +120,7 @@ def sweep(bundle, json_path):
         """Seconds per call, back to back (scripts/gpu_check.py's)."""
         return gpu_check.time_cuda(torch, fn, iters)
 
-    big = torch.empty(1 << 29, device=dev, dtype=torch.float16)
-    dst = torch.empty_like(big)
-    copy_gbs = 4 * big.numel() / timer(lambda: dst.copy_(big)) * 1e-9
-    del big, dst
+    copy_gbs = gpu_check.copy_bandwidth(torch, dev, 1 << 29, timer, 20)
     # The host's cost of a call, apart from the kernels: a small decode
     # call issued back to back without waiting for the device.
     q = torch.randn(1, 32, 1, 128, device=dev, dtype=torch.bfloat16)
