@@ -24,6 +24,7 @@ WaveTarget flashc::getWaveTarget(std::string_view chip, int64_t numSMs,
   t.perSMBandwidthGBs = f->perSMBandwidthGBs;
   t.launchOverheadUs = f->launchOverheadUs;
   t.rowQuantum = kMmaRows;
+  t.powerOfTwoGroupQuanta = true;
   return t;
 }
 
@@ -62,7 +63,10 @@ WavePrediction flashc::predictSplitKV(const WaveTarget &target,
   p.splits = splits;
   p.kernels = splits > 1 ? 2 : 1;
   p.ctas = s.batch * s.kvHeads * ceilDiv(s.seqQ, blockQ) * splits;
-  p.rowsPerCta = ceilDiv(rows, quantum) * quantum;
+  int64_t quanta = ceilDiv(rows, quantum);
+  if (target.powerOfTwoGroupQuanta && s.group() > 1)
+    quanta = ceilPowerOf2(quanta);
+  p.rowsPerCta = quanta * quantum;
   p.keysPerCta = std::min(s.seqKV, ceilDiv(blocksKV, splits) * blockKV);
   p.flopsPerCta = 2.0 * p.rowsPerCta * p.keysPerCta * (dqk + dv);
   // The Q tile and the split's K and V in; the output rows (f32 partials

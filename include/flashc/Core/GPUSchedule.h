@@ -162,7 +162,9 @@ struct GPUTileConfig {
   int64_t tileGroup = 1;
   int64_t blockQ = 0;    // Br: query rows per head
   int64_t blockKV = 0;   // Bc: keys per block
-  int64_t rowTiles = 0;  // 16-row MMA tiles of the tileGroup x Br rows
+  /// 16-row MMA tiles of the tileGroup x Br rows (a GQA tile's rounded up
+  /// to a power of two on the flash_tile path: tileRowTiles).
+  int64_t rowTiles = 0;
   int64_t kvWarps = 1;   // warps sharing one KV block
   int64_t rowTilesPerWarp = 1; // row tiles one warp owns (2: 32 rows)
   int64_t headDim = 0, headDimV = 0;             // D, Dv

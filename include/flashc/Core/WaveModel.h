@@ -51,6 +51,9 @@ struct WaveTarget {
   double launchOverheadUs = 0;
   /// Rows of a CTA's Q tile are padded up to a multiple of this.
   int64_t rowQuantum = 16;
+  /// Whether a GQA tile's quanta are rounded up to a power of two (the
+  /// GPU kernels' warps: flashc::tileRowTiles).
+  bool powerOfTwoGroupQuanta = false;
 };
 
 /// A kernel's predicted time.

@@ -1200,6 +1200,16 @@ func.func @f(%map: !llvm.ptr, %q: !flash_tile.shared<1x128x64xf16>, %s: index) {
 
 // -----
 
+// ... nor 2 batch entries of 3 x 42 rows (252 rows, past the stage).
+func.func @f(%map: !llvm.ptr, %q: !flash_tile.shared<1x128x64xf16>, %s: index) {
+  // expected-error @+1 {{'flash_tile.tma_load' op copies boxes of 252 rows into stages of 128}}
+  flash_tile.tma_load %map[%s, %s, %s, %s], %q[%s] box [64, 42, 3, 2]
+      : !llvm.ptr, !flash_tile.shared<1x128x64xf16>
+  return
+}
+
+// -----
+
 func.func @f(%map: !llvm.ptr, %k: !flash_tile.shared<2x128x96xf16>, %s: index) {
   // expected-error @+1 {{'flash_tile.tma_load' op copies boxes of 64 columns, which do not divide the stage's 96}}
   flash_tile.tma_load %map[%s, %s], %k[%s] box [64, 128]

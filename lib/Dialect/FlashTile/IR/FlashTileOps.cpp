@@ -191,9 +191,9 @@ static LogicalResult verifyTmaBox(Operation *op, SharedType buffer,
     rows *= d;
   // A box of G groups of a stage's rows that G does not divide moves the
   // groups' rows, floor(R / G) each; the rows past them are padding.
-  bool groupsOfPaddedStage = box.size() >= 3 && box[2] > 1 &&
-                             buffer.getRows() % box[2] != 0 &&
-                             box[1] == buffer.getRows() / box[2];
+  bool groupsOfPaddedStage =
+      box.size() >= 3 && box[2] > 1 && buffer.getRows() % box[2] != 0 &&
+      box[1] == buffer.getRows() / box[2] && rows == box[1] * box[2];
   if (rows != buffer.getRows() && !groupsOfPaddedStage)
     return emitOpError() << "copies boxes of " << rows
                          << " rows into stages of " << buffer.getRows();

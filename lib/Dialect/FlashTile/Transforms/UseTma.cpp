@@ -131,6 +131,10 @@ FailureOr<TmaCopy> matchCopy(FunctionOpInterface fn, AsyncCopyOp copy,
   if (ShapedType::isDynamic(groups) ||
       (buffer.getRows() % groups && !onlyPaddingCut(copy.getGroups(), groups)))
     return why = "its groups do not divide the stage's rows", failure();
+  // A box moves every group: a copy that zero-fills some (a count below
+  // the matrix's) is not one.
+  if (copy.getGroups() && !onlyPaddingCut(copy.getGroups(), groups))
+    return why = "it zero-fills groups of its source", failure();
   t.box = {flashc::kWarpgroupRowBytes / bytes, buffer.getRows() / groups,
            groups, 1};
   return t;
@@ -210,34 +214,45 @@ struct UseTmaPass : flash_tile::impl::FlashTileUseTmaBase<UseTmaPass> {
   using Base::Base;
 
   void runOnOperation() override {
-    SmallVector<FunctionOpInterface> fns;
+    SmallVector<std::pair<FunctionOpInterface, unsigned>> fns;
     getOperation()->walk([&](FunctionOpInterface fn) {
       if (!fn.isExternal())
-        fns.push_back(fn);
+        fns.emplace_back(fn, fn.getNumArguments());
     });
-    for (FunctionOpInterface fn : fns) {
-      unsigned before = fn.getNumArguments();
+    for (auto [fn, before] : fns)
       if (failed(rewrite(fn)))
         return signalPassFailure();
+    // Then the maps go to the kernels that took none of their own.
+    for (auto [fn, before] : fns)
       if (fn.getNumArguments() > before)
-        shareMaps(fn, before);
-    }
+        shareMaps(fn, before, fns);
   }
 
   LogicalResult rewrite(FunctionOpInterface fn);
-  void shareMaps(FunctionOpInterface fn, unsigned before);
+  void shareMaps(
+      FunctionOpInterface fn, unsigned before,
+      ArrayRef<std::pair<FunctionOpInterface, unsigned>> originalArguments);
 };
 
 /// The runtime launches the kernels of one module (a variant's forward
 /// kernel and its combine) with one argument list. `fn` took `before`
 /// arguments and now also takes tensor maps: each other kernel of its
-/// symbol table that took the same arguments takes the maps too, unused.
-void UseTmaPass::shareMaps(FunctionOpInterface fn, unsigned before) {
+/// symbol table that took the same arguments, and took no tensor maps of
+/// its own (`originalArguments`: each kernel's count before the pass),
+/// takes the maps too, unused.
+void UseTmaPass::shareMaps(
+    FunctionOpInterface fn, unsigned before,
+    ArrayRef<std::pair<FunctionOpInterface, unsigned>> originalArguments) {
   Operation *table = SymbolTable::getNearestSymbolTable(fn->getParentOp());
   if (!table)
     return;
   auto sameArguments = [&](FunctionOpInterface other) {
-    if (other.getNumArguments() != before)
+    auto original = llvm::find_if(originalArguments, [&](const auto &entry) {
+      return entry.first == other;
+    });
+    if (original == originalArguments.end() ||
+        original->second != other.getNumArguments() ||
+        other.getNumArguments() != before)
       return false;
     for (unsigned i = 0; i < before; ++i)
       if (other.getArgument(i).getType() != fn.getArgument(i).getType() ||
@@ -518,8 +533,11 @@ LogicalResult UseTmaPass::rewrite(FunctionOpInterface fn) {
     rewriter.eraseOp(out.op);
     ++numStores;
   }
-  flash::FlashDialect::GridConstantsAttrHelper(ctx).setAttr(
-      fn, rewriter.getDenseI64ArrayAttr(gridConstants));
+  flash::FlashDialect::GridConstantsAttrHelper gridConstantsAttr(ctx);
+  if (DenseI64ArrayAttr have = gridConstantsAttr.getAttr(fn))
+    gridConstants.insert(gridConstants.begin(), have.asArrayRef().begin(),
+                         have.asArrayRef().end());
+  gridConstantsAttr.setAttr(fn, rewriter.getDenseI64ArrayAttr(gridConstants));
 
   // The KV loops carry each stage's next parity, one bit per stage; each
   // ring buffer's first read of an iteration waits for its stage.

@@ -245,6 +245,129 @@ func.func @kernel_out(%q: memref<?xf16> {flash.param = {meaning = "Q", name = "q
 
 // -----
 
+// Two kernels of the same arguments that each copy by TMA keep their own
+// maps (grid constants 13 - 16 each, none twice); a third of those
+// arguments takes the first one's.
+// CHECK-LABEL: func.func @first
+// CHECK-SAME: attributes {flash.grid_constants = array<i64: 13, 14, 15, 16>}
+// CHECK-LABEL: func.func @second
+// CHECK-SAME: attributes {flash.grid_constants = array<i64: 13, 14, 15, 16>}
+// CHECK-LABEL: func.func @shared
+// CHECK-SAME: attributes {flash.grid_constants = array<i64: 13, 14, 15, 16>}
+#wide = strided<[?, ?, ?, 1]>
+#rows = strided<[?, 1], offset: ?>
+func.func @first(%q: memref<?xf16> {flash.param = {meaning = "Q", name = "q"}},
+                  %k: memref<?xf16> {flash.param = {meaning = "K", name = "k"}},
+                  %v: memref<?xf16> {flash.param = {meaning = "V", name = "v"}},
+                  %b: index, %n: index, %sb: index, %sh: index, %sn: index,
+                  %row0: index, %acc: !flash_tile.tile<64x64xf32>,
+                  %p: !flash_tile.tile<64x64xf16>,
+                  %out: memref<?xf16> {flash.param = {meaning = "O", name = "out"}},
+                  %o16: !flash_tile.tile<64x64xf16>) -> !flash_tile.tile<64x64xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %qw = memref.reinterpret_cast %q to offset: [0], sizes: [%b, 1, %n, 64], strides: [%sb, %sh, %sn, 1] : memref<?xf16> to memref<?x?x?x64xf16, #wide>
+  %qm = memref.subview %qw[%b, 0, %row0, 0] [1, 1, %c64, 64] [1, 1, 1, 1] : memref<?x?x?x64xf16, #wide> to memref<?x64xf16, #rows>
+  %kw = memref.reinterpret_cast %k to offset: [0], sizes: [%b, 1, %n, 64], strides: [%sb, %sh, %sn, 1] : memref<?xf16> to memref<?x?x?x64xf16, #wide>
+  %km = memref.subview %kw[%b, 0, 0, 0] [1, 1, %n, 64] [1, 1, 1, 1] : memref<?x?x?x64xf16, #wide> to memref<?x64xf16, #rows>
+  %vw = memref.reinterpret_cast %v to offset: [0], sizes: [%b, 1, %n, 64], strides: [%sb, %sh, %sn, 1] : memref<?xf16> to memref<?x?x?x64xf16, #wide>
+  %vm = memref.subview %vw[%b, 0, 0, 0] [1, 1, %n, 64] [1, 1, 1, 1] : memref<?x?x?x64xf16, #wide> to memref<?x64xf16, #rows>
+  %qs = flash_tile.alloc : !flash_tile.shared<1x64x64xf16>
+  %ks = flash_tile.alloc : !flash_tile.shared<2x64x64xf16>
+  %vs = flash_tile.alloc : !flash_tile.shared<2x64x64xf16>
+  flash_tile.async_copy %qm[%c0], %qs[%c0] valid %c64 : memref<?x64xf16, #rows>, !flash_tile.shared<1x64x64xf16>
+  flash_tile.async_copy %km[%c0], %ks[%c0] valid %c64 : memref<?x64xf16, #rows>, !flash_tile.shared<2x64x64xf16>
+  flash_tile.async_copy %vm[%c0], %vs[%c0] valid %c64 : memref<?x64xf16, #rows>, !flash_tile.shared<2x64x64xf16>
+  flash_tile.async_wait pending 0
+  %r:2 = scf.for %j = %c0 to %n step %c64 iter_args(%o = %acc, %s = %c0) -> (!flash_tile.tile<64x64xf32>, index) {
+    %next = arith.addi %j, %c64 : index
+    %s1 = arith.subi %c1, %s : index
+    %more = arith.cmpi slt, %next, %n : index
+    scf.if %more {
+      %left = arith.subi %n, %next : index
+      %full = arith.cmpi sge, %left, %c64 : index
+      scf.if %full {
+        %c64b = arith.constant 64 : index
+        flash_tile.async_copy %km[%next], %ks[%s1] valid %c64b : memref<?x64xf16, #rows>, !flash_tile.shared<2x64x64xf16>
+        flash_tile.async_copy %vm[%next], %vs[%s1] valid %c64b : memref<?x64xf16, #rows>, !flash_tile.shared<2x64x64xf16>
+      } else {
+        flash_tile.async_copy %km[%next], %ks[%s1] valid %left : memref<?x64xf16, #rows>, !flash_tile.shared<2x64x64xf16>
+        flash_tile.async_copy %vm[%next], %vs[%s1] valid %left : memref<?x64xf16, #rows>, !flash_tile.shared<2x64x64xf16>
+      }
+    }
+    %sc = flash_tile.warpgroup_mma %qs[%c0], %ks[%s] transpose, %acc : !flash_tile.shared<1x64x64xf16>, !flash_tile.shared<2x64x64xf16>, !flash_tile.tile<64x64xf32>
+    %o2 = flash_tile.warpgroup_mma %p, %vs[%s], %o : !flash_tile.tile<64x64xf16>, !flash_tile.shared<2x64x64xf16>, !flash_tile.tile<64x64xf32>
+    flash_tile.async_wait pending 0
+    scf.yield %o2, %s1 : !flash_tile.tile<64x64xf32>, index
+  } {flash.kv_loop}
+  %ow = memref.reinterpret_cast %out to offset: [0], sizes: [%b, 1, %n, 64], strides: [%sb, %sh, %sn, 1] : memref<?xf16> to memref<?x?x?x64xf16, #wide>
+  %om = memref.subview %ow[%b, 0, %row0, 0] [1, 1, %c64, 64] [1, 1, 1, 1] : memref<?x?x?x64xf16, #wide> to memref<?x64xf16, #rows>
+  flash_tile.store %o16, %om[%c0] valid %c64 {alignment = 16} : !flash_tile.tile<64x64xf16>, memref<?x64xf16, #rows>
+  return %r#0 : !flash_tile.tile<64x64xf32>
+}
+func.func @second(%q: memref<?xf16> {flash.param = {meaning = "Q", name = "q"}},
+                  %k: memref<?xf16> {flash.param = {meaning = "K", name = "k"}},
+                  %v: memref<?xf16> {flash.param = {meaning = "V", name = "v"}},
+                  %b: index, %n: index, %sb: index, %sh: index, %sn: index,
+                  %row0: index, %acc: !flash_tile.tile<64x64xf32>,
+                  %p: !flash_tile.tile<64x64xf16>,
+                  %out: memref<?xf16> {flash.param = {meaning = "O", name = "out"}},
+                  %o16: !flash_tile.tile<64x64xf16>) -> !flash_tile.tile<64x64xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %qw = memref.reinterpret_cast %q to offset: [0], sizes: [%b, 1, %n, 64], strides: [%sb, %sh, %sn, 1] : memref<?xf16> to memref<?x?x?x64xf16, #wide>
+  %qm = memref.subview %qw[%b, 0, %row0, 0] [1, 1, %c64, 64] [1, 1, 1, 1] : memref<?x?x?x64xf16, #wide> to memref<?x64xf16, #rows>
+  %kw = memref.reinterpret_cast %k to offset: [0], sizes: [%b, 1, %n, 64], strides: [%sb, %sh, %sn, 1] : memref<?xf16> to memref<?x?x?x64xf16, #wide>
+  %km = memref.subview %kw[%b, 0, 0, 0] [1, 1, %n, 64] [1, 1, 1, 1] : memref<?x?x?x64xf16, #wide> to memref<?x64xf16, #rows>
+  %vw = memref.reinterpret_cast %v to offset: [0], sizes: [%b, 1, %n, 64], strides: [%sb, %sh, %sn, 1] : memref<?xf16> to memref<?x?x?x64xf16, #wide>
+  %vm = memref.subview %vw[%b, 0, 0, 0] [1, 1, %n, 64] [1, 1, 1, 1] : memref<?x?x?x64xf16, #wide> to memref<?x64xf16, #rows>
+  %qs = flash_tile.alloc : !flash_tile.shared<1x64x64xf16>
+  %ks = flash_tile.alloc : !flash_tile.shared<2x64x64xf16>
+  %vs = flash_tile.alloc : !flash_tile.shared<2x64x64xf16>
+  flash_tile.async_copy %qm[%c0], %qs[%c0] valid %c64 : memref<?x64xf16, #rows>, !flash_tile.shared<1x64x64xf16>
+  flash_tile.async_copy %km[%c0], %ks[%c0] valid %c64 : memref<?x64xf16, #rows>, !flash_tile.shared<2x64x64xf16>
+  flash_tile.async_copy %vm[%c0], %vs[%c0] valid %c64 : memref<?x64xf16, #rows>, !flash_tile.shared<2x64x64xf16>
+  flash_tile.async_wait pending 0
+  %r:2 = scf.for %j = %c0 to %n step %c64 iter_args(%o = %acc, %s = %c0) -> (!flash_tile.tile<64x64xf32>, index) {
+    %next = arith.addi %j, %c64 : index
+    %s1 = arith.subi %c1, %s : index
+    %more = arith.cmpi slt, %next, %n : index
+    scf.if %more {
+      %left = arith.subi %n, %next : index
+      %full = arith.cmpi sge, %left, %c64 : index
+      scf.if %full {
+        %c64b = arith.constant 64 : index
+        flash_tile.async_copy %km[%next], %ks[%s1] valid %c64b : memref<?x64xf16, #rows>, !flash_tile.shared<2x64x64xf16>
+        flash_tile.async_copy %vm[%next], %vs[%s1] valid %c64b : memref<?x64xf16, #rows>, !flash_tile.shared<2x64x64xf16>
+      } else {
+        flash_tile.async_copy %km[%next], %ks[%s1] valid %left : memref<?x64xf16, #rows>, !flash_tile.shared<2x64x64xf16>
+        flash_tile.async_copy %vm[%next], %vs[%s1] valid %left : memref<?x64xf16, #rows>, !flash_tile.shared<2x64x64xf16>
+      }
+    }
+    %sc = flash_tile.warpgroup_mma %qs[%c0], %ks[%s] transpose, %acc : !flash_tile.shared<1x64x64xf16>, !flash_tile.shared<2x64x64xf16>, !flash_tile.tile<64x64xf32>
+    %o2 = flash_tile.warpgroup_mma %p, %vs[%s], %o : !flash_tile.tile<64x64xf16>, !flash_tile.shared<2x64x64xf16>, !flash_tile.tile<64x64xf32>
+    flash_tile.async_wait pending 0
+    scf.yield %o2, %s1 : !flash_tile.tile<64x64xf32>, index
+  } {flash.kv_loop}
+  %ow = memref.reinterpret_cast %out to offset: [0], sizes: [%b, 1, %n, 64], strides: [%sb, %sh, %sn, 1] : memref<?xf16> to memref<?x?x?x64xf16, #wide>
+  %om = memref.subview %ow[%b, 0, %row0, 0] [1, 1, %c64, 64] [1, 1, 1, 1] : memref<?x?x?x64xf16, #wide> to memref<?x64xf16, #rows>
+  flash_tile.store %o16, %om[%c0] valid %c64 {alignment = 16} : !flash_tile.tile<64x64xf16>, memref<?x64xf16, #rows>
+  return %r#0 : !flash_tile.tile<64x64xf32>
+}
+func.func @shared(%q: memref<?xf16> {flash.param = {meaning = "Q", name = "q"}},
+                  %k: memref<?xf16> {flash.param = {meaning = "K", name = "k"}},
+                  %v: memref<?xf16> {flash.param = {meaning = "V", name = "v"}},
+                  %b: index, %n: index, %sb: index, %sh: index, %sn: index,
+                  %row0: index, %acc: !flash_tile.tile<64x64xf32>,
+                  %p: !flash_tile.tile<64x64xf16>,
+                  %out: memref<?xf16> {flash.param = {meaning = "O", name = "out"}},
+                  %o16: !flash_tile.tile<64x64xf16>) {
+  return
+}
+// -----
+
 // The kernels of one module take one argument list (the runtime launches
 // a decode variant's forward kernel and its combine with the same
 // arguments): the combine, which took the forward kernel's arguments,
