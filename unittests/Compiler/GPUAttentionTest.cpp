@@ -265,6 +265,12 @@ std::vector<Config> extraConfigs() {
       // kernel takes the forward kernel's tensor maps, unused.
       {"sm_90a", ElementType::F16, 128, 48, false, true, true},
       {"sm_90a", ElementType::BF16, 64, 80, true, true, false},
+      // 8 warps of 16 rows (a group of 80 or 128 heads beyond D = 128)
+      // copying K blocks of 16 keys: the warps split the columns too.
+      {"sm_80", ElementType::BF16, 80, 128, true, false, false,
+       /*headDimV=*/256},
+      {"sm_80", ElementType::BF16, 48, 80, false, true, false,
+       /*headDimV=*/256},
   };
 }
 

@@ -261,23 +261,32 @@ BlockedLayoutAttr
 mlir::flash_tile::getCopyLayout(MLIRContext *ctx, int64_t rows, int64_t cols,
                                 int64_t sourceCols, int64_t elementBytes,
                                 int64_t warps, int64_t alignment) {
-  if (!flashc::hasWholeChunkRows(sourceCols, elementBytes) || alignment < 4) {
-    int64_t across = getLanesOver(cols);
-    return BlockedLayoutAttr::get(ctx, {1, 1}, {32 / across, across},
-                                  {warps, 1});
-  }
-  for (int64_t bytes : {16, 8, 4}) {
-    int64_t vec = bytes / elementBytes;
-    if (vec < 1 || cols % vec != 0 || bytes > alignment)
-      continue;
-    int64_t across = getLanesOver(cols / vec);
-    if (rows % (32 / across * warps) == 0 || bytes == 4)
-      return BlockedLayoutAttr::get(ctx, {1, vec}, {32 / across, across},
-                                    {warps, 1});
-  }
-  // Rows of an odd number of 2-byte elements: one element a run.
-  int64_t across = getLanesOver(cols);
-  return BlockedLayoutAttr::get(ctx, {1, 1}, {32 / across, across}, {warps, 1});
+  // Runs of 16, 8 or 4 bytes where the rows are whole 16-byte chunks and
+  // the source allows them, else of one element.
+  SmallVector<int64_t> runs;
+  if (flashc::hasWholeChunkRows(sourceCols, elementBytes) && alignment >= 4)
+    for (int64_t bytes : {16, 8, 4})
+      if (bytes <= alignment && bytes % elementBytes == 0 &&
+          cols % (bytes / elementBytes) == 0)
+        runs.push_back(bytes / elementBytes);
+  runs.push_back(1);
+  // The longest runs whose layout covers the stage evenly: a warp's lanes
+  // over a row's runs first, its warps over rows, and where the stage has
+  // too few rows for every warp (16 keys for 8 warps), warps over columns
+  // too.
+  BlockedLayoutAttr last;
+  for (int64_t vec : runs)
+    for (int64_t wc = 1; wc <= warps; wc *= 2) {
+      int64_t perRow = cols / vec;
+      if (warps % wc != 0 || perRow % wc != 0)
+        break;
+      int64_t across = getLanesOver(perRow / wc);
+      last = BlockedLayoutAttr::get(ctx, {1, vec}, {32 / across, across},
+                                    {warps / wc, wc});
+      if (rows % (32 / across * (warps / wc)) == 0)
+        return last;
+    }
+  return last;
 }
 
 SwizzledLayoutAttr mlir::flash_tile::getSharedPlacement(MLIRContext *ctx,

@@ -85,7 +85,10 @@ int64_t getLanesOver(int64_t runs);
 /// over every thread (16 rows of 12 chunks are 1.5 chunks a thread of 4
 /// warps). Rows of `sourceCols` that are not whole 16-byte chunks go
 /// element by element. No run is longer than `alignment` bytes, the
-/// source's (a run of 2 bytes is an element).
+/// source's (a run of 2 bytes is an element). Where a stage has too few
+/// rows for every warp (16 keys for 8 warps), the warps split its columns
+/// too; the first layout, longest runs first, that covers the stage evenly
+/// is taken.
 BlockedLayoutAttr getCopyLayout(MLIRContext *ctx, int64_t rows, int64_t cols,
                                 int64_t sourceCols, int64_t elementBytes,
                                 int64_t warps, int64_t alignment = 16);
