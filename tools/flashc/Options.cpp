@@ -52,9 +52,11 @@ flashc::Options::parse(llvm::ArrayRef<const char *> args,
       // --simulate` in `flashc run`, whose --lse names a file), not a
       // value; `--name=--x` still gives one that starts with "--".
       llvm::StringRef next = args[i + 1];
-      std::string nextName =
-          next == "-o" ? "o" : next.drop_front(2).split('=').first.str();
-      if ((next.starts_with("--") || next == "-o") &&
+      std::string nextName = next == "-o" ? "o"
+                             : next.starts_with("--")
+                                 ? next.drop_front(2).split('=').first.str()
+                                 : "";
+      if (!nextName.empty() &&
           (flags.count(nextName) || valued.count(nextName)))
         return llvm::createStringError(
             "--" + name + " needs a value, and '" + next +
