@@ -24,7 +24,6 @@ WaveTarget flashc::getWaveTarget(std::string_view chip, int64_t numSMs,
   t.perSMBandwidthGBs = f->perSMBandwidthGBs;
   t.launchOverheadUs = f->launchOverheadUs;
   t.rowQuantum = kMmaRows;
-  t.powerOfTwoGroupQuanta = true;
   return t;
 }
 
@@ -63,10 +62,13 @@ WavePrediction flashc::predictSplitKV(const WaveTarget &target,
   p.splits = splits;
   p.kernels = splits > 1 ? 2 : 1;
   p.ctas = s.batch * s.kvHeads * ceilDiv(s.seqQ, blockQ) * splits;
-  int64_t quanta = ceilDiv(rows, quantum);
-  if (target.powerOfTwoGroupQuanta && s.group() > 1)
-    quanta = ceilPowerOf2(quanta);
-  p.rowsPerCta = quanta * quantum;
+  // A GPU's CTA computes its flash_tile kernel's MMA row tiles (a GQA
+  // tile's rounded up to a power of two); the CPU's, multiples of its
+  // quantum.
+  p.rowsPerCta =
+      quantum == kMmaRows
+          ? tileRowTiles(s.group(), blockQ, /*wideWarps=*/true) * kMmaRows
+          : ceilDiv(rows, quantum) * quantum;
   p.keysPerCta = std::min(s.seqKV, ceilDiv(blocksKV, splits) * blockKV);
   p.flopsPerCta = 2.0 * p.rowsPerCta * p.keysPerCta * (dqk + dv);
   // The Q tile and the split's K and V in; the output rows (f32 partials

@@ -49,11 +49,9 @@ struct WaveTarget {
   double perSMBandwidthGBs = 0;
   /// Fixed cost of one kernel launch, microseconds.
   double launchOverheadUs = 0;
-  /// Rows of a CTA's Q tile are padded up to a multiple of this.
+  /// Rows of a CTA's Q tile are padded up to a multiple of this. A GPU's
+  /// (kMmaRows) are its kernels' MMA row tiles, flashc::tileRowTiles.
   int64_t rowQuantum = 16;
-  /// Whether a GQA tile's quanta are rounded up to a power of two (the
-  /// GPU kernels' warps: flashc::tileRowTiles).
-  bool powerOfTwoGroupQuanta = false;
 };
 
 /// A kernel's predicted time.
