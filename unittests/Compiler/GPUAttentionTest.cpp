@@ -271,6 +271,16 @@ std::vector<Config> extraConfigs() {
        /*headDimV=*/256},
       {"sm_80", ElementType::BF16, 48, 80, false, true, false,
        /*headDimV=*/256},
+      // Rows narrower than the banks' 128 bytes: 64 bytes (D = 32) and 32
+      // (D = 16) swizzle in runs of 2 and 4 rows, 16 (D = 8) not at all;
+      // each without bank conflicts.
+      {"sm_80", ElementType::F16, 32, 1, true, false, false},
+      {"sm_80", ElementType::BF16, 16, 1, false, false, true},
+      {"sm_80", ElementType::F16, 8, 1, false, false, false},
+      {"sm_80", ElementType::F16, 32, 4, false, true, false},
+      {"sm_90a", ElementType::BF16, 32, 1, false, false, false},
+      {"sm_90a", ElementType::F16, 16, 4, true, false, false},
+      {"sm_90a", ElementType::F16, 8, 8, false, true, false},
   };
 }
 

@@ -142,13 +142,14 @@ inline std::string whyNotRescaleThreshold(int64_t threshold) {
 }
 
 /// Elements per shared-memory row holding `cols` elements of `elementBytes`:
-/// rows with a power-of-two number (at least 2) of 16-byte chunks are
-/// XOR-swizzled and keep their width; others are padded by one chunk. Both
-/// put the 8 rows an ldmatrix reads in 8 different bank groups.
+/// rows with a power-of-two number of 16-byte chunks keep their width
+/// (XOR-swizzled from 2 chunks on; 8 rows of one chunk are 128 contiguous
+/// bytes); others are padded by one chunk. Each puts the 8 rows an
+/// ldmatrix reads in 8 different bank groups.
 inline int64_t getSharedRowElements(int64_t cols, int64_t elementBytes) {
   int64_t chunkElems = 16 / elementBytes;
   int64_t chunks = cols / chunkElems;
-  bool pow2 = chunks >= 2 && (chunks & (chunks - 1)) == 0;
+  bool pow2 = chunks >= 1 && (chunks & (chunks - 1)) == 0;
   return pow2 ? cols : cols + chunkElems;
 }
 

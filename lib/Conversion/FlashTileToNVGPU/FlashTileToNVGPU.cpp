@@ -400,7 +400,8 @@ int64_t maxOverThreads(AffineExpr expr, int64_t threads) {
 }
 
 /// Addresses into stage buffers of a shared type: element (r, c) of a stage
-/// at `r * C + ((c / vec) ^ (r % phases)) * vec + c % vec` of the stage,
+/// at `r * C + ((c / vec) ^ ((r / rowsPerPhase) % phases)) * vec + c % vec`
+/// of the stage,
 /// where a row is one panel (C its elements, padding included); with
 /// panels of P elements, at `(c / P) * R * P` (R rows a stage) plus that of
 /// (r, c % P) in rows of P. An access pattern is a thread part (row and
@@ -417,6 +418,7 @@ public:
     SwizzledLayoutAttr swizzle = type.getLayout();
     vec = swizzle.getVector();
     phases = swizzle.getPhases();
+    rowsPerPhase = swizzle.getRowsPerPhase();
     panel = swizzle.getPanel();
     pitch = swizzle.getRowPitch(type.getColumns());
     int64_t maxCol = maxOverThreads(col, threads);
@@ -450,8 +452,9 @@ public:
     // chunks lie above the thread's own is an XOR (see the file comment),
     // and whole swizzle periods of rows add.
     bool additive = phases == 1;
-    bool xorable = !additive && llvm::isPowerOf2_64(pitch) && r % phases == 0 &&
-                   c % vec == 0 && (c / vec) % chunkBound == 0 && c < pitch &&
+    bool xorable = !additive && llvm::isPowerOf2_64(pitch) &&
+                   r % (phases * rowsPerPhase) == 0 && c % vec == 0 &&
+                   (c / vec) % chunkBound == 0 && c < pitch &&
                    (ownPanel || c == 0);
     if (additive || xorable) {
       // The stage's start plus the thread's, then a constant: one base per
@@ -524,6 +527,8 @@ private:
     Value vecC = indexConst(b, loc, vec);
     Value chunk = arith::DivUIOp::create(b, loc, c, vecC);
     Value within = arith::RemUIOp::create(b, loc, c, vecC);
+    if (rowsPerPhase != 1)
+      r = arith::DivUIOp::create(b, loc, r, indexConst(b, loc, rowsPerPhase));
     Value phase = arith::RemUIOp::create(b, loc, r, indexConst(b, loc, phases));
     Value moved = arith::MulIOp::create(
         b, loc, arith::XOrIOp::create(b, loc, chunk, phase), vecC);
@@ -534,7 +539,8 @@ private:
   SharedType type;
   AffineExpr row, col;
   int64_t scale = 1;
-  int64_t vec = 1, phases = 1, chunkBound = 1, panel = 0, pitch = 1;
+  int64_t vec = 1, phases = 1, rowsPerPhase = 1, chunkBound = 1, panel = 0,
+          pitch = 1;
   bool ownPanel = true;
   Value base;
   llvm::DenseMap<Value, Value> stageBases, threadStarts;

@@ -160,6 +160,35 @@ func.func @padded_rows(%src: memref<?x96xf16>, %row: index, %n: index, %stage: i
 
 // -----
 
+#mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+#a = #flash_tile.operand<a, #mma>
+#smem = #flash_tile.swizzled<vector = 8, phases = 2, rowsPerPhase = 4>
+// Rows of 16 f16 (2 chunks, 32 bytes) lie 4 to the banks' 128 bytes:
+// rows 4 to 7 of every 8 swap their two chunks, so the 8 rows an ldmatrix
+// reads take 8 bank groups. Element (r, c) of a stage is at
+// r * 16 + ((c / 8) xor ((r / 4) mod 2)) * 8 + c mod 8.
+// CHECK-LABEL: func.func @narrow_rows
+// CHECK: %[[COL:.+]] = arith.muli %{{.+}}, %c8 : index
+// CHECK: %[[ROW:.+]] = arith.addi
+// CHECK: %[[ROWSTART:.+]] = arith.muli %[[ROW]], %c16{{.*}} : index
+// CHECK: %[[CHUNK:.+]] = arith.divui %[[COL]], %[[C8:.+]] : index
+// CHECK: %[[WITHIN:.+]] = arith.remui %[[COL]], %[[C8]] : index
+// CHECK: %[[QUAD:.+]] = arith.divui %[[ROW]], %c4 : index
+// CHECK: %[[PHASE:.+]] = arith.remui %[[QUAD]], %c2 : index
+// CHECK: %[[MOVED:.+]] = arith.xori %[[CHUNK]], %[[PHASE]] : index
+// CHECK: %[[AT:.+]] = arith.muli %[[MOVED]], %[[C8]] : index
+// CHECK: %[[IN:.+]] = arith.addi %[[AT]], %[[WITHIN]] : index
+// CHECK: arith.addi %[[ROWSTART]], %[[IN]] : index
+// CHECK: nvgpu.ldmatrix %{{.+}}[%{{.+}}] {numTiles = 4 : i32, transpose = false} : memref<2048xf16, #gpu.address_space<workgroup>> -> vector<4x2xf16>
+// CHECK-NOT: nvgpu.ldmatrix
+func.func @narrow_rows(%stage: index) -> !flash_tile.tile<64x16xf16, #a> {
+  %k = flash_tile.alloc {offset = 0} : !flash_tile.shared<2x64x16xf16, #smem>
+  %q = flash_tile.local_load %k[%stage] : !flash_tile.shared<2x64x16xf16, #smem> -> !flash_tile.tile<64x16xf16, #a>
+  return %q : !flash_tile.tile<64x16xf16, #a>
+}
+
+// -----
+
 #elem = #flash_tile.blocked<size = [1, 1], threads = [1, 32], warps = [4, 1]>
 #smem = #flash_tile.swizzled<vector = 8, phases = 8>
 // Rows of 59 elements (not whole 4-byte units) into a stage of 64

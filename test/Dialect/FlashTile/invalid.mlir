@@ -68,6 +68,18 @@ func.func private @f(%a: !flash_tile.shared<2x64x96xf16, #flash_tile.swizzled<ve
 
 // -----
 
+// swizzled: runs of rows a phase
+// expected-error @+1 {{#flash_tile.swizzled's rowsPerPhase is 1, 2, 4 or 8, not 3}}
+func.func private @f(%a: !flash_tile.shared<2x64x16xf16, #flash_tile.swizzled<vector = 8, phases = 2, rowsPerPhase = 3>>)
+
+// -----
+
+// swizzled: runs of rows need a swizzle
+// expected-error @+1 {{#flash_tile.swizzled without a swizzle (1 phase) has 1 row a phase, not 4}}
+func.func private @f(%a: !flash_tile.shared<2x64x8xf16, #flash_tile.swizzled<vector = 8, phases = 1, rowsPerPhase = 4>>)
+
+// -----
+
 // tile: rank
 // expected-error @+1 {{a flash_tile tile is 1-D or 2-D, or a batch of them (3-D at most), not 4-D}}
 func.func private @f(%a: !flash_tile.tile<2x2x64x64xf32, #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>>)
@@ -1099,6 +1111,18 @@ func.func @wgmma_placement(%p: !flash_tile.tile<64x64xf16>,
 
 // -----
 
+// Phases in runs of rows are not the tensor cores' 128-byte swizzle.
+func.func @wgmma_runs(%p: !flash_tile.tile<64x64xf16>,
+                      %v: !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8, rowsPerPhase = 2>>,
+                      %acc: !flash_tile.tile<64x64xf32>, %s: index) {
+  // expected-error @+1 {{'flash_tile.warpgroup_mma' op reads B swizzled in 16-byte chunks over 8 rows without padding, in panels of 128 bytes where rows are wider, not #flash_tile.swizzled<vector = 8, phases = 8, rowsPerPhase = 2>}}
+  %0 = flash_tile.warpgroup_mma %p, %v[%s], %acc
+      : !flash_tile.tile<64x64xf16>, !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8, rowsPerPhase = 2>>, !flash_tile.tile<64x64xf32>
+  return
+}
+
+// -----
+
 // 32 rows per warp: the warps of a warpgroup do not hold its 64 rows.
 #mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
 func.func @wgmma_layout(%p: !flash_tile.tile<128x64xf16, #flash_tile.operand<a, #mma>>,
@@ -1223,6 +1247,15 @@ func.func @f(%map: !llvm.ptr, %k: !flash_tile.shared<2x128x128xf16, #flash_tile.
   // expected-error @+1 {{'flash_tile.tma_load' op fills a buffer of #flash_tile.swizzled<vector = 8, phases = 8>, not the 128-byte swizzle of 16-byte chunks over 8 rows of 64 elements that the copy moves}}
   flash_tile.tma_load %map[%s, %s], %k[%s] box [64, 128]
       : !llvm.ptr, !flash_tile.shared<2x128x128xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+  return
+}
+
+// -----
+
+func.func @f(%map: !llvm.ptr, %k: !flash_tile.shared<2x128x64xf16, #flash_tile.swizzled<vector = 8, phases = 8, rowsPerPhase = 2>>, %s: index) {
+  // expected-error @+1 {{'flash_tile.tma_load' op fills a buffer of #flash_tile.swizzled<vector = 8, phases = 8, rowsPerPhase = 2>, not the 128-byte swizzle of 16-byte chunks over 8 rows of 64 elements that the copy moves}}
+  flash_tile.tma_load %map[%s, %s], %k[%s] box [64, 128]
+      : !llvm.ptr, !flash_tile.shared<2x128x64xf16, #flash_tile.swizzled<vector = 8, phases = 8, rowsPerPhase = 2>>
   return
 }
 

@@ -446,7 +446,7 @@ SmallVector<int64_t> BlockedLayoutAttr::getCoordinates(ArrayRef<int64_t> shape,
 LogicalResult
 SwizzledLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                            int64_t vector, int64_t phases, int64_t padding,
-                           int64_t panel) {
+                           int64_t panel, int64_t rowsPerPhase) {
   if (padding < 0 || padding % std::max<int64_t>(vector, 1) != 0)
     return emitError() << "#flash_tile.swizzled's padding is a whole number "
                           "of chunks of "
@@ -467,6 +467,15 @@ SwizzledLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "#flash_tile.swizzled's phases are 1, 2, 4 or 8, "
                           "not "
                        << phases;
+  if (rowsPerPhase < 1 || rowsPerPhase > 8 ||
+      !llvm::isPowerOf2_64(rowsPerPhase))
+    return emitError() << "#flash_tile.swizzled's rowsPerPhase is 1, 2, 4 "
+                          "or 8, not "
+                       << rowsPerPhase;
+  if (rowsPerPhase != 1 && phases == 1)
+    return emitError() << "#flash_tile.swizzled without a swizzle (1 phase) "
+                          "has 1 row a phase, not "
+                       << rowsPerPhase;
   if (panel != 0 &&
       (panel < 0 || !llvm::isPowerOf2_64(panel) || panel % vector != 0 ||
        padding != 0 || (panel / vector) % phases != 0))

@@ -204,7 +204,7 @@ static LogicalResult verifyTmaBox(Operation *op, SharedType buffer,
   if (!buffer.hasLayout())
     return success();
   SwizzledLayoutAttr layout = buffer.getLayout();
-  if (layout.getVector() * bytes != 16 || layout.getPhases() != 8 ||
+  if (layout.getVector() * bytes != 16 || !layout.isEightRowSwizzle() ||
       layout.getPadding() != 0 ||
       layout.getRowPitch(buffer.getColumns()) != box[0])
     return emitOpError() << "fills a buffer of " << layout
@@ -534,9 +534,10 @@ static LogicalResult verifyWarpgroupBuffer(WarpgroupMmaOp op, SharedType buffer,
   // Whole 128-byte rows read as they are lie 128 bytes apart: one swizzle
   // row each, or panels of them (padding would widen the pitch).
   SwizzledLayoutAttr layout = buffer.getLayout();
-  if (layout && (layout.getVector() * bytes != 16 || layout.getPhases() != 8 ||
-                 layout.getRowPitch(buffer.getColumns()) * bytes !=
-                     flashc::kWarpgroupRowBytes))
+  if (layout &&
+      (layout.getVector() * bytes != 16 || !layout.isEightRowSwizzle() ||
+       layout.getRowPitch(buffer.getColumns()) * bytes !=
+           flashc::kWarpgroupRowBytes))
     return op.emitOpError() << "reads " << role
                             << " swizzled in 16-byte chunks over 8 rows "
                                "without padding, in panels of 128 bytes "

@@ -298,8 +298,15 @@ SwizzledLayoutAttr mlir::flash_tile::getSharedPlacement(MLIRContext *ctx,
   if (cols < 1 || cols % vec != 0)
     return {};
   int64_t padding = flashc::getSharedRowElements(cols, elementBytes) - cols;
-  int64_t phases = padding ? 1 : std::min<int64_t>(8, cols / vec);
-  return SwizzledLayoutAttr::get(ctx, vec, phases, padding);
+  if (padding)
+    return SwizzledLayoutAttr::get(ctx, vec, /*phases=*/1, padding);
+  // 8 rows of one chunk are 128 contiguous bytes. Rows of 2 or 4 chunks
+  // share 128 bytes 4 or 2 at a time and swizzle in runs of as many rows;
+  // wider rows swizzle at each row over 8.
+  int64_t chunks = cols / vec;
+  int64_t phases = std::min<int64_t>(8, chunks);
+  return SwizzledLayoutAttr::get(ctx, vec, phases, /*padding=*/0, /*panel=*/0,
+                                 /*rowsPerPhase=*/phases == 1 ? 1 : 8 / phases);
 }
 
 bool mlir::flash_tile::hasWarpgroupRows(int64_t cols, int64_t elementBytes) {
@@ -311,6 +318,6 @@ mlir::flash_tile::getWarpgroupPlacement(MLIRContext *ctx, int64_t cols,
                                         int64_t elementBytes) {
   int64_t rowElements = flashc::kWarpgroupRowBytes / elementBytes;
   return SwizzledLayoutAttr::get(ctx, 16 / elementBytes, 8, /*padding=*/0,
-                                 /*panel=*/cols > rowElements ? rowElements
-                                                              : 0);
+                                 /*panel=*/cols > rowElements ? rowElements : 0,
+                                 /*rowsPerPhase=*/1);
 }

@@ -88,19 +88,28 @@ func.func @too_big() {
 // Buffers without a placement (as flash-to-tile writes them) get theirs
 // before their sizes count: 64 f16 columns are 8 chunks, swizzled over 8
 // rows; 96 are 12, not a power of two, so each row is padded by a chunk
-// (2 x 64 x 104 f16); 16 f32 columns are 4 chunks, swizzled over 4 rows.
+// (2 x 64 x 104 f16). Narrower rows share the 128 bytes of the banks and
+// swizzle in runs of rows: 16 f32 columns (4 chunks, 2 rows to 128 bytes)
+// over 4 phases of 2 rows, 16 f16 columns (2 chunks) over 2 phases of 4
+// rows; 8 f16 columns (one chunk, 8 rows to 128 bytes) are not swizzled.
 // CHECK-DAG: #[[SW8:.+]] = #flash_tile.swizzled<vector = 8, phases = 8>
 // CHECK-DAG: #[[PAD:.+]] = #flash_tile.swizzled<vector = 8, phases = 1, padding = 8>
-// CHECK-DAG: #[[SW4:.+]] = #flash_tile.swizzled<vector = 4, phases = 4>
+// CHECK-DAG: #[[SW4:.+]] = #flash_tile.swizzled<vector = 4, phases = 4, rowsPerPhase = 2>
+// CHECK-DAG: #[[SW2:.+]] = #flash_tile.swizzled<vector = 8, phases = 2, rowsPerPhase = 4>
+// CHECK-DAG: #[[ONE:.+]] = #flash_tile.swizzled<vector = 8, phases = 1>
 // CHECK-LABEL: func.func @placement
-// CHECK-SAME: flash.shared_bytes = 35840 : i64
+// CHECK-SAME: flash.shared_bytes = 37376 : i64
 // CHECK: flash_tile.alloc {offset = 0 : i64} : !flash_tile.shared<1x64x64xf16, #[[SW8]]>
 // CHECK: flash_tile.alloc {offset = 8192 : i64} : !flash_tile.shared<2x64x96xf16, #[[PAD]]>
 // CHECK: flash_tile.alloc {offset = 34816 : i64} : !flash_tile.shared<1x16x16xf32, #[[SW4]]>
+// CHECK: flash_tile.alloc {offset = 35840 : i64} : !flash_tile.shared<1x32x16xf16, #[[SW2]]>
+// CHECK: flash_tile.alloc {offset = 36864 : i64} : !flash_tile.shared<1x32x8xf16, #[[ONE]]>
 func.func @placement() {
   %q = flash_tile.alloc : !flash_tile.shared<1x64x64xf16>
   %k = flash_tile.alloc : !flash_tile.shared<2x64x96xf16>
   %f = flash_tile.alloc : !flash_tile.shared<1x16x16xf32>
+  %n = flash_tile.alloc : !flash_tile.shared<1x32x16xf16>
+  %o = flash_tile.alloc : !flash_tile.shared<1x32x8xf16>
   return
 }
 

@@ -200,11 +200,18 @@ def FlashTile_SwizzledLayoutAttr : FlashTile_Attr<"SwizzledLayout",
   let description = [{
     A shared-memory buffer stores its rows one after the other, in chunks of
     `vector` elements (16 bytes for `ldmatrix` and `cp.async`). The chunk
-    `c` of row `r` is stored at chunk position `c xor (r mod phases)`, so
-    that the eight rows an `ldmatrix` reads at once fall in different banks.
-    `phases = 1` is no swizzle. `phases` is a power of two that divides
-    the chunks of a row, so that every chunk stays in its row (the buffer
-    type checks it).
+    `c` of row `r` is stored at chunk position
+    `c xor ((r / rowsPerPhase) mod phases)`, so that the eight rows an
+    `ldmatrix` reads at once fall in different banks. `phases = 1` is no
+    swizzle. `phases` is a power of two that divides the chunks of a row,
+    so that every chunk stays in its row (the buffer type checks it).
+
+    Rows narrower than the 128 bytes of the 32 banks share a phase in
+    runs of `rowsPerPhase` (default 1): rows of two 16-byte chunks lie
+    four to 128 bytes, so four rows take the same place before the next
+    four swap their chunks (`phases = 2, rowsPerPhase = 4`); rows of four
+    chunks swap every two (`phases = 4, rowsPerPhase = 2`). These are the
+    32- and 64-byte swizzles of the TMA and the tensor cores.
 
     With `panel`, a row is split into panels of `panel` elements (the
     128 bytes of the tensor cores' and the TMA's 128-byte swizzle), and
@@ -226,17 +233,19 @@ def FlashTile_SwizzledLayoutAttr : FlashTile_Attr<"SwizzledLayout",
     #flash_tile.swizzled<vector = 8, phases = 8>
     #flash_tile.swizzled<vector = 8, phases = 1, padding = 8>
     #flash_tile.swizzled<vector = 8, phases = 8, panel = 64>
+    #flash_tile.swizzled<vector = 8, phases = 2, rowsPerPhase = 4>
     ```
   }];
   let parameters = (ins "int64_t":$vector, "int64_t":$phases,
                         DefaultValuedParameter<"int64_t", "0">:$padding,
-                        DefaultValuedParameter<"int64_t", "0">:$panel);
+                        DefaultValuedParameter<"int64_t", "0">:$panel,
+                        DefaultValuedParameter<"int64_t", "1">:$rowsPerPhase);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let builders = [
     AttrBuilder<(ins "int64_t":$vector, "int64_t":$phases,
                      CArg<"int64_t", "0">:$padding), [{
-      return $_get($_ctxt, vector, phases, padding, 0);
+      return $_get($_ctxt, vector, phases, padding, 0, 1);
     }]>,
   ];
   let extraClassDeclaration = [{
@@ -244,6 +253,13 @@ def FlashTile_SwizzledLayoutAttr : FlashTile_Attr<"SwizzledLayout",
     /// a padded row's of `columns` when the row is one panel.
     int64_t getRowPitch(int64_t columns) const {
       return getPanel() ? getPanel() : columns + getPadding();
+    }
+    /// The rows after which the phases repeat.
+    int64_t getPeriodRows() const { return getPhases() * getRowsPerPhase(); }
+    /// Whether chunks move at every row over 8 rows: the 128-byte swizzle
+    /// of rows of at least 8 chunks.
+    bool isEightRowSwizzle() const {
+      return getPhases() == 8 && getRowsPerPhase() == 1;
     }
   }];
 }

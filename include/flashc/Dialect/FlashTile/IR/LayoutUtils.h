@@ -94,11 +94,12 @@ BlockedLayoutAttr getCopyLayout(MLIRContext *ctx, int64_t rows, int64_t cols,
                                 int64_t warps, int64_t alignment = 16);
 
 /// The placement of a shared buffer's rows of `cols` elements of
-/// `elementBytes` bytes: 16-byte chunks, XOR-swizzled over up to 8 rows
-/// where a row has a power of two (at least 2) of them, else each row
-/// padded by a chunk (flashc::getSharedRowElements); both put the 8 rows
-/// an ldmatrix reads in 8 different bank groups. Null where the rows are
-/// not whole 16-byte chunks.
+/// `elementBytes` bytes: 16-byte chunks, XOR-swizzled over 8 rows (in runs
+/// of 4 or 2 rows where a row has 2 or 4 chunks) where a row has a power
+/// of two of them (one chunk: no swizzle), else each row padded by a chunk
+/// (flashc::getSharedRowElements); each puts the 8 rows an ldmatrix reads
+/// in 8 different bank groups. Null where the rows are not whole 16-byte
+/// chunks.
 SwizzledLayoutAttr getSharedPlacement(MLIRContext *ctx, int64_t cols,
                                       int64_t elementBytes);
 

@@ -343,10 +343,12 @@ def FlashTileAllocateShared : Pass<"flash-tile-allocate-shared"> {
     boundary; the kernel's total then counts 1024 bytes more, within which
     the lowering aligns the buffers' start, and 8 bytes for the mbarrier
     of each stage a TMA copy fills), else
-    16-byte chunks XOR-swizzled over up to 8 rows where a row has a power
-    of two (at least 2) of them, else rows padded by a chunk (48, 80, 96,
-    112, 160, 192 or 224 f16 columns), which also puts the 8 rows an
-    ldmatrix reads in 8 different bank groups; rows that are not whole
+    16-byte chunks XOR-swizzled over 8 rows where a row has a power of
+    two of them (rows of 2 or 4 chunks, 32 or 64 bytes, in runs of 4 or
+    2 rows a phase; rows of one chunk as they are), else rows padded by a
+    chunk (48, 80, 96, 112, 160, 192 or 224 f16 columns); each puts the 8
+    rows an ldmatrix reads in 8 different bank groups; rows that are not
+    whole
     16-byte chunks are an error. Then every allocation gets its byte
     offset in the CTA's dynamic shared memory, in the order the
     allocations appear, each aligned to 128 bytes (so that a
