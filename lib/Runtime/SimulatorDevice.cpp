@@ -251,6 +251,22 @@ runtime::getSimulatorDevice(const std::string &chip,
   return std::make_shared<SimulatorDevice>(chip, options);
 }
 
+SimulatorCounters
+SimulatorCounters::operator-(const SimulatorCounters &earlier) const {
+  SimulatorCounters d;
+  d.threadInstructions = threadInstructions - earlier.threadInstructions;
+  d.seconds = seconds - earlier.seconds;
+  d.ldmatrixMatrices = ldmatrixMatrices - earlier.ldmatrixMatrices;
+  d.ldmatrixExtraWavefronts =
+      ldmatrixExtraWavefronts - earlier.ldmatrixExtraWavefronts;
+  d.wgmmaInstructions = wgmmaInstructions - earlier.wgmmaInstructions;
+  d.tensorLoads = tensorLoads - earlier.tensorLoads;
+  d.setmaxnregInstructions =
+      setmaxnregInstructions - earlier.setmaxnregInstructions;
+  d.barrierArrivals = barrierArrivals - earlier.barrierArrivals;
+  return d;
+}
+
 Result<SimulatorCounters> runtime::getSimulatorCounters(const Device &device) {
   auto *sim = dynamic_cast<const SimulatorDevice *>(&device);
   if (!sim)

@@ -97,13 +97,24 @@ flashc::runGPUKernel(const Kernel &kernel, HostTensor &q, HostTensor &k,
       return toError(s);
     return llvm::Error::success();
   };
+  auto counters = [&]() -> std::optional<rt::SimulatorCounters> {
+    flashc::Result<rt::SimulatorCounters> c = rt::getSimulatorCounters(*device);
+    return c.ok() ? std::optional<rt::SimulatorCounters>(*c) : std::nullopt;
+  };
   for (int64_t i = 0; i <= std::max<int64_t>(iters, 1); ++i) {
+    std::optional<rt::SimulatorCounters> before;
+    if (i == 0 && host)
+      before = counters();
     auto t0 = std::chrono::steady_clock::now();
     if (llvm::Error e = runOnce())
       return std::move(e);
     double t = std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                              t0)
                    .count();
+    // The first run's share of the simulator's running totals.
+    if (before)
+      if (std::optional<rt::SimulatorCounters> after = counters())
+        times.counters = *after - *before;
     if (i > 0 || iters == 0)
       times.seconds.push_back(t);
   }

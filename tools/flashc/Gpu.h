@@ -10,10 +10,12 @@
 #define FLASHC_TOOLS_FLASHC_GPU_H
 
 #include "flashc/Compiler/Reference.h"
+#include "flashc/Runtime/Runtime.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
+#include <optional>
 #include <vector>
 
 namespace flashc {
@@ -23,6 +25,8 @@ struct GPURunTimes {
   std::vector<double> seconds;
   std::string device;
   int64_t splits = 1;
+  /// The simulator's counters over the first run (none on a CUDA device).
+  std::optional<flashc::runtime::SimulatorCounters> counters;
 };
 
 /// Runs a GPU `kernel` once for its result (left in `out` and `lse`) and

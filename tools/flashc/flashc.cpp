@@ -619,6 +619,14 @@ int runCommand(llvm::ArrayRef<const char *> args) {
                                           getCausalFlops(spec.shape()) /
                                               median * 1e-12)
                                 .str());
+    if (const std::optional<flashc::runtime::SimulatorCounters> &c =
+            times->counters)
+      llvm::outs() << llvm::formatv(
+          "simulator: {0} thread instructions; ldmatrix {1} matrices, {2} "
+          "extra shared-memory wavefronts from bank conflicts; {3} wgmma "
+          "(per warp), {4} TMA loads (first run)\n",
+          c->threadInstructions, c->ldmatrixMatrices,
+          c->ldmatrixExtraWavefronts, c->wgmmaInstructions, c->tensorLoads);
   } else {
     // The decode entry is compiled at its first use: count it as compile
     // time, not as the first run's.

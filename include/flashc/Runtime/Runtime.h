@@ -355,6 +355,10 @@ struct SimulatorCounters {
   /// bar.arrive executed, per thread: consumer warpgroups passing turns
   /// (sim::LaunchStats).
   uint64_t barrierArrivals = 0;
+
+  /// What was counted since `earlier`, the same device's counters read
+  /// before these.
+  SimulatorCounters operator-(const SimulatorCounters &earlier) const;
 };
 
 /// The counters of a device from getSimulatorDevice; an error for any other
