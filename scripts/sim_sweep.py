@@ -16,14 +16,18 @@
 #
 # Every problem is expected to compile and pass: a run that exits non-zero
 # (a refusal, a crash, a check outside its tolerance, a simulator fault) is
-# a failure, printed with the command that repeats it. Exit status 1 when
-# any run failed.
+# a failure, and so is one whose kernels' ldmatrix reads met a shared-memory
+# bank conflict (the simulator's counters, which `flashc run` prints: every
+# placement of a kernel's buffers puts the 8 rows a read takes in 8 bank
+# groups). Each is printed with the command that repeats it. Exit status 1
+# when any run failed.
 #
 # ===----------------------------------------------------------------------===#
 
 import argparse
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -112,6 +116,13 @@ def main():
                 rc, text = done.returncode, done.stdout + done.stderr
             except subprocess.TimeoutExpired:
                 rc, text = "timeout", f"ran past {args.timeout} s"
+            conflicts = re.search(r"ldmatrix \d+ matrices, (\d+) extra "
+                                  r"shared-memory wavefronts", text)
+            if rc == 0 and not conflicts:
+                rc, text = "no counters", "`flashc run` printed no " \
+                    "simulator counters"
+            elif rc == 0 and int(conflicts.group(1)):
+                rc, text = "bank conflicts", conflicts.group(0)
             if rc == 0:
                 if not args.quiet:
                     print(f"ok: {' '.join(command[2:])}", flush=True)
