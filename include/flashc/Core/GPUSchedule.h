@@ -15,9 +15,10 @@
 //  - K and V blocks of Bc keys are double-buffered in shared memory; Q is
 //    kept in registers for head dims up to 128 and re-read from shared
 //    memory per KV block beyond that (the flash_tile path keeps it in
-//    registers throughout). The Q region doubles as the output's
-//    staging area, as wide as the output's element (the input's type, or
-//    f32 for the partials of a split KV loop).
+//    registers throughout). An sm_90a TMA store of O stages it in the Q
+//    region where its rows are Q's; every other output goes from registers
+//    to global memory, so the shared memory is Q's rows and the K and V
+//    stages (the f32 partials of a split KV loop take none).
 //
 // Dependency-free (C++17), like the runtime that reads the same figures.
 //
@@ -201,15 +202,13 @@ struct GPUTileConfig {
                elementBytes;
   }
 
-  /// Byte offsets of the shared-memory regions: Q (also the output staging
-  /// area, `outputBytes` wide), then the K and V stages. The kv-warp merge
-  /// reuses the K/V region.
+  /// Byte offsets of the shared-memory regions: Q (which a TMA store of
+  /// O of the same rows reuses; other outputs go from registers to global
+  /// memory), then the K and V stages. The kv-warp merge reuses the K/V
+  /// region.
   int64_t qRegionBytes() const {
-    return tileRows() *
-           std::max(getSharedRowElements(paddedHeadDim, elementBytes) *
-                        elementBytes,
-                    getSharedRowElements(paddedHeadDimV, outputBytes) *
-                        outputBytes);
+    return tileRows() * getSharedRowElements(paddedHeadDim, elementBytes) *
+           elementBytes;
   }
   int64_t kStageBytes() const {
     return blockKV * getSharedRowElements(paddedHeadDim, elementBytes) *
