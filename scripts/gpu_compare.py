@@ -119,7 +119,9 @@ def compare(lib, bundles, causal_only, json_path):
         print(f"  {d:>4} {h:>3} {int(causal):>6} {b:>3} {n:>6} " +
               " ".join(f"{x:22.1f}" for x in tf) +
               ("" if ok else f"  outputs differ: {diffs}"))
-        del q, k, v, outs, views
+        # Dropped before the next configuration allocates (the closure
+        # above reads them only within this iteration).
+        q = k = v = outs = views = None
         torch.cuda.empty_cache()
     if json_path:
         with open(json_path, "w") as f:

@@ -143,7 +143,7 @@ def sweep(bundle, json_path):
         host_us = (time.perf_counter() - start) / 300 * 1e6
         torch.cuda.synchronize()
         print(f"  {name:24s} {host_us:8.1f} us")
-    del q, k, v, out
+    q = k = v = out = None
 
     print(f"decode (bf16, GQA 32/8, D = 128, one query; {variant['id']}; "
           f"device-to-device copy {copy_gbs:.0f} GB/s): GB/s per split count")
@@ -220,7 +220,9 @@ def sweep(bundle, json_path):
                   f"({100 * kernel_gbs['auto'] / copy_gbs:.0f}% copy)" +
                   (f", best {kbest} splits {kernel_gbs[kbest]:6.0f}"
                    if kbest is not None else "") + f" | {cells}")
-        del q, k, v, out, ref
+        # Dropped before the next configuration allocates (the closures
+        # above read them only within this iteration).
+        q = k = v = out = ref = None
         torch.cuda.empty_cache()
     if json_path:
         with open(json_path, "w") as f:

@@ -66,7 +66,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 
 # Per-target figures of one SM.
 TARGETS = {
