@@ -101,6 +101,28 @@ void checkShape(const Config &c, const Shape &s,
   if (kernelOut)
     *kernelOut = *kernel;
   ASSERT_TRUE((*kernel)->isGPU());
+  {
+    // The schedule sizes tiles by GPUTileConfig's shared memory (Q's rows,
+    // the K and V stages); the kernel's own total (flash-tile-allocate-
+    // shared) is that, plus on sm_90a the warpgroup MMAs' alignment and
+    // the stages' mbarriers.
+    const flashc::runtime::KernelVariant &v = *(*kernel)->getMetadata().gpu;
+    flashc::GPUTileConfig tile = flashc::makeGPUTileConfig(
+        v.query.group, v.query.headDim, v.query.headDimV, 2, v.blockQ,
+        v.blockKV, v.query.decode ? 4 : 2, /*wideWarps=*/true);
+    tile.stages = config.stages;
+    int64_t extra = v.forward.sharedBytes - tile.sharedBytes();
+    int64_t mbarriers = 8 * (4 * tile.stages + 1);
+    if (std::string(c.target) == "sm_80")
+      EXPECT_EQ(extra, 0) << v.forward.sharedBytes << " bytes, GPUTileConfig "
+                          << tile.sharedBytes();
+    else
+      EXPECT_TRUE(extra == 0 ||
+                  (extra >= flashc::kWarpgroupSharedAlignment &&
+                   extra <= flashc::kWarpgroupSharedAlignment + mbarriers))
+          << v.forward.sharedBytes << " bytes, GPUTileConfig "
+          << tile.sharedBytes();
+  }
 
   unsigned seed = freshSeed();
   SCOPED_TRACE("seed " + std::to_string(seed) +
