@@ -254,8 +254,6 @@ def FlashTile_SwizzledLayoutAttr : FlashTile_Attr<"SwizzledLayout",
     int64_t getRowPitch(int64_t columns) const {
       return getPanel() ? getPanel() : columns + getPadding();
     }
-    /// The rows after which the phases repeat.
-    int64_t getPeriodRows() const { return getPhases() * getRowsPerPhase(); }
     /// Whether chunks move at every row over 8 rows: the 128-byte swizzle
     /// of rows of at least 8 chunks.
     bool isEightRowSwizzle() const {
