@@ -210,6 +210,8 @@ public:
     counters.setmaxnregInstructions += stats->setmaxnregInstructions;
     counters.barrierArrivals += stats->barrierArrivals;
     counters.ldmatrixExtraWavefronts += stats->ldmatrixExtraWavefronts;
+    counters.sharedRequests += stats->sharedRequests;
+    counters.sharedExtraWavefronts += stats->sharedExtraWavefronts;
     return Status::success();
   }
 
@@ -259,6 +261,9 @@ SimulatorCounters::operator-(const SimulatorCounters &earlier) const {
   d.ldmatrixMatrices = ldmatrixMatrices - earlier.ldmatrixMatrices;
   d.ldmatrixExtraWavefronts =
       ldmatrixExtraWavefronts - earlier.ldmatrixExtraWavefronts;
+  d.sharedRequests = sharedRequests - earlier.sharedRequests;
+  d.sharedExtraWavefronts =
+      sharedExtraWavefronts - earlier.sharedExtraWavefronts;
   d.wgmmaInstructions = wgmmaInstructions - earlier.wgmmaInstructions;
   d.tensorLoads = tensorLoads - earlier.tensorLoads;
   d.setmaxnregInstructions =

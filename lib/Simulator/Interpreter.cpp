@@ -122,6 +122,7 @@ bool CTARunner::run(uint64_t index) {
   // that a kernel relying on zeroed shared memory shows it.
   std::fill(shared.begin(), shared.end(), 0xff);
   std::fill(warpSync.begin(), warpSync.end(), 0);
+  sharedBanks.reset(nthreads, numSharedSites);
   std::fill(regs.begin(), regs.end(), 0);
   async.reset(nwarps, shared.data(), sharedSize);
   if (usesAsync)
@@ -162,6 +163,10 @@ bool CTARunner::run(uint64_t index) {
         if (error)
           break;
         progress |= ran;
+        // Every lane of the warp has stopped: its shared-memory accesses
+        // since it last met form the warp's requests.
+        if (ran)
+          sharedBanks.flush(w);
         if (!execWarpOp(w))
           break;
         progress = true;
@@ -216,6 +221,7 @@ bool CTARunner::run(uint64_t index) {
   }
   for (Thread &t : threads)
     instructions += t.executed;
+  sharedBanks.finish();
   if (error) {
     if (env.checkRaces)
       for (ShadowByte &s : shadow)
@@ -493,6 +499,10 @@ void CTARunner::runThread(Thread &t) {
       return;
     }
     if (I.guard >= 0 && ((R[I.guard] & 1) == (I.guardNegated ? 1u : 0u))) {
+      // A predicated-off access still takes its place in the warp's
+      // request (SharedBanks.h).
+      if (__builtin_expect(sharedSite[t.pc] >= 0, false))
+        noteSharedRequest(I, t, 0, 0);
       t.pc++;
       continue;
     }
@@ -743,9 +753,14 @@ Result<LaunchStats> Device::launch(const Module &module,
         std::max<uint64_t>(sharedTotal, info.staticSharedBytes);
     const uint64_t shadowPerByte =
         env.checkRaces ? sizeof(ShadowByte) + sizeof(ShadowDetail) : 0;
+    const uint64_t sharedSites = static_cast<uint64_t>(std::count_if(
+        kernel->code.begin(), kernel->code.end(), CTARunner::isSharedSite));
     const uint64_t perCTA =
-        threads * (std::max(1u, kernel->numRegs) * uint64_t(8) +
-                   kernel->localBytes + sizeof(Thread)) +
+        threads *
+            (std::max(1u, kernel->numRegs) * uint64_t(8) + kernel->localBytes +
+             sizeof(Thread) +
+             (sharedSites ? SharedBankCounter::kLogLimit * sizeof(uint64_t)
+                          : 0)) +
         sharedSize * (1 + shadowPerByte) +
         kMaxCopiesInFlight * sizeof(PendingCopy) + sizeof(CTARunner);
     if (fixed > env.memoryBudget || perCTA > env.memoryBudget - fixed)
@@ -795,6 +810,8 @@ Result<LaunchStats> Device::launch(const Module &module,
         env.instructions += runner.instructions;
         env.ldmatrixMatrices += runner.ldmatrixMatrices;
         env.ldmatrixExtraWavefronts += runner.ldmatrixExtraWavefronts;
+        env.sharedRequests += runner.sharedBanks.requests;
+        env.sharedExtraWavefronts += runner.sharedBanks.extraWavefronts;
         env.wgmmaInstructions += runner.wgmmaInstructions;
         env.tensorLoads += runner.tensorLoads;
         env.setmaxnregInstructions += runner.setmaxnregInstructions;
@@ -824,6 +841,8 @@ Result<LaunchStats> Device::launch(const Module &module,
     stats.threadInstructions = env.instructions;
     stats.ldmatrixMatrices = env.ldmatrixMatrices;
     stats.ldmatrixExtraWavefronts = env.ldmatrixExtraWavefronts;
+    stats.sharedRequests = env.sharedRequests;
+    stats.sharedExtraWavefronts = env.sharedExtraWavefronts;
     stats.wgmmaInstructions = env.wgmmaInstructions;
     stats.tensorLoads = env.tensorLoads;
     stats.setmaxnregInstructions = env.setmaxnregInstructions;

@@ -15,6 +15,7 @@
 
 #include "AsyncExecutor.h"
 #include "Exec.h"
+#include "SharedBanks.h"
 
 #include <algorithm>
 #include <atomic>
@@ -96,6 +97,7 @@ struct LaunchEnv {
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> instructions{0};
   std::atomic<uint64_t> ldmatrixMatrices{0}, ldmatrixExtraWavefronts{0};
+  std::atomic<uint64_t> sharedRequests{0}, sharedExtraWavefronts{0};
   std::atomic<uint64_t> wgmmaInstructions{0};
   std::atomic<uint64_t> tensorLoads{0};
   std::atomic<uint64_t> setmaxnregInstructions{0};
@@ -184,6 +186,12 @@ public:
     wgmmaInFlight.resize(nwarps);
     wgmmaCommitted.resize(nwarps);
     configureAsync();
+    sharedSite.assign(k.code.size(), -1);
+    for (size_t pc = 0; pc < k.code.size(); ++pc) {
+      const Inst &inst = k.code[pc];
+      if (isSharedSite(inst))
+        sharedSite[pc] = static_cast<int32_t>(numSharedSites++);
+    }
     for (const Inst &inst : k.code)
       usesAsync |=
           inst.op == Op::MbarrierInit || inst.op == Op::CpAsyncBulkTensor ||
@@ -196,6 +204,9 @@ public:
   /// 8 x 8 matrices ldmatrix read, and the shared-memory wavefronts beyond
   /// one per matrix that their rows' bank conflicts cost.
   uint64_t ldmatrixMatrices = 0, ldmatrixExtraWavefronts = 0;
+  /// The warps' requests of ld/st to shared memory and of cp.async, and
+  /// the wavefronts their bank conflicts add (SharedBanks.h).
+  SharedBankCounter sharedBanks;
   /// wgmma.mma_async executed, per warp (four per warpgroup instruction).
   uint64_t wgmmaInstructions = 0;
   /// TMA tensor loads (cp.async.bulk.tensor to shared memory) issued.
@@ -339,6 +350,30 @@ public:
     return false;
   }
 
+  /// Counts thread `t`'s part of the warp's request of `size` bytes at
+  /// shared address `addr` (0 bytes: predicated off) for the bank-conflict
+  /// count, when `inst` is one of its sites. Out of line: the scheduler's
+  /// loop calls it for a predicated-off instruction.
+  __attribute__((noinline)) void noteSharedRequest(const Inst &inst,
+                                                   const Thread &t,
+                                                   uint32_t addr,
+                                                   uint32_t size) {
+    int32_t site = sharedSite[&inst - k.code.data()];
+    if (site >= 0)
+      sharedBanks.note(t.linear, static_cast<uint32_t>(site), addr, size);
+  }
+  /// Whether `inst` is a site of the bank-conflict count: ld.shared,
+  /// st.shared or cp.async (generic accesses are not counted).
+  static bool isSharedSite(const Inst &inst) {
+    return inst.op == Op::CpAsync ||
+           ((inst.op == Op::Ld || inst.op == Op::St) &&
+            inst.space == Space::Shared);
+  }
+  /// The bank-conflict count's site of each instruction (ld.shared,
+  /// st.shared, cp.async), or -1.
+  std::vector<int32_t> sharedSite;
+  uint32_t numSharedSites = 0;
+
   /// Resolves an access of `size` bytes at `addr` in `space` to host
   /// memory, checking bounds, alignment and (for shared memory) races.
   uint8_t *access(const Inst &inst, Thread &t, Space space, uint64_t addr,
@@ -401,6 +436,8 @@ public:
       if (async.active() &&
           !checkAsyncOrder(static_cast<uint32_t>(addr), size, write, inst, t))
         return nullptr;
+      if (inst.op == Op::Ld || inst.op == Op::St)
+        noteSharedRequest(inst, t, static_cast<uint32_t>(addr), size);
       return shared.data() + addr;
     case Space::Local:
       if (addr + size > k.localBytes || addr + size < addr) {

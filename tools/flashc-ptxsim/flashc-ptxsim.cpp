@@ -409,7 +409,11 @@ int run(int argc, char **argv) {
               << " M thread-instructions/s\nldmatrix matrices: "
               << result->ldmatrixMatrices
               << ", extra wavefronts from bank conflicts: "
-              << result->ldmatrixExtraWavefronts << "\n";
+              << result->ldmatrixExtraWavefronts
+              << "\nshared requests (ld/st, cp.async): "
+              << result->sharedRequests
+              << ", extra wavefronts from bank conflicts: "
+              << result->sharedExtraWavefronts << "\n";
   return finish(0);
 }
 

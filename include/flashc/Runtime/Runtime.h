@@ -345,6 +345,10 @@ struct SimulatorCounters {
   /// wavefronts their bank conflicts cost (sim::LaunchStats).
   uint64_t ldmatrixMatrices = 0;
   uint64_t ldmatrixExtraWavefronts = 0;
+  /// Warp requests of ld/st to shared memory and of cp.async, and the
+  /// extra wavefronts their bank conflicts cost (sim::LaunchStats).
+  uint64_t sharedRequests = 0;
+  uint64_t sharedExtraWavefronts = 0;
   /// wgmma.mma_async executed, per warp (four per warpgroup instruction).
   uint64_t wgmmaInstructions = 0;
   /// TMA tensor loads issued (sim::LaunchStats).

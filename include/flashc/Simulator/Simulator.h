@@ -228,6 +228,15 @@ struct LaunchStats {
   /// wavefronts: conflict-free.
   uint64_t ldmatrixMatrices = 0;
   uint64_t ldmatrixExtraWavefronts = 0;
+  /// The warps' requests of ld and st to shared memory and of cp.async
+  /// (its shared-memory writes): the lanes of a warp at one instruction
+  /// executed together, as a GPU issues it. And the wavefronts beyond the
+  /// fewest each request could take that bank conflicts cost: a request
+  /// takes as many wavefronts as the most distinct 4-byte words one of the
+  /// 32 banks holds, and could take its distinct words / 32 rounded up.
+  /// stmatrix, atomics, TMA and wgmma are not counted.
+  uint64_t sharedRequests = 0;
+  uint64_t sharedExtraWavefronts = 0;
   /// wgmma.mma_async instructions executed, counted per warp (four for
   /// each instruction of a warpgroup).
   uint64_t wgmmaInstructions = 0;

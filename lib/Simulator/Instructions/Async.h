@@ -136,6 +136,7 @@ struct CpAsyncInst : ThreadInst {
     // flight until the copy lands.
     if (!x.beginInflightWrite(inst, t, copy.dst, size))
       return Next::Stop;
+    x.noteSharedRequest(inst, t, copy.dst, size);
     t.pending.push_back(copy);
     ++x.copiesInFlight;
     return Next::Advance;
