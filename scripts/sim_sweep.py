@@ -16,11 +16,13 @@
 #
 # Every problem is expected to compile and pass: a run that exits non-zero
 # (a refusal, a crash, a check outside its tolerance, a simulator fault) is
-# a failure, and so is one whose kernels' ldmatrix reads met a shared-memory
-# bank conflict (the simulator's counters, which `flashc run` prints: every
-# placement of a kernel's buffers puts the 8 rows a read takes in 8 bank
-# groups). Each is printed with the command that repeats it. Exit status 1
-# when any run failed.
+# a failure, and so is one whose kernels met a shared-memory bank conflict
+# (the simulator's counters, which `flashc run` prints): in an ldmatrix
+# read (every placement of a kernel's buffers puts the 8 rows a read takes
+# in 8 bank groups), or, where rows are whole 128-byte lines, in an
+# ld/st.shared or cp.async request (which then take no more wavefronts
+# than their words need). Each is printed with the command that repeats
+# it. Exit status 1 when any run failed.
 #
 # ===----------------------------------------------------------------------===#
 
@@ -83,6 +85,19 @@ def draw(rng, targets, lse_path):
                    "--seed", str(rng.randrange(1 << 31))]
 
 
+def whole_lines(command):
+    """Whether a run's shared-memory rows are whole 128-byte lines (head
+    dims of 64, 128 or 256, 16-byte aligned tensors): the placement
+    swizzles them, and every ld/st.shared and cp.async request is free of
+    bank conflicts. Other rows are padded by a chunk, which keeps ldmatrix
+    free of them but not every copy that writes the rows."""
+    value = {command[i]: command[i + 1] for i in range(len(command) - 1)
+             if command[i].startswith("--")}
+    dims = (value["--head-dim"], value.get("--head-dim-v", value["--head-dim"]))
+    return all(d in ("64", "128", "256") for d in dims) and \
+        "--alignment" not in value
+
+
 def main():
     parser = argparse.ArgumentParser(
         description="Random attention problems and schedule options through "
@@ -116,13 +131,18 @@ def main():
                 rc, text = done.returncode, done.stdout + done.stderr
             except subprocess.TimeoutExpired:
                 rc, text = "timeout", f"ran past {args.timeout} s"
-            conflicts = re.search(r"ldmatrix \d+ matrices, (\d+) extra "
-                                  r"shared-memory wavefronts", text)
-            if rc == 0 and not conflicts:
+            counters = [re.search(r"ldmatrix \d+ matrices, (\d+) extra "
+                                  r"shared-memory wavefronts", text),
+                        re.search(r"ld/st\.shared and cp\.async \d+ warp "
+                                  r"requests, (\d+) extra wavefronts", text)]
+            if rc == 0 and not all(counters):
                 rc, text = "no counters", "`flashc run` printed no " \
                     "simulator counters"
-            elif rc == 0 and int(conflicts.group(1)):
-                rc, text = "bank conflicts", conflicts.group(0)
+            elif rc == 0 and any(int(c.group(1)) for c in
+                                 counters[:2 if whole_lines(command) else 1]):
+                rc = "bank conflicts"
+                text = "\n".join(c.group(0) for c in counters
+                                  if int(c.group(1)))
             if rc == 0:
                 if not args.quiet:
                     print(f"ok: {' '.join(command[2:])}", flush=True)

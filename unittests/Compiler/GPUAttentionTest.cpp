@@ -186,6 +186,17 @@ void checkShape(const Config &c, const Shape &s,
   EXPECT_EQ(counters->ldmatrixExtraWavefronts, 0u)
       << "ldmatrix bank conflicts, over " << counters->ldmatrixMatrices
       << " matrices";
+  // ld/st.shared (the kv warps' merge, the staging of O) and cp.async's
+  // writes of Q, K and V: no request takes more wavefronts than its words
+  // need, where rows are whole 128-byte lines (head dims of 64, 128 and
+  // 256, swizzled). Other rows are padded by a chunk, which keeps ldmatrix
+  // free of conflicts but not every copy that writes them (counted, not
+  // asserted: docs/PERFORMANCE.md).
+  auto wholeLines = [](int64_t d) { return d == 64 || d == 128 || d == 256; };
+  if (wholeLines(c.headDim) && wholeLines(c.headDimV ? c.headDimV : c.headDim))
+    EXPECT_EQ(counters->sharedExtraWavefronts, 0u)
+        << "ld/st.shared and cp.async bank conflicts, over "
+        << counters->sharedRequests << " requests";
 }
 
 class ShippedConfigTest : public ::testing::TestWithParam<Config> {};

@@ -2156,11 +2156,117 @@ struct BroadcastLowering : TilePattern<BroadcastOp> {
   }
 };
 
+/// Where batch_reduce puts the elements of its batch in the scratch (f32):
+/// row-major, with a row's columns XOR-swizzled by its row in runs of 8
+/// (32 bytes). Without the swizzle, rows of a multiple of 32 columns all
+/// start in bank 0 (of 16 modulo 32, in two banks), and the 8 rows x 4
+/// column pairs an accumulator's store or load covers take 8 (4)
+/// wavefronts instead of 2: column c of row r goes to c xor 8 f(r), with
+/// f(r) = r mod 4 for rows of a multiple of 32 columns, (r / 2) mod 2 for
+/// an odd multiple of 16, and 0 otherwise (and for a batch of vectors, whose
+/// rows are its matrices). The
+/// xor keeps a column's low three bits, so an aligned run of up to 8
+/// columns stays contiguous.
+struct ScratchPlace {
+  ScratchPlace(ArrayRef<int64_t> shape) : shape(shape) {
+    int64_t columns = shape.back();
+    if (shape.size() >= 3 && columns % 16 == 0) {
+      rowShift = columns % 32 == 0 ? 0 : 1;
+      rowMask = columns % 32 == 0 ? 3 : 1;
+    }
+  }
+
+  /// The affine expressions a thread's part of the place needs, of its
+  /// offsets `thread` (one per dimension): the linear offset of its row
+  /// (every dimension but the last), its row and its column.
+  SmallVector<AffineExpr> threadExprs(ArrayRef<AffineExpr> thread) const {
+    MLIRContext *ctx = thread.front().getContext();
+    AffineExpr lead = getAffineConstantExpr(0, ctx);
+    for (size_t d = 0; d + 1 < shape.size(); ++d)
+      lead = lead * shape[d] + thread[d];
+    AffineExpr row = thread[shape.size() - 2];
+    return {lead * shape.back(), row, thread.back()};
+  }
+
+  /// The index of the element at the thread's part (`parts`, the values of
+  /// threadExprs) plus the constant coordinates `c`. The swizzle takes the
+  /// row modulo 4 and flips column bits below `period` (32 or 16), so
+  /// (t + c) xor m = ((t + c mod period) xor m) + (c - c mod period): the
+  /// thread's swizzled part depends on c modulo those only, a few values
+  /// shared by all of its elements, and the rest of c is an offset.
+  Value index(OpBuilder &b, Location loc, ArrayRef<Value> parts,
+              ArrayRef<int64_t> c) const {
+    int64_t lead = 0;
+    for (size_t d = 0; d + 1 < shape.size(); ++d)
+      lead = lead * shape[d] + c[d];
+    int64_t offset = lead * shape.back();
+    int64_t column = c.back();
+    Value low = parts[2];
+    if (rowMask) {
+      int64_t period = 8 * (rowMask + 1);
+      Value row = addConst(b, loc, parts[1], c[shape.size() - 2] % 4);
+      if (rowShift)
+        row = arith::ShRUIOp::create(b, loc, row, indexConst(b, loc, rowShift));
+      Value bits =
+          arith::AndIOp::create(b, loc, row, indexConst(b, loc, rowMask));
+      bits = arith::ShLIOp::create(b, loc, bits, indexConst(b, loc, 3));
+      low = arith::XOrIOp::create(b, loc,
+                                  addConst(b, loc, low, column % period), bits);
+      column -= column % period;
+    }
+    return addConst(b, loc, arith::AddIOp::create(b, loc, parts[0], low),
+                    offset + column);
+  }
+
+  ArrayRef<int64_t> shape;
+  int64_t rowShift = 0, rowMask = 0;
+};
+
+/// The runs of a thread's values of `type` along its last dimension: values
+/// of equal other coordinates and consecutive columns, up to 4 (16 bytes of
+/// f32) and aligned to their length for every thread (`column`: the
+/// thread's column offset). Each run lists the values' indices.
+SmallVector<SmallVector<int64_t>> getColumnRuns(TileType type,
+                                                AffineExpr column) {
+  int64_t threadAlign = 4;
+  auto map = AffineMap::get(1, 0, column);
+  for (int64_t t = 0, n = 32 * type.getLayoutInterface().getNumWarps(); t < n;
+       ++t) {
+    int64_t c = map.compose(ArrayRef<int64_t>{t})[0];
+    while (c % threadAlign != 0)
+      threadAlign /= 2;
+  }
+  SmallVector<SmallVector<int64_t>> coords = valueOffsets(type);
+  SmallVector<int64_t> order = llvm::to_vector(
+      llvm::seq<int64_t>(0, static_cast<int64_t>(coords.size())));
+  llvm::sort(order,
+             [&](int64_t a, int64_t b) { return coords[a] < coords[b]; });
+  auto follows = [&](int64_t a, int64_t b) {
+    ArrayRef<int64_t> x = coords[a], y = coords[b];
+    return x.drop_back() == y.drop_back() && y.back() == x.back() + 1;
+  };
+  SmallVector<SmallVector<int64_t>> runs;
+  for (size_t i = 0; i < order.size();) {
+    int64_t n = threadAlign;
+    while (n > 1) {
+      bool fits = coords[order[i]].back() % n == 0 && i + n <= order.size();
+      for (int64_t k = 1; fits && k < n; ++k)
+        fits = follows(order[i + k - 1], order[i + k]);
+      if (fits)
+        break;
+      n /= 2;
+    }
+    runs.emplace_back(order.begin() + i, order.begin() + i + n);
+    i += n;
+  }
+  return runs;
+}
+
 /// Through shared memory: every thread writes its values of the batch at
-/// their row-major place in the scratch (as f32), then reads, for each of
-/// its values of the result, the batch's values at that place and
-/// combines them. A barrier before (the scratch's last readers are done)
-/// and after the writes.
+/// their place in the scratch (ScratchPlace), a run of columns at a time,
+/// then reads, for each run of its values of the result, the batch's
+/// values at that place and combines them. A barrier before (the scratch's
+/// last readers are done) and after the writes.
 struct BatchReduceLowering : TilePattern<BatchReduceOp> {
   using TilePattern::TilePattern;
   LogicalResult
@@ -2186,17 +2292,10 @@ struct BatchReduceLowering : TilePattern<BatchReduceOp> {
                             gpu::AddressSpace::Workgroup)),
         kv.dynamicShared(op, rewriter),
         indexConst(rewriter, loc, *alloc.getOffset()), ValueRange{});
-
-    // The row-major place of a value: the thread's part, evaluated once,
-    // plus a constant per value.
-    auto place = [&](TileType type, ArrayRef<int64_t> dims) {
-      SmallVector<AffineExpr> offsets =
-          getThreadOffsets(type.getLayoutInterface(), type.getShape());
-      AffineExpr linear = getAffineConstantExpr(0, rewriter.getContext());
-      for (auto [e, d] : llvm::zip_equal(offsets, dims))
-        linear = linear * d + e;
-      return kv.atEntry(op, {linear}, rewriter)[0];
-    };
+    // The batch as one tile of the source's shape: its matrices are the
+    // leading dimension's rows.
+    ScratchPlace place(shape);
+    auto vectorOf = [&](int64_t n) { return VectorType::get({n}, f32); };
 
     kv.createBarrier(op, rewriter, loc);
     {
@@ -2209,30 +2308,66 @@ struct BatchReduceLowering : TilePattern<BatchReduceOp> {
                                          /*withElse=*/false);
         rewriter.setInsertionPointToStart(ifOwner.thenBlock());
       }
-      Value from = place(source, shape);
-      for (auto [e, c] : llvm::enumerate(valueOffsets(source))) {
-        Value x = vector::ExtractOp::create(rewriter, loc, adaptor.getSource(),
-                                            ArrayRef<int64_t>{int64_t(e)});
-        memref::StoreOp::create(
-            rewriter, loc, x, scratch,
-            ValueRange{addConst(rewriter, loc, from, linearize(c, shape))});
+      SmallVector<AffineExpr> thread =
+          getThreadOffsets(source.getLayoutInterface(), shape);
+      SmallVector<Value> parts =
+          kv.atEntry(op, place.threadExprs(thread), rewriter);
+      SmallVector<SmallVector<int64_t>> coords = valueOffsets(source);
+      for (ArrayRef<int64_t> run : getColumnRuns(source, thread.back())) {
+        SmallVector<Value> xs;
+        for (int64_t e : run)
+          xs.push_back(vector::ExtractOp::create(
+              rewriter, loc, adaptor.getSource(), ArrayRef<int64_t>{e}));
+        Value at = place.index(rewriter, loc, parts, coords[run.front()]);
+        int64_t n = run.size();
+        if (n == 1) {
+          memref::StoreOp::create(rewriter, loc, xs[0], scratch,
+                                  ValueRange{at});
+          continue;
+        }
+        vector::StoreOp::create(
+            rewriter, loc,
+            vector::FromElementsOp::create(rewriter, loc, vectorOf(n), xs),
+            scratch, ValueRange{at}, /*nontemporal=*/false,
+            llvm::MaybeAlign(4 * n));
       }
     }
     kv.createBarrier(op, rewriter, loc);
 
-    Value to = place(result, shape.drop_front());
-    SmallVector<Value> values;
-    for (ArrayRef<int64_t> c : valueOffsets(result)) {
-      Value at =
-          addConst(rewriter, loc, to, linearize(c, shape.drop_front()));
-      Value acc;
+    SmallVector<AffineExpr> thread =
+        getThreadOffsets(result.getLayoutInterface(), result.getShape());
+    // The result's coordinates with the batch in front.
+    thread.insert(thread.begin(), getAffineConstantExpr(0, op.getContext()));
+    SmallVector<Value> parts =
+        kv.atEntry(op, place.threadExprs(thread), rewriter);
+    SmallVector<SmallVector<int64_t>> coords = valueOffsets(result);
+    SmallVector<Value> values(coords.size());
+    for (ArrayRef<int64_t> run : getColumnRuns(result, thread.back())) {
+      int64_t n = run.size();
+      SmallVector<Value> acc(n);
       for (int64_t b = 0; b < shape[0]; ++b) {
-        Value x = memref::LoadOp::create(
-            rewriter, loc, scratch,
-            ValueRange{addConst(rewriter, loc, at, b * matrix)});
-        acc = acc ? combineValues(rewriter, loc, op.getKind(), acc, x) : x;
+        SmallVector<int64_t> c = {b};
+        llvm::append_range(c, coords[run.front()]);
+        Value at = place.index(rewriter, loc, parts, c);
+        Value v = n == 1 ? Value()
+                         : vector::LoadOp::create(rewriter, loc, vectorOf(n),
+                                                  scratch, ValueRange{at},
+                                                  /*nontemporal=*/false,
+                                                  llvm::MaybeAlign(4 * n));
+        for (int64_t k = 0; k < n; ++k) {
+          Value x = n == 1 ? memref::LoadOp::create(rewriter, loc, scratch,
+                                                    ValueRange{at})
+                                 .getResult()
+                           : vector::ExtractOp::create(rewriter, loc, v,
+                                                       ArrayRef<int64_t>{k})
+                                 .getResult();
+          acc[k] = acc[k]
+                       ? combineValues(rewriter, loc, op.getKind(), acc[k], x)
+                       : x;
+        }
       }
-      values.push_back(acc);
+      for (int64_t k = 0; k < n; ++k)
+        values[run[k]] = acc[k];
     }
     rewriter.replaceOpWithNewOp<vector::FromElementsOp>(
         op, convertTile(result), values);

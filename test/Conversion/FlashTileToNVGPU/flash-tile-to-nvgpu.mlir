@@ -688,6 +688,59 @@ func.func @batch_reduce(%m: !flash_tile.tile<4x16xf32, #flash_tile.slice<2, #mma
 
 // -----
 
+#mma = #flash_tile.mma<warps = [4, 1, 1], instr = [16, 8, 16]>
+#flat = #flash_tile.mma<warps = [1, 4], instr = [16, 8, 16]>
+#smem = #flash_tile.swizzled<vector = 8, phases = 8>
+// The kv warps' accumulators meet through shared memory in rows of 64 f32,
+// each row's columns XOR-swizzled by 8 x (row mod 4), so that the 8 rows a
+// store or load of pairs covers fall in different banks. Each thread
+// stores its 16 pairs (every thread owns its values: no condition) and
+// loads its 4 pairs of each of the 4 warps, 8 bytes at a time.
+// CHECK-LABEL: func.func @batch_reduce_rows
+// CHECK: %[[SCRATCH:.+]] = memref.view %{{.+}} to memref<4096xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.barrier
+// CHECK-NOT: scf.if
+// CHECK: %[[BITS:.+]] = arith.andi %{{.+}}, %c3{{.*}} : index
+// CHECK: %[[SHIFTED:.+]] = arith.shli %[[BITS]], %c3{{.*}} : index
+// CHECK: %[[COL:.+]] = arith.xori %{{.+}}, %[[SHIFTED]] : index
+// CHECK: %[[AT:.+]] = arith.addi %{{.+}}, %[[COL]] : index
+// CHECK: vector.store %{{.+}}, %[[SCRATCH]][%[[AT]]] {alignment = 8 : i64} : memref<4096xf32, #gpu.address_space<workgroup>>, vector<2xf32>
+// CHECK-COUNT-15: vector.store %{{.+}}, %[[SCRATCH]]
+// CHECK-NOT: vector.store
+// CHECK: gpu.barrier
+// CHECK-COUNT-16: vector.load %[[SCRATCH]]{{.+}} {alignment = 8 : i64} : memref<4096xf32, #gpu.address_space<workgroup>>, vector<2xf32>
+// CHECK-NOT: vector.load
+// CHECK: vector.from_elements {{.+}} : vector<8xf32>
+func.func @batch_reduce_rows(%o: !flash_tile.tile<4x16x64xf32, #mma>)
+    -> !flash_tile.tile<16x64xf32, #flat> {
+  %k = flash_tile.alloc {offset = 0} : !flash_tile.shared<2x64x64xf16, #smem>
+  %r = flash_tile.batch_reduce sum %o, %k : !flash_tile.tile<4x16x64xf32, #mma>,
+      !flash_tile.shared<2x64x64xf16, #smem> -> !flash_tile.tile<16x64xf32, #flat>
+  return %r : !flash_tile.tile<16x64xf32, #flat>
+}
+
+// -----
+
+#mma = #flash_tile.mma<warps = [2, 1, 1], instr = [16, 8, 16]>
+#flat = #flash_tile.mma<warps = [1, 2], instr = [16, 8, 16]>
+#smem = #flash_tile.swizzled<vector = 8, phases = 8>
+// Rows of 80 f32 (an odd multiple of 16), of 2 kv warps, start in two
+// banks, 0 and 16: the swizzle is 8 x ((row / 2) mod 2).
+// CHECK-LABEL: func.func @batch_reduce_rows_80
+// CHECK: %[[HALF:.+]] = arith.shrui %{{.+}}, %c1{{.*}} : index
+// CHECK: %[[BITS:.+]] = arith.andi %[[HALF]], %c1{{.*}} : index
+// CHECK: %[[SHIFTED:.+]] = arith.shli %[[BITS]], %c3{{.*}} : index
+// CHECK: arith.xori %{{.+}}, %[[SHIFTED]] : index
+func.func @batch_reduce_rows_80(%o: !flash_tile.tile<2x16x80xf32, #mma>)
+    -> !flash_tile.tile<16x80xf32, #flat> {
+  %k = flash_tile.alloc {offset = 0} : !flash_tile.shared<1x80x64xf16, #smem>
+  %r = flash_tile.batch_reduce sum %o, %k : !flash_tile.tile<2x16x80xf32, #mma>,
+      !flash_tile.shared<1x80x64xf16, #smem> -> !flash_tile.tile<16x80xf32, #flat>
+  return %r : !flash_tile.tile<16x80xf32, #flat>
+}
+
+// -----
+
 #mma = #flash_tile.mma<warps = [8, 1], instr = [16, 8, 16]>
 #a = #flash_tile.operand<a, #mma>
 #smem = #flash_tile.swizzled<vector = 8, phases = 8>

@@ -730,6 +730,9 @@ def FlashTile_BatchReduceOp : FlashTile_Op<"batch_reduce"> {
     warps). The values move between warps through `scratch`, a shared
     buffer of at least the source's bytes whose contents the op
     overwrites: it waits for every thread before writing it and after.
+    The batch sits there row-major, the columns of a matrix's row
+    XOR-swizzled by the row in runs of 8 f32, so that the 8 rows an
+    accumulator's store or load covers fall in different banks.
     Flash-decoding combines its kv warps' softmax states so, once, after
     the KV loop.
 
