@@ -110,11 +110,12 @@ TileSizes mlir::flash::chooseTileSizes(const TargetInfo &target,
         shape.group(), shape.headDim, shape.valueDim(), shape.elementBytes(),
         decode, wideWarps, target.hasWarpgroupMma());
     c.stages = stages;
-    // sm_90a's kernels align their buffers for the warpgroup MMAs within
-    // kWarpgroupSharedAlignment bytes more (flash-tile-allocate-shared).
+    // sm_90a's kernels align their buffers for the warpgroup MMAs and hold
+    // their mbarriers in as many bytes more (flash-tile-allocate-shared).
     int64_t budget =
-        target.sramBytes -
-        (target.hasWarpgroupMma() ? flashc::kWarpgroupSharedAlignment : 0);
+        target.sramBytes - (target.hasWarpgroupMma()
+                                ? flashc::getWarpgroupSharedReserve(stages)
+                                : 0);
     while (c.sharedBytes() > budget && c.blockKV >= 2 * 16) {
       c = flashc::makeGPUTileConfig(c.group, c.headDim, c.headDimV,
                                     c.elementBytes, c.blockQ, c.blockKV / 2,

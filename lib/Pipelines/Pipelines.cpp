@@ -459,8 +459,10 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
           pm.addPass(flash_tile::createFlashTilePingPong());
       }
     }
+    // The kernel's shared memory within the SRAM asked for (0: the chip's).
     flash_tile::FlashTileAllocateSharedOptions shared;
     shared.chip = c.target;
+    shared.sharedBytes = c.sramBytes;
     pm.addPass(flash_tile::createFlashTileAllocateShared(shared));
     return llvm::Error::success();
   }

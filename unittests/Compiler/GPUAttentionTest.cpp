@@ -112,14 +112,13 @@ void checkShape(const Config &c, const Shape &s,
         v.blockKV, v.query.decode ? 4 : 2, /*wideWarps=*/true);
     tile.stages = config.stages;
     int64_t extra = v.forward.sharedBytes - tile.sharedBytes();
-    int64_t mbarriers = 8 * (4 * tile.stages + 1);
     if (std::string(c.target) == "sm_80")
       EXPECT_EQ(extra, 0) << v.forward.sharedBytes << " bytes, GPUTileConfig "
                           << tile.sharedBytes();
     else
       EXPECT_TRUE(extra == 0 ||
                   (extra >= flashc::kWarpgroupSharedAlignment &&
-                   extra <= flashc::kWarpgroupSharedAlignment + mbarriers))
+                   extra <= flashc::getWarpgroupSharedReserve(tile.stages)))
           << v.forward.sharedBytes << " bytes, GPUTileConfig "
           << tile.sharedBytes();
   }

@@ -45,6 +45,15 @@ inline constexpr int64_t kWarpgroupRowBytes = 128;
 /// reads start on (the lowering aligns the kernel's buffers to it at run
 /// time, within as many bytes more of shared memory).
 inline constexpr int64_t kWarpgroupSharedAlignment = 8 * kWarpgroupRowBytes;
+/// The bytes of an mbarrier.
+inline constexpr int64_t kMbarrierBytes = 8;
+/// The most an sm_90a kernel's shared memory holds beyond its buffers
+/// (GPUTileConfig::sharedBytes) with `stages` K and V stages: the
+/// warpgroup MMAs' alignment, and the mbarriers of the TMA copies (Q's
+/// one, each K and V stage's) and of the stages the consumers release.
+inline int64_t getWarpgroupSharedReserve(int64_t stages) {
+  return kWarpgroupSharedAlignment + kMbarrierBytes * (4 * stages + 1);
+}
 /// The threads of a warpgroup (four warps), the unit of sm_90a's warpgroup
 /// MMAs and of `setmaxnreg`.
 inline constexpr int64_t kWarpgroupThreads = 128;

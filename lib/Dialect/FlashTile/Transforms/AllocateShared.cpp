@@ -39,8 +39,6 @@ namespace {
 
 /// Buffers start on 128 bytes: a row of 8 swizzled 16-byte chunks.
 constexpr int64_t kAlignment = 128;
-/// The bytes of an mbarrier.
-constexpr int64_t kMbarrierBytes = 8;
 /// Buffers a warpgroup MMA reads start on flashc::kWarpgroupSharedAlignment
 /// bytes (the 128-byte swizzle's period of 8 rows), as do the buffers of
 /// such a kernel as a whole: the lowering aligns their start at run time,
@@ -148,7 +146,8 @@ struct AllocateSharedPass
         if (llvm::any_of(alloc.getBuffer().getUsers(), [&](Operation *user) {
               return release ? isa<StageReleaseOp>(user) : isa<TmaLoadOp>(user);
             }))
-          offset += kMbarrierBytes * alloc.getBuffer().getType().getStages();
+          offset +=
+              flashc::kMbarrierBytes * alloc.getBuffer().getType().getStages();
     if (offset > budget) {
       InFlightDiagnostic diag = fn->emitError()
                                 << "the shared buffers of @" << fn.getName()
