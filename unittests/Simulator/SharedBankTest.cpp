@@ -106,23 +106,10 @@ INSTANTIATE_TEST_SUITE_P(
 
 /// Launches `body` on one CTA of `threads` threads (`%r0` = %tid.x) with a
 /// 64 KB shared array `tile` and a global array `in` of 4096 bytes.
-Result<LaunchStats> launchBody(const std::string &body, uint32_t threads) {
-  auto module = Module::parse(
-      wrapBody(body, ".shared .align 16 .b8 tile[65536];"), "banks.ptx");
-  if (!module)
-    return module.status();
-  static std::vector<uint64_t> in(512, 0), out(1024, 0);
-  Device device;
-  if (Status s = registerVector(device, in, "in"))
-    return s;
-  if (Status s = registerVector(device, out, "out"))
-    return s;
-  LaunchConfig config;
-  config.block = {threads};
-  config.workers = 1;
-  return device.launch(
-      **module, "test", config,
-      {KernelArg::pointer(out.data()), KernelArg::pointer(in.data())});
+Result<LaunchStats> launchBanks(const std::string &body, uint32_t threads) {
+  std::vector<uint64_t> in(512, 0), out(1024, 0);
+  return launchBody(body, in, out, threads,
+                    ".shared .align 16 .b8 tile[65536];");
 }
 
 /// `%r1` = the shared address of lane `%r0`'s access at `stride` bytes.
@@ -145,7 +132,7 @@ class SharedBankKernelTest : public ::testing::TestWithParam<KernelCase> {};
 
 TEST_P(SharedBankKernelTest, CountsRequestsAndConflicts) {
   const KernelCase &c = GetParam();
-  Result<LaunchStats> stats = launchBody(c.body, c.threads);
+  Result<LaunchStats> stats = launchBanks(c.body, c.threads);
   ASSERT_TRUE(ok(stats)) << c.body;
   EXPECT_EQ(stats->sharedRequests, c.requests) << c.body;
   EXPECT_EQ(stats->sharedExtraWavefronts, c.extra) << c.body;

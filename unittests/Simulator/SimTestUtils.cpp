@@ -46,30 +46,38 @@ std::string wrapBody(const std::string &body, const std::string &decls) {
          "}\n";
 }
 
-Result<std::vector<uint64_t>>
-runBody(const std::string &body, const std::vector<uint64_t> &in, size_t numOut,
-        uint32_t threads, const std::string &decls, bool programmatic) {
+Result<LaunchStats> launchBody(const std::string &body,
+                               std::vector<uint64_t> &in,
+                               std::vector<uint64_t> &out, uint32_t threads,
+                               const std::string &decls, bool programmatic) {
   auto module = Module::parse(wrapBody(body, decls), "body.ptx");
   if (!module)
     return module.status();
-  std::vector<uint64_t> input = in, output(numOut, 0);
-  if (input.empty())
-    input.push_back(0);
-  if (output.empty())
-    output.push_back(0);
   Device device;
-  if (Status e = registerVector(device, input, "in"))
+  if (Status e = registerVector(device, in, "in"))
     return e;
-  if (Status e = registerVector(device, output, "out"))
+  if (Status e = registerVector(device, out, "out"))
     return e;
   LaunchConfig config;
   config.block = {threads};
   config.workers = 1;
   config.maxInstructionsPerThread = 1u << 20;
   config.programmatic = programmatic;
-  auto stats = device.launch(
+  return device.launch(
       **module, "test", config,
-      {KernelArg::pointer(output.data()), KernelArg::pointer(input.data())});
+      {KernelArg::pointer(out.data()), KernelArg::pointer(in.data())});
+}
+
+Result<std::vector<uint64_t>>
+runBody(const std::string &body, const std::vector<uint64_t> &in, size_t numOut,
+        uint32_t threads, const std::string &decls, bool programmatic) {
+  std::vector<uint64_t> input = in, output(numOut, 0);
+  if (input.empty())
+    input.push_back(0);
+  if (output.empty())
+    output.push_back(0);
+  Result<LaunchStats> stats =
+      launchBody(body, input, output, threads, decls, programmatic);
   if (!stats)
     return stats.status();
   output.resize(numOut);

@@ -48,6 +48,14 @@ constexpr unsigned kBodyFirstLine = 17;
 /// `numOut` zeroed output slots and the input slots `in`; returns the output
 /// slots or the simulator's error. `programmatic`: as a programmatic
 /// dependent launch (LaunchConfig::programmatic).
+/// Runs `wrapBody(body, decls)` as runBody does, on the caller's input and
+/// output slots (each non-empty), and returns the launch's statistics.
+Result<LaunchStats> launchBody(const std::string &body,
+                               std::vector<uint64_t> &in,
+                               std::vector<uint64_t> &out, uint32_t threads = 1,
+                               const std::string &decls = "",
+                               bool programmatic = false);
+
 Result<std::vector<uint64_t>> runBody(const std::string &body,
                                       const std::vector<uint64_t> &in,
                                       size_t numOut, uint32_t threads = 1,
