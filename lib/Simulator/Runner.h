@@ -191,11 +191,10 @@ public:
       const Inst &inst = k.code[pc];
       if (isSharedSite(inst))
         sharedSite[pc] = static_cast<int32_t>(numSharedSites++);
-    }
-    for (const Inst &inst : k.code)
       usesAsync |=
           inst.op == Op::MbarrierInit || inst.op == Op::CpAsyncBulkTensor ||
           inst.op == Op::CpAsyncBulkTensorStore || inst.op == Op::WgmmaMmaAsync;
+    }
   }
 
   /// Runs one CTA. Returns false (after reporting) on an error.

@@ -1,5 +1,4 @@
-//===- SharedBanks.h - Bank conflicts of per-thread shared accesses -*- C++
-//-*-===//
+//===- SharedBanks.h - Bank conflicts of shared accesses --------*- C++ -*-===//
 //
 // The simulator runs each thread on its own, so the lanes of a warp reach
 // a per-thread shared-memory access (ld.shared, st.shared, cp.async) one
@@ -178,7 +177,7 @@ private:
   /// The entries from `first` on of threads [lo, hi), whose logs agree
   /// before it: a site's k-th entries of each lane form a request.
   void groupDiverged(uint32_t lo, uint32_t hi, size_t first) {
-    std::map<std::pair<uint32_t, uint32_t>, Request> requests;
+    std::map<std::pair<uint32_t, uint32_t>, Request> bySiteAndCount;
     for (uint32_t t = lo; t < hi; ++t) {
       const std::vector<uint64_t> &log = logs[t];
       std::fill(siteCounts.begin(), siteCounts.end(), 0);
@@ -186,10 +185,10 @@ private:
         uint32_t site = siteOf(log[i]);
         uint32_t k = siteCounts[site]++;
         if (i >= first)
-          requests[{site, k}].add(log[i]);
+          bySiteAndCount[{site, k}].add(log[i]);
       }
     }
-    for (auto &[key, r] : requests)
+    for (auto &[key, r] : bySiteAndCount)
       retire(r);
   }
 

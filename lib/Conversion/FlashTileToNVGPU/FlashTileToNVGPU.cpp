@@ -390,6 +390,25 @@ Value addConst(OpBuilder &b, Location loc, Value x, int64_t c) {
   return c == 0 ? x : arith::AddIOp::create(b, loc, x, indexConst(b, loc, c));
 }
 
+/// The largest power of two up to `maxRun` that divides `column` (of the
+/// thread index) for every thread of `type`'s layout: the longest runs of
+/// columns a thread's accesses can start aligned to. A null `column` (a
+/// single column offset of 0) allows `maxRun`.
+int64_t getThreadColumnAlignment(TileType type, AffineExpr column,
+                                 int64_t maxRun) {
+  int64_t align = maxRun;
+  if (!column)
+    return align;
+  auto map = AffineMap::get(1, 0, column);
+  for (int64_t t = 0, n = 32 * type.getLayoutInterface().getNumWarps(); t < n;
+       ++t) {
+    int64_t c = map.compose(ArrayRef<int64_t>{t})[0];
+    while (c % align != 0)
+      align /= 2;
+  }
+  return align;
+}
+
 /// The largest value of `expr` over the threads `[0, threads)`.
 int64_t maxOverThreads(AffineExpr expr, int64_t threads) {
   auto map = AffineMap::get(1, 0, expr);
@@ -2228,14 +2247,7 @@ struct ScratchPlace {
 /// thread's column offset). Each run lists the values' indices.
 SmallVector<SmallVector<int64_t>> getColumnRuns(TileType type,
                                                 AffineExpr column) {
-  int64_t threadAlign = 4;
-  auto map = AffineMap::get(1, 0, column);
-  for (int64_t t = 0, n = 32 * type.getLayoutInterface().getNumWarps(); t < n;
-       ++t) {
-    int64_t c = map.compose(ArrayRef<int64_t>{t})[0];
-    while (c % threadAlign != 0)
-      threadAlign /= 2;
-  }
+  int64_t threadAlign = getThreadColumnAlignment(type, column, 4);
   SmallVector<SmallVector<int64_t>> coords = valueOffsets(type);
   SmallVector<int64_t> order = llvm::to_vector(
       llvm::seq<int64_t>(0, static_cast<int64_t>(coords.size())));
@@ -2510,18 +2522,7 @@ SmallVector<RowAccesses> getRowAccesses(TileType type, AffineExpr column,
   int64_t maxRun = std::max<int64_t>(
       1, std::min<int64_t>(alignment.value_or(elementBytes), 16) /
              elementBytes);
-  // The largest power of two (up to maxRun) that divides every thread's
-  // column offset.
-  int64_t threadAlign = maxRun;
-  if (column) {
-    auto map = AffineMap::get(1, 0, column);
-    int64_t threads = 32 * type.getLayoutInterface().getNumWarps();
-    for (int64_t t = 0; t < threads; ++t) {
-      int64_t c = map.compose(ArrayRef<int64_t>{t})[0];
-      while (c % threadAlign != 0)
-        threadAlign /= 2;
-    }
-  }
+  int64_t threadAlign = getThreadColumnAlignment(type, column, maxRun);
   SmallVector<SmallVector<int64_t>> coords = valueOffsets(type);
   llvm::MapVector<int64_t, SmallVector<std::pair<int64_t, int64_t>>> byRow;
   for (auto [e, c] : llvm::enumerate(coords))
