@@ -192,10 +192,12 @@ void checkShape(const Config &c, const Shape &s,
   // free of conflicts but not every copy that writes them (counted, not
   // asserted: docs/PERFORMANCE.md).
   auto wholeLines = [](int64_t d) { return d == 64 || d == 128 || d == 256; };
-  if (wholeLines(c.headDim) && wholeLines(c.headDimV ? c.headDimV : c.headDim))
+  if (wholeLines(c.headDim) &&
+      wholeLines(c.headDimV ? c.headDimV : c.headDim)) {
     EXPECT_EQ(counters->sharedExtraWavefronts, 0u)
         << "ld/st.shared and cp.async bank conflicts, over "
         << counters->sharedRequests << " requests";
+  }
 }
 
 class ShippedConfigTest : public ::testing::TestWithParam<Config> {};
@@ -216,10 +218,11 @@ TEST_P(ShippedConfigTest, MatchesFloat64InTheSimulator) {
     // eight, one whole step and no masked one.
     std::shared_ptr<const Kernel> kernel;
     checkShape(c, {1, 1, 1, 2100, 9}, &kernel);
-    if (kernel)
+    if (kernel) {
       EXPECT_GE((2100 + kernel->getMetadata().gpu->blockKV - 1) /
                     kernel->getMetadata().gpu->blockKV,
                 9);
+    }
     checkShape(c, {2, 1, 1, 2100, 8});
   } else {
     checkShape(c, {2, 2, 37, 53});
@@ -325,8 +328,9 @@ TEST_P(ExtraConfigTest, MatchesFloat64InTheSimulator) {
     checkShape(c, {2, 2, 1, 300}, &kernel);
     // Decode kernels come through the flash_tile body, which writes the
     // attention's output itself at one split.
-    if (kernel)
+    if (kernel) {
       EXPECT_TRUE(kernel->getMetadata().gpu->forward.finalAtOneSplit);
+    }
     checkShape(c, {1, 1, 2, 45, 3});
     checkShape(c, {3, 1, 1, 600, 3});
   } else {
@@ -777,8 +781,9 @@ TEST(GPUKernelTest, UnalignedTensorsRunOnAFallback) {
         std::string::npos)
         << fallback->reason;
     EXPECT_EQ(counters->tensorLoads, 0u) << "no TMA below 16 bytes";
-    if (std::string(c.target) == "sm_90a" && !c.decode)
+    if (std::string(c.target) == "sm_90a" && !c.decode) {
       EXPECT_GT(counters->wgmmaInstructions, 0u);
+    }
 
     std::vector<double> expected = referenceAttention(spec, q, k, v);
     double worst = 0;
@@ -1043,8 +1048,9 @@ TEST(GPUKernelTest, FixedSplitCountIsPassedAtLaunch) {
     ASSERT_EQ(device->launches.size(), splits == 1 ? 1u : 2u)
         << "forward, and combine when split";
     EXPECT_EQ(device->launches[0].first, "flash_attention_fwd");
-    if (splits > 1)
+    if (splits > 1) {
       EXPECT_EQ(device->launches[1].first, "flash_attention_combine");
+    }
     forwardGrid[splits == 3] = device->launches[0].second;
   }
   EXPECT_EQ(forwardGrid[1], 3 * forwardGrid[0]);

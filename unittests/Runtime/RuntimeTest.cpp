@@ -886,8 +886,9 @@ TEST(BundleTest, SaveLoadRoundTrip) {
     for (const KernelVariant &v : loaded->variants)
       anyMatch |= getMismatchedField(v.query, other).empty();
     EXPECT_EQ(got != nullptr, anyMatch) << "change " << i;
-    if (got)
+    if (got) {
       EXPECT_EQ(getMismatchedField(got->query, other), "") << "change " << i;
+    }
   }
   // Loading sets each variant's image hash (the device's cache key), and
   // other images hash otherwise.

@@ -662,7 +662,8 @@ Value Emitter::sumEach(ArrayRef<Value> parts) {
     }
     level = std::move(next);
   }
-  return level[0];
+  // One vector is left (none only for no parts, which callers never pass).
+  return level.empty() ? Value() : level.front();
 }
 
 /// x > y ? x : y, which is y where either is NaN: one vmaxps (the

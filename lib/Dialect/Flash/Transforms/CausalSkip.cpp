@@ -405,7 +405,7 @@ struct FlashCausalSkipPass
         continue;
       }
       bool split = splitsIn(loop);
-      StringRef what = split ? "split" : "bounded";
+      [[maybe_unused]] StringRef what = split ? "split" : "bounded";
       if (std::optional<BlockCounts> n = countBlocks(loop, step, c)) {
         // Unsplit, the blocks every row sees run masked too.
         int64_t full = split ? n->full : 0;

@@ -119,10 +119,11 @@ LogicalResult AsyncCopyOp::verify() {
                             "source is "
                          << getSource().getType();
   int64_t elementBytes = element.getIntOrFloatBitWidth() / 8;
-  std::optional<int64_t> alignment = getAlignment();
-  if (alignment && (*alignment < elementBytes || *alignment > 16 ||
-                    !llvm::isPowerOf2_64(*alignment)))
-    return emitOpError() << "alignment " << *alignment
+  bool hasAlignment = getAlignment().has_value();
+  int64_t alignment = getAlignment().value_or(0);
+  if (hasAlignment && (alignment < elementBytes || alignment > 16 ||
+                       !llvm::isPowerOf2_64(alignment)))
+    return emitOpError() << "alignment " << alignment
                          << " is not a power of two from the element's "
                          << elementBytes << " bytes to 16";
   // Without a layout, flash-tile-assign-layouts spreads the copy.
@@ -134,9 +135,9 @@ LogicalResult AsyncCopyOp::verify() {
                             "is [1, n]";
   int64_t run = layout.getSize()[1];
   int64_t runBytes = run * elementBytes;
-  if (alignment && run != 1 && runBytes > *alignment)
+  if (hasAlignment && run != 1 && runBytes > alignment)
     return emitOpError() << "copies runs of " << runBytes
-                         << " bytes from a source aligned to " << *alignment;
+                         << " bytes from a source aligned to " << alignment;
   if (run != 1 && runBytes != 4 && runBytes != 8 && runBytes != 16)
     return emitOpError() << "copies runs of one element or of 4, 8 or 16 "
                             "bytes; a run of "
