@@ -61,7 +61,10 @@ struct AllocateSharedPass
 
   void runOnOperation() override {
     int64_t budget = sharedBytes;
-    std::string budgetName = "shared-bytes";
+    // Where the budget comes from, for the error: the pass's shared-bytes
+    // (which the pipelines and flashc call sram-bytes) or the chip.
+    std::string budgetName = "of the budget asked for (shared-bytes; "
+                             "sram-bytes in the pipelines and flashc)";
     if (budget < 0) {
       getOperation()->emitError()
           << "flash-tile-allocate-shared: shared-bytes is " << budget
@@ -78,7 +81,7 @@ struct AllocateSharedPass
         return signalPassFailure();
       }
       budget = target->sramBytes;
-      budgetName = chip;
+      budgetName = "that " + chip + " allows";
     }
     flash::FlashDialect::SharedBytesAttrHelper total(&getContext());
     WalkResult result = getOperation()->walk([&](FunctionOpInterface fn) {
@@ -152,8 +155,8 @@ struct AllocateSharedPass
       InFlightDiagnostic diag = fn->emitError()
                                 << "the shared buffers of @" << fn.getName()
                                 << " need " << offset << " bytes, more than "
-                                << "the " << budget << " that " << budgetName
-                                << " allows per CTA";
+                                << "the " << budget << " bytes per CTA "
+                                << budgetName;
       for (AllocOp alloc : allocs)
         diag.attachNote(alloc.getLoc())
             << alloc.getBuffer().getType().getSizeInBytes() << " bytes at "

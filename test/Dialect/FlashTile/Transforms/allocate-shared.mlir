@@ -16,7 +16,7 @@
 // sm_90a's budget is 227 KiB.
 // RUN: not flashc-opt %s --split-input-file --flash-tile-allocate-shared=chip=sm_90a \
 // RUN:   2>&1 | FileCheck %s --check-prefix=SM90
-// SM90: error: the shared buffers of @too_big need 262144 bytes, more than the 232448 that sm_90a allows per CTA
+// SM90: error: the shared buffers of @too_big need 262144 bytes, more than the 232448 bytes per CTA that sm_90a allows
 
 #sw = #flash_tile.swizzled<vector = 8, phases = 8>
 #plain = #flash_tile.swizzled<vector = 8, phases = 1>
@@ -70,12 +70,12 @@ gpu.module @kernels {
 // 4 stages of 128 x 128 f16 K and V: 256 KiB, over sm_80's 163 KiB (and
 // over the 64 KiB of shared-bytes=65536).
 // SMALL-NOT: error
-// SMALL: error: the shared buffers of @too_big need 262144 bytes, more than the 65536 that shared-bytes allows per CTA
+// SMALL: error: the shared buffers of @too_big need 262144 bytes, more than the 65536 bytes per CTA of the budget asked for (shared-bytes; sram-bytes in the pipelines and flashc)
 // SMALL-NEXT: func.func @too_big
 // SMALL: note: 131072 bytes at 0
 // SMALL: note: 131072 bytes at 131072
 func.func @too_big() {
-  // expected-error @-1 {{the shared buffers of @too_big need 262144 bytes, more than the 166912 that sm_80 allows per CTA}}
+  // expected-error @-1 {{the shared buffers of @too_big need 262144 bytes, more than the 166912 bytes per CTA that sm_80 allows}}
   // expected-note @+1 {{131072 bytes at 0}}
   %k = flash_tile.alloc : !flash_tile.shared<4x128x128xf16, #sw>
   // expected-note @+1 {{131072 bytes at 131072}}
