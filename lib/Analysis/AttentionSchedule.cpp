@@ -117,9 +117,9 @@ TileSizes mlir::flash::chooseTileSizes(const TargetInfo &target,
                                 ? flashc::getWarpgroupSharedReserve(stages)
                                 : 0);
     while (c.sharedBytes() > budget && c.blockKV >= 2 * 16) {
-      c = flashc::makeGPUTileConfig(c.group, c.headDim, c.headDimV,
-                                    c.elementBytes, c.blockQ, c.blockKV / 2,
-                                    c.outputBytes, wideWarps);
+      c = flashc::makeGPUTileConfig(
+          c.group, c.headDim, c.headDimV, c.elementBytes, c.blockQ,
+          c.blockKV / 2, c.outputBytes, wideWarps, target.hasWarpgroupMma());
       c.stages = stages;
     }
     tiles.blockQ = std::min(c.blockQ, shape.seqQ);

@@ -513,7 +513,10 @@ Status runtime::launchAttention(Device &device, const KernelVariant &variant,
       spec.strides[2] = static_cast<uint64_t>(headsPerKV * t.strides[1] * eb);
       for (size_t d = 0; d < p.box.size() && d < 5; ++d)
         spec.box[d] = static_cast<uint32_t>(p.box[d]);
-      spec.swizzle = 3; // 128 bytes
+      // The swizzle spans the box's row: 32, 64 or 128 bytes (1, 2, 3), as
+      // the manifest's loader checked.
+      uint64_t boxRowBytes = spec.box[0] * static_cast<uint64_t>(eb);
+      spec.swizzle = boxRowBytes == 32 ? 1 : boxRowBytes == 64 ? 2 : 3;
       Result<TensorMapBytes> map = device.encodeTensorMap(spec);
       if (!map) {
         status = Status::invalidArgument(

@@ -459,6 +459,15 @@ Result<KernelVariant> KernelVariant::fromJson(const JsonValue &v) {
                                "256");
         p.box.push_back(n);
       }
+      // The map swizzles its box's rows (Attention.cpp): a row of 32, 64
+      // or 128 bytes.
+      int64_t rowBytes = p.box[0] * getElementBytes(k.query.dtype);
+      if (rowBytes != 32 && rowBytes != 64 && rowBytes != 128)
+        return Status::error("manifest: tensor map argument '" + p.name +
+                             "' of variant '" + k.id + "' has a box row of " +
+                             std::to_string(rowBytes) +
+                             " bytes; a swizzled box's row is 32, 64 or 128 "
+                             "bytes");
     }
     k.parameters.push_back(std::move(p));
   }

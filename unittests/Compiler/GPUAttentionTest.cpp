@@ -109,7 +109,8 @@ void checkShape(const Config &c, const Shape &s,
     const flashc::runtime::KernelVariant &v = *(*kernel)->getMetadata().gpu;
     flashc::GPUTileConfig tile = flashc::makeGPUTileConfig(
         v.query.group, v.query.headDim, v.query.headDimV, 2, v.blockQ,
-        v.blockKV, v.query.decode ? 4 : 2, /*wideWarps=*/true);
+        v.blockKV, v.query.decode ? 4 : 2, /*wideWarps=*/true,
+        /*warpgroup=*/std::string(c.target) == "sm_90a" && config.warpgroupMma);
     tile.stages = config.stages;
     int64_t extra = v.forward.sharedBytes - tile.sharedBytes();
     if (std::string(c.target) == "sm_80")
@@ -149,9 +150,9 @@ void checkShape(const Config &c, const Shape &s,
   ASSERT_TRUE(counters.ok()) << counters.message();
   // sm_90a's kernels of 64 rows or more (every prefill tile; decode
   // tiles of groups above 32 heads) multiply by warpgroups from shared
-  // memory where a buffer's rows are whole rows of the 128-byte swizzle
-  // (64 columns, or panels of 64: K's for S, V's for O; head dims padded
-  // to 16); the other multiplies load their operands by ldmatrix.
+  // memory where a buffer's rows are whole rows of the 128-, 64- or 32-byte
+  // swizzle (K's for S, V's for O; head dims padded to 16, so every 16-bit
+  // head dim); the other multiplies load their operands by ldmatrix.
   int64_t tileRows =
       flashc::chooseGPUTiles(c.group, c.headDim,
                              c.headDimV ? c.headDimV : c.headDim, 2, c.decode,
@@ -159,7 +160,9 @@ void checkShape(const Config &c, const Shape &s,
           .tileRows();
   bool warpgroup = std::string(c.target) == "sm_90a" && config.warpgroupMma &&
                    tileRows >= 64;
-  auto swizzleRow = [](int64_t d) { return (d + 15) / 16 * 16 % 64 == 0; };
+  auto swizzleRow = [](int64_t d) {
+    return flashc::getWarpgroupSwizzleBytes((d + 15) / 16 * 16 * 2) != 0;
+  };
   bool qk = warpgroup && swizzleRow(c.headDim);
   bool pv = warpgroup && swizzleRow(c.headDimV ? c.headDimV : c.headDim);
   EXPECT_EQ(counters->wgmmaInstructions > 0, qk || pv)
@@ -316,6 +319,17 @@ std::vector<Config> extraConfigs() {
       {"sm_90a", ElementType::BF16, 32, 1, false, false, false},
       {"sm_90a", ElementType::F16, 16, 4, true, false, false},
       {"sm_90a", ElementType::F16, 8, 8, false, true, false},
+      // sm_90a's rows of the 64- and 32-byte swizzles: 96 and 160 columns
+      // in panels of 64 bytes, 80 and 72 (padded to 80) in panels of 32
+      // bytes, one beside the other (Q and K in one, V and O in the
+      // other), and a decode tile of 64 rows.
+      {"sm_90a", ElementType::F16, 96, 1, true, false, true},
+      {"sm_90a", ElementType::BF16, 80, 4, false, false, false},
+      {"sm_90a", ElementType::F16, 160, 1, true, false, false},
+      {"sm_90a", ElementType::BF16, 72, 2, false, false, true},
+      {"sm_90a", ElementType::F16, 96, 1, false, false, false,
+       /*headDimV=*/80},
+      {"sm_90a", ElementType::BF16, 96, 48, false, true, false},
   };
 }
 

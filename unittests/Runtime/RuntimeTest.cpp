@@ -716,6 +716,20 @@ INSTANTIATE_TEST_SUITE_P(
                       "manifest: tensor map argument 'q_map' of variant "
                       "'sm_90a-bf16-g4-d96dv80-causal-lse-decode' has a box "
                       "dimension that is not 1 to 256"},
+        // A map swizzles its box's rows: 32, 64 or 128 bytes (24 bf16 are
+        // 48).
+        MalformedCase{"TensorMapBoxRowNotASwizzle",
+                      [](auto &v) {
+                        auto &args = v["arguments"].getArray();
+                        args[args.size() - 3].getObject()["box"] =
+                            JsonValue(JsonValue::Array{
+                                JsonValue(24), JsonValue(32), JsonValue(1),
+                                JsonValue(1)});
+                      },
+                      "manifest: tensor map argument 'k_map' of variant "
+                      "'sm_90a-bf16-g4-d96dv80-causal-lse-decode' has a box "
+                      "row of 48 bytes; a swizzled box's row is 32, 64 or "
+                      "128 bytes"},
         MalformedCase{"CompileSecondsAsString",
                       [](auto &v) { v["compile_seconds"] = "fast"; },
                       "manifest: missing or malformed 'compile_seconds'"},

@@ -431,7 +431,7 @@ def FlashTileToNVGPU : Pass<"flash-tile-to-nvgpu", "::mlir::ModuleOp"> {
       the stage's bytes on the stage's mbarrier, then its
       `nvgpu.tma.async.load` of each box (a panel of the stage) through
       the tensor map argument as an `!nvgpu.tensormap.descriptor` of the
-      128-byte swizzle with zeros out of bounds. The mbarriers, one per
+      box row's swizzle (128, 64 or 32 bytes) with zeros out of bounds. The mbarriers, one per
       stage of each buffer a `tma_load` fills (`nvgpu.mbarrier.create`),
       are initialised for one arrival by the first thread at the
       kernel's entry, followed by a CTA barrier.
@@ -457,10 +457,10 @@ def FlashTileToNVGPU : Pass<"flash-tile-to-nvgpu", "::mlir::ModuleOp"> {
     - `warpgroup_mma`: `wgmma.fence`, one `wgmma.mma_async` m64nNk16
       (f32 accumulators) per step of K, `wgmma.commit_group` and
       `wgmma.wait_group 0`. Shared operands are 64-bit matrix
-      descriptors of the 128-byte swizzle: K-major (Q, K) with 8-row
-      groups 1024 bytes apart and k-steps of 32 bytes along a 128-byte
-      panel's rows, whole panels beyond; N-major (V) with k-steps of 16
-      rows and the panels the leading offset apart. Each warpgroup's A
+      descriptors of the buffer's swizzle (W = 128, 64 or 32 bytes): K-major
+      (Q, K) with 8-row groups 8 W bytes apart and k-steps of 32 bytes
+      along a panel's rows, whole panels beyond; N-major (V) with k-steps
+      of 16 rows and the panels the leading offset apart. Each warpgroup's A
       is its own 64 rows. A from registers is four pairs of 16-bit values
       a step, in the A operand layout of m16n8k16. The instruction is
       inline PTX (NVVM's op has no register A); the accumulator's values

@@ -37,10 +37,21 @@ namespace flashc {
 inline constexpr int64_t kMaxGPUHeadDim = 256;
 /// The largest number of query rows (G x Br) of one CTA's tile.
 inline constexpr int64_t kMaxGPUTileRows = 128;
-/// A row of the 128-byte swizzle, which sm_90a's warpgroup MMAs (and the
-/// TMA) read shared memory in: rows of whole 128-byte rows are read as
-/// they are, wider ones in panels of 128 bytes.
+/// A row of the 128-byte swizzle, the widest that sm_90a's warpgroup MMAs
+/// (and the TMA) read shared memory in: rows of whole 128-byte rows are
+/// read as they are, wider ones in panels of 128 bytes.
 inline constexpr int64_t kWarpgroupRowBytes = 128;
+/// The swizzle, in bytes, of a buffer whose rows of `rowBytes` warpgroup
+/// MMAs read and the TMA fills: the widest of the 128-, 64- and 32-byte
+/// swizzles whose row divides the buffer's (rows wider than it are stored
+/// as panels of its width), or 0 where none does (rows that are not whole
+/// 32-byte units, a k-step of 16 16-bit elements).
+inline int64_t getWarpgroupSwizzleBytes(int64_t rowBytes) {
+  for (int64_t bytes = kWarpgroupRowBytes; bytes >= 32; bytes /= 2)
+    if (rowBytes > 0 && rowBytes % bytes == 0)
+      return bytes;
+  return 0;
+}
 /// The swizzle's period of 8 such rows, which the buffers a warpgroup MMA
 /// reads start on (the lowering aligns the kernel's buffers to it at run
 /// time, within as many bytes more of shared memory).
@@ -186,6 +197,12 @@ struct GPUTileConfig {
   int64_t outputBytes = 4;
   int64_t stages = 2;
   bool qInRegisters = true;
+  /// Whether sm_90a's warpgroup MMAs read Q, K and V from shared memory (a
+  /// tile of 64 rows or more on a chip with them): their rows are placed
+  /// in panels of a swizzle's row (getWarpgroupSwizzleBytes), never
+  /// padded. (A kernel built without the warpgroup MMAs pads them, as on
+  /// sm_80: a little more than this counts.)
+  bool warpgroupRows = false;
 
   int64_t rows() const { return group * blockQ; }
   int64_t warps() const { return rowTiles / rowTilesPerWarp * kvWarps; }
@@ -215,17 +232,21 @@ struct GPUTileConfig {
   /// O of the same rows reuses; other outputs go from registers to global
   /// memory), then the K and V stages. The kv-warp merge reuses the K/V
   /// region.
+  /// Elements of a shared-memory row of `paddedCols` columns: padded by a
+  /// chunk where their chunks are not a power of two, except in the
+  /// warpgroup MMAs' panels.
+  int64_t sharedRowElements(int64_t paddedCols) const {
+    return warpgroupRows ? paddedCols
+                         : getSharedRowElements(paddedCols, elementBytes);
+  }
   int64_t qRegionBytes() const {
-    return tileRows() * getSharedRowElements(paddedHeadDim, elementBytes) *
-           elementBytes;
+    return tileRows() * sharedRowElements(paddedHeadDim) * elementBytes;
   }
   int64_t kStageBytes() const {
-    return blockKV * getSharedRowElements(paddedHeadDim, elementBytes) *
-           elementBytes;
+    return blockKV * sharedRowElements(paddedHeadDim) * elementBytes;
   }
   int64_t vStageBytes() const {
-    return blockKV * getSharedRowElements(paddedHeadDimV, elementBytes) *
-           elementBytes;
+    return blockKV * sharedRowElements(paddedHeadDimV) * elementBytes;
   }
   int64_t kvRegionBytes() const {
     return stages * (kStageBytes() + vStageBytes());
@@ -309,12 +330,14 @@ inline int64_t chooseRowTilesPerWarp(int64_t tileRows, int64_t kvWarps,
 /// head dim of a prefill tile (at D = 256 too, where ptxas fits Q's
 /// fragments without spilling; the builder re-reads Q there) but that of
 /// wide warps beyond D = 64, whose 32 rows of Q are read again from
-/// shared memory per block.
+/// shared memory per block. With `warpgroup` (sm_90a), a tile of 64 rows
+/// or more has the warpgroup MMAs' unpadded rows (warpgroupRows).
 inline GPUTileConfig makeGPUTileConfig(int64_t group, int64_t headDim,
                                        int64_t headDimV, int64_t elementBytes,
                                        int64_t blockQ, int64_t blockKV,
                                        int64_t outputBytes,
-                                       bool wideWarps = false) {
+                                       bool wideWarps = false,
+                                       bool warpgroup = false) {
   GPUTileConfig c;
   c.outputBytes = outputBytes;
   c.group = std::max<int64_t>(group, 1);
@@ -327,6 +350,8 @@ inline GPUTileConfig makeGPUTileConfig(int64_t group, int64_t headDim,
   c.paddedHeadDimV = roundUpTo(std::max<int64_t>(headDimV, 1), 16);
   c.elementBytes = elementBytes;
   c.rowTiles = tileRowTiles(c.group, blockQ, wideWarps);
+  // sm_90a's warpgroup MMAs take a warpgroup's 64 rows at least.
+  c.warpgroupRows = warpgroup && c.tileRows() >= 64;
   // Kv warps: each takes 16-key multiples of the block and, when they
   // merge, 8-column multiples of Dv, and their f32 accumulators must fit
   // the K or V stages they merge through.
@@ -374,9 +399,10 @@ inline GPUTileConfig makeGPUTileConfig(int64_t group, int64_t headDim,
 /// 228 and spills nothing, and the 64 KB of shared memory let two CTAs share an
 /// SM on sm_80 and sm_90a.
 ///
-/// With `warpgroup` (sm_90a's warpgroup MMAs, with `wideWarps`), head dims
-/// padded to multiples of 64 take 128 rows, 8 warps of 16, in blocks of
-/// 128 keys up to D = 128 and 64 beyond: a warpgroup reads its B operand
+/// With `warpgroup` (sm_90a's warpgroup MMAs, with `wideWarps`), every
+/// head dim (padded to 16: rows of one of the 128-, 64- or 32-byte
+/// swizzles, getWarpgroupSwizzleBytes) takes 128 rows, 8 warps of 16, in blocks
+/// of 128 keys up to D = 128 and 64 beyond: a warpgroup reads its B operand
 /// from shared memory for 64 rows, so the wider N halves the bytes read
 /// per multiply-accumulate, which at 32 keys bound the D = 128 kernel by
 /// shared memory (the static model of docs/KERNELS.md); 16 rows a warp
@@ -414,7 +440,7 @@ inline GPUTileConfig chooseGPUTiles(int64_t group, int64_t headDim,
       blockKV = maxD <= 64 ? 64 : 32;
     }
     auto swizzleRows = [&](int64_t d) {
-      return roundUpTo(d, 16) * elementBytes % kWarpgroupRowBytes == 0;
+      return getWarpgroupSwizzleBytes(roundUpTo(d, 16) * elementBytes) != 0;
     };
     if (wideWarps && warpgroup && g <= kMaxGPUTileRows &&
         swizzleRows(headDim) && swizzleRows(headDimV)) {
@@ -423,8 +449,9 @@ inline GPUTileConfig chooseGPUTiles(int64_t group, int64_t headDim,
     }
     blockQ = std::max<int64_t>(1, rows / g);
   }
-  return makeGPUTileConfig(g, headDim, headDimV, elementBytes, blockQ,
-                           blockKV, decode ? 4 : elementBytes, wideWarps);
+  return makeGPUTileConfig(g, headDim, headDimV, elementBytes, blockQ, blockKV,
+                           decode ? 4 : elementBytes, wideWarps,
+                           warpgroup && wideWarps);
 }
 
 /// Why `c` cannot be built within `sharedLimit` bytes of shared memory per

@@ -1092,9 +1092,10 @@ struct AsyncWaitLowering : TilePattern<AsyncWaitOp> {
 //===----------------------------------------------------------------------===//
 
 /// The boxes of a TMA copy between a stage and a tensor map: the map as a
-/// descriptor of the box with the 128-byte swizzle and zeros out of
-/// bounds, and per panel of the stage the box's view of shared memory and
-/// its coordinates (the inner one a box further each panel).
+/// descriptor of the box with the swizzle of the box's row (128, 64 or 32
+/// bytes) and zeros out of bounds, and per panel of the stage the box's
+/// view of shared memory and its coordinates (the inner one a box further
+/// each panel).
 class TmaBoxes {
 public:
   TmaBoxes(ConversionPatternRewriter &rewriter, Location loc, SharedType buffer,
@@ -1106,8 +1107,13 @@ public:
     boxType = MemRefType::get(
         shape, buffer.getElementType(), AffineMap(),
         gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+    int64_t rowBytes =
+        box[0] * (buffer.getElementType().getIntOrFloatBitWidth() / 8);
     auto descType = nvgpu::TensorMapDescriptorType::get(
-        ctx, boxType, nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
+        ctx, boxType,
+        rowBytes == 128  ? nvgpu::TensorMapSwizzleKind::SWIZZLE_128B
+        : rowBytes == 64 ? nvgpu::TensorMapSwizzleKind::SWIZZLE_64B
+                         : nvgpu::TensorMapSwizzleKind::SWIZZLE_32B,
         nvgpu::TensorMapL2PromoKind::L2PROMO_256B,
         nvgpu::TensorMapOOBKind::OOB_ZERO,
         nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
@@ -1647,12 +1653,15 @@ LogicalResult valueIndices(TileType type,
   return success();
 }
 
-/// The 64-bit shared-memory matrix descriptor of the 128-byte swizzle
-/// whose start address (bytes, in the shared window) is `address`: bits
-/// 0-13 the address / 16, 16-29 the leading and 32-45 the stride byte
-/// offset / 16, 62-63 the swizzle (1: 128 bytes).
+/// The 64-bit shared-memory matrix descriptor of the `swizzle`-byte
+/// swizzle (128, 64 or 32) whose start address (bytes, in the shared
+/// window) is `address`: bits 0-13 the address / 16, 16-29 the leading and
+/// 32-45 the stride byte offset / 16, 62-63 the swizzle (1, 2, 3: 128, 64,
+/// 32 bytes).
 Value matrixDescriptor(OpBuilder &b, Location loc, Value address,
-                       int64_t leading, int64_t stride) {
+                       int64_t leading, int64_t stride, int64_t swizzle) {
+  assert((swizzle == 128 || swizzle == 64 || swizzle == 32) &&
+         "a swizzle of 128, 64 or 32 bytes");
   Type i64 = b.getI64Type();
   auto constant = [&](uint64_t v) {
     return arith::ConstantOp::create(
@@ -1661,8 +1670,9 @@ Value matrixDescriptor(OpBuilder &b, Location loc, Value address,
   Value field = arith::AndIOp::create(
       b, loc, arith::ShRUIOp::create(b, loc, address, constant(4)),
       constant(0x3fff));
+  uint64_t mode = swizzle == 128 ? 1 : swizzle == 64 ? 2 : 3;
   uint64_t fixed = (uint64_t(leading / 16) << 16) |
-                   (uint64_t(stride / 16) << 32) | (uint64_t(1) << 62);
+                   (uint64_t(stride / 16) << 32) | (mode << 62);
   return arith::OrIOp::create(b, loc, field, constant(fixed));
 }
 
@@ -1697,7 +1707,20 @@ FailureOr<PreparedMma> prepareMma(WarpgroupMmaOp op, Value aValue, Value aStage,
       16;
   PreparedMma p;
   p.element = b.getElementType();
-  constexpr int64_t rowBytes = flashc::kWarpgroupRowBytes;
+  // Each buffer's swizzle, in bytes: the row of its 8-row atoms (the
+  // placement flash-tile-allocate-shared gave it), and of its panels.
+  int64_t elementBytes = p.element.getIntOrFloatBitWidth() / 8;
+  auto swizzleOf = [&](SharedType type) {
+    return getWarpgroupSwizzleBytes(type.getLayout(), type.getColumns(),
+                                    elementBytes);
+  };
+  int64_t bSwizzle = swizzleOf(b);
+  int64_t aSwizzle =
+      sharedA ? swizzleOf(kv.operandType<SharedType>(op, 0)) : bSwizzle;
+  if (!bSwizzle || !aSwizzle)
+    return op.emitOpError() << "reads a buffer without the placement of a "
+                               "warpgroup MMA's operand: run "
+                               "flash-tile-allocate-shared first";
 
   // The instruction's accumulator register i of a thread is row
   // 8 * ((i % 4) / 2) and column 8 * (i / 4) + i % 2 from the thread's
@@ -1741,24 +1764,28 @@ FailureOr<PreparedMma> prepareMma(WarpgroupMmaOp op, Value aValue, Value aStage,
         arith::ConstantOp::create(rewriter, loc, i64,
                                   rewriter.getI64IntegerAttr(c)));
   };
-  // A buffer's rows are panels of 128 bytes (one, or several stored one
-  // after the other): a panel of a stage is its rows x 128 bytes.
-  auto panelBytes = [&](SharedType type) { return type.getRows() * rowBytes; };
+  // A buffer's rows are panels of its swizzle's row, W bytes (one, or
+  // several stored one after the other): a panel of a stage is its rows x
+  // W bytes.
+  auto panelBytes = [&](SharedType type, int64_t swizzle) {
+    return type.getRows() * swizzle;
+  };
   // The bytes from a K-major operand's first k-step to its k-th: 32 a
   // step within a panel's rows, whole panels beyond.
-  auto kMajorStep = [&](SharedType type, int64_t k) {
+  auto kMajorStep = [&](SharedType type, int64_t swizzle, int64_t k) {
     int64_t bytes = 32 * k;
-    return bytes / rowBytes * panelBytes(type) + bytes % rowBytes;
+    return bytes / swizzle * panelBytes(type, swizzle) + bytes % swizzle;
   };
-  // B: K rows of N (N-major: k-steps of 16 rows, 8-row groups 1024
-  // bytes apart, 64-column panels a panel apart), or N rows of K
-  // (K-major, 8-row groups 1024 bytes apart).
+  // B: K rows of N (N-major: k-steps of 16 rows, 8-row groups 8 W bytes
+  // apart, panels of W / 2 columns a panel apart), or N rows of K
+  // (K-major, 8-row groups 8 W bytes apart).
   Value bStart = stageStart(bValue, bStage, b);
   p.transB = !op.getTransposeB();
-  int64_t bLeading = p.transB ? panelBytes(b) : 16;
-  Value bDesc = matrixDescriptor(rewriter, loc, bStart, bLeading, 8 * rowBytes);
+  int64_t bLeading = p.transB ? panelBytes(b, bSwizzle) : 16;
+  Value bDesc =
+      matrixDescriptor(rewriter, loc, bStart, bLeading, 8 * bSwizzle, bSwizzle);
   auto bStep = [&](int64_t k) {
-    return p.transB ? 16 * rowBytes * k : kMajorStep(b, k);
+    return p.transB ? 16 * bSwizzle * k : kMajorStep(b, bSwizzle, k);
   };
   Value aDesc;
   SharedType a;
@@ -1768,11 +1795,11 @@ FailureOr<PreparedMma> prepareMma(WarpgroupMmaOp op, Value aValue, Value aStage,
     Value aStart = stageStart(aValue, aStage, a);
     AffineExpr t = getAffineDimExpr(0, rewriter.getContext());
     Value group =
-        kv.atEntry(op, {t.floorDiv(128) * (64 * rowBytes)}, rewriter)[0];
+        kv.atEntry(op, {t.floorDiv(128) * (64 * aSwizzle)}, rewriter)[0];
     aStart = arith::AddIOp::create(
         rewriter, loc, aStart,
         arith::IndexCastOp::create(rewriter, loc, i64, group));
-    aDesc = matrixDescriptor(rewriter, loc, aStart, 16, 8 * rowBytes);
+    aDesc = matrixDescriptor(rewriter, loc, aStart, 16, 8 * aSwizzle, aSwizzle);
   }
 
   // An accumulator of zeros (S's) is not read: the first k-step does not
@@ -1803,7 +1830,8 @@ FailureOr<PreparedMma> prepareMma(WarpgroupMmaOp op, Value aValue, Value aStage,
           LLVM::BitcastOp::create(rewriter, loc, rewriter.getI32Type(), pair));
     }
     // Descriptor addresses count 16 bytes: a step adds step / 16.
-    p.aDescs.push_back(aDesc ? plus(aDesc, kMajorStep(a, k) / 16) : Value());
+    p.aDescs.push_back(aDesc ? plus(aDesc, kMajorStep(a, aSwizzle, k) / 16)
+                             : Value());
     p.bDescs.push_back(plus(bDesc, bStep(k) / 16));
   }
   p.resultType = convertTile(accType);

@@ -850,6 +850,54 @@ func.func @warpgroup_panels(%stage: index, %p: !flash_tile.tile<64x32xf16, #a>,
 
 // -----
 
+#mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+#a = #flash_tile.operand<a, #mma>
+#sw64 = #flash_tile.swizzled<vector = 8, phases = 4, panel = 32, rowsPerPhase = 2>
+#sw32 = #flash_tile.swizzled<vector = 8, phases = 2, panel = 16, rowsPerPhase = 4>
+// The narrower swizzles. Rows of 96 f16 in three panels of the 64-byte
+// swizzle (Q, K; K-major): descriptors with swizzle 2 in bits 62-63, the
+// leading offset 16 and the stride between 8-row groups 8 x 64 = 512
+// bytes (32 in bits 32-45); the k-steps 0-1 walk a panel's rows (+2, 32
+// bytes), 2-3 the second (a panel of 64 rows x 64 bytes on: +256), 4-5 the
+// third (+512). Rows of 80 f16 in five panels of the 32-byte swizzle (V,
+// N-major): swizzle 3, the leading offset a panel (32 rows x 32 bytes,
+// 1024 / 16 = 64 in bits 16-29), the stride 8 x 32 = 256 bytes (16 in
+// bits 32-45), k-steps of 16 rows of 32 bytes (512 bytes: +32); the
+// instruction's N = 80 crosses the five panels.
+// CHECK-LABEL: func.func @warpgroup_narrow_swizzles
+// CHECK-COUNT-2: arith.constant -9223371899415756800 : i64
+// CHECK: arith.addi %{{.+}}, %c2_i64
+// CHECK: arith.addi %{{.+}}, %c2_i64
+// CHECK: arith.addi %{{.+}}, %c256_i64
+// CHECK: arith.addi %{{.+}}, %c256_i64
+// CHECK: arith.addi %{{.+}}, %c258_i64
+// CHECK: arith.addi %{{.+}}, %c258_i64
+// CHECK: arith.addi %{{.+}}, %c512_i64
+// CHECK: arith.addi %{{.+}}, %c512_i64
+// CHECK: arith.addi %{{.+}}, %c514_i64
+// CHECK: arith.addi %{{.+}}, %c514_i64
+// CHECK: llvm.inline_asm {{.+}}wgmma.fence.sync.aligned;{{.+}}m64n64k16{{.+}}$64, $65, p1, 1, 1, 0, 0;
+// CHECK: arith.constant -4611685949703716864 : i64
+// CHECK: arith.addi %{{.+}}, %c32_i64
+// CHECK: llvm.inline_asm {{.+}}m64n80k16{{.+}}, p1, 1, 1, 1;{{.+}}m64n80k16{{.+}}, p1, 1, 1, 1;
+// CHECK-NOT: llvm.inline_asm
+func.func @warpgroup_narrow_swizzles(%stage: index, %p: !flash_tile.tile<64x32xf16, #a>,
+                                     %s0: !flash_tile.tile<64x64xf32, #mma>,
+                                     %o0: !flash_tile.tile<64x80xf32, #mma>)
+    -> (!flash_tile.tile<64x64xf32, #mma>, !flash_tile.tile<64x80xf32, #mma>) {
+  %c0 = arith.constant 0 : index
+  %q = flash_tile.alloc {offset = 0} : !flash_tile.shared<1x64x96xf16, #sw64>
+  %k = flash_tile.alloc {offset = 12288} : !flash_tile.shared<2x64x96xf16, #sw64>
+  %v = flash_tile.alloc {offset = 36864} : !flash_tile.shared<2x32x80xf16, #sw32>
+  %s = flash_tile.warpgroup_mma %q[%c0], %k[%stage] transpose, %s0
+      : !flash_tile.shared<1x64x96xf16, #sw64>, !flash_tile.shared<2x64x96xf16, #sw64>, !flash_tile.tile<64x64xf32, #mma>
+  %o = flash_tile.warpgroup_mma %p, %v[%stage], %o0
+      : !flash_tile.tile<64x32xf16, #a>, !flash_tile.shared<2x32x80xf16, #sw32>, !flash_tile.tile<64x80xf32, #mma>
+  return %s, %o : !flash_tile.tile<64x64xf32, #mma>, !flash_tile.tile<64x80xf32, #mma>
+}
+
+// -----
+
 #copy = #flash_tile.blocked<size = [1, 8], threads = [2, 16], warps = [4, 1]>
 #panels = #flash_tile.swizzled<vector = 8, phases = 8, panel = 64>
 // A copy into panels: a thread's 16-byte run of a 128-column row lies in
@@ -914,6 +962,31 @@ func.func @tma_load(%map: !llvm.ptr, %row: index, %b: index, %stage: index,
       : !llvm.ptr, !flash_tile.shared<2x64x128xf16, #sw>
   flash_tile.stage_wait %k[%stage], %parity : !flash_tile.shared<2x64x128xf16, #sw>
   flash_tile.barrier
+  return
+}
+
+// -----
+
+// tma_load of rows of 96 f16 in panels of the 64-byte swizzle: the map as
+// a descriptor of that swizzle, three boxes of 32 columns, 64 x 64 = 4096
+// bytes apart, each 32 columns further.
+#sw64 = #flash_tile.swizzled<vector = 8, phases = 4, panel = 32, rowsPerPhase = 2>
+// CHECK-LABEL: func.func @tma_load_swizzle_64
+// CHECK: %[[DESC:.+]] = builtin.unrealized_conversion_cast %{{.+}} : !llvm.ptr to !nvgpu.tensormap.descriptor<tensor = memref<1x1x64x32xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_64b, l2promo = l2promo_256b, oob = zero, interleave = none>
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %{{.+}}[%{{.+}}], %c12288
+// CHECK: nvgpu.tma.async.load %[[DESC]]
+// CHECK: arith.addi %{{.+}}, %c4096
+// CHECK: arith.addi %{{.+}}, %c32
+// CHECK: nvgpu.tma.async.load %[[DESC]]
+// CHECK: arith.addi %{{.+}}, %c8192
+// CHECK: arith.addi %{{.+}}, %c64
+// CHECK: nvgpu.tma.async.load %[[DESC]]
+// CHECK-NOT: nvgpu.tma.async.load
+func.func @tma_load_swizzle_64(%map: !llvm.ptr, %row: index, %b: index, %stage: index) {
+  %c0 = arith.constant 0 : index
+  %k = flash_tile.alloc {offset = 1024} : !flash_tile.shared<2x64x96xf16, #sw64>
+  flash_tile.tma_load %map[%c0, %row, %c0, %b], %k[%stage] box [32, 64, 1, 1]
+      : !llvm.ptr, !flash_tile.shared<2x64x96xf16, #sw64>
   return
 }
 

@@ -1074,14 +1074,12 @@ func.func @wgmma_acc_type(%p: !flash_tile.tile<64x64xf16>, %v: !flash_tile.share
 
 // -----
 
-// Rows of 96 f16 (192 bytes): not whole rows of the 128-byte swizzle.
-func.func @wgmma_row_bytes(%p: !flash_tile.tile<64x64xf16>, %k: !flash_tile.shared<2x64x96xf16>,
-                           %acc: !flash_tile.tile<64x64xf32>, %s: index) {
-  %q = flash_tile.alloc : !flash_tile.shared<1x64x96xf16>
-  %c0 = arith.constant 0 : index
-  // expected-error @+1 {{'flash_tile.warpgroup_mma' op reads A from rows of whole 128-byte rows of the tensor cores' 128-byte swizzle, not 96 x 2 bytes}}
-  %0 = flash_tile.warpgroup_mma %q[%c0], %k[%s] transpose, %acc
-      : !flash_tile.shared<1x64x96xf16>, !flash_tile.shared<2x64x96xf16>, !flash_tile.tile<64x64xf32>
+// Rows of 24 f16 (48 bytes): not whole rows of a 128-, 64- or 32-byte swizzle.
+func.func @wgmma_row_bytes(%p: !flash_tile.tile<64x64xf16>, %v: !flash_tile.shared<2x64x24xf16>,
+                           %acc: !flash_tile.tile<64x24xf32>, %s: index) {
+  // expected-error @+1 {{'flash_tile.warpgroup_mma' op reads B from rows of whole rows of the tensor cores' 128-, 64- or 32-byte swizzle, not 24 x 2 bytes}}
+  %0 = flash_tile.warpgroup_mma %p, %v[%s], %acc
+      : !flash_tile.tile<64x64xf16>, !flash_tile.shared<2x64x24xf16>, !flash_tile.tile<64x24xf32>
   return
 }
 
@@ -1091,7 +1089,7 @@ func.func @wgmma_row_bytes(%p: !flash_tile.tile<64x64xf16>, %k: !flash_tile.shar
 func.func @wgmma_panels(%p: !flash_tile.tile<64x64xf16>,
                         %v: !flash_tile.shared<2x64x128xf16, #flash_tile.swizzled<vector = 8, phases = 8>>,
                         %acc: !flash_tile.tile<64x128xf32>, %s: index) {
-  // expected-error @+1 {{'flash_tile.warpgroup_mma' op reads B swizzled in 16-byte chunks over 8 rows without padding, in panels of 128 bytes where rows are wider, not #flash_tile.swizzled<vector = 8, phases = 8>}}
+  // expected-error @+1 {{'flash_tile.warpgroup_mma' op reads B swizzled in 16-byte chunks over 8 rows of 128 bytes without padding, in panels of the swizzle's row where rows are wider, not #flash_tile.swizzled<vector = 8, phases = 8>}}
   %0 = flash_tile.warpgroup_mma %p, %v[%s], %acc
       : !flash_tile.tile<64x64xf16>, !flash_tile.shared<2x64x128xf16, #flash_tile.swizzled<vector = 8, phases = 8>>, !flash_tile.tile<64x128xf32>
   return
@@ -1103,7 +1101,7 @@ func.func @wgmma_panels(%p: !flash_tile.tile<64x64xf16>,
 func.func @wgmma_placement(%p: !flash_tile.tile<64x64xf16>,
                            %v: !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 1, padding = 8>>,
                            %acc: !flash_tile.tile<64x64xf32>, %s: index) {
-  // expected-error @+1 {{'flash_tile.warpgroup_mma' op reads B swizzled in 16-byte chunks over 8 rows without padding, in panels of 128 bytes where rows are wider, not #flash_tile.swizzled<vector = 8, phases = 1, padding = 8>}}
+  // expected-error @+1 {{'flash_tile.warpgroup_mma' op reads B swizzled in 16-byte chunks over 8 rows of 128 bytes without padding, in panels of the swizzle's row where rows are wider, not #flash_tile.swizzled<vector = 8, phases = 1, padding = 8>}}
   %0 = flash_tile.warpgroup_mma %p, %v[%s], %acc
       : !flash_tile.tile<64x64xf16>, !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 1, padding = 8>>, !flash_tile.tile<64x64xf32>
   return
@@ -1111,13 +1109,25 @@ func.func @wgmma_placement(%p: !flash_tile.tile<64x64xf16>,
 
 // -----
 
-// Phases in runs of rows are not the tensor cores' 128-byte swizzle.
+// Phases in runs of rows over 16 rows are none of the tensor cores' swizzles.
 func.func @wgmma_runs(%p: !flash_tile.tile<64x64xf16>,
                       %v: !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8, rowsPerPhase = 2>>,
                       %acc: !flash_tile.tile<64x64xf32>, %s: index) {
-  // expected-error @+1 {{'flash_tile.warpgroup_mma' op reads B swizzled in 16-byte chunks over 8 rows without padding, in panels of 128 bytes where rows are wider, not #flash_tile.swizzled<vector = 8, phases = 8, rowsPerPhase = 2>}}
+  // expected-error @+1 {{'flash_tile.warpgroup_mma' op reads B swizzled in 16-byte chunks over 8 rows of 128 bytes without padding, in panels of the swizzle's row where rows are wider, not #flash_tile.swizzled<vector = 8, phases = 8, rowsPerPhase = 2>}}
   %0 = flash_tile.warpgroup_mma %p, %v[%s], %acc
       : !flash_tile.tile<64x64xf16>, !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8, rowsPerPhase = 2>>, !flash_tile.tile<64x64xf32>
+  return
+}
+
+// -----
+
+// The 64-byte swizzle's phases over rows of 128 bytes without panels of 64.
+func.func @wgmma_narrow_swizzle(%p: !flash_tile.tile<64x64xf16>,
+                      %v: !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 4, rowsPerPhase = 2>>,
+                      %acc: !flash_tile.tile<64x64xf32>, %s: index) {
+  // expected-error @+1 {{'flash_tile.warpgroup_mma' op reads B swizzled in 16-byte chunks over 8 rows of 128 bytes without padding, in panels of the swizzle's row where rows are wider, not #flash_tile.swizzled<vector = 8, phases = 4, rowsPerPhase = 2>}}
+  %0 = flash_tile.warpgroup_mma %p, %v[%s], %acc
+      : !flash_tile.tile<64x64xf16>, !flash_tile.shared<2x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 4, rowsPerPhase = 2>>, !flash_tile.tile<64x64xf32>
   return
 }
 
@@ -1197,8 +1207,8 @@ func.func @f(%map: !llvm.ptr, %k: !flash_tile.shared<2x128x64xf32>, %s: index) {
 // -----
 
 func.func @f(%map: !llvm.ptr, %k: !flash_tile.shared<2x128x64xf16>, %s: index) {
-  // expected-error @+1 {{'flash_tile.tma_load' op copies boxes of rows of 128 bytes (the 128-byte swizzle's); a row of 32 x 'f16' is 64}}
-  flash_tile.tma_load %map[%s, %s], %k[%s] box [32, 128]
+  // expected-error @+1 {{'flash_tile.tma_load' op copies boxes of rows of 32, 64 or 128 bytes (a swizzle's row); a row of 24 x 'f16' is 48}}
+  flash_tile.tma_load %map[%s, %s], %k[%s] box [24, 128]
       : !llvm.ptr, !flash_tile.shared<2x128x64xf16>
   return
 }
@@ -1244,7 +1254,7 @@ func.func @f(%map: !llvm.ptr, %k: !flash_tile.shared<2x128x96xf16>, %s: index) {
 // -----
 
 func.func @f(%map: !llvm.ptr, %k: !flash_tile.shared<2x128x128xf16, #flash_tile.swizzled<vector = 8, phases = 8>>, %s: index) {
-  // expected-error @+1 {{'flash_tile.tma_load' op fills a buffer of #flash_tile.swizzled<vector = 8, phases = 8>, not the 128-byte swizzle of 16-byte chunks over 8 rows of 64 elements that the copy moves}}
+  // expected-error @+1 {{'flash_tile.tma_load' op fills a buffer of #flash_tile.swizzled<vector = 8, phases = 8>, not the 128-byte swizzle of 16-byte chunks over 8 rows of 128 bytes, in rows of the 64 elements that the copy moves}}
   flash_tile.tma_load %map[%s, %s], %k[%s] box [64, 128]
       : !llvm.ptr, !flash_tile.shared<2x128x128xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
   return
@@ -1252,8 +1262,18 @@ func.func @f(%map: !llvm.ptr, %k: !flash_tile.shared<2x128x128xf16, #flash_tile.
 
 // -----
 
+// Boxes of 64-byte rows into a buffer of the 128-byte swizzle.
+func.func @f(%map: !llvm.ptr, %k: !flash_tile.shared<2x128x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>, %s: index) {
+  // expected-error @+1 {{'flash_tile.tma_load' op fills a buffer of #flash_tile.swizzled<vector = 8, phases = 8>, not the 64-byte swizzle of 16-byte chunks over 8 rows of 128 bytes, in rows of the 32 elements that the copy moves}}
+  flash_tile.tma_load %map[%s, %s], %k[%s] box [32, 128]
+      : !llvm.ptr, !flash_tile.shared<2x128x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+  return
+}
+
+// -----
+
 func.func @f(%map: !llvm.ptr, %k: !flash_tile.shared<2x128x64xf16, #flash_tile.swizzled<vector = 8, phases = 8, rowsPerPhase = 2>>, %s: index) {
-  // expected-error @+1 {{'flash_tile.tma_load' op fills a buffer of #flash_tile.swizzled<vector = 8, phases = 8, rowsPerPhase = 2>, not the 128-byte swizzle of 16-byte chunks over 8 rows of 64 elements that the copy moves}}
+  // expected-error @+1 {{'flash_tile.tma_load' op fills a buffer of #flash_tile.swizzled<vector = 8, phases = 8, rowsPerPhase = 2>, not the 128-byte swizzle of 16-byte chunks over 8 rows of 128 bytes, in rows of the 64 elements that the copy moves}}
   flash_tile.tma_load %map[%s, %s], %k[%s] box [64, 128]
       : !llvm.ptr, !flash_tile.shared<2x128x64xf16, #flash_tile.swizzled<vector = 8, phases = 8, rowsPerPhase = 2>>
   return

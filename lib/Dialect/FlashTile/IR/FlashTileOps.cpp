@@ -181,12 +181,11 @@ static LogicalResult verifyTmaBox(Operation *op, SharedType buffer,
   if (!element.isF16() && !element.isBF16())
     return emitOpError() << "copies f16 or bf16 elements, not " << element;
   int64_t bytes = element.getIntOrFloatBitWidth() / 8;
-  if (box[0] * bytes != flashc::kWarpgroupRowBytes)
-    return emitOpError() << "copies boxes of rows of "
-                         << flashc::kWarpgroupRowBytes
-                         << " bytes (the 128-byte swizzle's); a row of "
-                         << box[0] << " x " << element << " is "
-                         << box[0] * bytes;
+  int64_t rowBytes = box[0] * bytes;
+  if (flashc::getWarpgroupSwizzleBytes(rowBytes) != rowBytes)
+    return emitOpError() << "copies boxes of rows of 32, 64 or 128 bytes (a "
+                            "swizzle's row); a row of "
+                         << box[0] << " x " << element << " is " << rowBytes;
   int64_t rows = 1;
   for (int64_t d : box.drop_front())
     rows *= d;
@@ -205,12 +204,11 @@ static LogicalResult verifyTmaBox(Operation *op, SharedType buffer,
   if (!buffer.hasLayout())
     return success();
   SwizzledLayoutAttr layout = buffer.getLayout();
-  if (layout.getVector() * bytes != 16 || !layout.isEightRowSwizzle() ||
-      layout.getPadding() != 0 ||
-      layout.getRowPitch(buffer.getColumns()) != box[0])
-    return emitOpError() << "fills a buffer of " << layout
-                         << ", not the 128-byte swizzle of 16-byte chunks "
-                            "over 8 rows of "
+  if (getWarpgroupSwizzleBytes(layout, buffer.getColumns(), bytes) != rowBytes)
+    return emitOpError() << "fills a buffer of " << layout << ", not the "
+                         << rowBytes
+                         << "-byte swizzle of 16-byte chunks over 8 rows of "
+                            "128 bytes, in rows of the "
                          << box[0] << " elements that the copy moves";
   return success();
 }
@@ -520,29 +518,27 @@ SmallVector<int64_t, 3> WarpgroupMmaOp::getMNK() {
   return {acc.front(), acc.back(), k};
 }
 
-/// Checks that `buffer` is placed as the tensor cores read it: rows of 128
-/// bytes in 16-byte chunks swizzled over 8 rows, wider rows in panels of
-/// 128 bytes. A buffer without its placement yet is checked for its rows
-/// only.
+/// Checks that `buffer` is placed as the tensor cores read it: rows of a
+/// 128-, 64- or 32-byte swizzle (16-byte chunks swizzled over 8 rows of 128
+/// bytes), wider rows in panels of the swizzle's row. A buffer without its
+/// placement yet is checked for its rows only.
 static LogicalResult verifyWarpgroupBuffer(WarpgroupMmaOp op, SharedType buffer,
                                            StringRef role) {
   int64_t bytes = buffer.getElementType().getIntOrFloatBitWidth() / 8;
   if (!hasWarpgroupRows(buffer.getColumns(), bytes))
     return op.emitOpError()
-           << "reads " << role << " from rows of whole 128-byte rows of the "
-           << "tensor cores' 128-byte swizzle, not " << buffer.getColumns()
-           << " x " << bytes << " bytes";
-  // Whole 128-byte rows read as they are lie 128 bytes apart: one swizzle
-  // row each, or panels of them (padding would widen the pitch).
+           << "reads " << role
+           << " from rows of whole rows of the tensor cores' 128-, 64- or "
+              "32-byte swizzle, not "
+           << buffer.getColumns() << " x " << bytes << " bytes";
+  // Whole swizzle rows read as they are lie a swizzle row apart: one each,
+  // or panels of them (padding would widen the pitch).
   SwizzledLayoutAttr layout = buffer.getLayout();
-  if (layout &&
-      (layout.getVector() * bytes != 16 || !layout.isEightRowSwizzle() ||
-       layout.getRowPitch(buffer.getColumns()) * bytes !=
-           flashc::kWarpgroupRowBytes))
+  if (layout && !getWarpgroupSwizzleBytes(layout, buffer.getColumns(), bytes))
     return op.emitOpError() << "reads " << role
-                            << " swizzled in 16-byte chunks over 8 rows "
-                               "without padding, in panels of 128 bytes "
-                               "where rows are wider, not "
+                            << " swizzled in 16-byte chunks over 8 rows of "
+                               "128 bytes without padding, in panels of the "
+                               "swizzle's row where rows are wider, not "
                             << layout;
   return success();
 }

@@ -310,14 +310,32 @@ SwizzledLayoutAttr mlir::flash_tile::getSharedPlacement(MLIRContext *ctx,
 }
 
 bool mlir::flash_tile::hasWarpgroupRows(int64_t cols, int64_t elementBytes) {
-  return cols > 0 && cols * elementBytes % flashc::kWarpgroupRowBytes == 0;
+  return cols > 0 && flashc::getWarpgroupSwizzleBytes(cols * elementBytes);
 }
 
 SwizzledLayoutAttr
 mlir::flash_tile::getWarpgroupPlacement(MLIRContext *ctx, int64_t cols,
                                         int64_t elementBytes) {
-  int64_t rowElements = flashc::kWarpgroupRowBytes / elementBytes;
-  return SwizzledLayoutAttr::get(ctx, 16 / elementBytes, 8, /*padding=*/0,
+  int64_t swizzle = flashc::getWarpgroupSwizzleBytes(cols * elementBytes);
+  if (!swizzle || elementBytes < 1 || 16 % elementBytes != 0)
+    return {};
+  // A 16-byte chunk moves over swizzle / 16 places, every 128 / swizzle
+  // rows (the rows that share 128 bytes).
+  int64_t phases = swizzle / 16;
+  int64_t rowElements = swizzle / elementBytes;
+  return SwizzledLayoutAttr::get(ctx, 16 / elementBytes, phases,
+                                 /*padding=*/0,
                                  /*panel=*/cols > rowElements ? rowElements : 0,
-                                 /*rowsPerPhase=*/1);
+                                 /*rowsPerPhase=*/8 / phases);
+}
+
+int64_t mlir::flash_tile::getWarpgroupSwizzleBytes(SwizzledLayoutAttr layout,
+                                                   int64_t cols,
+                                                   int64_t elementBytes) {
+  if (!layout || layout.getVector() * elementBytes != 16 ||
+      layout.getPadding() != 0 ||
+      layout.getPhases() * layout.getRowsPerPhase() != 8)
+    return 0;
+  int64_t bytes = layout.getRowPitch(cols) * elementBytes;
+  return bytes == 16 * layout.getPhases() ? bytes : 0;
 }

@@ -81,8 +81,10 @@ FailureOr<TmaCopy> matchCopy(FunctionOpInterface fn, AsyncCopyOp copy,
                              std::string &why) {
   SharedType buffer = copy.getBuffer().getType();
   int64_t bytes = buffer.getElementType().getIntOrFloatBitWidth() / 8;
-  if (bytes != 2 || (buffer.getColumns() * bytes) % flashc::kWarpgroupRowBytes)
-    return why = "its stage's rows are not 16-bit rows of a multiple of 128 "
+  int64_t swizzle =
+      flashc::getWarpgroupSwizzleBytes(buffer.getColumns() * bytes);
+  if (bytes != 2 || !swizzle)
+    return why = "its stage's rows are not 16-bit rows of a multiple of 32 "
                  "bytes",
            failure();
   // A tensor map's strides are multiples of 16 bytes: rows of whole 16-byte
@@ -123,8 +125,8 @@ FailureOr<TmaCopy> matchCopy(FunctionOpInterface fn, AsyncCopyOp copy,
   if (getConstantIntValue(offsets[3]) != 0)
     return why = "its source starts inside a row", failure();
   t.origin.assign(offsets.begin(), offsets.begin() + 3);
-  // The box: one 128-byte row of columns, and the stage's rows, as G
-  // groups of a 3-D source.
+  // The box: one row of the buffer's swizzle (128, 64 or 32 bytes of
+  // columns), and the stage's rows, as G groups of a 3-D source.
   int64_t groups = copy.getSource().getType().getRank() == 3
                        ? copy.getSource().getType().getShape()[0]
                        : 1;
@@ -135,8 +137,7 @@ FailureOr<TmaCopy> matchCopy(FunctionOpInterface fn, AsyncCopyOp copy,
   // the matrix's) is not one.
   if (copy.getGroups() && !onlyPaddingCut(copy.getGroups(), groups))
     return why = "it zero-fills groups of its source", failure();
-  t.box = {flashc::kWarpgroupRowBytes / bytes, buffer.getRows() / groups,
-           groups, 1};
+  t.box = {swizzle / bytes, buffer.getRows() / groups, groups, 1};
   return t;
 }
 
@@ -158,8 +159,8 @@ FailureOr<TmaOutput> matchOutput(FunctionOpInterface fn, StoreOp store,
   int64_t bytes = tile.getElementType().getIntOrFloatBitWidth() / 8;
   int64_t rows = tile.getShape()[0], cols = tile.getShape()[1];
   auto dest = cast<MemRefType>(store.getDest().getType());
-  if (bytes != 2 || (cols * bytes) % flashc::kWarpgroupRowBytes ||
-      dest.getShape().back() != cols)
+  int64_t swizzle = flashc::getWarpgroupSwizzleBytes(cols * bytes);
+  if (bytes != 2 || !swizzle || dest.getShape().back() != cols)
     return failure();
   // A tensor map's address and strides are multiples of 16 bytes.
   if (store.getAlignment().value_or(bytes) < 16)
@@ -199,7 +200,7 @@ FailureOr<TmaOutput> matchOutput(FunctionOpInterface fn, StoreOp store,
     out.op = store;
     out.buffer = buffer;
     out.origin.assign(offsets.begin(), offsets.begin() + 3);
-    out.box = {flashc::kWarpgroupRowBytes / bytes, rows / groups, groups, 1};
+    out.box = {swizzle / bytes, rows / groups, groups, 1};
     return out;
   }
   return failure();

@@ -170,6 +170,41 @@ func.func @panels(%p: !flash_tile.tile<64x32xf16>, %acc: !flash_tile.tile<64x128
 
 // -----
 
+// Rows that are not whole 128-byte rows take the widest swizzle whose row
+// divides them: 96 f16 (192 bytes) the 64-byte swizzle (4 phases of 2 rows)
+// in 3 panels of 32 columns, 80 f16 (160 bytes) the 32-byte swizzle (2
+// phases of 4 rows) in 5 panels of 16, 32 f16 (64 bytes) one row of the
+// 64-byte swizzle. The same 96-column rows read by ldmatrix only are
+// padded.
+// CHECK-DAG: #[[SW64:.+]] = #flash_tile.swizzled<vector = 8, phases = 4, panel = 32, rowsPerPhase = 2>
+// CHECK-DAG: #[[SW32:.+]] = #flash_tile.swizzled<vector = 8, phases = 2, panel = 16, rowsPerPhase = 4>
+// CHECK-DAG: #[[ROW64:.+]] = #flash_tile.swizzled<vector = 8, phases = 4, rowsPerPhase = 2>
+// CHECK-DAG: #[[PAD:.+]] = #flash_tile.swizzled<vector = 8, phases = 1, padding = 8>
+// CHECK-LABEL: func.func @narrow_swizzles
+// CHECK: flash_tile.alloc {offset = 0 : i64} : !flash_tile.shared<1x64x96xf16, #[[SW64]]>
+// CHECK: flash_tile.alloc {offset = 12288 : i64} : !flash_tile.shared<2x64x96xf16, #[[SW64]]>
+// CHECK: flash_tile.alloc {offset = 36864 : i64} : !flash_tile.shared<2x64x80xf16, #[[SW32]]>
+// CHECK: flash_tile.alloc {offset = 57344 : i64} : !flash_tile.shared<2x64x32xf16, #[[ROW64]]>
+// CHECK: flash_tile.alloc {offset = 65536 : i64} : !flash_tile.shared<2x64x96xf16, #[[PAD]]>
+func.func @narrow_swizzles(%p: !flash_tile.tile<64x64xf16>, %acc: !flash_tile.tile<64x64xf32>,
+                           %o80: !flash_tile.tile<64x80xf32>, %o32: !flash_tile.tile<64x32xf32>) {
+  %c0 = arith.constant 0 : index
+  %q = flash_tile.alloc : !flash_tile.shared<1x64x96xf16>
+  %k = flash_tile.alloc : !flash_tile.shared<2x64x96xf16>
+  %v = flash_tile.alloc : !flash_tile.shared<2x64x80xf16>
+  %n = flash_tile.alloc : !flash_tile.shared<2x64x32xf16>
+  %w = flash_tile.alloc : !flash_tile.shared<2x64x96xf16>
+  %s = flash_tile.warpgroup_mma %q[%c0], %k[%c0] transpose, %acc
+      : !flash_tile.shared<1x64x96xf16>, !flash_tile.shared<2x64x96xf16>, !flash_tile.tile<64x64xf32>
+  %o = flash_tile.warpgroup_mma %p, %v[%c0], %o80
+      : !flash_tile.tile<64x64xf16>, !flash_tile.shared<2x64x80xf16>, !flash_tile.tile<64x80xf32>
+  %m = flash_tile.warpgroup_mma %p, %n[%c0], %o32
+      : !flash_tile.tile<64x64xf16>, !flash_tile.shared<2x64x32xf16>, !flash_tile.tile<64x32xf32>
+  return
+}
+
+// -----
+
 // A buffer a TMA copy fills is placed as a warpgroup MMA's (panels of 128
 // bytes, on 1024 bytes) even where only ldmatrix reads it; the total counts
 // the 1024 bytes of alignment and the 8-byte mbarrier of each of its two

@@ -51,26 +51,53 @@ func.func @shared_q(%qs: !flash_tile.shared<1x64x64xbf16>, %ks: !flash_tile.shar
 
 // -----
 
-// Kept as warp-level MMAs: rows of 96 f16 (192 bytes, not whole rows of
-// the 128-byte swizzle), 32 accumulator rows (less than a warpgroup's 64), a
-// batch (a decode tile's kv warps), and B computed in registers.
+// Kept as warp-level MMAs: rows of 24 f16 (48 bytes, not whole rows of
+// the 128-, 64- or 32-byte swizzle), 32 accumulator rows (less than a
+// warpgroup's 64), a batch (a decode tile's kv warps), and B computed in
+// registers.
 // CHECK-LABEL: func.func @kept
 // CHECK-NOT: flash_tile.warpgroup_mma
 // CHECK-COUNT-4: flash_tile.mma
 // CHECK-NOT: flash_tile.warpgroup_mma
-func.func @kept(%wide: !flash_tile.shared<2x64x96xf16>, %ks: !flash_tile.shared<2x64x64xf16>,
-                %q96: !flash_tile.tile<64x96xf16>, %q32: !flash_tile.tile<32x64xf16>,
+func.func @kept(%narrow: !flash_tile.shared<2x64x24xf16>, %ks: !flash_tile.shared<2x64x64xf16>,
+                %p: !flash_tile.tile<64x64xf16>, %q32: !flash_tile.tile<32x64xf16>,
                 %qb: !flash_tile.tile<4x16x64xf16>, %b: !flash_tile.tile<64x64xf16>,
-                %z64: !flash_tile.tile<64x64xf32>, %z32: !flash_tile.tile<32x64xf32>,
+                %z64: !flash_tile.tile<64x64xf32>, %z24: !flash_tile.tile<64x24xf32>,
+                %z32: !flash_tile.tile<32x64xf32>,
                 %zb: !flash_tile.tile<4x16x16xf32>, %s: index) {
-  %kw = flash_tile.local_load %wide[%s] transpose : !flash_tile.shared<2x64x96xf16> -> !flash_tile.tile<96x64xf16>
-  %0 = flash_tile.mma %q96, %kw, %z64 : !flash_tile.tile<64x96xf16>, !flash_tile.tile<96x64xf16>, !flash_tile.tile<64x64xf32>
+  %vn = flash_tile.local_load %narrow[%s] : !flash_tile.shared<2x64x24xf16> -> !flash_tile.tile<64x24xf16>
+  %0 = flash_tile.mma %p, %vn, %z24 : !flash_tile.tile<64x64xf16>, !flash_tile.tile<64x24xf16>, !flash_tile.tile<64x24xf32>
   %kt = flash_tile.local_load %ks[%s] transpose : !flash_tile.shared<2x64x64xf16> -> !flash_tile.tile<64x64xf16>
   %1 = flash_tile.mma %q32, %kt, %z32 : !flash_tile.tile<32x64xf16>, !flash_tile.tile<64x64xf16>, !flash_tile.tile<32x64xf32>
   %kb = flash_tile.local_load %ks[%s] transpose : !flash_tile.shared<2x64x64xf16> -> !flash_tile.tile<4x64x16xf16>
   %2 = flash_tile.mma %qb, %kb, %zb : !flash_tile.tile<4x16x64xf16>, !flash_tile.tile<4x64x16xf16>, !flash_tile.tile<4x16x16xf32>
   %3 = flash_tile.mma %b, %b, %z64 : !flash_tile.tile<64x64xf16>, !flash_tile.tile<64x64xf16>, !flash_tile.tile<64x64xf32>
   return
+}
+
+// -----
+
+// Rows of 96 f16 (192 bytes: three rows of the 64-byte swizzle) and of 80
+// (160 bytes: five of the 32-byte swizzle) are read as they are too.
+// CHECK-LABEL: func.func @narrow_swizzles
+// CHECK-NOT: flash_tile.local_load
+// CHECK: flash_tile.warpgroup_mma %arg0[%c0], %arg1[%arg3] transpose
+// CHECK: flash_tile.warpgroup_mma %{{.+}}, %arg2[%arg3], %{{.+}} : !flash_tile.tile<64x64xf16>, !flash_tile.shared<2x64x80xf16>, !flash_tile.tile<64x80xf32>
+func.func @narrow_swizzles(%qs: !flash_tile.shared<1x64x96xf16>, %ks: !flash_tile.shared<2x64x96xf16>,
+                           %vs: !flash_tile.shared<2x64x80xf16>, %s: index,
+                           %zero: !flash_tile.tile<64x64xf32>, %o: !flash_tile.tile<64x80xf32>) -> !flash_tile.tile<64x80xf32> {
+  %c0 = arith.constant 0 : index
+  %q = flash_tile.local_load %qs[%c0] : !flash_tile.shared<1x64x96xf16> -> !flash_tile.tile<64x96xf16>
+  %kt = flash_tile.local_load %ks[%s] transpose : !flash_tile.shared<2x64x96xf16> -> !flash_tile.tile<96x64xf16>
+  %sc = flash_tile.mma %q, %kt, %zero : !flash_tile.tile<64x96xf16>, !flash_tile.tile<96x64xf16>, !flash_tile.tile<64x64xf32>
+  %p = flash_tile.map %sc : !flash_tile.tile<64x64xf32> -> !flash_tile.tile<64x64xf16> {
+  ^bb0(%x: f32):
+    %h = arith.truncf %x : f32 to f16
+    flash_tile.yield %h : f16
+  }
+  %v = flash_tile.local_load %vs[%s] : !flash_tile.shared<2x64x80xf16> -> !flash_tile.tile<64x80xf16>
+  %out = flash_tile.mma %p, %v, %o : !flash_tile.tile<64x64xf16>, !flash_tile.tile<64x80xf16>, !flash_tile.tile<64x80xf32>
+  return %out : !flash_tile.tile<64x80xf32>
 }
 
 // -----

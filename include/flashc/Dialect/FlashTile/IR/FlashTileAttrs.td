@@ -214,12 +214,14 @@ def FlashTile_SwizzledLayoutAttr : FlashTile_Attr<"SwizzledLayout",
     32- and 64-byte swizzles of the TMA and the tensor cores.
 
     With `panel`, a row is split into panels of `panel` elements (the
-    128 bytes of the tensor cores' and the TMA's 128-byte swizzle), and
+    row of the tensor cores' and the TMA's 128-, 64- or 32-byte swizzle),
+    and
     each panel of the stage's rows is stored as a matrix of its own, one
     after the other: element `(r, c)` of a stage of `R` rows lies in
     panel `c / panel`, at `(c / panel) * R * panel + r * panel` plus its
     chunk's swizzled place in the panel's row. Warpgroup MMAs read
-    buffers of rows wider than 128 bytes in this form. `panel = 0` (the
+    buffers of rows wider than their swizzle's row in this form (96 f16
+    columns: three panels of the 64-byte swizzle). `panel = 0` (the
     default) is one panel of the whole row.
 
     Rows whose chunks are not a power of two are padded instead: each row

@@ -149,7 +149,8 @@ def FlashTile_TmaLoadOp : FlashTile_Op<"tma_load"> {
     `box[1] = floor(R / G)`: the box fills the stage's first `G x box[1]`
     rows and leaves the others (a GQA tile's padding rows) as they are.
     The box's inner dimension is one
-    128-byte row of the 128-byte swizzle, so a stage of wider rows (panels,
+    row of the 128-, 64- or 32-byte swizzle the buffer is placed in (the
+    widest that divides its rows), so a stage of wider rows (panels,
     `#flash_tile.swizzled<..., panel = box[0]>`) is one box per panel, at
     inner coordinates `box[0]` apart. Elements outside the tensor are
     zeros: a ragged last block reads nothing out of bounds.
@@ -183,7 +184,7 @@ def FlashTile_TmaStoreOp : FlashTile_Op<"tma_store"> {
     visible to the asynchronous proxy, the CTA meets at a barrier, and the
     tensor memory accelerator stores the stage into the box of `box`
     elements (innermost first) at `coordinates` (innermost first) of the
-    tensor `map` describes, one box per 128-byte panel of the stage's rows
+    tensor `map` describes, one box per panel of the stage's rows
     at inner coordinates `box[0]` apart (a box of `G` groups that does not
     cover the stage's rows, as `flash_tile.tma_load` allows, stores its
     first `G x box[1]` rows); elements outside the tensor are
@@ -539,9 +540,10 @@ def FlashTile_WarpgroupMmaOp : FlashTile_Op<"warpgroup_mma",
       does. `M` is a multiple of 64, `N` of 8 up to 256, `K` of 16.
 
     The shared operands are read in the layout the buffer's
-    `#flash_tile.swizzled` places them: rows of 128 bytes swizzled over
-    8 rows, the canonical 128-byte swizzle of the tensor cores (and of the
-    TMA). The multiply is complete when the op returns; its reads of
+    `#flash_tile.swizzled` places them: 16-byte chunks swizzled over 8
+    rows of 128 bytes, the canonical 128-, 64- or 32-byte swizzles of the
+    tensor cores (and of the TMA), rows wider than the swizzle's in
+    panels of its row. The multiply is complete when the op returns; its reads of
     shared memory are asynchronous-proxy reads, which see the plain
     stores and `cp.async` copies before them only across a proxy fence
     (`flash-tile-to-nvgpu` fences after each `async_wait` of a kernel

@@ -104,14 +104,22 @@ SwizzledLayoutAttr getSharedPlacement(MLIRContext *ctx, int64_t cols,
                                       int64_t elementBytes);
 
 /// Whether a warpgroup MMA can read rows of `cols` elements of
-/// `elementBytes` bytes: whole rows of the 128-byte swizzle
-/// (flashc::kWarpgroupRowBytes), one or several.
+/// `elementBytes` bytes: whole rows of one of the 128-, 64- or 32-byte
+/// swizzles (flashc::getWarpgroupSwizzleBytes), one or several.
 bool hasWarpgroupRows(int64_t cols, int64_t elementBytes);
 
-/// The placement of such rows that a warpgroup MMA reads: 16-byte chunks
-/// swizzled over 8 rows, rows wider than 128 bytes in panels of 128 bytes.
+/// The placement of such rows that a warpgroup MMA reads and the TMA fills
+/// in the widest of those swizzles that divides them (W bytes): 16-byte
+/// chunks swizzled over 8 rows of 128 bytes (W / 16 phases of 128 / W
+/// rows), rows wider than W in panels of W bytes.
 SwizzledLayoutAttr getWarpgroupPlacement(MLIRContext *ctx, int64_t cols,
                                          int64_t elementBytes);
+
+/// The swizzle in bytes (128, 64 or 32) of a buffer placed by
+/// getWarpgroupPlacement, from its placement: its panel's bytes, or its
+/// row's where it has one panel. 0 for other placements.
+int64_t getWarpgroupSwizzleBytes(SwizzledLayoutAttr layout, int64_t cols,
+                                 int64_t elementBytes);
 
 } // namespace flash_tile
 } // namespace mlir

@@ -111,16 +111,18 @@ def FlashTileUseWarpgroupMma : Pass<"flash-tile-use-warpgroup-mma"> {
     It runs before `flash-tile-assign-layouts`, on tiles without layouts,
     which then gives every warp 16 rows so that each warpgroup holds the
     64 rows of its instructions. An MMA is rewritten where the
-    instruction can do it and the buffers' rows are what its 128-byte
-    swizzle reads; others are left as they are, and a kernel may mix
+    instruction can do it and the buffers' rows are what its swizzles
+    read; others are left as they are, and a kernel may mix
     both:
 
     - the accumulator is a matrix (no batch) of a multiple of 64 rows
       and 8 to 256 columns (a multiple of 8), K a multiple of 16;
-    - every buffer it reads has rows of a multiple of 128 bytes (64,
-      128, 192 or 256 f16 or bf16 columns): rows of the 128-byte swizzle,
-      in panels of 128 bytes where wider (`flash-tile-allocate-shared`
-      places them so).
+    - every buffer it reads has rows of a multiple of 32 bytes (16-bit
+      columns a multiple of 16, which every padded head dim is): rows of
+      the widest of the 128-, 64- and 32-byte swizzles that divides them
+      (128 for 64, 128, 192 or 256 columns; 64 for 32, 96 or 160; 32 for
+      16, 48, 80 or 112), in panels of its row where wider
+      (`flash-tile-allocate-shared` places them so).
 
     Example:
 
@@ -178,8 +180,8 @@ def FlashTileUseTma : Pass<"flash-tile-use-tma"> {
       store's `alignment` is below 16 bytes.
 
     A kernel is rewritten whole or not at all: every copy must be of 16-bit
-    rows of a multiple of 128 bytes (as the 128-byte swizzle's boxes
-    take them) from a subview of a reinterpret_cast of the kernel's `q`,
+    rows of a multiple of 32 bytes (boxes of one row of the widest 128-,
+    64- or 32-byte swizzle that divides them, the buffer's) from a subview of a reinterpret_cast of the kernel's `q`,
     `k` or `v` argument whose rows are whole 16-byte units (a head dim
     of a multiple of 8: the runtime then requires strides of 16-byte
     multiples and a 16-byte aligned base, which is all a tensor map needs;
@@ -338,8 +340,10 @@ def FlashTileAllocateShared : Pass<"flash-tile-allocate-shared"> {
     Gives every `flash_tile.alloc` of a function (a `func.func` or a
     `gpu.func`) without a placement its `#flash_tile.swizzled` layout
     (a buffer a `flash_tile.warpgroup_mma` reads
-    or a `flash_tile.tma_load` fills, rows wider than 128 bytes in panels
-    of 128 bytes, `panel = 64` for 16-bit elements, and on a 1024-byte
+    or a `flash_tile.tma_load` fills: the widest of the 128-, 64- and
+    32-byte swizzles whose row divides the buffer's, rows wider than that
+    in panels of it (`panel = 64`, 32 or 16 for 16-bit elements), and on a
+    1024-byte
     boundary; the kernel's total then counts 1024 bytes more, within which
     the lowering aligns the buffers' start, and 8 bytes for the mbarrier
     of each stage a TMA copy fills), else
