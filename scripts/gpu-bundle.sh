@@ -5,7 +5,9 @@
 # without MLIR: sm_90a (H200) kernels for f16 and bf16, head dims 64 and
 # 128, MHA and GQA groups of 4 (32 query heads over 8 KV heads), causal and
 # not, with and without LSE, prefill and split-KV decode; bf16 D = 128 for
-# a group of 7 (28 query heads over 4, padding rows in every tile); and the two
+# a group of 7 (28 query heads over 4, padding rows in every tile); bf16
+# D = 96 and f16 D = 80 prefill kernels (rows in panels of the 64- and
+# 32-byte swizzles); and the two
 # variants the numerics' offset cases run built for 2-byte aligned tensors
 # too (the runtime's fallback). The folder is git-ignored; pass it to the
 # device machine with the run's carry list.
@@ -33,6 +35,11 @@ rm -rf "$out"
 "$flashc" bundle -o "$out" --add --targets sm_90a --dtypes bf16 \
   --head-dims 128 --groups 7 --causal both --lse both \
   --variants prefill,decode "$@"
+# Head dims whose rows take the 64- and 32-byte swizzles.
+"$flashc" bundle -o "$out" --add --targets sm_90a --dtypes bf16 \
+  --head-dims 96 --groups 1 --causal both --lse both --variants prefill "$@"
+"$flashc" bundle -o "$out" --add --targets sm_90a --dtypes f16 \
+  --head-dims 80 --groups 4 --causal both --lse no --variants prefill "$@"
 "$flashc" bundle -o "$out" --add --targets sm_90a --dtypes f16 \
   --head-dims 64 --groups 1 --masks causal --lse yes --variants prefill \
   --alignments 2 "$@"

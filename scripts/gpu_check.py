@@ -203,12 +203,16 @@ def prefill_configs(quick=False):
     """(d, heads, causal, batch, n[, kv_heads]): batch x n = 16K tokens;
     MHA, then a GQA group that is not a power of two (28 query heads over
     4 KV heads, 7 a group, as Qwen2-7B: each 128-row tile packs 7 x 18
-    rows)."""
+    rows), then D = 96 (32 heads, as Phi-3-mini: rows in panels of the
+    64-byte swizzle; given with its kv_heads, so that gpu_compare.py,
+    whose bundles hold D = 64 and 128 only, leaves it out)."""
     sizes = [512, 2048, 8192] if quick else [512, 1024, 2048, 4096, 8192,
                                              16384]
     return ([(d, 32 if d == 64 else 16, causal, 16384 // n, n)
              for d in (64, 128) for causal in (False, True) for n in sizes] +
             [(128, 28, causal, 16384 // n, n, 4)
+             for causal in (False, True) for n in (2048, 8192)] +
+            [(96, 32, causal, 16384 // n, n, 32)
              for causal in (False, True) for n in (2048, 8192)])
 
 
