@@ -440,7 +440,7 @@ Arg scalar(int64_t v) {
 /// A 2-D f16 tensor of `rows` x `cols` (rows packed) as a tensor map with
 /// a `boxRows` x `cols` box.
 Arg tensorMap(const std::vector<uint16_t> &values, uint64_t rows, uint64_t cols,
-              uint32_t boxRows, uint32_t swizzle) {
+              uint32_t boxRows, uint32_t swizzle, uint32_t boxCols = 0) {
   Arg a = input(values);
   a.isTensorMap = true;
   a.map.type = ElementType::F16;
@@ -448,7 +448,7 @@ Arg tensorMap(const std::vector<uint16_t> &values, uint64_t rows, uint64_t cols,
   a.map.dims[0] = cols;
   a.map.dims[1] = rows;
   a.map.strides[0] = cols * 2;
-  a.map.box[0] = static_cast<uint32_t>(cols);
+  a.map.box[0] = boxCols ? boxCols : static_cast<uint32_t>(cols);
   a.map.box[1] = boxRows;
   a.map.swizzle = swizzle;
   return a;
@@ -632,8 +632,9 @@ int simkernels(const std::vector<std::string> &args) {
   // device: TMA pipelines over a 71 x 64 tensor (5 boxes of 16 rows, the
   // last partly out of bounds) without and with the 128-byte swizzle, and
   // wgmma over 64 x 64 tiles (modes: B K-major, B N-major, A from
-  // registers). Sums of f16 values in f32 in a fixed order are exact to
-  // compare; wgmma accumulates in the hardware's order.
+  // registers), and over tiles in panels of the 64- and 32-byte swizzles
+  // (TMA boxes of 32 and 16 columns). Sums of f16 values in f32 in a fixed
+  // order are exact to compare; wgmma accumulates in the hardware's order.
   if (!ptxSm90Path.empty() && (*cuda)->getChip() == "sm_90a") {
     std::vector<uint16_t> tensor = halves(71 * 64);
     for (uint32_t swizzle : {0u, 3u})
@@ -664,6 +665,20 @@ int simkernels(const std::vector<std::string> &args) {
            1e-3,
            true,
            labels[mode]});
+    const char *swizzledLabels[] = {"wgmmaGemm sw64", "wgmmaGemm sw64 tnspB",
+                                    "wgmmaGemm sw32", "wgmmaGemm sw32 tnspB"};
+    for (int i = 0; i < 4; ++i) {
+      uint32_t bytes = i < 2 ? 64 : 32, mode = i < 2 ? 2 : 1;
+      cases.push_back({"wgmmaGemmSwizzled",
+                       1,
+                       128,
+                       {tensorMap(ga, 64, 64, 64, mode, bytes / 2),
+                        tensorMap(gb, 64, 64, 64, mode, bytes / 2),
+                        output(64 * 64 * 4), scalar(bytes), scalar(i % 2)},
+                       1e-3,
+                       true,
+                       swizzledLabels[i]});
+    }
   } else if (!ptxSm90Path.empty()) {
     std::printf("(the sm_90a kernels need an sm_90a device; %s is not)\n",
                 (*cuda)->describe().c_str());

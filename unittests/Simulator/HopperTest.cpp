@@ -28,9 +28,11 @@ namespace {
 /// The tensor map of a rows x cols f16 tensor (rows packed) at `data`,
 /// boxes of boxRows x cols, as a kernel argument.
 KernelArg f16Map(const void *data, uint64_t cols, uint64_t rows,
-                 uint32_t boxRows, TensorMapSwizzle swizzle) {
+                 uint32_t boxRows, TensorMapSwizzle swizzle,
+                 uint32_t boxCols = 0) {
   uint64_t dims[2] = {cols, rows}, strides[1] = {cols * 2};
-  uint32_t box[2] = {static_cast<uint32_t>(cols), boxRows}, steps[2] = {1, 1};
+  uint32_t box[2] = {boxCols ? boxCols : static_cast<uint32_t>(cols), boxRows},
+           steps[2] = {1, 1};
   TensorMapTiledArgs args;
   args.dataType = static_cast<uint32_t>(TensorMapDataType::Float16);
   args.rank = 2;
@@ -208,6 +210,54 @@ TEST(HopperTest, WgmmaMultipliesTmaLoadedTiles) {
         ASSERT_NEAR(gemm.out[m * 64 + n], want, 1e-4)
             << "element (" << m << ", " << n << ")";
       }
+  }
+}
+
+/// wgmmaGemmSwizzled: the tiles in panels of the 64- and 32-byte
+/// swizzles (TMA boxes of 32 or 16 columns, descriptors of those modes),
+/// B K-major and N-major; out = A B.
+TEST(HopperTest, WgmmaReadsThe64And32ByteSwizzles) {
+  FLASHC_REQUIRE_NVCC_SM90_KERNELS(module);
+  FLASHC_SEEDED_RNG(rng);
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  for (int swizzle : {64, 32}) {
+    for (bool nMajor : {false, true}) {
+      SCOPED_TRACE(std::to_string(swizzle) + "-byte swizzle, B " +
+                   (nMajor ? "N-major" : "K-major"));
+      std::vector<uint16_t> a(64 * 64), b(64 * 64);
+      for (uint16_t &h : a)
+        h = refToHalf(dist(rng.engine));
+      for (uint16_t &h : b)
+        h = refToHalf(dist(rng.engine));
+      std::vector<float> out(64 * 64, -7.f);
+      TensorMapSwizzle mode =
+          swizzle == 64 ? TensorMapSwizzle::B64 : TensorMapSwizzle::B32;
+      KernelArg mapA = f16Map(a.data(), 64, 64, 64, mode, swizzle / 2);
+      KernelArg mapB = f16Map(b.data(), 64, 64, 64, mode, swizzle / 2);
+      Device device;
+      ASSERT_FALSE(registerVector(device, a, "a"));
+      ASSERT_FALSE(registerVector(device, b, "b"));
+      ASSERT_FALSE(registerVector(device, out, "out"));
+      LaunchConfig config;
+      config.block = {128};
+      config.workers = 1;
+      config.maxInstructionsPerThread = 1u << 22;
+      Result<LaunchStats> stats =
+          device.launch(*module, "wgmmaGemmSwizzled", config,
+                        {mapA, mapB, KernelArg::pointer(out.data()),
+                         KernelArg::s32(swizzle), KernelArg::s32(nMajor)});
+      ASSERT_TRUE(ok(stats));
+      EXPECT_EQ(stats->tensorLoads, 2u * (128 / swizzle));
+      for (uint32_t m = 0; m < 64; ++m)
+        for (uint32_t n = 0; n < 64; ++n) {
+          double want = 0;
+          for (uint32_t k = 0; k < 64; ++k)
+            want += refHalfValue(a[m * 64 + k]) *
+                    refHalfValue(nMajor ? b[k * 64 + n] : b[n * 64 + k]);
+          ASSERT_NEAR(out[m * 64 + n], want, 1e-4)
+              << "element (" << m << ", " << n << ")";
+        }
+    }
   }
 }
 

@@ -274,6 +274,82 @@ extern "C" __global__ void __launch_bounds__(128)
   }
 }
 
+/// A wgmma descriptor of the `swizzle`-byte swizzle (128, 64 or 32: mode
+/// 1, 2 or 3 in bits 62-63).
+DEVICE uint64_t wgmmaDescSwizzled(const void *p, uint32_t lbo, uint32_t sbo,
+                                  int swizzle) {
+  uint64_t mode = swizzle == 128 ? 1 : swizzle == 64 ? 2 : 3;
+  uint64_t a = smem(p);
+  return ((a >> 4) & 0x3fff) | (uint64_t((lbo >> 4) & 0x3fff) << 16) |
+         (uint64_t((sbo >> 4) & 0x3fff) << 32) | (mode << 62);
+}
+
+/// out (64 x 64 f32, row-major) = A (64 x 64 f16) B (64 x 64 f16) by one
+/// warpgroup, the tiles in the narrower swizzles: `swizzle` (64 or 32)
+/// bytes a row, each 128-byte row of A and B split into 128 / swizzle
+/// panels of 64 rows, which TMA loads one box each (boxes of swizzle / 2
+/// columns x 64 rows, maps of the same swizzle). A is [m][k]; B is [n][k]
+/// (K-major) or, with `nMajor`, [k][n]. K-major operands: 8-row atoms
+/// 8 x swizzle bytes apart, a k-step 32 bytes along a panel's rows and
+/// whole panels beyond; N-major B: a k-step is 16 rows, the panels along
+/// N the leading offset apart.
+extern "C" __global__ void __launch_bounds__(128)
+    wgmmaGemmSwizzled(const __grid_constant__ TensorMap mapA,
+                      const __grid_constant__ TensorMap mapB, float *out,
+                      int swizzle, int nMajor) {
+  __shared__ alignas(1024) uint16_t sA[64 * 64];
+  __shared__ alignas(1024) uint16_t sB[64 * 64];
+  __shared__ alignas(8) uint64_t bar;
+  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  int g = lane / 4, t = lane % 4;
+  int panels = 128 / swizzle, panelBytes = 64 * swizzle;
+  if (threadIdx.x == 0) {
+    mbarrierInit(&bar, 1);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    mbarrierArriveExpectTx(&bar, 2 * 64 * 64 * 2);
+    for (int p = 0; p < panels; ++p) {
+      tmaLoad2D(reinterpret_cast<char *>(sA) + p * panelBytes, &mapA,
+                p * swizzle / 2, 0, &bar);
+      tmaLoad2D(reinterpret_cast<char *>(sB) + p * panelBytes, &mapB,
+                p * swizzle / 2, 0, &bar);
+    }
+  }
+  mbarrierWait(&bar, 0);
+
+  float d[32];
+  for (int i = 0; i < 32; ++i)
+    d[i] = 0.f;
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+  for (int ks = 0; ks < 4; ++ks) {
+    int kBytes = 32 * ks;
+    int kMajorOffset = kBytes / swizzle * panelBytes + kBytes % swizzle;
+    uint64_t descA =
+        wgmmaDescSwizzled(reinterpret_cast<const char *>(sA) + kMajorOffset, 16,
+                          8 * swizzle, swizzle);
+    if (nMajor) {
+      uint64_t descB = wgmmaDescSwizzled(reinterpret_cast<const char *>(sB) +
+                                             16 * swizzle * ks,
+                                         panelBytes, 8 * swizzle, swizzle);
+      wgmmaSS<1>(d, descA, descB, ks > 0);
+    } else {
+      uint64_t descB =
+          wgmmaDescSwizzled(reinterpret_cast<const char *>(sB) + kMajorOffset,
+                            16, 8 * swizzle, swizzle);
+      wgmmaSS<0>(d, descA, descB, ks > 0);
+    }
+  }
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  for (int i = 0; i < 32; ++i) {
+    int row = 16 * warp + g + 8 * ((i / 2) % 2);
+    int col = 8 * (i / 4) + 2 * t + i % 2;
+    out[row * 64 + col] = d[i];
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // A TMA store from a swizzled shared tile
 //===----------------------------------------------------------------------===//

@@ -256,11 +256,6 @@ def FlashTile_SwizzledLayoutAttr : FlashTile_Attr<"SwizzledLayout",
     int64_t getRowPitch(int64_t columns) const {
       return getPanel() ? getPanel() : columns + getPadding();
     }
-    /// Whether chunks move at every row over 8 rows: the 128-byte swizzle
-    /// of rows of at least 8 chunks.
-    bool isEightRowSwizzle() const {
-      return getPhases() == 8 && getRowsPerPhase() == 1;
-    }
   }];
 }
 
