@@ -90,7 +90,9 @@ def whole_lines(command):
     dims of 64, 128 or 256, 16-byte aligned tensors): the placement
     swizzles them, and every ld/st.shared and cp.async request is free of
     bank conflicts. Other rows are padded by a chunk, which keeps ldmatrix
-    free of them but not every copy that writes the rows."""
+    free of them but not every copy that writes the rows, except in a
+    kernel that multiplies by warpgroups (its simulator counters show
+    wgmma), whose rows lie in a 128-, 64- or 32-byte swizzle's panels."""
     value = {command[i]: command[i + 1] for i in range(len(command) - 1)
              if command[i].startswith("--")}
     dims = (value["--head-dim"], value.get("--head-dim-v", value["--head-dim"]))
@@ -135,11 +137,16 @@ def main():
                                   r"shared-memory wavefronts", text),
                         re.search(r"ld/st\.shared and cp\.async \d+ warp "
                                   r"requests, (\d+) extra wavefronts", text)]
+            wgmma = re.search(r"(\d+) wgmma", text)
+            # Where the kernel multiplies by warpgroups (sm_90a), Q, K and
+            # V lie in a swizzle's panels, whatever the head dim.
+            swizzled = whole_lines(command) or bool(
+                wgmma and int(wgmma.group(1)))
             if rc == 0 and not all(counters):
                 rc, text = "no counters", "`flashc run` printed no " \
                     "simulator counters"
             elif rc == 0 and any(int(c.group(1)) for c in
-                                 counters[:2 if whole_lines(command) else 1]):
+                                 counters[:2 if swizzled else 1]):
                 rc = "bank conflicts"
                 text = "\n".join(c.group(0) for c in counters
                                   if int(c.group(1)))
