@@ -465,12 +465,15 @@ runKernel(Device &device, const KernelVariant &module, const std::string &name,
   for (size_t i = 0; i < args.size(); ++i) {
     Arg &a = args[i];
     LaunchArg l;
+    // The buffer behind the argument (a tensor map's too), for outputs.
+    void *at = nullptr;
     if (a.data.empty()) {
       l.value = a.scalar;
     } else {
       Result<void *> p = buffers.upload(a.data.data(), a.data.size());
       if (!p)
         return p.status();
+      at = *p;
       l.value = reinterpret_cast<uint64_t>(*p);
       l.isPointer = true;
       l.extentBytes = a.data.size();
@@ -485,7 +488,7 @@ runKernel(Device &device, const KernelVariant &module, const std::string &name,
         l.tensorMap = &maps[i];
       }
     }
-    pointers.push_back(reinterpret_cast<void *>(l.value));
+    pointers.push_back(at);
     launch.push_back(l);
   }
   KernelEntry entry;
@@ -633,8 +636,9 @@ int simkernels(const std::vector<std::string> &args) {
   // last partly out of bounds) without and with the 128-byte swizzle, and
   // wgmma over 64 x 64 tiles (modes: B K-major, B N-major, A from
   // registers), and over tiles in panels of the 64- and 32-byte swizzles
-  // (TMA boxes of 32 and 16 columns). Sums of f16 values in f32 in a fixed
-  // order are exact to compare; wgmma accumulates in the hardware's order.
+  // (TMA boxes of 32 and 16 columns), and TMA stores from each swizzle.
+  // Sums of f16 values in f32 in a fixed order are exact to compare; wgmma
+  // accumulates in the hardware's order.
   if (!ptxSm90Path.empty() && (*cuda)->getChip() == "sm_90a") {
     std::vector<uint16_t> tensor = halves(71 * 64);
     for (uint32_t swizzle : {0u, 3u})
@@ -678,6 +682,23 @@ int simkernels(const std::vector<std::string> &args) {
                        1e-3,
                        true,
                        swizzledLabels[i]});
+    }
+    // Rows [8, 24) of a 20 x 64 tensor poisoned with a NaN: the store
+    // writes rows 8 - 19 and skips the rest.
+    const char *storeLabels[] = {"tmaStore sw128", "tmaStore sw64",
+                                 "tmaStore sw32"};
+    for (int i = 0; i < 3; ++i) {
+      uint32_t bytes = 128u >> i;
+      Arg out = tensorMap(std::vector<uint16_t>(20 * 64, 0x7c01), 20, 64, 16,
+                          3 - i, bytes / 2);
+      out.output = true;
+      cases.push_back({"tmaStoreSwizzled",
+                       1,
+                       128,
+                       {out, scalar(bytes)},
+                       0,
+                       true,
+                       storeLabels[i]});
     }
   } else if (!ptxSm90Path.empty()) {
     std::printf("(the sm_90a kernels need an sm_90a device; %s is not)\n",

@@ -303,6 +303,34 @@ TEST(HopperTest, TmaStoreWritesTheBox) {
     }
 }
 
+/// tmaStoreSwizzled: the tile in panels of each swizzle, one TMA store a
+/// panel, lands as tmaStore's does.
+TEST(HopperTest, TmaStoreReadsEverySwizzle) {
+  FLASHC_REQUIRE_NVCC_SM90_KERNELS(module);
+  for (int swizzle : {128, 64, 32}) {
+    SCOPED_TRACE(std::to_string(swizzle) + "-byte swizzle");
+    std::vector<uint16_t> out(20 * 64, 0x7c01);
+    TensorMapSwizzle mode = swizzle == 128  ? TensorMapSwizzle::B128
+                            : swizzle == 64 ? TensorMapSwizzle::B64
+                                            : TensorMapSwizzle::B32;
+    KernelArg map = f16Map(out.data(), 64, 20, 16, mode, swizzle / 2);
+    Device device;
+    ASSERT_FALSE(registerVector(device, out, "out"));
+    LaunchConfig config;
+    config.block = {128};
+    config.workers = 1;
+    ASSERT_TRUE(ok(device.launch(*module, "tmaStoreSwizzled", config,
+                                 {map, KernelArg::s32(swizzle)})));
+    for (uint32_t r = 0; r < 20; ++r)
+      for (uint32_t c = 0; c < 64; ++c) {
+        uint16_t want = 0x7c01;
+        if (r >= 8)
+          want = refToHalf(double((64 * (r - 8) + c) % 2048));
+        ASSERT_EQ(out[r * 64 + c], want) << "row " << r << " column " << c;
+      }
+  }
+}
+
 TEST(HopperTest, TmaStoreDefectsAreCaught) {
   FLASHC_REQUIRE_NVCC_SM90_KERNELS(module);
   std::vector<uint16_t> out;

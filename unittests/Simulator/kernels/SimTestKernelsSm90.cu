@@ -385,6 +385,38 @@ extern "C" __global__ void __launch_bounds__(128)
   }
 }
 
+/// tmaStore's tile in any of the swizzles: the same 16 x 64 tile, element
+/// (r, c) = (64 r + c) % 2048, written into shared memory in panels of
+/// `swizzle` (128, 64 or 32) bytes a row, 128 / swizzle panels of
+/// swizzle / 2 columns, and stored with one TMA store per panel as rows
+/// [8, 24) of the rows x 64 tensor `map` describes (boxes of swizzle / 2
+/// columns x 16 rows in the same swizzle; rows past the tensor skipped).
+extern "C" __global__ void __launch_bounds__(128)
+    tmaStoreSwizzled(const __grid_constant__ TensorMap map, int swizzle) {
+  __shared__ alignas(1024) uint16_t tile[16 * 64];
+  int cols = swizzle / 2, panelBytes = 16 * swizzle;
+  for (int i = threadIdx.x; i < 16 * 64; i += blockDim.x) {
+    int r = i / 64, c = i % 64;
+    uint32_t byte = (c / cols) * panelBytes + swizzle * r + 2 * (c % cols);
+    // The 16-byte chunk moves by the address's bits 7 and up, as many as
+    // the swizzle has chunks (bits 4-6, 4-5 or 4).
+    byte ^= ((byte >> 7) & (swizzle / 16 - 1)) << 4;
+    tile[byte / 2] = __half_as_ushort(__int2half_rn((64 * r + c) % 2048));
+  }
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int p = 0; p < 64 / cols; ++p)
+      asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"
+                   " [%0, {%1, %2}], [%3];" ::"l"(&map),
+                   "r"(p * cols), "r"(8),
+                   "r"(smem(reinterpret_cast<char *>(tile) + p * panelBytes))
+                   : "memory");
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+    asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // stmatrix
 //===----------------------------------------------------------------------===//
