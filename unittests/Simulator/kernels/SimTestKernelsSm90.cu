@@ -204,6 +204,29 @@ DEVICE void wgmmaRS(float (&d)[32], const uint32_t (&a)[4], uint64_t b,
                  "r"(scaleD));
 }
 
+/// Thread 0 initialises `bar` for one arrival and fences the init; the CTA
+/// meets at a barrier.
+DEVICE void initOneArrivalBarrier(uint64_t *bar) {
+  if (threadIdx.x == 0) {
+    mbarrierInit(bar, 1);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+}
+
+/// A warpgroup's m64n64 f32 accumulator into `out` (64 x 64, row-major):
+/// thread register i is row 16 w + g + 8 ((i / 2) % 2), column
+/// 8 (i / 4) + 2 t + i % 2 (warp w, lane 4 g + t).
+DEVICE void storeAccumulator(const float (&d)[32], float *out) {
+  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  int g = lane / 4, t = lane % 4;
+  for (int i = 0; i < 32; ++i) {
+    int row = 16 * warp + g + 8 * ((i / 2) % 2);
+    int col = 8 * (i / 4) + 2 * t + i % 2;
+    out[row * 64 + col] = d[i];
+  }
+}
+
 /// out (64 x 64 f32, row-major) = A (64 x 64 f16) B (64 x 64 f16) by one
 /// warpgroup: TMA loads A (row-major, [m][k]) and B with the 128-byte
 /// swizzle, then four wgmma k-steps. `mode`: 0, B given as [n][k]
@@ -219,11 +242,7 @@ extern "C" __global__ void __launch_bounds__(128)
   __shared__ alignas(8) uint64_t bar;
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   int g = lane / 4, t = lane % 4;
-  if (threadIdx.x == 0) {
-    mbarrierInit(&bar, 1);
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  __syncthreads();
+  initOneArrivalBarrier(&bar);
   if (threadIdx.x == 0) {
     mbarrierArriveExpectTx(&bar, 2 * 64 * 64 * 2);
     tmaLoad2D(sA, &mapA, 0, 0, &bar);
@@ -267,11 +286,7 @@ extern "C" __global__ void __launch_bounds__(128)
   if (mode == 3)
     out[threadIdx.x] = d[0];
   asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-  for (int i = 0; i < 32; ++i) {
-    int row = 16 * warp + g + 8 * ((i / 2) % 2);
-    int col = 8 * (i / 4) + 2 * t + i % 2;
-    out[row * 64 + col] = d[i];
-  }
+  storeAccumulator(d, out);
 }
 
 /// A wgmma descriptor of the `swizzle`-byte swizzle (128, 64 or 32: mode
@@ -300,14 +315,8 @@ extern "C" __global__ void __launch_bounds__(128)
   __shared__ alignas(1024) uint16_t sA[64 * 64];
   __shared__ alignas(1024) uint16_t sB[64 * 64];
   __shared__ alignas(8) uint64_t bar;
-  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  int g = lane / 4, t = lane % 4;
   int panels = 128 / swizzle, panelBytes = 64 * swizzle;
-  if (threadIdx.x == 0) {
-    mbarrierInit(&bar, 1);
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  __syncthreads();
+  initOneArrivalBarrier(&bar);
   if (threadIdx.x == 0) {
     mbarrierArriveExpectTx(&bar, 2 * 64 * 64 * 2);
     for (int p = 0; p < panels; ++p) {
@@ -343,11 +352,7 @@ extern "C" __global__ void __launch_bounds__(128)
   }
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
   asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-  for (int i = 0; i < 32; ++i) {
-    int row = 16 * warp + g + 8 * ((i / 2) % 2);
-    int col = 8 * (i / 4) + 2 * t + i % 2;
-    out[row * 64 + col] = d[i];
-  }
+  storeAccumulator(d, out);
 }
 
 //===----------------------------------------------------------------------===//
