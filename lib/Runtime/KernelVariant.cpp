@@ -462,7 +462,7 @@ Result<KernelVariant> KernelVariant::fromJson(const JsonValue &v) {
       // The map swizzles its box's rows (Attention.cpp): a row of 32, 64
       // or 128 bytes.
       int64_t rowBytes = p.box[0] * getElementBytes(k.query.dtype);
-      if (rowBytes != 32 && rowBytes != 64 && rowBytes != 128)
+      if (flashc::getWarpgroupSwizzleBytes(rowBytes) != rowBytes)
         return Status::error("manifest: tensor map argument '" + p.name +
                              "' of variant '" + k.id + "' has a box row of " +
                              std::to_string(rowBytes) +

@@ -692,10 +692,10 @@ int simkernels(const std::vector<std::string> &args) {
       Arg out = tensorMap(std::vector<uint16_t>(20 * 64, 0x7c01), 20, 64, 16,
                           3 - i, bytes / 2);
       out.output = true;
-      cases.push_back({"tmaStoreSwizzled",
+      cases.push_back({"tmaStore",
                        1,
                        128,
-                       {out, scalar(bytes)},
+                       {out, scalar(bytes), scalar(0)},
                        0,
                        true,
                        storeLabels[i]});

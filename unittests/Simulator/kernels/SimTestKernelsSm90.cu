@@ -161,11 +161,14 @@ extern "C" __global__ void __launch_bounds__(256)
 //===----------------------------------------------------------------------===//
 
 /// A wgmma shared-memory descriptor: start address, LBO and SBO in bytes,
-/// the 128-byte swizzle.
-DEVICE uint64_t wgmmaDesc(const void *p, uint32_t lbo, uint32_t sbo) {
+/// the `swizzle`-byte swizzle (128, 64 or 32: mode 1, 2 or 3 in bits
+/// 62-63).
+DEVICE uint64_t wgmmaDesc(const void *p, uint32_t lbo, uint32_t sbo,
+                          int swizzle = 128) {
+  uint64_t mode = swizzle == 128 ? 1 : swizzle == 64 ? 2 : 3;
   uint64_t a = smem(p);
   return ((a >> 4) & 0x3fff) | (uint64_t((lbo >> 4) & 0x3fff) << 16) |
-         (uint64_t((sbo >> 4) & 0x3fff) << 32) | (uint64_t(1) << 62);
+         (uint64_t((sbo >> 4) & 0x3fff) << 32) | (mode << 62);
 }
 
 #define WGMMA_D32                                                              \
@@ -289,16 +292,6 @@ extern "C" __global__ void __launch_bounds__(128)
   storeAccumulator(d, out);
 }
 
-/// A wgmma descriptor of the `swizzle`-byte swizzle (128, 64 or 32: mode
-/// 1, 2 or 3 in bits 62-63).
-DEVICE uint64_t wgmmaDescSwizzled(const void *p, uint32_t lbo, uint32_t sbo,
-                                  int swizzle) {
-  uint64_t mode = swizzle == 128 ? 1 : swizzle == 64 ? 2 : 3;
-  uint64_t a = smem(p);
-  return ((a >> 4) & 0x3fff) | (uint64_t((lbo >> 4) & 0x3fff) << 16) |
-         (uint64_t((sbo >> 4) & 0x3fff) << 32) | (mode << 62);
-}
-
 /// out (64 x 64 f32, row-major) = A (64 x 64 f16) B (64 x 64 f16) by one
 /// warpgroup, the tiles in the narrower swizzles: `swizzle` (64 or 32)
 /// bytes a row, each 128-byte row of A and B split into 128 / swizzle
@@ -336,17 +329,17 @@ extern "C" __global__ void __launch_bounds__(128)
     int kBytes = 32 * ks;
     int kMajorOffset = kBytes / swizzle * panelBytes + kBytes % swizzle;
     uint64_t descA =
-        wgmmaDescSwizzled(reinterpret_cast<const char *>(sA) + kMajorOffset, 16,
-                          8 * swizzle, swizzle);
+        wgmmaDesc(reinterpret_cast<const char *>(sA) + kMajorOffset, 16,
+                  8 * swizzle, swizzle);
     if (nMajor) {
-      uint64_t descB = wgmmaDescSwizzled(reinterpret_cast<const char *>(sB) +
-                                             16 * swizzle * ks,
-                                         panelBytes, 8 * swizzle, swizzle);
+      uint64_t descB =
+          wgmmaDesc(reinterpret_cast<const char *>(sB) + 16 * swizzle * ks,
+                    panelBytes, 8 * swizzle, swizzle);
       wgmmaSS<1>(d, descA, descB, ks > 0);
     } else {
       uint64_t descB =
-          wgmmaDescSwizzled(reinterpret_cast<const char *>(sB) + kMajorOffset,
-                            16, 8 * swizzle, swizzle);
+          wgmmaDesc(reinterpret_cast<const char *>(sB) + kMajorOffset, 16,
+                    8 * swizzle, swizzle);
       wgmmaSS<0>(d, descA, descB, ks > 0);
     }
   }
@@ -360,44 +353,16 @@ extern "C" __global__ void __launch_bounds__(128)
 //===----------------------------------------------------------------------===//
 
 /// The CTA writes a 16 x 64 f16 tile, element (r, c) = (64 r + c) % 2048,
-/// into shared memory in the 128-byte swizzled layout, and thread 0 stores
-/// it with TMA as rows [8, 24) of the rows x 64 tensor `map` describes
-/// (rows past the tensor are skipped). `defect`: 1, no fence.proxy.async
-/// between the plain writes and the store; 2, thread 0 overwrites the tile
-/// before cp.async.bulk.wait_group.read retires the store.
+/// into shared memory in panels of `swizzle` (128, 64 or 32) bytes a row
+/// (128 / swizzle panels of swizzle / 2 columns, each swizzled), and
+/// thread 0 stores it with one TMA store per panel as rows [8, 24) of the
+/// rows x 64 tensor `map` describes (boxes of swizzle / 2 columns x 16
+/// rows in the same swizzle; rows past the tensor are skipped). `defect`:
+/// 1, no fence.proxy.async between the plain writes and the store; 2,
+/// thread 0 overwrites the tile before cp.async.bulk.wait_group.read
+/// retires the store.
 extern "C" __global__ void __launch_bounds__(128)
-    tmaStore(const __grid_constant__ TensorMap map, int defect) {
-  __shared__ alignas(1024) uint16_t tile[16 * 64];
-  for (int i = threadIdx.x; i < 16 * 64; i += blockDim.x) {
-    int r = i / 64, c = i % 64;
-    uint32_t byte = 128 * r + 2 * c;
-    byte ^= ((byte >> 7) & 7) << 4;
-    __half h = __int2half_rn((64 * r + c) % 2048);
-    tile[byte / 2] = __half_as_ushort(h);
-  }
-  if (defect != 1)
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"
-                 " [%0, {%1, %2}], [%3];" ::"l"(&map),
-                 "r"(0), "r"(8), "r"(smem(tile))
-                 : "memory");
-    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-    if (defect == 2)
-      tile[0] = 0;
-    asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
-  }
-}
-
-/// tmaStore's tile in any of the swizzles: the same 16 x 64 tile, element
-/// (r, c) = (64 r + c) % 2048, written into shared memory in panels of
-/// `swizzle` (128, 64 or 32) bytes a row, 128 / swizzle panels of
-/// swizzle / 2 columns, and stored with one TMA store per panel as rows
-/// [8, 24) of the rows x 64 tensor `map` describes (boxes of swizzle / 2
-/// columns x 16 rows in the same swizzle; rows past the tensor skipped).
-extern "C" __global__ void __launch_bounds__(128)
-    tmaStoreSwizzled(const __grid_constant__ TensorMap map, int swizzle) {
+    tmaStore(const __grid_constant__ TensorMap map, int swizzle, int defect) {
   __shared__ alignas(1024) uint16_t tile[16 * 64];
   int cols = swizzle / 2, panelBytes = 16 * swizzle;
   for (int i = threadIdx.x; i < 16 * 64; i += blockDim.x) {
@@ -408,7 +373,8 @@ extern "C" __global__ void __launch_bounds__(128)
     byte ^= ((byte >> 7) & (swizzle / 16 - 1)) << 4;
     tile[byte / 2] = __half_as_ushort(__int2half_rn((64 * r + c) % 2048));
   }
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  if (defect != 1)
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncthreads();
   if (threadIdx.x == 0) {
     for (int p = 0; p < 64 / cols; ++p)
@@ -418,6 +384,8 @@ extern "C" __global__ void __launch_bounds__(128)
                    "r"(smem(reinterpret_cast<char *>(tile) + p * panelBytes))
                    : "memory");
     asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+    if (defect == 2)
+      tile[0] = 0;
     asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
   }
 }
