@@ -665,7 +665,7 @@ int simkernels(const std::vector<std::string> &args) {
            1,
            128,
            {tensorMap(ga, 64, 64, 64, 3), tensorMap(gb, 64, 64, 64, 3),
-            input(ga), output(64 * 64 * 4), scalar(mode)},
+            input(ga), output(64 * 64 * 4), scalar(mode), scalar(128)},
            1e-3,
            true,
            labels[mode]});
@@ -673,12 +673,12 @@ int simkernels(const std::vector<std::string> &args) {
                                     "wgmmaGemm sw32", "wgmmaGemm sw32 tnspB"};
     for (int i = 0; i < 4; ++i) {
       uint32_t bytes = i < 2 ? 64 : 32, mode = i < 2 ? 2 : 1;
-      cases.push_back({"wgmmaGemmSwizzled",
+      cases.push_back({"wgmmaGemm",
                        1,
                        128,
                        {tensorMap(ga, 64, 64, 64, mode, bytes / 2),
-                        tensorMap(gb, 64, 64, 64, mode, bytes / 2),
-                        output(64 * 64 * 4), scalar(bytes), scalar(i % 2)},
+                        tensorMap(gb, 64, 64, 64, mode, bytes / 2), input(ga),
+                        output(64 * 64 * 4), scalar(i % 2), scalar(bytes)},
                        1e-3,
                        true,
                        swizzledLabels[i]});

@@ -190,8 +190,8 @@ struct Gemm {
     config.maxInstructionsPerThread = 1u << 22;
     return device.launch(module, "wgmmaGemm", config,
                          {mapA, mapB, KernelArg::pointer(a.data()),
-                          KernelArg::pointer(out.data()),
-                          KernelArg::s32(mode)});
+                          KernelArg::pointer(out.data()), KernelArg::s32(mode),
+                          KernelArg::s32(128)});
   }
 };
 
@@ -220,7 +220,7 @@ TEST(HopperTest, WgmmaMultipliesTmaLoadedTiles) {
   }
 }
 
-/// wgmmaGemmSwizzled: the tiles in panels of the 64- and 32-byte
+/// wgmmaGemm with the tiles in panels of the 64- and 32-byte
 /// swizzles (TMA boxes of 32 or 16 columns, descriptors of those modes),
 /// B K-major and N-major; out = A B.
 TEST(HopperTest, WgmmaReadsThe64And32ByteSwizzles) {
@@ -249,10 +249,11 @@ TEST(HopperTest, WgmmaReadsThe64And32ByteSwizzles) {
       config.block = {128};
       config.workers = 1;
       config.maxInstructionsPerThread = 1u << 22;
-      Result<LaunchStats> stats =
-          device.launch(*module, "wgmmaGemmSwizzled", config,
-                        {mapA, mapB, KernelArg::pointer(out.data()),
-                         KernelArg::s32(swizzle), KernelArg::s32(nMajor)});
+      Result<LaunchStats> stats = device.launch(
+          *module, "wgmmaGemm", config,
+          {mapA, mapB, KernelArg::pointer(a.data()),
+           KernelArg::pointer(out.data()), KernelArg::s32(nMajor ? 1 : 0),
+           KernelArg::s32(swizzle)});
       ASSERT_TRUE(ok(stats));
       EXPECT_EQ(stats->tensorLoads, 2u * (128 / swizzle));
       for (uint32_t m = 0; m < 64; ++m)

@@ -231,83 +231,23 @@ DEVICE void storeAccumulator(const float (&d)[32], float *out) {
 }
 
 /// out (64 x 64 f32, row-major) = A (64 x 64 f16) B (64 x 64 f16) by one
-/// warpgroup: TMA loads A (row-major, [m][k]) and B with the 128-byte
-/// swizzle, then four wgmma k-steps. `mode`: 0, B given as [n][k]
-/// (K-major); 1, B given as [k][n] (N-major, a transposed wgmma operand);
-/// 2, like 0 with A from registers (read from `a`, row-major); 3, like 0
-/// but the accumulator is read before wgmma.wait_group (a planted defect).
+/// warpgroup: TMA loads A (row-major, [m][k]) and B in the `swizzle`-byte
+/// swizzle (128, 64 or 32): each 128-byte row of A and B is 128 / swizzle
+/// panels of 64 rows, one box each (boxes of swizzle / 2 columns x 64
+/// rows, maps of the same swizzle). Then four wgmma k-steps. `mode`: 0, B
+/// given as [n][k] (K-major); 1, B given as [k][n] (N-major, a transposed
+/// wgmma operand); 2, like 0 with A from registers (read from `a`,
+/// row-major); 3, like 0 but the accumulator is read before
+/// wgmma.wait_group (a planted defect).
 extern "C" __global__ void __launch_bounds__(128)
     wgmmaGemm(const __grid_constant__ TensorMap mapA,
               const __grid_constant__ TensorMap mapB, const __half *a,
-              float *out, int mode) {
+              float *out, int mode, int swizzle) {
   __shared__ alignas(1024) uint16_t sA[64 * 64];
   __shared__ alignas(1024) uint16_t sB[64 * 64];
   __shared__ alignas(8) uint64_t bar;
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   int g = lane / 4, t = lane % 4;
-  initOneArrivalBarrier(&bar);
-  if (threadIdx.x == 0) {
-    mbarrierArriveExpectTx(&bar, 2 * 64 * 64 * 2);
-    tmaLoad2D(sA, &mapA, 0, 0, &bar);
-    tmaLoad2D(sB, &mapB, 0, 0, &bar);
-  }
-  mbarrierWait(&bar, 0);
-
-  float d[32];
-  for (int i = 0; i < 32; ++i)
-    d[i] = 0.f;
-  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-  for (int ks = 0; ks < 4; ++ks) {
-    // K-major tiles: rows of 128 bytes, 8-row atoms 1024 bytes apart; a
-    // k-step is 32 bytes along the row. N-major B: rows of 128 bytes hold
-    // n, one per k; a k-step is 16 rows.
-    uint64_t descA =
-        wgmmaDesc(reinterpret_cast<const char *>(sA) + 32 * ks, 16, 1024);
-    if (mode == 1) {
-      uint64_t descB =
-          wgmmaDesc(reinterpret_cast<const char *>(sB) + 2048 * ks, 8192, 1024);
-      wgmmaSS<1>(d, descA, descB, ks > 0);
-    } else {
-      uint64_t descB =
-          wgmmaDesc(reinterpret_cast<const char *>(sB) + 32 * ks, 16, 1024);
-      if (mode == 2) {
-        uint32_t frag[4];
-        for (int r = 0; r < 4; ++r) {
-          int row = 16 * warp + g + 8 * (r & 1);
-          int col = 16 * ks + 2 * t + 8 * (r >> 1);
-          __half lo = a[row * 64 + col], hi = a[row * 64 + col + 1];
-          frag[r] = uint32_t(__half_as_ushort(lo)) |
-                    (uint32_t(__half_as_ushort(hi)) << 16);
-        }
-        wgmmaRS(d, frag, descB, ks > 0);
-      } else {
-        wgmmaSS<0>(d, descA, descB, ks > 0);
-      }
-    }
-  }
-  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-  if (mode == 3)
-    out[threadIdx.x] = d[0];
-  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-  storeAccumulator(d, out);
-}
-
-/// out (64 x 64 f32, row-major) = A (64 x 64 f16) B (64 x 64 f16) by one
-/// warpgroup, the tiles in the narrower swizzles: `swizzle` (64 or 32)
-/// bytes a row, each 128-byte row of A and B split into 128 / swizzle
-/// panels of 64 rows, which TMA loads one box each (boxes of swizzle / 2
-/// columns x 64 rows, maps of the same swizzle). A is [m][k]; B is [n][k]
-/// (K-major) or, with `nMajor`, [k][n]. K-major operands: 8-row atoms
-/// 8 x swizzle bytes apart, a k-step 32 bytes along a panel's rows and
-/// whole panels beyond; N-major B: a k-step is 16 rows, the panels along
-/// N the leading offset apart.
-extern "C" __global__ void __launch_bounds__(128)
-    wgmmaGemmSwizzled(const __grid_constant__ TensorMap mapA,
-                      const __grid_constant__ TensorMap mapB, float *out,
-                      int swizzle, int nMajor) {
-  __shared__ alignas(1024) uint16_t sA[64 * 64];
-  __shared__ alignas(1024) uint16_t sB[64 * 64];
-  __shared__ alignas(8) uint64_t bar;
   int panels = 128 / swizzle, panelBytes = 64 * swizzle;
   initOneArrivalBarrier(&bar);
   if (threadIdx.x == 0) {
@@ -326,12 +266,16 @@ extern "C" __global__ void __launch_bounds__(128)
     d[i] = 0.f;
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
   for (int ks = 0; ks < 4; ++ks) {
+    // K-major tiles: rows of `swizzle` bytes, 8-row atoms 8 x swizzle
+    // bytes apart; a k-step is 32 bytes along a panel's rows, whole panels
+    // beyond. N-major B: rows of `swizzle` bytes hold n, one per k; a
+    // k-step is 16 rows, the panels along n the leading offset apart.
     int kBytes = 32 * ks;
     int kMajorOffset = kBytes / swizzle * panelBytes + kBytes % swizzle;
     uint64_t descA =
         wgmmaDesc(reinterpret_cast<const char *>(sA) + kMajorOffset, 16,
                   8 * swizzle, swizzle);
-    if (nMajor) {
+    if (mode == 1) {
       uint64_t descB =
           wgmmaDesc(reinterpret_cast<const char *>(sB) + 16 * swizzle * ks,
                     panelBytes, 8 * swizzle, swizzle);
@@ -340,10 +284,24 @@ extern "C" __global__ void __launch_bounds__(128)
       uint64_t descB =
           wgmmaDesc(reinterpret_cast<const char *>(sB) + kMajorOffset, 16,
                     8 * swizzle, swizzle);
-      wgmmaSS<0>(d, descA, descB, ks > 0);
+      if (mode == 2) {
+        uint32_t frag[4];
+        for (int r = 0; r < 4; ++r) {
+          int row = 16 * warp + g + 8 * (r & 1);
+          int col = 16 * ks + 2 * t + 8 * (r >> 1);
+          __half lo = a[row * 64 + col], hi = a[row * 64 + col + 1];
+          frag[r] = uint32_t(__half_as_ushort(lo)) |
+                    (uint32_t(__half_as_ushort(hi)) << 16);
+        }
+        wgmmaRS(d, frag, descB, ks > 0);
+      } else {
+        wgmmaSS<0>(d, descA, descB, ks > 0);
+      }
     }
   }
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+  if (mode == 3)
+    out[threadIdx.x] = d[0];
   asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
   storeAccumulator(d, out);
 }
