@@ -89,7 +89,7 @@ using flashc::ceilDiv;
 TileSizes mlir::flash::chooseTileSizes(const TargetInfo &target,
                                        const AttentionProblem &shape,
                                        LoopOrder order, bool wideWarps,
-                                       int64_t stages) {
+                                       int64_t stages, bool warpgroupMma) {
   int64_t bytes = target.isGPU() ? shape.elementBytes() : 4;
   int64_t m = std::max<int64_t>(target.sramBytes / bytes, 1);
   int64_t d = std::max(shape.headDim, shape.valueDim());
@@ -105,22 +105,28 @@ TileSizes mlir::flash::chooseTileSizes(const TargetInfo &target,
     // to 16 keys (makeGPUTileConfig then gives the block as many kv warps
     // as take 16 keys each at least). Bc is not clamped to Nk: the kernels
     // mask the tail of a block.
+    // On sm_90a the tiles are the warpgroup MMAs' with mma.sync too (the
+    // same tiles, for comparison), but mma.sync kernels pad their rows as
+    // on sm_80, and only the warpgroup MMAs' kernels align their buffers
+    // and hold mbarriers (in as many bytes more: flash-tile-allocate-shared).
     bool decode = shape.seqQ <= 16;
-    flashc::GPUTileConfig c = flashc::chooseGPUTiles(
-        shape.group(), shape.headDim, shape.valueDim(), shape.elementBytes(),
-        decode, wideWarps, target.hasWarpgroupMma());
-    c.stages = stages;
-    // sm_90a's kernels align their buffers for the warpgroup MMAs and hold
-    // their mbarriers in as many bytes more (flash-tile-allocate-shared).
-    int64_t budget =
-        target.sramBytes - (target.hasWarpgroupMma()
-                                ? flashc::getWarpgroupSharedReserve(stages)
-                                : 0);
-    while (c.sharedBytes() > budget && c.blockKV >= 2 * 16) {
-      c = flashc::makeGPUTileConfig(
-          c.group, c.headDim, c.headDimV, c.elementBytes, c.blockQ,
-          c.blockKV / 2, c.outputBytes, wideWarps, target.hasWarpgroupMma());
+    bool warpgroupTiles = target.hasWarpgroupMma();
+    bool warpgroup = warpgroupMma && warpgroupTiles;
+    auto place = [&](flashc::GPUTileConfig c) {
+      c.warpgroupRows = c.warpgroupRows && warpgroup;
       c.stages = stages;
+      return c;
+    };
+    flashc::GPUTileConfig c = place(flashc::chooseGPUTiles(
+        shape.group(), shape.headDim, shape.valueDim(), shape.elementBytes(),
+        decode, wideWarps, warpgroupTiles));
+    int64_t budget =
+        target.sramBytes -
+        (warpgroup ? flashc::getWarpgroupSharedReserve(stages) : 0);
+    while (c.sharedBytes() > budget && c.blockKV >= 2 * 16) {
+      c = place(flashc::makeGPUTileConfig(
+          c.group, c.headDim, c.headDimV, c.elementBytes, c.blockQ,
+          c.blockKV / 2, c.outputBytes, wideWarps, warpgroupTiles));
     }
     tiles.blockQ = std::min(c.blockQ, shape.seqQ);
     tiles.blockKV = c.blockKV;

@@ -75,8 +75,9 @@ PipelineConfig mlir::flash::detail::gpuConfig(const AttentionSpec &spec,
     llvm::Expected<TargetInfo> target = TargetInfo::get(c.target);
     AttentionProblem shape = spec.shape();
     shape.seqQ = 16;
-    TileSizes tiles = chooseTileSizes(*target, shape, LoopOrder::FA2,
-                                      /*wideWarps=*/true, c.stages);
+    TileSizes tiles =
+        chooseTileSizes(*target, shape, LoopOrder::FA2,
+                        /*wideWarps=*/true, c.stages, c.warpgroupMma);
     if (!g.blockQ)
       g.blockQ = tiles.blockQ;
     if (!g.blockKV)

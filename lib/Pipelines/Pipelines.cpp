@@ -344,8 +344,10 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
     tile.sramBytes = c.sramBytes;
     // The GPU kernels give a warp 32 rows where they can.
     tile.wideWarps = c.isGPU();
-    // Bc fits the shared memory of the kernels' K and V stages.
+    // Bc fits the shared memory of the kernels' K and V stages, whose rows
+    // the warpgroup MMAs leave unpadded.
     tile.stages = c.stages;
+    tile.warpgroupMma = c.warpgroupMma;
     pm.addPass(createFlashTile(tile));
     // Split before bounding: flash-causal-skip clamps whatever KV range each
     // split loop covers.
@@ -444,6 +446,7 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
     o.stages = c.stages;
     o.rescaleThreshold = c.rescaleThreshold;
     o.alignment = c.alignment;
+    o.warpgroupMma = c.warpgroupMma;
     pm.addPass(createFlashToTile(o));
     if (c.target == "sm_90a" && c.warpgroupMma)
       pm.addPass(flash_tile::createFlashTileUseWarpgroupMma());

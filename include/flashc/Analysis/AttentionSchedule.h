@@ -78,9 +78,13 @@ struct TileSizes {
 /// (see `flashc::makeGPUTileConfig`); without it, 16 (flash-tile's
 /// `wide-warps=0`). `stages` is the GPU kernels' count of K and V buffers
 /// (the pipeline's `stages`), whose shared memory Bc is halved to fit.
+/// `warpgroupMma`: on a target with warpgroup MMAs (sm_90a), whether the
+/// kernels use them, which place their buffers' rows unpadded; without
+/// them the rows are padded as on sm_80 (the pipeline's `warpgroup-mma`).
 TileSizes chooseTileSizes(const TargetInfo &target,
                           const AttentionProblem &shape, LoopOrder order,
-                          bool wideWarps = true, int64_t stages = 2);
+                          bool wideWarps = true, int64_t stages = 2,
+                          bool warpgroupMma = true);
 
 } // namespace flash
 } // namespace mlir

@@ -221,6 +221,9 @@ struct CostOptions {
   int64_t splits = 0;
   /// The GPU kernels' K and V stages, which the chosen KV block fits.
   int64_t stages = 2;
+  /// sm_90a: whether the kernels multiply by warpgroups, whose buffers'
+  /// rows the chosen KV block fits unpadded (see `chooseTileSizes`).
+  bool warpgroupMma = true;
 };
 
 /// The traffic of one loop order with its own tiles.

@@ -400,7 +400,11 @@ def FlashToTile : Pass<"flash-to-tile", "::mlir::ModuleOp"> {
            "The bytes (16, 8, 4 or 2) that q, k, v and out's addresses and "
            "their row, head and batch strides are multiples of: the "
            "copies and stores of rows of whole 16-byte units move at most "
-           "that many bytes at a time (their `alignment`)">
+           "that many bytes at a time (their `alignment`)">,
+    Option<"warpgroupMma", "warpgroup-mma", "bool", /*default=*/"true",
+           "sm_90a: count the buffers' rows as the warpgroup MMAs place "
+           "them, unpadded (false: for a pipeline without "
+           "flash-tile-use-warpgroup-mma, padded as on sm_80)">
   ];
   let statistics = [
     Statistic<"numForwardKernels", "num-forward-kernels",

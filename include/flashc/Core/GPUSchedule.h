@@ -201,7 +201,7 @@ struct GPUTileConfig {
   /// tile of 64 rows or more on a chip with them): their rows are placed
   /// in panels of a swizzle's row (getWarpgroupSwizzleBytes), never
   /// padded. (A kernel built without the warpgroup MMAs pads them, as on
-  /// sm_80: a little more than this counts.)
+  /// sm_80: chooseTileSizes and flash-to-tile clear it for one.)
   bool warpgroupRows = false;
 
   int64_t rows() const { return group * blockQ; }

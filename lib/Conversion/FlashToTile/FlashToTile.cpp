@@ -827,7 +827,7 @@ LogicalResult FlashToTilePass::build(TiledAttention &t,
   // requires of its result).
   flashc::GPUTileConfig config = flashc::makeGPUTileConfig(
       group, headDim, headDimV, 2, blockQ, *blockKV, t.combine ? 4 : 2,
-      /*wideWarps=*/true, target.hasWarpgroupMma());
+      /*wideWarps=*/true, warpgroupMma && target.hasWarpgroupMma());
   // More stages only leave the kv warps' merge more room.
   config.stages = stages;
   if (std::string notYet = whyNoTileBody(config); !notYet.empty())

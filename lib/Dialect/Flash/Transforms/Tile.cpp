@@ -497,8 +497,8 @@ struct FlashTilePass : flash::impl::FlashTileBase<FlashTilePass> {
     IRRewriter rewriter(&getContext());
     for (OnlineAttention &a : matches) {
       AttentionProblem shape = describe(a);
-      TileSizes tiles =
-          chooseTileSizes(*targetInfo, shape, *order, wideWarps, stages);
+      TileSizes tiles = chooseTileSizes(*targetInfo, shape, *order, wideWarps,
+                                        stages, warpgroupMma);
       LLVM_DEBUG(DBGS() << "loop at " << a.loop.getLoc()
                         << ": the model's shape B=" << shape.batch
                         << " Hq=" << shape.heads << " Hkv=" << shape.kvHeads

@@ -54,6 +54,17 @@
 // (16 + 32 KiB) to fit.
 // RUN: flashc-opt %t/sram.mlir --flash-online-softmax --flash-tile="target=sm_80 sram-bytes=65536" \
 // RUN:   | FileCheck %s --check-prefix=SRAM-SM80
+// sm_90a, D = 192, 150000 bytes: the warpgroup MMAs' rows are unpadded (Q
+// 128 x 192 x 2 = 48 KiB, 2 stages x 2 x 64 x 192 x 2 = 96 KiB, and 1096
+// bytes of alignment and mbarriers), so Bc = 64 fits; mma.sync kernels
+// (warpgroup-mma=0) pad a row by a 16-byte chunk to 200 elements (50 KiB +
+// 100 KiB), and Bc halves to 32.
+// RUN: flashc-opt %t/wide.mlir --flash-online-softmax \
+// RUN:   --flash-tile="target=sm_90a wide-warps=1 sram-bytes=150000" \
+// RUN:   | FileCheck %s --check-prefix=SRAM-WGMMA
+// RUN: flashc-opt %t/wide.mlir --flash-online-softmax \
+// RUN:   --flash-tile="target=sm_90a wide-warps=1 sram-bytes=150000 warpgroup-mma=0" \
+// RUN:   | FileCheck %s --check-prefix=SRAM-MMA-SYNC
 // Explicit sizes override the target's.
 // RUN: flashc-opt %t/sram.mlir --flash-online-softmax --flash-tile="target=sm_80 sram-bytes=65536 block-q=8 block-kv=48" \
 // RUN:   | FileCheck %s --check-prefix=SRAM-EXPLICIT
@@ -341,6 +352,22 @@ func.func @dynamic_lse(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>,
 // SRAM-EXPLICIT: %[[BC:.+]] = arith.constant 48 : index
 // SRAM-EXPLICIT: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %[[BC]] iter_args
 // SRAM-EXPLICIT: } {flash.tile_loop}
+
+// SRAM-WGMMA-LABEL: func.func @wide
+// SRAM-WGMMA: %[[BC:.+]] = arith.constant 64 : index
+// SRAM-WGMMA: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %[[BC]] iter_args
+// SRAM-MMA-SYNC-LABEL: func.func @wide
+// SRAM-MMA-SYNC: %[[BC:.+]] = arith.constant 32 : index
+// SRAM-MMA-SYNC: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %[[BC]] iter_args
+
+//--- wide.mlir
+func.func @wide(%q: tensor<1x8x4096x192xf16>, %k: tensor<1x8x4096x192xf16>,
+                %v: tensor<1x8x4096x192xf16>) -> tensor<1x8x4096x192xf16> {
+  %o = flash.attention %q, %k, %v
+      : tensor<1x8x4096x192xf16>, tensor<1x8x4096x192xf16>,
+        tensor<1x8x4096x192xf16> -> tensor<1x8x4096x192xf16>
+  return %o : tensor<1x8x4096x192xf16>
+}
 
 //--- sram.mlir
 func.func @sram(%q: tensor<1x2x512x64xf32>, %k: tensor<1x2x512x64xf32>,

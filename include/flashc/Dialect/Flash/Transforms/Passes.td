@@ -143,7 +143,11 @@ def FlashTile : Pass<"flash-tile"> {
            "registers allow (the flash_tile path)">,
     Option<"stages", "stages", "int64_t", /*default=*/"2",
            "GPU: the stages of the kernels' K and V buffers (2 to 4) whose "
-           "shared memory the KV block is sized to fit">
+           "shared memory the KV block is sized to fit">,
+    Option<"warpgroupMma", "warpgroup-mma", "bool", /*default=*/"true",
+           "sm_90a: whether the kernels multiply by warpgroups, whose "
+           "buffers' rows the KV block fits unpadded (false: mma.sync "
+           "kernels at the same tiles, whose rows are padded as on sm_80)">
   ];
   let statistics = [
     Statistic<"numTiledFA2", "num-tiled-fa2",
