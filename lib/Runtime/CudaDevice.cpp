@@ -13,6 +13,12 @@
 // cuLaunchKernelEx with programmatic stream serialization, unless the
 // driver lacks or refuses it or FLASHC_CUDA_PROGRAMMATIC_LAUNCH=0.
 //
+// FLASHC_CUDA_SYNC_TIMEOUT_S=S bounds each synchronisation: a stream whose
+// work has not finished S seconds later (a kernel that hangs, such as one
+// waiting on a barrier nothing arrives at) is an error instead of a wait
+// without end, and the device refuses every launch and synchronisation
+// after it (the hung kernel holds the context until the process exits).
+//
 //===----------------------------------------------------------------------===//
 
 #include "CudaDriverApi.h"
@@ -21,11 +27,14 @@
 
 #include <dlfcn.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 #include <map>
 #include <mutex>
+#include <thread>
 
 using namespace flashc;
 using namespace flashc::runtime;
@@ -166,16 +175,57 @@ public:
   Status synchronize(void *stream) override {
     if (Status s = makeCurrent())
       return s;
-    if (CUresult r = d.cuStreamSynchronize(static_cast<CUstream>(stream));
-        r != CUDA_SUCCESS)
-      return Status::error("the stream failed: " + d.error(r));
-    return Status::success();
+    if (Status s = checkNotStalled())
+      return s;
+    Result<double> limit = getSyncTimeout();
+    if (!limit)
+      return limit.status();
+    if (*limit == 0) {
+      if (CUresult r = d.cuStreamSynchronize(static_cast<CUstream>(stream));
+          r != CUDA_SUCCESS)
+        return Status::error("the stream failed: " + d.error(r));
+      return Status::success();
+    }
+    // Polls: without pausing for the first millisecond (as the driver's own
+    // wait spins), then with pauses growing to a millisecond.
+    using Clock = std::chrono::steady_clock;
+    Clock::time_point start = Clock::now();
+    Clock::time_point deadline =
+        start + std::chrono::duration_cast<Clock::duration>(
+                    std::chrono::duration<double>(*limit));
+    std::chrono::microseconds pause(10);
+    while (true) {
+      CUresult r = d.cuStreamQuery(static_cast<CUstream>(stream));
+      if (r == CUDA_SUCCESS)
+        return Status::success();
+      if (r != CUDA_ERROR_NOT_READY)
+        return Status::error("the stream failed: " + d.error(r));
+      Clock::time_point now = Clock::now();
+      if (now >= deadline) {
+        std::lock_guard<std::mutex> lock(mutex);
+        stalledAfter = *limit;
+        return stalledError();
+      }
+      if (now - start < std::chrono::milliseconds(1)) {
+        std::this_thread::yield();
+        continue;
+      }
+      std::this_thread::sleep_for(pause);
+      pause = std::min<std::chrono::microseconds>(2 * pause,
+                                                  std::chrono::milliseconds(1));
+    }
+  }
+  bool isStalled() const override {
+    std::lock_guard<std::mutex> lock(mutex);
+    return stalledAfter > 0;
   }
 
   Status launch(const KernelVariant &variant, const KernelEntry &kernel,
                 uint64_t grid, const std::vector<LaunchArg> &args,
                 void *stream) override {
     if (Status s = makeCurrent())
+      return s;
+    if (Status s = checkNotStalled())
       return s;
     Result<CUfunction> fn = getFunction(variant, kernel);
     if (!fn)
@@ -274,7 +324,40 @@ private:
   std::string name;
   int major, minor, sms;
   double bandwidthGBs;
-  std::mutex mutex;
+  mutable std::mutex mutex;
+  /// The FLASHC_CUDA_SYNC_TIMEOUT_S a synchronisation gave up after (0:
+  /// none did).
+  double stalledAfter = 0;
+
+  /// FLASHC_CUDA_SYNC_TIMEOUT_S, read at each synchronisation: seconds, or
+  /// 0 (unset) for no bound.
+  static Result<double> getSyncTimeout() {
+    const char *text = std::getenv("FLASHC_CUDA_SYNC_TIMEOUT_S");
+    if (!text || !*text)
+      return 0.0;
+    char *end = nullptr;
+    double seconds = std::strtod(text, &end);
+    if (*end || !(seconds >= 0) || seconds > 1e6)
+      return Status::invalidArgument(
+          std::string("FLASHC_CUDA_SYNC_TIMEOUT_S is '") + text +
+          "': give the seconds a synchronisation may wait (0 to 1e6; 0 or "
+          "unset: no bound)");
+    return seconds;
+  }
+  Status stalledError() const {
+    char limit[32];
+    std::snprintf(limit, sizeof(limit), "%g", stalledAfter);
+    return Status::make(
+        ErrorCode::Launch,
+        std::string("the stream's work did not finish within ") + limit +
+            " s (FLASHC_CUDA_SYNC_TIMEOUT_S): a kernel that never completes, "
+            "such as one waiting on a barrier that nothing arrives at; this "
+            "device runs nothing more in this process");
+  }
+  Status checkNotStalled() const {
+    std::lock_guard<std::mutex> lock(mutex);
+    return stalledAfter > 0 ? stalledError() : Status::success();
+  }
   /// Loaded modules and functions, by variant id and image hash (two
   /// bundles' variants of one id may hold other kernels).
   std::map<std::string, CUmodule> modules;

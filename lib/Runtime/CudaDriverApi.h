@@ -32,6 +32,7 @@ enum CUresult : int {
   CUDA_ERROR_NO_BINARY_FOR_GPU = 209,
   CUDA_ERROR_INVALID_PTX = 218,
   CUDA_ERROR_NOT_FOUND = 500,
+  CUDA_ERROR_NOT_READY = 600,
   CUDA_ERROR_ILLEGAL_ADDRESS = 700,
   CUDA_ERROR_NOT_SUPPORTED = 801,
   CUDA_ERROR_UNKNOWN = 999,
@@ -196,7 +197,8 @@ struct CUlaunchConfig {
     CUresult(CUdeviceptr, const void *, size_t, CUstream))                     \
   X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2",                                 \
     CUresult(void *, CUdeviceptr, size_t, CUstream))                           \
-  X(cuStreamSynchronize, "cuStreamSynchronize", CUresult(CUstream))
+  X(cuStreamSynchronize, "cuStreamSynchronize", CUresult(CUstream))            \
+  X(cuStreamQuery, "cuStreamQuery", CUresult(CUstream))
 
 /// Entry points that only some drivers have, resolved when present: the
 /// runtime checks for null before a call that needs one (tensor maps need

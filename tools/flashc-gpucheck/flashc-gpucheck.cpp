@@ -4,13 +4,18 @@
 // (and, with --device sim, anywhere):
 //
 //   flashc-gpucheck numerics --bundle DIR [--device cuda|sim] [--quick]
-//                            [--filter TEXT]
+//                            [--filter TEXT] [--resume-after ID]
 //       Runs every kernel variant of a bundle on fresh random inputs, with
 //       poisoned outputs, and compares with a float64 reference computed
-//       here. One line per variant and shape; exit 1 on any failure.
+//       here. One line per variant and shape; exit 1 on any failure. A
+//       kernel that does not finish within FLASHC_CUDA_SYNC_TIMEOUT_S
+//       stops the run (the device runs nothing more in this process) with
+//       a line "hung: ID" and exit 3; --resume-after ID then runs the
+//       variants after ID, in the bundle's order, in a new process.
 //
 //   flashc-gpucheck simkernels --ptx SimTestKernels.ptx
 //                              [--ptx-sm90 SimTestKernelsSm90.ptx] [--dry-run]
+//                              [--resume-after NAME]
 //       Runs the PTX simulator's own test kernels (nvcc-compiled) both on
 //       the CUDA device and in the simulator, on the same inputs, and
 //       compares: bit for bit where the operations are exact (integer,
@@ -22,7 +27,8 @@
 //       layouts and A from registers), their tensor maps encoded by each
 //       device.
 //       --dry-run uses the simulator for both sides (a check of the
-//       harness without a GPU).
+//       harness without a GPU). A kernel that hangs stops the run as in
+//       numerics ("hung: NAME", exit 3; --resume-after NAME).
 //
 //   flashc-gpucheck hosttime --bundle DIR [--filter TEXT] [--calls N]
 //       The host's time per call of launchAttention on the CUDA device:
@@ -51,6 +57,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -67,6 +74,18 @@ namespace {
 int fail(const std::string &message) {
   std::cerr << "flashc-gpucheck: " << message << "\n";
   return 1;
+}
+
+/// After a kernel that did not finish (Device::isStalled): the device runs
+/// nothing more in this process, so the check stops with "hung: WHAT", and
+/// --resume-after WHAT goes on in a new one. Exits 3 without tearing down
+/// what waits for the hung kernel.
+[[noreturn]] void stopAtHang(const std::string &what) {
+  std::cout << "stopped: the device runs nothing more in this process\n"
+            << "hung: " << what << "\n";
+  std::cout.flush();
+  std::fflush(stdout);
+  std::_Exit(3);
 }
 
 /// Host buffers mirrored in device memory (the same memory on the
@@ -261,7 +280,7 @@ bool checkVariant(Device &device, const KernelVariant &v, const Shape &s,
 }
 
 int numerics(const std::vector<std::string> &args) {
-  std::string bundleDir, deviceName = "cuda", filter;
+  std::string bundleDir, deviceName = "cuda", filter, resumeAfter;
   bool quick = false;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--bundle" && i + 1 < args.size())
@@ -272,6 +291,8 @@ int numerics(const std::vector<std::string> &args) {
       filter = args[++i];
     else if (args[i] == "--quick")
       quick = true;
+    else if (args[i] == "--resume-after" && i + 1 < args.size())
+      resumeAfter = args[++i];
     else
       return fail("numerics: unexpected argument '" + args[i] + "'");
   }
@@ -280,6 +301,17 @@ int numerics(const std::vector<std::string> &args) {
   Result<Bundle> bundle = Bundle::load(bundleDir);
   if (!bundle)
     return fail(bundle.message());
+  // The variants after --resume-after's, in the bundle's order.
+  auto first = bundle->variants.begin();
+  if (!resumeAfter.empty()) {
+    first = std::find_if(
+        bundle->variants.begin(), bundle->variants.end(),
+        [&](const KernelVariant &v) { return v.id == resumeAfter; });
+    if (first == bundle->variants.end())
+      return fail("--resume-after: the bundle has no variant '" + resumeAfter +
+                  "'");
+    ++first;
+  }
   std::shared_ptr<Device> device;
   if (deviceName == "sim") {
     device = getSimulatorDevice("sm_90a");
@@ -295,7 +327,8 @@ int numerics(const std::vector<std::string> &args) {
   unsigned seed = std::random_device{}();
   std::cout << "seed: " << seed << "\n";
   int failures = 0, runs = 0;
-  for (const KernelVariant &v : bundle->variants) {
+  for (auto it = first; it != bundle->variants.end(); ++it) {
+    const KernelVariant &v = *it;
     if (!filter.empty() && v.id.find(filter) == std::string::npos)
       continue;
     // The device's chip (sm_80 kernels run on sm_90 too); the simulator
@@ -315,9 +348,16 @@ int numerics(const std::vector<std::string> &args) {
     for (const Shape &s : shapes) {
       ++runs;
       failures += !checkVariant(*device, v, s, seed + runs);
+      if (device->isStalled()) {
+        std::cout << runs - failures << " of " << runs << " runs passed\n";
+        stopAtHang(v.id);
+      }
     }
   }
   std::cout << runs - failures << " of " << runs << " runs passed\n";
+  // Resuming after the bundle's last variant leaves none to run.
+  if (runs == 0 && !resumeAfter.empty() && first == bundle->variants.end())
+    return 0;
   if (runs == 0)
     return fail("no kernel of the bundle ran" +
                 (filter.empty() ? std::string(" on ") + device->describe()
@@ -509,13 +549,15 @@ runKernel(Device &device, const KernelVariant &module, const std::string &name,
 }
 
 int simkernels(const std::vector<std::string> &args) {
-  std::string ptxPath, ptxSm90Path;
+  std::string ptxPath, ptxSm90Path, resumeAfter;
   bool dryRun = false;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--ptx" && i + 1 < args.size())
       ptxPath = args[++i];
     else if (args[i] == "--ptx-sm90" && i + 1 < args.size())
       ptxSm90Path = args[++i];
+    else if (args[i] == "--resume-after" && i + 1 < args.size())
+      resumeAfter = args[++i];
     else if (args[i] == "--dry-run")
       dryRun = true;
     else
@@ -704,17 +746,34 @@ int simkernels(const std::vector<std::string> &args) {
     std::printf("(the sm_90a kernels need an sm_90a device; %s is not)\n",
                 (*cuda)->describe().c_str());
   }
+  auto labelOf = [](const Case &c) { return c.label ? c.label : c.name; };
+  // The cases after --resume-after's.
+  auto first = cases.begin();
+  if (!resumeAfter.empty()) {
+    first = std::find_if(cases.begin(), cases.end(), [&](const Case &c) {
+      return labelOf(c) == resumeAfter;
+    });
+    if (first == cases.end())
+      return fail("--resume-after: no test kernel is called '" + resumeAfter +
+                  "'");
+    ++first;
+  }
   // Scalars travel in 8-byte slots of which the devices pass each
   // parameter's own size (saxpy's a is f32 2.5 in the low 4 bytes).
   int mismatches = 0;
-  for (Case &c : cases) {
+  for (auto it = first; it != cases.end(); ++it) {
+    Case &c = *it;
     // saxpy's y is in-out.
     if (std::string(c.name) == "saxpy")
       c.args[1].output = true;
     const KernelVariant &m = c.sm90 ? moduleSm90 : module;
-    const char *label = c.label ? c.label : c.name;
+    const char *label = labelOf(c);
     Result<std::vector<std::vector<uint8_t>>> hw =
         runKernel(**cuda, m, c.name, c.grid, c.block, c.args);
+    if ((*cuda)->isStalled()) {
+      std::printf("%-20s error: %s\n", label, hw.message().c_str());
+      stopAtHang(label);
+    }
     Result<std::vector<std::vector<uint8_t>>> simulated =
         runKernel(*sim, m, c.name, c.grid, c.block, c.args);
     if (!hw || !simulated) {
@@ -862,9 +921,9 @@ int main(int argc, char **argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << "usage: flashc-gpucheck numerics --bundle DIR [--device "
-                 "cuda|sim] [--quick] [--filter TEXT]\n"
+                 "cuda|sim] [--quick] [--filter TEXT] [--resume-after ID]\n"
                  "       flashc-gpucheck simkernels --ptx FILE [--ptx-sm90 "
-                 "FILE] [--dry-run]\n"
+                 "FILE] [--dry-run] [--resume-after NAME]\n"
                  "       flashc-gpucheck simbench --bundle DIR [--filter TEXT] "
                  "[--workers N]\n"
                  "       flashc-gpucheck hosttime --bundle DIR [--filter TEXT] "

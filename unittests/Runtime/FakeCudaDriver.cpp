@@ -45,6 +45,11 @@
 // FLASHC_FAKE_CUDA_SKIP_LAUNCHES=1 checks each launch and its arguments but
 // runs nothing (for timing the runtime's own host work, `flashc-gpucheck
 // hosttime`). Errors of a launch are printed on stderr.
+// FLASHC_FAKE_CUDA_HANG_AT=N makes the Nth launch (from 1) a kernel that
+// never finishes, as one waiting on a barrier nothing arrives at would on
+// a GPU: it runs nothing, cuStreamQuery answers CUDA_ERROR_NOT_READY from
+// then on, cuStreamSynchronize waits for ever, and the launches and
+// copies queued after it never run.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,6 +58,7 @@
 #include "flashc/Simulator/Simulator.h"
 #include "flashc/Simulator/TensorMap.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -60,6 +66,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace sim = flashc::sim;
@@ -96,6 +103,8 @@ struct State {
   /// Launches, and those with programmatic stream serialization
   /// (cuLaunchKernelEx), for flashcFakeCudaLaunchStats.
   unsigned long long launches = 0, programmaticLaunches = 0;
+  /// FLASHC_FAKE_CUDA_HANG_AT's launch came: nothing finishes any more.
+  bool hung = false;
   std::vector<std::unique_ptr<ModuleHandle>> modules;
 };
 
@@ -411,7 +420,10 @@ static CUresult launch(CUfunction function, unsigned gridX, unsigned gridY,
   std::lock_guard<std::mutex> lock(s.mutex);
   ++s.launches;
   s.programmaticLaunches += programmatic;
-  if (s.skipLaunches)
+  if (const char *at = std::getenv("FLASHC_FAKE_CUDA_HANG_AT");
+      at && std::strtoull(at, nullptr, 10) == s.launches)
+    s.hung = true;
+  if (s.skipLaunches || s.hung)
     return CUDA_SUCCESS;
   sim::LaunchConfig config;
   config.grid = sim::Dim3{gridX, gridY, gridZ};
@@ -554,7 +566,8 @@ CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t bytes,
   uint8_t *host = hostOf(s, dst, bytes);
   if (!host)
     return CUDA_ERROR_INVALID_VALUE;
-  std::memcpy(host, src, bytes);
+  if (!s.hung)
+    std::memcpy(host, src, bytes);
   return CUDA_SUCCESS;
 }
 
@@ -566,13 +579,35 @@ CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t bytes, CUstream) {
   const uint8_t *host = hostOf(s, src, bytes);
   if (!host)
     return CUDA_ERROR_INVALID_VALUE;
-  std::memcpy(dst, host, bytes);
+  if (!s.hung)
+    std::memcpy(dst, host, bytes);
   return CUDA_SUCCESS;
 }
 
+static bool isHung() {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.hung;
+}
+
 CUresult cuStreamSynchronize(CUstream) {
-  // Launches and copies run to completion when made.
-  return hasContext() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+  // Launches and copies run to completion when made, but for a kernel that
+  // hangs.
+  if (!hasContext())
+    return CUDA_ERROR_INVALID_CONTEXT;
+  if (isHung()) {
+    std::fprintf(stderr, "fake CUDA driver: cuStreamSynchronize waits for a "
+                         "kernel that never finishes\n");
+    while (true)
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamQuery(CUstream) {
+  if (!hasContext())
+    return CUDA_ERROR_INVALID_CONTEXT;
+  return isHung() ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 
 CUresult cuTensorMapEncodeTiled(
@@ -636,6 +671,9 @@ CUresult cuGetErrorString(CUresult error, const char **text) {
     return CUDA_SUCCESS;
   case CUDA_ERROR_NOT_FOUND:
     *text = "named symbol not found";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_NOT_READY:
+    *text = "device not ready";
     return CUDA_SUCCESS;
   case CUDA_ERROR_ILLEGAL_ADDRESS:
     *text = "an illegal memory access was encountered";

@@ -23,6 +23,7 @@
 #include "gtest/gtest.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -2282,6 +2283,63 @@ TEST(CudaDriverTest, HostMemoryIsAnIllegalAddress) {
   ASSERT_TRUE(s);
   EXPECT_NE(s.message().find("an illegal memory access"), std::string::npos)
       << s.message();
+}
+
+/// A kernel that never finishes (the fake driver's FLASHC_FAKE_CUDA_HANG_AT=1:
+/// the first launch hangs) under FLASHC_CUDA_SYNC_TIMEOUT_S: the wait gives
+/// up after the timeout with an error that says so, and the device refuses
+/// every launch and wait after it. Runs alone (ctest
+/// flashc-runtime-fake-cuda-hang): the fake driver stays hung.
+TEST(CudaDriverHangTest, GivesUpOnAKernelThatNeverFinishes) {
+  if (!std::getenv("FLASHC_FAKE_CUDA_HANG_AT"))
+    GTEST_SKIP() << "runs under the fake CUDA driver with "
+                    "FLASHC_FAKE_CUDA_HANG_AT=1 only";
+  std::shared_ptr<Device> cuda = getFakeCudaDevice();
+  ASSERT_TRUE(cuda);
+  std::mt19937 rng(getSeed());
+  Problem p;
+  p.seqQ = 20;
+  p.seqKV = 40;
+  p.init(Layout::Dense, false, rng);
+  const KernelVariant &variant = testVariant(false, false, false);
+  ASSERT_FALSE(launchAttention(*cuda, variant, p.call));
+  EXPECT_FALSE(cuda->isStalled());
+
+  // A timeout that is not a number of seconds is refused, naming it.
+  ASSERT_EQ(setenv("FLASHC_CUDA_SYNC_TIMEOUT_S", "soon", 1), 0);
+  Status bad = cuda->synchronize(nullptr);
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(bad.message().find("FLASHC_CUDA_SYNC_TIMEOUT_S is 'soon'"),
+            std::string::npos)
+      << bad.message();
+
+  ASSERT_EQ(setenv("FLASHC_CUDA_SYNC_TIMEOUT_S", "0.25", 1), 0);
+  auto start = std::chrono::steady_clock::now();
+  Status s = cuda->synchronize(nullptr);
+  double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  unsetenv("FLASHC_CUDA_SYNC_TIMEOUT_S");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s.code(), ErrorCode::Launch);
+  EXPECT_NE(s.message().find("did not finish within 0.25 s "
+                             "(FLASHC_CUDA_SYNC_TIMEOUT_S)"),
+            std::string::npos)
+      << s.message();
+  EXPECT_GE(waited, 0.25);
+  EXPECT_LT(waited, 10.0);
+  EXPECT_TRUE(cuda->isStalled());
+
+  // Nothing runs after it, and waiting again fails at once (without the
+  // timeout set, where the driver's own wait would never return).
+  Status again = launchAttention(*cuda, variant, p.call);
+  ASSERT_TRUE(again);
+  EXPECT_NE(again.message().find("runs nothing more"), std::string::npos)
+      << again.message();
+  Status wait = cuda->synchronize(nullptr);
+  ASSERT_TRUE(wait);
+  EXPECT_EQ(wait.message(), s.message());
 }
 
 TEST_P(SimulatorRunTest, MatchesFloat64Reference) {

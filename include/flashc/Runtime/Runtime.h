@@ -299,6 +299,10 @@ public:
                             void *stream) = 0;
   /// Waits for everything queued on `stream`.
   virtual Status synchronize(void *stream) = 0;
+  /// Whether a synchronisation gave up on work that never finished (the
+  /// CUDA device under FLASHC_CUDA_SYNC_TIMEOUT_S): the device then
+  /// refuses every launch and synchronisation in this process.
+  virtual bool isStalled() const { return false; }
   /// Encodes a tensor map of this device's memory (the CUDA driver's
   /// cuTensorMapEncodeTiled, or the simulator's format). An error names
   /// the argument the driver refused, or says the device has none.
