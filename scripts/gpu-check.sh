@@ -40,8 +40,10 @@
 # hangs fails its step, and the steps after it still run). Within a step,
 # the runtime gives up on a kernel that has not finished after
 # FLASHC_CUDA_SYNC_TIMEOUT_S seconds (20 unless set; 0: no bound) where
-# it waits for one itself: step 1 then names the kernel ("hung: ID") and
-# goes on with the variants after it in a new process, up to 4 times.
+# it waits for one itself. After a hang or a fault (which loses the CUDA
+# context) steps 1 and 2 name the kernel ("lost: ID") and go on with the
+# ones after it in a new process, up to 4 times, and steps 3 - 6 run the
+# bundle without the variants lost.
 #
 # --dry-run skips everything that needs a GPU and checks the rest: the
 # runtime-only build, the bundle's numerics in the simulator, the
@@ -179,14 +181,14 @@ if [ "$dry" -eq 1 ]; then
 fi
 
 # A kernel that hangs fails where the runtime waits for it, not at the step's
-# timeout (step 1 and the runtime's own waits; the scripts' torch waits
-# have only the step's bound).
+# timeout (steps 1 - 3 and the runtime's own waits; the scripts' torch
+# waits have only the step's bound).
 export FLASHC_CUDA_SYNC_TIMEOUT_S="${FLASHC_CUDA_SYNC_TIMEOUT_S-20}"
 
-# A flashc-gpucheck check (numerics, simkernels) that a hung kernel stops
-# (the device runs nothing more in that process: "hung: WHAT", exit 3)
-# goes on after WHAT in a new process, up to 4 times. What hung is added to
-# the array `hung_list`.
+# A flashc-gpucheck check (numerics, simkernels) that a kernel's hang or
+# fault stops (the device runs nothing more in that process: "lost: WHAT",
+# exit 3) goes on after WHAT in a new process, up to 4 times. What was lost
+# is added to the array `hung_list`.
 hung_list=()
 resumable() {
   local name="$1" log attempt rc hung
@@ -196,10 +198,10 @@ resumable() {
   for attempt in 1 2 3 4 5; do
     bounded "$gpucheck" "$@" "${resume[@]}" | tee "$log"
     rc=${PIPESTATUS[0]}
-    hung=$(sed -n 's/^hung: //p' "$log" | tail -n 1)
+    hung=$(sed -n 's/^lost: //p' "$log" | tail -n 1)
     if [ "$rc" -eq 3 ] && [ -n "$hung" ]; then
       hung_list+=("$hung")
-      record 1 "$name: $hung did not finish (hung)"
+      record 1 "$name: $hung hung or faulted (the device was lost)"
       [ "$attempt" -lt 5 ] && echo "-- resuming after $hung"
       resume=(--resume-after "$hung")
       continue
@@ -212,10 +214,11 @@ resumable() {
 
 step "1. numerics of every bundled kernel on the GPU"
 resumable numerics numerics --bundle "$bundle" --device cuda $quick
-# The later steps wait through torch, without a bound but the step's: they
-# run a copy of the bundle without the variants that hung (a call that
-# needs one fails as one the bundle does not serve), and step 7, whose
-# bundles hold the same kernels built with other options, is skipped.
+# The later steps wait through torch, without a bound but the step's, and
+# a fault ends their process: they run a copy of the bundle without the
+# variants lost (a call that needs one fails as one the bundle does not
+# serve), and step 7, whose bundles hold the same kernels built with other
+# options, is skipped.
 if [ ${#hung_list[@]} -gt 0 ]; then
   unhung="$build/bundle-without-hung"
   rm -rf "$unhung"
@@ -231,7 +234,7 @@ with open(f"{copy}/manifest.json", "w") as f:
 print(f"steps 3 - 6 run {copy}, the bundle without " + ", ".join(hung)
       + "; step 7 (--compare) is skipped")
 PY
-  record $? "a bundle without the variants that hung"
+  record $? "a bundle without the variants lost"
   bundle="$unhung"
   compare=""
 fi

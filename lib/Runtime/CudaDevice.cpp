@@ -16,8 +16,9 @@
 // FLASHC_CUDA_SYNC_TIMEOUT_S=S bounds each synchronisation: a stream whose
 // work has not finished S seconds later (a kernel that hangs, such as one
 // waiting on a barrier nothing arrives at) is an error instead of a wait
-// without end, and the device refuses every launch and synchronisation
-// after it (the hung kernel holds the context until the process exits).
+// without end. After it, as after a kernel's fault (a sticky error such as
+// an illegal address, which loses the context), the device refuses every
+// launch, copy and synchronisation with the error that lost it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -152,11 +153,13 @@ public:
                       void *stream) override {
     if (Status s = makeCurrent())
       return s;
+    if (Status s = checkNotLost())
+      return s;
     if (CUresult r = d.cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst),
                                          src, bytes,
                                          static_cast<CUstream>(stream));
         r != CUDA_SUCCESS)
-      return Status::error("copy to the device: " + d.error(r));
+      return failed(r, "copy to the device");
     return Status::success();
   }
 
@@ -164,18 +167,20 @@ public:
                     void *stream) override {
     if (Status s = makeCurrent())
       return s;
+    if (Status s = checkNotLost())
+      return s;
     if (CUresult r = d.cuMemcpyDtoHAsync(
             dst, reinterpret_cast<CUdeviceptr>(src), bytes,
             static_cast<CUstream>(stream));
         r != CUDA_SUCCESS)
-      return Status::error("copy to the host: " + d.error(r));
+      return failed(r, "copy to the host");
     return Status::success();
   }
 
   Status synchronize(void *stream) override {
     if (Status s = makeCurrent())
       return s;
-    if (Status s = checkNotStalled())
+    if (Status s = checkNotLost())
       return s;
     Result<double> limit = getSyncTimeout();
     if (!limit)
@@ -183,7 +188,7 @@ public:
     if (*limit == 0) {
       if (CUresult r = d.cuStreamSynchronize(static_cast<CUstream>(stream));
           r != CUDA_SUCCESS)
-        return Status::error("the stream failed: " + d.error(r));
+        return failed(r, "the stream failed");
       return Status::success();
     }
     // Polls: without pausing for the first millisecond (as the driver's own
@@ -199,12 +204,16 @@ public:
       if (r == CUDA_SUCCESS)
         return Status::success();
       if (r != CUDA_ERROR_NOT_READY)
-        return Status::error("the stream failed: " + d.error(r));
+        return failed(r, "the stream failed");
       Clock::time_point now = Clock::now();
       if (now >= deadline) {
-        std::lock_guard<std::mutex> lock(mutex);
-        stalledAfter = *limit;
-        return stalledError();
+        char seconds[32];
+        std::snprintf(seconds, sizeof(seconds), "%g", *limit);
+        return lose(std::string("the stream's work did not finish within ") +
+                    seconds +
+                    " s (FLASHC_CUDA_SYNC_TIMEOUT_S): a kernel that never "
+                    "completes, such as one waiting on a barrier that nothing "
+                    "arrives at");
       }
       if (now - start < std::chrono::milliseconds(1)) {
         std::this_thread::yield();
@@ -215,9 +224,9 @@ public:
                                                   std::chrono::milliseconds(1));
     }
   }
-  bool isStalled() const override {
+  bool isLost() const override {
     std::lock_guard<std::mutex> lock(mutex);
-    return stalledAfter > 0;
+    return !lost.empty();
   }
 
   Status launch(const KernelVariant &variant, const KernelEntry &kernel,
@@ -225,7 +234,7 @@ public:
                 void *stream) override {
     if (Status s = makeCurrent())
       return s;
-    if (Status s = checkNotStalled())
+    if (Status s = checkNotLost())
       return s;
     Result<CUfunction> fn = getFunction(variant, kernel);
     if (!fn)
@@ -277,8 +286,7 @@ public:
                            nullptr);
     }
     if (r != CUDA_SUCCESS)
-      return Status::make(ErrorCode::Launch,
-                          "launching " + kernel.name + ": " + d.error(r));
+      return failed(r, "launching " + kernel.name, ErrorCode::Launch);
     return Status::success();
   }
 
@@ -325,9 +333,10 @@ private:
   int major, minor, sms;
   double bandwidthGBs;
   mutable std::mutex mutex;
-  /// The FLASHC_CUDA_SYNC_TIMEOUT_S a synchronisation gave up after (0:
-  /// none did).
-  double stalledAfter = 0;
+  /// Why the device runs nothing more in this process (empty: it does): a
+  /// synchronisation gave up on work that never finished, or a kernel
+  /// faulted.
+  std::string lost;
 
   /// FLASHC_CUDA_SYNC_TIMEOUT_S, read at each synchronisation: seconds, or
   /// 0 (unset) for no bound.
@@ -344,19 +353,34 @@ private:
           "unset: no bound)");
     return seconds;
   }
-  Status stalledError() const {
-    char limit[32];
-    std::snprintf(limit, sizeof(limit), "%g", stalledAfter);
-    return Status::make(
-        ErrorCode::Launch,
-        std::string("the stream's work did not finish within ") + limit +
-            " s (FLASHC_CUDA_SYNC_TIMEOUT_S): a kernel that never completes, "
-            "such as one waiting on a barrier that nothing arrives at; this "
-            "device runs nothing more in this process");
-  }
-  Status checkNotStalled() const {
+  /// Loses the device for `why` (the first reason stays) and returns it.
+  Status lose(const std::string &why) {
     std::lock_guard<std::mutex> lock(mutex);
-    return stalledAfter > 0 ? stalledError() : Status::success();
+    if (lost.empty())
+      lost = why + "; this device runs nothing more in this process";
+    return Status::make(ErrorCode::Launch, lost);
+  }
+  Status checkNotLost() const {
+    std::lock_guard<std::mutex> lock(mutex);
+    return lost.empty() ? Status::success()
+                        : Status::make(ErrorCode::Launch, lost);
+  }
+  /// The errors after which the CUDA context is unusable (a kernel's fault:
+  /// an illegal address or instruction, a misaligned address, a trap, a
+  /// launch that failed or timed out).
+  static bool isSticky(CUresult r) {
+    int code = static_cast<int>(r);
+    return code == 700 || code == 702 || code == 710 ||
+           (code >= 714 && code <= 719);
+  }
+  /// The error (of kind `code`) of a driver call `what` that answered
+  /// `r`; a sticky one loses the device.
+  Status failed(CUresult r, const std::string &what,
+                ErrorCode code = ErrorCode::Other) {
+    if (isSticky(r))
+      return lose(what + ": " + d.error(r) +
+                  ": a kernel faulted, and the CUDA context is lost");
+    return Status::make(code, what + ": " + d.error(r));
   }
   /// Loaded modules and functions, by variant id and image hash (two
   /// bundles' variants of one id may hold other kernels).

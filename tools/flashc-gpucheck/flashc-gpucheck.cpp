@@ -8,10 +8,11 @@
 //       Runs every kernel variant of a bundle on fresh random inputs, with
 //       poisoned outputs, and compares with a float64 reference computed
 //       here. One line per variant and shape; exit 1 on any failure. A
-//       kernel that does not finish within FLASHC_CUDA_SYNC_TIMEOUT_S
-//       stops the run (the device runs nothing more in this process) with
-//       a line "hung: ID" and exit 3; --resume-after ID then runs the
-//       variants after ID, in the bundle's order, in a new process.
+//       kernel that does not finish within FLASHC_CUDA_SYNC_TIMEOUT_S, or
+//       faults (an illegal address...), loses the device for the rest of
+//       the process: the run stops with a line "lost: ID" and exit 3, and
+//       --resume-after ID runs the variants after ID, in the bundle's
+//       order, in a new process.
 //
 //   flashc-gpucheck simkernels --ptx SimTestKernels.ptx
 //                              [--ptx-sm90 SimTestKernelsSm90.ptx] [--dry-run]
@@ -27,8 +28,8 @@
 //       layouts and A from registers), their tensor maps encoded by each
 //       device.
 //       --dry-run uses the simulator for both sides (a check of the
-//       harness without a GPU). A kernel that hangs stops the run as in
-//       numerics ("hung: NAME", exit 3; --resume-after NAME).
+//       harness without a GPU). A kernel that hangs or faults stops the
+//       run as in numerics ("lost: NAME", exit 3; --resume-after NAME).
 //
 //   flashc-gpucheck hosttime --bundle DIR [--filter TEXT] [--calls N]
 //       The host's time per call of launchAttention on the CUDA device:
@@ -76,13 +77,13 @@ int fail(const std::string &message) {
   return 1;
 }
 
-/// After a kernel that did not finish (Device::isStalled): the device runs
-/// nothing more in this process, so the check stops with "hung: WHAT", and
+/// After a kernel that hung or faulted (Device::isLost): the device runs
+/// nothing more in this process, so the check stops with "lost: WHAT", and
 /// --resume-after WHAT goes on in a new one. Exits 3 without tearing down
-/// what waits for the hung kernel.
-[[noreturn]] void stopAtHang(const std::string &what) {
+/// what may wait for a hung kernel.
+[[noreturn]] void stopAtLostDevice(const std::string &what) {
   std::cout << "stopped: the device runs nothing more in this process\n"
-            << "hung: " << what << "\n";
+            << "lost: " << what << "\n";
   std::cout.flush();
   std::fflush(stdout);
   std::_Exit(3);
@@ -348,9 +349,9 @@ int numerics(const std::vector<std::string> &args) {
     for (const Shape &s : shapes) {
       ++runs;
       failures += !checkVariant(*device, v, s, seed + runs);
-      if (device->isStalled()) {
+      if (device->isLost()) {
         std::cout << runs - failures << " of " << runs << " runs passed\n";
-        stopAtHang(v.id);
+        stopAtLostDevice(v.id);
       }
     }
   }
@@ -770,9 +771,9 @@ int simkernels(const std::vector<std::string> &args) {
     const char *label = labelOf(c);
     Result<std::vector<std::vector<uint8_t>>> hw =
         runKernel(**cuda, m, c.name, c.grid, c.block, c.args);
-    if ((*cuda)->isStalled()) {
+    if ((*cuda)->isLost()) {
       std::printf("%-20s error: %s\n", label, hw.message().c_str());
-      stopAtHang(label);
+      stopAtLostDevice(label);
     }
     Result<std::vector<std::vector<uint8_t>>> simulated =
         runKernel(*sim, m, c.name, c.grid, c.block, c.args);

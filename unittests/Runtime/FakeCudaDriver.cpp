@@ -49,7 +49,9 @@
 // never finishes, as one waiting on a barrier nothing arrives at would on
 // a GPU: it runs nothing, cuStreamQuery answers CUDA_ERROR_NOT_READY from
 // then on, cuStreamSynchronize waits for ever, and the launches and
-// copies queued after it never run.
+// copies queued after it never run. FLASHC_FAKE_CUDA_FAULT_AT=N makes the
+// Nth launch a kernel that faults: it answers CUDA_ERROR_ILLEGAL_ADDRESS,
+// and so does every launch, copy and wait after it (a sticky error).
 //
 //===----------------------------------------------------------------------===//
 
@@ -105,6 +107,8 @@ struct State {
   unsigned long long launches = 0, programmaticLaunches = 0;
   /// FLASHC_FAKE_CUDA_HANG_AT's launch came: nothing finishes any more.
   bool hung = false;
+  /// FLASHC_FAKE_CUDA_FAULT_AT's launch came: the context is lost.
+  bool faulted = false;
   std::vector<std::unique_ptr<ModuleHandle>> modules;
 };
 
@@ -418,11 +422,18 @@ static CUresult launch(CUfunction function, unsigned gridX, unsigned gridY,
   }
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.faulted)
+    return CUDA_ERROR_ILLEGAL_ADDRESS;
   ++s.launches;
   s.programmaticLaunches += programmatic;
   if (const char *at = std::getenv("FLASHC_FAKE_CUDA_HANG_AT");
       at && std::strtoull(at, nullptr, 10) == s.launches)
     s.hung = true;
+  if (const char *at = std::getenv("FLASHC_FAKE_CUDA_FAULT_AT");
+      at && std::strtoull(at, nullptr, 10) == s.launches) {
+    s.faulted = true;
+    return CUDA_ERROR_ILLEGAL_ADDRESS;
+  }
   if (s.skipLaunches || s.hung)
     return CUDA_SUCCESS;
   sim::LaunchConfig config;
@@ -563,6 +574,8 @@ CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t bytes,
     return CUDA_ERROR_INVALID_CONTEXT;
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.faulted)
+    return CUDA_ERROR_ILLEGAL_ADDRESS;
   uint8_t *host = hostOf(s, dst, bytes);
   if (!host)
     return CUDA_ERROR_INVALID_VALUE;
@@ -576,6 +589,8 @@ CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t bytes, CUstream) {
     return CUDA_ERROR_INVALID_CONTEXT;
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.faulted)
+    return CUDA_ERROR_ILLEGAL_ADDRESS;
   const uint8_t *host = hostOf(s, src, bytes);
   if (!host)
     return CUDA_ERROR_INVALID_VALUE;
@@ -590,11 +605,19 @@ static bool isHung() {
   return s.hung;
 }
 
+static bool isFaulted() {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.faulted;
+}
+
 CUresult cuStreamSynchronize(CUstream) {
   // Launches and copies run to completion when made, but for a kernel that
   // hangs.
   if (!hasContext())
     return CUDA_ERROR_INVALID_CONTEXT;
+  if (isFaulted())
+    return CUDA_ERROR_ILLEGAL_ADDRESS;
   if (isHung()) {
     std::fprintf(stderr, "fake CUDA driver: cuStreamSynchronize waits for a "
                          "kernel that never finishes\n");
@@ -607,6 +630,8 @@ CUresult cuStreamSynchronize(CUstream) {
 CUresult cuStreamQuery(CUstream) {
   if (!hasContext())
     return CUDA_ERROR_INVALID_CONTEXT;
+  if (isFaulted())
+    return CUDA_ERROR_ILLEGAL_ADDRESS;
   return isHung() ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 

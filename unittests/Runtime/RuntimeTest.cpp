@@ -2270,7 +2270,11 @@ TEST(CudaDriverTest, VariantsOfOneIdKeepTheirOwnKernels) {
 
 /// Host pointers handed to the CUDA device: the launch fails (the fake
 /// driver checks every global access against its allocations).
-TEST(CudaDriverTest, HostMemoryIsAnIllegalAddress) {
+/// Host pointers are an illegal address on the device, a fault that loses
+/// the CUDA context: every launch, copy and wait after it is refused with
+/// the error that lost it. Runs alone (ctest flashc-runtime-fake-cuda-fault):
+/// the device stays lost.
+TEST(CudaDriverFaultTest, HostMemoryIsAnIllegalAddressThatLosesTheDevice) {
   std::shared_ptr<Device> cuda = getFakeCudaDevice();
   if (!cuda)
     GTEST_SKIP() << "runs under the fake CUDA driver only";
@@ -2279,10 +2283,27 @@ TEST(CudaDriverTest, HostMemoryIsAnIllegalAddress) {
   p.seqQ = 20;
   p.seqKV = 40;
   p.init(Layout::Dense, false, rng);
-  Status s = launchAttention(*cuda, testVariant(false, false, false), p.call);
+  EXPECT_FALSE(cuda->isLost());
+  const KernelVariant &variant = testVariant(false, false, false);
+  Status s = launchAttention(*cuda, variant, p.call);
   ASSERT_TRUE(s);
   EXPECT_NE(s.message().find("an illegal memory access"), std::string::npos)
       << s.message();
+  EXPECT_NE(s.message().find("a kernel faulted, and the CUDA context is lost; "
+                             "this device runs nothing more in this process"),
+            std::string::npos)
+      << s.message();
+  EXPECT_TRUE(cuda->isLost());
+  Status again = launchAttention(*cuda, variant, p.call);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again.message(), s.message());
+  Status wait = cuda->synchronize(nullptr);
+  ASSERT_TRUE(wait);
+  EXPECT_EQ(wait.message(), s.message());
+  uint16_t host = 0;
+  Status copy = cuda->copyToDevice(p.call.out.data, &host, 2, nullptr);
+  ASSERT_TRUE(copy);
+  EXPECT_EQ(copy.message(), s.message());
 }
 
 /// A kernel that never finishes (the fake driver's FLASHC_FAKE_CUDA_HANG_AT=1:
@@ -2303,7 +2324,7 @@ TEST(CudaDriverHangTest, GivesUpOnAKernelThatNeverFinishes) {
   p.init(Layout::Dense, false, rng);
   const KernelVariant &variant = testVariant(false, false, false);
   ASSERT_FALSE(launchAttention(*cuda, variant, p.call));
-  EXPECT_FALSE(cuda->isStalled());
+  EXPECT_FALSE(cuda->isLost());
 
   // A timeout that is not a number of seconds is refused, naming it.
   ASSERT_EQ(setenv("FLASHC_CUDA_SYNC_TIMEOUT_S", "soon", 1), 0);
@@ -2329,7 +2350,7 @@ TEST(CudaDriverHangTest, GivesUpOnAKernelThatNeverFinishes) {
       << s.message();
   EXPECT_GE(waited, 0.25);
   EXPECT_LT(waited, 10.0);
-  EXPECT_TRUE(cuda->isStalled());
+  EXPECT_TRUE(cuda->isLost());
 
   // Nothing runs after it, and waiting again fails at once (without the
   // timeout set, where the driver's own wait would never return).

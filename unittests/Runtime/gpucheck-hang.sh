@@ -2,8 +2,9 @@
 # flashc-gpucheck on the fake CUDA driver when a kernel hangs: the driver's
 # second launch never finishes (FLASHC_FAKE_CUDA_HANG_AT=2), the runtime
 # gives up on it after FLASHC_CUDA_SYNC_TIMEOUT_S, and the check stops with
-# "hung: WHAT" and exit 3; --resume-after WHAT then runs exactly what comes
-# after WHAT.
+# "lost: WHAT" and exit 3; --resume-after WHAT then runs exactly what comes
+# after WHAT. numerics also where the second launch faults instead
+# (FLASHC_FAKE_CUDA_FAULT_AT=2), which loses the device the same way.
 #
 #   gpucheck-hang.sh numerics FLASHC_GPUCHECK BUNDLE_DIR
 #       (ctest flashc-gpucheck-hang-fake-cuda)
@@ -21,7 +22,7 @@ if [ "$mode" = simkernels ]; then
   echo "$out"
   [ "$rc" -eq 3 ] || fail "a hang exited $rc, not 3"
   # The second kernel of the list is the second launch.
-  [ "$(echo "$out" | tail -n 1)" = "hung: blockReduce" ] ||
+  [ "$(echo "$out" | tail -n 1)" = "lost: blockReduce" ] ||
     fail "the hang is not blockReduce's, or not the last line"
   echo "$out" | grep -q "^blockReduce .*did not finish within 0.2 s" ||
     fail "blockReduce's line does not say why"
@@ -56,14 +57,25 @@ out=$(FLASHC_FAKE_CUDA_HANG_AT=2 FLASHC_CUDA_SYNC_TIMEOUT_S=0.2 \
 rc=$?
 echo "$out"
 [ "$rc" -eq 3 ] || fail "a hang exited $rc, not 3"
-hung=$(echo "$out" | sed -n 's/^hung: //p')
-[ "$(echo "$hung" | wc -w)" -eq 1 ] || fail "expected one 'hung: ID' line"
+hung=$(echo "$out" | sed -n 's/^lost: //p')
+[ "$(echo "$hung" | wc -w)" -eq 1 ] || fail "expected one 'lost: ID' line"
 echo "$ids" | grep -qx "$hung" || fail "'$hung' is not a variant of the run"
 echo "$out" | grep -q "^$hung .*did not finish within 0.2 s" ||
   fail "the hung variant's line does not say why"
 # Nothing after the hung variant ran in that process.
-[ "$(echo "$out" | tail -n 1)" = "hung: $hung" ] ||
+[ "$(echo "$out" | tail -n 1)" = "lost: $hung" ] ||
   fail "the hang is not the last line"
+
+# A fault (a sticky error) stops the run the same way.
+out=$(FLASHC_FAKE_CUDA_FAULT_AT=2 \
+  "$gpucheck" numerics --bundle "$bundle" --device cuda --quick)
+rc=$?
+echo "$out"
+[ "$rc" -eq 3 ] || fail "a fault exited $rc, not 3"
+[ "$(echo "$out" | tail -n 1)" = "lost: $hung" ] ||
+  fail "the fault is not the second launch's ($hung), or not the last line"
+echo "$out" | grep -q "^$hung .*a kernel faulted, and the CUDA context is lost" ||
+  fail "the faulted variant's line does not say why"
 
 # The variants after it, and only those, in a new process.
 after=$(echo "$ids" | sed "1,/^$hung\$/d")

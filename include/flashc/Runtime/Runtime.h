@@ -299,10 +299,12 @@ public:
                             void *stream) = 0;
   /// Waits for everything queued on `stream`.
   virtual Status synchronize(void *stream) = 0;
-  /// Whether a synchronisation gave up on work that never finished (the
-  /// CUDA device under FLASHC_CUDA_SYNC_TIMEOUT_S): the device then
-  /// refuses every launch and synchronisation in this process.
-  virtual bool isStalled() const { return false; }
+  /// Whether the device runs nothing more in this process: on the CUDA
+  /// device, after a synchronisation gave up on work that never finished
+  /// (FLASHC_CUDA_SYNC_TIMEOUT_S) or a kernel faulted (a sticky error, which
+  /// loses the context). It then refuses every launch, copy and
+  /// synchronisation with the error that lost it.
+  virtual bool isLost() const { return false; }
   /// Encodes a tensor map of this device's memory (the CUDA driver's
   /// cuTensorMapEncodeTiled, or the simulator's format). An error names
   /// the argument the driver refused, or says the device has none.
