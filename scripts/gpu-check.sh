@@ -180,9 +180,9 @@ if [ "$dry" -eq 1 ]; then
   exit $status
 fi
 
-# A kernel that hangs fails where the runtime waits for it, not at the step's
-# timeout (steps 1 - 3 and the runtime's own waits; the scripts' torch
-# waits have only the step's bound).
+# A kernel that hangs fails where the runtime waits for it (steps 1 - 3),
+# or where the Python scripts wait through torch (steps 4, 6 and 7:
+# gpu_check.synchronize), not at the step's timeout.
 export FLASHC_CUDA_SYNC_TIMEOUT_S="${FLASHC_CUDA_SYNC_TIMEOUT_S-20}"
 
 # A flashc-gpucheck check (numerics, simkernels) that a kernel's hang or
@@ -214,11 +214,10 @@ resumable() {
 
 step "1. numerics of every bundled kernel on the GPU"
 resumable numerics numerics --bundle "$bundle" --device cuda $quick
-# The later steps wait through torch, without a bound but the step's, and
-# a fault ends their process: they run a copy of the bundle without the
-# variants lost (a call that needs one fails as one the bundle does not
-# serve), and step 7, whose bundles hold the same kernels built with other
-# options, is skipped.
+# A hang or a fault ends the process of a later step: they run a copy of
+# the bundle without the variants lost (a call that needs one fails as one
+# the bundle does not serve), and step 7, whose bundles hold the same
+# kernels built with other options, is skipped.
 if [ ${#hung_list[@]} -gt 0 ]; then
   unhung="$build/bundle-without-hung"
   rm -rf "$unhung"

@@ -233,6 +233,37 @@ def copy_bandwidth(torch, dev, elems, timer, iters):
     return 2 * elems * 2 / seconds * 1e-9
 
 
+def synchronize(torch, event=None):
+    """torch.cuda.synchronize (or `event`'s), bounded as the runtime's own
+    waits are: work that has not finished FLASHC_CUDA_SYNC_TIMEOUT_S
+    seconds later (unset or 0: no bound) is a kernel that hangs, and the
+    process ends at once (exit 3) with a line saying so, since nothing
+    after it would run."""
+    text = os.environ.get("FLASHC_CUDA_SYNC_TIMEOUT_S") or "0"
+    try:
+        limit = float(text)
+    except ValueError:
+        sys.exit(f"FLASHC_CUDA_SYNC_TIMEOUT_S is '{text}': give seconds")
+    if limit > 0:
+        done = event.query if event is not None else \
+            torch.cuda.current_stream().query
+        start = time.monotonic()
+        while not done():
+            waited = time.monotonic() - start
+            if waited > limit:
+                print(f"FAIL: the GPU's work did not finish within {limit:g} "
+                      "s (FLASHC_CUDA_SYNC_TIMEOUT_S): a kernel that hangs; "
+                      "nothing after it would run, so this check stops",
+                      flush=True)
+                os._exit(3)
+            # Spins for the first millisecond, as the driver's wait does.
+            time.sleep(0 if waited < 1e-3 else 1e-3)
+    if event is not None:
+        event.synchronize()
+    else:
+        torch.cuda.synchronize()
+
+
 def gpu_view(t, dtype_code):
     return describe(t.data_ptr(), dtype_code, list(t.shape), list(t.stride()))
 
@@ -245,7 +276,7 @@ def time_cuda(torch, fn, iters):
     pass; a lone call would also count the host's latency."""
     for _ in range(3):
         fn()
-    torch.cuda.synchronize()
+    synchronize(torch)
 
     def sample(reps):
         start = torch.cuda.Event(enable_timing=True)
@@ -254,7 +285,7 @@ def time_cuda(torch, fn, iters):
         for _ in range(reps):
             fn()
         end.record()
-        end.synchronize()
+        synchronize(torch, end)
         return start.elapsed_time(end) * 1e-3 / reps
     reps = max(1, min(100, math.ceil(1e-3 / max(sample(1), 1e-7))))
     times = sorted(sample(reps) for _ in range(iters))
@@ -368,7 +399,7 @@ def torch_check(fc, torch, device_code, dev, stream, timer, numerics_cases,
         try:
             flashc(q, k, v, out, causal, lse)
             if dev.type == "cuda":
-                torch.cuda.synchronize()
+                synchronize(torch)
         except RuntimeError as e:
             print(f"  {shape}: {e}")
             failures += 1
@@ -534,12 +565,12 @@ def profile_calls(torch, fn, calls=50):
     back measure the host."""
     for _ in range(3):
         fn()
-    torch.cuda.synchronize()
+    synchronize(torch)
     start = time.perf_counter()
     for _ in range(calls):
         fn()
     host = (time.perf_counter() - start) / calls
-    torch.cuda.synchronize()
+    synchronize(torch)
     kernels = {}
     try:
         from torch.profiler import ProfilerActivity, profile
@@ -547,7 +578,7 @@ def profile_calls(torch, fn, calls=50):
                 profile(activities=[ProfilerActivity.CUDA]) as prof:
             for _ in range(calls):
                 fn()
-            torch.cuda.synchronize()
+            synchronize(torch)
         for e in prof.key_averages():
             t = getattr(e, "self_device_time_total", None)
             if t is None:

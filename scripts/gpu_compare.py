@@ -104,7 +104,7 @@ def compare(lib, bundles, causal_only, json_path):
             for j in range(len(fcs)):
                 i = (r + j) % len(fcs)
                 times[i].append(gpu_check.time_cuda(torch, lambda: call(i), 10))
-        torch.cuda.synchronize()
+        gpu_check.synchronize(torch)
         # Same inputs, same arithmetic up to the order of the blocks: the
         # outputs agree to a few units of bf16 rounding.
         diffs = [(o.float() - outs[0].float()).abs().max().item()

@@ -99,14 +99,14 @@ def graph_seconds(torch, fn, reset, check, calls=20, iters=20):
         for _ in range(3):
             fn()
     torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
+    gpu_check.synchronize(torch)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         for _ in range(calls):
             fn()
     reset()
     graph.replay()
-    torch.cuda.synchronize()
+    gpu_check.synchronize(torch)
     check()
     return gpu_check.time_cuda(torch, graph.replay, iters) / calls
 
@@ -136,12 +136,12 @@ def sweep(bundle, json_path):
     for name, fn in calls.items():
         for _ in range(20):
             fn()
-        torch.cuda.synchronize()
+        gpu_check.synchronize(torch)
         start = time.perf_counter()
         for _ in range(300):
             fn()
         host_us = (time.perf_counter() - start) / 300 * 1e6
-        torch.cuda.synchronize()
+        gpu_check.synchronize(torch)
         print(f"  {name:24s} {host_us:8.1f} us")
     q = k = v = out = None
 
@@ -162,7 +162,7 @@ def sweep(bundle, json_path):
             row["kernel_gbs"] = {}
         for splits in [0] + split_counts(nk, variant["block_kv"]):
             bundle.attention(q, k, v, splits=splits, out=out)
-            torch.cuda.synchronize()
+            gpu_check.synchronize(torch)
             err = (out.float() - ref).abs().max().item()
             if not err <= 3e-2:
                 sys.exit(f"gpu_splits: B={b} Nk={nk} splits={splits}: "
