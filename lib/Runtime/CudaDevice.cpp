@@ -369,9 +369,20 @@ private:
   /// an illegal address or instruction, a misaligned address, a trap, a
   /// launch that failed or timed out).
   static bool isSticky(CUresult r) {
-    int code = static_cast<int>(r);
-    return code == 700 || code == 702 || code == 710 ||
-           (code >= 714 && code <= 719);
+    switch (r) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_LAUNCH_FAILED:
+      return true;
+    default:
+      return false;
+    }
   }
   /// The error (of kind `code`) of a driver call `what` that answered
   /// `r`; a sticky one loses the device.
