@@ -13,19 +13,22 @@
 mode="$1"
 gpucheck="$2"
 fail() { echo "gpucheck-hang: $*" >&2; exit 1; }
+# expect_lost OUTPUT STATUS WHAT REASON: a run that lost the device at WHAT
+# (its line says REASON) and stopped there, with exit 3.
+expect_lost() {
+  echo "$1"
+  [ "$2" -eq 3 ] || fail "losing the device exited $2, not 3"
+  [ "$(echo "$1" | tail -n 1)" = "lost: $3" ] ||
+    fail "the device was not lost at $3, or that is not the last line"
+  echo "$1" | grep -q "^$3 .*$4" || fail "$3's line does not say '$4'"
+}
 
 if [ "$mode" = simkernels ]; then
   set -- "$3" "$4"
+  # The second kernel of the list is the second launch.
   out=$(FLASHC_FAKE_CUDA_HANG_AT=2 FLASHC_CUDA_SYNC_TIMEOUT_S=0.2 \
     "$gpucheck" simkernels --ptx "$1" --ptx-sm90 "$2")
-  rc=$?
-  echo "$out"
-  [ "$rc" -eq 3 ] || fail "a hang exited $rc, not 3"
-  # The second kernel of the list is the second launch.
-  [ "$(echo "$out" | tail -n 1)" = "lost: blockReduce" ] ||
-    fail "the hang is not blockReduce's, or not the last line"
-  echo "$out" | grep -q "^blockReduce .*did not finish within 0.2 s" ||
-    fail "blockReduce's line does not say why"
+  expect_lost "$out" $? blockReduce "did not finish within 0.2 s"
   # A name with a space; the kernels after it run, it does not.
   out=$("$gpucheck" simkernels --ptx "$1" --ptx-sm90 "$2" \
     --resume-after "tmaPipeline sw128") || fail "the resumed run failed"
@@ -55,27 +58,16 @@ ids=$(echo "$all" | awk '/ PASS$/ {print $1}' | uniq)
 out=$(FLASHC_FAKE_CUDA_HANG_AT=2 FLASHC_CUDA_SYNC_TIMEOUT_S=0.2 \
   "$gpucheck" numerics --bundle "$bundle" --device cuda --quick)
 rc=$?
-echo "$out"
-[ "$rc" -eq 3 ] || fail "a hang exited $rc, not 3"
 hung=$(echo "$out" | sed -n 's/^lost: //p')
 [ "$(echo "$hung" | wc -w)" -eq 1 ] || fail "expected one 'lost: ID' line"
 echo "$ids" | grep -qx "$hung" || fail "'$hung' is not a variant of the run"
-echo "$out" | grep -q "^$hung .*did not finish within 0.2 s" ||
-  fail "the hung variant's line does not say why"
 # Nothing after the hung variant ran in that process.
-[ "$(echo "$out" | tail -n 1)" = "lost: $hung" ] ||
-  fail "the hang is not the last line"
+expect_lost "$out" $rc "$hung" "did not finish within 0.2 s"
 
-# A fault (a sticky error) stops the run the same way.
+# A fault (a sticky error) of the same launch stops the run the same way.
 out=$(FLASHC_FAKE_CUDA_FAULT_AT=2 \
   "$gpucheck" numerics --bundle "$bundle" --device cuda --quick)
-rc=$?
-echo "$out"
-[ "$rc" -eq 3 ] || fail "a fault exited $rc, not 3"
-[ "$(echo "$out" | tail -n 1)" = "lost: $hung" ] ||
-  fail "the fault is not the second launch's ($hung), or not the last line"
-echo "$out" | grep -q "^$hung .*a kernel faulted, and the CUDA context is lost" ||
-  fail "the faulted variant's line does not say why"
+expect_lost "$out" $? "$hung" "a kernel faulted, and the CUDA context is lost"
 
 # The variants after it, and only those, in a new process.
 after=$(echo "$ids" | sed "1,/^$hung\$/d")
