@@ -71,8 +71,11 @@ PipelineConfig mlir::flash::detail::gpuConfig(const AttentionSpec &spec,
   g.numThreads = 0;
   if (spec.isDecode()) {
     // The decode tile is fixed per variant (it serves every Nq <= 16), so
-    // it is chosen for Nq = 16, not for this spec's Nq.
+    // it is chosen for Nq = 16, not for this spec's Nq, within the SRAM
+    // asked for (sram-bytes) as flash-tile would.
     llvm::Expected<TargetInfo> target = TargetInfo::get(c.target);
+    if (target && c.sramBytes > 0)
+      target->sramBytes = c.sramBytes;
     AttentionProblem shape = spec.shape();
     shape.seqQ = 16;
     TileSizes tiles =
