@@ -66,8 +66,13 @@ def draw(rng, targets, lse_path):
         args += ["--lse", lse_path]
     if rng.random() < 0.25:
         args += ["--alignment", rng.choice(["8", "4", "2"])]
+    stages = 2
     if rng.random() < 0.25:
-        args += ["--stages", rng.choice(["2", "3", "4"])]
+        stages = rng.choice([2, 3, 4])
+        args += ["--stages", str(stages)]
+    if rng.random() < 0.15:
+        args += ["--sram-bytes",
+                 str(draw_budget(rng, target, head_dim, head_dim_v, stages))]
     if rng.random() < 0.2:
         args += ["--splits", rng.choice(["1", "2", "3", "7"])]
     if rng.random() < 0.2:
@@ -83,6 +88,29 @@ def draw(rng, targets, lse_path):
                 args += [option, value]
     return args + ["--simulate", "--check-rows", "0",
                    "--seed", str(rng.randrange(1 << 31))]
+
+
+# The shared memory a CTA may use: sm_80's and sm_90a's opt-in limits.
+CHIP_SHARED_BYTES = {"sm_80": 166912, "sm_90a": 232448}
+
+
+def draw_budget(rng, target, head_dim, head_dim_v, stages):
+    """A shared-memory budget (--sram-bytes) between the chip's and one
+    that the smallest block of 16 keys fits at most, whatever the tile's
+    rows: Q's (128 rows at most, a row padded by a chunk), `stages` K and V
+    stages of 16 keys, or the kv warps' f32 merge (64 rows of Dv + 2 at
+    most), and the warpgroup kernels' alignment and mbarriers. The
+    schedule must then find a block that fits, and flash-tile-allocate-
+    shared must agree: a refusal is a failure of the sweep."""
+    def row(d):
+        return (-(-d // 16) * 16 + 8) * 2
+    widest = max(row(head_dim), row(head_dim_v))
+    q = 128 * widest
+    kv = stages * 16 * (row(head_dim) + row(head_dim_v))
+    merge = 64 * (-(-head_dim_v // 16) * 16 + 2) * 4
+    least = q + max(kv, merge) + 1024 + 8 * (4 * stages + 1)
+    chip = CHIP_SHARED_BYTES[target]
+    return rng.randint(min(least, chip), chip) // 8 * 8
 
 
 def whole_lines(command):
