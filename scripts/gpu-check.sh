@@ -188,22 +188,22 @@ export FLASHC_CUDA_SYNC_TIMEOUT_S="${FLASHC_CUDA_SYNC_TIMEOUT_S-20}"
 # A flashc-gpucheck check (numerics, simkernels) that a kernel's hang or
 # fault stops (the device runs nothing more in that process: "lost: WHAT",
 # exit 3) goes on after WHAT in a new process, up to 4 times. What was lost
-# is added to the array `hung_list`.
-hung_list=()
+# is added to the array `lost_list`.
+lost_list=()
 resumable() {
-  local name="$1" log attempt rc hung
+  local name="$1" log attempt rc lost
   shift
   log="$(mktemp)"
   local resume=()
   for attempt in 1 2 3 4 5; do
     bounded "$gpucheck" "$@" "${resume[@]}" | tee "$log"
     rc=${PIPESTATUS[0]}
-    hung=$(sed -n 's/^lost: //p' "$log" | tail -n 1)
-    if [ "$rc" -eq 3 ] && [ -n "$hung" ]; then
-      hung_list+=("$hung")
-      record 1 "$name: $hung hung or faulted (the device was lost)"
-      [ "$attempt" -lt 5 ] && echo "-- resuming after $hung"
-      resume=(--resume-after "$hung")
+    lost=$(sed -n 's/^lost: //p' "$log" | tail -n 1)
+    if [ "$rc" -eq 3 ] && [ -n "$lost" ]; then
+      lost_list+=("$lost")
+      record 1 "$name: $lost hung or faulted (the device was lost)"
+      [ "$attempt" -lt 5 ] && echo "-- resuming after $lost"
+      resume=(--resume-after "$lost")
       continue
     fi
     record "$rc" "$name"
@@ -218,23 +218,23 @@ resumable numerics numerics --bundle "$bundle" --device cuda $quick
 # the bundle without the variants lost (a call that needs one fails as one
 # the bundle does not serve), and step 7, whose bundles hold the same
 # kernels built with other options, is skipped.
-if [ ${#hung_list[@]} -gt 0 ]; then
-  unhung="$build/bundle-without-hung"
-  rm -rf "$unhung"
-  "$python" - "$bundle" "$unhung" "${hung_list[@]}" <<'PY'
+if [ ${#lost_list[@]} -gt 0 ]; then
+  without_lost="$build/bundle-without-lost"
+  rm -rf "$without_lost"
+  "$python" - "$bundle" "$without_lost" "${lost_list[@]}" <<'PY'
 import json, shutil, sys
-source, copy, *hung = sys.argv[1:]
+source, copy, *lost = sys.argv[1:]
 shutil.copytree(source, copy)
 with open(f"{copy}/manifest.json") as f:
     manifest = json.load(f)
-manifest["variants"] = [v for v in manifest["variants"] if v["id"] not in hung]
+manifest["variants"] = [v for v in manifest["variants"] if v["id"] not in lost]
 with open(f"{copy}/manifest.json", "w") as f:
     json.dump(manifest, f, indent=1)
-print(f"steps 3 - 6 run {copy}, the bundle without " + ", ".join(hung)
+print(f"steps 3 - 6 run {copy}, the bundle without " + ", ".join(lost)
       + "; step 7 (--compare) is skipped")
 PY
   record $? "a bundle without the variants lost"
-  bundle="$unhung"
+  bundle="$without_lost"
   compare=""
 fi
 
