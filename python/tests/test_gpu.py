@@ -6,6 +6,7 @@ without torch and a CUDA device, except the bundle's simulator check,
 which runs wherever the bundle is."""
 
 import os
+import time
 
 import numpy as np
 import pytest
@@ -38,6 +39,30 @@ def _has_compiler():
 
 needs_cuda = pytest.mark.skipif(not _has_cuda(), reason="no CUDA device")
 needs_bundle = pytest.mark.skipif(not BUNDLE, reason="FLASHC_GPU_BUNDLE unset")
+
+
+def synchronize():
+    """torch.cuda.synchronize, bounded as the runtime's waits are by
+    FLASHC_CUDA_SYNC_TIMEOUT_S (unset or 0: no bound). Work not finished
+    by then is a kernel that hangs: every later wait would hang too, so
+    the session ends (exit 3) with a line naming the cause."""
+    text = os.environ.get("FLASHC_CUDA_SYNC_TIMEOUT_S") or "0"
+    try:
+        limit = float(text)
+    except ValueError:
+        pytest.exit(f"FLASHC_CUDA_SYNC_TIMEOUT_S is '{text}': give seconds",
+                    returncode=2)
+    if limit > 0:
+        stream = torch.cuda.current_stream()
+        start = time.monotonic()
+        while not stream.query():
+            waited = time.monotonic() - start
+            if waited > limit:
+                pytest.exit(f"the GPU's work did not finish within {limit:g} "
+                            "s (FLASHC_CUDA_SYNC_TIMEOUT_S): a kernel that "
+                            "hangs", returncode=3)
+            time.sleep(0 if waited < 1e-3 else 1e-3)
+    torch.cuda.synchronize()
 
 
 def sdpa(q, k, v, causal, scale=None):
@@ -101,7 +126,7 @@ def test_bundle_on_the_gpu():
                                scale=scale, return_lse=variant["with_lse"])
         if variant["with_lse"]:
             out = out[0]
-        torch.cuda.synchronize()
+        synchronize()
         ref = sdpa(q, k, v, variant["causal"], scale)
         tol = 4e-3 if variant["dtype"] == "f16" else 3e-2
         err = (out.float() - ref).abs().max().item()
@@ -123,7 +148,7 @@ def test_compiled_kernels_match_sdpa(shape, causal, dtype):
     k = torch.randn(b, hkv, nk, d, device="cuda", dtype=dt, generator=gen)
     v = torch.randn(b, hkv, nk, d, device="cuda", dtype=dt, generator=gen)
     out = flashc.attention(q, k, v, causal=causal)
-    torch.cuda.synchronize()
+    synchronize()
     ref = sdpa(q, k, v, causal)
     tol = 4e-3 if dtype == "float16" else 3e-2
     assert (out.float() - ref).abs().max().item() <= tol
