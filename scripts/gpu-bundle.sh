@@ -7,7 +7,7 @@
 # not, with and without LSE, prefill and split-KV decode; bf16 D = 128 for
 # a group of 7 (28 query heads over 4, padding rows in every tile); bf16
 # D = 96 and f16 D = 80 prefill kernels (rows in panels of the 64- and
-# 32-byte swizzles); and the two
+# 32-byte swizzles); bf16 prefill kernels of D = 192 and Dv = 128; and the two
 # variants the numerics' offset cases run built for 2-byte aligned tensors
 # too (the runtime's fallback). The folder is git-ignored; pass it to the
 # device machine with the run's carry list.
@@ -40,6 +40,11 @@ rm -rf "$out"
   --head-dims 96 --groups 1 --causal both --lse both --variants prefill "$@"
 "$flashc" bundle -o "$out" --add --targets sm_90a --dtypes f16 \
   --head-dims 80 --groups 4 --causal both --lse no --variants prefill "$@"
+# V's head dim below Q's (DeepSeek's 192 / 128): O stored by TMA through
+# the first panels of Q's buffer.
+"$flashc" bundle -o "$out" --add --targets sm_90a --dtypes bf16 \
+  --head-dims 192 --head-dim-v 128 --groups 1 --causal both --lse no \
+  --variants prefill "$@"
 "$flashc" bundle -o "$out" --add --targets sm_90a --dtypes f16 \
   --head-dims 64 --groups 1 --masks causal --lse yes --variants prefill \
   --alignments 2 "$@"

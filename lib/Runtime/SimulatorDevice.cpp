@@ -207,6 +207,7 @@ public:
     counters.ldmatrixMatrices += stats->ldmatrixMatrices;
     counters.wgmmaInstructions += stats->wgmmaInstructions;
     counters.tensorLoads += stats->tensorLoads;
+    counters.tensorStores += stats->tensorStores;
     counters.setmaxnregInstructions += stats->setmaxnregInstructions;
     counters.barrierArrivals += stats->barrierArrivals;
     counters.ldmatrixExtraWavefronts += stats->ldmatrixExtraWavefronts;
@@ -266,6 +267,7 @@ SimulatorCounters::operator-(const SimulatorCounters &earlier) const {
       sharedExtraWavefronts - earlier.sharedExtraWavefronts;
   d.wgmmaInstructions = wgmmaInstructions - earlier.wgmmaInstructions;
   d.tensorLoads = tensorLoads - earlier.tensorLoads;
+  d.tensorStores = tensorStores - earlier.tensorStores;
   d.setmaxnregInstructions =
       setmaxnregInstructions - earlier.setmaxnregInstructions;
   d.barrierArrivals = barrierArrivals - earlier.barrierArrivals;

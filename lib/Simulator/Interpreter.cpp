@@ -814,6 +814,7 @@ Result<LaunchStats> Device::launch(const Module &module,
         env.sharedExtraWavefronts += runner.sharedBanks.extraWavefronts;
         env.wgmmaInstructions += runner.wgmmaInstructions;
         env.tensorLoads += runner.tensorLoads;
+        env.tensorStores += runner.tensorStores;
         env.setmaxnregInstructions += runner.setmaxnregInstructions;
         env.barrierArrivals += runner.barrierArriveInstructions;
       } catch (const std::bad_alloc &) {
@@ -845,6 +846,7 @@ Result<LaunchStats> Device::launch(const Module &module,
     stats.sharedExtraWavefronts = env.sharedExtraWavefronts;
     stats.wgmmaInstructions = env.wgmmaInstructions;
     stats.tensorLoads = env.tensorLoads;
+    stats.tensorStores = env.tensorStores;
     stats.setmaxnregInstructions = env.setmaxnregInstructions;
     stats.barrierArrivals = env.barrierArrivals;
     stats.seconds = std::chrono::duration<double>(end - start).count();

@@ -100,6 +100,7 @@ struct LaunchEnv {
   std::atomic<uint64_t> sharedRequests{0}, sharedExtraWavefronts{0};
   std::atomic<uint64_t> wgmmaInstructions{0};
   std::atomic<uint64_t> tensorLoads{0};
+  std::atomic<uint64_t> tensorStores{0};
   std::atomic<uint64_t> setmaxnregInstructions{0};
   std::atomic<uint64_t> barrierArrivals{0};
   /// Serialises atomics (atom, red) on global memory across workers.
@@ -210,6 +211,8 @@ public:
   uint64_t wgmmaInstructions = 0;
   /// TMA tensor loads (cp.async.bulk.tensor to shared memory) issued.
   uint64_t tensorLoads = 0;
+  /// TMA tensor stores (cp.async.bulk.tensor to global memory) issued.
+  uint64_t tensorStores = 0;
   /// setmaxnreg executed, per warp.
   uint64_t setmaxnregInstructions = 0;
   /// bar.arrive executed, per thread.

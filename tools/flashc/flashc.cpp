@@ -627,10 +627,11 @@ int runCommand(llvm::ArrayRef<const char *> args) {
           "simulator: {0} thread instructions; ldmatrix {1} matrices, {2} "
           "extra shared-memory wavefronts from bank conflicts; ld/st.shared "
           "and cp.async {3} warp requests, {4} extra wavefronts; {5} wgmma "
-          "(per warp), {6} TMA loads (first run)\n",
+          "(per warp), {6} TMA loads, {7} TMA stores (first run)\n",
           c->threadInstructions, c->ldmatrixMatrices,
           c->ldmatrixExtraWavefronts, c->sharedRequests,
-          c->sharedExtraWavefronts, c->wgmmaInstructions, c->tensorLoads);
+          c->sharedExtraWavefronts, c->wgmmaInstructions, c->tensorLoads,
+          c->tensorStores);
   } else {
     // The decode entry is compiled at its first use: count it as compile
     // time, not as the first run's.

@@ -88,12 +88,14 @@ AttentionSpec specOf(const Config &c, const Shape &s) {
 
 /// Compiles (or finds) the kernel of `c` and runs it on `s` in the
 /// simulator; checks the outputs against float64. `shapeInputs`, when
-/// given, rewrites the random inputs first.
+/// given, rewrites the random inputs first; `countersOut`, when given,
+/// receives the simulator's counters of the run.
 void checkShape(const Config &c, const Shape &s,
                 std::shared_ptr<const Kernel> *kernelOut = nullptr,
                 const PipelineConfig &config = PipelineConfig(),
                 const std::function<void(flashc_test::AttentionBuffers &)>
-                    &shapeInputs = nullptr) {
+                    &shapeInputs = nullptr,
+                flashc::runtime::SimulatorCounters *countersOut = nullptr) {
   AttentionSpec spec = specOf(c, s);
   ASSERT_EQ(spec.isDecode(), c.decode) << "the shape must pick the variant";
   auto kernel = Compiler::global().compile(spec, c.target, config);
@@ -148,6 +150,8 @@ void checkShape(const Config &c, const Shape &s,
   // ldmatrix matrix in 8 different bank groups.
   auto counters = flashc::runtime::getSimulatorCounters(*options.device);
   ASSERT_TRUE(counters.ok()) << counters.message();
+  if (countersOut)
+    *countersOut = *counters;
   // sm_90a's kernels of 64 rows or more (every prefill tile; decode
   // tiles of groups above 32 heads) multiply by warpgroups from shared
   // memory where a buffer's rows are whole rows of the 128-, 64- or 32-byte
@@ -407,6 +411,47 @@ TEST(GPUKernelTest, OverlappedSoftmaxMatches) {
   config.stages = 3;
   checkShape({"sm_90a", ElementType::F16, 128, 1, true, false},
              {1, 2, 200, 520}, nullptr, config);
+}
+
+/// sm_90a's output through shared memory and TMA stores: through Q's
+/// buffer where O's tile has its shape, and through its first panels
+/// where V's head dim is below Q's by whole panels (a flash_tile.view:
+/// DeepSeek's 192 / 128 in the 128-byte swizzle's panels of 64 columns,
+/// 96 / 64 in the 64-byte swizzle's of 32, 160 / 96 in those of 32,
+/// 256 / 64 one panel), causal or not, MHA and GQA, with the log-sum-exp,
+/// without warp specialisation; the other outputs keep their stores from
+/// registers (O wider than Q, or not whole panels of it: 128 / 96).
+TEST(GPUKernelTest, OutputStoresByTmaThroughQsBuffer) {
+  struct Case {
+    Config config;
+    bool tmaStore;
+  };
+  const Case cases[] = {
+      {{"sm_90a", ElementType::BF16, 128, 1, false, false}, true},
+      {{"sm_90a", ElementType::BF16, 192, 1, true, false, false, 128}, true},
+      {{"sm_90a", ElementType::F16, 192, 4, false, false, true, 128}, true},
+      {{"sm_90a", ElementType::F16, 96, 2, true, false, false, 64}, true},
+      {{"sm_90a", ElementType::BF16, 160, 1, false, false, true, 96}, true},
+      {{"sm_90a", ElementType::F16, 256, 3, true, false, false, 64}, true},
+      {{"sm_90a", ElementType::F16, 128, 1, false, false, false, 96}, false},
+      {{"sm_90a", ElementType::BF16, 64, 1, true, false, false, 128}, false},
+  };
+  for (const Case &k : cases) {
+    SCOPED_TRACE(nameOf(k.config));
+    for (Shape shape : {Shape{2, 2, 37, 53}, Shape{1, 1, 130, 260}}) {
+      flashc::runtime::SimulatorCounters counters;
+      checkShape(k.config, shape, nullptr, PipelineConfig(), nullptr,
+                 &counters);
+      EXPECT_EQ(counters.tensorStores > 0, k.tmaStore)
+          << counters.tensorStores << " TMA stores";
+    }
+  }
+  PipelineConfig config;
+  config.warpSpecialize = false;
+  flashc::runtime::SimulatorCounters counters;
+  checkShape({"sm_90a", ElementType::BF16, 192, 1, true, false, false, 128},
+             {1, 2, 130, 200}, nullptr, config, nullptr, &counters);
+  EXPECT_GT(counters.tensorStores, 0u);
 }
 
 /// sm_90a's warp-specialised kernels without the ping-pong of their consumer

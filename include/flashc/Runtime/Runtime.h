@@ -359,6 +359,8 @@ struct SimulatorCounters {
   uint64_t wgmmaInstructions = 0;
   /// TMA tensor loads issued (sim::LaunchStats).
   uint64_t tensorLoads = 0;
+  /// TMA tensor stores issued (sim::LaunchStats).
+  uint64_t tensorStores = 0;
   /// setmaxnreg executed, per warp: a warp-specialised kernel's warps
   /// redistributing registers.
   uint64_t setmaxnregInstructions = 0;

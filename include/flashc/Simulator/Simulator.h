@@ -242,6 +242,8 @@ struct LaunchStats {
   uint64_t wgmmaInstructions = 0;
   /// TMA tensor loads (cp.async.bulk.tensor to shared memory) issued.
   uint64_t tensorLoads = 0;
+  /// TMA tensor stores (cp.async.bulk.tensor to global memory) issued.
+  uint64_t tensorStores = 0;
   /// setmaxnreg instructions executed, counted per warp.
   uint64_t setmaxnregInstructions = 0;
   /// bar.arrive instructions executed (arrivals on a named barrier without

@@ -117,6 +117,11 @@ public:
         if (auto alloc = dyn_cast<AllocOp>(op))
           if (std::optional<int64_t> offset = alloc.getOffset())
             allocOffsets[alloc.getBuffer()] = *offset;
+        // A view starts where its source does.
+        if (auto view = dyn_cast<ViewOp>(op))
+          if (auto it = allocOffsets.find(view.getSource());
+              it != allocOffsets.end())
+            allocOffsets[view.getResult()] = it->second;
         operandTypes[op] = llvm::to_vector(op->getOperandTypes());
       });
       if (!hasTileOps)
@@ -733,6 +738,26 @@ struct AllocLowering : TilePattern<AllocOp> {
 };
 
 //===----------------------------------------------------------------------===//
+// view
+//===----------------------------------------------------------------------===//
+
+/// The first elements of the source's (its first panels, a stage of one):
+/// the same address.
+struct ViewLowering : TilePattern<ViewOp> {
+  using TilePattern::TilePattern;
+  LogicalResult lower(ViewOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter) const override {
+    auto type = cast<MemRefType>(
+        getTypeConverter()->convertType(op.getResult().getType()));
+    rewriter.replaceOpWithNewOp<memref::ReinterpretCastOp>(
+        op, type, adaptor.getSource(), /*offset=*/0,
+        /*sizes=*/ArrayRef<int64_t>{type.getShape()[0]},
+        /*strides=*/ArrayRef<int64_t>{1});
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
 // async_copy and async_wait
 //===----------------------------------------------------------------------===//
 
@@ -1223,7 +1248,8 @@ struct TmaStoreLowering : TilePattern<TmaStoreOp> {
     int64_t offset = kv.allocOffset(op.getBuffer());
     if (offset < 0)
       return op.emitOpError() << "stores a buffer that is not a placed "
-                                 "flash_tile.alloc of its kernel: run "
+                                 "flash_tile.alloc of its kernel (or a "
+                                 "view of one): run "
                                  "flash-tile-allocate-shared first";
     TmaBoxes boxes(rewriter, loc, kv.operandType<SharedType>(op, 0),
                    adaptor.getMap(), op.getBox());
@@ -2983,7 +3009,7 @@ struct FlashTileToNVGPUPass
 
     RewritePatternSet patterns(ctx);
     patterns.add<
-        AllocLowering, AsyncCopyLowering, AsyncCommitLowering,
+        AllocLowering, ViewLowering, AsyncCopyLowering, AsyncCommitLowering,
         AsyncWaitLowering, TmaLoadLowering, TmaStoreLowering, StageWaitLowering,
         BarrierLowering, StageAcquireLowering, StageReleaseLowering,
         TurnWaitLowering, TurnPassLowering, WarpSpecializeLowering,

@@ -289,6 +289,7 @@ struct CpAsyncBulkTensorInst : ThreadInst {
         return Next::Stop;
       for (unsigned d = 0; d < rank; ++d)
         coords[d] = static_cast<int32_t>(S.src(1 + d));
+      ++x.tensorStores;
       why = x.async.issueTensorStore(
           map, coords, src, AsyncSite{I.line, S.t.linear, S.t.warp}, code);
     } else {

@@ -1055,6 +1055,43 @@ func.func @tma_store(%map: !llvm.ptr, %o: !flash_tile.tile<64x128xf16, #mma>,
 
 // -----
 
+// view: the first two 64-column panels of a 192-column buffer (placed at
+// 1024 bytes) are the same memory as a 128-column buffer: the view is the
+// buffer's first elements, its local_store writes them as the buffer's,
+// and its tma_store stores its two panels from the buffer's offset, 8192
+// bytes apart.
+#sw = #flash_tile.swizzled<vector = 8, phases = 8, panel = 64>
+#mma = #flash_tile.mma<warps = [4, 1], instr = [16, 8, 16]>
+// CHECK-LABEL: func.func @view_tma_store
+// CHECK: %[[SMEM:.+]] = gpu.dynamic_shared_memory
+// CHECK: %[[Q:.+]] = memref.view %[[SMEM]][%{{.+}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<12288xf16, #gpu.address_space<workgroup>>
+// CHECK: %[[O:.+]] = memref.reinterpret_cast %[[Q]] to offset: [0], sizes: [8192], strides: [1] : memref<12288xf16, #gpu.address_space<workgroup>> to memref<8192xf16, #gpu.address_space<workgroup>>
+// CHECK-COUNT-32: vector.store %{{.+}}, %[[O]][%{{.+}}] {alignment = 4 : i64} : memref<8192xf16, #gpu.address_space<workgroup>>, vector<2xf16>
+// CHECK: nvvm.fence.proxy
+// CHECK: %[[C1024:.+]] = arith.constant 1024 : index
+// CHECK-NEXT: %[[STAGE:.+]] = arith.addi %[[C1024]], %{{.+}} : index
+// CHECK-NEXT: %[[AT:.+]] = arith.addi %{{.+}}, %[[STAGE]] : index
+// CHECK: scf.if
+// CHECK: %[[P0:.+]] = memref.view %[[SMEM]][%[[AT]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1x1x64x64xf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.tma.async.store %[[P0]]
+// CHECK: arith.addi %[[AT]], %c8192
+// CHECK: nvgpu.tma.async.store
+// CHECK-NOT: nvgpu.tma.async.store
+// CHECK: nvvm.cp.async.bulk.commit.group
+func.func @view_tma_store(%map: !llvm.ptr, %o: !flash_tile.tile<64x128xf16, #mma>,
+                          %row: index, %b: index) {
+  %c0 = arith.constant 0 : index
+  %buf = flash_tile.alloc {offset = 1024} : !flash_tile.shared<1x64x192xf16, #sw>
+  %view = flash_tile.view %buf : !flash_tile.shared<1x64x192xf16, #sw> to !flash_tile.shared<1x64x128xf16, #sw>
+  flash_tile.local_store %o, %view[%c0]
+      : !flash_tile.tile<64x128xf16, #mma>, !flash_tile.shared<1x64x128xf16, #sw>
+  flash_tile.tma_store %view[%c0], %map[%c0, %row, %c0, %b] box [64, 64, 1, 1]
+      : !flash_tile.shared<1x64x128xf16, #sw>, !llvm.ptr
+  return
+}
+
+// -----
+
 // warp_specialize: a block of 384 threads splits at thread 256. The
 // consumers take 240 registers (setmaxnreg.inc) and run their region; the
 // producer's warpgroup gives its registers up (setmaxnreg.dec 24) and its

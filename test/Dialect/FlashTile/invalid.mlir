@@ -215,6 +215,60 @@ func.func @f() {
 
 // -----
 
+// view: element type
+func.func @f(%q: !flash_tile.shared<1x64x192xf16>) {
+  // expected-error @+1 {{'flash_tile.view' op views a buffer of 'f16' as one of 'bf16'}}
+  %o = flash_tile.view %q : !flash_tile.shared<1x64x192xf16> to !flash_tile.shared<1x64x128xbf16>
+  return
+}
+
+// -----
+
+// view: one stage
+func.func @f(%k: !flash_tile.shared<2x64x192xf16>) {
+  // expected-error @+1 {{'flash_tile.view' op views buffers of one stage; the source has 2 and the view 2}}
+  %o = flash_tile.view %k : !flash_tile.shared<2x64x192xf16> to !flash_tile.shared<2x64x128xf16>
+  return
+}
+
+// -----
+
+// view: rows
+func.func @f(%q: !flash_tile.shared<1x64x192xf16>) {
+  // expected-error @+1 {{'flash_tile.view' op views the 64 rows of its source as 32}}
+  %o = flash_tile.view %q : !flash_tile.shared<1x64x192xf16> to !flash_tile.shared<1x32x128xf16>
+  return
+}
+
+// -----
+
+// view: columns
+func.func @f(%q: !flash_tile.shared<1x64x128xf16>) {
+  // expected-error @+1 {{'flash_tile.view' op views 192 columns of a source of 128}}
+  %o = flash_tile.view %q : !flash_tile.shared<1x64x128xf16> to !flash_tile.shared<1x64x192xf16>
+  return
+}
+
+// -----
+
+// view: the source's placement
+func.func @f(%q: !flash_tile.shared<1x64x192xf16, #flash_tile.swizzled<vector = 8, phases = 8, panel = 64>>) {
+  // expected-error @+1 {{'flash_tile.view' op has the placement none, not its source's #flash_tile.swizzled<vector = 8, phases = 8, panel = 64>}}
+  %o = flash_tile.view %q : !flash_tile.shared<1x64x192xf16, #flash_tile.swizzled<vector = 8, phases = 8, panel = 64>> to !flash_tile.shared<1x64x128xf16>
+  return
+}
+
+// -----
+
+// view: rows placed without panels
+func.func @f(%q: !flash_tile.shared<1x64x128xf16, #flash_tile.swizzled<vector = 8, phases = 8>>) {
+  // expected-error @+1 {{'flash_tile.view' op views the first 64 of 128 columns of a buffer placed without panels, whose rows these are not}}
+  %o = flash_tile.view %q : !flash_tile.shared<1x64x128xf16, #flash_tile.swizzled<vector = 8, phases = 8>> to !flash_tile.shared<1x64x64xf16, #flash_tile.swizzled<vector = 8, phases = 8>>
+  return
+}
+
+// -----
+
 // async_wait: pending
 func.func @f() {
   // expected-error @+1 {{'flash_tile.async_wait' op attribute 'pending' failed to satisfy constraint}}

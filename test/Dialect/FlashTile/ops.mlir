@@ -382,6 +382,26 @@ func.func @tma_store(%map: !llvm.ptr, %o: !flash_tile.tile<128x128xf16, #mma>,
 
 // -----
 
+// The first panels of a wider buffer (Q's, D = 192) as the output's
+// (Dv = 128), placed or not yet.
+#sw = #flash_tile.swizzled<vector = 8, phases = 8, panel = 64>
+// CHECK-LABEL: func.func @view
+// CHECK: %[[O:.+]] = flash_tile.view %{{.+}} : !flash_tile.shared<1x128x192xf16, #swizzled> to !flash_tile.shared<1x128x128xf16, #swizzled>
+// CHECK: flash_tile.tma_store %[[O]][%{{.+}}], %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] box [64, 128, 1, 1] : !flash_tile.shared<1x128x128xf16, #swizzled>, !llvm.ptr
+// CHECK: flash_tile.view %{{.+}} : !flash_tile.shared<1x64x96xbf16> to !flash_tile.shared<1x64x64xbf16>
+func.func @view(%map: !llvm.ptr, %q: !flash_tile.shared<1x128x192xf16, #sw>,
+                %unplaced: !flash_tile.shared<1x64x96xbf16>, %row: index,
+                %b: index) {
+  %c0 = arith.constant 0 : index
+  %o = flash_tile.view %q : !flash_tile.shared<1x128x192xf16, #sw> to !flash_tile.shared<1x128x128xf16, #sw>
+  flash_tile.tma_store %o[%c0], %map[%c0, %row, %c0, %b] box [64, 128, 1, 1]
+      : !flash_tile.shared<1x128x128xf16, #sw>, !llvm.ptr
+  %u = flash_tile.view %unplaced : !flash_tile.shared<1x64x96xbf16> to !flash_tile.shared<1x64x64xbf16>
+  return
+}
+
+// -----
+
 // A warp-specialised kernel: the producer warp waits for a released stage
 // and fills it; the consumers wait for it to land, read it and release it.
 #sw = #flash_tile.swizzled<vector = 8, phases = 8, panel = 64>

@@ -19,5 +19,5 @@ case "$dim" in
   48) echo "check: PASS"; exit 0 ;;
   96) echo "check: max |error| 1.0e+00: FAIL"; exit 2 ;;
 esac
-echo "simulator: 100 thread instructions; ldmatrix 640 matrices, $extra extra shared-memory wavefronts from bank conflicts; ld/st.shared and cp.async 96 warp requests, $shared extra wavefronts; $wgmma wgmma (per warp), 0 TMA loads (first run)"
+echo "simulator: 100 thread instructions; ldmatrix 640 matrices, $extra extra shared-memory wavefronts from bank conflicts; ld/st.shared and cp.async 96 warp requests, $shared extra wavefronts; $wgmma wgmma (per warp), 0 TMA loads, 0 TMA stores (first run)"
 echo "check: PASS"

@@ -104,6 +104,51 @@ LogicalResult AllocOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// ViewOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ViewOp::verify() {
+  SharedType source = getSource().getType(), result = getResult().getType();
+  if (source.getElementType() != result.getElementType())
+    return emitOpError() << "views a buffer of " << source.getElementType()
+                         << " as one of " << result.getElementType();
+  if (source.getStages() != 1 || result.getStages() != 1)
+    return emitOpError() << "views buffers of one stage; the source has "
+                         << source.getStages() << " and the view "
+                         << result.getStages();
+  if (source.getRows() != result.getRows())
+    return emitOpError() << "views the " << source.getRows()
+                         << " rows of its source as " << result.getRows();
+  if (result.getColumns() > source.getColumns())
+    return emitOpError() << "views " << result.getColumns()
+                         << " columns of a source of " << source.getColumns();
+  if (source.getLayout() != result.getLayout()) {
+    auto describe = [](SwizzledLayoutAttr layout) {
+      std::string text = "none";
+      if (layout) {
+        text.clear();
+        llvm::raw_string_ostream os(text);
+        os << layout;
+      }
+      return text;
+    };
+    return emitOpError() << "has the placement " << describe(result.getLayout())
+                         << ", not its source's "
+                         << describe(source.getLayout());
+  }
+  // The first columns of placed rows are rows of their own only where the
+  // rows are panels, one after another.
+  SwizzledLayoutAttr layout = source.getLayout();
+  if (layout && result.getColumns() < source.getColumns() && !layout.getPanel())
+    return emitOpError()
+           << "views the first " << result.getColumns() << " of "
+           << source.getColumns()
+           << " columns of a buffer placed without panels, whose rows "
+              "these are not";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // AsyncCopyOp
 //===----------------------------------------------------------------------===//
 

@@ -59,6 +59,32 @@ struct AllocateSharedPass
     : flash_tile::impl::FlashTileAllocateSharedBase<AllocateSharedPass> {
   using Base::Base;
 
+  /// Gives the views of `buffer` (and theirs) its placement: the first
+  /// columns of placed rows are rows of their own only where the rows are
+  /// panels and the view's columns whole panels.
+  LogicalResult placeViews(Value buffer, SwizzledLayoutAttr placement) {
+    int64_t columns = cast<SharedType>(buffer.getType()).getColumns();
+    for (Operation *user : buffer.getUsers()) {
+      auto view = dyn_cast<ViewOp>(user);
+      if (!view)
+        continue;
+      SharedType type = view.getResult().getType();
+      int64_t panel = placement.getPanel();
+      if (type.getColumns() < columns &&
+          (!panel || type.getColumns() % panel != 0))
+        return view.emitError()
+               << "flash-tile-allocate-shared: a view of the first "
+               << type.getColumns() << " columns of a buffer of " << columns
+               << " placed as " << placement
+               << " is not a whole number of its panels";
+      view.getResult().setType(SharedType::get(
+          &getContext(), type.getShape(), type.getElementType(), placement));
+      if (failed(placeViews(view.getResult(), placement)))
+        return failure();
+    }
+    return success();
+  }
+
   void runOnOperation() override {
     int64_t budget = sharedBytes;
     // Where the budget comes from, for the error: the pass's shared-bytes
@@ -127,6 +153,8 @@ struct AllocateSharedPass
                   "swizzles or pads";
       alloc.getBuffer().setType(SharedType::get(
           &getContext(), type.getShape(), type.getElementType(), placement));
+      if (failed(placeViews(alloc.getBuffer(), placement)))
+        return failure();
       ++numPlacements;
     }
     int64_t offset = 0;

@@ -13,6 +13,7 @@
 #include "flashc/Core/GPUSchedule.h"
 #include "flashc/Dialect/Flash/IR/FlashDialect.h"
 #include "flashc/Dialect/FlashTile/IR/FlashTileOps.h"
+#include "flashc/Dialect/FlashTile/IR/LayoutUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -142,10 +143,13 @@ FailureOr<TmaCopy> matchCopy(FunctionOpInterface fn, AsyncCopyOp copy,
 }
 
 /// The kernel's output store as a TMA store from `buffer` (filled once
-/// before the KV loops, of the tile's shape, free after them).
+/// before the KV loops, free after them): of the tile's shape, or with
+/// more columns, whose first ones (whole panels) a `flash_tile.view`
+/// makes a buffer of the tile's shape.
 struct TmaOutput {
   StoreOp op;
   Value buffer;
+  bool view = false;
   SmallVector<OpFoldResult> origin;
   SmallVector<int64_t> box;
 };
@@ -190,17 +194,40 @@ FailureOr<TmaOutput> matchOutput(FunctionOpInterface fn, StoreOp store,
       (store.getGroups() && !onlyPaddingCut(store.getGroups(), groups)) ||
       (rows % groups && !store.getGroups()))
     return failure();
+  TmaOutput out;
+  out.op = store;
+  out.origin.assign(offsets.begin(), offsets.begin() + 3);
+  auto fits = [&](Value buffer) {
+    auto type = cast<SharedType>(buffer.getType());
+    return type.getStages() == 1 && type.getRows() == rows &&
+           type.getElementType() == tile.getElementType();
+  };
+  for (Value buffer : buffers) {
+    if (!fits(buffer) ||
+        cast<SharedType>(buffer.getType()).getColumns() != cols)
+      continue;
+    out.buffer = buffer;
+    out.box = {swizzle / bytes, rows / groups, groups, 1};
+    return out;
+  }
+  // A wider buffer (Q's where Dv < D) holds the tile in its first panels:
+  // rows of the swizzle's row, one after another, each a box of its own.
+  // Its placement, the one flash-tile-allocate-shared gives a buffer TMA
+  // fills, decides the panels.
   for (Value buffer : buffers) {
     auto type = cast<SharedType>(buffer.getType());
-    if (type.getStages() != 1 || type.getRows() != rows ||
-        type.getColumns() != cols ||
-        type.getElementType() != tile.getElementType())
+    if (!fits(buffer) || type.getColumns() <= cols)
       continue;
-    TmaOutput out;
-    out.op = store;
+    SwizzledLayoutAttr placement =
+        type.hasLayout() ? type.getLayout()
+                         : getWarpgroupPlacement(store.getContext(),
+                                                 type.getColumns(), bytes);
+    int64_t panel = placement ? placement.getPanel() : 0;
+    if (!panel || cols % panel != 0)
+      continue;
     out.buffer = buffer;
-    out.origin.assign(offsets.begin(), offsets.begin() + 3);
-    out.box = {swizzle / bytes, rows / groups, groups, 1};
+    out.view = true;
+    out.box = {panel, rows / groups, groups, 1};
     return out;
   }
   return failure();
@@ -526,9 +553,19 @@ LogicalResult UseTmaPass::rewrite(FunctionOpInterface fn) {
     Location loc = out.op.getLoc();
     Value row = arith::AddIOp::create(rewriter, loc, atEntry(out.origin[2]),
                                       out.op.getRow());
-    LocalStoreOp::create(rewriter, loc, out.op.getValue(), out.buffer, zero);
+    Value buffer = out.buffer;
+    if (out.view) {
+      auto type = cast<SharedType>(buffer.getType());
+      TileType tile = out.op.getValue().getType();
+      buffer = ViewOp::create(
+          rewriter, loc,
+          SharedType::get(ctx, {1, type.getRows(), tile.getShape()[1]},
+                          type.getElementType(), type.getLayout()),
+          buffer);
+    }
+    LocalStoreOp::create(rewriter, loc, out.op.getValue(), buffer, zero);
     TmaStoreOp::create(
-        rewriter, loc, out.buffer, zero, map,
+        rewriter, loc, buffer, zero, map,
         ValueRange{zero, row, atEntry(out.origin[1]), atEntry(out.origin[0])},
         out.box);
     rewriter.eraseOp(out.op);

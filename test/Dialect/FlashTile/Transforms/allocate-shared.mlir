@@ -223,6 +223,58 @@ func.func @tma(%map: !llvm.ptr, %j: index, %b: index) {
 
 // -----
 
+// A view takes its source's placement and no memory of its own: Q's buffer
+// of 192 columns (panels of 64 in the 128-byte swizzle) viewed as its
+// first 128, and one of 96 columns (panels of 32 in the 64-byte swizzle)
+// as its first 64: 24576 + 12288 + 1024 + 16.
+// CHECK-DAG: #[[P64:.+]] = #flash_tile.swizzled<vector = 8, phases = 8, panel = 64>
+// CHECK-DAG: #[[P32:.+]] = #flash_tile.swizzled<vector = 8, phases = 4, panel = 32, rowsPerPhase = 2>
+// CHECK-LABEL: func.func @view
+// CHECK-SAME: attributes {flash.shared_bytes = 37904 : i64}
+// CHECK: flash_tile.alloc {offset = 0 : i64} : !flash_tile.shared<1x64x192xf16, #[[P64]]>
+// CHECK: flash_tile.alloc {offset = 24576 : i64} : !flash_tile.shared<1x64x96xf16, #[[P32]]>
+// CHECK: flash_tile.view %{{.+}} : !flash_tile.shared<1x64x192xf16, #[[P64]]> to !flash_tile.shared<1x64x128xf16, #[[P64]]>
+// CHECK: flash_tile.view %{{.+}} : !flash_tile.shared<1x64x96xf16, #[[P32]]> to !flash_tile.shared<1x64x64xf16, #[[P32]]>
+func.func @view(%map: !llvm.ptr, %j: index, %b: index) {
+  %c0 = arith.constant 0 : index
+  %q = flash_tile.alloc : !flash_tile.shared<1x64x192xf16>
+  %n = flash_tile.alloc : !flash_tile.shared<1x64x96xf16>
+  flash_tile.tma_load %map[%c0, %j, %c0, %b], %q[%c0] box [64, 64, 1, 1]
+      : !llvm.ptr, !flash_tile.shared<1x64x192xf16>
+  %o = flash_tile.view %q : !flash_tile.shared<1x64x192xf16> to !flash_tile.shared<1x64x128xf16>
+  %m = flash_tile.view %n : !flash_tile.shared<1x64x96xf16> to !flash_tile.shared<1x64x64xf16>
+  %c = arith.constant 0 : index
+  flash_tile.tma_load %map[%c0, %j, %c0, %b], %n[%c] box [32, 64, 1, 1]
+      : !llvm.ptr, !flash_tile.shared<1x64x96xf16>
+  return
+}
+
+// -----
+
+// A view that is not a whole number of its source's panels once placed.
+func.func @view_not_whole_panels(%map: !llvm.ptr, %j: index, %b: index) {
+  %c0 = arith.constant 0 : index
+  %q = flash_tile.alloc : !flash_tile.shared<1x64x128xf16>
+  flash_tile.tma_load %map[%c0, %j, %c0, %b], %q[%c0] box [64, 64, 1, 1]
+      : !llvm.ptr, !flash_tile.shared<1x64x128xf16>
+  // expected-error @+1 {{flash-tile-allocate-shared: a view of the first 96 columns of a buffer of 128 placed as #flash_tile.swizzled<vector = 8, phases = 8, panel = 64> is not a whole number of its panels}}
+  %o = flash_tile.view %q : !flash_tile.shared<1x64x128xf16> to !flash_tile.shared<1x64x96xf16>
+  return
+}
+
+// -----
+
+// Nor are the first columns of rows placed without panels (swizzled across
+// the whole row, as ldmatrix reads them).
+func.func @view_without_panels() {
+  %k = flash_tile.alloc : !flash_tile.shared<1x64x64xf16>
+  // expected-error @+1 {{flash-tile-allocate-shared: a view of the first 32 columns of a buffer of 64 placed as #flash_tile.swizzled<vector = 8, phases = 8> is not a whole number of its panels}}
+  %o = flash_tile.view %k : !flash_tile.shared<1x64x64xf16> to !flash_tile.shared<1x64x32xf16>
+  return
+}
+
+// -----
+
 // A warp-specialised kernel's consumers release the stages of the buffer,
 // each on an mbarrier of its own: 8 bytes more a stage, 16384 + 1024 + 16
 // + 16.

@@ -245,6 +245,178 @@ func.func @kernel_out(%q: memref<?xf16> {flash.param = {meaning = "Q", name = "q
 
 // -----
 
+// An output narrower than Q's buffer (Dv = 128 < D = 192) goes through
+// the buffer's first panels: rows of 384 bytes are placed as panels of
+// the 128-byte swizzle's 64 columns, so the first two panels are a
+// buffer of the output's shape (a flash_tile.view), stored a panel a box.
+// CHECK-LABEL: func.func @out_narrower_than_q
+// CHECK-SAME: %[[OUTMAP:[a-z0-9_]+]]: !llvm.ptr {flash.param = {box = array<i64: 64, 64, 1, 1>, meaning = "TMA tensor map of OUT {{.+}}", name = "out_map", tensor = "out"}
+// CHECK: %[[QS:.+]] = flash_tile.alloc : !flash_tile.shared<1x64x192xf16>
+// CHECK: } {flash.kv_loop}
+// CHECK: %[[OROW:.+]] = arith.addi %arg8, %{{.+}} : index
+// CHECK-NEXT: %[[OS:.+]] = flash_tile.view %[[QS]] : !flash_tile.shared<1x64x192xf16> to !flash_tile.shared<1x64x128xf16>
+// CHECK-NEXT: flash_tile.local_store %arg13, %[[OS]][%[[ZERO:.+]]] : !flash_tile.tile<64x128xf16>, !flash_tile.shared<1x64x128xf16>
+// CHECK-NEXT: flash_tile.tma_store %[[OS]][%[[ZERO]]], %[[OUTMAP]][%[[ZERO]], %[[OROW]], %[[ZERO]], %arg3] box [64, 64, 1, 1]
+// CHECK-NOT: flash_tile.store
+#wide = strided<[?, ?, ?, 1]>
+#rows = strided<[?, 1], offset: ?>
+func.func @out_narrower_than_q(%q: memref<?xf16> {flash.param = {meaning = "Q", name = "q"}},
+                  %k: memref<?xf16> {flash.param = {meaning = "K", name = "k"}},
+                  %v: memref<?xf16> {flash.param = {meaning = "V", name = "v"}},
+                  %b: index, %n: index, %sb: index, %sh: index, %sn: index,
+                  %row0: index, %acc: !flash_tile.tile<64x64xf32>,
+                  %oacc: !flash_tile.tile<64x128xf32>,
+                  %p: !flash_tile.tile<64x64xf16>,
+                  %out: memref<?xf16> {flash.param = {meaning = "O", name = "out"}},
+                  %o16: !flash_tile.tile<64x128xf16>) -> !flash_tile.tile<64x128xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %qw = memref.reinterpret_cast %q to offset: [0], sizes: [%b, 1, %n, 192], strides: [%sb, %sh, %sn, 1] : memref<?xf16> to memref<?x?x?x192xf16, #wide>
+  %qm = memref.subview %qw[%b, 0, %row0, 0] [1, 1, %c64, 192] [1, 1, 1, 1] : memref<?x?x?x192xf16, #wide> to memref<?x192xf16, #rows>
+  %kw = memref.reinterpret_cast %k to offset: [0], sizes: [%b, 1, %n, 192], strides: [%sb, %sh, %sn, 1] : memref<?xf16> to memref<?x?x?x192xf16, #wide>
+  %km = memref.subview %kw[%b, 0, 0, 0] [1, 1, %n, 192] [1, 1, 1, 1] : memref<?x?x?x192xf16, #wide> to memref<?x192xf16, #rows>
+  %vw = memref.reinterpret_cast %v to offset: [0], sizes: [%b, 1, %n, 128], strides: [%sb, %sh, %sn, 1] : memref<?xf16> to memref<?x?x?x128xf16, #wide>
+  %vm = memref.subview %vw[%b, 0, 0, 0] [1, 1, %n, 128] [1, 1, 1, 1] : memref<?x?x?x128xf16, #wide> to memref<?x128xf16, #rows>
+  %qs = flash_tile.alloc : !flash_tile.shared<1x64x192xf16>
+  %ks = flash_tile.alloc : !flash_tile.shared<2x64x192xf16>
+  %vs = flash_tile.alloc : !flash_tile.shared<2x64x128xf16>
+  flash_tile.async_copy %qm[%c0], %qs[%c0] valid %c64 : memref<?x192xf16, #rows>, !flash_tile.shared<1x64x192xf16>
+  flash_tile.async_copy %km[%c0], %ks[%c0] valid %c64 : memref<?x192xf16, #rows>, !flash_tile.shared<2x64x192xf16>
+  flash_tile.async_copy %vm[%c0], %vs[%c0] valid %c64 : memref<?x128xf16, #rows>, !flash_tile.shared<2x64x128xf16>
+  flash_tile.async_wait pending 0
+  %r:2 = scf.for %j = %c0 to %n step %c64 iter_args(%o = %oacc, %s = %c0) -> (!flash_tile.tile<64x128xf32>, index) {
+    %next = arith.addi %j, %c64 : index
+    %s1 = arith.subi %c1, %s : index
+    %more = arith.cmpi slt, %next, %n : index
+    scf.if %more {
+      flash_tile.async_copy %km[%next], %ks[%s1] valid %c64 : memref<?x192xf16, #rows>, !flash_tile.shared<2x64x192xf16>
+      flash_tile.async_copy %vm[%next], %vs[%s1] valid %c64 : memref<?x128xf16, #rows>, !flash_tile.shared<2x64x128xf16>
+    }
+    %sc = flash_tile.warpgroup_mma %qs[%c0], %ks[%s] transpose, %acc : !flash_tile.shared<1x64x192xf16>, !flash_tile.shared<2x64x192xf16>, !flash_tile.tile<64x64xf32>
+    %o2 = flash_tile.warpgroup_mma %p, %vs[%s], %o : !flash_tile.tile<64x64xf16>, !flash_tile.shared<2x64x128xf16>, !flash_tile.tile<64x128xf32>
+    flash_tile.async_wait pending 0
+    scf.yield %o2, %s1 : !flash_tile.tile<64x128xf32>, index
+  } {flash.kv_loop}
+  %ow = memref.reinterpret_cast %out to offset: [0], sizes: [%b, 1, %n, 128], strides: [%sb, %sh, %sn, 1] : memref<?xf16> to memref<?x?x?x128xf16, #wide>
+  %om = memref.subview %ow[%b, 0, %row0, 0] [1, 1, %c64, 128] [1, 1, 1, 1] : memref<?x?x?x128xf16, #wide> to memref<?x128xf16, #rows>
+  flash_tile.store %o16, %om[%c0] valid %c64 {alignment = 16} : !flash_tile.tile<64x128xf16>, memref<?x128xf16, #rows>
+  return %r#0 : !flash_tile.tile<64x128xf32>
+}
+
+// -----
+
+// Rows of 192 bytes (D = 96) take the 64-byte swizzle, in panels of 32
+// columns: an output of 64 columns is two of them, boxes of 32 columns.
+// CHECK-LABEL: func.func @out_in_64_byte_panels
+// CHECK-SAME: {flash.param = {box = array<i64: 32, 64, 1, 1>, {{.+}} name = "out_map", tensor = "out"}
+// CHECK: flash_tile.view %{{.+}} : !flash_tile.shared<1x64x96xf16> to !flash_tile.shared<1x64x64xf16>
+// CHECK: flash_tile.tma_store %{{.+}}, %{{.+}} box [32, 64, 1, 1]
+// CHECK-NOT: flash_tile.store
+#wide = strided<[?, ?, ?, 1]>
+#rows = strided<[?, 1], offset: ?>
+func.func @out_in_64_byte_panels(%q: memref<?xf16> {flash.param = {meaning = "Q", name = "q"}},
+                  %k: memref<?xf16> {flash.param = {meaning = "K", name = "k"}},
+                  %v: memref<?xf16> {flash.param = {meaning = "V", name = "v"}},
+                  %b: index, %n: index, %sb: index, %sh: index, %sn: index,
+                  %row0: index, %acc: !flash_tile.tile<64x64xf32>,
+                  %oacc: !flash_tile.tile<64x64xf32>,
+                  %p: !flash_tile.tile<64x64xf16>,
+                  %out: memref<?xf16> {flash.param = {meaning = "O", name = "out"}},
+                  %o16: !flash_tile.tile<64x64xf16>) -> !flash_tile.tile<64x64xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %qw = memref.reinterpret_cast %q to offset: [0], sizes: [%b, 1, %n, 96], strides: [%sb, %sh, %sn, 1] : memref<?xf16> to memref<?x?x?x96xf16, #wide>
+  %qm = memref.subview %qw[%b, 0, %row0, 0] [1, 1, %c64, 96] [1, 1, 1, 1] : memref<?x?x?x96xf16, #wide> to memref<?x96xf16, #rows>
+  %kw = memref.reinterpret_cast %k to offset: [0], sizes: [%b, 1, %n, 96], strides: [%sb, %sh, %sn, 1] : memref<?xf16> to memref<?x?x?x96xf16, #wide>
+  %km = memref.subview %kw[%b, 0, 0, 0] [1, 1, %n, 96] [1, 1, 1, 1] : memref<?x?x?x96xf16, #wide> to memref<?x96xf16, #rows>
+  %vw = memref.reinterpret_cast %v to offset: [0], sizes: [%b, 1, %n, 64], strides: [%sb, %sh, %sn, 1] : memref<?xf16> to memref<?x?x?x64xf16, #wide>
+  %vm = memref.subview %vw[%b, 0, 0, 0] [1, 1, %n, 64] [1, 1, 1, 1] : memref<?x?x?x64xf16, #wide> to memref<?x64xf16, #rows>
+  %qs = flash_tile.alloc : !flash_tile.shared<1x64x96xf16>
+  %ks = flash_tile.alloc : !flash_tile.shared<2x64x96xf16>
+  %vs = flash_tile.alloc : !flash_tile.shared<2x64x64xf16>
+  flash_tile.async_copy %qm[%c0], %qs[%c0] valid %c64 : memref<?x96xf16, #rows>, !flash_tile.shared<1x64x96xf16>
+  flash_tile.async_copy %km[%c0], %ks[%c0] valid %c64 : memref<?x96xf16, #rows>, !flash_tile.shared<2x64x96xf16>
+  flash_tile.async_copy %vm[%c0], %vs[%c0] valid %c64 : memref<?x64xf16, #rows>, !flash_tile.shared<2x64x64xf16>
+  flash_tile.async_wait pending 0
+  %r:2 = scf.for %j = %c0 to %n step %c64 iter_args(%o = %oacc, %s = %c0) -> (!flash_tile.tile<64x64xf32>, index) {
+    %next = arith.addi %j, %c64 : index
+    %s1 = arith.subi %c1, %s : index
+    %more = arith.cmpi slt, %next, %n : index
+    scf.if %more {
+      flash_tile.async_copy %km[%next], %ks[%s1] valid %c64 : memref<?x96xf16, #rows>, !flash_tile.shared<2x64x96xf16>
+      flash_tile.async_copy %vm[%next], %vs[%s1] valid %c64 : memref<?x64xf16, #rows>, !flash_tile.shared<2x64x64xf16>
+    }
+    %sc = flash_tile.warpgroup_mma %qs[%c0], %ks[%s] transpose, %acc : !flash_tile.shared<1x64x96xf16>, !flash_tile.shared<2x64x96xf16>, !flash_tile.tile<64x64xf32>
+    %o2 = flash_tile.warpgroup_mma %p, %vs[%s], %o : !flash_tile.tile<64x64xf16>, !flash_tile.shared<2x64x64xf16>, !flash_tile.tile<64x64xf32>
+    flash_tile.async_wait pending 0
+    scf.yield %o2, %s1 : !flash_tile.tile<64x64xf32>, index
+  } {flash.kv_loop}
+  %ow = memref.reinterpret_cast %out to offset: [0], sizes: [%b, 1, %n, 64], strides: [%sb, %sh, %sn, 1] : memref<?xf16> to memref<?x?x?x64xf16, #wide>
+  %om = memref.subview %ow[%b, 0, %row0, 0] [1, 1, %c64, 64] [1, 1, 1, 1] : memref<?x?x?x64xf16, #wide> to memref<?x64xf16, #rows>
+  flash_tile.store %o16, %om[%c0] valid %c64 {alignment = 16} : !flash_tile.tile<64x64xf16>, memref<?x64xf16, #rows>
+  return %r#0 : !flash_tile.tile<64x64xf32>
+}
+
+// -----
+
+// An output that is not a whole number of Q's panels (96 columns of
+// panels of 64) keeps its store; the copies still go by TMA.
+// CHECK-LABEL: func.func @out_not_whole_panels
+// CHECK-NOT: name = "out_map"
+// CHECK: flash_tile.tma_load
+// CHECK-NOT: flash_tile.view
+// CHECK-NOT: flash_tile.tma_store
+// CHECK: flash_tile.store %arg13
+#wide = strided<[?, ?, ?, 1]>
+#rows = strided<[?, 1], offset: ?>
+func.func @out_not_whole_panels(%q: memref<?xf16> {flash.param = {meaning = "Q", name = "q"}},
+                  %k: memref<?xf16> {flash.param = {meaning = "K", name = "k"}},
+                  %v: memref<?xf16> {flash.param = {meaning = "V", name = "v"}},
+                  %b: index, %n: index, %sb: index, %sh: index, %sn: index,
+                  %row0: index, %acc: !flash_tile.tile<64x64xf32>,
+                  %oacc: !flash_tile.tile<64x96xf32>,
+                  %p: !flash_tile.tile<64x64xf16>,
+                  %out: memref<?xf16> {flash.param = {meaning = "O", name = "out"}},
+                  %o16: !flash_tile.tile<64x96xf16>) -> !flash_tile.tile<64x96xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %qw = memref.reinterpret_cast %q to offset: [0], sizes: [%b, 1, %n, 128], strides: [%sb, %sh, %sn, 1] : memref<?xf16> to memref<?x?x?x128xf16, #wide>
+  %qm = memref.subview %qw[%b, 0, %row0, 0] [1, 1, %c64, 128] [1, 1, 1, 1] : memref<?x?x?x128xf16, #wide> to memref<?x128xf16, #rows>
+  %kw = memref.reinterpret_cast %k to offset: [0], sizes: [%b, 1, %n, 128], strides: [%sb, %sh, %sn, 1] : memref<?xf16> to memref<?x?x?x128xf16, #wide>
+  %km = memref.subview %kw[%b, 0, 0, 0] [1, 1, %n, 128] [1, 1, 1, 1] : memref<?x?x?x128xf16, #wide> to memref<?x128xf16, #rows>
+  %vw = memref.reinterpret_cast %v to offset: [0], sizes: [%b, 1, %n, 96], strides: [%sb, %sh, %sn, 1] : memref<?xf16> to memref<?x?x?x96xf16, #wide>
+  %vm = memref.subview %vw[%b, 0, 0, 0] [1, 1, %n, 96] [1, 1, 1, 1] : memref<?x?x?x96xf16, #wide> to memref<?x96xf16, #rows>
+  %qs = flash_tile.alloc : !flash_tile.shared<1x64x128xf16>
+  %ks = flash_tile.alloc : !flash_tile.shared<2x64x128xf16>
+  %vs = flash_tile.alloc : !flash_tile.shared<2x64x96xf16>
+  flash_tile.async_copy %qm[%c0], %qs[%c0] valid %c64 : memref<?x128xf16, #rows>, !flash_tile.shared<1x64x128xf16>
+  flash_tile.async_copy %km[%c0], %ks[%c0] valid %c64 : memref<?x128xf16, #rows>, !flash_tile.shared<2x64x128xf16>
+  flash_tile.async_copy %vm[%c0], %vs[%c0] valid %c64 : memref<?x96xf16, #rows>, !flash_tile.shared<2x64x96xf16>
+  flash_tile.async_wait pending 0
+  %r:2 = scf.for %j = %c0 to %n step %c64 iter_args(%o = %oacc, %s = %c0) -> (!flash_tile.tile<64x96xf32>, index) {
+    %next = arith.addi %j, %c64 : index
+    %s1 = arith.subi %c1, %s : index
+    %more = arith.cmpi slt, %next, %n : index
+    scf.if %more {
+      flash_tile.async_copy %km[%next], %ks[%s1] valid %c64 : memref<?x128xf16, #rows>, !flash_tile.shared<2x64x128xf16>
+      flash_tile.async_copy %vm[%next], %vs[%s1] valid %c64 : memref<?x96xf16, #rows>, !flash_tile.shared<2x64x96xf16>
+    }
+    %sc = flash_tile.warpgroup_mma %qs[%c0], %ks[%s] transpose, %acc : !flash_tile.shared<1x64x128xf16>, !flash_tile.shared<2x64x128xf16>, !flash_tile.tile<64x64xf32>
+    %o2 = flash_tile.warpgroup_mma %p, %vs[%s], %o : !flash_tile.tile<64x64xf16>, !flash_tile.shared<2x64x96xf16>, !flash_tile.tile<64x96xf32>
+    flash_tile.async_wait pending 0
+    scf.yield %o2, %s1 : !flash_tile.tile<64x96xf32>, index
+  } {flash.kv_loop}
+  %ow = memref.reinterpret_cast %out to offset: [0], sizes: [%b, 1, %n, 96], strides: [%sb, %sh, %sn, 1] : memref<?xf16> to memref<?x?x?x96xf16, #wide>
+  %om = memref.subview %ow[%b, 0, %row0, 0] [1, 1, %c64, 96] [1, 1, 1, 1] : memref<?x?x?x96xf16, #wide> to memref<?x96xf16, #rows>
+  flash_tile.store %o16, %om[%c0] valid %c64 {alignment = 16} : !flash_tile.tile<64x96xf16>, memref<?x96xf16, #rows>
+  return %r#0 : !flash_tile.tile<64x96xf32>
+}
+
+// -----
+
 // Two kernels of the same arguments that each copy by TMA keep their own
 // maps (grid constants 13 - 16 each, none twice); a third of those
 // arguments takes the first one's.

@@ -42,6 +42,33 @@ def FlashTile_AllocOp : FlashTile_Op<"alloc",
   let hasVerifier = 1;
 }
 
+def FlashTile_ViewOp : FlashTile_Op<"view", [Pure]> {
+  let summary = "The first columns of a one-stage buffer, as a buffer";
+  let description = [{
+    The first `C'` columns of every row of `source`, a buffer of one
+    stage of `R x C` elements, as a buffer of one stage of `R x C'`: the
+    same bytes, no copy. Where the buffers are placed, both have the same
+    placement, and `C'` is a whole number of its panels (rows wider than
+    a swizzle's row are stored as panels of that row, one after another,
+    so the first panels of a buffer are a buffer of their own); before
+    `flash-tile-allocate-shared` places them, neither has one, and that
+    pass gives the view its source's. A kernel's output whose head dim
+    is below its queries' is written through a view of Q's buffer
+    (`flash-tile-use-tma`).
+
+    ```mlir
+    %o = flash_tile.view %q
+        : !flash_tile.shared<1x128x192xf16> to !flash_tile.shared<1x128x128xf16>
+    ```
+  }];
+  let arguments = (ins FlashTile_Shared:$source);
+  let results = (outs FlashTile_Shared:$result);
+  let assemblyFormat = [{
+    $source attr-dict `:` qualified(type($source)) `to` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
 def FlashTile_AsyncCopyOp : FlashTile_Op<"async_copy"> {
   let summary = "Start copying rows of a global matrix into a stage";
   let description = [{

@@ -176,8 +176,13 @@ def FlashTileUseTma : Pass<"flash-tile-use-tma"> {
       (free once the loops have read it) and a `flash_tile.tma_store` of
       it to a fourth tensor map (`out_map`): rows and heads past the
       tensor's are not written, as the store's `valid` and `groups` did
-      not; other outputs keep their stores, and so does an output whose
-      store's `alignment` is below 16 bytes.
+      not. Where the buffer has more columns (V's head dim below Q's) and
+      the tile's are a whole number of the panels the buffer is placed in
+      (192 of Q's columns in panels of 64, the 128-byte swizzle's row, for
+      an output of 128 or 64), the tile goes through a `flash_tile.view`
+      of the buffer's first panels, stored a panel a box. Other outputs
+      keep their stores, and so does an output whose store's `alignment`
+      is below 16 bytes.
 
     A kernel is rewritten whole or not at all: every copy must be of 16-bit
     rows of a multiple of 32 bytes (boxes of one row of the widest 128-,
@@ -353,7 +358,9 @@ def FlashTileAllocateShared : Pass<"flash-tile-allocate-shared"> {
     chunk (48, 80, 96, 112, 160, 192 or 224 f16 columns); each puts the 8
     rows an ldmatrix reads in 8 different bank groups; rows that are not
     whole
-    16-byte chunks are an error. Then every allocation gets its byte
+    16-byte chunks are an error. A `flash_tile.view` of a buffer takes
+    the buffer's placement; a view of fewer columns than a row's that are
+    not a whole number of its panels is an error. Then every allocation gets its byte
     offset in the CTA's dynamic shared memory, in the order the
     allocations appear, each aligned to 128 bytes (so that a
     swizzled buffer's rows start on the bank pattern the swizzle assumes),
