@@ -89,7 +89,8 @@ using flashc::ceilDiv;
 TileSizes mlir::flash::chooseTileSizes(const TargetInfo &target,
                                        const AttentionProblem &shape,
                                        LoopOrder order, bool wideWarps,
-                                       int64_t stages, bool warpgroupMma) {
+                                       int64_t stages, bool warpgroupMma,
+                                       int64_t alignment) {
   int64_t bytes = target.isGPU() ? shape.elementBytes() : 4;
   int64_t m = std::max<int64_t>(target.sramBytes / bytes, 1);
   int64_t d = std::max(shape.headDim, shape.valueDim());
@@ -119,7 +120,7 @@ TileSizes mlir::flash::chooseTileSizes(const TargetInfo &target,
     };
     flashc::GPUTileConfig c = place(flashc::chooseGPUTiles(
         shape.group(), shape.headDim, shape.valueDim(), shape.elementBytes(),
-        decode, wideWarps, warpgroupTiles));
+        decode, wideWarps, warpgroupTiles, alignment));
     int64_t budget =
         target.sramBytes -
         (warpgroup ? flashc::getWarpgroupSharedReserve(stages) : 0);

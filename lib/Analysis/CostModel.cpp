@@ -33,8 +33,9 @@ int64_t headCount(const AttentionProblem &shape) {
 /// does.
 TileSizes getReportTiles(const TargetInfo &target, const AttentionProblem &shape,
                          const CostOptions &options, LoopOrder order) {
-  TileSizes tiles = chooseTileSizes(target, shape, order, /*wideWarps=*/true,
-                                    options.stages, options.warpgroupMma);
+  TileSizes tiles =
+      chooseTileSizes(target, shape, order, /*wideWarps=*/true, options.stages,
+                      options.warpgroupMma, options.alignment);
   if (options.blockQ > 0)
     tiles.blockQ = std::min(options.blockQ, shape.seqQ);
   if (options.blockKV > 0)

@@ -78,9 +78,9 @@ PipelineConfig mlir::flash::detail::gpuConfig(const AttentionSpec &spec,
       target->sramBytes = c.sramBytes;
     AttentionProblem shape = spec.shape();
     shape.seqQ = 16;
-    TileSizes tiles =
-        chooseTileSizes(*target, shape, LoopOrder::FA2,
-                        /*wideWarps=*/true, c.stages, c.warpgroupMma);
+    TileSizes tiles = chooseTileSizes(*target, shape, LoopOrder::FA2,
+                                      /*wideWarps=*/true, c.stages,
+                                      c.warpgroupMma, c.alignment);
     if (!g.blockQ)
       g.blockQ = tiles.blockQ;
     if (!g.blockKV)

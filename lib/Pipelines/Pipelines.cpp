@@ -348,6 +348,7 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
     // the warpgroup MMAs leave unpadded.
     tile.stages = c.stages;
     tile.warpgroupMma = c.warpgroupMma;
+    tile.alignment = c.alignment;
     pm.addPass(createFlashTile(tile));
     // Split before bounding: flash-causal-skip clamps whatever KV range each
     // split loop covers.

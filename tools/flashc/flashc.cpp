@@ -284,11 +284,12 @@ llvm::Expected<CostReport> costReport(const AttentionSpec &spec,
   options.splits = config.splits;
   options.stages = config.stages;
   options.warpgroupMma = config.warpgroupMma;
+  options.alignment = config.alignment;
   // Like flash-split-kv, never more splits than KV blocks.
   if (options.splits > 0) {
-    TileSizes tiles =
-        chooseTileSizes(*target, spec.shape(), options.order,
-                        /*wideWarps=*/true, config.stages, config.warpgroupMma);
+    TileSizes tiles = chooseTileSizes(*target, spec.shape(), options.order,
+                                      /*wideWarps=*/true, config.stages,
+                                      config.warpgroupMma, config.alignment);
     int64_t blockKV = config.blockKV ? config.blockKV : tiles.blockKV;
     options.splits =
         std::min(options.splits, getMaxSplits(spec.shape(), blockKV));

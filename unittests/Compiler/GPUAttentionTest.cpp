@@ -750,9 +750,16 @@ TEST(GPUKernelTest, UnalignedTensorsRunOnAFallback) {
     int64_t alignment;   // what the call then has
   };
   const Case cases[] = {{"sm_90a", false, 0, 0, 16}, // no fallback
-                        {"sm_90a", false, 4, 0, 8},  {"sm_90a", false, 2, 0, 4},
-                        {"sm_90a", false, 0, 1, 2},  {"sm_90a", true, 2, 0, 4},
-                        {"sm_80", false, 0, 1, 2},   {"sm_80", true, 4, 4, 8}};
+                        {"sm_90a", false, 4, 0, 8},
+                        {"sm_90a", false, 2, 0, 4},
+                        {"sm_90a", false, 0, 1, 2},
+                        {"sm_90a", true, 2, 0, 4},
+                        {"sm_80", false, 0, 1, 2},
+                        {"sm_80", true, 4, 4, 8},
+                        // Decode element by element: blocks of 16 keys a
+                        // kv warp.
+                        {"sm_90a", true, 0, 1, 2},
+                        {"sm_80", true, 2, 1, 2}};
   for (const Case &c : cases) {
     SCOPED_TRACE(std::string(c.target) + (c.decode ? " decode" : " prefill") +
                  ", rows padded by " + std::to_string(c.pad) + ", offset " +
@@ -840,6 +847,12 @@ TEST(GPUKernelTest, UnalignedTensorsRunOnAFallback) {
         std::string::npos)
         << fallback->reason;
     EXPECT_EQ(counters->tensorLoads, 0u) << "no TMA below 16 bytes";
+    // A decode kernel that copies element by element takes 16 keys a kv
+    // warp (4 of them), a quarter of the 16-byte kernel's block at D = 64.
+    if (c.decode && c.alignment == 2) {
+      EXPECT_EQ(fallback->variant->blockKV, 64);
+      EXPECT_EQ((*kernel)->getMetadata().gpu->blockKV, 256);
+    }
     if (std::string(c.target) == "sm_90a" && !c.decode) {
       EXPECT_GT(counters->wgmmaInstructions, 0u);
     }

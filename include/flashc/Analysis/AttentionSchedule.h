@@ -8,6 +8,7 @@
 #ifndef FLASHC_ANALYSIS_ATTENTIONSCHEDULE_H
 #define FLASHC_ANALYSIS_ATTENTIONSCHEDULE_H
 
+#include "flashc/Core/GPUSchedule.h"
 #include "flashc/Core/Problem.h"
 #include "flashc/Target/TargetInfo.h"
 
@@ -81,10 +82,14 @@ struct TileSizes {
 /// `warpgroupMma`: on a target with warpgroup MMAs (sm_90a), whether the
 /// kernels use them, which place their buffers' rows unpadded; without
 /// them the rows are padded as on sm_80 (the pipeline's `warpgroup-mma`).
+/// `alignment`: the bytes the GPU kernels assume of the tensors' addresses
+/// and strides (the pipeline's `alignment`); a decode kernel that copies
+/// element by element (2) takes smaller KV blocks.
 TileSizes chooseTileSizes(const TargetInfo &target,
                           const AttentionProblem &shape, LoopOrder order,
                           bool wideWarps = true, int64_t stages = 2,
-                          bool warpgroupMma = true);
+                          bool warpgroupMma = true,
+                          int64_t alignment = flashc::kMaxGlobalAlignment);
 
 } // namespace flash
 } // namespace mlir

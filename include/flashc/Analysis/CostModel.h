@@ -224,6 +224,8 @@ struct CostOptions {
   /// sm_90a: whether the kernels multiply by warpgroups, whose buffers'
   /// rows the chosen KV block fits unpadded (see `chooseTileSizes`).
   bool warpgroupMma = true;
+  /// The GPU kernels' alignment of the tensors (see `chooseTileSizes`).
+  int64_t alignment = 16;
 };
 
 /// The traffic of one loop order with its own tiles.

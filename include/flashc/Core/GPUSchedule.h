@@ -411,7 +411,8 @@ inline GPUTileConfig makeGPUTileConfig(int64_t group, int64_t headDim,
 inline GPUTileConfig chooseGPUTiles(int64_t group, int64_t headDim,
                                     int64_t headDimV, int64_t elementBytes,
                                     bool decode, bool wideWarps = false,
-                                    bool warpgroup = false) {
+                                    bool warpgroup = false,
+                                    int64_t alignment = kMaxGlobalAlignment) {
   int64_t g = std::max<int64_t>(group, 1);
   int64_t maxD = std::max(roundUpTo(headDim, 16), roundUpTo(headDimV, 16));
   int64_t blockQ, blockKV;
@@ -425,11 +426,15 @@ inline GPUTileConfig chooseGPUTiles(int64_t group, int64_t headDim,
            !GPUTileConfig::kvWarpsSplitDv(roundUpTo(headDimV, 16), kvWarps))
       kvWarps /= 2;
     int64_t warpKeys = maxD <= 64 ? 64 : maxD <= 128 ? 32 : 16;
-    // Rows copied element by element (not whole 16-byte chunks): a thread
-    // copies Bc x D / threads elements a block, one instruction pair
-    // each; 16 keys a warp keep that to the prefill tiles' count.
-    if (wideWarps && (!hasWholeChunkRows(headDim, elementBytes) ||
-                      !hasWholeChunkRows(headDimV, elementBytes)))
+    // Rows copied element by element (not whole 16-byte chunks, or a
+    // kernel for tensors aligned to an element only: cp.async copies 4
+    // bytes at least): a thread copies Bc x D / threads elements a block,
+    // each a load into a register and a store; 16 keys a warp keep that
+    // to the prefill tiles' count.
+    auto elementwise = [&](int64_t cols) {
+      return getRowAlignment(cols, elementBytes, alignment) < 4;
+    };
+    if (wideWarps && (elementwise(headDim) || elementwise(headDimV)))
       warpKeys = 16;
     blockKV = warpKeys * kvWarps;
   } else {

@@ -464,6 +464,11 @@ struct FlashTilePass : flash::impl::FlashTileBase<FlashTilePass> {
       getOperation()->emitError() << "flash-tile: " << why;
       return signalPassFailure();
     }
+    if (std::string why = flashc::whyNotGlobalAlignment(alignment);
+        !why.empty()) {
+      getOperation()->emitError() << "flash-tile: " << why;
+      return signalPassFailure();
+    }
     if (sramBytes > 0)
       targetInfo->sramBytes = sramBytes;
     std::optional<LoopOrder> order = parseLoopOrder(loopOrder);
@@ -498,7 +503,7 @@ struct FlashTilePass : flash::impl::FlashTileBase<FlashTilePass> {
     for (OnlineAttention &a : matches) {
       AttentionProblem shape = describe(a);
       TileSizes tiles = chooseTileSizes(*targetInfo, shape, *order, wideWarps,
-                                        stages, warpgroupMma);
+                                        stages, warpgroupMma, alignment);
       LLVM_DEBUG(DBGS() << "loop at " << a.loop.getLoc()
                         << ": the model's shape B=" << shape.batch
                         << " Hq=" << shape.heads << " Hkv=" << shape.kvHeads

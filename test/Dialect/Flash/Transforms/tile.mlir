@@ -44,6 +44,20 @@
 // DECODE2: scf.for %{{.+}} = %c0 to %c4096 step %c256
 // DECODE3-LABEL: func.func @decode
 // DECODE3: scf.for %{{.+}} = %c0 to %c4096 step %c128
+// A decode kernel for tensors aligned to an element only copies element
+// by element (a load and a store each, where cp.async copies 4 bytes and
+// more): 16 keys a kv warp, 64 a block. At 4 bytes, cp.async: 256 still.
+// RUN: flashc-opt %t/decode.mlir --flash-online-softmax \
+// RUN:   --flash-tile="target=sm_80 wide-warps=1 alignment=2" \
+// RUN:   | FileCheck %s --check-prefix=DECODE-A2
+// RUN: flashc-opt %t/decode.mlir --flash-online-softmax \
+// RUN:   --flash-tile="target=sm_80 wide-warps=1 alignment=4" \
+// RUN:   | FileCheck %s --check-prefix=DECODE2
+// RUN: not flashc-opt %t/decode.mlir --flash-tile="alignment=3" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BAD-ALIGN
+// BAD-ALIGN: error: flash-tile: alignment is 16, 8, 4 or 2 bytes, not 3
+// DECODE-A2-LABEL: func.func @decode
+// DECODE-A2: scf.for %{{.+}} = %c0 to %c4096 step %c64
 // CPU with 64 KiB: M = 65536 / 4 = 16384 f32 elements; Br = 64;
 // Bc = (16384 - 2*64*64) / (2*64 + 64) = 42 -> 32.
 // RUN: flashc-opt %t/sram.mlir --flash-online-softmax --flash-tile="target=cpu sram-bytes=65536" \

@@ -147,7 +147,11 @@ def FlashTile : Pass<"flash-tile"> {
     Option<"warpgroupMma", "warpgroup-mma", "bool", /*default=*/"true",
            "sm_90a: whether the kernels multiply by warpgroups, whose "
            "buffers' rows the KV block fits unpadded (false: mma.sync "
-           "kernels at the same tiles, whose rows are padded as on sm_80)">
+           "kernels at the same tiles, whose rows are padded as on sm_80)">,
+    Option<"alignment", "alignment", "int64_t", /*default=*/"16",
+           "GPU: the bytes the kernels assume of the tensors' addresses and "
+           "strides (16, 8, 4 or 2); a decode kernel that copies element "
+           "by element (2) takes blocks of 16 keys a kv warp">
   ];
   let statistics = [
     Statistic<"numTiledFA2", "num-tiled-fa2",
