@@ -360,9 +360,14 @@ llvm::Error mlir::flash::buildStage(OpPassManager &pm, llvm::StringRef stage,
     pm.addPass(createFlashSplitKV(split));
     // The CPU's prefill step costs no more masked than unmasked on a block
     // every row sees, so its prefill keeps one copy of the step, one masked
-    // loop; its decode step pays for a mask per score and is split.
+    // loop; its decode step pays for a mask per score and is split. The
+    // GPU's masked step masks only a block some row does not see whole,
+    // at a comparison a block: its decode kernels (whose rows all end
+    // within a block or two of the keys' end) keep one masked loop, half
+    // the code; its prefill kernels split, their main loop free of even
+    // that.
     FlashCausalSkipOptions skip;
-    skip.splitDiagonal = c.isGPU() ? "always" : "decode";
+    skip.splitDiagonal = c.isGPU() ? "prefill" : "decode";
     pm.addPass(createFlashCausalSkip(skip));
     // Fold the index arithmetic the three passes left, so that later passes
     // (and readers) see constant trip counts where shapes are static.

@@ -413,12 +413,25 @@ LogicalResult TileEmitter::emit(std::string &why) {
           },
           /*indices=*/true);
     };
-    if (loop.masked) {
+    // A loop of diagonal blocks (after one of the blocks every row sees)
+    // masks each block. Another masks a block only where some row does
+    // not see it whole: past its valid keys, or, in a masked loop that is
+    // the kernel's only one (flash-causal-skip left it unsplit: a decode
+    // kernel's), where row 0's last visible key o + 1 falls inside it.
+    bool diagonalOnly =
+        loop.masked && llvm::any_of(s.loops, [](const KVLoop &other) {
+          return !other.masked;
+        });
+    if (diagonalOnly) {
       sc = masked();
     } else {
-      auto ifPartial = scf::IfOp::create(b, TypeRange{acc(wk)},
-                                         lt(values.validKeys, idx(Bc)),
-                                         /*withElse=*/true);
+      Value seen = values.validKeys;
+      if (values.maskOffset)
+        seen = arith::MinSIOp::create(
+            b, seen, arith::AddIOp::create(b, values.maskOffset, one));
+      auto ifPartial =
+          scf::IfOp::create(b, TypeRange{acc(wk)}, lt(seen, idx(Bc)),
+                            /*withElse=*/true);
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPointToStart(ifPartial.thenBlock());
       scf::YieldOp::create(b, masked());

@@ -49,6 +49,9 @@
 // RUN: flashc-opt %t/decode.mlir \
 // RUN:   --flash-attention-pipeline="target=sm_80 dynamic-splits=1 block-q=4 block-kv=128" \
 // RUN:   | flashc-opt --flash-to-tile --flash-tile-assign-layouts | FileCheck %s --check-prefix=DECODE
+// RUN: flashc-opt %t/decode-causal.mlir \
+// RUN:   --flash-attention-pipeline="target=sm_80 dynamic-splits=1 block-q=4 block-kv=128" \
+// RUN:   | flashc-opt --flash-to-tile --flash-tile-assign-layouts | FileCheck %s --check-prefix=DECODE-CAUSAL
 // RUN: flashc-opt %t/gqa3.mlir --flash-attention-pipeline="target=sm_80" \
 // RUN:   | flashc-opt --flash-to-tile --flash-tile-assign-layouts | FileCheck %s --check-prefix=GQA3
 // RUN: flashc-opt %t/mha.mlir --flash-attention-pipeline="target=sm_80 block-q=40" \
@@ -275,6 +278,39 @@ func.func @decode(%q: tensor<?x4x?x64xf16>, %k: tensor<?x1x?x64xf16>,
 // DECODE: scf.yield
 // DECODE-NOT: scf.for
 // DECODE: flash_tile.store {{.+}} {alignment = 16 : i64} : !flash_tile.tile<4x64xf16, #[[CTILE]]>, memref<4x?x64xf16
+
+// A causal decode kernel's one masked KV loop (flash-causal-skip leaves a
+// loop over one KV split unsplit): a block is masked only where some row
+// does not see it whole, past its valid keys or past row 0's last visible
+// key o + 1; the mask then takes the lower of the two limits per row.
+// DECODE-CAUSAL-LABEL: gpu.func @decode_fwd(
+// DECODE-CAUSAL: scf.for %[[J:.+]] = %{{.+}} to %[[END:.+]] step %{{.+}} iter_args(
+// DECODE-CAUSAL: flash_tile.mma
+// DECODE-CAUSAL: %[[LEFT:.+]] = arith.subi %[[END]], %[[J]] : index
+// DECODE-CAUSAL-NEXT: %[[VALID:.+]] = arith.minsi %[[LEFT]], %c128 : index
+// DECODE-CAUSAL-NEXT: %[[OFF:.+]] = arith.subi %{{.+}}, %[[J]] : index
+// DECODE-CAUSAL-NEXT: %[[ROW0:.+]] = arith.addi %[[OFF]], %{{.+}} : index
+// DECODE-CAUSAL-NEXT: %[[SEEN:.+]] = arith.minsi %[[VALID]], %[[ROW0]] : index
+// DECODE-CAUSAL: %[[PART:.+]] = arith.cmpi slt, %[[SEEN]], %{{.+}} : index
+// DECODE-CAUSAL-NEXT: scf.if %[[PART]] -> (!flash_tile.tile<4x16x32xf32,
+// DECODE-CAUSAL-NEXT: flash_tile.map indices
+// DECODE-CAUSAL: %[[ROW:.+]] = arith.remui
+// DECODE-CAUSAL-NEXT: %[[ROWOFF:.+]] = arith.addi %[[ROW]], %[[OFF]] : index
+// DECODE-CAUSAL-NEXT: %[[DIAG:.+]] = arith.addi %[[ROWOFF]], %{{.+}} : index
+// DECODE-CAUSAL-NEXT: arith.minsi %[[VALID]], %[[DIAG]] : index
+// DECODE-CAUSAL: } else {
+// DECODE-CAUSAL: } {flash.kv_loop}
+// DECODE-CAUSAL-NOT: flash.kv_loop
+// DECODE-CAUSAL-LABEL: gpu.func @decode_combine(
+
+//--- decode-causal.mlir
+func.func @decode(%q: tensor<?x4x?x64xf16>, %k: tensor<?x1x?x64xf16>,
+                  %v: tensor<?x1x?x64xf16>) -> tensor<?x4x?x64xf16> {
+  %o = flash.attention %q, %k, %v causal
+      : tensor<?x4x?x64xf16>, tensor<?x1x?x64xf16>, tensor<?x1x?x64xf16>
+      -> tensor<?x4x?x64xf16>
+  return %o : tensor<?x4x?x64xf16>
+}
 
 //--- gqa3.mlir
 func.func @gqa3(%q: tensor<?x6x?x64xf16>, %k: tensor<?x2x?x64xf16>,

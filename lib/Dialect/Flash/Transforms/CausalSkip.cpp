@@ -12,9 +12,11 @@
 // when every key below ub is visible to the first row. Inside
 // each loop, the block size min(Bc, ub - j) is clamped to the new upper
 // bound, so no key past `end` is read. Where the `split-diagonal` option
-// says not to split (`never`, or `decode` outside functions marked
+// says not to split (`never`; `decode` outside functions marked
 // flash.decode: the CPU's prefill, whose masked step costs no more than its
-// unmasked one on a block every row sees), the loop is only bounded: one
+// unmasked one on a block every row sees; `prefill` in the loops over one
+// KV split of a flash-decoding kernel: the GPU's decode, whose masked step
+// skips the mask on a block every row sees), the loop is only bounded: one
 // loop over [lb, end) of masked steps, and one copy of the step's code.
 //
 // Where the bounds are constants, or functions of the induction variables
@@ -366,20 +368,31 @@ void skipMaskedBlocks(RewriterBase &rewriter, scf::ForOp loop,
   rewriter.replaceOp(loop, diagonal.getResults());
 }
 
+/// Whether `loop` runs one KV split of a flash-decoding kernel: it lies in
+/// a tile loop whose partial results a flash.combine merges.
+bool runsOneKVSplit(scf::ForOp loop) {
+  auto tiles = loop->getParentOfType<scf::ForallOp>();
+  return tiles && llvm::any_of(tiles->getUsers(), [](Operation *user) {
+           return isa<CombineOp>(user);
+         });
+}
+
 struct FlashCausalSkipPass
     : flash::impl::FlashCausalSkipBase<FlashCausalSkipPass> {
   using Base::Base;
   void runOnOperation() override {
-    if (splitDiagonal != "always" && splitDiagonal != "decode" &&
-        splitDiagonal != "never") {
+    if (!llvm::is_contained({"always", "decode", "prefill", "never"},
+                            splitDiagonal)) {
       getOperation()->emitError()
-          << "flash-causal-skip: split-diagonal must be always, decode or "
-             "never, got '"
+          << "flash-causal-skip: split-diagonal must be always, decode, "
+             "prefill or never, got '"
           << splitDiagonal << "'";
       return signalPassFailure();
     }
     FlashDialect::DecodeAttrHelper decodeAttr(&getContext());
     auto splitsIn = [&](scf::ForOp loop) {
+      if (splitDiagonal == "prefill")
+        return !runsOneKVSplit(loop);
       if (splitDiagonal != "decode")
         return splitDiagonal == "always";
       auto func = loop->getParentOfType<FunctionOpInterface>();

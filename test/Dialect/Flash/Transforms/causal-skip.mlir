@@ -22,10 +22,26 @@
 // RUN:   --flash-tile="block-q=16 block-kv=128" \
 // RUN:   --flash-causal-skip=split-diagonal=decode \
 // RUN:   | FileCheck %s --check-prefix=DECODE
+// With split-diagonal=prefill (the GPU's), a prefill loop is split and a
+// loop over one KV split of a flash-decoding kernel (its tile loop's
+// partial results merged by flash.combine) is only bounded; a decode whose
+// KV loop was not split (no combine) is split as a prefill is.
+// RUN: flashc-opt %t/prefill.mlir --flash-online-softmax \
+// RUN:   --flash-tile="block-q=64 block-kv=64" \
+// RUN:   --flash-causal-skip=split-diagonal=prefill \
+// RUN:   | FileCheck %s --check-prefix=PREFILL
+// RUN: flashc-opt %t/decode.mlir --flash-online-softmax \
+// RUN:   --flash-tile="block-q=16 block-kv=128" --flash-split-kv="splits=4" \
+// RUN:   --flash-causal-skip=split-diagonal=prefill \
+// RUN:   | FileCheck %s --check-prefix=SPLIT-KV
+// RUN: flashc-opt %t/decode.mlir --flash-online-softmax \
+// RUN:   --flash-tile="block-q=16 block-kv=128" \
+// RUN:   --flash-causal-skip=split-diagonal=prefill \
+// RUN:   | FileCheck %s --check-prefix=DECODE
 // RUN: not flashc-opt %t/prefill.mlir \
 // RUN:   --flash-causal-skip=split-diagonal=sometimes 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BAD-SPLIT
-// BAD-SPLIT: error: flash-causal-skip: split-diagonal must be always, decode or never, got 'sometimes'
+// BAD-SPLIT: error: flash-causal-skip: split-diagonal must be always, decode, prefill or never, got 'sometimes'
 // The same after canonicalization: the offset is still matched.
 // RUN: flashc-opt %t/prefill.mlir --flash-online-softmax \
 // RUN:   --flash-tile="block-q=64 block-kv=64" --canonicalize --flash-causal-skip \
@@ -206,6 +222,16 @@ func.func @untiled(%q: tensor<1x1x64x16xf32>, %k: tensor<1x1x96x16xf32>,
 // DECODE: } {flash.kv_loop}
 
 // After folding, one unmasked loop over all 1000 keys remains.
+// One loop over the split's visible blocks, every step masked.
+// SPLIT-KV-LABEL: func.func @decode
+// SPLIT-KV: scf.forall
+// SPLIT-KV-NOT: arith.floordivsi
+// SPLIT-KV: scf.for
+// SPLIT-KV: flash.attention_step {{.+}} mask(
+// SPLIT-KV: } {flash.kv_loop}
+// SPLIT-KV-NOT: scf.for %
+// SPLIT-KV: flash.combine
+
 // DECODE-FOLD-LABEL: func.func @decode
 // DECODE-FOLD-DAG: %[[C0:.+]] = arith.constant 0 : index
 // DECODE-FOLD-DAG: %[[BC:.+]] = arith.constant 128 : index

@@ -179,15 +179,22 @@ def FlashCausalSkip : Pass<"flash-causal-skip"> {
     two. The CPU's pipeline splits in functions marked `flash.decode` only
     (`decode`): its prefill step costs no more masked than unmasked on a
     block every row sees, while its decode step, which reads K rows in
-    place, pays a compare and a select per score for the mask.
+    place, pays a compare and a select per score for the mask. The GPU's
+    splits everywhere but in the loops over one KV split of a
+    flash-decoding kernel (`prefill`: a loop in a tile loop whose partial
+    results a `flash.combine` merges): the GPU's masked step applies the
+    mask only to a block some row does not see in full, so one loop of
+    such steps costs a decode kernel a comparison a block, and halves its
+    code.
   }];
   let options = [
     Option<"splitDiagonal", "split-diagonal", "std::string",
            /*default=*/"\"always\"",
            "Where to split off the blocks every row sees into a loop of "
            "unmasked steps: always, decode (in functions marked flash.decode "
-           "only) or never (one loop of masked steps over the visible "
-           "blocks)">
+           "only), prefill (but in loops over one KV split of a "
+           "flash-decoding kernel) or never (one loop of masked steps over "
+           "the visible blocks)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"
