@@ -1150,13 +1150,18 @@ TEST(GPUKernelTest, RunsOnTheCudaDriverWithDevicePointers) {
       << (*cuda)->describe();
   // Prefill, split decode, split decode on a driver that refuses the
   // kernels' early start (they then launch as any other), and with the
-  // runtime told not to ask for it (FLASHC_CUDA_PROGRAMMATIC_LAUNCH=0).
-  for (int mode : {0, 1, 2, 3}) {
-    bool decode = mode > 0, refused = mode == 2, off = mode == 3;
-    SCOPED_TRACE(refused  ? "early start refused"
-                 : off    ? "early start off"
-                 : decode ? "decode"
-                          : "");
+  // runtime told not to ask for it (FLASHC_CUDA_PROGRAMMATIC_LAUNCH=0);
+  // and a prefill of V's head dim below Q's (on sm_90a, O stored by TMA
+  // through the first panels of Q's buffer, its tensor map of Dv columns
+  // built by the driver).
+  for (int mode : {0, 1, 2, 3, 4}) {
+    bool decode = mode > 0 && mode < 4, refused = mode == 2, off = mode == 3,
+         narrowV = mode == 4;
+    SCOPED_TRACE(refused   ? "early start refused"
+                 : off     ? "early start off"
+                 : decode  ? "decode"
+                 : narrowV ? "Dv < D"
+                           : "");
     // Unset again however the iteration ends.
     std::optional<ScopedEnv> refusing, switchedOff;
     if (refused)
@@ -1169,7 +1174,8 @@ TEST(GPUKernelTest, RunsOnTheCudaDriverWithDevicePointers) {
     spec.kvHeads = 2;
     spec.seqQ = decode ? 1 : 45;
     spec.seqKV = decode ? 700 : 77;
-    spec.headDim = 128;
+    spec.headDim = narrowV ? 192 : 128;
+    spec.headDimV = narrowV ? 128 : 0;
     spec.dtype = ElementType::BF16;
     spec.mask = Mask::causal();
     spec.withLse = true;
