@@ -488,7 +488,8 @@ def torch_check(fc, torch, device_code, dev, stream, timer, numerics_cases,
     print(f"\ndecode (bf16, GQA 32/8, D = 128, one query; device-to-device "
           f"copy {copy_gbs:.0f} GB/s):")
     print(f"  {'B':>3} {'Nk':>7} {'flashc GB/s':>12} {'% copy':>7} "
-          f"{'flash GB/s':>11} {'cudnn GB/s':>11} {'no PDL GB/s':>12}")
+          f"{'flash GB/s':>11} {'cudnn GB/s':>11} {'no PDL GB/s':>12} "
+          f"{'causal GB/s':>12}")
     for (b, nk) in decode_cfgs:
         q = torch.randn(b, 32, 1, 128, device=dev, dtype=torch.bfloat16)
         k = torch.randn(b, 8, nk, 128, device=dev, dtype=torch.bfloat16)
@@ -498,12 +499,18 @@ def torch_check(fc, torch, device_code, dev, stream, timer, numerics_cases,
         gbs = {k2: nbytes / t * 1e-9
                for k2, t in against_sdpa(q, k, v, out, False,
                                          serial=True).items()}
+        views = [gpu_view(t, FLASHC_BF16) for t in (q, k, v, out)]
+        # The causal variant (one query sees every key; its one KV loop
+        # masks a block only where some row does not see it whole).
+        gbs["flashc_causal"] = nbytes / timer(
+            lambda: fc.attention(device_code, *views, None, True, stream()),
+            iters) * 1e-9
         row = dict(B=b, Nk=nk, copy_gbs=copy_gbs, **gbs)
         line = (f"  {b:>3} {nk:>7} {gbs['flashc']:12.0f} "
                 f"{100 * gbs['flashc'] / copy_gbs:6.0f}% {gbs['flash']:11.0f} "
-                f"{gbs['cudnn']:11.0f} {gbs['flashc_serial']:12.0f}")
+                f"{gbs['cudnn']:11.0f} {gbs['flashc_serial']:12.0f} "
+                f"{gbs['flashc_causal']:12.0f}")
         if profiler:
-            views = [gpu_view(t, FLASHC_BF16) for t in (q, k, v, out)]
             host, kernels = profiler(
                 lambda: fc.attention(device_code, *views, None, False,
                                      stream()))
