@@ -419,8 +419,9 @@ TEST(GPUKernelTest, OverlappedSoftmaxMatches) {
 /// DeepSeek's 192 / 128 in the 128-byte swizzle's panels of 64 columns,
 /// 96 / 64 in the 64-byte swizzle's of 32, 160 / 96 in those of 32,
 /// 256 / 64 one panel), causal or not, MHA and GQA, with the log-sum-exp,
-/// without warp specialisation; the other outputs keep their stores from
-/// registers (O wider than Q, or not whole panels of it: 128 / 96).
+/// without warp specialisation, O's writes into Q's rows free of bank
+/// conflicts; the other outputs keep their stores from registers (O wider
+/// than Q, or not whole panels of it: 128 / 96).
 TEST(GPUKernelTest, OutputStoresByTmaThroughQsBuffer) {
   struct Case {
     Config config;
@@ -444,6 +445,13 @@ TEST(GPUKernelTest, OutputStoresByTmaThroughQsBuffer) {
                  &counters);
       EXPECT_EQ(counters.tensorStores > 0, k.tmaStore)
           << counters.tensorStores << " TMA stores";
+      // Their ld/st.shared are O's writes into Q's swizzled rows (the
+      // copies are TMA's): without bank conflicts.
+      if (k.tmaStore) {
+        EXPECT_GT(counters.sharedRequests, 0u);
+        EXPECT_EQ(counters.sharedExtraWavefronts, 0u)
+            << "bank conflicts over " << counters.sharedRequests << " requests";
+      }
     }
   }
   PipelineConfig config;

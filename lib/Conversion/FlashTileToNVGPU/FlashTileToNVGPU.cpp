@@ -250,8 +250,8 @@ public:
   /// TMA copies.
   Value firstThread(Operation *op) { return state(op).firstThread; }
 
-  /// The byte offset of `buffer` (a placed flash_tile.alloc's) in the
-  /// kernel's shared buffers, or -1.
+  /// The byte offset of `buffer` (a placed flash_tile.alloc's, or a
+  /// flash_tile.view of one) in the kernel's shared buffers, or -1.
   int64_t allocOffset(Value buffer) const {
     auto it = allocOffsets.find(buffer);
     return it == allocOffsets.end() ? -1 : it->second;

@@ -11,6 +11,7 @@ include "flashc/Dialect/FlashTile/IR/FlashTileTypes.td"
 include "mlir/IR/EnumAttr.td"
 include "mlir/IR/OpBase.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ViewLikeInterface.td"
 
 def FlashTile_Tile : Type<CPred<"::llvm::isa<::mlir::flash_tile::TileType>($_self)">,
     "flash_tile register tile", "::mlir::flash_tile::TileType">;
@@ -42,7 +43,7 @@ def FlashTile_AllocOp : FlashTile_Op<"alloc",
   let hasVerifier = 1;
 }
 
-def FlashTile_ViewOp : FlashTile_Op<"view", [Pure]> {
+def FlashTile_ViewOp : FlashTile_Op<"view", [Pure, ViewLikeOpInterface]> {
   let summary = "The first columns of a one-stage buffer, as a buffer";
   let description = [{
     The first `C'` columns of every row of `source`, a buffer of one
@@ -65,6 +66,10 @@ def FlashTile_ViewOp : FlashTile_Op<"view", [Pure]> {
   let results = (outs FlashTile_Shared:$result);
   let assemblyFormat = [{
     $source attr-dict `:` qualified(type($source)) `to` qualified(type($result))
+  }];
+  let extraClassDeclaration = [{
+    /// The buffer whose memory the view is (ViewLikeOpInterface).
+    ::mlir::Value getViewSource() { return getSource(); }
   }];
   let hasVerifier = 1;
 }
